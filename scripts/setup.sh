@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what building and testing q36 need on Debian 12, and nothing when it
+# is all there already (a second run takes well under a second).
+#   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, git, node/npm
+#   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
+#   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine.
+# Then it unpacks the llama.cpp headers from the bundle into build/llama.cpp.
+set -eu
+cd "$(dirname "$0")/.."
+
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev git ca-certificates"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+# Node.js may come from Debian (nodejs + npm) or from elsewhere with npm inside.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+    echo "setup: installing Debian packages:$missing" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# The oracle packages, exactly as locked (versions and sha512 integrity).
+# --omit=optional skips node-llama-cpp's other platform builds (CUDA, Vulkan,
+# ARM: about 550 MB); --ignore-scripts skips its post-install step, which would
+# try to download or build. `npm ci` refuses this lock (npm leaves the
+# macOS/Windows optional packages out of a lock made on Linux and then calls
+# it out of sync), so this is `npm install` on the lock, checked unchanged.
+stamp=tests/oracle/node_modules/.q36-stamp
+if [ ! -f "$stamp" ] || [ tests/oracle/package-lock.json -nt "$stamp" ]; then
+    echo "setup: installing the pinned oracle packages in tests/oracle" >&2
+    mkdir -p build
+    cp tests/oracle/package-lock.json build/.package-lock.orig
+    (cd tests/oracle && npm install --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
+    if ! cmp -s tests/oracle/package-lock.json build/.package-lock.orig; then
+        cp build/.package-lock.orig tests/oracle/package-lock.json
+        echo "setup: npm wanted to change tests/oracle/package-lock.json; refusing" >&2
+        exit 1
+    fi
+    touch "$stamp"
+fi
+
+# llama.cpp's source of that exact build, for its headers (and for reading).
+bundle=tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
+if [ ! -f build/llama.cpp/include/llama.h ] || [ "$bundle" -nt build/llama.cpp/include/llama.h ]; then
+    echo "setup: unpacking llama.cpp source from the oracle bundle" >&2
+    rm -rf build/llama.cpp
+    mkdir -p build
+    git -c advice.detachedHead=false clone -q "$bundle" build/llama.cpp
+    touch build/llama.cpp/include/llama.h
+fi

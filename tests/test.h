@@ -1,0 +1,73 @@
+/* test.h: the few helpers every C test program uses.
+ *
+ * A test program prints one line per case: "ok <name>" or
+ * "FAIL <name>: <why>", and returns t_exit(), which is non-zero when any case
+ * failed. tests/run.sh runs every program, counts the lines, and prints the
+ * final "N passed, N failed". A case that cannot run (a missing oracle, a
+ * missing file) is a FAIL with the reason, never a skip.
+ */
+#ifndef Q36_TEST_H
+#define Q36_TEST_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+
+static int t_passed, t_failed;
+
+static inline void t_ok(const char *name)
+{
+    printf("ok %s\n", name);
+    fflush(stdout);
+    t_passed++;
+}
+
+__attribute__((format(printf, 2, 3)))
+static inline void t_fail(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    printf("FAIL %s: ", name);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    t_failed++;
+}
+
+/* Records a case from a condition; `fmt` explains a failure. */
+#define t_check(name, cond, ...) \
+    ((cond) ? t_ok(name) : t_fail(name, __VA_ARGS__))
+
+static inline int t_exit(void)
+{
+    return t_failed ? 1 : 0;
+}
+
+/* A small deterministic RNG (splitmix64) seeded from a case name, so every
+ * case draws the same numbers whatever runs before it. */
+typedef struct { uint64_t s; } t_rng;
+
+static inline t_rng t_rng_named(const char *name)
+{
+    uint64_t h = 1469598103934665603ull;           /* FNV-1a of the name */
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return (t_rng){ h };
+}
+
+static inline uint64_t t_next(t_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline float t_uniform(t_rng *r)   /* [0, 1) */
+{
+    return (float)(t_next(r) >> 40) / 16777216.0f;
+}
+
+#endif

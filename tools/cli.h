@@ -1,0 +1,34 @@
+/* cli.h: what the q36 subcommands share: the command table, flag parsing
+ * helpers and the one place that turns an error value into a line on stderr.
+ *
+ * Exit statuses (ARCHITECTURE.md): 0 success, 1 a user error (one clear line
+ * on stderr), 2 bad usage.
+ */
+#ifndef Q36_CLI_H
+#define Q36_CLI_H
+
+#include <stdint.h>
+#include "../src/util/err.h"
+
+#define CLI_OK    0
+#define CLI_ERROR 1
+#define CLI_USAGE 2
+
+int cmd_info(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+
+/* Prints "q36: <msg>" for err and returns CLI_ERROR. */
+int cli_fail(const q36_err *err);
+/* Prints "q36 <cmd>: <msg>" plus a hint to --help and returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a whole decimal integer in [lo, hi] for flag `flag`; returns 0 or
+ * prints a usage error and returns CLI_USAGE. */
+int cli_int(const char *cmd, const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
+int cli_float(const char *cmd, const char *flag, const char *s, double *out);
+
+/* The model used when -m is not given: build/default.gguf beside the q36
+ * binary (made by `make run`). Returns a static string. */
+const char *cli_default_model(void);
+
+#endif

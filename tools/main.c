@@ -1,0 +1,102 @@
+/* main.c: the q36 binary: finds the subcommand and hands it argv. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *what;
+} commands[] = {
+    { "info",  cmd_info,  "architecture, geometry, parameter count and tensors of a GGUF" },
+    { "synth", cmd_synth, "write a random-weight qwen35/qwen35moe GGUF of real geometry" },
+};
+
+static void usage(FILE *o)
+{
+    fprintf(o, "usage: q36 <command> [flags]   (q36 <command> --help for its flags)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(o, "  %-10s %s\n", commands[i].name, commands[i].what);
+}
+
+int cli_fail(const q36_err *err)
+{
+    fprintf(stderr, "q36: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return CLI_ERROR;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "q36 %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see q36 %s --help)\n", cmd);
+    return CLI_USAGE;
+}
+
+int cli_int(const char *cmd, const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi)
+        return cli_usage(cmd, "%s expects an integer in [%lld, %lld], got '%s'", flag,
+                         (long long)lo, (long long)hi, s ? s : "(nothing)");
+    *out = v;
+    return 0;
+}
+
+int cli_float(const char *cmd, const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno)
+        return cli_usage(cmd, "%s expects a number, got '%s'", flag, s ? s : "(nothing)");
+    *out = v;
+    return 0;
+}
+
+const char *cli_default_model(void)
+{
+    static char path[PATH_MAX + 32];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return "build/default.gguf";
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    /* ./q36 sits at the project root; build/q36 inside build/. */
+    snprintf(path, sizeof path, "%s/build/default.gguf", exe);
+    if (access(path, R_OK) != 0)
+        snprintf(path, sizeof path, "%s/default.gguf", exe);
+    return path;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "q36: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_USAGE;
+}
