@@ -5,7 +5,7 @@ CSTD    := -std=c11
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter $(if $(CI),-Werror,)
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -D_GNU_SOURCE -pthread -MMD -MP
-LDLIBS  += -lcjson -lm -pthread
+LDLIBS  += -lcjson -lpcre2-8 -lm -pthread
 
 BUILD   ?= build
 ORACLE_PKG := tests/oracle/node_modules
@@ -92,14 +92,15 @@ test: deps
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    LDLIBS="-lcjson -lm -pthread -fsanitize=address,undefined" check
+	    LDLIBS="-lcjson -lpcre2-8 -lm -pthread -fsanitize=address,undefined" check
 
 # ---- fuzz -------------------------------------------------------------------
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := src/gguf/gguf_read.c src/util/err.c src/quant/types.c
-build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(FUZZ_SRC)
+FUZZ_SRC := $(wildcard src/gguf/gguf_read.c src/gguf/gguf_value.c) src/util/err.c src/quant/types.c
+build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(FUZZ_SRC) $(wildcard src/gguf/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined -o $@ $^
+	clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 fuzz: deps build-fuzz/fuzz_gguf
 	@mkdir -p build-fuzz/corpus
 	cp -n tests/gguf/seeds/* build-fuzz/corpus/ 2>/dev/null || true

@@ -7,6 +7,7 @@
 #include "gguf/gguf.h"
 #include "quant/types.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -189,6 +190,15 @@ static void c_dup_name(bb *b)
 static void c_utf8_key(bb *b)  { hdr(b, 3, 0, 1); kv_u32(b, "ke\xffy", 1); }
 static void c_overlong(bb *b)  { hdr(b, 3, 0, 1); kv_u32(b, "k\xc0\x80", 1); }
 static void c_surrogate(bb *b) { hdr(b, 3, 0, 1); kv_u32(b, "k\xed\xa0\x80", 1); }
+static void c_nul_key(bb *b)   { hdr(b, 3, 0, 1); bb_strn(b, "a\0b", 3); bb_u32(b, GGUF_T_U32); bb_u32(b, 1); }
+static void c_nul_name(bb *b)
+{
+    hdr(b, 3, 1, 0);
+    bb_strn(b, "t\0x", 3);
+    bb_u32(b, 1); bb_u64(b, 8); bb_u32(b, QT_F32); bb_u64(b, 0);
+    bb_pad(b, 32);
+    bb_zeros(b, 64);
+}
 static void c_empty_key(bb *b) { hdr(b, 3, 0, 1); bb_u64(b, 0); bb_u32(b, GGUF_T_U32); bb_u32(b, 1); bb_zeros(b, 8); }
 static void c_utf8_name(bb *b) { one_tensor(b, "t\x80", 1, (uint64_t[]){ 8 }, QT_F32, 0, 64); }
 static void c_empty_name(bb *b){ one_tensor(b, "", 1, (uint64_t[]){ 8 }, QT_F32, 0, 64); }
@@ -258,6 +268,8 @@ static const bcase broken[] = {
     { "key_overlong_utf8", GGUF_E_UTF8,    c_overlong },
     { "key_surrogate_utf8", GGUF_E_UTF8,   c_surrogate },
     { "key_empty",       GGUF_E_UTF8,      c_empty_key },
+    { "key_with_nul",    GGUF_E_UTF8,      c_nul_key },
+    { "name_with_nul",   GGUF_E_UTF8,      c_nul_name },
     { "name_invalid_utf8", GGUF_E_UTF8,    c_utf8_name },
     { "name_empty",      GGUF_E_UTF8,      c_empty_name },
     { "alignment_0",     GGUF_E_ALIGN,     c_align0 },
@@ -775,6 +787,33 @@ done:
     gguf_close(f);
 }
 
+/* The fuzz seeds (tests/gguf/seeds, made by make_seeds.py) are valid files. */
+static void test_seeds(void)
+{
+    DIR *d = opendir("tests/gguf/seeds");
+    int n = 0;
+    if (!d) {
+        t_fail("gguf_seeds", "cannot open tests/gguf/seeds (run from the repository root)");
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".gguf"))
+            continue;
+        char path[512], name[320];
+        snprintf(path, sizeof path, "tests/gguf/seeds/%s", e->d_name);
+        snprintf(name, sizeof name, "gguf_seed_%s", e->d_name);
+        gguf_file *f = NULL;
+        q36_err err = { 0 };
+        int rc = gguf_open(path, &f, &err);
+        t_check(name, rc == 0, "%s", err.msg);
+        gguf_close(f);
+        n++;
+    }
+    closedir(d);
+    t_check("gguf_seeds_present", n >= 3, "found %d seed files", n);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/q36_test_gguf_XXXXXX");
@@ -789,6 +828,7 @@ int main(void)
     test_broken();
     test_writer_misuse();
     test_many();
+    test_seeds();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0)

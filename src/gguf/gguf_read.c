@@ -424,6 +424,9 @@ static int parse_kvs(parser *p, pools *pl, uint64_t n_kv)
         snprintf(p->obj, sizeof p->obj, "key %llu %s", (unsigned long long)i, q);
         if (!gguf_utf8_valid(s, kv->klen))
             return perr(p, GGUF_E_UTF8, kv->koff + 8, "expected a UTF-8 key, found invalid bytes");
+        if (memchr(s, 0, kv->klen))
+            return perr(p, GGUF_E_UTF8, kv->koff + 8 + (uint64_t)((const uint8_t *)memchr(s, 0, kv->klen) - s),
+                        "expected a key without NUL bytes, found one");
         kv->key = (const char *)s;          /* into the buffer until the names arena exists */
         uint64_t slot;
         int64_t j = kv_lookup(f, kv->key, kv->klen, &slot);
@@ -484,6 +487,9 @@ static int parse_tensor(parser *p, uint64_t i)
     snprintf(p->obj, sizeof p->obj, "tensor %llu %s", (unsigned long long)i, q);
     if (!gguf_utf8_valid(s, f->t_nlen[i]))
         return perr(p, GGUF_E_UTF8, at + 8, "expected a UTF-8 name, found invalid bytes");
+    if (memchr(s, 0, f->t_nlen[i]))
+        return perr(p, GGUF_E_UTF8, at + 8 + (uint64_t)((const uint8_t *)memchr(s, 0, f->t_nlen[i]) - s),
+                    "expected a name without NUL bytes, found one");
     t->name = (const char *)s;
     uint64_t slot;
     int64_t j = t_lookup(f, t->name, f->t_nlen[i], &slot);
@@ -579,7 +585,8 @@ static int place_tensors(parser *p)
                       (unsigned long long)t->nbytes,
                       (unsigned long long)(f->data_offset + t->offset) + t->nbytes,
                       (unsigned long long)f->size);
-        t->data = p->b + f->data_offset + t->offset;
+        else
+            t->data = p->b + f->data_offset + t->offset;
         sp[i] = (span){ t->offset, t->offset + t->nbytes, i };
     }
     if (!rc) {
