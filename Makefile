@@ -78,7 +78,7 @@ oracle: $(BUILD)/oracle
 $(BUILD)/tests/test_ggml_%: tests/test_ggml_%.c $(LIB) tests/test.h $(LLAMA_SRC)/include/llama.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc $(ORACLE_CFLAGS) -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' \
-	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS)
+	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS) -Wl,--exclude-libs,libq36.a
 $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
