@@ -1,0 +1,91 @@
+/* quant.c: the per-type table of src/quant (dequantizer, activation type,
+ * reference and fast dot product) and the public entry points of quant.h.
+ * The fast kernel of a type is chosen once, by CPU feature, on first use. */
+#include "quant.h"
+
+#include <math.h>
+
+#include "dot_impl.h"
+#include "quant_impl.h"
+#include "../util/err.h"
+
+typedef struct {
+    quant_dequant_fn dequant;
+    int              act;      /* vec_dot_type, or -1 */
+    quant_dot_fn     dot_ref;
+} quant_ops;
+
+#define OPS(t, name, act) [QT_##t] = { quant_dequant_##name##_ref, act, quant_dot_##name##_ref }
+#define DQ_ONLY(t, name)  [QT_##t] = { quant_dequant_##name##_ref, -1, NULL }
+
+static const quant_ops ops[QT_COUNT] = {
+    OPS(F32, f32, QT_F32),         OPS(F16, f16, QT_F16),       OPS(BF16, bf16, QT_BF16),
+    OPS(Q4_0, q4_0, QT_Q8_0),      OPS(Q4_1, q4_1, QT_Q8_1),    OPS(Q5_0, q5_0, QT_Q8_0),
+    OPS(Q5_1, q5_1, QT_Q8_1),      OPS(Q8_0, q8_0, QT_Q8_0),    DQ_ONLY(Q8_1, q8_1),
+    OPS(Q1_0, q1_0, QT_Q8_0),      OPS(Q2_0, q2_0, QT_Q8_0),    OPS(MXFP4, mxfp4, QT_Q8_0),
+    OPS(NVFP4, nvfp4, QT_Q8_0),    OPS(IQ4_NL, iq4_nl, QT_Q8_0),
+    OPS(Q2_K, q2_K, QT_Q8_K),      OPS(Q3_K, q3_K, QT_Q8_K),    OPS(Q4_K, q4_K, QT_Q8_K),
+    OPS(Q5_K, q5_K, QT_Q8_K),      OPS(Q6_K, q6_K, QT_Q8_K),    DQ_ONLY(Q8_K, q8_K),
+    OPS(TQ1_0, tq1_0, QT_Q8_K),    OPS(TQ2_0, tq2_0, QT_Q8_K),
+    OPS(IQ2_XXS, iq2_xxs, QT_Q8_K), OPS(IQ2_XS, iq2_xs, QT_Q8_K), OPS(IQ2_S, iq2_s, QT_Q8_K),
+    OPS(IQ3_XXS, iq3_xxs, QT_Q8_K), OPS(IQ3_S, iq3_s, QT_Q8_K),  OPS(IQ1_S, iq1_s, QT_Q8_K),
+    OPS(IQ1_M, iq1_m, QT_Q8_K),    OPS(IQ4_XS, iq4_xs, QT_Q8_K),
+};
+
+int quant_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
+{
+    const quant_type_info *t = quant_type_get(type);
+    if (!t || !ops[type].dequant)
+        return Q36_E_UNSUP;
+    if (n < 0 || n % t->blck)
+        return Q36_E_ARG;
+    ops[type].dequant(src, dst, n / t->blck);
+    return 0;
+}
+
+int quant_vec_dot_type(uint32_t type)
+{
+    return type < QT_COUNT && ops[type].dot_ref ? ops[type].act : -1;
+}
+
+float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a)
+{
+    if (type >= QT_COUNT || !ops[type].dot_ref)
+        return NAN;
+    return ops[type].dot_ref(n, w, a);
+}
+
+/* The fast kernels, filled once. Two threads racing here store the same
+ * pointers, so the race is benign; the flag is written last. */
+static quant_dot_fn fast[QT_COUNT];
+static volatile int fast_ready;
+
+static void fast_init(void)
+{
+    for (int t = 0; t < QT_COUNT; t++)
+        fast[t] = ops[t].dot_ref;
+#ifdef QUANT_HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        fast[QT_Q8_0] = quant_dot_q8_0_avx2;
+        fast[QT_Q4_K] = quant_dot_q4_K_avx2;
+        fast[QT_Q5_K] = quant_dot_q5_K_avx2;
+        fast[QT_Q6_K] = quant_dot_q6_K_avx2;
+        fast[QT_IQ4_XS] = quant_dot_iq4_xs_avx2;
+    }
+#endif
+    __atomic_store_n(&fast_ready, 1, __ATOMIC_RELEASE);
+}
+
+quant_dot_fn quant_vec_dot_fn(uint32_t type)
+{
+    if (!__atomic_load_n(&fast_ready, __ATOMIC_ACQUIRE))
+        fast_init();
+    return type < QT_COUNT ? fast[type] : NULL;
+}
+
+float quant_vec_dot(uint32_t type, int64_t n, const void *w, const void *a)
+{
+    quant_dot_fn f = quant_vec_dot_fn(type);
+    return f ? f(n, w, a) : NAN;
+}

@@ -1,0 +1,60 @@
+/* quant.h: the public face of src/quant: turn quantized rows into floats,
+ * quantize activation rows the way ggml's CPU backend does, and take dot
+ * products of a quantized weight row with a quantized activation row.
+ *
+ * Types are ggml type ids (enum quant_type in types.h). Rows are arrays of
+ * whole blocks; n counts elements and must be a multiple of the block size.
+ * Every function is thread-safe (no state besides a CPU-feature choice made
+ * once, idempotently) and never allocates.
+ *
+ * Supported for dequantization: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1
+ * Q1_0 Q2_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K TQ1_0 TQ2_0 IQ1_S IQ1_M IQ2_XXS
+ * IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS MXFP4 NVFP4. Results are
+ * bit-exact with ggml's to_float (tests/test_ggml_quant.c).
+ */
+#ifndef Q36_QUANT_H
+#define Q36_QUANT_H
+
+#include <stdint.h>
+
+#include "types.h"
+
+/* Dequantizes n elements of `type` from src into dst.
+ * Returns 0, Q36_E_UNSUP for a type without a dequantizer, or Q36_E_ARG
+ * when n is negative or not a multiple of the block size. */
+int quant_dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
+
+/* The activation format ggml's CPU backend pairs with weight `type` in a
+ * dot product (MODEL.md 7.1: QT_Q8_0, QT_Q8_1, QT_Q8_K, QT_F16, QT_BF16 or
+ * QT_F32), or -1 when q36 has no dot product for that weight type. */
+int quant_vec_dot_type(uint32_t type);
+
+/* Quantizes n floats x into the activation format `act_type` (one of the
+ * values quant_vec_dot_type returns), exactly as ggml's x86 CPU backend
+ * (AVX2 build) does: Q8_0/Q8_1 take d = amax/127 stored as f16 and
+ * q = round-half-even(x * 127/amax); Q8_K takes the first largest |x|,
+ * iscale = -127/max, q = min(127, round-half-even(iscale*x)), d = 1/iscale
+ * (f32) and 16 block sums (all 0 when the block is 0); F16/BF16 round to
+ * nearest even. out holds quant_row_bytes(act_type, n) bytes.
+ * Returns 0, Q36_E_UNSUP or Q36_E_ARG (as quant_dequant_row). */
+int quant_act_quantize(uint32_t act_type, const float *x, void *out, int64_t n);
+
+/* A dot product of n elements: weight row w of some type with activation
+ * row a already in that type's vec_dot_type. */
+typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);
+
+/* The plain scalar reference: per block, exact integer sums combined with
+ * the float block scales, accumulated in f32 in row order. Returns NaN for
+ * a type without a dot product. n must be a multiple of the block size. */
+float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a);
+
+/* The fastest dot product this CPU has for `type` (AVX2+FMA when present,
+ * else the reference), or NULL for a type without one. The fast kernels
+ * agree with the reference within the rounding bound stated in
+ * tests/test_ggml_quant_dot.c, not bit for bit. */
+quant_dot_fn quant_vec_dot_fn(uint32_t type);
+
+/* quant_vec_dot_fn(type)(n, w, a); NaN for a type without a dot product. */
+float quant_vec_dot(uint32_t type, int64_t n, const void *w, const void *a);
+
+#endif

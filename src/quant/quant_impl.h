@@ -1,0 +1,69 @@
+/* quant_impl.h: private helpers shared by the files of src/quant: unaligned
+ * little-endian loads and the per-family dequantizer entry points that
+ * quant.c puts in its type table. Not for use outside src/quant.
+ *
+ * q36 runs on little-endian hosts only (x86-64, aarch64); blocks are read
+ * with memcpy, never through casts, so alignment never matters.
+ */
+#ifndef Q36_QUANT_IMPL_H
+#define Q36_QUANT_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "fp16.h"
+
+static inline uint16_t quant_rd16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+static inline uint32_t quant_rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline float quant_rdf16(const uint8_t *p)
+{
+    return quant_f16_to_f32(quant_rd16(p));
+}
+
+/* Dequantizes nb consecutive blocks at x into y (nb * block elements). */
+typedef void (*quant_dequant_fn)(const uint8_t *x, float *y, int64_t nb);
+
+#define QDQ(name) void quant_dequant_##name##_ref(const uint8_t *x, float *y, int64_t nb)
+QDQ(f32); QDQ(f16); QDQ(bf16); QDQ(mxfp4); QDQ(nvfp4);
+QDQ(q4_0); QDQ(q4_1); QDQ(q5_0); QDQ(q5_1); QDQ(q8_0); QDQ(q8_1); QDQ(q1_0); QDQ(q2_0);
+QDQ(q2_K); QDQ(q3_K); QDQ(q4_K); QDQ(q5_K); QDQ(q6_K); QDQ(q8_K); QDQ(tq1_0); QDQ(tq2_0);
+QDQ(iq2_xxs); QDQ(iq2_xs); QDQ(iq2_s); QDQ(iq3_xxs); QDQ(iq3_s); QDQ(iq1_s); QDQ(iq1_m);
+QDQ(iq4_nl); QDQ(iq4_xs);
+#undef QDQ
+
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block, from
+ * its 12 packed scale bytes (MODEL.md 7.2). */
+static inline void quant_k4_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((s[j + 4] & 15) | (s[j - 4] >> 6) << 4);
+        *m = (uint8_t)((s[j + 4] >> 4) | (s[j] >> 6) << 4);
+    }
+}
+
+/* The 16 signed 6-bit scales of a Q3_K block (value - 32), MODEL.md 7.2. */
+static inline void quant_q3k_scales(const uint8_t *s, int8_t out[16])
+{
+    for (int k = 0; k < 16; k++) {
+        int lo = k < 8 ? s[k] & 15 : s[k - 8] >> 4;
+        int hi = (s[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
+        out[k] = (int8_t)((lo | hi << 4) - 32);
+    }
+}
+
+#endif
