@@ -504,18 +504,22 @@ static int parse_tensor(parser *p, uint64_t i)
         return rc;
     if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
         return perr(p, GGUF_E_SHAPE, at, "expected n_dims 1..%d, found %u", GGUF_MAX_DIMS, t->n_dims);
-    uint64_t nel = 1;
+    /* all dimensions first, so that a zero dimension is reported as such even
+     * when an earlier product overflows */
+    uint64_t at_ne = p->pos;
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
         t->ne[d] = 1;
-        if (d >= t->n_dims)
-            continue;
-        at = p->pos;
-        if ((rc = rd_u64(p, &t->ne[d], "dimension")))
+        if (d < t->n_dims && (rc = rd_u64(p, &t->ne[d], "dimension")))
             return rc;
+    }
+    for (uint32_t d = 0; d < t->n_dims; d++)
         if (t->ne[d] == 0)
-            return perr(p, GGUF_E_SHAPE, at, "expected dimension %u > 0, found 0", d);
+            return perr(p, GGUF_E_SHAPE, at_ne + 8 * d, "expected dimension %u > 0, found 0", d);
+    uint64_t nel = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) {
         if (t->ne[d] > (uint64_t)INT64_MAX / nel)
-            return perr(p, GGUF_E_SHAPE, at, "expected at most %lld elements, found dimension %u = %llu after %llu",
+            return perr(p, GGUF_E_SHAPE, at_ne + 8 * d,
+                        "expected at most %lld elements, found dimension %u = %llu after %llu",
                         (long long)INT64_MAX, d, (unsigned long long)t->ne[d], (unsigned long long)nel);
         nel *= t->ne[d];
     }
