@@ -1,0 +1,289 @@
+/* test_ggml_quant_dot.c: activation quantization and dot products of
+ * src/quant against ggml's CPU backend (libggml-cpu-haswell.so, the AVX2
+ * build, loaded with dlopen; its ggml_get_type_traits_cpu gives from_float,
+ * vec_dot and vec_dot_type).
+ *
+ *   act_T           quant_act_quantize vs ggml from_float of T (Q8_0, Q8_1,
+ *                   Q8_K, F16, BF16): identical bytes, on gaussian rows,
+ *                   rows with outliers, exact rounding ties and zero blocks
+ *   vecdot_type_T   quant_vec_dot_type(T) == ggml's vec_dot_type
+ *   dot_ref_T       quant_vec_dot_ref vs ggml vec_dot, within the bound
+ *   dot_fast_T      quant_vec_dot (AVX2 where present) vs the reference
+ *
+ * The bound. Both sides compute the same real number E = sum over blocks of
+ * (float scales) * (exact integer sums); they differ only in how the f32
+ * products and sums are ordered and rounded. Write E as a sum of k terms
+ * t_j (a term per block or sub-block, plus the min/offset terms: a kernel
+ * may split w = scale*code - offset into two sums). Recursive or blocked
+ * f32 summation of k terms, each formed with at most 4 roundings, has
+ * |computed - E| <= gamma_(k+4) * sum|t_j|, gamma_m = m*u/(1-m*u), u = 2^-24.
+ * With no kernel using more than one term per 16 elements plus a 32-deep
+ * partial sum and a final reduction, k + 4 <= n/16 + 40 =: K. Every
+ * |t_j| is at most sum over its elements of (|w_i| + |o_i|) * |a_i|, where
+ * w_i is the dequantized weight, o_i the value the element takes with its
+ * code bits cleared (the offset a kernel may pull out: 8d for Q4_0, 32*d*sc
+ * for Q6_K, dmin*m for Q4_K, ...) and a_i the dequantized activation. So
+ *   |q36 - ggml| <= 2 * gamma_K * S,  S = sum_i (|w_i| + |o_i|) |a_i|,
+ * and Q8_1's stored s = f16(d * sum q) adds at most 2^-11 relative to the
+ * offset part; the test asserts |diff| <= 2.01 * K * u * S. It prints the
+ * worst diff/bound ratio seen per family, as a "#" line.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "ggml.h"
+#include "ggml-cpu.h"
+#include "quant/fp16.h"
+#include "quant/quant.h"
+#include "test.h"
+
+typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
+static traits_fn cpu_traits;
+
+static int load_cpu(const char *variant, char *why, size_t wn)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", Q36_ORACLE_LIB, variant);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, wn, "dlopen %s: %s", path, dlerror());
+        return -1;
+    }
+    void (*init)(void) = (void (*)(void))dlsym(h, "ggml_cpu_init");
+    cpu_traits = (traits_fn)dlsym(h, "ggml_get_type_traits_cpu");
+    if (!init || !cpu_traits) {
+        snprintf(why, wn, "%s lacks ggml_cpu_init/ggml_get_type_traits_cpu", path);
+        return -1;
+    }
+    init();
+    return 0;
+}
+
+static float gauss(t_rng *r)
+{
+    float u1 = t_uniform(r), u2 = t_uniform(r);
+    if (u1 < 1e-7f)
+        u1 = 1e-7f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+/* ---- activation quantization ---------------------------------------------- */
+
+static void fill_act(t_rng *r, float *x, int64_t n, int kind)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = gauss(r);
+    if (kind == 1)                       /* outliers */
+        for (int64_t i = 0; i < n; i += 97)
+            x[i] *= 30.0f;
+    if (kind == 2) {                     /* exact ties: amax 127 -> scale 1 */
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (float)((int)(t_next(r) % 200) - 100) + 0.5f;
+        for (int64_t i = 0; i < n; i += 32)
+            x[i] = 127.0f;
+    }
+    if (kind == 3)                       /* zero blocks among gaussian ones */
+        for (int64_t i = 0; i < n; i++)
+            if ((i / 256) % 2 == 0)
+                x[i] = 0.0f;
+}
+
+static void test_act(uint32_t t)
+{
+    char name[64], why[256] = "";
+    snprintf(name, sizeof name, "act_%s", quant_type_name(t));
+    t_rng r = t_rng_named(name);
+    const int64_t n = 4096;
+    float *x = malloc(n * 4);
+    size_t nbytes = quant_row_bytes(t, n);
+    uint8_t *a = malloc(nbytes), *b = malloc(nbytes);
+    for (int kind = 0; kind < 4 && !why[0]; kind++) {
+        fill_act(&r, x, n, kind);
+        memset(a, 0x5A, nbytes);
+        memset(b, 0, nbytes);           /* ggml leaves Q8_K bsums of a zero block unset */
+        int e = quant_act_quantize(t, x, a, n);
+        cpu_traits((enum ggml_type)t)->from_float(x, b, n);
+        if (e)
+            snprintf(why, sizeof why, "quant_act_quantize returned %d", e);
+        for (size_t i = 0; i < nbytes && !why[0]; i++)
+            if (a[i] != b[i])
+                snprintf(why, sizeof why, "row kind %d byte %zu (block %zu, offset %zu): q36 %02x, ggml %02x",
+                         kind, i, i / quant_type_get(t)->size, i % quant_type_get(t)->size, a[i], b[i]);
+    }
+    free(x);
+    free(a);
+    free(b);
+    t_check(name, !why[0], "%s", why);
+}
+
+/* ---- dot products ----------------------------------------------------------- */
+
+static const uint32_t dot_types[] = {
+    QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0, QT_Q1_0, QT_Q2_0,
+    QT_MXFP4, QT_NVFP4, QT_IQ4_NL, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_TQ1_0,
+    QT_TQ2_0, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M,
+    QT_IQ4_XS,
+};
+#define N_DOT (int)(sizeof dot_types / sizeof dot_types[0])
+
+/* Byte range [lo, hi) of the code bits in a block (cleared to find the
+ * offset o_i of the bound); lo == hi for types no kernel splits. */
+static void code_bytes(uint32_t t, int *lo, int *hi)
+{
+    int l = 0, h = 0;
+    switch (t) {
+    case QT_Q4_0: case QT_Q5_0: case QT_Q8_0: case QT_Q1_0: case QT_Q2_0: case QT_IQ4_NL:
+        l = 2, h = (int)quant_type_get(t)->size; break;
+    case QT_Q4_1: case QT_Q5_1: l = 4, h = (int)quant_type_get(t)->size; break;
+    case QT_Q2_K: l = 16, h = 80; break;
+    case QT_Q3_K: l = 0, h = 96; break;
+    case QT_Q4_K: case QT_Q5_K: l = 16, h = (int)quant_type_get(t)->size; break;
+    case QT_Q6_K: l = 0, h = 192; break;
+    case QT_TQ1_0: l = 0, h = 52; break;
+    case QT_TQ2_0: l = 0, h = 64; break;
+    case QT_IQ4_XS: l = 8, h = 136; break;
+    default: break;
+    }
+    *lo = l, *hi = h;
+}
+
+/* S of the bound: sum_i (|w_i| + |o_i|) |a_i| in double. IQ1 types: the
+ * +-1/8 delta is at most |w_i| (grid values are -1, 0, 1), so o_i = w_i. */
+static double abs_sum(uint32_t t, const uint8_t *w, const float *a, int64_t n)
+{
+    const quant_type_info *q = quant_type_get(t);
+    float *wd = malloc(n * 4), *od = malloc(n * 4);
+    uint8_t *z = malloc(quant_row_bytes(t, n));
+    memcpy(z, w, quant_row_bytes(t, n));
+    int lo, hi;
+    code_bytes(t, &lo, &hi);
+    for (int64_t b = 0; b < n / q->blck; b++)
+        memset(z + b * q->size + lo, 0, (size_t)(hi - lo));
+    quant_dequant_row(t, w, wd, n);
+    quant_dequant_row(t, z, od, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double o = t == QT_IQ1_S || t == QT_IQ1_M ? fabs(wd[i]) : lo < hi ? fabs(od[i]) : 0.0;
+        s += (fabs(wd[i]) + o) * fabs(a[i]);
+    }
+    free(wd);
+    free(od);
+    free(z);
+    return s;
+}
+
+/* Weights: ggml-quantized gaussian rows, except the IQ1/IQ2 types whose
+ * quantizer needs seconds of set-up: random blocks with a finite scale. */
+static void make_weights(uint32_t t, t_rng *r, uint8_t *w, int64_t n, const float *im)
+{
+    const quant_type_info *q = quant_type_get(t);
+    if (t == QT_IQ1_S || t == QT_IQ1_M || t == QT_IQ2_S || t == QT_IQ2_XS || t == QT_IQ2_XXS) {
+        for (uint64_t i = 0; i < quant_row_bytes(t, n); i++)
+            w[i] = (uint8_t)t_next(r);
+        for (int64_t b = 0; b < n / q->blck; b++) {
+            uint8_t *blk = w + b * q->size;
+            uint16_t h = (uint16_t)(0x2000 + t_next(r) % 0x0C00);   /* ~[0.008, 0.06) */
+            if (t == QT_IQ1_M) {
+                for (int k = 0; k < 4; k++) {
+                    uint16_t v;
+                    memcpy(&v, blk + 48 + 2 * k, 2);
+                    v = (uint16_t)((v & 0x0FFF) | ((h >> 4 * k) & 15) << 12);
+                    memcpy(blk + 48 + 2 * k, &v, 2);
+                }
+            } else {
+                memcpy(blk, &h, 2);
+            }
+        }
+        return;
+    }
+    float *x = malloc(n * 4);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = gauss(r) * 0.05f;
+    ggml_quantize_chunk((enum ggml_type)t, x, w, 0, 1, n,
+                       ggml_quantize_requires_imatrix((enum ggml_type)t) ? im : NULL);
+    free(x);
+}
+
+static double worst_ref, worst_fast;
+
+static void test_dot(uint32_t t)
+{
+    const quant_type_info *q = quant_type_get(t);
+    const struct ggml_type_traits_cpu *ct = cpu_traits((enum ggml_type)t);
+    char name[64], why[256] = "";
+    int at = quant_vec_dot_type(t);
+    snprintf(name, sizeof name, "vecdot_type_%s", q->name);
+    t_check(name, at == (int)ct->vec_dot_type, "q36 %d, ggml %d", at, (int)ct->vec_dot_type);
+    if (at < 0)
+        return;
+
+    snprintf(name, sizeof name, "dot_ref_%s", q->name);
+    t_rng r = t_rng_named(name);
+    int64_t lens[8], nl = 0;
+    if (q->blck < 256)                 /* short rows for the small-block types */
+        for (int64_t k = 1; k <= 3; k++)
+            if (k * q->blck <= 128 || k == 1)
+                lens[nl++] = k * q->blck;
+    const int64_t big[] = { 256, 512, 1024, 4096, 8192 };
+    for (int i = 0; i < 5; i++)
+        lens[nl++] = big[i];
+    char why_fast[256] = "";
+    for (int li = 0; li < nl && !why[0]; li++) {
+        const int64_t n = lens[li];
+        for (int rep = 0; rep < 3 && !why[0]; rep++) {
+            float *x = malloc(n * 4), *ad = malloc(n * 4), *im = malloc(n * 4);
+            uint8_t *w = malloc(quant_row_bytes(t, n)), *a = malloc(quant_row_bytes(at, n));
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = gauss(&r) * (rep == 2 && i % 61 == 0 ? 25.0f : 1.0f);
+                im[i] = 0.1f + t_uniform(&r);
+            }
+            make_weights(t, &r, w, n, im);
+            ct = cpu_traits((enum ggml_type)t);
+            cpu_traits((enum ggml_type)at)->from_float(x, a, n);
+            quant_dequant_row(at, a, ad, n);
+            float g = 0.0f;
+            ct->vec_dot((int)n, &g, 0, w, 0, a, 0, 1);
+            float mine = quant_vec_dot_ref(t, n, w, a);
+            float fast = quant_vec_dot(t, n, w, a);
+            const double K = (double)n / 16 + 40;
+            const double bound = 2.01 * K * ldexp(1.0, -24) * abs_sum(t, w, ad, n);
+            double d1 = fabs((double)mine - g), d2 = fabs((double)fast - mine);
+            if (!(d1 <= bound))
+                snprintf(why, sizeof why, "n=%lld rep %d: q36 %.9g, ggml %.9g, |diff| %.3g > bound %.3g",
+                         (long long)n, rep, (double)mine, (double)g, d1, bound);
+            if (!(d2 <= bound) && !why_fast[0])
+                snprintf(why_fast, sizeof why_fast, "n=%lld rep %d: fast %.9g, ref %.9g, |diff| %.3g > bound %.3g",
+                         (long long)n, rep, (double)fast, (double)mine, d2, bound);
+            if (bound > 0) {
+                worst_ref = fmax(worst_ref, d1 / bound);
+                worst_fast = fmax(worst_fast, d2 / bound);
+            }
+            free(x);
+            free(ad);
+            free(im);
+            free(w);
+            free(a);
+        }
+    }
+    t_check(name, !why[0], "%s", why);
+    snprintf(name, sizeof name, "dot_fast_%s", q->name);
+    t_check(name, !why_fast[0], "%s", why_fast);
+}
+
+int main(void)
+{
+    char why[1200];
+    if (load_cpu("haswell", why, sizeof why)) {
+        t_fail("ggml_cpu_load", "%s", why);
+        return t_exit();
+    }
+    t_ok("ggml_cpu_load");
+    const uint32_t acts[] = { QT_Q8_0, QT_Q8_1, QT_Q8_K, QT_F16, QT_BF16 };
+    for (int i = 0; i < 5; i++)
+        test_act(acts[i]);
+    for (int i = 0; i < N_DOT; i++)
+        test_dot(dot_types[i]);
+    printf("# worst |diff|/bound: ref vs ggml %.3g, fast vs ref %.3g\n", worst_ref, worst_fast);
+    return t_exit();
+}
