@@ -413,7 +413,7 @@ static uint8_t *test_q36_written(size_t *rsize)
     gguf_w_str(w, "empty", "");
     int32_t sec[] = { 11, 11, 10, 0 };
     gguf_w_arr(w, "rope.sections", GGUF_T_I32, sec, 4);
-    const char *toks[] = { "a", "", "\xc4\xa0" "b" };
+    const char *toks[] = { "a", "", "\xc4\xa0\x62" };
     gguf_w_arr_str(w, "tokens", toks, NULL, 3);
     uint64_t ne1[] = { 32, 3 }, ne2[] = { 6 }, ne3[] = { 256, 1, 2 };
     gguf_w_tensor(w, "q8", QT_Q8_0, 2, ne1);

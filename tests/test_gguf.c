@@ -8,6 +8,7 @@
 #include "quant/types.h"
 
 #include <dirent.h>
+#include <time.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -787,6 +788,54 @@ done:
     gguf_close(f);
 }
 
+/* The shape of a real model's directory: a 248,320-string token array, a
+ * merges array, 753 tensors. Opening must not scale with anything but the
+ * directory; the bound (1 s) is loose so a loaded machine does not fail it,
+ * but catches per-byte or quadratic work. */
+static void test_open_speed(void)
+{
+    const char *name = "gguf_open_real_sized_directory";
+    char path[128];
+    snprintf(path, sizeof path, "%s/big_dir.gguf", g_dir);
+    enum { NTOK = 248320, NT = 753 };
+    char **toks = malloc(NTOK * sizeof *toks);
+    char buf[64];
+    for (int i = 0; i < NTOK; i++) {
+        snprintf(buf, sizeof buf, "tok%d", i);
+        toks[i] = strdup(buf);
+    }
+    gguf_writer *w = gguf_writer_new();
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, NULL, NTOK);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)toks, NULL, NTOK / 2);
+    for (int i = 0; i < NT; i++) {
+        snprintf(buf, sizeof buf, "blk.%d.ffn_down_exps.weight", i);
+        gguf_w_tensor(w, buf, QT_Q8_0, 1, (uint64_t[]){ 32 });
+    }
+    q36_err err = { 0 };
+    int rc = gguf_w_begin(w, path, &err);
+    uint8_t blk[34] = { 0 };
+    for (int i = 0; !rc && i < NT; i++)
+        rc = gguf_w_data(w, blk, sizeof blk, &err);
+    if (!rc) rc = gguf_w_finish(w, &err);
+    gguf_writer_free(w);
+    for (int i = 0; i < NTOK; i++) free(toks[i]);
+    free(toks);
+    gguf_file *f = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!rc) rc = gguf_open(path, &f, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    uint64_t len = 0;
+    const char *s = NULL;
+    if (!rc) s = gguf_arr_str(f, gguf_get(f, "tokenizer.ggml.tokens"), 248319, &len);
+    t_check(name, !rc && s && len == 9 && !memcmp(s, "tok248319", 9) && gguf_n_tensors(f) == NT && ms < 1000,
+            "rc %d (%s), open took %.1f ms", rc, err.msg, ms);
+    printf("# gguf_open of a %llu-byte file with %d strings and %d tensors: %.2f ms\n",
+           f ? (unsigned long long)gguf_file_size(f) : 0ull, NTOK + NTOK / 2, NT, ms);
+    gguf_close(f);
+}
+
 /* The fuzz seeds (tests/gguf/seeds, made by make_seeds.py) are valid files. */
 static void test_seeds(void)
 {
@@ -829,6 +878,7 @@ int main(void)
     test_writer_misuse();
     test_many();
     test_seeds();
+    test_open_speed();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0)
