@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ggml-backend.h"
 
@@ -192,13 +194,16 @@ static int parse_flags(const orc_cmd *c, int argc, char **argv, orc_opts *o)
 
 /* ---- llama.cpp log capture ------------------------------------------------ */
 
-/* The last few complete log lines, kept so a load failure can say why. */
-#define LOG_LINES 6
+/* The last few complete log lines and their levels, kept so a failure can
+ * say why. A line continued with GGML_LOG_LEVEL_CONT keeps its first level. */
+#define LOG_LINES 16
 #define LOG_WIDTH 400
 static char log_ring[LOG_LINES][LOG_WIDTH];
+static enum ggml_log_level log_level[LOG_LINES];
 static int log_next, log_count;
 static char log_line[LOG_WIDTH];
 static size_t log_len;
+static enum ggml_log_level log_cur = GGML_LOG_LEVEL_INFO;
 static bool log_echo;
 
 static void log_push(void)
@@ -208,6 +213,7 @@ static void log_push(void)
     log_line[log_len] = 0;
     if (log_len) {
         memcpy(log_ring[log_next], log_line, log_len + 1);
+        log_level[log_next] = log_cur;
         log_next = (log_next + 1) % LOG_LINES;
         if (log_count < LOG_LINES) log_count++;
     }
@@ -216,31 +222,57 @@ static void log_push(void)
 
 static void log_cb(enum ggml_log_level level, const char *text, void *user)
 {
-    (void)level; (void)user;
+    (void)user;
     if (log_echo) fputs(text, stderr);
+    if (level != GGML_LOG_LEVEL_CONT && log_len == 0) log_cur = level;
     for (const char *p = text; *p; p++) {
         if (*p == '\n') { log_push(); continue; }
         if (log_len + 1 < LOG_WIDTH) log_line[log_len++] = *p;
     }
 }
 
+/* The last (up to 3) warning/error lines, or the last 2 lines when there
+ * are none, joined with " | ". */
 const char *orc_last_log(void)
 {
-    static char out[LOG_LINES * (LOG_WIDTH + 3) + 32];
-    size_t n = 0;
+    static char out[3 * (LOG_WIDTH + 3) + 32];
+    int pick[3], np = 0;
     if (log_len) log_push();
+    for (int want_warn = 1; want_warn >= 0 && np == 0; want_warn--)
+        for (int i = log_count - 1; i >= 0 && np < (want_warn ? 3 : 2); i--) {
+            int k = (log_next - log_count + i + LOG_LINES) % LOG_LINES;
+            if (!want_warn || log_level[k] == GGML_LOG_LEVEL_WARN || log_level[k] == GGML_LOG_LEVEL_ERROR)
+                pick[np++] = k;
+        }
+    size_t n = 0;
     out[0] = 0;
-    for (int i = 0; i < log_count; i++) {
-        const char *l = log_ring[(log_next - log_count + i + LOG_LINES) % LOG_LINES];
-        n += (size_t)snprintf(out + n, sizeof out - n, "%s%s", n ? " | " : "", l);
-    }
+    for (int i = np - 1; i >= 0; i--)
+        n += (size_t)snprintf(out + n, sizeof out - n, "%s%s", n ? " | " : "", log_ring[pick[i]]);
     if (!n) snprintf(out, sizeof out, "(llama.cpp logged nothing)");
     return out;
+}
+
+/* A GGML_ASSERT in llama.cpp ends in abort(): say which command died and
+ * what llama.cpp logged last, then let the signal end the process (exit
+ * status 134). Not async-signal-safe in general; the process is dying. */
+static const char *abort_what = "";
+static void on_abort(int sig)
+{
+    const char *l = orc_last_log();
+    const char *parts[] = { "oracle: llama.cpp aborted during ", abort_what, "; its last log lines: ", l, "\n" };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (write(2, parts[i], strlen(parts[i])) < 0) break;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 int orc_init(bool verbose)
 {
     log_echo = verbose;
+    /* ggml prints a gdb backtrace on abort when gdb is installed: slow and
+     * long; -v keeps it. */
+    if (!verbose) setenv("GGML_NO_BACKTRACE", "1", 0);
+    signal(SIGABRT, on_abort);
     llama_log_set(log_cb, NULL);
     ggml_backend_load_all_from_path(Q36_ORACLE_LIB);
     llama_backend_init();
@@ -477,6 +509,7 @@ int main(int argc, char **argv)
     };
     int rc = parse_flags(c, argc, argv, &o);
     if (rc) return rc;
+    abort_what = c->name;
     if ((c->flags & F_M) && orc_init(o.verbose)) return ORC_ERROR;
     return c->fn(&o);
 }
