@@ -41,6 +41,9 @@
 typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
 static traits_fn cpu_traits;
 
+/* Loads libggml-cpu-<variant>.so and makes it the oracle. Returns its
+ * ggml_backend_score() (0: this CPU cannot run it, and nothing was
+ * initialised), or -1 with `why` set. */
 static int load_cpu(const char *variant, char *why, size_t wn)
 {
     char path[512];
@@ -51,13 +54,18 @@ static int load_cpu(const char *variant, char *why, size_t wn)
         return -1;
     }
     void (*init)(void) = (void (*)(void))dlsym(h, "ggml_cpu_init");
-    cpu_traits = (traits_fn)dlsym(h, "ggml_get_type_traits_cpu");
-    if (!init || !cpu_traits) {
-        snprintf(why, wn, "%s lacks ggml_cpu_init/ggml_get_type_traits_cpu", path);
+    int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
+    traits_fn tr = (traits_fn)dlsym(h, "ggml_get_type_traits_cpu");
+    if (!init || !tr || !score) {
+        snprintf(why, wn, "%s lacks ggml_cpu_init/ggml_get_type_traits_cpu/ggml_backend_score", path);
         return -1;
     }
-    init();
-    return 0;
+    int sc = score();
+    if (sc > 0) {
+        init();
+        cpu_traits = tr;
+    }
+    return sc;
 }
 
 static float gauss(t_rng *r)
@@ -87,18 +95,21 @@ static void fill_act(t_rng *r, float *x, int64_t n, int kind)
         for (int64_t i = 0; i < n; i++)
             if ((i / 256) % 2 == 0)
                 x[i] = 0.0f;
+    if (kind == 4)                       /* every magnitude: f32 subnormals to 2^20 */
+        for (int64_t i = 0; i < n; i++)
+            x[i] = ldexpf(x[i], (int)(t_next(r) % 160) - 140);
 }
 
-static void test_act(uint32_t t)
+static void test_act(uint32_t t, const char *variant)
 {
     char name[64], why[256] = "";
-    snprintf(name, sizeof name, "act_%s", quant_type_name(t));
+    snprintf(name, sizeof name, "act_%s_%s", quant_type_name(t), variant);
     t_rng r = t_rng_named(name);
     const int64_t n = 4096;
     float *x = malloc(n * 4);
     size_t nbytes = quant_row_bytes(t, n);
     uint8_t *a = malloc(nbytes), *b = malloc(nbytes);
-    for (int kind = 0; kind < 4 && !why[0]; kind++) {
+    for (int kind = 0; kind < 5 && !why[0]; kind++) {
         fill_act(&r, x, n, kind);
         memset(a, 0x5A, nbytes);
         memset(b, 0, nbytes);           /* ggml leaves Q8_K bsums of a zero block unset */
@@ -173,18 +184,44 @@ static double abs_sum(uint32_t t, const uint8_t *w, const float *a, int64_t n)
     return s;
 }
 
-/* Weights: ggml-quantized gaussian rows, except the IQ1/IQ2 types whose
- * quantizer needs seconds of set-up: random blocks with a finite scale. */
-static void make_weights(uint32_t t, t_rng *r, uint8_t *w, int64_t n, const float *im)
+/* Offsets of the f16 scale fields of a block (-1 ends). */
+static const int *f16_fields(uint32_t t)
+{
+    static const int d0[] = { 0, -1 }, d02[] = { 0, 2, -1 }, q2k[] = { 80, 82, -1 },
+                     q3k[] = { 108, -1 }, q6k[] = { 208, -1 }, tq1[] = { 52, -1 },
+                     tq2[] = { 64, -1 }, none[] = { -1 };
+    switch (t) {
+    case QT_Q4_1: case QT_Q5_1: case QT_Q4_K: case QT_Q5_K: return d02;
+    case QT_Q2_K: return q2k;
+    case QT_Q3_K: return q3k;
+    case QT_Q6_K: return q6k;
+    case QT_TQ1_0: return tq1;
+    case QT_TQ2_0: return tq2;
+    case QT_MXFP4: case QT_NVFP4: case QT_IQ1_M: return none;
+    default: return d0;
+    }
+}
+
+/* Weights: ggml-quantized gaussian rows, or (random != 0, and always for
+ * the IQ1/IQ2 types whose ggml quantizer needs seconds of set-up) random
+ * bytes, every code pattern possible, with finite scales of realistic
+ * size. F32/F16/BF16 rows are gaussian values. */
+static void make_weights(uint32_t t, t_rng *r, uint8_t *w, int64_t n, const float *im, int random)
 {
     const quant_type_info *q = quant_type_get(t);
-    if (t == QT_IQ1_S || t == QT_IQ1_M || t == QT_IQ2_S || t == QT_IQ2_XS || t == QT_IQ2_XXS) {
+    if (q->blck > 1 && (random || t == QT_IQ1_S || t == QT_IQ1_M || t == QT_IQ2_S ||
+                        t == QT_IQ2_XS || t == QT_IQ2_XXS)) {
         for (uint64_t i = 0; i < quant_row_bytes(t, n); i++)
             w[i] = (uint8_t)t_next(r);
         for (int64_t b = 0; b < n / q->blck; b++) {
             uint8_t *blk = w + b * q->size;
             uint16_t h = (uint16_t)(0x2000 + t_next(r) % 0x0C00);   /* ~[0.008, 0.06) */
-            if (t == QT_IQ1_M) {
+            if (t == QT_MXFP4) {
+                blk[0] = (uint8_t)(118 + t_next(r) % 8);
+            } else if (t == QT_NVFP4) {
+                for (int k = 0; k < 4; k++)
+                    blk[k] = (uint8_t)(0x10 + t_next(r) % 0x30);
+            } else if (t == QT_IQ1_M) {
                 for (int k = 0; k < 4; k++) {
                     uint16_t v;
                     memcpy(&v, blk + 48 + 2 * k, 2);
@@ -192,7 +229,8 @@ static void make_weights(uint32_t t, t_rng *r, uint8_t *w, int64_t n, const floa
                     memcpy(blk + 48 + 2 * k, &v, 2);
                 }
             } else {
-                memcpy(blk, &h, 2);
+                for (const int *o = f16_fields(t); *o >= 0; o++, h ^= 0x8155)
+                    memcpy(blk + *o, &h, 2);
             }
         }
         return;
@@ -231,14 +269,14 @@ static void test_dot(uint32_t t)
     char why_fast[256] = "";
     for (int li = 0; li < nl && !why[0]; li++) {
         const int64_t n = lens[li];
-        for (int rep = 0; rep < 3 && !why[0]; rep++) {
+        for (int rep = 0; rep < 4 && !why[0]; rep++) {
             float *x = malloc(n * 4), *ad = malloc(n * 4), *im = malloc(n * 4);
             uint8_t *w = malloc(quant_row_bytes(t, n)), *a = malloc(quant_row_bytes(at, n));
             for (int64_t i = 0; i < n; i++) {
                 x[i] = gauss(&r) * (rep == 2 && i % 61 == 0 ? 25.0f : 1.0f);
                 im[i] = 0.1f + t_uniform(&r);
             }
-            make_weights(t, &r, w, n, im);
+            make_weights(t, &r, w, n, im, rep == 3);
             ct = cpu_traits((enum ggml_type)t);
             cpu_traits((enum ggml_type)at)->from_float(x, a, n);
             quant_dequant_row(at, a, ad, n);
@@ -274,14 +312,24 @@ static void test_dot(uint32_t t)
 int main(void)
 {
     char why[1200];
-    if (load_cpu("haswell", why, sizeof why)) {
-        t_fail("ggml_cpu_load", "%s", why);
-        return t_exit();
+    const uint32_t acts[] = { QT_Q8_0, QT_Q8_1, QT_Q8_K, QT_F16, QT_BF16 };
+    /* activation formats: every x86 variant this CPU can run (the one
+     * ggml_backend_load_all picks is among them); haswell (AVX2) last, as
+     * the oracle of the dot products */
+    static const char *variants[] = { "skylakex", "icelake", "cascadelake", "cooperlake",
+                                      "zen4", "sapphirerapids", "alderlake", "haswell" };
+    int nv = (int)(sizeof variants / sizeof variants[0]);
+    for (int v = 0; v < nv; v++) {
+        int sc = load_cpu(variants[v], why, sizeof why);
+        if (sc < 0 || (sc == 0 && v == nv - 1)) {
+            t_fail("ggml_cpu_load", "%s", sc < 0 ? why : "this CPU cannot run the haswell (AVX2) variant");
+            return t_exit();
+        }
+        if (sc > 0)
+            for (int i = 0; i < 5; i++)
+                test_act(acts[i], variants[v]);
     }
     t_ok("ggml_cpu_load");
-    const uint32_t acts[] = { QT_Q8_0, QT_Q8_1, QT_Q8_K, QT_F16, QT_BF16 };
-    for (int i = 0; i < 5; i++)
-        test_act(acts[i]);
     for (int i = 0; i < N_DOT; i++)
         test_dot(dot_types[i]);
     printf("# worst |diff|/bound: ref vs ggml %.3g, fast vs ref %.3g\n", worst_ref, worst_fast);
