@@ -12,6 +12,24 @@
  *
  * Thread safety: a gguf_file is immutable after gguf_open() and may be read
  * from any number of threads. A gguf_writer belongs to one thread.
+ *
+ * What the reader accepts (src/gguf/gguf_read.c), compared with llama.cpp's
+ * ggml/src/gguf.cpp at the pinned version:
+ * - stricter: keys and tensor names must be non-empty UTF-8 without NUL bytes
+ *   (ggml checks only that keys are non-empty); n_dims 0 and zero dimensions
+ *   are refused (ggml accepts both; its writer never writes n_dims 0 and
+ *   asserts on a zero-element tensor); arrays nest at most 16 deep (ggml
+ *   refuses every array of arrays).
+ * - looser: tensors may lie in any order with gaps, as long as each offset is
+ *   aligned, inside the file and shares no byte with another (ggml wants them
+ *   packed in file order); tensor names of 64 bytes or more (ggml refuses
+ *   them); strings and arrays above 2^30 bytes/elements.
+ * - the same: versions 2 and 3 (1 is refused); general.alignment must be a
+ *   u32 power of two; the data section starts at the end of the directory
+ *   padded to the alignment (ggml pads only when there are tensors, so with no
+ *   tensors gguf_data_offset() may differ from ggml's); a bool is any byte.
+ * Memory allocated at open is bounded by a small multiple of the file size,
+ * and tensor data is never read.
  */
 #ifndef Q36_GGUF_H
 #define Q36_GGUF_H
@@ -59,7 +77,8 @@ enum gguf_err_kind {
 };
 
 /* A metadata value: a view into the mapping. For arrays, `n` is the element
- * count and `elem` the element type; elements are read with gguf_arr_*. */
+ * count and `elem` the element type; elements are read with gguf_arr_*.
+ * Scalars have n = 1 and `p` at their (unaligned) bytes. */
 typedef struct gguf_value {
     enum gguf_vtype type;
     enum gguf_vtype elem;     /* arrays only */
@@ -104,10 +123,11 @@ const gguf_value *gguf_kv_value(const gguf_file *f, int64_t i);
 int64_t     gguf_find_key(const gguf_file *f, const char *key);     /* -1 if absent */
 const gguf_value *gguf_get(const gguf_file *f, const char *key);    /* NULL if absent */
 
-/* Typed reads of a scalar value. Each returns 0, or GGUF_E_VTYPE (setting err
- * with the key name when `key` is given) when the type does not convert:
- * _int accepts every integer type and bool and checks the range of int64_t;
- * _float accepts f32, f64 and integers; _bool accepts bool and integers. */
+/* Typed reads of a scalar value. Each returns 0, or GGUF_E_VTYPE when v is
+ * NULL or its type does not convert (callers name the key in their message):
+ * _int accepts every integer type and bool, and refuses a u64 above INT64_MAX;
+ * _float accepts f32, f64 and integers (not bool); _bool accepts bool and
+ * integers (non-zero is true). */
 int gguf_value_int(const gguf_value *v, int64_t *out);
 int gguf_value_float(const gguf_value *v, double *out);
 int gguf_value_bool(const gguf_value *v, bool *out);
