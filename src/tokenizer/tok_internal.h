@@ -6,7 +6,6 @@
 #define Q36_TOK_INTERNAL_H
 
 #include "tok.h"
-#include "../gguf/gguf.h"
 
 /* ---- byte-level alphabet (tok_bytes.c) ------------------------------------
  * GPT-2's reversible map from the 256 byte values to printable code points. */
@@ -34,6 +33,12 @@ typedef struct tok_pretok tok_pretok;
 int  tok_pretok_new(enum tok_pre pre, tok_pretok **out, q36_err *err);
 void tok_pretok_free(tok_pretok *p);
 bool tok_pretok_set_jit(tok_pretok *p, bool on);
+
+/* Test hook: which of the pre-tokenizer's classes cpt is in: bit 0 letter,
+ * 1 number, 2 mark, 3 whitespace (0 for surrogates and above U+10FFFF).
+ * Not thread-safe (compiles its patterns on first use); -1 on failure. */
+enum { TOK_CLASS_L = 1, TOK_CLASS_N = 2, TOK_CLASS_M = 4, TOK_CLASS_WS = 8 };
+int tok_pretok_class(uint32_t cpt);
 
 /* Per-call scratch for splitting (PCRE2 match data, buffers). */
 typedef struct tok_split_ctx tok_split_ctx;

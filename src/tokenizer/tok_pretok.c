@@ -110,6 +110,36 @@ const char *tok_pcre2_unicode_version(void)
     return v;
 }
 
+/* The classes above, one code point at a time, for the exhaustive test. */
+int tok_pretok_class(uint32_t cpt)
+{
+    static const char *const pats[4] = { "^[" L "]$", "^[" N "]$", "^[" M "]$", "^[" WS "]$" };
+    static pcre2_code *re[4];
+    static pcre2_match_data *md;
+    if (!md) {
+        for (int i = 0; i < 4; i++) {
+            int ec;
+            PCRE2_SIZE eo;
+            re[i] = pcre2_compile((PCRE2_SPTR)pats[i], PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                                  &ec, &eo, NULL);
+            if (!re[i])
+                return -1;
+        }
+        md = pcre2_match_data_create(4, NULL);
+        if (!md)
+            return -1;
+    }
+    if (cpt > 0x10FFFF || (cpt >= 0xD800 && cpt <= 0xDFFF))
+        return 0;
+    uint8_t u[4];
+    size_t n = tok_utf8_encode(cpt, u);
+    int out = 0;
+    for (int i = 0; i < 4; i++)
+        if (pcre2_match(re[i], u, n, 0, 0, md, NULL) >= 0)
+            out |= 1 << i;
+    return out;
+}
+
 tok_split_ctx *tok_split_ctx_new(const tok_pretok *p)
 {
     tok_split_ctx *c = calloc(1, sizeof *c);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../gguf/gguf.h"
 #include "tok_internal.h"
 
 /* ---- hashing ---------------------------------------------------------------- */
