@@ -245,8 +245,12 @@ int orc_cmd_bench(const orc_opts *o)
     int need = b.depth + (n_prompt > n_gen ? n_prompt : n_gen) + 1;
     int total = b.depth + n_prompt + n_gen;
     llama_token *ids = malloc((size_t)total * sizeof *ids);
+    /* Each timed decode asks for the last token's logits, as llama-bench
+     * does (its batches leave the output flags to llama.cpp, which then
+     * outputs the last token): the output head is part of a decode step. */
+    float *last = malloc((size_t)nv * sizeof *last);
     struct llama_context *ctx = NULL;
-    if (!ids) { orc_fail("out of memory for %d ids", total); goto done; }
+    if (!ids || !last) { orc_fail("out of memory for %d ids", total); goto done; }
     uint64_t s = b.seed ? b.seed : 1;
     for (int i = 0; i < total; i++) ids[i] = (llama_token)(rng_next(&s) % (uint64_t)nv);
     if (!(ctx = setup(&b, &m, need, n_prompt, &nb))) goto done;
@@ -257,7 +261,7 @@ int orc_cmd_bench(const orc_opts *o)
         if (n_prompt) {
             if (fill_depth(ctx, ids, b.depth, nb)) goto done;
             double t0 = now_s();
-            if (orc_decode(ctx, p, n_prompt, b.depth, nb, false, NULL, 0)) goto done;
+            if (orc_decode(ctx, p, n_prompt, b.depth, nb, false, last, nv)) goto done;
             llama_synchronize(ctx);
             pp = n_prompt / (now_s() - t0);
         }
@@ -265,7 +269,7 @@ int orc_cmd_bench(const orc_opts *o)
             if (fill_depth(ctx, ids, b.depth, nb)) goto done;
             double t0 = now_s();
             for (int k = 0; k < n_gen; k++)
-                if (orc_decode(ctx, g + k, 1, b.depth + k, 1, false, NULL, 0)) goto done;
+                if (orc_decode(ctx, g + k, 1, b.depth + k, 1, false, last, nv)) goto done;
             llama_synchronize(ctx);
             tg = n_gen / (now_s() - t0);
         }
@@ -280,6 +284,7 @@ int orc_cmd_bench(const orc_opts *o)
     }
     rc = ORC_OK;
 done:
+    free(last);
     free(ids);
     llama_free(ctx);
     llama_model_free(m);
