@@ -29,9 +29,17 @@ typedef struct wtensor {
 
 enum { W_DECLARE, W_DATA, W_DONE };
 
+/* Open-addressing index of names (entries are index+1, 0 = empty), so that
+ * replacing a key or refusing a duplicate tensor stays O(1) per call. */
+typedef struct windex {
+    size_t *slot;
+    size_t  cap;              /* power of two, or 0 */
+} windex;
+
 struct gguf_writer {
     wkv     *kv;  size_t n_kv, cap_kv;
     wtensor *t;   size_t n_t, cap_t;
+    windex   kv_ix, t_ix;
     q36_err  err;             /* first setter error, reported by gguf_w_begin */
     int      state;
     FILE    *fp;
@@ -57,6 +65,8 @@ void gguf_writer_free(gguf_writer *w)
 {
     if (!w)
         return;
+    free(w->kv_ix.slot);
+    free(w->t_ix.slot);
     if (w->fp)
         fclose(w->fp);
     for (size_t i = 0; i < w->n_kv; i++) {
@@ -70,6 +80,52 @@ void gguf_writer_free(gguf_writer *w)
     free(w->buf);
     free(w->path);
     free(w);
+}
+
+static const char *kv_name(const gguf_writer *w, size_t i) { return w->kv[i].key; }
+static const char *t_name(const gguf_writer *w, size_t i)  { return w->t[i].name; }
+
+/* Finds name in ix (names read through get); returns its index or -1, and in
+ * *pos the slot where it is or would go. */
+static long ix_find(const gguf_writer *w, const windex *ix,
+                    const char *(*get)(const gguf_writer *, size_t), const char *name, size_t *pos)
+{
+    if (!ix->cap)
+        return -1;
+    size_t m = ix->cap - 1, i = (size_t)gguf_hash(name, strlen(name)) & m;
+    for (; ix->slot[i]; i = (i + 1) & m)
+        if (strcmp(get(w, ix->slot[i] - 1), name) == 0)
+            break;
+    if (pos)
+        *pos = i;
+    return ix->slot[i] ? (long)(ix->slot[i] - 1) : -1;
+}
+
+/* Adds entry `idx` (whose name get() returns) to ix, growing it to keep the
+ * load at most one half. Returns 0 or -1 when out of memory. */
+static int ix_add(const gguf_writer *w, windex *ix,
+                  const char *(*get)(const gguf_writer *, size_t), size_t idx)
+{
+    if (2 * (idx + 1) > ix->cap) {
+        size_t cap = ix->cap ? 2 * ix->cap : 64;
+        while (cap < 2 * (idx + 1))
+            cap *= 2;
+        size_t *slot = calloc(cap, sizeof *slot);
+        if (!slot)
+            return -1;
+        free(ix->slot);
+        ix->slot = slot;
+        ix->cap = cap;
+        for (size_t k = 0; k < idx; k++) {
+            size_t pos;
+            ix_find(w, ix, get, get(w, k), &pos);
+            ix->slot[pos] = k + 1;
+        }
+    }
+    size_t pos;
+    ix_find(w, ix, get, get(w, idx), &pos);
+    ix->slot[pos] = idx + 1;
+    return 0;
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -116,14 +172,14 @@ static void set_kv(gguf_writer *w, const char *key, enum gguf_vtype type,
     }
     if (nbytes)
         memcpy(copy, bytes, (size_t)nbytes);
-    for (size_t i = 0; i < w->n_kv; i++) {
-        if (strcmp(w->kv[i].key, key) == 0) {
-            free(w->kv[i].bytes);
-            w->kv[i].type = type;
-            w->kv[i].bytes = copy;
-            w->kv[i].nbytes = nbytes;
-            return;
-        }
+    long old = ix_find(w, &w->kv_ix, kv_name, key, NULL);
+    if (old >= 0) {
+        wkv *kv = &w->kv[old];
+        free(kv->bytes);
+        kv->type = type;
+        kv->bytes = copy;
+        kv->nbytes = nbytes;
+        return;
     }
     if (w->n_kv == w->cap_kv) {
         size_t c = w->cap_kv ? 2 * w->cap_kv : 32;
@@ -142,7 +198,14 @@ static void set_kv(gguf_writer *w, const char *key, enum gguf_vtype type,
         werr(w, NULL, "key '%s': no memory", key);
         return;
     }
-    w->kv[w->n_kv++] = (wkv){ k, type, copy, nbytes };
+    w->kv[w->n_kv] = (wkv){ k, type, copy, nbytes };
+    if (ix_add(w, &w->kv_ix, kv_name, w->n_kv)) {
+        free(k);
+        free(copy);
+        werr(w, NULL, "key '%s': no memory", key);
+        return;
+    }
+    w->n_kv++;
 }
 
 void gguf_w_u8  (gguf_writer *w, const char *key, uint8_t v)  { set_kv(w, key, GGUF_T_U8, &v, 1); }
@@ -278,9 +341,8 @@ int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type,
         return werr(w, NULL, "tensor '%s': ne0 %llu is not a multiple of %s's block of %u", nm,
                     (unsigned long long)t.ne[0], qi->name, qi->blck);
     t.nbytes = nel / qi->blck * qi->size;
-    for (size_t i = 0; i < w->n_t; i++)
-        if (strcmp(w->t[i].name, name) == 0)
-            return werr(w, NULL, "tensor '%s' declared twice", nm);
+    if (ix_find(w, &w->t_ix, t_name, name, NULL) >= 0)
+        return werr(w, NULL, "tensor '%s' declared twice", nm);
     if (w->n_t == w->cap_t) {
         size_t c = w->cap_t ? 2 * w->cap_t : 64;
         wtensor *q = realloc(w->t, c * sizeof *q);
@@ -292,6 +354,10 @@ int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type,
     if (!(t.name = strdup(name)))
         return werr(w, NULL, "tensor '%s': no memory", nm);
     w->t[w->n_t] = t;
+    if (ix_add(w, &w->t_ix, t_name, w->n_t)) {
+        free(t.name);
+        return werr(w, NULL, "tensor '%s': no memory", nm);
+    }
     return (int)w->n_t++;
 }
 
