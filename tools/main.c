@@ -16,6 +16,8 @@ static const struct {
 } commands[] = {
     { "info",  cmd_info,  "architecture, geometry, parameter count and tensors of a GGUF" },
     { "synth", cmd_synth, "write a random-weight qwen35/qwen35moe GGUF of real geometry" },
+    { "tokenize",   cmd_tokenize,   "text to token ids with the model's tokenizer" },
+    { "detokenize", cmd_detokenize, "token ids to the bytes they stand for" },
 };
 
 static void usage(FILE *o)
