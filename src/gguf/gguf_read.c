@@ -38,7 +38,8 @@ typedef struct parser {
     q36_err       *err;
     gguf_file     *f;         /* NULL: validate only, build no tables */
     char           obj[224];  /* the object being read, e.g. "key 3 'a.b'" */
-    char           path[64];  /* element path inside an array, e.g. "[7][2]" */
+    int            depth;     /* arrays entered; idx[] is the element path, */
+    uint64_t       idx[GGUF_MAX_NEST];   /* formatted only for a message */
 } parser;
 
 static uint64_t remain(const parser *p) { return p->size - p->pos; }
@@ -51,9 +52,13 @@ static int perr(parser *p, int kind, uint64_t at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    char path[96] = "";
+    size_t o = 0;
+    for (int i = 0; i < p->depth && o < sizeof path - 24; i++)
+        o += (size_t)snprintf(path + o, sizeof path - o, "[%llu]", (unsigned long long)p->idx[i]);
     return q36_err_set(p->err, kind, "%s: %s: %s%s%s: %s (at byte %llu)",
                        p->name, gguf_err_kind_name(kind), p->obj,
-                       p->path[0] ? " element " : "", p->path, detail,
+                       path[0] ? " element " : "", path, detail,
                        (unsigned long long)at);
 }
 
@@ -254,11 +259,11 @@ static int parse_array(parser *p, pools *pl, int depth, gguf_value *out)
         if (elem == GGUF_T_ARR)
             f->n_sub += n;
     }
-    size_t plen = strlen(p->path);
+    int d = p->depth++;
     for (uint64_t i = 0; i < n; i++) {
         if (f)
             f->off[off0 + i] = p->pos;
-        snprintf(p->path + plen, sizeof p->path - plen, "[%llu]", (unsigned long long)i);
+        p->idx[d] = i;
         gguf_value ev;
         if (elem == GGUF_T_STR) {
             const uint8_t *s;
@@ -272,7 +277,7 @@ static int parse_array(parser *p, pools *pl, int depth, gguf_value *out)
                 f->sub[sub0 + i] = ev.aux;
         }
     }
-    p->path[plen] = 0;
+    p->depth = d;
     return 0;
 }
 
@@ -650,7 +655,6 @@ static int parse_file(gguf_file *f, q36_err *err)
         (rc = parse_kvs(&p, &pl, n_kv)) ||
         (rc = parse_alignment(&p)))
         return rc;
-    p.path[0] = 0;
     snprintf(p.obj, sizeof p.obj, "tensor directory");
     if (n_tensors > remain(&p) / MIN_TENSOR_BYTES)
         return perr(&p, GGUF_E_COUNT, 8, "expected at most %llu tensors in the %llu bytes left, found %llu",
