@@ -193,7 +193,7 @@ out=$("$ORACLE" decode_check -m "$T" 2>&1)
 if [ "$out" = "ok n_vocab=151680" ]; then ok decode_check_qwen3_vocab; else fail decode_check_qwen3_vocab "$out"; fi
 
 # ---- bench -------------------------------------------------------------------------
-if "$ORACLE" bench -t 1 -m "$M" -p 16 -n 4 -r 2 >"$tmp/bench.json" 2>"$tmp/err"; then
+if "$ORACLE" bench -t 1 -m "$M" -p 16 -n 4 -d 4 -r 2 >"$tmp/bench.json" 2>"$tmp/err"; then
     if node -e '
         const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n");
         if (lines.length !== 2) throw new Error(lines.length + " lines, expected 2");
@@ -201,7 +201,7 @@ if "$ORACLE" bench -t 1 -m "$M" -p 16 -n 4 -r 2 >"$tmp/bench.json" 2>"$tmp/err";
             const o = JSON.parse(l);
             for (const k of ["n_prompt", "n_gen", "n_depth", "n_threads", "pp_ts", "tg_ts"])
                 if (typeof o[k] !== "number") throw new Error("field " + k + " missing in " + l);
-            if (o.n_prompt !== 16 || o.n_gen !== 4 || !(o.pp_ts > 0) || !(o.tg_ts > 0))
+            if (o.n_prompt !== 16 || o.n_gen !== 4 || o.n_depth !== 4 || !(o.pp_ts > 0) || !(o.tg_ts > 0))
                 throw new Error("bad values in " + l);
         }' "$tmp/bench.json" 2>"$tmp/err"; then
         ok bench_json
