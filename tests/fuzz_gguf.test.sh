@@ -10,14 +10,12 @@ if ! command -v clang >/dev/null 2>&1; then
     echo "FAIL fuzz_gguf: clang not found (scripts/setup.sh installs it)"
     exit 1
 fi
-if ! make --no-print-directory -s build-fuzz/fuzz_gguf >build-fuzz.log 2>&1; then
-    echo "FAIL fuzz_gguf: the fuzz target does not build:"
-    tail -n 20 build-fuzz.log | sed 's/^/    /'
-    rm -f build-fuzz.log
+mkdir -p build-fuzz/corpus build-fuzz/crashes
+if ! make --no-print-directory -s build-fuzz/fuzz_gguf >build-fuzz/build.log 2>&1; then
+    echo "FAIL fuzz_gguf: the fuzz target does not build (build-fuzz/build.log):"
+    tail -n 20 build-fuzz/build.log | sed 's/^/    /'
     exit 1
 fi
-rm -f build-fuzz.log
-mkdir -p build-fuzz/corpus build-fuzz/crashes
 cp -n tests/gguf/seeds/* build-fuzz/corpus/ 2>/dev/null || true
 log=build-fuzz/last_run.log
 build-fuzz/fuzz_gguf -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 \
