@@ -66,7 +66,8 @@ static void fast_init(void)
         fast[t] = ops[t].dot_ref;
 #ifdef QUANT_HAVE_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
         fast[QT_Q8_0] = quant_dot_q8_0_avx2;
         fast[QT_Q4_K] = quant_dot_q4_K_avx2;
         fast[QT_Q5_K] = quant_dot_q5_K_avx2;
