@@ -22,6 +22,7 @@
 
 #include <ggml.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -670,6 +671,83 @@ static void test_mutations(const char *label, const uint8_t *orig, size_t n)
     printf("\n");
 }
 
+/* ------------------------------------------------------------------ real files */
+
+/* llama.cpp's source carries converter-made vocabulary files
+ * (models/ggml-vocab-*.gguf, qwen35 among them; setup.sh unpacks them into
+ * build/llama.cpp): both readers must read each identically. Some get a few
+ * hundred mutations in their first 4 KB and at random truncation points. */
+static void test_real_files(void)
+{
+    const char *dir = "build/llama.cpp/models";
+    DIR *d = opendir(dir);
+    if (!d) {
+        t_fail("ggml_gguf_real_files", "cannot open %s (run scripts/setup.sh, then run from the repository root)", dir);
+        return;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".gguf"))
+            continue;
+        char path[512], name[320], why[256] = "";
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(name, sizeof name, "ggml_gguf_real_%.*s", (int)(len - 5), e->d_name);
+        size_t size = 0;
+        uint8_t *b = slurp(path, &size);
+        gguf_file *f = NULL;
+        q36_err err = { 0 };
+        int rc = b ? gguf_open_mem(b, size, path, &f, &err) : -1;
+        struct gguf_context *g = NULL;
+        bool gok = b && ggml_accepts(b, size, &g);
+        if (!b)
+            t_fail(name, "cannot read %s", path);
+        else if (!gok)
+            t_fail(name, "ggml refuses it: %s", g_ggml_reason);
+        else if (rc)
+            t_fail(name, "q36 refuses it: %s", err.msg);
+        else if (compare(f, g, b, size, why, sizeof why))
+            t_fail(name, "%s", why);
+        else
+            t_ok(name);
+        if (g) G.free_(g);
+        gguf_close(f);
+        n++;
+        if (b && (strstr(e->d_name, "qwen35") || strstr(e->d_name, "phi-3"))) {
+            stats st;
+            memset(&st, 0, sizeof st);
+            uint8_t *m = malloc(size);
+            t_rng r = t_rng_named(e->d_name);
+            char what[64];
+            int nm = size > (2u << 20) ? 100 : 300;   /* fewer on the 6 MB file */
+            for (int k = 0; k < nm; k++) {
+                memcpy(m, b, size);
+                size_t pos = (size_t)(t_next(&r) % (size < 4096 ? size : 4096));
+                m[pos] = (uint8_t)t_next(&r);
+                snprintf(what, sizeof what, "byte_%d_at_%zu", k, pos);
+                mutant(name + strlen("ggml_gguf_real_"), m, size, &st, what);
+            }
+            for (int k = 0; k < nm / 3; k++) {
+                size_t cut = (size_t)(t_next(&r) % size);
+                snprintf(what, sizeof what, "truncated_at_%zu", cut);
+                mutant(name + strlen("ggml_gguf_real_"), b, cut, &st, what);
+            }
+            free(m);
+            char mname[352];
+            snprintf(mname, sizeof mname, "%s_mutations", name);
+            t_check(mname, st.disagree == 0 && st.both_ok > 0 && st.both_fail > 0,
+                    "%d disagreements in %d mutants", st.disagree, st.runs);
+            printf("# %s: %d mutants: both accept %d, both refuse %d, only ggml accepts %d (deliberate), "
+                   "only q36 accepts %d\n", e->d_name, st.runs, st.both_ok, st.both_fail,
+                   st.q36_stricter_ok, st.looser);
+        }
+        free(b);
+    }
+    closedir(d);
+    t_check("ggml_gguf_real_files", n >= 10, "found only %d files in %s", n, dir);
+}
+
 int main(void)
 {
     ggml_log_set(on_ggml_log, NULL);
@@ -686,6 +764,7 @@ int main(void)
         uint8_t *b2 = test_q36_written(&n2);
         test_mutations("ggml_all", b0, n0);
         test_mutations("ggml_rewrite_align16", b2, n2);
+        test_real_files();
         free(b0);
         free(b1);
         free(b2);
