@@ -256,33 +256,6 @@ static void check_corpus(const ctx *c)
     }
 }
 
-/* A deterministic ~1 MB mix: corpus-like words from many scripts, numbers,
- * code, whitespace runs, special tokens, emoji and a few invalid bytes. */
-static char *gen_mixed(size_t target, size_t *len)
-{
-    static const char *const parts[] = {
-        "the ", "The ", "quick ", "brown ", "fox's ", "jumps ", "over ", "lazy ", "dog. ", "I'm ", "they'll ",
-        "日本語の", "文章", "中文句子，", "한국어 ", "문장 ", "русский ", "текст ", "ελληνικά ", "العربية ",
-        "עברית ", "हिन्दी ", "ไทย", "café ", "naïve ", "e\xcc\x81", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
-        "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7", "\xf0\x9f\x87\xaf\xf0\x9f\x87\xb5",
-        "12345", "3.14", "1,000,000 ", "\n", "\n\n", "\r\n", "\t", "    ", "  ", " ", "{\"a\": [1, 2]}",
-        "int main(void) { return 0; }\n", "def f(x):\n    return x\n", "<|im_start|>", "<|im_end|>",
-        "<think>", "</think>", "<tool_call>", "</s>", "!!!", "...", "--", "==>", "\xff", "\xc3",
-    };
-    const size_t np = sizeof parts / sizeof parts[0];
-    char *buf = malloc(target + 64);
-    size_t n = 0;
-    t_rng r = t_rng_named("gen_mixed");
-    while (n < target) {
-        const char *p = parts[t_next(&r) % np];
-        size_t k = strlen(p);
-        memcpy(buf + n, p, k);
-        n += k;
-    }
-    *len = n;
-    return buf;
-}
-
 /* Random strings over a mix of code point ranges and raw bytes. */
 static size_t gen_random(t_rng *r, char *buf, size_t max)
 {
@@ -401,7 +374,7 @@ int main(void)
         check_text(&c, "hello", "Hello, world!", 13, true, true);
         check_corpus(&c);
         size_t glen;
-        char *g = gen_mixed(1u << 20, &glen);
+        char *g = tt_gen_mixed(1u << 20, &glen);
         check_text(&c, "generated_1MB", g, glen, true, true);
         free(g);
         check_random(&c, 2000);

