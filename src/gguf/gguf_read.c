@@ -333,8 +333,8 @@ static uint64_t hash_cap(uint64_t n)
     return c;
 }
 
-/* Finds `s` in table h (indices+1 of names given by get()); returns the index
- * or -1, and in *slot the slot where it is or would go. */
+/* Find the key (or tensor name) s[0..n) by hash with linear probing; return
+ * its index or -1, and in *slot the slot where it is or would go. */
 static int64_t kv_lookup(const gguf_file *f, const char *s, uint64_t n, uint64_t *slot)
 {
     uint64_t m = f->kv_cap - 1, i = gguf_hash(s, n) & m;
