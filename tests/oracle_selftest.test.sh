@@ -164,6 +164,12 @@ if gen=$("$ORACLE" greedy -t 1 -m "$M" --ids "$IDS" -n 8 --logits "$tmp/g.f32" 2
     else
         fail greedy_is_stepwise_argmax "greedy [$gen], argmax of its logits [$am]"
     fi
+    mg=$("$ORACLE" argmax "$tmp/g.f32" -n "$NV" --margins 2>&1 | sed -n 2p)
+    if awk '{ if (NF != 8) exit 1; for (i = 1; i <= NF; i++) if (!($i >= 0)) exit 1 }' <<<"$mg"; then
+        ok argmax_margins
+    else
+        fail argmax_margins "expected 8 margins >= 0, got '$mg'"
+    fi
     if head -c "$row" "$tmp/g.f32" | cmp -s - "$tmp/last.f32"; then
         ok greedy_first_row_equals_logits
     else

@@ -33,7 +33,7 @@ enum {
     F_PIECES = 1 << 9, F_ALL = 1 << 10, F_KV = 1 << 11, F_FA = 1 << 12,
     F_T = 1 << 13, F_C = 1 << 14, F_B = 1 << 15, F_N = 1 << 16, F_D = 1 << 17,
     F_R = 1 << 18, F_SEED = 1 << 19, F_MTP = 1 << 20, F_POS = 1 << 21,
-    F_UB = 1 << 22, F_GGML = 1 << 23,
+    F_UB = 1 << 22, F_GGML = 1 << 23, F_MARGINS = 1 << 24,
 };
 #define F_EVAL (F_M | F_KV | F_FA | F_T | F_C | F_B | F_UB | F_MTP)
 
@@ -63,8 +63,8 @@ static const orc_cmd commands[] = {
       "-m M --tensor NAME -o OUT.f32 [--ggml-load]   ggml's to_float of one tensor" },
     { "compare", orc_cmd_compare, F_POS | F_N,
       "A.f32 B.f32 -n ROWLEN      max |a-b|, worst row rel. L2, argmax mismatches" },
-    { "argmax", orc_cmd_argmax, F_POS | F_N,
-      "A.f32 -n ROWLEN            argmax of each row (ties to the lower index)" },
+    { "argmax", orc_cmd_argmax, F_POS | F_N | F_MARGINS,
+      "A.f32 -n ROWLEN [--margins]  argmax of each row (ties to the lower index)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -143,6 +143,7 @@ static int parse_flags(const orc_cmd *c, int argc, char **argv, orc_opts *o)
         else if (!strcmp(a, "--all"))        { bit = F_ALL;    bval = &o->all; }
         else if (!strcmp(a, "--mtp"))        { bit = F_MTP;    bval = &o->mtp; }
         else if (!strcmp(a, "--ggml-load"))  { bit = F_GGML;   bval = &o->ggml_load; }
+        else if (!strcmp(a, "--margins"))    { bit = F_MARGINS; bval = &o->margins; }
         else if (!strcmp(a, "-t"))           { bit = F_T;      ival = &o->threads; lo = 1; hi = 512; }
         else if (!strcmp(a, "-c"))           { bit = F_C;      ival = &o->n_ctx; lo = 1; }
         else if (!strcmp(a, "-b"))           { bit = F_B;      ival = &o->n_batch; lo = 1; }

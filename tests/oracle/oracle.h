@@ -41,6 +41,7 @@ typedef struct orc_opts {
     bool verbose;             /* -v: let llama.cpp's log through */
     bool mtp;                 /* --mtp: llama_model_params.load_mtp = true */
     bool ggml_load;           /* --ggml-load: dequant reads via ggml's loader */
+    bool margins;             /* --margins: argmax also prints top-1 - top-2 */
     enum ggml_type kv;        /* --kv: K and V cache type */
     enum llama_flash_attn_type fa; /* --fa */
     bool kv_set, fa_set;      /* given on the command line */

@@ -151,6 +151,9 @@ done:
     return rc;
 }
 
+/* One line of per-row argmax ids; with --margins a second line with each
+ * row's top-1 minus top-2 value, so a test can tell a near-tie (where two
+ * engines may rightly pick different ids) from a real mismatch. */
 int orc_cmd_argmax(const orc_opts *o)
 {
     if (!o->a_file || o->b_file || !o->n_set || o->n < 1)
@@ -161,6 +164,17 @@ int orc_cmd_argmax(const orc_opts *o)
     for (long i = 0; i < r; i++)
         printf(i ? " %d" : "%d", orc_argmax(a + (size_t)i * (size_t)o->n, o->n));
     printf("\n");
+    if (o->margins) {
+        for (long i = 0; i < r; i++) {
+            const float *x = a + (size_t)i * (size_t)o->n;
+            int b = orc_argmax(x, o->n);
+            double second = -INFINITY;
+            for (int k = 0; k < o->n; k++)
+                if (k != b && x[k] > second) second = x[k];
+            printf(i ? " %.9g" : "%.9g", o->n > 1 ? (double)x[b] - second : INFINITY);
+        }
+        printf("\n");
+    }
     free(a);
     return ORC_OK;
 }
