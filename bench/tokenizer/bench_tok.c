@@ -6,11 +6,13 @@
  * whitespace, special tokens, a few invalid bytes); "corpus" is every file of
  * tests/corpus/ concatenated and repeated to 1 MB. Each measurement is the
  * median and the minimum of REPS runs (wall clock), after one warm-up run.
+ * "split-only" rows time the pre-tokenizer regex alone (column ids = pieces).
  * Built and run by bench/tokenizer/run.sh; not a test.
  */
 #include "llama.h"
 #include "ggml-backend.h"
 #include "tokenizer/tok.h"
+#include "tokenizer/tok_internal.h"   /* split-only timing */
 #include "test.h"
 #include "test_tok_util.h"
 
@@ -85,6 +87,32 @@ static result time_q36(tok_vocab *q, const char *text, size_t len)
     return (result){ t[REPS / 2], t[0], n };
 }
 
+static int count_piece(void *user, const uint8_t *p, size_t n)
+{
+    (void)p; (void)n;
+    (*(size_t *)user)++;
+    return 0;
+}
+
+/* The pre-tokenizer alone (regex split of the whole text, no special-token
+ * partition, no BPE): where JIT and interpreter differ. */
+static result time_split(tok_vocab *q, const char *text, size_t len)
+{
+    double t[REPS];
+    size_t n = 0;
+    tok_split_ctx *c = tok_split_ctx_new(q->rx);
+    for (int r = -1; r < REPS; r++) {
+        n = 0;
+        double t0 = now();
+        tok_pretok_split(q->rx, c, (const uint8_t *)text, len, count_piece, &n, NULL);
+        double t1 = now();
+        if (r >= 0) t[r] = t1 - t0;
+    }
+    tok_split_ctx_free(c);
+    qsort(t, REPS, sizeof *t, cmp_d);
+    return (result){ t[REPS / 2], t[0], n };
+}
+
 static result time_llama(const struct llama_vocab *o, const char *text, size_t len)
 {
     double t[REPS];
@@ -107,7 +135,7 @@ static result time_llama(const struct llama_vocab *o, const char *text, size_t l
 
 static void row(const char *pre, const char *text, const char *who, size_t len, result r)
 {
-    printf("%-7s %-7s %-16s %8zu %8zu %9.1f %9.1f %8.2f\n", pre, text, who, len, r.n_ids,
+    printf("%-7s %-7s %-17s %8zu %8zu %9.1f %9.1f %8.2f\n", pre, text, who, len, r.n_ids,
            r.med * 1e3, r.min * 1e3, len / r.med / 1048576.0);
 }
 
@@ -121,7 +149,7 @@ int main(void)
     char *corpus = corpus_1mb(&clen);
     printf("# PCRE2 Unicode %s; %d runs each after one warm-up; times in ms (median, min)\n",
            tok_pcre2_unicode_version(), REPS);
-    printf("%-7s %-7s %-16s %8s %8s %9s %9s %8s\n", "pre", "text", "tokenizer", "bytes", "ids",
+    printf("%-7s %-7s %-17s %8s %8s %9s %9s %8s\n", "pre", "text", "tokenizer", "bytes", "ids",
            "median", "min", "MB/s");
     const char *pres[] = { "qwen35", "qwen2" };
     for (int p = 0; p < 2; p++) {
@@ -151,6 +179,12 @@ int main(void)
             row(pres[p], names[t], had_jit ? "q36 pcre2-jit" : "q36 (no jit!)", lens[t], a);
             row(pres[p], names[t], "q36 pcre2-interp", lens[t], b);
             row(pres[p], names[t], "llama_tokenize", lens[t], c);
+            tok_set_jit(q, true);
+            result d = time_split(q, texts[t], lens[t]);
+            tok_set_jit(q, false);
+            result e = time_split(q, texts[t], lens[t]);
+            row(pres[p], names[t], "split-only jit", lens[t], d);
+            row(pres[p], names[t], "split-only interp", lens[t], e);
             if (a.n_ids != c.n_ids || b.n_ids != c.n_ids)
                 printf("# WARNING: id counts differ\n");
         }
