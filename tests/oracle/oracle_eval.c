@@ -5,8 +5,10 @@
  * 0, 2 threads, K/V f32 and flash attention off unless --kv/--fa say
  * otherwise (bench defaults to llama.cpp's own f16 + auto). The prompt goes
  * through one llama_decode (n_batch = n_ubatch = prompt length) unless -b
- * splits it into llama_decode calls of -b tokens; the ubatch size changes
- * llama.cpp's DeltaNet chunking and so the low bits of the logits.
+ * splits it into llama_decode calls of -b tokens. Measured on the pinned
+ * build, calls of 2 or more tokens give the same bits as one call, but a
+ * one-token call does not (README.md): greedy steps are one-token calls,
+ * as a decode loop's are.
  */
 #include "oracle.h"
 
