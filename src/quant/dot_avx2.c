@@ -1,84 +1,246 @@
-/* dot_avx2.c: AVX2+FMA twins of the reference dot products for the types
- * that carry most of a model's weights: Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS.
- * Same signatures and the same math as dot_ref.c: exact integer sums per
- * block (kept in eight int32 lanes), one f32 fused multiply-add per block
- * and lane, one horizontal sum at the end. Only the f32 rounding order
- * differs from the reference; tests/test_ggml_quant_dot.c bounds it.
+/* dot_avx2.c: AVX2+FMA+F16C twins of the reference dot products for the
+ * float formats, the 32-element block formats and the K-quants (the IQ
+ * formats are in dot_avx2_iq.c). Same signatures and the same math as
+ * dot_ref.c: exact integer sums per block, kept in eight int32 lanes, one
+ * f32 fused multiply-add per block and lane, one horizontal sum at the
+ * end. Only the f32 rounding order differs from the reference;
+ * tests/test_ggml_quant_dot.c bounds the difference.
  *
- * Each function carries target("avx2,fma,f16c") so the rest of the build stays
- * generic; quant.c calls them only when the CPU reports all three features.
- *
- * Integer products use vpmaddubsw, which multiplies unsigned by signed
- * bytes into saturating int16 pairs. Every use below keeps a pair under
- * 2^15: 4- and 5-bit codes (<= 31 * 127 * 2), 6-bit Q6_K codes taken
- * unsigned (<= 63 * 127 * 2 = 16002, the -32 comes back through the block
- * sums) and signed bytes multiplied as |x| times y with x's sign
- * (<= 127 * 128 * 2 = 32512). */
+ * quant.c calls these only when the CPU reports avx2, fma and f16c. */
 #include "dot_impl.h"
 
 #ifdef QUANT_HAVE_AVX2
-#include <immintrin.h>
-#include <string.h>
-
+#include "avx2_util.h"
 #include "iq_tables.h"
-#include "quant_impl.h"
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
+/* ---- float formats: four 8-lane accumulators, scalar tail --------------- */
 
-/* f16 scale to f32 with the F16C instruction: exact, like quant_f16_to_f32
- * (which handles subnormals with a loop, too slow per block here). */
-AVX2 static inline float f16(const uint8_t *p)
+AVX2 float quant_dot_f32_avx2(int64_t n, const void *vw, const void *va)
 {
-    return _cvtsh_ss(quant_rd16(p));
+    const float *w = vw, *a = va;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                      _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8 * k), _mm256_loadu_ps(a + i + 8 * k), acc[k]);
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++)
+        s += w[i] * a[i];
+    return s;
 }
 
-AVX2 static inline float hsum_ps(__m256 v)
+AVX2 float quant_dot_f16_avx2(int64_t n, const void *vw, const void *va)
 {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    const uint8_t *w = vw, *a = va;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                      _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * (i + 8 * k))));
+            __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + 2 * (i + 8 * k))));
+            acc[k] = _mm256_fmadd_ps(x, y, acc[k]);
+        }
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++)
+        s += f16c(w + 2 * i) * f16c(a + 2 * i);
+    return s;
 }
 
-/* 16 int16 sums of adjacent byte products, x signed, y signed. */
-AVX2 static inline __m256i madd_i8(__m256i x, __m256i y)
+AVX2 static inline __m256 bf16x8(const uint8_t *p)
 {
-    return _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
-AVX2 static inline __m256i load32(const void *p)
+AVX2 float quant_dot_bf16_avx2(int64_t n, const void *vw, const void *va)
 {
-    return _mm256_loadu_si256((const __m256i *)p);
+    const uint8_t *w = vw, *a = va;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                      _mm256_setzero_ps() };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm256_fmadd_ps(bf16x8(w + 2 * (i + 8 * k)), bf16x8(a + 2 * (i + 8 * k)), acc[k]);
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++)
+        s += quant_bf16_to_f32(quant_rd16(w + 2 * i)) * quant_bf16_to_f32(quant_rd16(a + 2 * i));
+    return s;
 }
 
-static inline float q8k_d(const uint8_t *a)
-{
-    float d;
-    memcpy(&d, a, 4);
-    return d;
-}
+/* ---- 32-element blocks ---------------------------------------------------- */
 
-static inline int q8k_bsum(const uint8_t *a, int g)
+/* One block term: d * (sum of the 32 signed products x*y). x holds signed
+ * codes with |x| <= 128. */
+AVX2 static inline __m256 block_fma(__m256i x, const uint8_t *q8, float d, __m256 acc)
 {
-    return (int16_t)quant_rd16(a + 260 + 2 * g);
+    __m256i p = _mm256_madd_epi16(madd_i8(x, load32(q8)), _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
 }
 
 AVX2 float quant_dot_q8_0_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++, w += 34, a += 34) {
-        __m256i p = _mm256_madd_epi16(madd_i8(load32(w + 2), load32(a + 2)), ones);
-        __m256 d = _mm256_set1_ps(f16(w) * f16(a));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+    for (int64_t i = 0; i < n / 32; i++, w += 34, a += 34)
+        acc = block_fma(load32(w + 2), a + 2, f16c(w) * f16c(a), acc);
+    return hsum_ps(acc);
+}
+
+AVX2 float quant_dot_q4_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i b8 = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, w += 18, a += 34)
+        acc = block_fma(_mm256_sub_epi8(nibbles16(w + 2), b8), a + 2, f16c(w) * f16c(a), acc);
+    return hsum_ps(acc);
+}
+
+/* the 5-bit codes of Q5_0/Q5_1: nibbles plus 16 where the qh bit is set */
+AVX2 static inline __m256i codes5(const uint8_t *qh, const uint8_t *qs)
+{
+    __m256i hb = _mm256_and_si256(bits_to_bytes(quant_rd32(qh)), _mm256_set1_epi8(16));
+    return _mm256_or_si256(nibbles16(qs), hb);
+}
+
+AVX2 float quant_dot_q5_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i b16 = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, w += 22, a += 34)
+        acc = block_fma(_mm256_sub_epi8(codes5(w + 2, w + 6), b16), a + 2, f16c(w) * f16c(a), acc);
+    return hsum_ps(acc);
+}
+
+/* Q4_1/Q5_1 with Q8_1: d*da*sum(c*q) + m*s; codes are unsigned (<= 31),
+ * so a pair is at most 2 * 31 * 127. */
+AVX2 float quant_dot_q4_1_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0.0f;
+    for (int64_t i = 0; i < n / 32; i++, w += 20, a += 36) {
+        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles16(w + 4), load32(a + 4)),
+                                      _mm256_set1_epi16(1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16c(w) * f16c(a)), _mm256_cvtepi32_ps(p), acc);
+        ms += f16c(w + 2) * f16c(a + 2);
+    }
+    return hsum_ps(acc) + ms;
+}
+
+AVX2 float quant_dot_q5_1_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0.0f;
+    for (int64_t i = 0; i < n / 32; i++, w += 24, a += 36) {
+        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(codes5(w + 4, w + 8), load32(a + 4)),
+                                      _mm256_set1_epi16(1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16c(w) * f16c(a)), _mm256_cvtepi32_ps(p), acc);
+        ms += f16c(w + 2) * f16c(a + 2);
+    }
+    return hsum_ps(acc) + ms;
+}
+
+/* IQ4_NL and MXFP4: 16 levels looked up with vpshufb (|level| <= 127). */
+AVX2 static inline __m256i lut16(const int8_t *t)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)t);
+    return _mm256_set_m128i(v, v);
+}
+
+AVX2 float quant_dot_iq4_nl_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i lut = lut16(quant_kvalues_iq4nl);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, w += 18, a += 34)
+        acc = block_fma(_mm256_shuffle_epi8(lut, nibbles16(w + 2)), a + 2, f16c(w) * f16c(a), acc);
+    return hsum_ps(acc);
+}
+
+AVX2 float quant_dot_mxfp4_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i lut = lut16(quant_kvalues_fp4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, w += 17, a += 34)
+        acc = block_fma(_mm256_shuffle_epi8(lut, nibbles16(w + 1)), a + 2,
+                        quant_e8m0_half(w[0]) * f16c(a), acc);
+    return hsum_ps(acc);
+}
+
+/* ---- K-quants with Q8_K activations --------------------------------------- */
+
+/* Q2_K: per half n and shift j, 32 two-bit codes (bytes 0..15 belong to
+ * sub-block 8n+2j, 16..31 to 8n+2j+1) meet 32 contiguous activations;
+ * codes <= 3 keep pairs tiny. The min goes through the block sums. */
+AVX2 float quant_dot_q2_K_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i m2 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t i = 0; i < n / 256; i++, w += 84, a += 292) {
+        int msum = 0;
+        for (int k = 0; k < 16; k++)
+            msum += (w[k] >> 4) * q8k_bsum(a, k);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = load32(w + 16 + 32 * h);
+            for (int j = 0; j < 4; j++) {
+                __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m2);
+                __m256i p = _mm256_maddubs_epi16(c, load32(a + 4 + 128 * h + 32 * j));
+                const int k = 8 * h + 2 * j;
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, split16(w[k] & 15, w[k + 1] & 15)));
+            }
+        }
+        const float da = q8k_d(a);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(da * f16c(w + 80)), _mm256_cvtepi32_ps(isum), acc);
+        mins += da * f16c(w + 82) * (float)msum;
+    }
+    return hsum_ps(acc) - mins;
+}
+
+/* Q3_K: the code is low2 + 4*hbit - 4; the unsigned part (<= 7) goes
+ * through vpmaddubsw and the -4 through the block sums. hmask's 32 bytes
+ * line up with the 32 elements of each (half, shift) step. */
+AVX2 float quant_dot_q3_K_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i m2 = _mm256_set1_epi8(3), b4 = _mm256_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 256; i++, w += 110, a += 292) {
+        int8_t sc[16];
+        quant_q3k_scales(w + 96, sc);
+        int off = 0;
+        for (int k = 0; k < 16; k++)
+            off += sc[k] * q8k_bsum(a, k);
+        const __m256i hm = load32(w);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = load32(w + 32 + 32 * h);
+            for (int j = 0; j < 4; j++) {
+                const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + j)));
+                __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), b4);
+                __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m2), hb);
+                __m256i p = _mm256_maddubs_epi16(c, load32(a + 4 + 128 * h + 32 * j));
+                const int k = 8 * h + 2 * j;
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, split16(sc[k], sc[k + 1])));
+            }
+        }
+        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(4 * off, 0, 0, 0, 0, 0, 0, 0));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w + 108)), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
 }
 
 /* Q4_K and Q5_K: per 64-element chunk c, the low nibbles (sub-block 2c)
- * and the high nibbles (2c+1) meet 32 activations each; the sub-block
- * scale is applied by vpmaddwd, the min through the block sums. */
+ * and the high nibbles (2c+1) meet 32 activations each (codes <= 31); the
+ * sub-block scale is applied by vpmaddwd, the min through the block sums. */
 AVX2 static inline float dot_k45_avx2(int64_t n, const uint8_t *w, const uint8_t *a, int five)
 {
     const int bs = five ? 176 : 144;
@@ -113,8 +275,8 @@ AVX2 static inline float dot_k45_avx2(int64_t n, const uint8_t *w, const uint8_t
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc1)));
         }
         const float da = q8k_d(a);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(da * f16(w)), _mm256_cvtepi32_ps(isum), acc);
-        mins += da * f16(w + 2) * (float)msum;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(da * f16c(w)), _mm256_cvtepi32_ps(isum), acc);
+        mins += da * f16c(w + 2) * (float)msum;
     }
     return hsum_ps(acc) - mins;
 }
@@ -129,9 +291,9 @@ AVX2 float quant_dot_q5_K_avx2(int64_t n, const void *w, const void *a)
     return dot_k45_avx2(n, w, a, 1);
 }
 
-/* Q6_K: codes 0..63 taken unsigned; the -32 is 32 * sc_k * bsum_k per
- * 16-element sub-block. Each 32-element quarter spans two sub-blocks, so
- * its vpmaddwd scale vector holds sc_k in the low half, sc_k+1 above. */
+/* Q6_K: codes 0..63 taken unsigned (pairs <= 2 * 63 * 127 = 16002); the
+ * -32 is 32 * sc_k * bsum_k per 16-element sub-block. Each 32-element
+ * quarter spans two sub-blocks, hence the split scale vector. */
 AVX2 float quant_dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
@@ -156,40 +318,32 @@ AVX2 float quant_dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
                 __m256i code = _mm256_or_si256(c[p], _mm256_slli_epi16(hb, 4));
                 __m256i prod = _mm256_maddubs_epi16(code, load32(a + 4 + 128 * h + 32 * p));
                 const int k = 8 * h + 2 * p;
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]), _mm_set1_epi16(sc[k]));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, scv));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, split16(sc[k], sc[k + 1])));
             }
         }
         /* the offset joins lane 0; the lanes are summed at the end anyway */
         isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16(w + 208)),
-                              _mm256_cvtepi32_ps(isum), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w + 208)), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
 }
 
-/* IQ4_XS: the 16 non-uniform levels are looked up with vpshufb, then
- * multiplied as signed bytes; sub-block scale (ls - 32) via vpmaddwd. */
+/* IQ4_XS: levels by vpshufb, signed products, scale (ls - 32) by vpmaddwd. */
 AVX2 float quant_dot_iq4_xs_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m128i tab = _mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl);
-    const __m256i lut = _mm256_set_m128i(tab, tab);
-    const __m128i m4 = _mm_set1_epi8(15);
+    const __m256i lut = lut16(quant_kvalues_iq4nl);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; i++, w += 136, a += 292) {
         const uint16_t sh = quant_rd16(w + 2);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             const int ls = ((w[4 + ib / 2] >> 4 * (ib % 2)) & 15) | ((sh >> 2 * ib) & 3) << 4;
-            const __m128i q = _mm_loadu_si128((const __m128i *)(w + 8 + 16 * ib));
-            const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4),
-                                                   _mm_and_si128(q, m4));
-            const __m256i v = _mm256_shuffle_epi8(lut, codes);
+            const __m256i v = _mm256_shuffle_epi8(lut, nibbles16(w + 8 + 16 * ib));
             const __m256i prod = madd_i8(v, load32(a + 4 + 32 * ib));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_set1_epi16((short)(ls - 32))));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16(w)), _mm256_cvtepi32_ps(isum), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w)), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
 }

@@ -1,6 +1,6 @@
 /* dot_impl.h: private declarations of the per-type dot products that
  * quant.c puts in its type table: the references (dot_ref.c) and the
- * AVX2+FMA twins (dot_avx2.c). Not for use outside src/quant. */
+ * AVX2+FMA+F16C twins (dot_avx2.c, dot_avx2_iq.c). Not for use outside src/quant. */
 #ifndef Q36_QUANT_DOT_IMPL_H
 #define Q36_QUANT_DOT_IMPL_H
 
@@ -17,11 +17,13 @@ QDOT(iq1_m); QDOT(iq4_xs);
 
 #if defined(__x86_64__)
 #define QUANT_HAVE_AVX2 1
-float quant_dot_q8_0_avx2(int64_t n, const void *w, const void *a);
-float quant_dot_q4_K_avx2(int64_t n, const void *w, const void *a);
-float quant_dot_q5_K_avx2(int64_t n, const void *w, const void *a);
-float quant_dot_q6_K_avx2(int64_t n, const void *w, const void *a);
-float quant_dot_iq4_xs_avx2(int64_t n, const void *w, const void *a);
+#define QDOTX(name) float quant_dot_##name##_avx2(int64_t n, const void *w, const void *a)
+QDOTX(f32); QDOTX(f16); QDOTX(bf16);
+QDOTX(q4_0); QDOTX(q4_1); QDOTX(q5_0); QDOTX(q5_1); QDOTX(q8_0); QDOTX(iq4_nl); QDOTX(mxfp4);
+QDOTX(q2_K); QDOTX(q3_K); QDOTX(q4_K); QDOTX(q5_K); QDOTX(q6_K); QDOTX(iq4_xs);
+QDOTX(iq2_xxs); QDOTX(iq2_xs); QDOTX(iq2_s); QDOTX(iq3_xxs); QDOTX(iq3_s); QDOTX(iq1_s);
+QDOTX(iq1_m);
+#undef QDOTX
 #endif
 
 #endif

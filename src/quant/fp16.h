@@ -47,15 +47,9 @@ static inline float quant_f16_to_f32(uint16_t h)
         return quant_bits_f32(sign | 0x7F800000u | man << 13 |
                               (man ? 0x00400000u : 0));
     if (exp == 0) {
-        if (man == 0)
-            return quant_bits_f32(sign);
-        /* subnormal man * 2^-24: normalise so the leading 1 is bit 10 */
-        int e = -1;
-        do {
-            man <<= 1;
-            e++;
-        } while (!(man & 0x400));
-        return quant_bits_f32(sign | (uint32_t)(112 - e) << 23 | (man & 0x3FF) << 13);
+        /* zero or subnormal: man * 2^-24, a product that is exact in f32 */
+        float v = (float)man * 0x1p-24f;
+        return sign ? -v : v;
     }
     return quant_bits_f32(sign | (exp + 112) << 23 | man << 13);
 }

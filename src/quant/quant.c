@@ -68,11 +68,15 @@ static void fast_init(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
-        fast[QT_Q8_0] = quant_dot_q8_0_avx2;
-        fast[QT_Q4_K] = quant_dot_q4_K_avx2;
-        fast[QT_Q5_K] = quant_dot_q5_K_avx2;
-        fast[QT_Q6_K] = quant_dot_q6_K_avx2;
-        fast[QT_IQ4_XS] = quant_dot_iq4_xs_avx2;
+#define FAST(t, name) fast[QT_##t] = quant_dot_##name##_avx2
+        FAST(F32, f32); FAST(F16, f16); FAST(BF16, bf16);
+        FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);
+        FAST(Q8_0, q8_0); FAST(IQ4_NL, iq4_nl); FAST(MXFP4, mxfp4);
+        FAST(Q2_K, q2_K); FAST(Q3_K, q3_K); FAST(Q4_K, q4_K); FAST(Q5_K, q5_K);
+        FAST(Q6_K, q6_K); FAST(IQ4_XS, iq4_xs);
+        FAST(IQ2_XXS, iq2_xxs); FAST(IQ2_XS, iq2_xs); FAST(IQ2_S, iq2_s);
+        FAST(IQ3_XXS, iq3_xxs); FAST(IQ3_S, iq3_s); FAST(IQ1_S, iq1_s); FAST(IQ1_M, iq1_m);
+#undef FAST
     }
 #endif
     __atomic_store_n(&fast_ready, 1, __ATOMIC_RELEASE);
