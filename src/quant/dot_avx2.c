@@ -173,6 +173,76 @@ AVX2 float quant_dot_mxfp4_avx2(int64_t n, const void *vw, const void *va)
     return hsum_ps(acc);
 }
 
+/* Q1_0: 128 elements against four Q8_0 blocks; +1 where the bit is set,
+ * -1 elsewhere, so the activations are summed with flipped signs. */
+AVX2 float quant_dot_q1_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 128; i++, w += 18) {
+        const float d = f16c(w);
+        for (int k = 0; k < 4; k++, a += 34) {
+            __m256i neg = _mm256_xor_si256(bits_to_bytes(quant_rd32(w + 2 + 4 * k)), _mm256_set1_epi8(-1));
+            __m256i q = negate_where(load32(a + 2), neg);
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * f16c(a)), _mm256_cvtepi32_ps(p), acc);
+        }
+    }
+    return hsum_ps(acc);
+}
+
+/* Q2_0: 64 elements against two Q8_0 blocks; element j is bits 2(j%4),
+ * 2(j%4)+1 of byte j/4. Each byte is spread over four lanes, the two bits
+ * tested with per-lane masks, and the code minus one multiplied signed. */
+AVX2 float quant_dot_q2_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                            4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m256i b0 = _mm256_set1_epi32(0x40100401), b1 = _mm256_set1_epi32((int)0x80200802u);
+    const __m256i one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 64; i++, w += 18) {
+        const float d = f16c(w);
+        for (int k = 0; k < 2; k++, a += 34) {
+            uint64_t bytes;
+            memcpy(&bytes, w + 2 + 8 * k, 8);
+            __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)bytes), spread);
+            __m256i lo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b0), b0), one);
+            __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, b1), b1), two);
+            __m256i code = _mm256_sub_epi8(_mm256_or_si256(lo, hi), one);
+            acc = block_fma(code, a + 2, d * f16c(a), acc);
+        }
+    }
+    return hsum_ps(acc);
+}
+
+/* NVFP4: 64 elements against two Q8_0 blocks; Q8_0 block k holds the
+ * sub-blocks 2k (lanes 0..3 of the int32 sums) and 2k+1 (lanes 4..7),
+ * each with its own UE4M3 scale. */
+AVX2 float quant_dot_nvfp4_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i lut = lut16(quant_kvalues_fp4);
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 64; i++, w += 36) {
+        for (int k = 0; k < 2; k++, a += 34) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(w + 4 + 16 * k));
+            const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+            const __m256i codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+            __m256i p = _mm256_madd_epi16(madd_i8(_mm256_shuffle_epi8(lut, codes), load32(a + 2)),
+                                          _mm256_set1_epi16(1));
+            const float da = f16c(a);
+            const __m256 d = _mm256_set_m128(_mm_set1_ps(quant_ue4m3_half(w[2 * k + 1]) * da),
+                                             _mm_set1_ps(quant_ue4m3_half(w[2 * k]) * da));
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+        }
+    }
+    return hsum_ps(acc);
+}
+
 /* ---- K-quants with Q8_K activations --------------------------------------- */
 
 /* Q2_K: per half n and shift j, 32 two-bit codes (bytes 0..15 belong to
@@ -324,6 +394,32 @@ AVX2 float quant_dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
         /* the offset joins lane 0; the lanes are summed at the end anyway */
         isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w + 208)), _mm256_cvtepi32_ps(isum), acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* TQ2_0: for byte offset j (0, 32) and plane l, the codes of 32 contiguous
+ * elements are bits 2l, 2l+1 of qs[j..j+31]; the -1 of every code is the
+ * sum of all block sums. */
+AVX2 float quant_dot_tq2_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i m2 = _mm256_set1_epi8(3), ones16 = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 256; i++, w += 66, a += 292) {
+        int bs = 0;
+        for (int g = 0; g < 16; g++)
+            bs += q8k_bsum(a, g);
+        __m256i isum = _mm256_setr_epi32(-bs, 0, 0, 0, 0, 0, 0, 0);
+        for (int j = 0; j < 2; j++) {
+            const __m256i q = load32(w + 32 * j);
+            for (int l = 0; l < 4; l++) {
+                __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m2);
+                __m256i p = _mm256_maddubs_epi16(c, load32(a + 4 + 128 * j + 32 * l));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones16));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w + 64)), _mm256_cvtepi32_ps(isum), acc);
     }
     return hsum_ps(acc);
 }
