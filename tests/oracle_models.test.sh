@@ -40,8 +40,7 @@ models=(
     "qwen35_l5_int2     | --arch qwen35 --preset tiny --layers 5 --attn-interval 2 |"
     "qwen35_l7_int3_kv1_hd64_rope16 | --arch qwen35 --preset tiny --layers 7 --attn-interval 3 --kv-heads 1 --head-dim 64 --rope-dims 16 |"
     "qwen35_hd128_rope32 | --arch qwen35 --preset tiny --head-dim 128 --rope-dims 32 --heads 2 --kv-heads 2 |"
-    "qwen35_untied      | --arch qwen35 --preset tiny --tied off |"
-    "qwen35_tied        | --arch qwen35 --preset tiny --tied on |"
+    "qwen35_untied      | --arch qwen35 --preset tiny --tied off |"   # tiny is tied
     "qwen35_mtp         | --arch qwen35 --preset tiny --mtp on | --mtp"
     "qwen35_layer_array | --arch qwen35 --preset tiny --layers 6 --layer-array on |"
     "qwen35_hk4_hv4     | --arch qwen35 --preset tiny --ssm-k-heads 4 --ssm-v-heads 4 |"
