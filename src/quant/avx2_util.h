@@ -84,4 +84,20 @@ static inline int q8k_bsum(const uint8_t *a, int g)
     return (int16_t)quant_rd16(a + 260 + 2 * g);
 }
 
+/* sum over k < 16 of sc[k] * bsums[k] (Q8_K block sums at a + 260) */
+AVX2 static inline int dot_bsums(__m256i sc16, const uint8_t *a)
+{
+    __m256i p = _mm256_madd_epi16(sc16, load32(a + 260));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 16 signed bytes as int16 */
+AVX2 static inline __m256i i8x16(const void *p)
+{
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p));
+}
+
 #endif

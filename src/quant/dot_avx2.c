@@ -15,38 +15,29 @@
 
 /* ---- float formats: four 8-lane accumulators, scalar tail --------------- */
 
-AVX2 float quant_dot_f32_avx2(int64_t n, const void *vw, const void *va)
-{
-    const float *w = vw, *a = va;
-    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                      _mm256_setzero_ps() };
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++)
-            acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8 * k), _mm256_loadu_ps(a + i + 8 * k), acc[k]);
-    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++)
-        s += w[i] * a[i];
+/* Four named accumulators (an indexed array would live on the stack at
+ * -O2 and serialize the FMA chains through memory). LOAD(p, i) gives 8
+ * f32 values of element i onwards. */
+#define DOT_F(LOAD, TAIL)                                                                   \
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;                              \
+    int64_t i = 0;                                                                          \
+    for (; i + 32 <= n; i += 32) {                                                          \
+        c0 = _mm256_fmadd_ps(LOAD(w, i), LOAD(a, i), c0);                                   \
+        c1 = _mm256_fmadd_ps(LOAD(w, i + 8), LOAD(a, i + 8), c1);                           \
+        c2 = _mm256_fmadd_ps(LOAD(w, i + 16), LOAD(a, i + 16), c2);                         \
+        c3 = _mm256_fmadd_ps(LOAD(w, i + 24), LOAD(a, i + 24), c3);                         \
+    }                                                                                       \
+    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)));          \
+    for (; i < n; i++)                                                                      \
+        s += TAIL(w, i) * TAIL(a, i);                                                       \
     return s;
-}
 
-AVX2 float quant_dot_f16_avx2(int64_t n, const void *vw, const void *va)
-{
-    const uint8_t *w = vw, *a = va;
-    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                      _mm256_setzero_ps() };
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++) {
-            __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * (i + 8 * k))));
-            __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + 2 * (i + 8 * k))));
-            acc[k] = _mm256_fmadd_ps(x, y, acc[k]);
-        }
-    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++)
-        s += f16c(w + 2 * i) * f16c(a + 2 * i);
-    return s;
-}
+#define LOAD_F32(p, i) _mm256_loadu_ps((p) + (i))
+#define TAIL_F32(p, i) (p)[i]
+#define LOAD_F16(p, i) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((p) + 2 * (i))))
+#define TAIL_F16(p, i) f16c((p) + 2 * (i))
+#define LOAD_BF16(p, i) bf16x8((p) + 2 * (i))
+#define TAIL_BF16(p, i) quant_bf16_to_f32(quant_rd16((p) + 2 * (i)))
 
 AVX2 static inline __m256 bf16x8(const uint8_t *p)
 {
@@ -54,19 +45,22 @@ AVX2 static inline __m256 bf16x8(const uint8_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
+AVX2 float quant_dot_f32_avx2(int64_t n, const void *vw, const void *va)
+{
+    const float *w = vw, *a = va;
+    DOT_F(LOAD_F32, TAIL_F32)
+}
+
+AVX2 float quant_dot_f16_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    DOT_F(LOAD_F16, TAIL_F16)
+}
+
 AVX2 float quant_dot_bf16_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                      _mm256_setzero_ps() };
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++)
-            acc[k] = _mm256_fmadd_ps(bf16x8(w + 2 * (i + 8 * k)), bf16x8(a + 2 * (i + 8 * k)), acc[k]);
-    float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++)
-        s += quant_bf16_to_f32(quant_rd16(w + 2 * i)) * quant_bf16_to_f32(quant_rd16(a + 2 * i));
-    return s;
+    DOT_F(LOAD_BF16, TAIL_BF16)
 }
 
 /* ---- 32-element blocks ---------------------------------------------------- */
@@ -255,9 +249,9 @@ AVX2 float quant_dot_q2_K_avx2(int64_t n, const void *vw, const void *va)
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
     for (int64_t i = 0; i < n / 256; i++, w += 84, a += 292) {
-        int msum = 0;
-        for (int k = 0; k < 16; k++)
-            msum += (w[k] >> 4) * q8k_bsum(a, k);
+        const __m128i scb = _mm_loadu_si128((const __m128i *)w);
+        const int msum = dot_bsums(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scb, 4),
+                                                                       _mm_set1_epi8(15))), a);
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = load32(w + 16 + 32 * h);
@@ -286,9 +280,7 @@ AVX2 float quant_dot_q3_K_avx2(int64_t n, const void *vw, const void *va)
     for (int64_t i = 0; i < n / 256; i++, w += 110, a += 292) {
         int8_t sc[16];
         quant_q3k_scales(w + 96, sc);
-        int off = 0;
-        for (int k = 0; k < 16; k++)
-            off += sc[k] * q8k_bsum(a, k);
+        const int off = dot_bsums(i8x16(sc), a);
         const __m256i hm = load32(w);
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
@@ -371,9 +363,7 @@ AVX2 float quant_dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; i++, w += 210, a += 292) {
         const int8_t *sc = (const int8_t *)(w + 192);
-        int off = 0;
-        for (int k = 0; k < 16; k++)
-            off += sc[k] * q8k_bsum(a, k);
+        const int off = dot_bsums(i8x16(sc), a);
         __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i ql0 = load32(w + 64 * h), ql1 = load32(w + 64 * h + 32);

@@ -30,8 +30,10 @@ int quant_dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
 int quant_vec_dot_type(uint32_t type);
 
 /* Quantizes n floats x into the activation format `act_type` (one of the
- * values quant_vec_dot_type returns), exactly as ggml's x86 CPU backend
- * (AVX2 build) does: Q8_0/Q8_1 take d = amax/127 stored as f16 and
+ * values quant_vec_dot_type returns), byte for byte as ggml's x86 CPU
+ * backends with AVX2 or better do (tested against every such
+ * libggml-cpu variant the test machine runs; ggml's generic C and its
+ * pre-AVX x86 builds round Q8_0/Q8_1 ties away from zero instead): Q8_0/Q8_1 take d = amax/127 stored as f16 and
  * q = round-half-even(x * 127/amax); Q8_K takes the first largest |x|,
  * iscale = -127/max, q = min(127, round-half-even(iscale*x)), d = 1/iscale
  * (f32) and 16 block sums (all 0 when the block is 0); F16/BF16 round to
@@ -48,10 +50,11 @@ typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);
  * a type without a dot product. n must be a multiple of the block size. */
 float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a);
 
-/* The fastest dot product this CPU has for `type` (AVX2+FMA when present,
- * else the reference), or NULL for a type without one. The fast kernels
- * agree with the reference within the rounding bound stated in
- * tests/test_ggml_quant_dot.c, not bit for bit. */
+/* The fastest dot product this CPU has for `type`, or NULL for a type
+ * without one. With AVX2+FMA+F16C every type but TQ1_0 has a vector
+ * kernel (dot_avx2.c, dot_avx2_iq.c); elsewhere it is the reference. The
+ * fast kernels agree with the reference within the rounding bound derived
+ * in tests/test_ggml_quant_dot.c, not bit for bit. */
 quant_dot_fn quant_vec_dot_fn(uint32_t type);
 
 /* quant_vec_dot_fn(type)(n, w, a); NaN for a type without a dot product. */

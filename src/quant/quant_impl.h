@@ -56,14 +56,24 @@ static inline void quant_k4_scale_min(int j, const uint8_t *s, uint8_t *sc, uint
     }
 }
 
-/* The 16 signed 6-bit scales of a Q3_K block (value - 32), MODEL.md 7.2. */
+/* The 16 signed 6-bit scales of a Q3_K block (value - 32), MODEL.md 7.2:
+ * scale k has low nibble lo(s[k]) (k < 8) or hi(s[k-8]), and high 2 bits
+ * at bits 2*(k/4) of s[8 + k%4]. Done on 32-bit words, four scales at a
+ * time: word j of the output holds scales 4j..4j+3. */
 static inline void quant_q3k_scales(const uint8_t *s, int8_t out[16])
 {
-    for (int k = 0; k < 16; k++) {
-        int lo = k < 8 ? s[k] & 15 : s[k - 8] >> 4;
-        int hi = (s[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
-        out[k] = (int8_t)((lo | hi << 4) - 32);
-    }
+    const uint32_t a0 = quant_rd32(s), a1 = quant_rd32(s + 4), a2 = quant_rd32(s + 8);
+    const uint32_t m4 = 0x0F0F0F0Fu, m2 = 0x03030303u;
+    const uint32_t w[4] = {
+        (a0 & m4) | (a2 & m2) << 4,
+        (a1 & m4) | (a2 >> 2 & m2) << 4,
+        (a0 >> 4 & m4) | (a2 >> 4 & m2) << 4,
+        (a1 >> 4 & m4) | (a2 >> 6 & m2) << 4,
+    };
+    uint8_t u[16];
+    memcpy(u, w, 16);
+    for (int k = 0; k < 16; k++)
+        out[k] = (int8_t)(u[k] - 32);
 }
 
 #endif
