@@ -13,6 +13,8 @@
  *                        (random positive imatrix where ggml needs one)
  *   dequant_edge_T       zero/subnormal/max f16 scales, E8M0 and UE4M3
  *                        extremes, all-zero and all-ones code bytes
+ *   dequant_q8_K/_q8_1   the activation formats, which have no to_float in
+ *                        ggml (see test_act_formats)
  * Every comparison is of float bit patterns, every element.
  */
 #include <math.h>

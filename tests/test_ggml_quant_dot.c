@@ -90,6 +90,9 @@ static void fill_act(t_rng *r, float *x, int64_t n, int kind)
             x[i] = (float)((int)(t_next(r) % 200) - 100) + 0.5f;
         for (int64_t i = 0; i < n; i += 32)
             x[i] = 127.0f;
+        if (n % 256 == 0)       /* Q8_K: max -127 gives iscale 1 and ties too */
+            for (int64_t i = 0; i < n; i += 256)
+                x[i] = -127.0f;
     }
     if (kind == 3)                       /* zero blocks among gaussian ones */
         for (int64_t i = 0; i < n; i++)
@@ -105,26 +108,31 @@ static void test_act(uint32_t t, const char *variant)
     char name[64], why[256] = "";
     snprintf(name, sizeof name, "act_%s_%s", quant_type_name(t), variant);
     t_rng r = t_rng_named(name);
-    const int64_t n = 4096;
-    float *x = malloc(n * 4);
-    size_t nbytes = quant_row_bytes(t, n);
-    uint8_t *a = malloc(nbytes), *b = malloc(nbytes);
-    for (int kind = 0; kind < 5 && !why[0]; kind++) {
-        fill_act(&r, x, n, kind);
-        memset(a, 0x5A, nbytes);
-        memset(b, 0, nbytes);           /* ggml leaves Q8_K bsums of a zero block unset */
-        int e = quant_act_quantize(t, x, a, n);
-        cpu_traits((enum ggml_type)t)->from_float(x, b, n);
-        if (e)
-            snprintf(why, sizeof why, "quant_act_quantize returned %d", e);
-        for (size_t i = 0; i < nbytes && !why[0]; i++)
-            if (a[i] != b[i])
-                snprintf(why, sizeof why, "row kind %d byte %zu (block %zu, offset %zu): q36 %02x, ggml %02x",
-                         kind, i, i / quant_type_get(t)->size, i % quant_type_get(t)->size, a[i], b[i]);
+    const uint32_t bl = quant_type_get(t)->blck;
+    const int64_t lens[] = { bl, 3 * bl, 4096 };
+    for (int li = 0; li < 3 && !why[0]; li++) {
+        const int64_t n = lens[li];
+        float *x = malloc(n * 4);
+        size_t nbytes = quant_row_bytes(t, n);
+        uint8_t *a = malloc(nbytes), *b = malloc(nbytes);
+        for (int kind = 0; kind < 5 && !why[0]; kind++) {
+            fill_act(&r, x, n, kind);
+            memset(a, 0x5A, nbytes);
+            memset(b, 0, nbytes);       /* ggml leaves Q8_K bsums of a zero block unset */
+            int e = quant_act_quantize(t, x, a, n);
+            cpu_traits((enum ggml_type)t)->from_float(x, b, n);
+            if (e)
+                snprintf(why, sizeof why, "quant_act_quantize returned %d", e);
+            for (size_t i = 0; i < nbytes && !why[0]; i++)
+                if (a[i] != b[i])
+                    snprintf(why, sizeof why, "n=%lld row kind %d byte %zu (block %zu, offset %zu): q36 %02x, ggml %02x",
+                             (long long)n, kind, i, i / quant_type_get(t)->size,
+                             i % quant_type_get(t)->size, a[i], b[i]);
+        }
+        free(x);
+        free(a);
+        free(b);
     }
-    free(x);
-    free(a);
-    free(b);
     t_check(name, !why[0], "%s", why);
 }
 

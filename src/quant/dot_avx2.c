@@ -368,18 +368,19 @@ AVX2 float quant_dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
         for (int h = 0; h < 2; h++) {
             const __m256i ql0 = load32(w + 64 * h), ql1 = load32(w + 64 * h + 32);
             const __m256i qh = load32(w + 128 + 32 * h);
-            __m256i c[4];
-            c[0] = _mm256_and_si256(ql0, m4);
-            c[1] = _mm256_and_si256(ql1, m4);
-            c[2] = _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4);
-            c[3] = _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4);
-            for (int p = 0; p < 4; p++) {
-                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), m2);
-                __m256i code = _mm256_or_si256(c[p], _mm256_slli_epi16(hb, 4));
-                __m256i prod = _mm256_maddubs_epi16(code, load32(a + 4 + 128 * h + 32 * p));
-                const int k = 8 * h + 2 * p;
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, split16(sc[k], sc[k + 1])));
-            }
+#define Q6_STEP(p, lo4)                                                                     \
+            do {                                                                            \
+                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * (p)), m2);          \
+                __m256i code = _mm256_or_si256(lo4, _mm256_slli_epi16(hb, 4));              \
+                __m256i prod = _mm256_maddubs_epi16(code, load32(a + 4 + 128 * h + 32 * (p))); \
+                const int k = 8 * h + 2 * (p);                                              \
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, split16(sc[k], sc[k + 1]))); \
+            } while (0)
+            Q6_STEP(0, _mm256_and_si256(ql0, m4));
+            Q6_STEP(1, _mm256_and_si256(ql1, m4));
+            Q6_STEP(2, _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4));
+            Q6_STEP(3, _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4));
+#undef Q6_STEP
         }
         /* the offset joins lane 0; the lanes are summed at the end anyway */
         isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
