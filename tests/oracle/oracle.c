@@ -295,6 +295,7 @@ struct llama_model *orc_load(const orc_opts *o, enum orc_load_what what)
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
     mp.vocab_only = what == ORC_LOAD_VOCAB;
+    mp.use_extra_bufts = what == ORC_LOAD_FULL;
     mp.load_mtp = o->mtp;
     struct llama_model *m = llama_model_load_from_file(o->model, mp);
     if (!m)

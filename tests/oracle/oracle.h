@@ -70,7 +70,10 @@ const char *orc_last_log(void);
 /* How much of the model to load. */
 enum orc_load_what {
     ORC_LOAD_VOCAB,    /* vocab_only: the tokenizer (hyper-parameters stay 0) */
-    ORC_LOAD_FULL,     /* everything, for a forward pass (weights mmap'ed) */
+    ORC_LOAD_SHAPES,   /* every tensor checked, weights left in the mmap
+                        * (use_extra_bufts = false: no repacked copy) */
+    ORC_LOAD_FULL,     /* for a forward pass, with llama.cpp's defaults
+                        * (weights repacked for the CPU kernels where it can) */
 };
 /* Loads o->model. NULL after printing the error (with llama.cpp's last log
  * lines). */

@@ -11,12 +11,14 @@
 
 /* llama_model_n_params counts the elements of every tensor in the file
  * (the loader sums them before deciding which tensors it uses), so MTP
- * tensors count even when they are not loaded. The model is loaded in full
- * (llama.cpp's no_alloc load aborts in load_tensors, and vocab_only leaves
- * the hyper-parameters at 0), which also checks every tensor's shape. */
+ * tensors count even when they are not loaded. The tensors are loaded and
+ * checked but left in the mmap, not repacked (llama.cpp's no_alloc load
+ * aborts in load_tensors, and vocab_only leaves the hyper-parameters at 0):
+ * a repacking load copies most of the weights into new memory, which for a
+ * 35B file is more RAM than a small machine has. */
 int orc_cmd_n_params(const orc_opts *o)
 {
-    struct llama_model *m = orc_load(o, ORC_LOAD_FULL);
+    struct llama_model *m = orc_load(o, ORC_LOAD_SHAPES);
     if (!m) return ORC_ERROR;
     printf("%" PRIu64 "\n", llama_model_n_params(m));
     printf("n_vocab %d n_embd %d n_layer %d n_layer_nextn %d\n",
