@@ -4,6 +4,9 @@
 #include "quant.h"
 
 #include <math.h>
+#ifdef __x86_64__
+#include <cpuid.h>
+#endif
 
 #include "dot_impl.h"
 #include "quant_impl.h"
@@ -60,14 +63,33 @@ float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a)
 static quant_dot_fn fast[QT_COUNT];
 static volatile int fast_ready;
 
+#ifdef QUANT_HAVE_AVX2
+/* AVX2, FMA and F16C, with the OS saving the YMM registers. Read with
+ * cpuid directly: clang's __builtin_cpu_supports has no "f16c". */
+static int cpu_has_avx2_fma_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    const int fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
+    if (!(fma && osxsave && avx && f16c))
+        return 0;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6)                  /* XMM and YMM state enabled */
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return b >> 5 & 1;
+}
+#endif
+
 static void fast_init(void)
 {
     for (int t = 0; t < QT_COUNT; t++)
         fast[t] = ops[t].dot_ref;
 #ifdef QUANT_HAVE_AVX2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+    if (cpu_has_avx2_fma_f16c()) {
 #define FAST(t, name) fast[QT_##t] = quant_dot_##name##_avx2
         FAST(F32, f32); FAST(F16, f16); FAST(BF16, bf16);
         FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);

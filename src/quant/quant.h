@@ -10,7 +10,18 @@
  * Supported for dequantization: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1
  * Q1_0 Q2_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K TQ1_0 TQ2_0 IQ1_S IQ1_M IQ2_XXS
  * IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS MXFP4 NVFP4. Results are
- * bit-exact with ggml's to_float (tests/test_ggml_quant.c).
+ * bit-exact with ggml's to_float (tests/test_ggml_quant.c). Dot products
+ * exist for all of them except the activation formats Q8_1 and Q8_K.
+ *
+ * A matrix-vector product as ggml's CPU backend computes it (W has rows
+ * of n elements of type t, x has n floats):
+ *
+ *     int at = quant_vec_dot_type(t);              // -1: no dot product
+ *     uint8_t *xq = malloc(quant_row_bytes(at, n));
+ *     quant_act_quantize(at, x, xq, n);            // once per activation row
+ *     quant_dot_fn dot = quant_vec_dot_fn(t);
+ *     for (r = 0; r < rows; r++)
+ *         y[r] = dot(n, W + r * quant_row_bytes(t, n), xq);
  */
 #ifndef Q36_QUANT_H
 #define Q36_QUANT_H
