@@ -41,7 +41,9 @@ int main(int argc, char **argv)
     const struct ggml_type_traits_cpu *(*traits)(enum ggml_type) =
         (const struct ggml_type_traits_cpu *(*)(enum ggml_type))dlsym(h, "ggml_get_type_traits_cpu");
     const uint32_t types[] = { QT_F16, QT_BF16, QT_Q4_0, QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K,
-                               QT_Q5_K, QT_Q6_K, QT_IQ2_XXS, QT_IQ3_S, QT_IQ4_NL, QT_IQ4_XS,
+                               QT_Q5_K, QT_Q6_K, QT_IQ1_S, QT_IQ1_M, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S,
+                               QT_IQ3_XXS, QT_IQ3_S, QT_IQ4_NL, QT_IQ4_XS, QT_NVFP4, QT_Q5_0,
+                               QT_Q4_1, QT_TQ2_0, QT_TQ1_0, QT_F32,
                                QT_MXFP4 };
     const int rows = 64;
     float *x = malloc(n * 4);

@@ -101,10 +101,9 @@ AVX2 float quant_dot_iq3_xxs_avx2(int64_t n, const void *vw, const void *va)
     for (int64_t i = 0; i < n / 256; i++, w += 98, a += 292) {
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *q = w + 2 + 8 * ib;
             const uint32_t aux = quant_rd32(w + 66 + 4 * ib);
-            __m256i mag = _mm256_setr_epi32((int)g[q[0]], (int)g[q[1]], (int)g[q[2]], (int)g[q[3]],
-                                            (int)g[q[4]], (int)g[q[5]], (int)g[q[6]], (int)g[q[7]]);
+            const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + 2 + 8 * ib)));
+            const __m256i mag = _mm256_i32gather_epi32((const int *)g, idx, 4);
             isum = _mm256_add_epi32(isum, signed_dot32(mag, ksigns4(aux), a + 4 + 32 * ib,
                                                        _mm256_set1_epi16((short)(2 * (aux >> 28) + 1))));
         }
@@ -117,18 +116,18 @@ AVX2 float quant_dot_iq3_s_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
     const uint32_t *g = quant_iq3s_grid;
+    const __m256i shifts = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; i++, w += 110, a += 292) {
         const uint8_t *qh = w + 66, *signs = w + 74, *sc = w + 106;
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *q = w + 2 + 8 * ib;
-            const int h = qh[ib];
-            int gi[8];
-            for (int k = 0; k < 8; k++)
-                gi[k] = q[k] | ((h << (8 - k)) & 256);
-            __m256i mag = _mm256_setr_epi32((int)g[gi[0]], (int)g[gi[1]], (int)g[gi[2]], (int)g[gi[3]],
-                                            (int)g[gi[4]], (int)g[gi[5]], (int)g[gi[6]], (int)g[gi[7]]);
+            /* index k = qs byte k | bit k of qh[ib] << 8 */
+            const __m256i hb = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(qh[ib]), shifts), one);
+            const __m256i idx = _mm256_or_si256(
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + 2 + 8 * ib))),
+                _mm256_slli_epi32(hb, 8));
+            const __m256i mag = _mm256_i32gather_epi32((const int *)g, idx, 4);
             const int s = ib & 1 ? sc[ib / 2] >> 4 : sc[ib / 2] & 15;
             isum = _mm256_add_epi32(isum, signed_dot32(mag, quant_rd32(signs + 4 * ib), a + 4 + 32 * ib,
                                                        _mm256_set1_epi16((short)(2 * s + 1))));
