@@ -21,11 +21,12 @@ static model_hsrc *src_add(model_hparams *hp, const char *what, const char *key,
     return s;
 }
 
-/* Reads an unsigned integer key "<arch>.<suffix>" (or a full key when suffix
- * starts with '!'). Absent: `dflt` when !required, else an error. */
-static int get_u32(const gguf_file *f, model_hparams *hp, const char *what,
-                   const char *suffix, bool required, uint32_t dflt,
-                   uint32_t *out, q36_err *err)
+/* Finds "<arch>.<suffix>" (a full key when suffix starts with '!') and
+ * records where the value came from. Returns the value, or NULL when the key
+ * is absent; *rc is set when an absent key is required. */
+static const gguf_value *find_key(const gguf_file *f, model_hparams *hp, const char *what,
+                                  const char *suffix, bool required, model_hsrc **src,
+                                  int *rc, q36_err *err)
 {
     char key[96];
     if (suffix[0] == '!')
@@ -33,44 +34,49 @@ static int get_u32(const gguf_file *f, model_hparams *hp, const char *what,
     else
         snprintf(key, sizeof key, "%s.%s", hp->arch_name, suffix);
     const gguf_value *v = gguf_get(f, key);
-    model_hsrc *s = src_add(hp, what, key, v == NULL);
-    if (!v) {
-        if (required)
-            return q36_err_set(err, Q36_E_FORMAT, "%s: missing key '%s' (%s), which %s requires",
-                               gguf_path(f), key, what, hp->arch_name);
-        *out = dflt;
-    } else {
-        int64_t x;
-        if (gguf_value_int(v, &x) != 0 || x < 0 || x > UINT32_MAX)
-            return q36_err_set(err, Q36_E_FORMAT,
-                               "%s: key '%s' (%s): expected an unsigned 32-bit integer, found %s",
-                               gguf_path(f), key, what, gguf_vtype_name(v->type));
-        *out = (uint32_t)x;
-    }
+    *src = src_add(hp, what, key, v == NULL);
+    *rc = 0;
+    if (!v && required)
+        *rc = q36_err_set(err, Q36_E_FORMAT, "%s: missing key '%s' (%s), which %s requires",
+                          gguf_path(f), key, what, hp->arch_name);
+    return v;
+}
+
+/* An unsigned 32-bit key; `dflt` when absent and not required. */
+static int get_u32(const gguf_file *f, model_hparams *hp, const char *what,
+                   const char *suffix, bool required, uint32_t dflt,
+                   uint32_t *out, q36_err *err)
+{
+    model_hsrc *s;
+    int rc;
+    const gguf_value *v = find_key(f, hp, what, suffix, required, &s, &rc, err);
+    if (rc)
+        return rc;
+    int64_t x = dflt;
+    if (v && (gguf_value_int(v, &x) != 0 || x < 0 || x > UINT32_MAX))
+        return q36_err_set(err, Q36_E_FORMAT,
+                           "%s: key '%s' (%s): expected an unsigned 32-bit integer, found %s",
+                           gguf_path(f), s ? s->key : suffix, what, gguf_vtype_name(v->type));
+    *out = (uint32_t)x;
     if (s)
         snprintf(s->value, sizeof s->value, "%" PRIu32, *out);
     return 0;
 }
 
+/* A float key; `dflt` when absent and not required. */
 static int get_f32(const gguf_file *f, model_hparams *hp, const char *what,
                    const char *suffix, bool required, float dflt, float *out, q36_err *err)
 {
-    char key[96];
-    snprintf(key, sizeof key, "%s.%s", hp->arch_name, suffix);
-    const gguf_value *v = gguf_get(f, key);
-    model_hsrc *s = src_add(hp, what, key, v == NULL);
-    if (!v) {
-        if (required)
-            return q36_err_set(err, Q36_E_FORMAT, "%s: missing key '%s' (%s), which %s requires",
-                               gguf_path(f), key, what, hp->arch_name);
-        *out = dflt;
-    } else {
-        double x;
-        if (gguf_value_float(v, &x) != 0)
-            return q36_err_set(err, Q36_E_FORMAT, "%s: key '%s' (%s): expected a number, found %s",
-                               gguf_path(f), key, what, gguf_vtype_name(v->type));
-        *out = (float)x;
-    }
+    model_hsrc *s;
+    int rc;
+    const gguf_value *v = find_key(f, hp, what, suffix, required, &s, &rc, err);
+    if (rc)
+        return rc;
+    double x = dflt;
+    if (v && gguf_value_float(v, &x) != 0)
+        return q36_err_set(err, Q36_E_FORMAT, "%s: key '%s' (%s): expected a number, found %s",
+                           gguf_path(f), s ? s->key : suffix, what, gguf_vtype_name(v->type));
+    *out = (float)x;
     if (s)
         snprintf(s->value, sizeof s->value, "%g", (double)*out);
     return 0;
