@@ -415,6 +415,53 @@ AVX2 float quant_dot_tq2_0_avx2(int64_t n, const void *vw, const void *va)
     return hsum_ps(acc);
 }
 
+/* Base-3 digits of 32 bytes, one per byte: digit of byte q with multiplier
+ * p (3^n, per 16-bit lane) is ((u8)(q * p) * 3) >> 8. Even and odd bytes
+ * are done in 16-bit lanes separately. */
+AVX2 static inline __m256i trits(__m256i q, __m256i p)
+{
+    const __m256i lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+    __m256i e = _mm256_and_si256(_mm256_mullo_epi16(q, p), lo8);
+    __m256i o = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), p), lo8);
+    e = _mm256_srli_epi16(_mm256_mullo_epi16(e, three), 8);
+    o = _mm256_srli_epi16(_mm256_mullo_epi16(o, three), 8);
+    return _mm256_or_si256(e, _mm256_slli_epi16(o, 8));
+}
+
+/* TQ1_0: digits 0..4 of qs[0..31] are elements 0..159, digits 0..4 of
+ * qs[32..47] elements 160..239 (two digits per vector, one per 128-bit
+ * lane), digits 0..3 of qh[0..3] elements 240..255 (beside digit 4 of
+ * qs[32..47]). Digits are 0..2; the -1 is the sum of the block sums. */
+AVX2 float quant_dot_tq1_0_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const __m256i p01 = split16(1, 3), p23 = split16(9, 27);
+    const __m256i p4c = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 256; i++, w += 54, a += 292) {
+        int bs = 0;
+        for (int g = 0; g < 16; g++)
+            bs += q8k_bsum(a, g);
+        __m256i isum = _mm256_setr_epi32(-bs, 0, 0, 0, 0, 0, 0, 0);
+        const __m256i qa = load32(w);
+        const __m128i qb = _mm_loadu_si128((const __m128i *)(w + 32));
+        const __m256i qbb = _mm256_set_m128i(qb, qb);
+        const __m256i qbc = _mm256_set_m128i(_mm_set1_epi32((int)quant_rd32(w + 48)), qb);
+        __m256i t[8];
+        static const short pow3[5] = { 1, 3, 9, 27, 81 };
+        for (int k = 0; k < 5; k++)
+            t[k] = trits(qa, _mm256_set1_epi16(pow3[k]));
+        t[5] = trits(qbb, p01);
+        t[6] = trits(qbb, p23);
+        t[7] = trits(qbc, p4c);
+        for (int k = 0; k < 8; k++)
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(t[k], load32(a + 4 + 32 * k)), ones16));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q8k_d(a) * f16c(w + 52)), _mm256_cvtepi32_ps(isum), acc);
+    }
+    return hsum_ps(acc);
+}
+
 /* IQ4_XS: levels by vpshufb, signed products, scale (ls - 32) by vpmaddwd. */
 AVX2 float quant_dot_iq4_xs_avx2(int64_t n, const void *vw, const void *va)
 {

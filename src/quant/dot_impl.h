@@ -22,7 +22,7 @@ QDOTX(f32); QDOTX(f16); QDOTX(bf16);
 QDOTX(q4_0); QDOTX(q4_1); QDOTX(q5_0); QDOTX(q5_1); QDOTX(q8_0); QDOTX(iq4_nl); QDOTX(mxfp4);
 QDOTX(q2_K); QDOTX(q3_K); QDOTX(q4_K); QDOTX(q5_K); QDOTX(q6_K); QDOTX(iq4_xs);
 QDOTX(iq2_xxs); QDOTX(iq2_xs); QDOTX(iq2_s); QDOTX(iq3_xxs); QDOTX(iq3_s); QDOTX(iq1_s);
-QDOTX(iq1_m); QDOTX(q1_0); QDOTX(q2_0); QDOTX(nvfp4); QDOTX(tq2_0);
+QDOTX(iq1_m); QDOTX(q1_0); QDOTX(q2_0); QDOTX(nvfp4); QDOTX(tq2_0); QDOTX(tq1_0);
 #undef QDOTX
 #endif
 

@@ -99,6 +99,7 @@ static void fast_init(void)
         FAST(IQ2_XXS, iq2_xxs); FAST(IQ2_XS, iq2_xs); FAST(IQ2_S, iq2_s);
         FAST(IQ3_XXS, iq3_xxs); FAST(IQ3_S, iq3_s); FAST(IQ1_S, iq1_s); FAST(IQ1_M, iq1_m);
         FAST(Q1_0, q1_0); FAST(Q2_0, q2_0); FAST(NVFP4, nvfp4); FAST(TQ2_0, tq2_0);
+        FAST(TQ1_0, tq1_0);
 #undef FAST
     }
 #endif

@@ -62,9 +62,9 @@ typedef float (*quant_dot_fn)(int64_t n, const void *w, const void *a);
 float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a);
 
 /* The fastest dot product this CPU has for `type`, or NULL for a type
- * without one. With AVX2+FMA+F16C every type but TQ1_0 has a vector
- * kernel (dot_avx2.c, dot_avx2_iq.c); elsewhere it is the reference. The
- * fast kernels agree with the reference within the rounding bound derived
+ * without one. With AVX2+FMA+F16C every type has a vector kernel
+ * (dot_avx2.c, dot_avx2_iq.c); elsewhere it is the reference. The fast
+ * kernels agree with the reference within the rounding bound derived
  * in tests/test_ggml_quant_dot.c, not bit for bit. */
 quant_dot_fn quant_vec_dot_fn(uint32_t type);
 
