@@ -29,7 +29,7 @@
 
 /* Reads a whole file; returns a malloc'd buffer (NUL-terminated, *len
  * without the NUL) or NULL. */
-static char *tt_read_file(const char *path, size_t *len)
+static inline char *tt_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -51,7 +51,7 @@ static char *tt_read_file(const char *path, size_t *len)
     return buf;
 }
 
-static bool tt_is_added_control(const char *s, bool special)
+static inline bool tt_is_added_control(const char *s, bool special)
 {
     size_t n = strlen(s);
     return special || (n >= 4 && !strncmp(s, "<|", 2) && !strcmp(s + n - 2, "|>"));
@@ -61,7 +61,7 @@ static bool tt_is_added_control(const char *s, bool special)
  * keys) from tokenizer.json `json_path`; `pre` is "qwen2" or "qwen35";
  * `n_vocab` pads the token list (0: no padding). Returns 0 or prints why
  * and returns -1. */
-static int tt_make_vocab_gguf(const char *json_path, const char *pre, int n_vocab, const char *out)
+static inline int tt_make_vocab_gguf(const char *json_path, const char *pre, int n_vocab, const char *out)
 {
     size_t len;
     char *text = tt_read_file(json_path, &len);
@@ -148,13 +148,13 @@ static int tt_make_vocab_gguf(const char *json_path, const char *pre, int n_voca
     return ok ? 0 : -1;
 }
 
-static void tt_quiet_log(enum ggml_log_level level, const char *text, void *user)
+static inline void tt_quiet_log(enum ggml_log_level level, const char *text, void *user)
 {
     (void)level; (void)text; (void)user;
 }
 
 /* Loads the oracle's vocabulary (vocab_only) from `path`; NULL on failure. */
-static struct llama_model *tt_oracle_load(const char *path)
+static inline struct llama_model *tt_oracle_load(const char *path)
 {
     static bool once;
     if (!once) {
@@ -169,7 +169,7 @@ static struct llama_model *tt_oracle_load(const char *path)
 
 /* llama_tokenize(add_special=false, parse_special) into a malloc'd array;
  * returns the count or -1. */
-static int tt_oracle_tokenize(const struct llama_vocab *vocab, const char *text, size_t len,
+static inline int tt_oracle_tokenize(const struct llama_vocab *vocab, const char *text, size_t len,
                               bool parse_special, int32_t **out)
 {
     int cap = (int)len + 16;
@@ -191,7 +191,7 @@ static int tt_oracle_tokenize(const struct llama_vocab *vocab, const char *text,
 /* A deterministic mix of about `target` bytes (the tests use 1 MB): words
  * of many scripts, numbers, code, whitespace runs, special tokens, emoji and
  * a few invalid bytes. */
-static char *tt_gen_mixed(size_t target, size_t *len)
+static inline char *tt_gen_mixed(size_t target, size_t *len)
 {
     static const char *const parts[] = {
         "the ", "The ", "quick ", "brown ", "fox's ", "jumps ", "over ", "lazy ", "dog. ", "I'm ", "they'll ",
