@@ -137,48 +137,54 @@ AVX2 float quant_dot_iq3_s_avx2(int64_t n, const void *vw, const void *va)
     return hsum_ps(acc);
 }
 
-/* IQ1_S: signed grid values times activations; the +-1/8 delta times the
- * sub-block's activation sum comes from the block sums. */
+/* IQ1_S and IQ1_M: element = dl * (g + delta), g in {-1, 0, 1}, delta =
+ * +-1/8, is dl/8 * (8g +- 1): one signed code in {-9, -7, -1, 1, 7, 9}
+ * per element, so the delta needs no separate activation sums. */
+AVX2 static inline __m256i iq1_codes(__m256i g, long long d0, long long d1, long long d2, long long d3)
+{
+    __m256i g8 = _mm256_add_epi8(g, g);
+    g8 = _mm256_add_epi8(g8, g8);
+    g8 = _mm256_add_epi8(g8, g8);
+    return _mm256_add_epi8(g8, _mm256_set_epi64x(d3, d2, d1, d0));
+}
+
+#define IQ1_PLUS  0x0101010101010101LL
+#define IQ1_MINUS (-1LL)
+
 AVX2 float quant_dot_iq1_s_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; i++, w += 50, a += 292) {
         __m256i isum = _mm256_setzero_si256();
-        int dsum = 0;
         for (int ib = 0; ib < 8; ib++) {
             const uint16_t h = quant_rd16(w + 34 + 2 * ib);
-            const int ls = 2 * ((h >> 12) & 7) + 1;
             const uint8_t *q = w + 2 + 4 * ib;
             __m256i gv = grid64x4(quant_iq1s_grid, q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8,
                                   q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8);
-            __m256i p = _mm256_madd_epi16(madd_i8(gv, load32(a + 4 + 32 * ib)), _mm256_set1_epi16((short)ls));
-            isum = _mm256_add_epi32(isum, p);
-            const int bsum = q8k_bsum(a, 2 * ib) + q8k_bsum(a, 2 * ib + 1);
-            dsum += ls * (h & 0x8000 ? -bsum : bsum);
+            const long long dl = h & 0x8000 ? IQ1_MINUS : IQ1_PLUS;
+            __m256i c = iq1_codes(gv, dl, dl, dl, dl);
+            const short ls = (short)(2 * ((h >> 12) & 7) + 1);
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(madd_i8(c, load32(a + 4 + 32 * ib)),
+                                                            _mm256_set1_epi16(ls)));
         }
-        /* the delta term joins as 8 * delta * dsum = dsum in lane 0: the
-         * factor 1/8 is applied to the whole sum below */
-        __m256 s = _mm256_cvtepi32_ps(_mm256_slli_epi32(isum, 3));
-        s = _mm256_add_ps(s, _mm256_setr_ps((float)dsum, 0, 0, 0, 0, 0, 0, 0));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16c(w) * q8k_d(a)), s, acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16c(w) * q8k_d(a)), _mm256_cvtepi32_ps(isum), acc);
     }
     return 0.125f * hsum_ps(acc);
 }
 
-/* IQ1_M: a scale per 16 elements (vpmaddwd with a split vector) and a
- * delta sign per 8, whose activation sums are taken with vpmaddubsw. */
+/* IQ1_M: a scale per 16 elements (split vpmaddwd vector), a delta sign per
+ * 8 elements (qh bits 3 and 7). */
 AVX2 float quant_dot_iq1_m_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m256i ones8 = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; i++, w += 56, a += 292) {
         uint16_t sc[4];
         memcpy(sc, w + 48, 8);
         const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
                                           ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
-        __m256i isum = _mm256_setzero_si256(), dsum = _mm256_setzero_si256();
+        __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             const uint8_t *q = w + 4 * ib, *qh = w + 32 + 2 * ib;
             const int sh = 6 * (ib % 2);
@@ -186,18 +192,11 @@ AVX2 float quant_dot_iq1_m_avx2(int64_t n, const void *vw, const void *va)
                                        2 * ((sc[ib / 2] >> (sh + 3)) & 7) + 1);
             __m256i gv = grid64x4(quant_iq1s_grid, q[0] | ((qh[0] << 8) & 0x700), q[1] | ((qh[0] << 4) & 0x700),
                                   q[2] | ((qh[1] << 8) & 0x700), q[3] | ((qh[1] << 4) & 0x700));
-            const __m256i q8 = load32(a + 4 + 32 * ib);
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(madd_i8(gv, q8), ls));
-            /* delta signs, one per 8 elements: -1 where the qh bit is set */
-            const int s0 = qh[0] & 0x08 ? -1 : 1, s1 = qh[0] & 0x80 ? -1 : 1;
-            const int s2 = qh[1] & 0x08 ? -1 : 1, s3 = qh[1] & 0x80 ? -1 : 1;
-            const __m256i sg = _mm256_setr_epi16(s0, s0, s0, s0, s1, s1, s1, s1,
-                                                 s2, s2, s2, s2, s3, s3, s3, s3);
-            __m256i qs = _mm256_maddubs_epi16(ones8, q8);            /* pair sums */
-            dsum = _mm256_add_epi32(dsum, _mm256_madd_epi16(_mm256_mullo_epi16(qs, sg), ls));
+            __m256i c = iq1_codes(gv, qh[0] & 0x08 ? IQ1_MINUS : IQ1_PLUS, qh[0] & 0x80 ? IQ1_MINUS : IQ1_PLUS,
+                                  qh[1] & 0x08 ? IQ1_MINUS : IQ1_PLUS, qh[1] & 0x80 ? IQ1_MINUS : IQ1_PLUS);
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(madd_i8(c, load32(a + 4 + 32 * ib)), ls));
         }
-        __m256 s = _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(isum, 3)), _mm256_cvtepi32_ps(dsum));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dbits) * q8k_d(a)), s, acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dbits) * q8k_d(a)), _mm256_cvtepi32_ps(isum), acc);
     }
     return 0.125f * hsum_ps(acc);
 }
