@@ -1,0 +1,155 @@
+/* smp_chain.c: the stages after the penalties, in llama.cpp's default order
+ * (top_k, top_p, min_p, temperature), the draw, and the two entry points
+ * smp_sample and smp_apply.
+ *
+ * top_p and min_p both keep a prefix of the candidates in best-first order,
+ * and min_p's threshold depends only on the largest logit, which top_p always
+ * keeps. So applying them in sequence keeps the shorter of the two prefixes,
+ * each computed on the set top_k left; that lets min_p filter first when
+ * top_k is off, so top_p sorts only min_p's survivors (its probabilities
+ * still use the softmax over everything top_k left, as in sequence).
+ */
+#include "smp_internal.h"
+
+#include <math.h>
+
+/* Runs top_k .. temperature. Leaves m candidates in s->cand with
+ * p = exp(logit / temp - max / temp) (unnormalized) and *z their sum;
+ * returns m >= 1. */
+static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
+{
+    const smp_params *P = &s->par;
+    smp_cand *c = s->cand;
+    const bool use_k = P->top_k > 0 && P->top_k < n;
+    const bool use_p = P->top_p < 1.0f;
+    bool use_min = P->min_p > 0.0f;
+    int32_t m, sorted;
+    float max;
+    double zp = 0.0;   /* softmax denominator of the set top_k left, for top_p */
+
+    if (use_k) {
+        smp_top_k(s, logits, n, P->top_k);
+        m = sorted = P->top_k;
+        max = c[0].logit;
+        if (use_p && max > -INFINITY)
+            for (int32_t i = 0; i < m; i++)
+                zp += expf(c[i].logit - max);
+    } else {
+        int32_t top = smp_argmax(s, logits, n);
+        max = smp_logit(s, logits, top);
+        /* max + logf(min_p) in float, as the definition reads: ids on the
+         * boundary fall on the same side as in llama.cpp. */
+        const float thr = use_min ? max + logf(P->min_p) : -INFINITY;
+        float tmp[SMP_BLOCK];
+        m = 0;
+        for (int32_t b0 = 0; b0 < n; b0 += SMP_BLOCK) {
+            int32_t len = n - b0 < SMP_BLOCK ? n - b0 : SMP_BLOCK;
+            const float *v = smp_block(s, logits, b0, len, tmp);
+            for (int32_t j = 0; j < len; j++) {
+                if (use_p)
+                    zp += expf(v[j] - max);
+                if (v[j] >= thr)
+                    c[m++] = (smp_cand){ b0 + j, v[j], 0.0f };
+            }
+        }
+        if (m == 0)                  /* min_p > 1: only the top survives */
+            c[m++] = (smp_cand){ top, max, 0.0f };
+        sorted = 0;
+        use_min = false;             /* applied */
+    }
+
+    if (!(max > -INFINITY)) {        /* every logit -inf: nothing to weigh */
+        c[0].p = 1.0f;
+        *z = 1.0;
+        return 1;
+    }
+
+    int32_t keep = m;
+    if (use_min) {                   /* c is sorted here */
+        const float thr = max + logf(P->min_p);
+        int32_t k = 1;
+        while (k < m && c[k].logit >= thr)
+            k++;
+        keep = k;
+    }
+    if (use_p) {
+        double cum = 0.0;
+        for (int32_t i = 0; i < m; i++) {
+            if (i == sorted) {       /* sort the next chunk, growing geometrically */
+                int32_t to = sorted + (sorted < 64 ? 64 : sorted);
+                smp_sort_prefix(c, m, sorted, to);
+                sorted = to < m ? to : m;
+            }
+            cum += expf(c[i].logit - max) / zp;
+            if (cum >= P->top_p) {
+                if (i + 1 < keep)
+                    keep = i + 1;
+                break;
+            }
+        }
+    }
+    m = keep;
+
+    /* temperature: dividing by temp > 0 keeps the order, so the largest
+     * scaled logit is max / temp */
+    const float t = P->temp;
+    const float xmax = t == 1.0f ? max : max / t;
+    double sum = 0.0;
+    for (int32_t i = 0; i < m; i++) {
+        float x = t == 1.0f ? c[i].logit : c[i].logit / t;
+        float e = expf(x - xmax);
+        c[i].p = e;
+        sum += e;
+    }
+    *z = sum;
+    return m;
+}
+
+static int check_call(const smp *s, const float *logits, int32_t n)
+{
+    return s && logits && n >= 1 && n <= s->n_vocab ? 0 : Q36_E_ARG;
+}
+
+int32_t smp_sample(smp *s, const float *logits, int32_t n)
+{
+    if (check_call(s, logits, n))
+        return Q36_E_ARG;
+    if (s->greedy)
+        return smp_argmax(s, logits, n);
+    double z;
+    int32_t m = run_chain(s, logits, n, &z);
+    const smp_cand *c = s->cand;
+    /* inverse CDF; a strict compare never picks a zero-weight candidate */
+    const double target = smp_rng_uniform(s) * z;
+    double run = 0.0;
+    for (int32_t i = 0; i < m; i++) {
+        run += c[i].p;
+        if (run > target)
+            return c[i].id;
+    }
+    for (int32_t i = m - 1; i >= 0; i--)   /* rounding left target at the end */
+        if (c[i].p > 0.0f)
+            return c[i].id;
+    return c[0].id;
+}
+
+int32_t smp_apply(smp *s, const float *logits, int32_t n, const smp_cand **out)
+{
+    if (check_call(s, logits, n))
+        return Q36_E_ARG;
+    smp_cand *c = s->cand;
+    if (s->greedy) {
+        int32_t id = smp_argmax(s, logits, n);
+        c[0] = (smp_cand){ id, smp_logit(s, logits, id), 1.0f };
+        if (out)
+            *out = c;
+        return 1;
+    }
+    double z;
+    int32_t m = run_chain(s, logits, n, &z);
+    for (int32_t i = 0; i < m; i++)
+        c[i].p = (float)(c[i].p / z);
+    if (out)
+        *out = c;
+    return m;
+}
