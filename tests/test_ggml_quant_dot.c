@@ -101,6 +101,21 @@ static void fill_act(t_rng *r, float *x, int64_t n, int kind)
     if (kind == 4)                       /* every magnitude: f32 subnormals to 2^20 */
         for (int64_t i = 0; i < n; i++)
             x[i] = ldexpf(x[i], (int)(t_next(r) % 160) - 140);
+    if (kind == 5) {                     /* non-finite and extreme blocks */
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t blk = i / 32;
+            switch (blk % 6) {
+            case 0: x[i] = ldexpf(x[i], -135); break;              /* 127/amax overflows */
+            case 1: x[i] = ldexpf(x[i], 125); break;               /* d overflows f16 */
+            case 2: if (i % 7 == 0) x[i] = INFINITY * (i % 2 ? -1 : 1); break;
+            case 3: if (i % 11 == 3) x[i] = quant_bits_f32(0x7FC00000u | (uint32_t)t_next(r) % 0x400000u | (i % 2 ? 0x80000000u : 0)); break;
+            case 4: if (i % 13 == 5) x[i] = quant_bits_f32(0x7F800001u + (uint32_t)(t_next(r) % 0x3FFFFF)); break;
+            default: break;
+            }
+        }
+        if (n < 32)                      /* F16/BF16 rows of 1 and 3: a NaN in the tail */
+            x[n - 1] = quant_bits_f32(0xFFC12345u);
+    }
 }
 
 static void test_act(uint32_t t, const char *variant)
@@ -115,7 +130,7 @@ static void test_act(uint32_t t, const char *variant)
         float *x = malloc(n * 4);
         size_t nbytes = quant_row_bytes(t, n);
         uint8_t *a = malloc(nbytes), *b = malloc(nbytes);
-        for (int kind = 0; kind < 5 && !why[0]; kind++) {
+        for (int kind = 0; kind < 6 && !why[0]; kind++) {
             fill_act(&r, x, n, kind);
             memset(a, 0x5A, nbytes);
             memset(b, 0, nbytes);       /* ggml leaves Q8_K bsums of a zero block unset */

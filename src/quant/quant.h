@@ -48,7 +48,9 @@ int quant_vec_dot_type(uint32_t type);
  * q = round-half-even(x * 127/amax); Q8_K takes the first largest |x|,
  * iscale = -127/max, q = min(127, round-half-even(iscale*x)), d = 1/iscale
  * (f32) and 16 block sums (all 0 when the block is 0); F16/BF16 round to
- * nearest even. out holds quant_row_bytes(act_type, n) bytes.
+ * nearest even. This holds for every input, inf, NaN and blocks too
+ * small for 127/amax included. out holds quant_row_bytes(act_type, n)
+ * bytes.
  * Returns 0, Q36_E_UNSUP or Q36_E_ARG (as quant_dequant_row). */
 int quant_act_quantize(uint32_t act_type, const float *x, void *out, int64_t n);
 
