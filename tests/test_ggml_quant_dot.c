@@ -1,14 +1,22 @@
 /* test_ggml_quant_dot.c: activation quantization and dot products of
- * src/quant against ggml's CPU backend (libggml-cpu-haswell.so, the AVX2
- * build, loaded with dlopen; its ggml_get_type_traits_cpu gives from_float,
- * vec_dot and vec_dot_type).
+ * src/quant against ggml's CPU backend: the libggml-cpu-<variant>.so
+ * libraries, loaded with dlopen; each one's ggml_get_type_traits_cpu gives
+ * from_float, vec_dot and vec_dot_type.
  *
- *   act_T           quant_act_quantize vs ggml from_float of T (Q8_0, Q8_1,
- *                   Q8_K, F16, BF16): identical bytes, on gaussian rows,
- *                   rows with outliers, exact rounding ties and zero blocks
+ *   act_T_V         quant_act_quantize vs from_float of T (Q8_0, Q8_1, Q8_K,
+ *                   F16, BF16) of every x86 variant V this CPU can run:
+ *                   identical bytes, on rows of 1, 3 and 4096/blck blocks:
+ *                   gaussian, outliers, exact rounding ties, zero blocks,
+ *                   f32 subnormals, inf/NaN and blocks too small for 127/amax
  *   vecdot_type_T   quant_vec_dot_type(T) == ggml's vec_dot_type
- *   dot_ref_T       quant_vec_dot_ref vs ggml vec_dot, within the bound
+ *   dot_ref_T       quant_vec_dot_ref vs haswell's (AVX2) vec_dot, within
+ *                   the bound below; dot_ref_T_V the same against the
+ *                   variant ggml_backend_load_all would pick on this CPU
  *   dot_fast_T      quant_vec_dot (AVX2 where present) vs the reference
+ * Dot rows: 256, 512, 1024, 4096, 8192 elements, plus one to three blocks
+ * for the small-block types; weights made by ggml_quantize_chunk from
+ * gaussian rows and random blocks (every code pattern), activations from
+ * gaussian rows, some with 25x outliers.
  *
  * The bound. Both sides compute the same real number E = sum over blocks of
  * (float scales) * (exact integer sums); they differ only in how the f32
