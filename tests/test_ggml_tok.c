@@ -232,9 +232,13 @@ static void check_corpus(const ctx *c)
     char *names[256];
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && n < 256)
-        if (e->d_name[0] != '.')
-            names[n++] = strdup(e->d_name);
+    while ((e = readdir(d)) && n < 256) {
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "tests/corpus/%s", e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            names[n++] = strdup(e->d_name);   /* files only: tests/corpus/chat/ is the chat test's */
+    }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     for (int i = 0; i < n; i++) {
