@@ -4,6 +4,7 @@
 #include "quant.h"
 
 #include <math.h>
+#include <pthread.h>
 #ifdef __x86_64__
 #include <cpuid.h>
 #endif
@@ -58,10 +59,9 @@ float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a)
     return ops[type].dot_ref(n, w, a);
 }
 
-/* The fast kernels, filled once. Two threads racing here store the same
- * pointers, so the race is benign; the flag is written last. */
+/* The fast kernels, filled once (pthread_once) on first use. */
 static quant_dot_fn fast[QT_COUNT];
-static volatile int fast_ready;
+static pthread_once_t fast_once = PTHREAD_ONCE_INIT;
 
 #ifdef QUANT_HAVE_AVX2
 /* AVX2, FMA and F16C, with the OS saving the YMM registers. Read with
@@ -103,13 +103,11 @@ static void fast_init(void)
 #undef FAST
     }
 #endif
-    __atomic_store_n(&fast_ready, 1, __ATOMIC_RELEASE);
 }
 
 quant_dot_fn quant_vec_dot_fn(uint32_t type)
 {
-    if (!__atomic_load_n(&fast_ready, __ATOMIC_ACQUIRE))
-        fast_init();
+    pthread_once(&fast_once, fast_init);
     return type < QT_COUNT ? fast[type] : NULL;
 }
 

@@ -5,7 +5,7 @@
  * Types are ggml type ids (enum quant_type in types.h). Rows are arrays of
  * whole blocks; n counts elements and must be a multiple of the block size.
  * Every function is thread-safe (no state besides a CPU-feature choice made
- * once, idempotently) and never allocates.
+ * once, under pthread_once) and never allocates.
  *
  * Supported for dequantization: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1
  * Q1_0 Q2_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K TQ1_0 TQ2_0 IQ1_S IQ1_M IQ2_XXS
