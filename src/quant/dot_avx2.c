@@ -312,14 +312,13 @@ AVX2 static inline float dot_k45_avx2(int64_t n, const uint8_t *w, const uint8_t
     for (int64_t i = 0; i < n / 256; i++, w += bs, a += 292) {
         const uint8_t *q4 = w + (five ? 48 : 16), *q8 = a + 4;
         const __m256i qh = five ? load32(w + 16) : _mm256_setzero_si256();
+        uint8_t sc[8], mn[8];
+        quant_k4_scales_mins(w + 4, sc, mn);
+        /* min term: m_k against bsums 2k and 2k+1 (each m twice) */
+        const __m128i mv = _mm_loadl_epi64((const __m128i *)mn);
+        const int msum = dot_bsums(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv)), a);
         __m256i isum = _mm256_setzero_si256();
-        int msum = 0;
         for (int c = 0; c < 4; c++) {
-            uint8_t sc0, m0, sc1, m1;
-            quant_k4_scale_min(2 * c, w + 4, &sc0, &m0);
-            quant_k4_scale_min(2 * c + 1, w + 4, &sc1, &m1);
-            msum += m0 * (q8k_bsum(a, 4 * c) + q8k_bsum(a, 4 * c + 1)) +
-                    m1 * (q8k_bsum(a, 4 * c + 2) + q8k_bsum(a, 4 * c + 3));
             const __m256i q = load32(q4 + 32 * c);
             __m256i lo = _mm256_and_si256(q, m4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -333,8 +332,8 @@ AVX2 static inline float dot_k45_avx2(int64_t n, const uint8_t *w, const uint8_t
             }
             __m256i plo = _mm256_maddubs_epi16(lo, load32(q8 + 64 * c));
             __m256i phi = _mm256_maddubs_epi16(hi, load32(q8 + 64 * c + 32));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc0)));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc1)));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
         }
         const float da = q8k_d(a);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(da * f16c(w)), _mm256_cvtepi32_ps(isum), acc);

@@ -56,6 +56,25 @@ static inline void quant_k4_scale_min(int j, const uint8_t *s, uint8_t *sc, uint
     }
 }
 
+/* All eight scales and mins of a Q4_K/Q5_K block at once, on 32-bit
+ * words (the same layout as quant_k4_scale_min): sc[0..3] and m[0..3] are
+ * the low 6 bits of bytes 0..3 and 4..7; sc[4..7] and m[4..7] take their
+ * low 4 bits from the nibbles of bytes 8..11 and their top 2 bits from the
+ * top bits of bytes 0..3 and 4..7. */
+static inline void quant_k4_scales_mins(const uint8_t *s, uint8_t sc[8], uint8_t m[8])
+{
+    const uint32_t a0 = quant_rd32(s), a1 = quant_rd32(s + 4), a2 = quant_rd32(s + 8);
+    const uint32_t m6 = 0x3F3F3F3Fu, m4 = 0x0F0F0F0Fu, m2 = 0x03030303u;
+    const uint32_t w[4] = {
+        a0 & m6,
+        (a2 & m4) | (a0 >> 6 & m2) << 4,
+        a1 & m6,
+        (a2 >> 4 & m4) | (a1 >> 6 & m2) << 4,
+    };
+    memcpy(sc, w, 8);
+    memcpy(m, w + 2, 8);
+}
+
 /* The 16 signed 6-bit scales of a Q3_K block (value - 32), MODEL.md 7.2:
  * scale k has low nibble lo(s[k]) (k < 8) or hi(s[k-8]), and high 2 bits
  * at bits 2*(k/4) of s[8 + k%4]. Done on 32-bit words, four scales at a
