@@ -18,6 +18,7 @@ int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
 
 /* Prints "q36: <msg>" for err and returns CLI_ERROR. */
 int cli_fail(const q36_err *err);

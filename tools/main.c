@@ -18,6 +18,7 @@ static const struct {
     { "synth", cmd_synth, "write a random-weight qwen35/qwen35moe GGUF of real geometry" },
     { "tokenize",   cmd_tokenize,   "text to token ids with the model's tokenizer" },
     { "detokenize", cmd_detokenize, "token ids to the bytes they stand for" },
+    { "logits",     cmd_logits,     "float32 logits of a list of token ids (all or last position)" },
 };
 
 static void usage(FILE *o)

@@ -38,4 +38,82 @@ uint64_t q36_model_n_params(const q36_model *m);
 /* Bytes of tensor data. */
 uint64_t q36_model_n_bytes(const q36_model *m);
 
+/* ---------------------------------------------------------------- sessions
+ *
+ * A session is one sequence being evaluated: the K/V cache of the
+ * full-attention layers, the conv tails and state matrices of the DeltaNet
+ * layers, and the position (tokens seen). It holds a backend (today: the
+ * CPU, with its worker threads) and scratch sized for `n_batch` tokens;
+ * longer appends are split into batches of n_batch, which does not change
+ * any result (every op is batch-invariant in q36).
+ *
+ * All memory is computed and allocated by q36_session_new; a context that
+ * does not fit is refused there with the numbers (q36_session_plan gives
+ * them without allocating). Nothing allocates per token afterwards.
+ *
+ * Threads: a session belongs to one thread at a time; several sessions may
+ * share one q36_model. */
+
+typedef struct q36_session q36_session;
+
+enum q36_kv_type { Q36_KV_F32 = 0, Q36_KV_F16 = 1 };
+
+typedef struct q36_session_opts {
+    int n_threads;          /* worker threads in total; 0 = all online CPUs (default 1) */
+    int n_batch;            /* tokens per forward batch (default 512) */
+    int type_k, type_v;     /* enum q36_kv_type (default F16, llama.cpp's default) */
+    uint64_t max_bytes;     /* refuse plans above this; 0 = MemAvailable of the machine */
+} q36_session_opts;
+
+/* The defaults above. */
+q36_session_opts q36_session_opts_default(void);
+
+/* What a session of n_ctx positions needs, in bytes. */
+typedef struct q36_mem_plan {
+    uint64_t weights;       /* the mapped tensor data (not allocated) */
+    uint64_t kv;            /* K/V cache, all attention layers, n_ctx positions */
+    uint64_t kv_per_token;
+    uint64_t recurrent;     /* conv tails + DeltaNet state matrices */
+    uint64_t scratch;       /* activations for n_batch tokens + logits */
+    uint64_t total;         /* kv + recurrent + scratch (weights are mapped) */
+} q36_mem_plan;
+
+int q36_session_plan(const q36_model *m, int n_ctx, const q36_session_opts *opts,
+                     q36_mem_plan *out, q36_err *err);
+
+/* opts may be NULL for the defaults. n_ctx in [1, 2^24]. */
+int  q36_session_new(const q36_model *m, int n_ctx, const q36_session_opts *opts,
+                     q36_session **out, q36_err *err);
+void q36_session_free(q36_session *s);                       /* accepts NULL */
+
+/* Which logits q36_session_append writes. */
+enum q36_logits { Q36_LOGITS_NONE = 0, Q36_LOGITS_LAST = 1, Q36_LOGITS_ALL = 2 };
+
+/* Evaluates n tokens at positions pos, pos+1, ... and advances pos by n.
+ * logits (n_vocab floats per row, row-major) receives the last row
+ * (Q36_LOGITS_LAST), every row (Q36_LOGITS_ALL: n rows) or nothing (may be
+ * NULL). Errors: a token id outside the vocabulary, or pos + n > n_ctx
+ * (nothing is evaluated then and the state is unchanged). */
+int q36_session_append(q36_session *s, const int32_t *ids, int n, float *logits,
+                       enum q36_logits which, q36_err *err);
+/* One token; logits gets n_vocab floats. */
+int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err);
+
+int q36_session_pos(const q36_session *s);
+int q36_session_n_ctx(const q36_session *s);
+int q36_session_n_vocab(const q36_session *s);
+/* Back to position 0 with zero state. */
+void q36_session_reset(q36_session *s);
+
+/* Snapshots: the whole state (K/V rows [0, pos), conv tails, DeltaNet
+ * matrices, the position) as one self-describing byte string.
+ * q36_session_state_size gives its size at the current position;
+ * q36_session_snapshot writes it into buf (cap bytes; Q36_E_ARG if too
+ * small); q36_session_restore loads one written by a session of the same
+ * model and K/V types (n_ctx may differ if pos fits) and checks it. */
+uint64_t q36_session_state_size(const q36_session *s);
+int q36_session_snapshot(const q36_session *s, void *buf, uint64_t cap, uint64_t *written,
+                         q36_err *err);
+int q36_session_restore(q36_session *s, const void *buf, uint64_t n, q36_err *err);
+
 #endif

@@ -1,0 +1,184 @@
+/* backend.h: the device contract of q36 (ARCHITECTURE.md, "Data flow").
+ *
+ * The model layer (src/model/) owns the order of operations; a backend owns
+ * how each operation runs and where the data lives. The model never touches
+ * device memory: it creates opaque tensors, calls one function per op, and
+ * reads back only what it must (router choices, logits) through be_read.
+ *
+ * Tensors. A be_tensor is a float32 matrix of `rows` x `cols`, row-major,
+ * living on the device for as long as it is not freed. A view (be_view)
+ * names a column range of every row of a parent (or a row range with
+ * be_rows); views share the parent's memory and its row stride. Views are
+ * allocated from a per-context pool that be_views_reset() empties; the
+ * model resets it at the start of each forward call, so a view must not be
+ * kept across calls. Rows are tokens almost everywhere: a batch of T tokens
+ * is a T-row tensor.
+ *
+ * Weights. be_weight_bind() makes a GGUF tensor usable by the device: the
+ * CPU backend keeps a view into the mmap (no copy); a GPU backend uploads.
+ * A weight's ne0 is the reduction dimension; ne1 output rows; ne2 slabs
+ * (experts).
+ *
+ * Numerics (MODEL.md §9): every matmul first quantizes each activation row
+ * to the weight type's vec_dot_type exactly as ggml's CPU backend does, then
+ * takes block dot products; everything else is float32 with ggml's
+ * accumulation choices where they matter (double sums in norms and softmax).
+ *
+ * Sync. Ops are queued in call order; be_read waits for what was queued
+ * before it. be_sync waits for everything. The CPU backend runs each op to
+ * completion inside the call, so both are trivial there.
+ *
+ * Threads: one be_ctx belongs to one thread at a time (it may use its own
+ * worker threads inside an op). Errors: functions returning int give 0 or a
+ * negative q36_err kind; ops on shapes that do not fit are programming
+ * errors of the model layer and assert.
+ */
+#ifndef Q36_BACKEND_H
+#define Q36_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+#include "../util/err.h"
+
+typedef struct be_ctx    be_ctx;
+typedef struct be_tensor be_tensor;
+typedef struct be_weight be_weight;
+
+/* ------------------------------------------------------------- lifecycle */
+
+/* A CPU backend with n_threads workers in total (1 = the calling thread
+ * only; 0 = the number of online CPUs). */
+int  be_cpu_new(int n_threads, be_ctx **out, q36_err *err);
+void be_free(be_ctx *be);                                  /* accepts NULL */
+int  be_n_threads(const be_ctx *be);
+const char *be_name(const be_ctx *be);                     /* "cpu" */
+
+/* Waits for every queued op. */
+void be_sync(be_ctx *be);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* A new rows x cols float32 tensor, zero-filled. NULL when out of memory. */
+be_tensor *be_tensor_new(be_ctx *be, int64_t rows, int64_t cols);
+/* A rows x cols tensor of f16 storage (for K/V caches); only be_kv_store
+ * and be_attention read or write it; be_read/be_write convert. */
+be_tensor *be_tensor_new_f16(be_ctx *be, int64_t rows, int64_t cols);
+void be_tensor_free(be_ctx *be, be_tensor *t);             /* accepts NULL; not views */
+int64_t be_rows_of(const be_tensor *t);
+int64_t be_cols_of(const be_tensor *t);
+/* Bytes the tensor occupies on the device (views: 0). */
+uint64_t be_tensor_bytes(const be_tensor *t);
+
+/* Column range [col0, col0+ncols) of every row of t. */
+be_tensor *be_view(be_ctx *be, be_tensor *t, int64_t col0, int64_t ncols);
+/* Row range [row0, row0+nrows) of t, all columns. */
+be_tensor *be_rows(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows);
+/* Drops every view made since the last reset. */
+void be_views_reset(be_ctx *be);
+
+/* Host <-> device copies of rows [row0, row0+nrows), all columns of the
+ * tensor (or view); host data is packed rows of be_cols_of(t) floats. */
+void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const float *src);
+void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, float *dst);
+/* Raw bytes of a whole non-view tensor (snapshots): be_tensor_bytes(t)
+ * bytes starting at row 0; `nrows` limits the copy to the first rows. */
+void be_save(be_ctx *be, const be_tensor *t, int64_t nrows, void *dst);
+void be_load(be_ctx *be, be_tensor *t, int64_t nrows, const void *src);
+void be_zero(be_ctx *be, be_tensor *t);
+/* dst = src (same shape). */
+void be_copy(be_ctx *be, const be_tensor *src, be_tensor *dst);
+
+/* ---------------------------------------------------------------- weights */
+
+/* Binds a GGUF tensor; NULL for t == NULL. Q36_E_UNSUP when the type has no
+ * dot product or dequantizer. Bound weights live until be_free. */
+int be_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *err);
+const gguf_tensor *be_weight_tensor(const be_weight *w);
+
+/* out[r] = dequantized rows ids[r] of w (a 2-D weight, ne0 = cols of out). */
+void be_get_rows(be_ctx *be, const be_weight *w, const int32_t *ids, int64_t n, be_tensor *out);
+
+/* y[r][n] = sum_k W[slab][n][k] * x[r][k] for every row r of x, with x's
+ * rows quantized to W's vec_dot_type first. x: R x ne0, y: R x ne1. */
+void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
+
+/* Expert matmul: for token t < n_tok and rank i < k, with e = sel[t*k+i]:
+ * y[t*k+i] = W[e] · x[t] when x has n_tok rows, or W[e] · x[t*k+i] when it
+ * has n_tok*k rows. sel is host memory. */
+void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
+                  const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y);
+
+/* ------------------------------------------------------------ elementwise */
+
+/* Row-wise RMS norm over groups of `group` columns (cols % group == 0):
+ * y = x * (1/sqrtf(mean(x^2) + eps)) [* w], sum of squares in double.
+ * w (optional, F32 weight of `group` elements) multiplies after. x may be y. */
+void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                 int64_t group, be_tensor *y);
+/* ggml's L2 norm form: rms norm with eps/group, then times 1/sqrtf(group). */
+void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
+
+void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);    /* y = a + b */
+void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);    /* y = a * b */
+/* y[r][c] = a[r][c] * s[r][0] (s has one column). */
+void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
+void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y);                       /* x/(1+e^-x) */
+void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
+/* y = silu(g) * u */
+void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
+/* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */
+#define be_gate_silu(be, x, z, y) be_swiglu((be), (z), (x), (y))
+
+/* DeltaNet decay and beta (MODEL.md §2.4), per row, Hv columns:
+ * g = softplus(alpha + dt_bias) * a;  beta = sigmoid(b). In place allowed. */
+void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+                  const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
+
+/* --------------------------------------------------------------- sequence */
+
+/* Partial NeoX rope of every head of x (cols = n_head * head_dim) for rows
+ * at positions pos0, pos0+1, ...: pairs (i, i + n_rot/2), i < n_rot/2, with
+ * theta = p * base^(-2i/n_rot) by repeated float multiplication, selected
+ * by the interleaved multi-section rule for text positions (p, p, p, 0). */
+void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
+             const int32_t sections[4], float base, int64_t pos0);
+
+/* Writes the rows of k and v (T x Hkv*hd) at cache rows [pos0, pos0+T). */
+void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                 const be_tensor *v, int64_t pos0);
+
+/* Causal attention of T query rows at positions pos0.. over cache rows
+ * [0, pos0+T): q is T x Hq*hd, out T x Hq*hd; query head h reads KV head
+ * h / (Hq/Hkv). Scores k·q in f32 (f16 caches: q rounded to f16 first),
+ * times scale, softmax with max subtraction and a double sum, then the
+ * probability-weighted sum of V (f16 V cache: probabilities rounded). */
+void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                  int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                  float scale, be_tensor *out);
+
+/* Depthwise causal conv of kernel Kc over rows of x (T x C), with a tail of
+ * the Kc-1 previous raw rows per channel (tail: C x (Kc-1), oldest first);
+ * w is the F32 weight {Kc, C}. The tail is updated with the last raw rows. */
+void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
+                 be_tensor *y);
+
+/* The gated delta rule, token by token (MODEL.md §2.5), llama.cpp's fused
+ * op. qkv: T x (2*Hk*dk + Hv*dk) with q and k already L2-normed; g, beta:
+ * T x Hv; S: Hv x (dk*dk), element [h][j*dk + i] = S_h[i][j]; out: T x Hv*dk,
+ * already scaled by 1/sqrt(dk). Value head h reads key head h % Hk. */
+void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                 be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                 be_tensor *out);
+
+/* MoE routing per row of logits (T x E): p = softmax(logits); the k largest
+ * p in descending order go to sel (host, T*k) and their renormalized
+ * weights p / max(sum, 2^-14) to w (T x k). */
+void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, be_tensor *w);
+/* out[t] = sum_i w[t][i] * y[t*k+i], products rounded then added in rank
+ * order (y: T*k rows). */
+void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                    be_tensor *out);
+
+#endif

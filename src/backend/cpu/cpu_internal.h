@@ -1,0 +1,66 @@
+/* cpu_internal.h: what the files of the CPU backend share: the layout of
+ * be_ctx, be_tensor and be_weight on the CPU, the worker pool and the
+ * scratch buffer. Nothing outside src/backend/cpu/ includes it. */
+#ifndef Q36_CPU_INTERNAL_H
+#define Q36_CPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../backend.h"
+
+struct be_tensor {
+    void    *data;        /* float (or uint16_t f16 when f16) */
+    int64_t  rows, cols;
+    int64_t  ld;          /* elements between row starts */
+    bool     f16;
+    bool     view;
+    be_tensor *next_view; /* the pool's list */
+};
+
+struct be_weight {
+    const gguf_tensor *t;
+    uint32_t type;        /* storage type */
+    int      act_type;    /* vec_dot_type of the activations */
+    uint64_t row_bytes;   /* one row of ne0 elements */
+    uint64_t act_row_bytes;
+    be_weight *next;
+};
+
+/* A parallel-for body: items [i0, i1) on worker `tid` (0 = the caller). */
+typedef void (*cpu_task_fn)(void *arg, int64_t i0, int64_t i1, int tid);
+
+typedef struct cpu_pool cpu_pool;
+
+struct be_ctx {
+    int        n_threads;
+    cpu_pool  *pool;          /* NULL with one thread */
+    be_tensor *views;         /* views made since the last reset */
+    be_weight *weights;       /* bound weights (freed with the ctx) */
+    void      *scratch;       /* activation rows in vec_dot_type, grown as needed */
+    size_t     scratch_cap;
+    float     *tscratch;      /* per-thread float scratch: n_threads * tscratch_n */
+    size_t     tscratch_n;
+};
+
+/* Pool: n_threads-1 workers plus the caller. cpu_for splits [0, n) into
+ * chunks of at least `grain` items handed out dynamically; it returns when
+ * every item is done. */
+cpu_pool *cpu_pool_new(int n_threads);
+void      cpu_pool_free(cpu_pool *p);
+void      cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg);
+
+/* Scratch of at least `bytes` (kept, grown); NULL when out of memory. */
+void *cpu_scratch(be_ctx *be, size_t bytes);
+/* Per-thread float scratch of n floats for thread tid; valid during an op
+ * after cpu_tscratch_reserve(be, n) was called by the op before cpu_for. */
+int    cpu_tscratch_reserve(be_ctx *be, size_t n);
+float *cpu_tscratch(be_ctx *be, int tid);
+
+static inline float *cpu_row(const be_tensor *t, int64_t r)
+{
+    return (float *)t->data + r * t->ld;
+}
+
+#endif

@@ -1,0 +1,169 @@
+/* cpu_matmul.c: the CPU backend's matrix products with GGUF weights:
+ * be_matmul (one slab of a weight times every row of x) and be_matmul_id
+ * (per-token expert choice). Both follow ggml's CPU path: each activation
+ * row is quantized once to the weight's vec_dot_type (quant_act_quantize,
+ * byte-exact with ggml), then every output element is one block dot
+ * product (quant_vec_dot_fn) of a weight row with an activation row.
+ *
+ * Work is split over weight rows, so a weight row is read from memory once
+ * per tile of tokens and stays in cache while it meets every token of the
+ * tile. */
+#include "cpu_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+#include "../../quant/quant.h"
+
+#define TOK_TILE 64    /* activation rows that share one pass over a weight block */
+#define ROW_GRAIN 16   /* weight rows per work item */
+
+static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q);
+
+typedef struct {
+    const be_weight *w;
+    const uint8_t   *wbase;     /* the slab */
+    const uint8_t   *act;       /* R quantized rows */
+    const be_tensor *y;
+    int64_t          R, K;
+    quant_dot_fn     dot;
+} mm_job;
+
+static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
+{
+    (void)tid;
+    const mm_job *j = arg;
+    const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
+    for (int64_t r0 = 0; r0 < j->R; r0 += TOK_TILE) {
+        int64_t r1 = r0 + TOK_TILE < j->R ? r0 + TOK_TILE : j->R;
+        for (int64_t n = n0; n < n1; n++) {
+            const uint8_t *wr = j->wbase + (uint64_t)n * wrb;
+            for (int64_t r = r0; r < r1; r++)
+                cpu_row(j->y, r)[n] = j->dot(j->K, wr, j->act + (uint64_t)r * arb);
+        }
+    }
+}
+
+typedef struct {
+    const be_weight *w;
+    const be_tensor *x;
+    uint8_t         *q;
+} q_job;
+
+static void q_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const q_job *j = arg;
+    for (int64_t r = r0; r < r1; r++)
+        quant_act_quantize((uint32_t)j->w->act_type, cpu_row(j->x, r),
+                           j->q + (uint64_t)r * j->w->act_row_bytes, j->x->cols);
+}
+
+static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q)
+{
+    q_job j = { w, x, q };
+    cpu_for(be, x->rows, 4, q_task, &j);
+}
+
+void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
+{
+    const gguf_tensor *t = w->t;
+    const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1];
+    assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
+    assert(slab >= 0 && (uint64_t)slab < t->ne[2] * t->ne[3]);
+    uint8_t *act = cpu_scratch(be, (size_t)x->rows * w->act_row_bytes);
+    assert(act);
+    quantize_rows(be, w, x, act);
+    mm_job j = {
+        .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = quant_vec_dot_fn(w->type),
+    };
+    cpu_for(be, N, ROW_GRAIN, mm_task, &j);
+}
+
+/* ------------------------------------------------------------ experts */
+
+typedef struct {
+    const be_weight *w;
+    const uint8_t   *act;
+    const be_tensor *y;
+    int64_t          K, N;
+    int64_t          n_used;     /* experts with at least one pair */
+    const int32_t   *used;       /* their ids */
+    const int64_t   *start;      /* pairs of used[u]: order[start[u] .. start[u+1]) */
+    const int64_t   *order;      /* pair index t*k+i */
+    const int64_t   *arow;       /* activation row of each pair */
+    quant_dot_fn     dot;
+} mmid_job;
+
+static void mmid_task(void *arg, int64_t n0, int64_t n1, int tid)
+{
+    (void)tid;
+    const mmid_job *j = arg;
+    const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
+    for (int64_t u = 0; u < j->n_used; u++) {
+        const uint8_t *slab = (const uint8_t *)j->w->t->data +
+                              (uint64_t)j->used[u] * (uint64_t)j->N * wrb;
+        for (int64_t n = n0; n < n1; n++) {
+            const uint8_t *wr = slab + (uint64_t)n * wrb;
+            for (int64_t p = j->start[u]; p < j->start[u + 1]; p++) {
+                int64_t pair = j->order[p];
+                cpu_row(j->y, pair)[n] = j->dot(j->K, wr, j->act + (uint64_t)j->arow[pair] * arb);
+            }
+        }
+    }
+}
+
+void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
+                  const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y)
+{
+    const gguf_tensor *t = w->t;
+    const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)t->ne[2];
+    const int64_t P = n_tok * k;
+    const bool per_pair = x->rows == P && k > 1;
+    assert(x->cols == K && y->cols == N && y->rows == P);
+    assert(x->rows == n_tok || x->rows == P);
+
+    size_t qbytes = (size_t)x->rows * w->act_row_bytes;
+    size_t qpad = (qbytes + 63) & ~(size_t)63;
+    size_t ibytes = sizeof(int64_t) * (size_t)(2 * P + 2 * (E + 1)) + sizeof(int32_t) * (size_t)E;
+    uint8_t *buf = cpu_scratch(be, qpad + ibytes);
+    assert(buf);
+    int64_t *order = (int64_t *)(buf + qpad);
+    int64_t *arow = order + P;
+    int64_t *cnt = arow + P;           /* E+1 counters, then reused as start */
+    int64_t *fill = cnt + E + 1;       /* E+1 entries */
+    int32_t *used = (int32_t *)(fill + E + 1);
+
+    quantize_rows(be, w, x, buf);
+
+    for (int64_t e = 0; e <= E; e++)
+        cnt[e] = 0;
+    for (int64_t p = 0; p < P; p++) {
+        assert(sel[p] >= 0 && sel[p] < E);
+        cnt[sel[p] + 1]++;
+        arow[p] = per_pair ? p : p / k;
+    }
+    /* a stable bucket sort of the pairs by expert */
+    int64_t n_used = 0;
+    for (int64_t e = 0; e < E; e++) {
+        if (cnt[e + 1])
+            used[n_used++] = (int32_t)e;
+        cnt[e + 1] += cnt[e];
+    }
+    for (int64_t e = 0; e < E; e++)
+        fill[e] = cnt[e];
+    for (int64_t p = 0; p < P; p++)
+        order[fill[sel[p]]++] = p;
+    /* start[u] for the used experts, in place over cnt */
+    int64_t *start = fill;             /* fill no longer needed */
+    for (int64_t u = 0; u < n_used; u++)
+        start[u] = cnt[used[u]];
+    start[n_used] = P;
+
+    mmid_job j = {
+        .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
+        .start = start, .order = order, .arow = arow, .dot = quant_vec_dot_fn(w->type),
+    };
+    cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
+}

@@ -1,0 +1,268 @@
+/* cpu_ops.c: the CPU backend's row-wise and element-wise ops: RMS and L2
+ * norms, add/mul, SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the
+ * MoE router. Each follows the float recipe of ggml's CPU kernel it stands
+ * for (MODEL.md §9.1): norms sum squares in double, softmax sums in double
+ * and scales by the float of 1/sum, exp/log are libm's expf/logf. */
+#include "cpu_internal.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+static void same_shape(const be_tensor *a, const be_tensor *b)
+{
+    (void)a; (void)b;
+    assert(a->rows == b->rows && a->cols == b->cols && !a->f16 && !b->f16);
+}
+
+/* ---------------------------------------------------------------- norms */
+
+void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                 int64_t group, be_tensor *y)
+{
+    (void)be;
+    same_shape(x, y);
+    assert(group > 0 && x->cols % group == 0);
+    const float *wd = NULL;
+    if (w) {
+        assert(w->type == 0 /* F32 */ && (int64_t)w->t->ne[0] == group);
+        wd = w->t->data;
+    }
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = cpu_row(x, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t g0 = 0; g0 < x->cols; g0 += group) {
+            double sum = 0.0;
+            for (int64_t i = 0; i < group; i++)
+                sum += (double)(xr[g0 + i] * xr[g0 + i]);
+            const float mean = (float)(sum / (double)group);
+            const float scale = 1.0f / sqrtf(mean + eps);
+            if (wd)
+                for (int64_t i = 0; i < group; i++)
+                    yr[g0 + i] = xr[g0 + i] * scale * wd[i];
+            else
+                for (int64_t i = 0; i < group; i++)
+                    yr[g0 + i] = xr[g0 + i] * scale;
+        }
+    }
+}
+
+void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
+{
+    const float n = (float)group;
+    be_rms_norm(be, x, NULL, eps / n, group, y);
+    const float s = 1.0f / sqrtf(n);
+    for (int64_t r = 0; r < y->rows; r++) {
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < y->cols; c++)
+            yr[c] *= s;
+    }
+}
+
+/* ----------------------------------------------------------- elementwise */
+
+void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
+{
+    (void)be;
+    same_shape(a, b);
+    same_shape(a, y);
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = cpu_row(a, r), *br = cpu_row(b, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < a->cols; c++)
+            yr[c] = ar[c] + br[c];
+    }
+}
+
+void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
+{
+    (void)be;
+    same_shape(a, b);
+    same_shape(a, y);
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = cpu_row(a, r), *br = cpu_row(b, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < a->cols; c++)
+            yr[c] = ar[c] * br[c];
+    }
+}
+
+void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y)
+{
+    (void)be;
+    same_shape(a, y);
+    assert(s->rows == a->rows && s->cols == 1);
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = cpu_row(a, r);
+        const float v = cpu_row(s, r)[0];
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < a->cols; c++)
+            yr[c] = ar[c] * v;
+    }
+}
+
+static inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
+static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
+{
+    (void)be;
+    same_shape(x, y);
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = cpu_row(x, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < x->cols; c++)
+            yr[c] = silu_f(xr[c]);
+    }
+}
+
+void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
+{
+    (void)be;
+    same_shape(x, y);
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = cpu_row(x, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < x->cols; c++)
+            yr[c] = sigmoid_f(xr[c]);
+    }
+}
+
+void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
+{
+    (void)be;
+    same_shape(g, u);
+    same_shape(g, y);
+    for (int64_t r = 0; r < g->rows; r++) {
+        const float *gr = cpu_row(g, r), *ur = cpu_row(u, r);
+        float *yr = cpu_row(y, r);
+        for (int64_t c = 0; c < g->cols; c++)
+            yr[c] = silu_f(gr[c]) * ur[c];
+    }
+}
+
+void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+                  const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
+{
+    (void)be;
+    same_shape(alpha, g);
+    same_shape(b, beta);
+    same_shape(alpha, b);
+    const float *dt = dt_bias->t->data, *av = a->t->data;
+    assert((int64_t)dt_bias->t->ne[0] == alpha->cols && (int64_t)a->t->ne[0] == alpha->cols);
+    for (int64_t r = 0; r < alpha->rows; r++) {
+        const float *al = cpu_row(alpha, r), *br = cpu_row(b, r);
+        float *gr = cpu_row(g, r), *be_ = cpu_row(beta, r);
+        for (int64_t h = 0; h < alpha->cols; h++) {
+            const float biased = al[h] + dt[h];
+            gr[h] = softplus_f(biased) * av[h];
+            be_[h] = sigmoid_f(br[h]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ rope */
+
+void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
+             const int32_t sections[4], float base, int64_t pos0)
+{
+    (void)be;
+    assert(!x->f16 && x->cols % head_dim == 0 && n_rot % 2 == 0 && n_rot <= head_dim);
+    const int64_t half = n_rot / 2;
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+    assert(sect_dims > 0 && half <= 512);
+    float cs[512], sn[512];
+    for (int64_t r = 0; r < x->rows; r++) {
+        /* text positions are (p, p, p, 0): the three first components share
+         * one running theta; the fourth is always 0 (cos 1, sin 0) */
+        float theta = (float)(pos0 + r);
+        for (int64_t i = 0; i < half; i++) {
+            const int sector = (int)(i % sect_dims);
+            bool first3 = (sector % 3 == 1 && sector < 3 * sections[1]) ||
+                          (sector % 3 == 2 && sector < 3 * sections[2]) ||
+                          (sector % 3 == 0 && sector < 3 * sections[0]);
+            const float th = first3 ? theta : 0.0f;
+            cs[i] = cosf(th);
+            sn[i] = sinf(th);
+            theta *= theta_scale;
+        }
+        float *xr = cpu_row(x, r);
+        for (int64_t h0 = 0; h0 < x->cols; h0 += head_dim) {
+            float *v = xr + h0;
+            for (int64_t i = 0; i < half; i++) {
+                const float x0 = v[i], x1 = v[i + half];
+                v[i] = x0 * cs[i] - x1 * sn[i];
+                v[i + half] = x0 * sn[i] + x1 * cs[i];
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------- MoE */
+
+void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, be_tensor *w)
+{
+    (void)be;
+    const int64_t E = logits->cols;
+    assert(k >= 1 && k <= E && E <= 4096 && w->rows == logits->rows && w->cols == k);
+    float p[4096];
+    for (int64_t r = 0; r < logits->rows; r++) {
+        const float *l = cpu_row(logits, r);
+        float mx = -INFINITY;
+        for (int64_t e = 0; e < E; e++)
+            mx = l[e] > mx ? l[e] : mx;
+        double sum = 0.0;
+        for (int64_t e = 0; e < E; e++) {
+            p[e] = expf(l[e] - mx);
+            sum += (double)p[e];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t e = 0; e < E; e++)
+            p[e] *= inv;
+        /* top k by selection: largest first, lower index on exact ties */
+        int32_t *s = sel + r * k;
+        for (int64_t i = 0; i < k; i++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                bool taken = false;
+                for (int64_t j = 0; j < i; j++)
+                    if (s[j] == e) { taken = true; break; }
+                if (!taken && (best < 0 || p[e] > p[best]))
+                    best = e;
+            }
+            s[i] = (int32_t)best;
+        }
+        double ws = 0.0;
+        for (int64_t i = 0; i < k; i++)
+            ws += (double)p[s[i]];
+        float wsum = (float)ws;
+        if (wsum < 6.103515625e-5f)
+            wsum = 6.103515625e-5f;
+        float *wr = cpu_row(w, r);
+        for (int64_t i = 0; i < k; i++)
+            wr[i] = p[s[i]] / wsum;
+    }
+}
+
+void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                    be_tensor *out)
+{
+    (void)be;
+    assert(y->rows == out->rows * k && y->cols == out->cols && w->cols == k);
+    for (int64_t t = 0; t < out->rows; t++) {
+        float *o = cpu_row(out, t);
+        const float *wr = cpu_row(w, t);
+        const float *y0 = cpu_row(y, t * k);
+        for (int64_t c = 0; c < out->cols; c++)
+            o[c] = y0[c] * wr[0];
+        for (int64_t i = 1; i < k; i++) {
+            const float *yi = cpu_row(y, t * k + i);
+            for (int64_t c = 0; c < out->cols; c++) {
+                const float prod = yi[c] * wr[i];
+                o[c] = o[c] + prod;
+            }
+        }
+    }
+}

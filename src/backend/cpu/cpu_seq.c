@@ -1,0 +1,232 @@
+/* cpu_seq.c: the CPU backend's ops that run along the sequence: the K/V
+ * cache write, causal attention over the cache, the DeltaNet short
+ * convolution with its tail, and the gated delta rule.
+ *
+ * Attention follows ggml's non-flash path (what the strict-parity oracle
+ * runs): scores in f32 (for an f16 cache the query is rounded to f16, as
+ * ggml's mul_mat rounds src1 to the f16 vec_dot_type), scale, softmax with
+ * max subtraction, double sum and a float 1/sum, then probabilities times
+ * V (for an f16 V cache the probabilities are rounded to f16 too).
+ *
+ * The delta rule is the token-by-token recurrence of ggml's fused
+ * GATED_DELTA_NET op, which llama.cpp runs for prompt batches as well as
+ * for single tokens: per value head, decay the state, predict, correct,
+ * read. Work is split over value heads. */
+#include "cpu_internal.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../quant/fp16.h"
+
+void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                 const be_tensor *v, int64_t pos0)
+{
+    (void)be;
+    assert(k->cols == kc->cols && v->cols == vc->cols && k->rows == v->rows);
+    assert(pos0 >= 0 && pos0 + k->rows <= kc->rows && pos0 + v->rows <= vc->rows);
+    const be_tensor *src[2] = { k, v };
+    be_tensor *dst[2] = { kc, vc };
+    for (int s = 0; s < 2; s++) {
+        for (int64_t r = 0; r < src[s]->rows; r++) {
+            const float *x = cpu_row(src[s], r);
+            if (dst[s]->f16) {
+                uint16_t *d = (uint16_t *)dst[s]->data + (pos0 + r) * dst[s]->ld;
+                for (int64_t c = 0; c < dst[s]->cols; c++)
+                    d[c] = quant_f32_to_f16(x[c]);
+            } else {
+                memcpy(cpu_row(dst[s], pos0 + r), x, (size_t)dst[s]->cols * sizeof(float));
+            }
+        }
+    }
+}
+
+/* --------------------------------------------------------------- attention */
+
+typedef struct {
+    const be_tensor *q, *kc, *vc, *out;
+    int64_t pos0, n_head, group, hd;
+    float scale;
+    be_ctx *be;
+} attn_job;
+
+static inline float kv_at(const be_tensor *c, int64_t row, int64_t col)
+{
+    if (c->f16)
+        return quant_f16_to_f32(((const uint16_t *)c->data)[row * c->ld + col]);
+    return ((const float *)c->data)[row * c->ld + col];
+}
+
+static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const attn_job *j = arg;
+    const int64_t hd = j->hd;
+    float *sc = cpu_tscratch(j->be, tid);          /* scores, then hd for q */
+    float *qq = sc + j->pos0 + j->q->rows;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t r = it / j->n_head, h = it % j->n_head;
+        const int64_t kvh = h / j->group;
+        const int64_t n_kv = j->pos0 + r + 1;
+        const float *q = cpu_row(j->q, r) + h * hd;
+        for (int64_t d = 0; d < hd; d++)
+            qq[d] = j->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
+        float mx = -INFINITY;
+        for (int64_t p = 0; p < n_kv; p++) {
+            float s = 0.0f;
+            if (j->kc->f16) {
+                const uint16_t *kr = (const uint16_t *)j->kc->data + p * j->kc->ld + kvh * hd;
+                for (int64_t d = 0; d < hd; d++)
+                    s += quant_f16_to_f32(kr[d]) * qq[d];
+            } else {
+                const float *kr = (const float *)j->kc->data + p * j->kc->ld + kvh * hd;
+                for (int64_t d = 0; d < hd; d++)
+                    s += kr[d] * qq[d];
+            }
+            s *= j->scale;
+            sc[p] = s;
+            mx = s > mx ? s : mx;
+        }
+        double sum = 0.0;
+        for (int64_t p = 0; p < n_kv; p++) {
+            sc[p] = expf(sc[p] - mx);
+            sum += (double)sc[p];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t p = 0; p < n_kv; p++) {
+            sc[p] *= inv;
+            if (j->vc->f16)
+                sc[p] = quant_f16_to_f32(quant_f32_to_f16(sc[p]));
+        }
+        float *o = cpu_row(j->out, r) + h * hd;
+        for (int64_t d = 0; d < hd; d++)
+            o[d] = 0.0f;
+        for (int64_t p = 0; p < n_kv; p++) {
+            const float w = sc[p];
+            for (int64_t d = 0; d < hd; d++)
+                o[d] += w * kv_at(j->vc, p, kvh * hd + d);
+        }
+    }
+}
+
+void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                  int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                  float scale, be_tensor *out)
+{
+    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
+    assert(kc->cols == n_head_kv * head_dim && vc->cols == kc->cols);
+    assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows);
+    int rc = cpu_tscratch_reserve(be, (size_t)(pos0 + q->rows + head_dim));
+    assert(rc == 0);
+    (void)rc;
+    attn_job j = { q, kc, vc, out, pos0, n_head, n_head / n_head_kv, head_dim, scale, be };
+    cpu_for(be, q->rows * n_head, 1, attn_task, &j);
+}
+
+/* -------------------------------------------------------------------- conv */
+
+typedef struct {
+    const be_tensor *x, *tail, *y;
+    const float *w;
+    int64_t Kc;
+    be_ctx *be;
+} conv_job;
+
+static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
+{
+    const conv_job *j = arg;
+    const int64_t T = j->x->rows, Kc = j->Kc, nt = Kc - 1;
+    float *win = cpu_tscratch(j->be, tid);
+    for (int64_t c = c0; c < c1; c++) {
+        float *tl = cpu_row(j->tail, c);
+        for (int64_t i = 0; i < nt; i++)
+            win[i] = tl[i];
+        for (int64_t t = 0; t < T; t++)
+            win[nt + t] = cpu_row(j->x, t)[c];
+        const float *wc = j->w + c * Kc;
+        for (int64_t t = 0; t < T; t++) {
+            float s = 0.0f;
+            for (int64_t i = 0; i < Kc; i++)
+                s += win[t + i] * wc[i];
+            cpu_row(j->y, t)[c] = s;
+        }
+        for (int64_t i = 0; i < nt; i++)
+            tl[i] = win[T + i];
+    }
+}
+
+void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
+                 be_tensor *y)
+{
+    const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
+    assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
+    assert(y->rows == x->rows && y->cols == C && !tail->f16);
+    int rc = cpu_tscratch_reserve(be, (size_t)(x->rows + Kc));
+    assert(rc == 0);
+    (void)rc;
+    conv_job j = { x, tail, y, w->t->data, Kc, be };
+    cpu_for(be, C, 64, conv_task, &j);
+}
+
+/* ---------------------------------------------------------------- deltanet */
+
+typedef struct {
+    const be_tensor *qkv, *g, *beta, *S, *out;
+    int64_t Hk, Hv, dk;
+    be_ctx *be;
+} gdn_job;
+
+static void gdn_task(void *arg, int64_t h0, int64_t h1, int tid)
+{
+    const gdn_job *j = arg;
+    const int64_t dk = j->dk, T = j->qkv->rows;
+    const float scale = 1.0f / sqrtf((float)dk);
+    float *delta = cpu_tscratch(j->be, tid);
+    for (int64_t h = h0; h < h1; h++) {
+        float *S = cpu_row(j->S, h);
+        const int64_t kh = h % j->Hk;
+        for (int64_t t = 0; t < T; t++) {
+            const float *row = cpu_row(j->qkv, t);
+            const float *q = row + kh * dk;
+            const float *k = row + j->Hk * dk + kh * dk;
+            const float *v = row + 2 * j->Hk * dk + h * dk;
+            const float b = cpu_row(j->beta, t)[h];
+            const float decay = expf(cpu_row(j->g, t)[h]);
+            for (int64_t i = 0; i < dk * dk; i++)
+                S[i] *= decay;
+            for (int64_t jj = 0; jj < dk; jj++) {
+                const float *sr = S + jj * dk;
+                float s = 0.0f;
+                for (int64_t i = 0; i < dk; i++)
+                    s += sr[i] * k[i];
+                delta[jj] = (v[jj] - s) * b;
+            }
+            float *o = cpu_row(j->out, t) + h * dk;
+            for (int64_t jj = 0; jj < dk; jj++) {
+                float *sr = S + jj * dk;
+                const float d = delta[jj];
+                for (int64_t i = 0; i < dk; i++)
+                    sr[i] = fmaf(k[i], d, sr[i]);
+                float s = 0.0f;
+                for (int64_t i = 0; i < dk; i++)
+                    s += sr[i] * q[i];
+                o[jj] = s * scale;
+            }
+        }
+    }
+}
+
+void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                 be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                 be_tensor *out)
+{
+    assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk);
+    assert(g->cols == n_v_heads && beta->cols == n_v_heads && g->rows == qkv->rows);
+    assert(S->rows == n_v_heads && S->cols == dk * dk && !S->f16);
+    assert(out->rows == qkv->rows && out->cols == n_v_heads * dk);
+    int rc = cpu_tscratch_reserve(be, (size_t)dk);
+    assert(rc == 0);
+    (void)rc;
+    gdn_job j = { qkv, g, beta, S, out, n_k_heads, n_v_heads, dk, be };
+    cpu_for(be, n_v_heads, 1, gdn_task, &j);
+}

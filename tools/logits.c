@@ -1,0 +1,212 @@
+/* logits.c: `q36 logits`: evaluate a list of token ids in one session and
+ * write float32 logits, row-major [positions][n_vocab], of the last
+ * position or (--all) of every position; prints "positions n_vocab". The
+ * test suite compares this file with llama.cpp's (build/oracle logits).
+ * --split N evaluates the prompt as appends of N tokens (then one token per
+ * append with N = 1) so a test can compare prefill with decode. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/include/q36.h"
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+"usage: q36 logits [-m MODEL.gguf] (--ids \"1 2 3\" | --ids-file F) -o OUT.f32 [--all]\n"
+"                  [-t N] [-c N] [-b N] [-ctk f32|f16] [-ctv f32|f16] [--split N]\n"
+"\n"
+"Evaluates the ids from position 0 and writes float32 logits [positions][n_vocab]\n"
+"(row-major) of the last position, or of every position with --all. Prints\n"
+"\"positions n_vocab\" on stdout.\n"
+"\n"
+"  --ids LIST     token ids separated by spaces, commas or newlines\n"
+"  --ids-file F   the same, read from a file\n"
+"  -o FILE        output file\n"
+"  --all          every position instead of the last\n"
+"  -t N           threads (default 1)\n"
+"  -c N           context (default: the number of ids)\n"
+"  -b N           tokens per forward batch (default 512)\n"
+"  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
+"  --split N      append the ids N at a time (default: all at once)\n");
+}
+
+/* Parses ids separated by spaces, commas or newlines. */
+static int parse_ids(const char *s, int32_t **out, int *n)
+{
+    int cap = 64, k = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (!v)
+        return -1;
+    while (*s) {
+        while (*s == ' ' || *s == ',' || *s == '\n' || *s == '\t' || *s == '\r')
+            s++;
+        if (!*s)
+            break;
+        char *end;
+        errno = 0;
+        long x = strtol(s, &end, 10);
+        if (end == s || errno || x < 0 || x > INT32_MAX) {
+            free(v);
+            return -1;
+        }
+        if (k == cap) {
+            cap *= 2;
+            int32_t *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[k++] = (int32_t)x;
+        s = end;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b)
+        b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int kv_type(const char *s)
+{
+    if (s && !strcmp(s, "f32"))
+        return Q36_KV_F32;
+    if (s && !strcmp(s, "f16"))
+        return Q36_KV_F16;
+    return -1;
+}
+
+int cmd_logits(int argc, char **argv)
+{
+    const char *C = "logits";
+    const char *model = NULL, *ids_s = NULL, *ids_file = NULL, *outp = NULL;
+    bool all = false;
+    int64_t v, n_ctx = 0, split = 0;
+    q36_session_opts o = q36_session_opts_default();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *nx = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") && nx) {
+            model = argv[++i];
+        } else if (!strcmp(a, "--ids") && nx) {
+            ids_s = argv[++i];
+        } else if (!strcmp(a, "--ids-file") && nx) {
+            ids_file = argv[++i];
+        } else if (!strcmp(a, "-o") && nx) {
+            outp = argv[++i];
+        } else if (!strcmp(a, "--all")) {
+            all = true;
+        } else if (!strcmp(a, "-t") && nx) {
+            if (cli_int(C, a, argv[++i], 0, 256, &v)) return CLI_USAGE;
+            o.n_threads = (int)v;
+        } else if (!strcmp(a, "-c") && nx) {
+            if (cli_int(C, a, argv[++i], 1, 1 << 24, &n_ctx)) return CLI_USAGE;
+        } else if (!strcmp(a, "-b") && nx) {
+            if (cli_int(C, a, argv[++i], 1, 65536, &v)) return CLI_USAGE;
+            o.n_batch = (int)v;
+        } else if (!strcmp(a, "--split") && nx) {
+            if (cli_int(C, a, argv[++i], 1, 1 << 24, &split)) return CLI_USAGE;
+        } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) && nx) {
+            if ((o.type_k = kv_type(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+        } else if ((!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) && nx) {
+            if ((o.type_v = kv_type(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+        } else {
+            return cli_usage(C, "unknown or incomplete flag '%s'", a);
+        }
+    }
+    if (!ids_s == !ids_file)
+        return cli_usage(C, "give exactly one of --ids and --ids-file");
+    if (!outp)
+        return cli_usage(C, "-o OUT is required");
+    if (!model)
+        model = cli_default_model();
+
+    q36_err err = { 0 };
+    char *owned = NULL;
+    if (ids_file && !(owned = read_file(ids_file))) {
+        fprintf(stderr, "q36: %s: cannot read: %s\n", ids_file, strerror(errno));
+        return CLI_ERROR;
+    }
+    int32_t *ids = NULL;
+    int n = 0;
+    if (parse_ids(ids_s ? ids_s : owned, &ids, &n) || n == 0) {
+        free(owned);
+        return cli_usage(C, "the ids must be one or more non-negative integers");
+    }
+    free(owned);
+
+    q36_model *m = NULL;
+    q36_session *s = NULL;
+    float *logits = NULL;
+    FILE *f = NULL;
+    int rc = CLI_ERROR;
+    if (q36_model_open(model, &m, &err) ||
+        q36_session_new(m, n_ctx ? (int)n_ctx : n, &o, &s, &err)) {
+        cli_fail(&err);
+        goto done;
+    }
+    const int64_t V = q36_session_n_vocab(s);
+    const int rows = all ? n : 1;
+    logits = malloc((size_t)rows * (size_t)V * sizeof(float));
+    if (!logits) {
+        fprintf(stderr, "q36: out of memory for %d x %lld logits\n", rows, (long long)V);
+        goto done;
+    }
+    int step = split ? (int)split : n;
+    for (int i = 0; i < n; i += step) {
+        int c = n - i < step ? n - i : step;
+        float *dst = all ? logits + (size_t)i * V : logits;
+        enum q36_logits w = all ? Q36_LOGITS_ALL : (i + c == n ? Q36_LOGITS_LAST : Q36_LOGITS_NONE);
+        if (q36_session_append(s, ids + i, c, dst, w, &err)) {
+            cli_fail(&err);
+            goto done;
+        }
+    }
+    f = fopen(outp, "wb");
+    if (!f || fwrite(logits, sizeof(float), (size_t)rows * V, f) != (size_t)rows * V) {
+        fprintf(stderr, "q36: %s: cannot write: %s\n", outp, strerror(errno));
+        goto done;
+    }
+    if (fclose(f)) {
+        f = NULL;
+        fprintf(stderr, "q36: %s: cannot write: %s\n", outp, strerror(errno));
+        goto done;
+    }
+    f = NULL;
+    printf("%d %lld\n", rows, (long long)V);
+    rc = CLI_OK;
+done:
+    if (f)
+        fclose(f);
+    free(logits);
+    free(ids);
+    q36_session_free(s);
+    q36_model_free(m);
+    return rc;
+}
