@@ -1,0 +1,217 @@
+/* test_sampler.c: the sampler's own contract, without the oracle: parameter
+ * and call errors naming the parameter, degenerate inputs (one id, -inf
+ * logits), and the fast selections (top-k heap, top-p's partial sort)
+ * against a plain full sort of the vocabulary. The comparison with
+ * llama.cpp is tests/test_ggml_sampler.c.
+ */
+#include "sampler/sampler.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+typedef struct { int32_t id; float l; } ref;
+
+static int cmp_ref(const void *a, const void *b)   /* larger logit, then lower id */
+{
+    const ref *x = a, *y = b;
+    if (x->l != y->l)
+        return x->l > y->l ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_cand_id(const void *a, const void *b)
+{
+    const smp_cand *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_ref_id(const void *a, const void *b)
+{
+    const ref *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static smp_params neutral(void)
+{
+    smp_params p = smp_defaults();
+    p.temp = 1.0f; p.top_k = 0; p.top_p = 1.0f; p.min_p = 0.0f; p.seed = 3;
+    return p;
+}
+
+static void bad_param(const char *name, smp_params p, int32_t n, const char *word)
+{
+    smp *s = (smp *)&p;   /* must come back NULL */
+    q36_err err = { 0 };
+    int rc = smp_new(&p, n, &s, &err);
+    t_check(name, rc == Q36_E_ARG && !s && strstr(err.msg, word),
+            "rc %d, out %p, message '%s' (wanted Q36_E_ARG naming '%s')", rc, (void *)s, err.msg, word);
+}
+
+static void test_errors(void)
+{
+    smp_params p = smp_defaults();
+    bad_param("sampler/unit/err/n_vocab", p, 0, "n_vocab");
+    p = smp_defaults(); p.temp = NAN;
+    bad_param("sampler/unit/err/temp", p, 10, "temp");
+    p = smp_defaults(); p.top_p = INFINITY;
+    bad_param("sampler/unit/err/top_p", p, 10, "top_p");
+    p = smp_defaults(); p.repeat_penalty = 0.0f;
+    bad_param("sampler/unit/err/repeat_penalty", p, 10, "repeat_penalty");
+    p = smp_defaults(); p.penalty_last_n = -1;
+    bad_param("sampler/unit/err/penalty_last_n", p, 10, "penalty_last_n");
+
+    smp *s = NULL;
+    float l[8] = { 0 };
+    p = smp_defaults();
+    p.repeat_penalty = 1.2f;
+    int rc = smp_new(&p, 8, &s, NULL);
+    t_check("sampler/unit/err/calls",
+            rc == 0 && smp_sample(s, NULL, 8) == Q36_E_ARG && smp_sample(s, l, 0) == Q36_E_ARG &&
+            smp_sample(s, l, 9) == Q36_E_ARG && smp_apply(s, l, 9, NULL) == Q36_E_ARG &&
+            smp_accept(s, -1) == Q36_E_ARG && smp_accept(s, 8) == Q36_E_ARG && smp_accept(s, 7) == 0,
+            "a bad call was not refused with Q36_E_ARG");
+    smp_free(s);
+    smp_free(NULL);
+    smp_params d = smp_defaults();
+    t_check("sampler/unit/defaults",
+            d.temp == 0.8f && d.top_k == 40 && d.top_p == 0.95f && d.min_p == 0.05f &&
+            d.repeat_penalty == 1.0f && d.penalty_last_n == 64 && d.seed == SMP_SEED_RANDOM,
+            "defaults differ from llama.cpp's");
+}
+
+static void test_degenerate(void)
+{
+    smp_params modes[3] = { smp_defaults(), neutral(), smp_defaults() };
+    modes[2].temp = 0.0f;
+    bool ok1 = true, okinf = true;
+    float one = 2.5f;
+    float inf[100];
+    for (int i = 0; i < 100; i++)
+        inf[i] = -INFINITY;
+    for (int m = 0; m < 3; m++) {
+        smp *s = NULL;
+        smp_new(&modes[m], 100, &s, NULL);
+        const smp_cand *c;
+        ok1 &= smp_sample(s, &one, 1) == 0 && smp_apply(s, &one, 1, &c) == 1 && c[0].p == 1.0f;
+        int32_t t = smp_sample(s, inf, 100);
+        okinf &= t >= 0 && t < 100 && smp_apply(s, inf, 100, &c) >= 1;
+        smp_free(s);
+    }
+    t_check("sampler/unit/one-id", ok1, "a vocabulary of one id did not give id 0 with p = 1");
+    t_check("sampler/unit/all-inf", okinf, "all -inf logits did not give a valid id");
+
+    /* -inf logits are never drawn */
+    float l[1000];
+    t_rng r = t_rng_named("sampler/unit/some-inf");
+    for (int i = 0; i < 1000; i++)
+        l[i] = i % 2 ? -INFINITY : t_uniform(&r);
+    smp *s = NULL;
+    smp_params p = neutral();
+    smp_new(&p, 1000, &s, NULL);
+    bool okodd = true;
+    for (int i = 0; i < 5000; i++)
+        okodd &= smp_sample(s, l, 1000) % 2 == 0;
+    smp_free(s);
+    t_check("sampler/unit/some-inf", okodd, "an id with logit -inf was drawn");
+}
+
+/* Fills l with ties (16 levels) and returns the reference order. */
+static void make(const char *name, float *l, ref *sorted, int32_t n)
+{
+    t_rng r = t_rng_named(name);
+    for (int32_t i = 0; i < n; i++) {
+        l[i] = (float)(int)(t_uniform(&r) * 16) * 0.25f;
+        sorted[i] = (ref){ i, l[i] };
+    }
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_ref);
+}
+
+static void test_top_k(void)
+{
+    enum { N = 5000 };
+    static const int32_t ks[] = { 1, 7, 64, 500, 4999 };
+    float *l = malloc(N * sizeof *l);
+    ref *sorted = malloc(N * sizeof *sorted);
+    make("sampler/unit/top_k", l, sorted, N);
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        char name[64];
+        snprintf(name, sizeof name, "sampler/unit/top_k=%d", ks[ki]);
+        smp_params p = neutral();
+        p.top_k = ks[ki];
+        smp *s = NULL;
+        smp_new(&p, N, &s, NULL);
+        const smp_cand *c;
+        int32_t m = smp_apply(s, l, N, &c);
+        smp_cand *got = malloc((size_t)m * sizeof *got);
+        memcpy(got, c, (size_t)m * sizeof *got);
+        qsort(got, (size_t)m, sizeof *got, cmp_cand_id);
+        ref *want = malloc((size_t)ks[ki] * sizeof *want);
+        memcpy(want, sorted, (size_t)ks[ki] * sizeof *want);
+        qsort(want, (size_t)ks[ki], sizeof *want, cmp_ref_id);
+        int bad = m != ks[ki];
+        for (int32_t i = 0; !bad && i < m; i++)
+            bad = got[i].id != want[i].id;
+        t_check(name, !bad, "kept set differs from the first k of a full sort (lowest ids among equal logits)");
+        free(want);
+        free(got);
+        smp_free(s);
+    }
+    free(sorted);
+    free(l);
+}
+
+/* top_p with top_k off sorts only what it needs: the kept set must equal the
+ * shortest prefix of a full sort reaching top_p (same double sums). */
+static void test_top_p(void)
+{
+    enum { N = 20000 };
+    static const float ps[] = { 0.0f, 0.3f, 0.9f, 0.999f, 0.99999f };
+    float *l = malloc(N * sizeof *l);
+    ref *sorted = malloc(N * sizeof *sorted);
+    t_rng r = t_rng_named("sampler/unit/top_p");
+    for (int32_t i = 0; i < N; i++) {
+        l[i] = 4.0f * t_uniform(&r);
+        sorted[i] = (ref){ i, l[i] };
+    }
+    qsort(sorted, N, sizeof *sorted, cmp_ref);
+    double z = 0.0;
+    for (int32_t i = 0; i < N; i++)
+        z += expf(l[i] - sorted[0].l);
+    for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+        char name[64];
+        snprintf(name, sizeof name, "sampler/unit/top_p=%g", (double)ps[pi]);
+        int32_t want = N;
+        double cum = 0.0;
+        for (int32_t i = 0; i < N; i++) {
+            cum += expf(sorted[i].l - sorted[0].l) / z;
+            if (cum >= ps[pi]) {
+                want = i + 1;
+                break;
+            }
+        }
+        smp_params p = neutral();
+        p.top_p = ps[pi];
+        smp *s = NULL;
+        smp_new(&p, N, &s, NULL);
+        const smp_cand *c;
+        int32_t m = smp_apply(s, l, N, &c);
+        int bad = m != want;
+        for (int32_t i = 0; !bad && i < m; i++)
+            bad = c[i].id != sorted[i].id;
+        t_check(name, !bad, "q36 keeps %d ids, a full sort %d", m, want);
+        smp_free(s);
+    }
+    free(sorted);
+    free(l);
+}
+
+int main(void)
+{
+    test_errors();
+    test_degenerate();
+    test_top_k();
+    test_top_p();
+    return t_exit();
+}
