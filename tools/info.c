@@ -4,18 +4,21 @@
  * table and, with -c N, the memory plan for a context of N tokens. */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../src/gguf/gguf.h"
 #include "../src/model/hparams.h"
+#include "../src/quant/quant.h"
 #include "../src/quant/types.h"
 
 static void usage(FILE *o)
 {
     fprintf(o,
-"usage: q36 info [-m MODEL.gguf] [-c N] [--tensors] [--keys]\n"
+"usage: q36 info [-m MODEL.gguf] [-c N] [--tensors] [--keys] [--dump TENSOR -o OUT.f32]\n"
 "\n"
 "Prints the architecture, the geometry (each value with the GGUF key it came\n"
 "from, or the default used when the key is absent), the parameter count, the\n"
@@ -24,7 +27,9 @@ static void usage(FILE *o)
 "  -m FILE     model (default: the embedded default model, build/default.gguf)\n"
 "  -c N        context length for the memory plan (default: 4096)\n"
 "  --tensors   list every tensor (name, type, shape, bytes)\n"
-"  --keys      list every metadata key with its type and value (arrays abbreviated)\n");
+"  --keys      list every metadata key with its type and value (arrays abbreviated)\n"
+"  --dump T    write tensor T dequantized to float32 (row-major, ne0 fastest) to -o OUT;\n"
+"              prints its shape and type and nothing else\n");
 }
 
 static void print_value(const gguf_file *f, const gguf_value *v)
@@ -80,9 +85,44 @@ static void memory_plan(const model_hparams *hp, uint64_t weights, uint64_t n_ct
     printf("  total (before scratch)   %12.1f MiB\n", (weights + kv_tok * n_ctx + state) / 1048576.0);
 }
 
+/* Writes tensor `name` of f as float32 rows to `out`, one row at a time. */
+static int dump_tensor(const gguf_file *f, const char *name, const char *out, q36_err *err)
+{
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t)
+        return q36_err_set(err, Q36_E_ARG, "%s: no tensor named '%s' (q36 info --tensors lists them)",
+                           gguf_path(f), name);
+    uint64_t ne0 = t->ne[0], rows = gguf_tensor_nelements(t) / ne0;
+    uint64_t row_bytes = quant_row_bytes(t->type, ne0);
+    float *row = malloc(ne0 * sizeof *row);
+    FILE *fp = fopen(out, "wb");
+    int rc = 0;
+    if (!row || !fp) {
+        rc = q36_err_set(err, Q36_E_IO, "%s: cannot write: %s", out, !fp ? strerror(errno) : "out of memory");
+        goto done;
+    }
+    for (uint64_t r = 0; r < rows && rc == 0; r++) {
+        if (quant_dequant_row(t->type, (const uint8_t *)t->data + r * row_bytes, row, (int64_t)ne0))
+            rc = q36_err_set(err, Q36_E_UNSUP, "%s: tensor '%s': q36 cannot dequantize type %s",
+                             gguf_path(f), name, quant_type_name(t->type));
+        else if (fwrite(row, sizeof *row, ne0, fp) != ne0)
+            rc = q36_err_set(err, Q36_E_IO, "%s: write failed: %s", out, strerror(errno));
+    }
+    if (rc == 0)
+        printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", t->ne[0], t->ne[1], t->ne[2],
+               t->ne[3], quant_type_name(t->type));
+done:
+    if (fp && fclose(fp) != 0 && rc == 0)
+        rc = q36_err_set(err, Q36_E_IO, "%s: write failed: %s", out, strerror(errno));
+    if (rc && fp)
+        remove(out);
+    free(row);
+    return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
-    const char *path = NULL;
+    const char *path = NULL, *dump = NULL, *out = NULL;
     int64_t n_ctx = 4096;
     int list_tensors = 0, list_keys = 0, rc;
     for (int i = 1; i < argc; i++) {
@@ -99,6 +139,11 @@ int cmd_info(int argc, char **argv)
             if ((rc = cli_int("info", "-c", v, 1, 1ll << 32, &n_ctx)))
                 return rc;
             i++;
+        } else if (!strcmp(a, "--dump") || !strcmp(a, "-o")) {
+            if (!v)
+                return cli_usage("info", "%s needs a value", a);
+            *(a[1] == 'o' ? &out : &dump) = v;
+            i++;
         } else if (!strcmp(a, "--tensors")) {
             list_tensors = 1;
         } else if (!strcmp(a, "--keys")) {
@@ -109,11 +154,18 @@ int cmd_info(int argc, char **argv)
     }
     if (!path)
         path = cli_default_model();
+    if (!dump != !out)
+        return cli_usage("info", "--dump TENSOR and -o OUT go together");
 
     q36_err err = { 0 };
     gguf_file *f = NULL;
     if (gguf_open(path, &f, &err))
         return cli_fail(&err);
+    if (dump) {
+        rc = dump_tensor(f, dump, out, &err);
+        gguf_close(f);
+        return rc ? cli_fail(&err) : 0;
+    }
 
     printf("file %s\n", path);
     printf("gguf v%u, %" PRId64 " keys, %" PRId64 " tensors, alignment %u, data at byte %" PRIu64 ", %" PRIu64 " bytes\n",

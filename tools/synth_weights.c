@@ -1,16 +1,21 @@
 /* synth_weights.c: random tensor values for `q36 synth` and their encoding
- * into F32, F16, BF16, Q8_0, Q4_K and Q6_K, streamed to the GGUF writer.
+ * into every weight type ggml defines for these files, streamed to the GGUF
+ * writer.
  *
  * Float types and Q8_0 encode drawn values (Q8_0 quantized by amax/127 with
- * rounding). Q4_K and Q6_K blocks are random valid blocks: random quants and
- * sub-block scales, with fp16 super-block scales chosen so that the decoded
- * values have about the standard deviation asked for. Every scale is finite. */
+ * rounding). Every other type gets random valid blocks: random bytes for the
+ * quants, grid indices, signs and sub-block scales, then the block's main
+ * scale (and min, where the type has one) set so that the decoded block has
+ * the RMS asked for: the block is decoded once with scale 1, and the scale
+ * becomes target/RMS. Every scale is finite. */
 #include "synth.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/quant/fp16.h"
+#include "../src/quant/quant.h"
 #include "../src/quant/types.h"
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -67,47 +72,69 @@ static float draw(synth_rng *r, enum synth_dist dist, float scale)
     return 0;
 }
 
-/* IEEE binary16 from float, round to nearest even (finite inputs). */
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-    if (ax >= 0x7f800000)
-        return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
-    if (ax >= 0x477ff000)          /* rounds to >= 65520: inf */
-        return (uint16_t)(sign | 0x7c00);
-    if (ax < 0x38800000) {         /* subnormal or zero in f16 */
-        float a;
-        memcpy(&a, &ax, 4);
-        return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f)); /* units of 2^-24 */
-    }
-    uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
-    uint32_t h = (exp << 10) | (mant >> 13);
-    uint32_t rest = mant & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-        h++;
-    return (uint16_t)(sign | h);
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+
+/* Where a type keeps the f16 scales that multiply every decoded value of a
+ * block (its d, and its min where it has one). IQ1_M and MXFP4 are special:
+ * IQ1_M spreads its f16 d over the top nibbles of four u16 words, MXFP4 has
+ * one E8M0 exponent byte. */
+static const struct { uint32_t type; uint8_t n, off[2]; } scale_fields[] = {
+    { QT_Q4_0, 1, { 0 } },   { QT_Q4_1, 2, { 0, 2 } },  { QT_Q5_0, 1, { 0 } },
+    { QT_Q5_1, 2, { 0, 2 } }, { QT_Q2_K, 2, { 80, 82 } }, { QT_Q3_K, 1, { 108 } },
+    { QT_Q4_K, 2, { 0, 2 } }, { QT_Q5_K, 2, { 0, 2 } },  { QT_Q6_K, 1, { 208 } },
+    { QT_IQ2_XXS, 1, { 0 } }, { QT_IQ2_XS, 1, { 0 } },   { QT_IQ2_S, 1, { 0 } },
+    { QT_IQ3_XXS, 1, { 0 } }, { QT_IQ3_S, 1, { 0 } },    { QT_IQ1_S, 1, { 0 } },
+    { QT_IQ4_NL, 1, { 0 } },  { QT_IQ4_XS, 1, { 0 } },   { QT_Q1_0, 1, { 0 } },
+    { QT_Q2_0, 1, { 0 } },    { QT_IQ1_M, 0, { 0 } },    { QT_MXFP4, 0, { 0 } },
+};
+
+static int scale_slot(uint32_t type)
+{
+    for (size_t i = 0; i < sizeof scale_fields / sizeof scale_fields[0]; i++)
+        if (scale_fields[i].type == type)
+            return (int)i;
+    return -1;
+}
 
 bool synth_type_supported(uint32_t type)
 {
-    switch (type) {
-    case QT_F32: case QT_F16: case QT_BF16: case QT_Q8_0: case QT_Q4_K: case QT_Q6_K:
-        return true;
-    default:
-        return false;
+    return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 ||
+           scale_slot(type) >= 0;
+}
+
+/* Sets every scale field of one block to (about) `v`. */
+static void set_scale(uint32_t type, int slot, uint8_t *blk, float v)
+{
+    if (type == QT_MXFP4) {           /* scale 2^(e-128) */
+        long e = 128 + lrintf(log2f(v));
+        blk[0] = (uint8_t)(e < 1 ? 1 : e > 254 ? 254 : e);
+    } else if (type == QT_IQ1_M) {    /* f16 bits in the top nibble of 4 u16 words */
+        uint16_t h = quant_f32_to_f16(v);
+        for (int k = 0; k < 4; k++) {
+            uint8_t *w = blk + 48 + 2 * k;
+            w[1] = (uint8_t)((w[1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+        }
+    } else {
+        for (int k = 0; k < scale_fields[slot].n; k++)
+            put16(blk + scale_fields[slot].off[k], quant_f32_to_f16(v));
     }
+}
+
+/* One random valid block of `type` whose decoded values have RMS `rms`. */
+static void random_block(uint32_t type, int slot, const quant_type_info *ti, synth_rng *r,
+                         float rms, uint8_t *blk, float *tmp)
+{
+    for (uint32_t i = 0; i < ti->size; i += 8) {
+        uint64_t q = synth_rng_next(r);
+        memcpy(blk + i, &q, ti->size - i < 8 ? ti->size - i : 8);
+    }
+    set_scale(type, slot, blk, 1.0f);
+    quant_dequant_row(type, blk, tmp, ti->blck);
+    double ss = 0;
+    for (uint32_t i = 0; i < ti->blck; i++)
+        ss += (double)tmp[i] * tmp[i];
+    double got = sqrt(ss / ti->blck);
+    set_scale(type, slot, blk, got > 0 && isfinite(got) ? (float)(rms / got) : rms);
 }
 
 /* Encodes n values (n a multiple of the block) drawn from r into out. */
@@ -123,11 +150,11 @@ static void encode(uint32_t type, synth_rng *r, enum synth_dist dist, float scal
         break;
     case QT_F16:
         for (uint64_t i = 0; i < n; i++)
-            put16(out + 2 * i, f32_to_f16(draw(r, dist, scale)));
+            put16(out + 2 * i, quant_f32_to_f16(draw(r, dist, scale)));
         break;
     case QT_BF16:
         for (uint64_t i = 0; i < n; i++)
-            put16(out + 2 * i, f32_to_bf16(draw(r, dist, scale)));
+            put16(out + 2 * i, quant_f32_to_bf16(draw(r, dist, scale)));
         break;
     case QT_Q8_0:
         for (uint64_t b = 0; b < n / 32; b++, out += 34) {
@@ -137,49 +164,21 @@ static void encode(uint32_t type, synth_rng *r, enum synth_dist dist, float scal
                 amax = fmaxf(amax, fabsf(v[i]));
             }
             float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0;
-            put16(out, f32_to_f16(d));
+            put16(out, quant_f32_to_f16(d));
             for (int i = 0; i < 32; i++)
                 out[2 + i] = (uint8_t)(int8_t)lrintf(v[i] * id);
         }
         break;
-    case QT_Q4_K:
-        /* x = d*sc*q - dmin*m, q in 0..15, sc and m 6-bit. With sc ~ U(32,63)
-         * and q uniform, the spread is about d*48*4.6; the mins centre it. */
-        for (uint64_t b = 0; b < n / 256; b++, out += 144) {
-            float d = scale / 220.0f;
-            put16(out, f32_to_f16(d));
-            put16(out + 2, f32_to_f16(d * 7.5f * 48.0f / 40.0f));
-            uint8_t sc[8], m[8];
-            for (int j = 0; j < 8; j++) {
-                sc[j] = (uint8_t)(32 + synth_rng_next(r) % 32);
-                m[j] = (uint8_t)(24 + synth_rng_next(r) % 32);
-            }
-            uint8_t *s = out + 4;   /* 12 bytes of packed 6-bit scales/mins */
-            for (int j = 0; j < 4; j++) {
-                s[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
-                s[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
-                s[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
-            }
-            for (int i = 0; i < 128; i += 8) {
-                uint64_t q = synth_rng_next(r);
-                memcpy(out + 16 + i, &q, 8);
-            }
-        }
+    default: {
+        /* Random valid blocks at the RMS of the distribution asked for. */
+        const quant_type_info *ti = quant_type_get(type);
+        int slot = scale_slot(type);
+        float rms = dist == SYN_UNIFORM ? scale / sqrtf(3.0f) : scale;
+        float tmp[256];
+        for (uint64_t b = 0; b < n / ti->blck; b++, out += ti->size)
+            random_block(type, slot, ti, r, rms, out, tmp);
         break;
-    case QT_Q6_K:
-        /* x = d*sc*(q-32), q 6-bit, sc int8 ~ U(16,127) signed at random. */
-        for (uint64_t b = 0; b < n / 256; b++, out += 210) {
-            for (int i = 0; i < 192; i += 8) {          /* ql[128] then qh[64] */
-                uint64_t q = synth_rng_next(r);
-                memcpy(out + i, &q, 8);
-            }
-            for (int j = 0; j < 16; j++) {
-                int v = 16 + (int)(synth_rng_next(r) % 112);
-                out[192 + j] = (uint8_t)(int8_t)((synth_rng_next(r) & 1) ? v : -v);
-            }
-            put16(out + 208, f32_to_f16(scale / 1300.0f));
-        }
-        break;
+    }
     }
 }
 
