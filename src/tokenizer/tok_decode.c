@@ -23,6 +23,8 @@ typedef struct sbuf {
 
 static int sb_put(sbuf *b, const void *s, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
         while (cap < b->n + n)
