@@ -241,29 +241,38 @@ static void mark_specials(tok_vocab *v)
 
 /* Special tokens matched in text: CONTROL, USER_DEFINED, UNKNOWN and the
  * promoted ones, longest text first (ties by id, which llama.cpp leaves to
- * std::sort). */
-static const tok_vocab *sort_vocab;
+ * std::sort; no two Qwen special tokens of equal length overlap). */
+typedef struct spec_key {
+    uint32_t len;
+    int32_t  id;
+} spec_key;
+
 static int by_len_desc(const void *a, const void *b)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (sort_vocab->len[x] != sort_vocab->len[y])
-        return sort_vocab->len[x] > sort_vocab->len[y] ? -1 : 1;
-    return x < y ? -1 : x > y;
+    const spec_key *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 static int build_spec(tok_vocab *v)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < v->n; i++)
-        n += v->ctrl[i] || v->type[i] == TOK_T_USER_DEFINED;
+        n += (v->ctrl[i] || v->type[i] == TOK_T_USER_DEFINED) && v->len[i] > 0;
+    spec_key *keys = malloc((size_t)(n ? n : 1) * sizeof *keys);
     v->spec = malloc((size_t)(n ? n : 1) * sizeof *v->spec);
-    if (!v->spec)
+    if (!keys || !v->spec) {
+        free(keys);
         return TOK_E_NOMEM;
+    }
     for (int32_t i = 0; i < v->n; i++)
         if ((v->ctrl[i] || v->type[i] == TOK_T_USER_DEFINED) && v->len[i] > 0)
-            v->spec[v->n_spec++] = i;
-    sort_vocab = v;                          /* qsort has no context argument in C11 */
-    qsort(v->spec, (size_t)v->n_spec, sizeof *v->spec, by_len_desc);
+            keys[v->n_spec++] = (spec_key){ v->len[i], i };
+    qsort(keys, (size_t)v->n_spec, sizeof *keys, by_len_desc);
+    for (int32_t i = 0; i < v->n_spec; i++)
+        v->spec[i] = keys[i].id;
+    free(keys);
     return 0;
 }
 
