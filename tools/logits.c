@@ -3,7 +3,11 @@
  * position or (--all) of every position; prints "positions n_vocab". The
  * test suite compares this file with llama.cpp's (build/oracle logits).
  * --split N evaluates the prompt as appends of N tokens (then one token per
- * append with N = 1) so a test can compare prefill with decode. */
+ * append with N = 1) so a test can compare prefill with decode.
+ * --greedy N then decodes N tokens one at a time, each the argmax (ties to
+ * the lower id) of the previous logits, prints their ids on one line and
+ * writes the N rows they were chosen from instead (as `oracle greedy
+ * --logits` does). */
 #include "cli.h"
 
 #include <errno.h>
@@ -31,7 +35,9 @@ static void usage(FILE *o)
 "  -c N           context (default: the number of ids)\n"
 "  -b N           tokens per forward batch (default 512)\n"
 "  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
-"  --split N      append the ids N at a time (default: all at once)\n");
+"  --split N      append the ids N at a time (default: all at once)\n"
+"  --greedy N     then generate N tokens greedily: print their ids, write the\n"
+"                N rows [N][n_vocab] they were chosen from\n");
 }
 
 /* Parses ids separated by spaces, commas or newlines. */
@@ -103,7 +109,7 @@ int cmd_logits(int argc, char **argv)
     const char *C = "logits";
     const char *model = NULL, *ids_s = NULL, *ids_file = NULL, *outp = NULL;
     bool all = false;
-    int64_t v, n_ctx = 0, split = 0;
+    int64_t v, n_ctx = 0, split = 0, greedy = 0;
     q36_session_opts o = q36_session_opts_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *nx = i + 1 < argc ? argv[i + 1] : NULL;
@@ -130,6 +136,8 @@ int cmd_logits(int argc, char **argv)
             o.n_batch = (int)v;
         } else if (!strcmp(a, "--split") && nx) {
             if (cli_int(C, a, argv[++i], 1, 1 << 24, &split)) return CLI_USAGE;
+        } else if (!strcmp(a, "--greedy") && nx) {
+            if (cli_int(C, a, argv[++i], 1, 1 << 20, &greedy)) return CLI_USAGE;
         } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) && nx) {
             if ((o.type_k = kv_type(argv[++i])) < 0)
                 return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
@@ -140,6 +148,8 @@ int cmd_logits(int argc, char **argv)
             return cli_usage(C, "unknown or incomplete flag '%s'", a);
         }
     }
+    if (greedy && all)
+        return cli_usage(C, "--greedy and --all do not go together");
     if (!ids_s == !ids_file)
         return cli_usage(C, "give exactly one of --ids and --ids-file");
     if (!outp)
@@ -167,12 +177,12 @@ int cmd_logits(int argc, char **argv)
     FILE *f = NULL;
     int rc = CLI_ERROR;
     if (q36_model_open(model, &m, &err) ||
-        q36_session_new(m, n_ctx ? (int)n_ctx : n, &o, &s, &err)) {
+        q36_session_new(m, n_ctx ? (int)n_ctx : n + (int)greedy, &o, &s, &err)) {
         cli_fail(&err);
         goto done;
     }
     const int64_t V = q36_session_n_vocab(s);
-    const int rows = all ? n : 1;
+    const int rows = greedy ? (int)greedy : all ? n : 1;
     logits = malloc((size_t)rows * (size_t)V * sizeof(float));
     if (!logits) {
         fprintf(stderr, "q36: out of memory for %d x %lld logits\n", rows, (long long)V);
@@ -188,6 +198,24 @@ int cmd_logits(int argc, char **argv)
             goto done;
         }
     }
+    if (greedy) {
+        /* the prompt's last row sits in row 0 and picks the first token;
+         * row g is the one token g was chosen from */
+        for (int g = 0; g < greedy; g++) {
+            const float *r = logits + (size_t)g * V;
+            int32_t best = 0;
+            for (int64_t t = 1; t < V; t++)
+                if (r[t] > r[best])
+                    best = (int32_t)t;
+            printf(g ? " %d" : "%d", best);
+            if (g + 1 < greedy && q36_session_decode(s, best, logits + (size_t)(g + 1) * V, &err)) {
+                printf("\n");
+                cli_fail(&err);
+                goto done;
+            }
+        }
+        printf("\n");
+    }
     f = fopen(outp, "wb");
     if (!f || fwrite(logits, sizeof(float), (size_t)rows * V, f) != (size_t)rows * V) {
         fprintf(stderr, "q36: %s: cannot write: %s\n", outp, strerror(errno));
@@ -199,7 +227,8 @@ int cmd_logits(int argc, char **argv)
         goto done;
     }
     f = NULL;
-    printf("%d %lld\n", rows, (long long)V);
+    if (!greedy)
+        printf("%d %lld\n", rows, (long long)V);
     rc = CLI_OK;
 done:
     if (f)
