@@ -58,12 +58,20 @@ static inline float kv_at(const be_tensor *c, int64_t row, int64_t col)
     return ((const float *)c->data)[row * c->ld + col];
 }
 
+/* One (query row, head): scores in ggml_vec_dot_f32's order, softmax with
+ * per-vector-chunk tree sums added in double, and probabilities times V in
+ * the f32 GEMM's lane order (cpu_fdot.c). Positions after the query's own
+ * are masked in llama.cpp with probability exactly 0, which adds nothing
+ * to any lane, so they are skipped here. */
 static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
 {
     const attn_job *j = arg;
     const int64_t hd = j->hd;
-    float *sc = cpu_tscratch(j->be, tid);          /* scores, then hd for q */
-    float *qq = sc + j->pos0 + j->q->rows;
+    const int W = cpu_lanes();
+    float *sc = cpu_tscratch(j->be, tid);          /* scores */
+    float *qq = sc + j->pos0 + j->q->rows + 16;    /* hd: the query */
+    float *kk = qq + hd;                           /* hd: one K row as f32 */
+    float *acc = kk + hd;                          /* W x hd lane accumulators */
     for (int64_t it = i0; it < i1; it++) {
         const int64_t r = it / j->n_head, h = it % j->n_head;
         const int64_t kvh = h / j->group;
@@ -73,24 +81,27 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
             qq[d] = j->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
         float mx = -INFINITY;
         for (int64_t p = 0; p < n_kv; p++) {
-            float s = 0.0f;
+            const float *kr;
             if (j->kc->f16) {
-                const uint16_t *kr = (const uint16_t *)j->kc->data + p * j->kc->ld + kvh * hd;
+                const uint16_t *k16 = (const uint16_t *)j->kc->data + p * j->kc->ld + kvh * hd;
                 for (int64_t d = 0; d < hd; d++)
-                    s += quant_f16_to_f32(kr[d]) * qq[d];
+                    kk[d] = quant_f16_to_f32(k16[d]);
+                kr = kk;
             } else {
-                const float *kr = (const float *)j->kc->data + p * j->kc->ld + kvh * hd;
-                for (int64_t d = 0; d < hd; d++)
-                    s += kr[d] * qq[d];
+                kr = (const float *)j->kc->data + p * j->kc->ld + kvh * hd;
             }
-            s *= j->scale;
+            float s = cpu_dot_vec(hd, kr, qq) * j->scale;
             sc[p] = s;
             mx = s > mx ? s : mx;
         }
         double sum = 0.0;
-        for (int64_t p = 0; p < n_kv; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += (double)sc[p];
+        for (int64_t p0 = 0; p0 < n_kv; p0 += W) {
+            float lanes[16];
+            for (int l = 0; l < W; l++) {
+                const int64_t p = p0 + l;
+                lanes[l] = p < n_kv ? (sc[p] = expf(sc[p] - mx)) : 0.0f;
+            }
+            sum += (double)cpu_lane_sum(lanes, W);
         }
         const float inv = (float)(1.0 / sum);
         for (int64_t p = 0; p < n_kv; p++) {
@@ -98,13 +109,26 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
             if (j->vc->f16)
                 sc[p] = quant_f16_to_f32(quant_f32_to_f16(sc[p]));
         }
-        float *o = cpu_row(j->out, r) + h * hd;
-        for (int64_t d = 0; d < hd; d++)
-            o[d] = 0.0f;
+        for (int64_t a = 0; a < (int64_t)W * hd; a++)
+            acc[a] = 0.0f;
         for (int64_t p = 0; p < n_kv; p++) {
-            const float w = sc[p];
-            for (int64_t d = 0; d < hd; d++)
-                o[d] += w * kv_at(j->vc, p, kvh * hd + d);
+            const float *vr;
+            if (j->vc->f16) {
+                const uint16_t *v16 = (const uint16_t *)j->vc->data + p * j->vc->ld + kvh * hd;
+                for (int64_t d = 0; d < hd; d++)
+                    kk[d] = quant_f16_to_f32(v16[d]);
+                vr = kk;
+            } else {
+                vr = (const float *)j->vc->data + p * j->vc->ld + kvh * hd;
+            }
+            cpu_axpy(hd, acc + (p % W) * hd, vr, sc[p]);
+        }
+        float *o = cpu_row(j->out, r) + h * hd;
+        for (int64_t d = 0; d < hd; d++) {
+            float lanes[16];
+            for (int l = 0; l < W; l++)
+                lanes[l] = acc[l * hd + d];
+            o[d] = cpu_lane_sum(lanes, W);
         }
     }
 }
@@ -116,7 +140,7 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
     assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
     assert(kc->cols == n_head_kv * head_dim && vc->cols == kc->cols);
     assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows);
-    int rc = cpu_tscratch_reserve(be, (size_t)(pos0 + q->rows + head_dim));
+    int rc = cpu_tscratch_reserve(be, (size_t)(pos0 + q->rows + 16 + 18 * head_dim));
     assert(rc == 0);
     (void)rc;
     attn_job j = { q, kc, vc, out, pos0, n_head, n_head / n_head_kv, head_dim, scale, be };
@@ -194,23 +218,13 @@ static void gdn_task(void *arg, int64_t h0, int64_t h1, int tid)
             const float decay = expf(cpu_row(j->g, t)[h]);
             for (int64_t i = 0; i < dk * dk; i++)
                 S[i] *= decay;
-            for (int64_t jj = 0; jj < dk; jj++) {
-                const float *sr = S + jj * dk;
-                float s = 0.0f;
-                for (int64_t i = 0; i < dk; i++)
-                    s += sr[i] * k[i];
-                delta[jj] = (v[jj] - s) * b;
-            }
+            for (int64_t jj = 0; jj < dk; jj++)
+                delta[jj] = (v[jj] - cpu_dot_vec(dk, S + jj * dk, k)) * b;
             float *o = cpu_row(j->out, t) + h * dk;
             for (int64_t jj = 0; jj < dk; jj++) {
                 float *sr = S + jj * dk;
-                const float d = delta[jj];
-                for (int64_t i = 0; i < dk; i++)
-                    sr[i] = fmaf(k[i], d, sr[i]);
-                float s = 0.0f;
-                for (int64_t i = 0; i < dk; i++)
-                    s += sr[i] * q[i];
-                o[jj] = s * scale;
+                cpu_axpy(dk, sr, k, delta[jj]);
+                o[jj] = cpu_dot_vec(dk, sr, q) * scale;
             }
         }
     }

@@ -1,0 +1,132 @@
+/* cpu_fdot.c: float32 dot products and lane sums in the accumulation order
+ * of ggml's x86 CPU backend, so that q36's f32 results (attention scores,
+ * the delta rule) carry the same rounding as llama.cpp's and the Q8
+ * quantization that follows sees the same bits (MODEL.md §9.2, item 5).
+ *
+ * The order is a property of the libggml-cpu variant llama.cpp loads: with
+ * AVX-512 its f32 vectors have 16 lanes, with AVX2 8. cpu_lanes() picks the
+ * one this machine's llama.cpp would run (the widest the CPU has).
+ *  - ggml_vec_dot_f32: 4 vector accumulators over steps of 4 vectors, fused
+ *    multiply-add per lane; then acc0 += acc2, acc1 += acc3, acc0 += acc1;
+ *    then the lanes of acc0 summed as a halving tree (16 lanes: pairs i and
+ *    i+8, then i and i+4, then i and i+2, then 0 and 1; 8 lanes: pairs i and
+ *    i+4, then (0+1) + (2+3)); the tail after the last whole step is added
+ *    one product at a time with fused multiply-adds.
+ *  - the llamafile f32 GEMM (attention's probabilities times V): one vector
+ *    accumulator per output, lane = position mod lanes, fused multiply-add
+ *    over the positions, then the halving tree (8 lanes: i and i+4, then
+ *    i and i+2, then 0 and 1).
+ *  - the AVX softmax sum: per chunk of one vector, the halving tree, added
+ *    to a double.
+ * These are orders of summation, written from the description above. */
+#include "cpu_internal.h"
+
+#include <math.h>
+
+static int g_lanes;
+
+int cpu_lanes(void)
+{
+    if (!g_lanes) {
+        __builtin_cpu_init();
+        g_lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+    }
+    return g_lanes;
+}
+
+__attribute__((target("fma")))
+static inline float fma_hw(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+
+static bool has_fma(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("fma") ? 1 : 0;
+    }
+    return v == 1;
+}
+
+static inline float fma_any(float a, float b, float c)
+{
+    return has_fma() ? fma_hw(a, b, c) : fmaf(a, b, c);
+}
+
+/* The halving tree over W lanes (W = 16 or 8); l is clobbered. */
+float cpu_lane_sum(float *l, int W)
+{
+    for (int h = W / 2; h >= 2; h /= 2)
+        for (int i = 0; i < h; i++)
+            l[i] = l[i] + l[i + h];
+    return l[0] + l[1];
+}
+
+/* ggml_vec_dot_f32's last step for AVX2 differs from the tree: (0+1)+(2+3). */
+static float lane_sum_vecdot(float *l, int W)
+{
+    if (W == 16)
+        return cpu_lane_sum(l, 16);
+    for (int i = 0; i < 4; i++)
+        l[i] = l[i] + l[i + 4];
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+__attribute__((target("fma")))
+static float dot_vec_fma(int64_t n, const float *x, const float *y, int W)
+{
+    float acc[4][16] = { { 0 } };
+    const int64_t step = 4 * W, np = n - n % step;
+    for (int64_t i = 0; i < np; i += step)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < W; l++)
+                acc[j][l] = __builtin_fmaf(x[i + j * W + l], y[i + j * W + l], acc[j][l]);
+    for (int l = 0; l < W; l++) {
+        acc[0][l] = acc[0][l] + acc[2][l];
+        acc[1][l] = acc[1][l] + acc[3][l];
+        acc[0][l] = acc[0][l] + acc[1][l];
+    }
+    float s = lane_sum_vecdot(acc[0], W);
+    for (int64_t i = np; i < n; i++)
+        s = __builtin_fmaf(x[i], y[i], s);
+    return s;
+}
+
+float cpu_dot_vec(int64_t n, const float *x, const float *y)
+{
+    const int W = cpu_lanes();
+    if (has_fma())
+        return dot_vec_fma(n, x, y, W);
+    float acc[4][16] = { { 0 } };
+    const int64_t step = 4 * W, np = n - n % step;
+    for (int64_t i = 0; i < np; i += step)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < W; l++)
+                acc[j][l] = fmaf(x[i + j * W + l], y[i + j * W + l], acc[j][l]);
+    for (int l = 0; l < W; l++) {
+        acc[0][l] = acc[0][l] + acc[2][l];
+        acc[1][l] = acc[1][l] + acc[3][l];
+        acc[0][l] = acc[0][l] + acc[1][l];
+    }
+    float s = lane_sum_vecdot(acc[0], W);
+    for (int64_t i = np; i < n; i++)
+        s = fmaf(x[i], y[i], s);
+    return s;
+}
+
+/* y[i] = fma(x[i], v, y[i]) for i < n: a lane-wise multiply-add. */
+__attribute__((target("fma")))
+static void axpy_fma(int64_t n, float *y, const float *x, float v)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = __builtin_fmaf(x[i], v, y[i]);
+}
+
+void cpu_axpy(int64_t n, float *y, const float *x, float v)
+{
+    if (has_fma()) {
+        axpy_fma(n, y, x, v);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        y[i] = fma_any(x[i], v, y[i]);
+}
