@@ -119,6 +119,7 @@ $(VOCAB):
 run: deps
 	@$(MAKE) --no-print-directory q36 $(DEFAULT_MODEL)
 	./q36 info -m $(DEFAULT_MODEL)
+	./q36 run -m $(DEFAULT_MODEL) -p "The capital of France is" -n 32 --seed 1
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz q36

@@ -15,6 +15,8 @@
 #define CLI_USAGE 2
 
 int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
@@ -29,6 +31,10 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * prints a usage error and returns CLI_USAGE. */
 int cli_int(const char *cmd, const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
 int cli_float(const char *cmd, const char *flag, const char *s, double *out);
+
+/* Parses token ids separated by spaces, commas or newlines into a malloc'd
+ * array. Returns 0, or CLI_USAGE after printing which part is not an id. */
+int cli_parse_ids(const char *cmd, const char *s, int32_t **out, int *n);
 
 /* The model used when -m is not given: build/default.gguf beside the q36
  * binary (made by `make run`). Returns a static string. */

@@ -14,6 +14,8 @@ static const struct {
     int (*fn)(int, char **);
     const char *what;
 } commands[] = {
+    { "run",   cmd_run,   "generate text from a prompt (or ids), streaming it" },
+    { "chat",  cmd_chat,  "interactive chat with the model's chat template" },
     { "info",  cmd_info,  "architecture, geometry, parameter count and tensors of a GGUF" },
     { "synth", cmd_synth, "write a random-weight qwen35/qwen35moe GGUF of real geometry" },
     { "tokenize",   cmd_tokenize,   "text to token ids with the model's tokenizer" },
@@ -65,6 +67,40 @@ int cli_float(const char *cmd, const char *flag, const char *s, double *out)
     if (!s || !*s || *end || errno)
         return cli_usage(cmd, "%s expects a number, got '%s'", flag, s ? s : "(nothing)");
     *out = v;
+    return 0;
+}
+
+int cli_parse_ids(const char *cmd, const char *s, int32_t **out, int *n)
+{
+    int cap = 64, k = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (!v)
+        return cli_usage(cmd, "out of memory");
+    for (;;) {
+        while (*s == ' ' || *s == ',' || *s == '\n' || *s == '\t' || *s == '\r')
+            s++;
+        if (!*s)
+            break;
+        char *end;
+        errno = 0;
+        long x = strtol(s, &end, 10);
+        if (end == s || errno || x < 0 || x > INT32_MAX) {
+            free(v);
+            return cli_usage(cmd, "expected token ids (non-negative integers), found '%.20s'", s);
+        }
+        if (k == cap) {
+            int32_t *w = realloc(v, (size_t)(cap *= 2) * sizeof *v);
+            if (!w) {
+                free(v);
+                return cli_usage(cmd, "out of memory");
+            }
+            v = w;
+        }
+        v[k++] = (int32_t)x;
+        s = end;
+    }
+    *out = v;
+    *n = k;
     return 0;
 }
 
