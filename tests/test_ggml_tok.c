@@ -317,6 +317,16 @@ static void check_random(const ctx *c, int count)
         free(q);
     }
     t_ok(cname);
+
+    /* The same kind of strings joined into one long text (the piece cache
+     * of tok_encode works on texts of 4 KB and more). */
+    size_t cap = 256 * 1024, n = 0;
+    char *big = malloc(cap + sizeof buf);
+    while (n < cap)
+        n += gen_random(&r, big + n, sizeof buf);
+    snprintf(cname, sizeof cname, "random_joined_%zuKB", n / 1024);
+    check_text(c, cname, big, n, true, false);
+    free(big);
 }
 
 /* A 4-byte sequence above U+10FFFF makes llama.cpp v0.5.0 abort; q36 reads
