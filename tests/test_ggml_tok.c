@@ -386,6 +386,8 @@ int main(void)
         check_text(&c, "one_space", " ", 1, true, true);
         check_text(&c, "only_special", "<|im_start|>", 12, true, true);
         check_text(&c, "hello", "Hello, world!", 13, true, true);
+        check_text(&c, "nul_bytes", "a\0b\0\0 c\0", 8, true, true);
+        check_text(&c, "adjacent_specials", "<|im_start|><|im_start|><|im_end|><think></think></s></s>x", 58, true, true);
         check_corpus(&c);
         size_t glen;
         char *g = tt_gen_mixed(1u << 20, &glen);
