@@ -1,6 +1,7 @@
 /* dot_impl.h: private declarations of the per-type dot products that
  * quant.c puts in its type table: the references (dot_ref.c) and the
- * AVX2+FMA+F16C twins (dot_avx2.c, dot_avx2_iq.c). Not for use outside src/quant. */
+ * AVX2+FMA+F16C twins (dot_avx2.c, dot_avx2_iq.c) and the AVX-512 ones of
+ * the types that have them (dot_avx512.c). Not for use outside src/quant. */
 #ifndef Q36_QUANT_DOT_IMPL_H
 #define Q36_QUANT_DOT_IMPL_H
 
@@ -24,6 +25,13 @@ QDOTX(q2_K); QDOTX(q3_K); QDOTX(q4_K); QDOTX(q5_K); QDOTX(q6_K); QDOTX(iq4_xs);
 QDOTX(iq2_xxs); QDOTX(iq2_xs); QDOTX(iq2_s); QDOTX(iq3_xxs); QDOTX(iq3_s); QDOTX(iq1_s);
 QDOTX(iq1_m); QDOTX(q1_0); QDOTX(q2_0); QDOTX(nvfp4); QDOTX(tq2_0); QDOTX(tq1_0);
 #undef QDOTX
+
+#define QUANT_HAVE_AVX512 1
+#define QDOTZ(name) float quant_dot_##name##_avx512(int64_t n, const void *w, const void *a)
+QDOTZ(f32); QDOTZ(f16); QDOTZ(bf16);
+QDOTZ(q4_0); QDOTZ(q4_1); QDOTZ(q5_0); QDOTZ(q5_1); QDOTZ(q8_0); QDOTZ(iq4_nl); QDOTZ(mxfp4);
+QDOTZ(q4_K); QDOTZ(q5_K); QDOTZ(q6_K); QDOTZ(iq4_xs);
+#undef QDOTZ
 #endif
 
 #endif

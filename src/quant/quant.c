@@ -1,6 +1,7 @@
 /* quant.c: the per-type table of src/quant (dequantizer, activation type,
  * reference and fast dot product) and the public entry points of quant.h.
- * The fast kernel of a type is chosen once, by CPU feature, on first use. */
+ * The kernels of each path (reference, AVX2, AVX-512) and the fast kernel
+ * of a type are chosen once, by CPU feature, on first use. */
 #include "quant.h"
 
 #include <math.h>
@@ -59,11 +60,23 @@ float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a)
     return ops[type].dot_ref(n, w, a);
 }
 
-/* The fast kernels, filled once (pthread_once) on first use. */
+/* The kernels of each path and the fastest per type, filled once
+ * (pthread_once) on first use; a path's table stays all NULL when the CPU
+ * cannot run it. */
 static quant_dot_fn fast[QT_COUNT];
+static quant_dot_fn path_fn[QUANT_PATH_COUNT][QT_COUNT];
+static bool path_ok[QUANT_PATH_COUNT];
 static pthread_once_t fast_once = PTHREAD_ONCE_INIT;
 
 #ifdef QUANT_HAVE_AVX2
+/* xgetbv(0): the register state the OS saves on context switches */
+static unsigned xcr0(void)
+{
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return lo;
+}
+
 /* AVX2, FMA and F16C, with the OS saving the YMM registers. Read with
  * cpuid directly: clang's __builtin_cpu_supports has no "f16c". */
 static int cpu_has_avx2_fma_f16c(void)
@@ -74,23 +87,35 @@ static int cpu_has_avx2_fma_f16c(void)
     const int fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
     if (!(fma && osxsave && avx && f16c))
         return 0;
-    unsigned lo, hi;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 6) != 6)                  /* XMM and YMM state enabled */
+    if ((xcr0() & 6) != 6)              /* XMM and YMM state enabled */
         return 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
         return 0;
     return b >> 5 & 1;
+}
+
+/* AVX-512 F (leaf 7 ebx bit 16), BW (30) and VL (31) on top of the AVX2
+ * set, with the OS saving the opmask and all ZMM state (xcr0 bits 5-7). */
+static int cpu_has_avx512_fbwvl(void)
+{
+    unsigned a, b, c, d;
+    if (!cpu_has_avx2_fma_f16c() || (xcr0() & 0xE6) != 0xE6)
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1);
 }
 #endif
 
 static void fast_init(void)
 {
     for (int t = 0; t < QT_COUNT; t++)
-        fast[t] = ops[t].dot_ref;
+        path_fn[QUANT_PATH_REF][t] = ops[t].dot_ref;
+    path_ok[QUANT_PATH_REF] = true;
 #ifdef QUANT_HAVE_AVX2
     if (cpu_has_avx2_fma_f16c()) {
-#define FAST(t, name) fast[QT_##t] = quant_dot_##name##_avx2
+        path_ok[QUANT_PATH_AVX2] = true;
+#define FAST(t, name) path_fn[QUANT_PATH_AVX2][QT_##t] = quant_dot_##name##_avx2
         FAST(F32, f32); FAST(F16, f16); FAST(BF16, bf16);
         FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);
         FAST(Q8_0, q8_0); FAST(IQ4_NL, iq4_nl); FAST(MXFP4, mxfp4);
@@ -103,6 +128,40 @@ static void fast_init(void)
 #undef FAST
     }
 #endif
+#ifdef QUANT_HAVE_AVX512
+    if (cpu_has_avx512_fbwvl()) {
+        path_ok[QUANT_PATH_AVX512] = true;
+#define FAST(t, name) path_fn[QUANT_PATH_AVX512][QT_##t] = quant_dot_##name##_avx512
+        FAST(F32, f32); FAST(F16, f16); FAST(BF16, bf16);
+        FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);
+        FAST(Q8_0, q8_0); FAST(IQ4_NL, iq4_nl); FAST(MXFP4, mxfp4);
+        FAST(Q4_K, q4_K); FAST(Q5_K, q5_K); FAST(Q6_K, q6_K); FAST(IQ4_XS, iq4_xs);
+#undef FAST
+    }
+#endif
+    /* the fastest path with a kernel for the type */
+    for (int t = 0; t < QT_COUNT; t++)
+        for (int p = 0; p < QUANT_PATH_COUNT; p++)
+            if (path_fn[p][t])
+                fast[t] = path_fn[p][t];
+}
+
+const char *quant_path_name(enum quant_path p)
+{
+    static const char *const names[QUANT_PATH_COUNT] = { "ref", "avx2", "avx512" };
+    return (unsigned)p < QUANT_PATH_COUNT ? names[p] : "?";
+}
+
+bool quant_path_available(enum quant_path p)
+{
+    pthread_once(&fast_once, fast_init);
+    return (unsigned)p < QUANT_PATH_COUNT && path_ok[p];
+}
+
+quant_dot_fn quant_vec_dot_fn_path(uint32_t type, enum quant_path p)
+{
+    pthread_once(&fast_once, fast_init);
+    return type < QT_COUNT && (unsigned)p < QUANT_PATH_COUNT ? path_fn[p][type] : NULL;
 }
 
 quant_dot_fn quant_vec_dot_fn(uint32_t type)
