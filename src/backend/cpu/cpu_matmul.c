@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../quant/quant.h"
 
@@ -19,6 +20,31 @@
 #define ROW_GRAIN 16   /* weight rows per work item */
 
 static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q);
+
+/* The dot product kernel for weight type `type`. The quant module's
+ * kernels agree with each other within a rounding bound, not bit for bit;
+ * the environment variable Q36_DOT_PATH (ref | avx2 | avx512, a diagnostic
+ * switch read here only) forces one family where the CPU has it. */
+static quant_dot_fn pick_dot(uint32_t type)
+{
+    const char *e = getenv("Q36_DOT_PATH");
+    if (e) {
+        enum quant_path p = !strcmp(e, "ref") ? QUANT_PATH_REF
+                          : !strcmp(e, "avx2") ? QUANT_PATH_AVX2 : QUANT_PATH_AVX512;
+        quant_dot_fn f = quant_vec_dot_fn_path(type, p);
+        if (f)
+            return f;
+    }
+    /* Q8_0: llama.cpp's x86 kernels (vec_dot and the llamafile GEMM) keep
+     * 8 float lanes per block even on AVX-512; the AVX2 kernel has that
+     * order and gives the same bits (measured on q36 synth files). */
+    if (type == QT_Q8_0) {
+        quant_dot_fn f = quant_vec_dot_fn_path(type, QUANT_PATH_AVX2);
+        if (f)
+            return f;
+    }
+    return quant_vec_dot_fn(type);
+}
 
 typedef struct {
     const be_weight *w;
@@ -76,7 +102,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = quant_vec_dot_fn(w->type),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(w->type),
     };
     cpu_for(be, N, ROW_GRAIN, mm_task, &j);
 }
@@ -163,7 +189,7 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = quant_vec_dot_fn(w->type),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(w->type),
     };
     cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
 }

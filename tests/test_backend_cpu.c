@@ -1,0 +1,516 @@
+/* test_backend_cpu.c: every op of the CPU backend (src/backend/backend.h)
+ * against a plain double-precision reference written here from the math
+ * (MODEL.md), over real Qwen3.5 shapes and odd ones (1, 31, 33, 255, 257).
+ * Each case seeds its RNG from its name. Tolerances are relative to the
+ * size of the terms (sum of |products|) times the unit roundoff and the
+ * number of roundings, so they fail on a wrong formula, not on order. */
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_internal.h"
+#include "quant/quant.h"
+#include "quant/fp16.h"
+
+static be_ctx *be1, *be3;
+
+static float gauss(t_rng *r)
+{
+    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static float *randv(t_rng *r, int64_t n, float scale)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = gauss(r) * scale;
+    return x;
+}
+
+static be_tensor *upload(be_ctx *be, const float *x, int64_t rows, int64_t cols)
+{
+    be_tensor *t = be_tensor_new(be, rows, cols);
+    be_write(be, t, 0, rows, x);
+    return t;
+}
+
+/* ---------------------------------------------------------------- dots */
+
+static void test_dot(int64_t n)
+{
+    char name[64];
+    snprintf(name, sizeof name, "cpu.dot_vec_%lld", (long long)n);
+    t_rng r = t_rng_named(name);
+    float *x = randv(&r, n, 1), *y = randv(&r, n, 1);
+    double ref = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ref += (double)x[i] * y[i];
+        mag += fabs((double)x[i] * y[i]);
+    }
+    float got = cpu_dot_vec(n, x, y);
+    double bound = (double)(n / 16 + 8) * 0x1p-24 * mag + 1e-30;
+    t_check(name, fabs(got - ref) <= bound, "got %.9g ref %.9g bound %.3g", got, ref, bound);
+    free(x);
+    free(y);
+}
+
+/* --------------------------------------------------------------- matmul */
+
+typedef struct {
+    gguf_tensor t;
+    void *data;
+    float *deq;    /* N*E rows of K */
+} wt;
+
+/* A weight of `type` with ne {K, N, E}: f32/f16/q8_0 from gaussians through
+ * the activation quantizer (the same block formats); q4_K/q6_K random
+ * blocks with small finite f16 scales. */
+static wt make_weight(t_rng *r, uint32_t type, int64_t K, int64_t N, int64_t E)
+{
+    wt w = { 0 };
+    uint64_t rb = quant_row_bytes(type, (uint64_t)K);
+    w.data = malloc(rb * (uint64_t)(N * E));
+    w.deq = malloc(sizeof(float) * (size_t)(K * N * E));
+    float *row = randv(r, K, 1);
+    for (int64_t i = 0; i < N * E; i++) {
+        uint8_t *dst = (uint8_t *)w.data + rb * (uint64_t)i;
+        if (type == QT_F32 || type == QT_F16 || type == QT_Q8_0) {
+            for (int64_t k = 0; k < K; k++)
+                row[k] = gauss(r);
+            quant_act_quantize(type, row, dst, K);
+        } else {
+            for (uint64_t b = 0; b < rb; b++)
+                dst[b] = (uint8_t)t_next(r);
+            const quant_type_info *ti = quant_type_get(type);
+            for (int64_t blk = 0; blk < K / ti->blck; blk++) {
+                uint8_t *bp = dst + blk * ti->size;
+                uint16_t d = quant_f32_to_f16(0.01f + 0.01f * t_uniform(r));
+                if (type == QT_Q4_K) {          /* d, dmin first */
+                    memcpy(bp, &d, 2);
+                    memcpy(bp + 2, &d, 2);
+                } else {                        /* q6_K: d last */
+                    memcpy(bp + ti->size - 2, &d, 2);
+                }
+            }
+        }
+        quant_dequant_row(type, dst, w.deq + i * K, K);
+    }
+    free(row);
+    w.t.name = "w";
+    w.t.type = type;
+    w.t.n_dims = 3;
+    w.t.ne[0] = (uint64_t)K; w.t.ne[1] = (uint64_t)N; w.t.ne[2] = (uint64_t)E; w.t.ne[3] = 1;
+    w.t.data = w.data;
+    w.t.nbytes = rb * (uint64_t)(N * E);
+    return w;
+}
+
+/* The reference of one output: the weight row (dequantized) times the
+ * activation row as the kernel sees it (quantized to vec_dot_type and back). */
+static double ref_out(const float *wrow, const float *a, int64_t K, uint32_t type, double *mag)
+{
+    int at = quant_vec_dot_type(type);
+    uint8_t *q = malloc(quant_row_bytes((uint32_t)at, (uint64_t)K));
+    float *ad = malloc(sizeof(float) * (size_t)K);
+    quant_act_quantize((uint32_t)at, a, q, K);
+    quant_dequant_row((uint32_t)at, q, ad, K);
+    double s = 0;
+    *mag = 0;
+    for (int64_t k = 0; k < K; k++) {
+        s += (double)wrow[k] * ad[k];
+        *mag += fabs((double)wrow[k] * ad[k]);
+    }
+    free(q);
+    free(ad);
+    return s;
+}
+
+static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.matmul_%s_%lldx%lld_r%lld", quant_type_name(type),
+             (long long)K, (long long)N, (long long)R);
+    t_rng r = t_rng_named(name);
+    wt w = make_weight(&r, type, K, N, 2);
+    be_weight *bw1, *bw3;
+    be_weight_bind(be1, &w.t, &bw1, NULL);
+    be_weight_bind(be3, &w.t, &bw3, NULL);
+    float *x = randv(&r, R * K, 1);
+    be_tensor *xt1 = upload(be1, x, R, K), *xt3 = upload(be3, x, R, K);
+    be_tensor *y1 = be_tensor_new(be1, R, N), *y3 = be_tensor_new(be3, R, N);
+    be_matmul(be1, bw1, 1, xt1, y1);
+    be_matmul(be3, bw3, 1, xt3, y3);
+    float *g1 = malloc(sizeof(float) * (size_t)(R * N)), *g3 = malloc(sizeof(float) * (size_t)(R * N));
+    be_read(be1, y1, 0, R, g1);
+    be_read(be3, y3, 0, R, g3);
+    double worst = 0;
+    bool ok = true;
+    for (int64_t i = 0; i < R && ok; i++)
+        for (int64_t n = 0; n < N; n++) {
+            double mag, ref = ref_out(w.deq + (N + n) * K, x + i * K, K, type, &mag);
+            double bound = (double)(K / 16 + 40) * 2.01 * 0x1p-24 * mag + 1e-30;
+            double e = fabs(g1[i * N + n] - ref) / bound;
+            worst = e > worst ? e : worst;
+            if (e > 1) { ok = false; break; }
+        }
+    bool same = !memcmp(g1, g3, sizeof(float) * (size_t)(R * N));
+    t_check(name, ok && same, "worst error/bound %.3g, 1 vs 3 threads identical: %d", worst, same);
+    be_tensor_free(be1, xt1); be_tensor_free(be1, y1);
+    be_tensor_free(be3, xt3); be_tensor_free(be3, y3);
+    free(x); free(g1); free(g3); free(w.data); free(w.deq);
+}
+
+static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64_t k, int64_t T,
+                           bool per_pair)
+{
+    char name[112];
+    snprintf(name, sizeof name, "cpu.matmul_id_%s_%lldx%lld_e%lld_k%lld_t%lld%s", quant_type_name(type),
+             (long long)K, (long long)N, (long long)E, (long long)k, (long long)T,
+             per_pair ? "_pairs" : "");
+    t_rng r = t_rng_named(name);
+    wt w = make_weight(&r, type, K, N, E);
+    be_weight *bw;
+    be_weight_bind(be3, &w.t, &bw, NULL);
+    int64_t xr = per_pair ? T * k : T;
+    float *x = randv(&r, xr * K, 1);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
+    for (int64_t i = 0; i < T * k; i++)
+        sel[i] = (int32_t)(t_next(&r) % (uint64_t)E);
+    be_tensor *xt = upload(be3, x, xr, K), *y = be_tensor_new(be3, T * k, N);
+    be_matmul_id(be3, bw, xt, sel, T, k, y);
+    float *g = malloc(sizeof(float) * (size_t)(T * k * N));
+    be_read(be3, y, 0, T * k, g);
+    double worst = 0;
+    for (int64_t p = 0; p < T * k; p++)
+        for (int64_t n = 0; n < N; n++) {
+            const float *a = x + (per_pair ? p : p / k) * K;
+            double mag, ref = ref_out(w.deq + (sel[p] * N + n) * K, a, K, type, &mag);
+            double e = fabs(g[p * N + n] - ref) / ((double)(K / 16 + 40) * 2.01 * 0x1p-24 * mag + 1e-30);
+            worst = e > worst ? e : worst;
+        }
+    t_check(name, worst <= 1, "worst error/bound %.3g", worst);
+    be_tensor_free(be3, xt); be_tensor_free(be3, y);
+    free(x); free(g); free(sel); free(w.data); free(w.deq);
+}
+
+/* ----------------------------------------------------------- row ops */
+
+static void test_rms(int64_t rows, int64_t cols, int64_t group, bool weight)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.rms_norm_%lldx%lld_g%lld%s", (long long)rows, (long long)cols,
+             (long long)group, weight ? "_w" : "");
+    t_rng r = t_rng_named(name);
+    float *x = randv(&r, rows * cols, 3), *wv = randv(&r, group, 1);
+    gguf_tensor gt = { .name = "n", .type = QT_F32, .n_dims = 1, .ne = { (uint64_t)group, 1, 1, 1 },
+                       .data = wv, .nbytes = (uint64_t)group * 4 };
+    be_weight *bw = NULL;
+    if (weight)
+        be_weight_bind(be1, &gt, &bw, NULL);
+    be_tensor *t = upload(be1, x, rows, cols);
+    be_rms_norm(be1, t, bw, 1e-6f, group, t);
+    float *g = malloc(sizeof(float) * (size_t)(rows * cols));
+    be_read(be1, t, 0, rows, g);
+    double worst = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t g0 = 0; g0 < cols; g0 += group) {
+            double ss = 0;
+            for (int64_t c = 0; c < group; c++)
+                ss += (double)x[i * cols + g0 + c] * x[i * cols + g0 + c];
+            double sc = 1 / sqrt(ss / group + 1e-6);
+            for (int64_t c = 0; c < group; c++) {
+                double ref = x[i * cols + g0 + c] * sc * (weight ? wv[c] : 1);
+                double e = fabs(g[i * cols + g0 + c] - ref) / (fabs(ref) + 1e-30);
+                worst = e > worst ? e : worst;
+            }
+        }
+    t_check(name, worst < 8 * 0x1p-24, "worst relative error %.3g", worst);
+    be_tensor_free(be1, t);
+    free(x); free(wv); free(g);
+}
+
+static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, int64_t pos0)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.rope_h%lld_hd%lld_r%lld_p%lld", (long long)heads, (long long)hd,
+             (long long)n_rot, (long long)pos0);
+    t_rng r = t_rng_named(name);
+    int64_t cols = heads * hd;
+    float *x = randv(&r, rows * cols, 1);
+    be_tensor *t = upload(be1, x, rows, cols);
+    int32_t sec[4] = { (int32_t)(n_rot / 2 - n_rot / 2 / 3 * 2), (int32_t)(n_rot / 2 / 3),
+                       (int32_t)(n_rot / 2 / 3), 0 };
+    be_rope(be1, t, hd, n_rot, sec, 1e7f, pos0);
+    float *g = malloc(sizeof(float) * (size_t)(rows * cols));
+    be_read(be1, t, 0, rows, g);
+    double worst = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        double p = (double)(pos0 + i);
+        for (int64_t h = 0; h < heads; h++) {
+            const float *v = x + i * cols + h * hd;
+            const float *o = g + i * cols + h * hd;
+            for (int64_t d = 0; d < hd; d++) {
+                double ref = v[d];
+                if (d < n_rot) {
+                    /* the contract: theta_j = p * r^j by j float products
+                     * (r = powf(1e7, -2/n_rot)); pairs outside the three
+                     * text sections take the 4th position, 0 */
+                    int64_t j = d % (n_rot / 2);
+                    float thf = (float)p, rr = powf(1e7f, -2.0f / (float)n_rot);
+                    for (int64_t m = 0; m < j; m++)
+                        thf *= rr;
+                    int sd = sec[0] + sec[1] + sec[2] + sec[3], sc = (int)(j % sd);
+                    bool in3 = (sc % 3 == 0 && sc < 3 * sec[0]) || (sc % 3 == 1 && sc < 3 * sec[1]) ||
+                               (sc % 3 == 2 && sc < 3 * sec[2]);
+                    double th = in3 ? thf : 0.0;
+                    double x0 = v[j], x1 = v[j + n_rot / 2];
+                    ref = d < n_rot / 2 ? x0 * cos(th) - x1 * sin(th) : x0 * sin(th) + x1 * cos(th);
+                }
+                double e = fabs(o[d] - ref);
+                worst = e > worst ? e : worst;
+            }
+        }
+    }
+    t_check(name, worst < 1e-5, "worst error %.3g", worst);
+    be_tensor_free(be1, t);
+    free(x); free(g);
+}
+
+static void test_attention(int64_t T, int64_t pos0, int64_t Hq, int64_t Hkv, int64_t hd)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.attention_t%lld_p%lld_h%lld_kv%lld_hd%lld", (long long)T,
+             (long long)pos0, (long long)Hq, (long long)Hkv, (long long)hd);
+    t_rng r = t_rng_named(name);
+    int64_t n = pos0 + T, kvw = Hkv * hd;
+    float *q = randv(&r, T * Hq * hd, 1), *k = randv(&r, n * kvw, 1), *v = randv(&r, n * kvw, 1);
+    be_tensor *kc = be_tensor_new(be3, n + 5, kvw), *vc = be_tensor_new(be3, n + 5, kvw);
+    be_tensor *kt = upload(be3, k, n, kvw), *vt = upload(be3, v, n, kvw);
+    be_kv_store(be3, kc, vc, kt, vt, 0);
+    be_tensor *qt = upload(be3, q, T, Hq * hd), *ot = be_tensor_new(be3, T, Hq * hd);
+    const float scale = 1.0f / sqrtf((float)hd);
+    be_attention(be3, qt, kc, vc, pos0, Hq, Hkv, hd, scale, ot);
+    float *g = malloc(sizeof(float) * (size_t)(T * Hq * hd));
+    be_read(be3, ot, 0, T, g);
+    double worst = 0, *s = malloc(sizeof(double) * (size_t)n);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < Hq; h++) {
+            int64_t kh = h / (Hq / Hkv), m = pos0 + t + 1;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t p = 0; p < m; p++) {
+                double d = 0;
+                for (int64_t i = 0; i < hd; i++)
+                    d += (double)q[(t * Hq + h) * hd + i] * k[p * kvw + kh * hd + i];
+                s[p] = d * scale;
+                mx = s[p] > mx ? s[p] : mx;
+            }
+            for (int64_t p = 0; p < m; p++)
+                sum += (s[p] = exp(s[p] - mx));
+            for (int64_t i = 0; i < hd; i++) {
+                double o = 0;
+                for (int64_t p = 0; p < m; p++)
+                    o += s[p] / sum * v[p * kvw + kh * hd + i];
+                double e = fabs(g[(t * Hq + h) * hd + i] - o);
+                worst = e > worst ? e : worst;
+            }
+        }
+    t_check(name, worst < 2e-5, "worst abs error %.3g", worst);
+    be_tensor *all[] = { kc, vc, kt, vt, qt, ot };
+    for (int i = 0; i < 6; i++)
+        be_tensor_free(be3, all[i]);
+    free(q); free(k); free(v); free(g); free(s);
+}
+
+static void test_conv(int64_t T, int64_t C, int64_t Kc)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.ssm_conv_t%lld_c%lld_k%lld", (long long)T, (long long)C, (long long)Kc);
+    t_rng r = t_rng_named(name);
+    float *x = randv(&r, T * C, 1), *tail0 = randv(&r, C * (Kc - 1), 1), *wv = randv(&r, C * Kc, 1);
+    gguf_tensor gt = { .name = "c", .type = QT_F32, .n_dims = 2, .ne = { (uint64_t)Kc, (uint64_t)C, 1, 1 },
+                       .data = wv, .nbytes = (uint64_t)(C * Kc) * 4 };
+    be_weight *bw;
+    be_weight_bind(be3, &gt, &bw, NULL);
+    be_tensor *xt = upload(be3, x, T, C), *tl = upload(be3, tail0, C, Kc - 1), *y = be_tensor_new(be3, T, C);
+    be_ssm_conv(be3, xt, tl, bw, y);
+    float *g = malloc(sizeof(float) * (size_t)(T * C)), *tg = malloc(sizeof(float) * (size_t)(C * (Kc - 1)));
+    be_read(be3, y, 0, T, g);
+    be_read(be3, tl, 0, C, tg);
+    double worst = 0;
+    bool tail_ok = true;
+    for (int64_t c = 0; c < C; c++) {
+        /* the window: tail then x, one channel */
+        double win[600];
+        for (int64_t i = 0; i < Kc - 1; i++)
+            win[i] = tail0[c * (Kc - 1) + i];
+        for (int64_t t = 0; t < T; t++)
+            win[Kc - 1 + t] = x[t * C + c];
+        for (int64_t t = 0; t < T; t++) {
+            double s = 0;
+            for (int64_t i = 0; i < Kc; i++)
+                s += win[t + i] * wv[c * Kc + i];
+            double e = fabs(g[t * C + c] - s);
+            worst = e > worst ? e : worst;
+        }
+        for (int64_t i = 0; i < Kc - 1; i++)
+            tail_ok &= tg[c * (Kc - 1) + i] == (float)win[T + i];
+    }
+    t_check(name, worst < 1e-5 && tail_ok, "worst %.3g tail %d", worst, tail_ok);
+    be_tensor_free(be3, xt); be_tensor_free(be3, tl); be_tensor_free(be3, y);
+    free(x); free(tail0); free(wv); free(g); free(tg);
+}
+
+static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.deltanet_t%lld_hk%lld_hv%lld_dk%lld", (long long)T, (long long)Hk,
+             (long long)Hv, (long long)dk);
+    t_rng r = t_rng_named(name);
+    int64_t W = (2 * Hk + Hv) * dk;
+    float *qkv = randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = randv(&r, Hv * dk * dk, 0.1f);
+    /* unit q and k, as after the L2 norm */
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < 2 * Hk; h++) {
+            float *v = qkv + t * W + h * dk;
+            double n2 = 0;
+            for (int64_t i = 0; i < dk; i++)
+                n2 += (double)v[i] * v[i];
+            for (int64_t i = 0; i < dk; i++)
+                v[i] = (float)(v[i] / sqrt(n2));
+        }
+    for (int64_t i = 0; i < T * Hv; i++) {
+        g[i] = -t_uniform(&r);
+        b[i] = t_uniform(&r);
+    }
+    be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
+    be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
+    be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+    float *o = malloc(sizeof(float) * (size_t)(T * Hv * dk)), *Sg = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
+    be_read(be3, ot, 0, T, o);
+    be_read(be3, St, 0, Hv, Sg);
+    double worst = 0, *S = malloc(sizeof(double) * (size_t)(dk * dk)), *e = malloc(sizeof(double) * (size_t)dk);
+    for (int64_t h = 0; h < Hv; h++) {
+        for (int64_t i = 0; i < dk * dk; i++)
+            S[i] = S0[h * dk * dk + i];          /* [j*dk + i] = S[i][j] */
+        int64_t kh = h % Hk;
+        for (int64_t t = 0; t < T; t++) {
+            const float *q = qkv + t * W + kh * dk, *k = qkv + t * W + (Hk + kh) * dk;
+            const float *v = qkv + t * W + (2 * Hk + h) * dk;
+            double dec = exp(g[t * Hv + h]), be_ = b[t * Hv + h];
+            for (int64_t i = 0; i < dk * dk; i++)
+                S[i] *= dec;
+            for (int64_t j = 0; j < dk; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < dk; i++)
+                    s += S[j * dk + i] * k[i];
+                e[j] = be_ * (v[j] - s);
+            }
+            for (int64_t j = 0; j < dk; j++)
+                for (int64_t i = 0; i < dk; i++)
+                    S[j * dk + i] += k[i] * e[j];
+            for (int64_t j = 0; j < dk; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < dk; i++)
+                    s += S[j * dk + i] * q[i];
+                double d = fabs(o[(t * Hv + h) * dk + j] - s / sqrt((double)dk));
+                worst = d > worst ? d : worst;
+            }
+        }
+        for (int64_t i = 0; i < dk * dk; i++) {
+            double d = fabs(Sg[h * dk * dk + i] - S[i]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    t_check(name, worst < 1e-4, "worst abs error %.3g (output and state)", worst);
+    be_tensor *all[] = { qt, gt, bt, St, ot };
+    for (int i = 0; i < 5; i++)
+        be_tensor_free(be3, all[i]);
+    free(qkv); free(g); free(b); free(S0); free(o); free(Sg); free(S); free(e);
+}
+
+static void test_moe_route(int64_t T, int64_t E, int64_t k)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.moe_route_t%lld_e%lld_k%lld", (long long)T, (long long)E, (long long)k);
+    t_rng r = t_rng_named(name);
+    float *l = randv(&r, T * E, 2);
+    be_tensor *lt = upload(be1, l, T, E), *wt_ = be_tensor_new(be1, T, k);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
+    be_moe_route(be1, lt, k, sel, wt_);
+    float *w = malloc(sizeof(float) * (size_t)(T * k));
+    be_read(be1, wt_, 0, T, w);
+    bool ok = true;
+    double worst = 0;
+    for (int64_t t = 0; t < T && ok; t++) {
+        const float *lr = l + t * E;
+        double mx = -INFINITY, sk = 0;
+        for (int64_t e = 0; e < E; e++)
+            mx = lr[e] > mx ? lr[e] : mx;
+        for (int64_t i = 0; i < k; i++) {
+            /* rank i: exactly i logits are larger */
+            int64_t larger = 0;
+            for (int64_t e = 0; e < E; e++)
+                larger += lr[e] > lr[sel[t * k + i]];
+            ok &= larger == i;
+            sk += exp(lr[sel[t * k + i]] - mx);
+        }
+        for (int64_t i = 0; i < k; i++) {
+            double ref = exp(lr[sel[t * k + i]] - mx) / sk;
+            double e = fabs(w[t * k + i] - ref);
+            worst = e > worst ? e : worst;
+        }
+    }
+    t_check(name, ok && worst < 1e-6, "ranks ok %d, worst weight error %.3g", ok, worst);
+    be_tensor_free(be1, lt); be_tensor_free(be1, wt_);
+    free(l); free(sel); free(w);
+}
+
+int main(void)
+{
+    q36_err err = { 0 };
+    if (be_cpu_new(1, &be1, &err) || be_cpu_new(3, &be3, &err)) {
+        t_fail("cpu.new", "%s", err.msg);
+        return t_exit();
+    }
+    int64_t ns[] = { 1, 31, 33, 64, 128, 255, 257, 4096 };
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        test_dot(ns[i]);
+    uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K };
+    for (size_t i = 0; i < 5; i++) {
+        test_matmul(types[i], 256, 33, 1);
+        test_matmul(types[i], 512, 31, 7);
+        test_matmul(types[i], 1024, 64, 65);
+    }
+    test_matmul(QT_Q8_0, 32, 1, 3);
+    test_matmul_id(QT_Q8_0, 256, 48, 8, 2, 5, false);
+    test_matmul_id(QT_Q4_K, 256, 33, 16, 3, 9, true);
+    test_matmul_id(QT_F32, 64, 16, 4, 1, 1, false);
+    test_rms(7, 1024, 1024, true);
+    test_rms(33, 256, 64, true);
+    test_rms(1, 255, 255, false);
+    test_rms(5, 512, 128, false);
+    test_rope(3, 2, 256, 64, 0);
+    test_rope(5, 3, 128, 32, 4000);
+    test_rope(2, 4, 64, 16, 262000);
+    test_attention(1, 0, 2, 1, 64);
+    test_attention(7, 0, 4, 2, 64);
+    test_attention(5, 33, 8, 2, 256);
+    test_attention(1, 257, 6, 3, 128);
+    test_conv(1, 96, 4);
+    test_conv(33, 200, 4);
+    test_conv(2, 64, 2);
+    test_deltanet(1, 2, 4, 32);
+    test_deltanet(31, 2, 4, 32);
+    test_deltanet(9, 2, 2, 128);
+    test_deltanet(3, 1, 3, 64);
+    test_moe_route(9, 64, 8);
+    test_moe_route(3, 4, 1);
+    test_moe_route(1, 256, 8);
+    be_free(be1);
+    be_free(be3);
+    return t_exit();
+}
