@@ -550,11 +550,11 @@ static void dist_case(const char *name, int32_t n, float sd, smp_params p, bool 
                name, N, support, x, df, chi2_crit(df));
     t_check(name, good, "%s", why);
 
-    /* power: the same draws against llama.cpp at 1.15 times the temperature */
+    /* power: the same draws against llama.cpp at 1.3 times the temperature */
     char pname[160];
     snprintf(pname, sizeof pname, "%s/power", name);
     smp_params q = p;
-    q.temp = p.temp * 1.15f;
+    q.temp = p.temp * 1.3f;
     oracle_probs(&q, l, n, hist, nh, prob, buf);
     bool rej = !fit(cnt, prob, n, N, &x, &df, why, sizeof why);
     printf("# %s: chi-square %.1f (df %d, 0.999 quantile %.1f); %s\n", pname, x, df, chi2_crit(df), why);

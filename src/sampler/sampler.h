@@ -25,10 +25,12 @@
  *   reproducible streams within q36; they do not reproduce llama.cpp's
  *   mt19937 streams, only its distributions.
  *
- * Cost per call for vocabulary n and top_k k: one pass over the logits plus
- * O(n log k) worst case for the selection (O(n) typical: most logits fail one
- * compare), and O(k log k) after it. With top_k off, top_p sorts only the
- * prefix it needs (quickselect chunks). No allocation after smp_new.
+ * Cost per call for vocabulary n and top_k k: one pass over the logits (most
+ * fail one compare against a rising bar) plus expected O(k log(n/k))
+ * quickselect work, then O(k log k) to sort the k. With top_k off, top_p
+ * finds its prefix by a weighted quickselect, expected O(n), no sort; that
+ * path and a chain with no filter compute one expf per id. No allocation
+ * after smp_new.
  *
  * Logits must be finite or -inf; NaN gives an unspecified (but valid) id.
  *

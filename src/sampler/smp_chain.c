@@ -6,8 +6,10 @@
  * and min_p's threshold depends only on the largest logit, which top_p always
  * keeps. So applying them in sequence keeps the shorter of the two prefixes,
  * each computed on the set top_k left; that lets min_p filter first when
- * top_k is off, so top_p sorts only min_p's survivors (its probabilities
- * still use the softmax over everything top_k left, as in sequence).
+ * top_k is off, so top_p searches only min_p's survivors (its probabilities
+ * still use the softmax over everything top_k left, as in sequence). With
+ * top_k on, candidates are sorted and top_p walks them; with it off, top_p
+ * finds its prefix by a weighted quickselect, without sorting.
  */
 #include "smp_internal.h"
 
@@ -72,21 +74,19 @@ static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
             k++;
         keep = k;
     }
-    if (use_p) {
+    if (use_p && sorted == m) {      /* top_k sorted them: walk */
         double cum = 0.0;
-        for (int32_t i = 0; i < m; i++) {
-            if (i == sorted) {       /* sort the next chunk, growing geometrically */
-                int32_t to = sorted + (sorted < 64 ? 64 : sorted);
-                smp_sort_prefix(c, m, sorted, to);
-                sorted = to < m ? to : m;
-            }
-            cum += expf(c[i].logit - max) / zp;
-            if (cum >= P->top_p) {
-                if (i + 1 < keep)
-                    keep = i + 1;
+        for (int32_t i = 0; i < keep; i++) {
+            cum += expf(c[i].logit - max);
+            if (cum >= P->top_p * zp) {
+                keep = i + 1;
                 break;
             }
         }
+    } else if (use_p) {              /* unsorted: weighted quickselect */
+        for (int32_t i = 0; i < m; i++)
+            c[i].p = expf(c[i].logit - max);
+        keep = smp_mass_prefix(c, m, P->top_p * zp);
     }
     m = keep;
 

@@ -50,9 +50,10 @@ int32_t smp_argmax(const smp *s, const float *logits, int32_t n);
 void smp_top_k(smp *s, const float *logits, int32_t n, int32_t k);
 /* Candidate order: larger logit first, lower id among equals (qsort style). */
 int smp_cand_cmp(const void *a, const void *b);
-/* Given c[0..from) sorted and every element of c[from..m) ordered after
- * them, moves the best (to - from) of c[from..m) into c[from..to), sorted. */
-void smp_sort_prefix(smp_cand *c, int32_t m, int32_t from, int32_t to);
+/* With c[i].p the weight of each of c[0..m), moves the shortest best-first
+ * prefix whose weights sum (in double) to >= mass into c[0..keep), in
+ * no particular order, and returns keep (m when the total falls short). */
+int32_t smp_mass_prefix(smp_cand *c, int32_t m, double mass);
 
 /* ---- random stream (smp_rng.c) ---- */
 void     smp_rng_seed(smp *s);      /* from s->par.seed, or the OS for SMP_SEED_RANDOM */
