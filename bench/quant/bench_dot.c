@@ -9,8 +9,9 @@
  *      -DQ36_ORACLE_LIB="\"$L\"" bench/quant/bench_dot.c build/libq36.a \
  *      -ldl -lm -pthread -o build/bench_dot
  * It links no ggml library: libggml-cpu-<variant>.so is dlopened from
- * $LIB (default: the folder above, compiled in), and finds its
- * libggml-base.so beside it ($ORIGIN).
+ * $LIB (default: lib/ beside the executable if it has libggml-base.so,
+ * else the folder above, compiled in), and finds its libggml-base.so
+ * beside it ($ORIGIN).
  *
  *   build/bench_dot [-p PATHS] [-g VARIANT] [-r REPS] [-t TYPES] [N...]
  *     -p  comma list of ref,avx2,avx512 (default: all this CPU has)
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ggml.h"
 #include "ggml-cpu.h"
@@ -76,6 +78,26 @@ static int open_variant(const char *dir, const char *v, void **handle)
     else
         dlclose(h);
     return sc;
+}
+
+/* lib/ beside the executable when it holds libggml-base.so (the folder
+ * bench/quant/device_prep.sh makes), else the compiled-in oracle folder */
+static const char *default_lib_dir(void)
+{
+    static char dir[1024];
+    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 32);
+    if (k > 0) {
+        dir[k] = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            strcpy(slash, "/lib/libggml-base.so");
+            if (access(dir, R_OK) == 0) {
+                slash[4] = 0;
+                return dir;
+            }
+        }
+    }
+    return Q36_ORACLE_LIB;
 }
 
 static traits_fn load_ggml(const char *dir, const char *want, char *chosen, size_t cn)
@@ -222,7 +244,7 @@ int main(int argc, char **argv)
         reps = 7;
     if (!nlen)
         lens[0] = 1024, lens[1] = 4096, lens[2] = 16384, nlen = 3;
-    const char *dir = getenv("LIB") && *getenv("LIB") ? getenv("LIB") : Q36_ORACLE_LIB;
+    const char *dir = getenv("LIB") && *getenv("LIB") ? getenv("LIB") : default_lib_dir();
     char chosen[64] = "";
     traits_fn traits = load_ggml(dir, variant, chosen, sizeof chosen);
     if (!traits)

@@ -77,6 +77,12 @@ AVX512 static inline __m512i halves16(int a, int b)
     return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
 }
 
+/* int32 vector of a in the low 256 bits and b in the high ones */
+AVX512 static inline __m512i halves32(int a, int b)
+{
+    return _mm512_inserti64x4(_mm512_set1_epi32(a), _mm256_set1_epi32(b), 1);
+}
+
 /* byte vector of a in the low 256 bits and b in the high ones */
 AVX512 static inline __m512i halves8(int a, int b)
 {

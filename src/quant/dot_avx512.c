@@ -141,47 +141,75 @@ AVX512 INLINE static inline __m512i b32_codes(enum b32_kind k, const uint8_t *w,
     return _mm512_setzero_si512();
 }
 
-/* acc + (scale of each block) * (its 32 products), for the blocks at w
- * and w + ws against a and a + as; the second block counts `second`
- * times (0 or 1: a lone last block is read twice and counted once).
- * *ms gets the Q4_1/Q5_1 min terms m * s. */
-AVX512 INLINE static inline __m512 b32_pair(enum b32_kind k, const uint8_t *w, size_t ws, const uint8_t *a,
-                                     size_t as, float second, __m512i lut, __m512 acc, float *ms)
+/* The 16 int32 sums of 4 products of the blocks at w and w + ws (ws 0:
+ * the same block twice) against a and a + as: lanes 0..7 the first
+ * block, 8..15 the second. */
+AVX512 INLINE static inline __m512i b32_isum(enum b32_kind k, const uint8_t *w, size_t ws, const uint8_t *a,
+                                            size_t as, __m512i lut)
 {
     const int qo = b32_act(k) == 36 ? 4 : 2;
     const __m512i x = b32_codes(k, w, ws, lut);
     const __m512i y = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + qo))),
                                          _mm256_loadu_si256((const __m256i *)(a + as + qo)), 1);
-    __m512i p;
-    if (k == K_Q4_1 || k == K_Q5_1) {
-        p = _mm512_madd_epi16(_mm512_maddubs_epi16(x, y), _mm512_set1_epi16(1));
-        *ms += f16c(w + 2) * f16c(a + 2) + second * (f16c(w + ws + 2) * f16c(a + as + 2));
-    } else {
-        p = dot4_i8x(x, y);
-    }
-    const __m512 d = halves_ps(b32_scale(k, w) * f16c(a), second * (b32_scale(k, w + ws) * f16c(a + as)));
-    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc);
+    if (k == K_Q4_1 || k == K_Q5_1)
+        return _mm512_madd_epi16(_mm512_maddubs_epi16(x, y), _mm512_set1_epi16(1));
+    return dot4_i8x(x, y);
 }
 
+/* the f16 fields at p, p + s, p + 2s, p + 3s as four f32 lanes (packed in
+ * a general register first: one vector insert instead of four) */
+AVX512 static inline __m128 f16x4(const uint8_t *p, size_t s)
+{
+    const uint64_t v = (uint64_t)quant_rd16(p) | (uint64_t)quant_rd16(p + s) << 16 |
+                       (uint64_t)quant_rd16(p + 2 * s) << 32 | (uint64_t)quant_rd16(p + 3 * s) << 48;
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
+}
+
+/* the weight scales of four blocks bs bytes apart */
+AVX512 INLINE static inline __m128 b32_scale4(enum b32_kind k, const uint8_t *w, size_t bs)
+{
+    if (k == K_MXFP4)
+        return _mm_setr_ps(quant_e8m0_half(w[0]), quant_e8m0_half(w[bs]), quant_e8m0_half(w[2 * bs]),
+                           quant_e8m0_half(w[3 * bs]));
+    return f16x4(w, bs);
+}
+
+/* Four blocks per step: their scale products d_w * d_a as one 4-lane
+ * vector, spread to the halves of the two pairs by vpermps; Q4_1/Q5_1
+ * add m * s in four lanes. A last pair or lone block (read twice, its
+ * copy weighted 0) takes scalar scales. */
 AVX512 INLINE static inline float dot_b32(int64_t n, const uint8_t *w, const uint8_t *a, enum b32_kind k)
 {
     const size_t bs = (size_t)b32_size(k), ab = (size_t)b32_act(k);
+    const int mins = k == K_Q4_1 || k == K_Q5_1;
     const __m512i lut = lut16x(k == K_MXFP4 ? quant_kvalues_fp4 : quant_kvalues_iq4nl);
+    const __m512i sel01 = halves32(0, 1), sel23 = halves32(2, 3);
     const int64_t nb = n / 32;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    __m128 ms4 = _mm_setzero_ps();
     float ms = 0.0f;
     int64_t i = 0;
     for (; i + 4 <= nb; i += 4, w += 4 * bs, a += 4 * ab) {
-        acc0 = b32_pair(k, w, bs, a, ab, 1.0f, lut, acc0, &ms);
-        acc1 = b32_pair(k, w + 2 * bs, bs, a + 2 * ab, ab, 1.0f, lut, acc1, &ms);
+        const __m512 d = _mm512_castps128_ps512(_mm_mul_ps(b32_scale4(k, w, bs), f16x4(a, ab)));
+        const __m512i p0 = b32_isum(k, w, bs, a, ab, lut);
+        const __m512i p1 = b32_isum(k, w + 2 * bs, bs, a + 2 * ab, ab, lut);
+        acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(sel01, d), _mm512_cvtepi32_ps(p0), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(sel23, d), _mm512_cvtepi32_ps(p1), acc1);
+        if (mins)
+            ms4 = _mm_fmadd_ps(f16x4(w + 2, bs), f16x4(a + 2, ab), ms4);
     }
-    if (i + 2 <= nb) {
-        acc0 = b32_pair(k, w, bs, a, ab, 1.0f, lut, acc0, &ms);
-        i += 2, w += 2 * bs, a += 2 * ab;
+    for (; i < nb; i += 2, w += 2 * bs, a += 2 * ab) {
+        const int two = i + 2 <= nb;
+        const size_t ws = two ? bs : 0, as = two ? ab : 0;
+        const float second = two ? 1.0f : 0.0f;
+        const __m512 d = halves_ps(b32_scale(k, w) * f16c(a), second * (b32_scale(k, w + ws) * f16c(a + as)));
+        acc0 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(b32_isum(k, w, ws, a, as, lut)), acc0);
+        if (mins)
+            ms += f16c(w + 2) * f16c(a + 2) + second * (f16c(w + ws + 2) * f16c(a + as + 2));
     }
-    if (i < nb)
-        acc1 = b32_pair(k, w, 0, a, 0, 0.0f, lut, acc1, &ms);
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + ms;
+    __m128 m2 = _mm_add_ps(ms4, _mm_movehl_ps(ms4, ms4));
+    m2 = _mm_add_ss(m2, _mm_movehdup_ps(m2));
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + (_mm_cvtss_f32(m2) + ms);
 }
 
 AVX512 float quant_dot_q8_0_avx512(int64_t n, const void *w, const void *a)
@@ -235,6 +263,22 @@ AVX512 static inline __m512i pick16(void)
                              0x20002, 0x20002, 0x20002, 0x20002, 0x30003, 0x30003, 0x30003, 0x30003);
 }
 
+/* quant_k4_scales_mins on one vector: the 12 scale bytes at s (16 read,
+ * within the block) give the eight 6-bit scales in bytes 0..7 and the
+ * eight mins in bytes 8..15. Dword lanes: 0 = sc[0..3] = a0 & 0x3F..,
+ * 1 = sc[4..7] = (a2 & 0x0F..) | (a0 >> 2 & 0x30..), 2 = m[0..3] = a1 &
+ * 0x3F.., 3 = m[4..7] = (a2 >> 4 & 0x0F..) | (a1 >> 2 & 0x30..). */
+AVX512 static inline __m128i k4_scales_mins_x(const uint8_t *s)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)s);
+    const __m128i t = _mm_shuffle_epi32(v, 0x98);                     /* a0 a2 a1 a2 */
+    const __m128i u = _mm_shuffle_epi32(v, 0x50);                     /* a0 a0 a1 a1 */
+    const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(0x3F));
+    const __m128i hl = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
+    const __m128i hh = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
+    return _mm_blend_epi32(lo, _mm_or_si128(hl, hh), 0xA);
+}
+
 /* Q4_K and Q5_K: chunk c (64 elements) is 32 bytes whose low nibbles are
  * sub-block 2c and high nibbles 2c+1: the bytes go to both halves, the
  * low half keeps the low nibbles, the high half the high ones, and the
@@ -249,13 +293,11 @@ AVX512 INLINE static inline float dot_k45_avx512(int64_t n, const uint8_t *w, co
     for (int64_t i = 0; i < n / 256; i++, w += bs, a += 292) {
         const uint8_t *q4 = w + (five ? 48 : 16), *q8 = a + 4;
         const __m512i qh = five ? bcast32(w + 16) : _mm512_setzero_si512();
-        uint8_t sc[8], mn[8];
-        quant_k4_scales_mins(w + 4, sc, mn);
+        const __m128i scmn = k4_scales_mins_x(w + 4);
         /* min term: m_k against bsums 2k and 2k+1, eight int32 lanes */
-        const __m128i mv = _mm_loadl_epi64((const __m128i *)mn);
-        const __m256i msum = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv)),
+        const __m256i msum = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn)),
                                                _mm256_loadu_si256((const __m256i *)(a + 260)));
-        const __m512i scv = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        const __m512i scv = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scmn));
         __m512i isum = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
@@ -269,9 +311,10 @@ AVX512 INLINE static inline float dot_k45_avx512(int64_t n, const uint8_t *w, co
             const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(2 * c))), scv);
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, s));
         }
-        const float da = q8k_d(a);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(da * f16c(w)), _mm512_cvtepi32_ps(isum), acc);
-        mins = _mm256_fmadd_ps(_mm256_set1_ps(da * f16c(w + 2)), _mm256_cvtepi32_ps(msum), mins);
+        /* d and dmin converted together, times the activation scale */
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)quant_rd32(w))), _mm_set1_ps(q8k_d(a)));
+        acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(isum), acc);
+        mins = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(msum), mins);
     }
     return _mm512_reduce_add_ps(acc) - hsum_ps(mins);
 }
