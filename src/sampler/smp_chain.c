@@ -47,15 +47,21 @@ static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
         for (int32_t b0 = 0; b0 < n; b0 += SMP_BLOCK) {
             int32_t len = n - b0 < SMP_BLOCK ? n - b0 : SMP_BLOCK;
             const float *v = smp_block(s, logits, b0, len, tmp);
-            for (int32_t j = 0; j < len; j++) {
-                if (use_p)
-                    zp += expf(v[j] - max);
-                if (v[j] >= thr)
-                    c[m++] = (smp_cand){ b0 + j, v[j], 0.0f };
+            if (use_p) {             /* keep each weight for top_p's search */
+                for (int32_t j = 0; j < len; j++) {
+                    float e = expf(v[j] - max);
+                    zp += e;
+                    if (v[j] >= thr)
+                        c[m++] = (smp_cand){ b0 + j, v[j], e };
+                }
+            } else {
+                for (int32_t j = 0; j < len; j++)
+                    if (v[j] >= thr)
+                        c[m++] = (smp_cand){ b0 + j, v[j], 0.0f };
             }
         }
         if (m == 0)                  /* min_p > 1: only the top survives */
-            c[m++] = (smp_cand){ top, max, 0.0f };
+            c[m++] = (smp_cand){ top, max, 1.0f };
         sorted = 0;
         use_min = false;             /* applied */
     }
@@ -83,9 +89,7 @@ static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
                 break;
             }
         }
-    } else if (use_p) {              /* unsorted: weighted quickselect */
-        for (int32_t i = 0; i < m; i++)
-            c[i].p = expf(c[i].logit - max);
+    } else if (use_p) {              /* unsorted, weights in c[].p: weighted quickselect */
         keep = smp_mass_prefix(c, m, P->top_p * zp);
     }
     m = keep;
