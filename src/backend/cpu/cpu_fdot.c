@@ -130,3 +130,31 @@ void cpu_axpy(int64_t n, float *y, const float *x, float v)
     for (int64_t i = 0; i < n; i++)
         y[i] = fma_any(x[i], v, y[i]);
 }
+
+/* ------------------------------------------------- the f32 GEMM's order */
+
+/* sum_i x[i]*y[i] with one accumulator lane per i mod W, fused
+ * multiply-adds in order, then the halving tree: what llamafile's f32 GEMM
+ * computes for one output when the reduction length is a multiple of W. */
+__attribute__((target("fma")))
+static float dot_lanes_fma(int64_t n, const float *x, const float *y, int W)
+{
+    float acc[16] = { 0 };
+    for (int64_t i = 0; i < n; i += W)
+        for (int l = 0; l < W; l++)
+            acc[l] = __builtin_fmaf(x[i + l], y[i + l], acc[l]);
+    return cpu_lane_sum(acc, W);
+}
+
+float cpu_dot_lanes(int64_t n, const void *x, const void *y)
+{
+    const int W = cpu_lanes();
+    if (has_fma())
+        return dot_lanes_fma(n, x, y, W);
+    const float *xf = x, *yf = y;
+    float acc[16] = { 0 };
+    for (int64_t i = 0; i < n; i += W)
+        for (int l = 0; l < W; l++)
+            acc[l] = fmaf(xf[i + l], yf[i + l], acc[l]);
+    return cpu_lane_sum(acc, W);
+}

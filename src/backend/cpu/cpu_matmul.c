@@ -25,8 +25,19 @@ static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, ui
  * kernels agree with each other within a rounding bound, not bit for bit;
  * the environment variable Q36_DOT_PATH (ref | avx2 | avx512, a diagnostic
  * switch read here only) forces one family where the CPU has it. */
-static quant_dot_fn pick_dot(uint32_t type)
+static float dot_vec_f32(int64_t n, const void *x, const void *y)
 {
+    return cpu_dot_vec(n, x, y);
+}
+
+/* For F32 weights llama.cpp's order follows from its kernels: the llamafile
+ * f32 GEMM when the reduction length is a multiple of the vector width and
+ * the output rows a multiple of 4 (dense matmuls), ggml_vec_dot_f32
+ * otherwise and in expert matmuls (cpu_fdot.c has both orders). */
+static quant_dot_fn pick_dot(uint32_t type, int64_t K, int64_t N, bool expert)
+{
+    if (type == QT_F32 && !getenv("Q36_DOT_PATH"))
+        return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_lanes : dot_vec_f32;
     const char *e = getenv("Q36_DOT_PATH");
     if (e) {
         enum quant_path p = !strcmp(e, "ref") ? QUANT_PATH_REF
@@ -102,7 +113,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(w->type),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(w->type, K, N, false),
     };
     cpu_for(be, N, ROW_GRAIN, mm_task, &j);
 }
@@ -189,7 +200,7 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = pick_dot(w->type),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(w->type, K, N, true),
     };
     cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
 }
