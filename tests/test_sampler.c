@@ -218,11 +218,79 @@ static void test_top_p(void)
     free(l);
 }
 
+/* top_k on orders that defeat a rising bar (ascending: every id passes) or
+ * a naive pivot (descending, all equal), against a full sort. */
+static void test_top_k_orders(void)
+{
+    enum { N = 5000, K = 40 };
+    static const char *names[] = { "ascending", "descending", "all-equal" };
+    float *l = malloc(N * sizeof *l);
+    ref *sorted = malloc(N * sizeof *sorted);
+    for (int o = 0; o < 3; o++) {
+        for (int32_t i = 0; i < N; i++) {
+            l[i] = o == 0 ? (float)i * 0.01f : o == 1 ? (float)(N - i) * 0.01f : 1.5f;
+            sorted[i] = (ref){ i, l[i] };
+        }
+        qsort(sorted, N, sizeof *sorted, cmp_ref);
+        qsort(sorted, K, sizeof *sorted, cmp_ref_id);
+        char name[64];
+        snprintf(name, sizeof name, "sampler/unit/top_k=40/%s", names[o]);
+        smp_params p = neutral();
+        p.top_k = K;
+        smp *s = NULL;
+        smp_new(&p, N, &s, NULL);
+        const smp_cand *c;
+        int32_t m = smp_apply(s, l, N, &c);
+        smp_cand got[K];
+        int bad = m != K;
+        if (!bad) {
+            memcpy(got, c, sizeof got);
+            qsort(got, K, sizeof *got, cmp_cand_id);
+            for (int32_t i = 0; !bad && i < K; i++)
+                bad = got[i].id != sorted[i].id;
+        }
+        t_check(name, !bad, "kept set differs from the first 40 of a full sort");
+        smp_free(s);
+    }
+    free(sorted);
+    free(l);
+}
+
+/* A call with fewer ids than smp_new's capacity, with a penalized id beyond
+ * them in the window, equals a sampler made for the smaller vocabulary. */
+static void test_smaller_call(void)
+{
+    float l[100];
+    t_rng r = t_rng_named("sampler/unit/smaller-call");
+    for (int i = 0; i < 100; i++)
+        l[i] = 3.0f * t_uniform(&r);
+    smp_params p = neutral();
+    p.repeat_penalty = 1.7f; p.presence_penalty = 0.5f; p.top_k = 10;
+    smp *big = NULL, *small = NULL;
+    smp_new(&p, 1000, &big, NULL);
+    smp_new(&p, 100, &small, NULL);
+    smp_accept(big, 500); smp_accept(big, 50); smp_accept(big, 99); smp_accept(big, 999);
+    smp_accept(small, 50); smp_accept(small, 99);
+    const smp_cand *a, *b;
+    int32_t na = smp_apply(big, l, 100, &a);
+    smp_cand keep[100];
+    memcpy(keep, a, (size_t)na * sizeof *a);
+    int32_t nb = smp_apply(small, l, 100, &b);
+    int bad = na != nb;
+    for (int32_t i = 0; !bad && i < na; i++)
+        bad = keep[i].id != b[i].id || keep[i].p != b[i].p || keep[i].logit != b[i].logit;
+    t_check("sampler/unit/smaller-call", !bad, "capacity 1000 called with 100 ids differs from capacity 100");
+    smp_free(big);
+    smp_free(small);
+}
+
 int main(void)
 {
     test_errors();
     test_degenerate();
     test_top_k();
+    test_top_k_orders();
     test_top_p();
+    test_smaller_call();
     return t_exit();
 }
