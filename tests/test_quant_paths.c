@@ -6,12 +6,13 @@
  *   paths_api             the REF path is always there and matches
  *                         quant_vec_dot_ref; no kernel for Q8_K or an
  *                         unknown path; a missing path gives NULL
- *   dispatch              quant_vec_dot_fn(t) is the AVX-512 kernel where
- *                         this CPU has one for t, else the AVX2 one, else
- *                         the reference
+ *   dispatch              quant_vec_dot_fn(t) is the kernel of the last
+ *                         path (ref, avx2, avx512, avx512vnni) this CPU
+ *                         runs that has one for t
  *   dot_<path>_<type>     the path's kernel vs the reference within the
- *                         bound of tests/quant_bound.h, and (AVX-512) vs
- *                         the AVX2 kernel within twice that bound
+ *                         bound of tests/quant_bound.h, (AVX-512 paths)
+ *                         vs the AVX2 kernel within twice that bound, and
+ *                         (AVX512-VNNI) bit for bit vs the AVX-512 one
  * Rows: 256, 512, 1024, 4096, 8192 elements and short rows that end in
  * every tail a kernel has (1..7 blocks of a 32-element type; 1..100
  * elements of the float types); random weight blocks with valid finite
@@ -65,7 +66,8 @@ static void test_path(uint32_t t, enum quant_path p)
 {
     const quant_dot_fn f = quant_vec_dot_fn_path(t, p);
     const quant_dot_fn ref = quant_vec_dot_fn_path(t, QUANT_PATH_REF);
-    const quant_dot_fn avx2 = p == QUANT_PATH_AVX512 ? quant_vec_dot_fn_path(t, QUANT_PATH_AVX2) : NULL;
+    const quant_dot_fn avx2 = p >= QUANT_PATH_AVX512 ? quant_vec_dot_fn_path(t, QUANT_PATH_AVX2) : NULL;
+    const quant_dot_fn avx512 = p > QUANT_PATH_AVX512 ? quant_vec_dot_fn_path(t, QUANT_PATH_AVX512) : NULL;
     if (!f)
         return;
     char name[64], why[300] = "";
@@ -96,8 +98,14 @@ static void test_path(uint32_t t, enum quant_path p)
                 const float v2 = avx2(n, w, a);
                 const double d2 = fabs((double)vf - v2);
                 if (!(d2 <= 2 * bound))
-                    snprintf(why, sizeof why, "n=%lld rep %d: avx512 %.9g, avx2 %.9g, |diff| %.3g > 2*bound %.3g",
-                             (long long)n, rep, (double)vf, (double)v2, d2, 2 * bound);
+                    snprintf(why, sizeof why, "n=%lld rep %d: %s %.9g, avx2 %.9g, |diff| %.3g > 2*bound %.3g",
+                             (long long)n, rep, quant_path_name(p), (double)vf, (double)v2, d2, 2 * bound);
+            }
+            if (avx512 && !why[0]) {            /* same float work: same bits */
+                const float v5 = avx512(n, w, a);
+                if (memcmp(&v5, &vf, sizeof vf))
+                    snprintf(why, sizeof why, "n=%lld rep %d: %s %.9g differs from avx512 %.9g",
+                             (long long)n, rep, quant_path_name(p), (double)vf, (double)v5);
             }
             free(x);
             free(ad);

@@ -14,7 +14,7 @@
  * beside it ($ORIGIN).
  *
  *   build/bench_dot [-p PATHS] [-g VARIANT] [-r REPS] [-t TYPES] [N...]
- *     -p  comma list of ref,avx2,avx512 (default: all this CPU has)
+ *     -p  comma list of ref,avx2,avx512,avx512vnni (default: all this CPU has)
  *     -g  ggml CPU variant (haswell, zen4, skylakex, sapphirerapids, ...);
  *         default $GGML_VARIANT, else the best-scoring one this CPU runs
  *     -r  timed runs per cell (default 7); the median is reported
@@ -23,7 +23,7 @@
  * Each run times enough passes over 64 rows to last about 1 ms; the
  * methods alternate within a run. Output: one line per type and length,
  * ns per row and GB/s of weight bytes per method ("-" where a path has no
- * kernel), and q36's best path over ggml in GB/s.
+ * kernel), and q36's best path over ggml in GB/s (ggml ns / q36 ns).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -46,7 +46,8 @@ typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
 
 #define ROWS 64
 #define MAXREP 51
-enum { M_REF, M_AVX2, M_AVX512, M_GGML, M_COUNT };
+/* methods: the q36 paths (enum quant_path), then ggml */
+enum { M_GGML = QUANT_PATH_COUNT, M_COUNT };
 
 static double now(void)
 {
@@ -236,7 +237,7 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && nlen < 16)
             lens[nlen++] = atoll(argv[i]);
         else {
-            fprintf(stderr, "usage: %s [-p ref,avx2,avx512] [-g VARIANT] [-r REPS] [-t TYPES] [N...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-p ref,avx2,avx512,avx512vnni] [-g VARIANT] [-r REPS] [-t TYPES] [N...]\n", argv[0]);
             return 2;
         }
     }
@@ -258,8 +259,14 @@ int main(int argc, char **argv)
         printf(" %s%s", quant_path_name((enum quant_path)p),
                quant_path_available((enum quant_path)p) ? (use[p] ? "" : "(off)") : "(n/a)");
     printf("; %d rows, median of %d runs, 1 thread\n", ROWS, reps);
-    printf("%-8s %6s | %8s %8s %8s %8s | %7s %7s %7s %7s | %6s\n", "type", "n", "ref_ns", "avx2_ns",
-           "avx512_ns", "ggml_ns", "ref_GB/s", "avx2", "avx512", "ggml", "q36/ggml");
+    printf("%-8s %6s |", "type", "n");
+    for (int m = 0; m < M_COUNT; m++)
+        printf(" %10s", m == M_GGML ? "ggml" : quant_path_name((enum quant_path)m));
+    printf(" |");
+    for (int m = 0; m < M_COUNT; m++)
+        printf(" %10s", m == M_GGML ? "ggml" : quant_path_name((enum quant_path)m));
+    printf(" | %8s\n         %6s |%*s ns per row |%*s GB/s of weights | ggml ns / best q36 ns\n",
+           "q36/ggml", "", 11 * M_COUNT - 11, "", 11 * M_COUNT - 16, "");
 
     const uint32_t types[] = { QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_Q8_0, QT_Q4_0, QT_IQ4_XS, QT_IQ4_NL,
                                QT_F16, QT_BF16, QT_F32, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_MXFP4,
@@ -308,18 +315,18 @@ int main(int argc, char **argv)
                     med[m] = samp[m][reps / 2];
                 }
             double best = INFINITY;
-            for (int m = M_AVX2; m <= M_AVX512; m++)
+            for (int m = QUANT_PATH_AVX2; m < QUANT_PATH_COUNT; m++)
                 if (!isnan(med[m]) && med[m] < best)
                     best = med[m];
-            if (isinf(best) && !isnan(med[M_REF]))
-                best = med[M_REF];
+            if (isinf(best) && !isnan(med[QUANT_PATH_REF]))
+                best = med[QUANT_PATH_REF];
             printf("%-8s %6lld |", quant_type_name(t), (long long)n);
             for (int m = 0; m < M_COUNT; m++)
-                isnan(med[m]) ? printf(" %8s", "-") : printf(" %8.0f", med[m]);
+                isnan(med[m]) ? printf(" %10s", "-") : printf(" %10.0f", med[m]);
             printf(" |");
             for (int m = 0; m < M_COUNT; m++)
-                isnan(med[m]) ? printf(" %7s", "-") : printf(" %7.2f", rb / med[m]);
-            printf(" | %6.2f\n", med[M_GGML] / best);
+                isnan(med[m]) ? printf(" %10s", "-") : printf(" %10.2f", rb / med[m]);
+            printf(" | %8.2f\n", med[M_GGML] / best);
             fflush(stdout);
             free(w);
             free(a);

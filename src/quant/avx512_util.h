@@ -19,7 +19,10 @@
 
 #include "avx2_util.h"
 
+/* dot_avx512_vnni.c defines it first, with avx512vnni added */
+#ifndef AVX512
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+#endif
 
 AVX512 static inline __m512i load64(const void *p)
 {
@@ -38,12 +41,6 @@ AVX512 static inline __m512i madd_i8x(__m512i x, __m512i y)
 {
     const __mmask64 neg = _mm512_movepi8_mask(x);
     return _mm512_maddubs_epi16(_mm512_abs_epi8(x), _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y));
-}
-
-/* 16 int32 sums of 4 adjacent byte products (signed x, signed y) */
-AVX512 static inline __m512i dot4_i8x(__m512i x, __m512i y)
-{
-    return _mm512_madd_epi16(madd_i8x(x, y), _mm512_set1_epi16(1));
 }
 
 /* 64 nibble codes from the 16 packed bytes of each 256-bit half: half h

@@ -1,7 +1,7 @@
 /* dot_impl.h: private declarations of the per-type dot products that
  * quant.c puts in its type table: the references (dot_ref.c) and the
  * AVX2+FMA+F16C twins (dot_avx2.c, dot_avx2_iq.c) and the AVX-512 ones of
- * the types that have them (dot_avx512.c). Not for use outside src/quant. */
+ * the types that have them (dot_avx512.c, dot_avx512_vnni.c). Not for use outside src/quant. */
 #ifndef Q36_QUANT_DOT_IMPL_H
 #define Q36_QUANT_DOT_IMPL_H
 
@@ -32,6 +32,9 @@ QDOTZ(f32); QDOTZ(f16); QDOTZ(bf16);
 QDOTZ(q4_0); QDOTZ(q4_1); QDOTZ(q5_0); QDOTZ(q5_1); QDOTZ(q8_0); QDOTZ(iq4_nl); QDOTZ(mxfp4);
 QDOTZ(q4_K); QDOTZ(q5_K); QDOTZ(q6_K); QDOTZ(iq4_xs);
 #undef QDOTZ
+#define QDOTV(name) float quant_dot_##name##_avx512vnni(int64_t n, const void *w, const void *a)
+QDOTV(q4_0); QDOTV(q4_1); QDOTV(q5_0); QDOTV(q5_1); QDOTV(q8_0); QDOTV(iq4_nl); QDOTV(mxfp4);
+#undef QDOTV
 #endif
 
 #endif

@@ -105,6 +105,15 @@ static int cpu_has_avx512_fbwvl(void)
         return 0;
     return (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1);
 }
+
+/* AVX512-VNNI: leaf 7 ecx bit 11 */
+static int cpu_has_avx512_vnni(void)
+{
+    unsigned a, b, c, d;
+    if (!cpu_has_avx512_fbwvl() || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return c >> 11 & 1;
+}
 #endif
 
 static void fast_init(void)
@@ -138,6 +147,13 @@ static void fast_init(void)
         FAST(Q4_K, q4_K); FAST(Q5_K, q5_K); FAST(Q6_K, q6_K); FAST(IQ4_XS, iq4_xs);
 #undef FAST
     }
+    if (cpu_has_avx512_vnni()) {
+        path_ok[QUANT_PATH_AVX512VNNI] = true;
+#define FAST(t, name) path_fn[QUANT_PATH_AVX512VNNI][QT_##t] = quant_dot_##name##_avx512vnni
+        FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);
+        FAST(Q8_0, q8_0); FAST(IQ4_NL, iq4_nl); FAST(MXFP4, mxfp4);
+#undef FAST
+    }
 #endif
     /* the fastest path with a kernel for the type */
     for (int t = 0; t < QT_COUNT; t++)
@@ -148,7 +164,7 @@ static void fast_init(void)
 
 const char *quant_path_name(enum quant_path p)
 {
-    static const char *const names[QUANT_PATH_COUNT] = { "ref", "avx2", "avx512" };
+    static const char *const names[QUANT_PATH_COUNT] = { "ref", "avx2", "avx512", "avx512vnni" };
     return (unsigned)p < QUANT_PATH_COUNT ? names[p] : "?";
 }
 
