@@ -399,6 +399,35 @@ static void test_sets(void)
     free(buf);
 }
 
+/* top_p reached exactly (sums of 0.25 are exact in float and double): the
+ * id that brings the sum to top_p is kept and the next is not, in the sorted
+ * walk (top_k on) and in the quickselect (top_k off); the tie-tolerant
+ * comparison above could not tell. */
+static void test_top_p_exact(void)
+{
+    const float l[8] = { 1, 1, 1, 1, -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+    llama_token_data buf[8];
+    for (int v = 0; v < 2; v++) {
+        const char *name = v ? "sampler/set/exact/top_p=0.5,top_k=0" : "sampler/set/exact/top_p=0.5,top_k=4";
+        smp_params p = neutral();
+        p.top_p = 0.5f;
+        p.top_k = v ? 0 : 4;
+        smp *s = NULL;
+        smp_new(&p, 8, &s, NULL);
+        const smp_cand *q;
+        int32_t mq = s ? smp_apply(s, l, 8, &q) : -1;
+        struct llama_sampler *c = oracle_chain(&p, 8, false);
+        llama_token_data_array o = oracle_apply(c, l, 8, NULL, 0, buf);
+        int bad = 0;
+        for (int32_t i = 0; i < mq; i++)
+            bad |= q[i].logit != 1.0f || fabsf(q[i].p - 0.5f) > 1e-7f;
+        t_check(name, mq == 2 && o.size == 2 && !bad, "q36 keeps %d, llama.cpp %zu (want 2 of the four equal logits)",
+                mq, o.size);
+        llama_sampler_free(c);
+        smp_free(s);
+    }
+}
+
 /* ---- 2. greedy ------------------------------------------------------------- */
 
 static void test_greedy(void)
@@ -677,6 +706,7 @@ int main(void)
 {
     llama_log_set(quiet_log, NULL);
     test_sets();
+    test_top_p_exact();
     test_greedy();
     test_reset_window();
     test_seeds();
