@@ -36,7 +36,11 @@
 #    router near-tie picks another expert for one token, which changes that
 #    token's FFN output by O(1/k) and its logits by up to ~0.2 (measured 0.17
 #    at rows 2 and 8 of 64 for q4_K, 16 experts, top-3; the neighbouring rows
-#    stay at 2e-3); so quantized MoE models get 0.25 from P=64 on. These long
+#    stay at 2e-3); so quantized MoE models get 0.25 from P=64 on. The real
+#    0.8b geometry (24 layers, D = 1024, Q8_0) runs ~170 quantized matmuls per
+#    token, so flips happen within the first token already (measured 1.1e-2 at
+#    position 0 and up to 7.9e-2 within 7 tokens, random weights): 0.15 there,
+#    an empirical bound, not a derived one. These long
 #    prompts are a smoke test of the quantized path; the f32 models carry the
 #    strict check of every geometry.
 # Env: BUILD (default build), Q36 (default ./q36), PARITY_QUICK=1 (fewer models).
@@ -76,6 +80,10 @@ models=(
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
 )
 [ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[11]}")
+# prompt lengths per model; the one real-size model (the whole 0.8b preset,
+# 24 layers, 0.8 GB) runs a short prompt only
+lengths() { case $1 in real_*) echo "1 7" ;; *) echo "1 7 64 600" ;; esac; }
+[ "${PARITY_QUICK:-0}" = 1 ] || models+=("real_0.8b_q8_0  | --arch qwen35 --preset 0.8b")
 
 ids_file() {   # n_vocab count seed -> file of ids
     awk -v V="$1" -v n="$2" -v s="$3" 'BEGIN { x = s; for (i = 0; i < n; i++) {
@@ -95,10 +103,11 @@ for line in "${models[@]}"; do
     f32=0
     case "$flags" in *"--type f32"*) f32=1 ;; esac
     worst=0 worst_at="" margin=1e-3
-    for P in 1 7 64 600; do
+    for P in $(lengths "$name"); do
         if [ "$f32" = 1 ]; then tol=$TOL_F32
         else case $P in 1) tol=1e-3 ;; 7) tol=1e-2 ;; 64) tol=5e-2 ;; *) tol=0.25 ;; esac; fi
         case "$P:$flags" in 64:*qwen35moe*) [ "$f32" = 0 ] && tol=0.25 ;; esac
+        case $name in real_*) tol=0.15 ;; esac
         ids_file "$V" "$P" "$P" >"$tmp/ids"
         if ! "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all -ctk f32 -ctv f32 \
                 >/dev/null 2>"$tmp/err"; then
@@ -113,7 +122,8 @@ for line in "${models[@]}"; do
         c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
         rel=$(echo "$c" | awk '{ print $6 }')
         echo "# $name P=$P rel_l2 $rel ($c)"
-        [ "$P" = 64 ] && margin=$(echo "$c" | awk '{ m = 2 * $4; print (m > 1e-3 ? m : 1e-3) }')
+        [ "$P" = 64 ] || [ "$P:$name" = 7:real_0.8b_q8_0 ] &&
+            margin=$(echo "$c" | awk '{ m = 2 * $4; print (m > 1e-3 ? m : 1e-3) }')
         if awk -v r="$rel" -v t="$tol" 'BEGIN { exit !(r <= t) }'; then
             echo "ok parity.$name.logits_$P"
         else

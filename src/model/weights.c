@@ -56,6 +56,15 @@ int model_weights_bind(be_ctx *be, const gguf_file *f, const model_hparams *hp,
 {
     memset(w, 0, sizeof *w);
     binder b = { be, f, err };
+    /* Per-tensor output scales (NVFP4-derived files, MODEL.md §2.1) would
+     * change the math; refuse them rather than ignore them. */
+    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
+        const char *nm = gguf_tensor_at(f, i)->name;
+        size_t l = strlen(nm);
+        if (l > 6 && !strcmp(nm + l - 6, ".scale"))
+            return q36_err_set(err, Q36_E_UNSUP, "%s: tensor '%s': per-tensor scales are not supported yet",
+                               gguf_path(f), nm);
+    }
     const int64_t D = hp->n_embd, V = hp->n_vocab;
     const int64_t Hq = hp->n_head, Hkv = hp->n_head_kv, hd = hp->head_dim;
     const int64_t dk = hp->ssm_state, Hv = hp->ssm_dt_rank, Kc = hp->ssm_conv;
