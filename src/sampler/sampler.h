@@ -37,6 +37,14 @@
  * Ownership and threads: a smp is owned by one sequence and used by one
  * thread at a time; it owns all its buffers (about 16 bytes per vocabulary
  * entry, allocated by smp_new).
+ *
+ * Example (a generation loop; llama-cli also feeds the prompt to accept):
+ *     smp_params sp = smp_defaults();
+ *     sp.temp = 0.0f;                              // --temp 0: greedy
+ *     if (smp_new(&sp, n_vocab, &s, &err)) return err.kind;
+ *     for (i = 0; i < n_prompt; i++) smp_accept(s, prompt[i]);
+ *     for (;;) { id = smp_sample(s, logits, n_vocab); smp_accept(s, id); ... }
+ *     smp_free(s);
  */
 #ifndef Q36_SAMPLER_H
 #define Q36_SAMPLER_H
