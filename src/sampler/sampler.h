@@ -38,7 +38,8 @@
  * thread at a time; it owns all its buffers (about 16 bytes per vocabulary
  * entry, allocated by smp_new).
  *
- * Example (a generation loop; llama-cli also feeds the prompt to accept):
+ * Example (a generation loop; llama.cpp's completion tool and server feed the
+ * prompt to the penalty window too):
  *     smp_params sp = smp_defaults();
  *     sp.temp = 0.0f;                              // --temp 0: greedy
  *     if (smp_new(&sp, n_vocab, &s, &err)) return err.kind;
