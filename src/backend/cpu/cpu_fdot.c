@@ -11,7 +11,10 @@
  *    then the lanes of acc0 summed as a halving tree (16 lanes: pairs i and
  *    i+8, then i and i+4, then i and i+2, then 0 and 1; 8 lanes: pairs i and
  *    i+4, then (0+1) + (2+3)); the tail after the last whole step is added
- *    one product at a time with fused multiply-adds.
+ *    in element order: rounded products for whole groups of 8, fused
+ *    multiply-adds for the last n mod 8 (what the compiler made of ggml's
+ *    scalar tail loop; checked against libggml-cpu by
+ *    tests/test_ggml_backend.c).
  *  - the llamafile f32 GEMM (attention's probabilities times V): one vector
  *    accumulator per output, lane = position mod lanes, fused multiply-add
  *    over the positions, then the halving tree (8 lanes: i and i+4, then
@@ -86,7 +89,12 @@ static float dot_vec_fma(int64_t n, const float *x, const float *y, int W)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    for (int64_t i = np; i < n; i++)
+    const int64_t nv = np + (n - np) / 8 * 8;
+    for (int64_t i = np; i < nv; i++) {
+        const float p = x[i] * y[i];
+        s = s + p;
+    }
+    for (int64_t i = nv; i < n; i++)
         s = __builtin_fmaf(x[i], y[i], s);
     return s;
 }
@@ -108,7 +116,12 @@ float cpu_dot_vec(int64_t n, const float *x, const float *y)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    for (int64_t i = np; i < n; i++)
+    const int64_t nv = np + (n - np) / 8 * 8;
+    for (int64_t i = np; i < nv; i++) {
+        const float p = x[i] * y[i];
+        s = s + p;
+    }
+    for (int64_t i = nv; i < n; i++)
         s = fmaf(x[i], y[i], s);
     return s;
 }

@@ -1,0 +1,172 @@
+/* test_ggml_backend.c: the CPU backend's float recipes against the kernels
+ * of the libggml-cpu variant llama.cpp loads on this machine (dlopen, the
+ * best ggml_backend_score among the x86 variants), called directly:
+ *   dot_vec_N    cpu_dot_vec (ggml_vec_dot_f32's accumulation order) equals
+ *                ggml_vec_dot_f32 bit for bit, N = 1 .. 4096 (tails too)
+ *   silu         be_silu (libm expf) vs ggml_vec_silu_f32 (a SIMD exp
+ *                polynomial): at most 4 ulp apart; the share of elements
+ *                that differ at all is printed. That share is the floor of
+ *                q36's parity with llama.cpp: q36 does not copy ggml's exp,
+ *                so a Q8 rounding of a SiLU output can flip (MODEL.md §9.2).
+ *   softmax      probabilities of a row as be_attention forms them (expf,
+ *                per-vector tree sums into a double) vs
+ *                ggml_vec_soft_max_f32 + its 1/sum scaling: at most 4 ulp. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_internal.h"
+#include "quant/fp16.h"
+#include "test.h"
+
+typedef void (*dot_f32_fn)(int, float *, size_t, const float *, size_t, const float *, size_t, int);
+typedef void (*silu_fn)(int, float *, const float *);
+typedef double (*softmax_fn)(int, float *, const float *, float);
+
+static dot_f32_fn g_dot;
+static silu_fn g_silu;
+static softmax_fn g_softmax;
+
+static int load_cpu(const char *variant)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", Q36_ORACLE_LIB, variant);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
+    void (*init)(void) = (void (*)(void))dlsym(h, "ggml_cpu_init");
+    if (!score || !init)
+        return -1;
+    int sc = score();
+    if (sc > 0) {
+        init();
+        g_dot = (dot_f32_fn)dlsym(h, "ggml_vec_dot_f32");
+        g_silu = (silu_fn)dlsym(h, "ggml_vec_silu_f32");
+        g_softmax = (softmax_fn)dlsym(h, "ggml_vec_soft_max_f32");
+    }
+    return sc;
+}
+
+static float gauss(t_rng *r)
+{
+    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static int64_t ulps(float a, float b)
+{
+    int32_t ia = (int32_t)quant_f32_bits(a), ib = (int32_t)quant_f32_bits(b);
+    if (ia < 0) ia = INT32_MIN - ia;
+    if (ib < 0) ib = INT32_MIN - ib;
+    return llabs((long long)ia - ib);
+}
+
+int main(void)
+{
+    static const char *variants[] = { "skylakex", "icelake", "cascadelake", "cooperlake",
+                                      "zen4", "sapphirerapids", "alderlake", "haswell" };
+    int best = -1, best_sc = 0;
+    for (int v = 0; v < 8; v++) {
+        int sc = load_cpu(variants[v]);
+        if (sc > best_sc)
+            best = v, best_sc = sc;
+    }
+    if (best < 0 || load_cpu(variants[best]) <= 0 || !g_dot || !g_silu || !g_softmax) {
+        t_fail("ggml_backend.load", "no libggml-cpu variant under %s runs here, or it lacks "
+               "ggml_vec_dot_f32/ggml_vec_silu_f32/ggml_vec_soft_max_f32", Q36_ORACLE_LIB);
+        return t_exit();
+    }
+    printf("# ggml variant %s, q36 lanes %d\n", variants[best], cpu_lanes());
+    t_ok("ggml_backend.load");
+
+    int ns[] = { 1, 31, 33, 64, 128, 255, 257, 4096 };
+    for (int c = 0; c < 8; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "ggml_backend.dot_vec_%d", ns[c]);
+        t_rng r = t_rng_named(name);
+        int n = ns[c], bad = 0;
+        float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+        float mine = 0, theirs = 0;
+        for (int rep = 0; rep < 50 && !bad; rep++) {
+            for (int i = 0; i < n; i++) {
+                x[i] = gauss(&r);
+                y[i] = gauss(&r);
+            }
+            mine = cpu_dot_vec(n, x, y);
+            g_dot(n, &theirs, 0, x, 0, y, 0, 1);
+            bad = quant_f32_bits(mine) != quant_f32_bits(theirs);
+        }
+        t_check(name, !bad, "q36 %.9g ggml %.9g", mine, theirs);
+        free(x);
+        free(y);
+    }
+
+    /* silu */
+    {
+        const int n = 1 << 16;
+        t_rng r = t_rng_named("silu");
+        float *x = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++)
+            x[i] = gauss(&r) * 6;
+        be_ctx *be;
+        be_cpu_new(1, &be, NULL);
+        be_tensor *t = be_tensor_new(be, 1, n);
+        be_write(be, t, 0, 1, x);
+        be_silu(be, t, t);
+        be_read(be, t, 0, 1, a);
+        g_silu(n, b, x);
+        int64_t worst = 0, diff = 0;
+        for (int i = 0; i < n; i++) {
+            int64_t u = ulps(a[i], b[i]);
+            worst = u > worst ? u : worst;
+            diff += u != 0;
+        }
+        printf("# silu: %lld of %d elements differ from ggml's (%.2f%%), at most %lld ulp\n",
+               (long long)diff, n, 100.0 * diff / n, (long long)worst);
+        t_check("ggml_backend.silu", worst <= 4, "worst %lld ulp", (long long)worst);
+        be_tensor_free(be, t);
+        be_free(be);
+        free(x); free(a); free(b);
+    }
+
+    /* softmax of attention-like rows */
+    {
+        t_rng r = t_rng_named("softmax");
+        int64_t worst = 0, diff = 0, total = 0;
+        for (int rep = 0; rep < 20; rep++) {
+            int n = 16 + (int)(t_next(&r) % 600);
+            float *x = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+            float mx = -INFINITY;
+            for (int i = 0; i < n; i++) {
+                x[i] = gauss(&r) * 4;
+                mx = x[i] > mx ? x[i] : mx;
+            }
+            const int W = cpu_lanes();
+            double sum = 0;
+            for (int p0 = 0; p0 < n; p0 += W) {
+                float lanes[16];
+                for (int l = 0; l < W; l++)
+                    lanes[l] = p0 + l < n ? (a[p0 + l] = expf(x[p0 + l] - mx)) : 0.0f;
+                sum += (double)cpu_lane_sum(lanes, W);
+            }
+            for (int i = 0; i < n; i++)
+                a[i] *= (float)(1.0 / sum);
+            double gs = g_softmax(n, b, x, mx);
+            for (int i = 0; i < n; i++)
+                b[i] *= (float)(1.0 / gs);
+            for (int i = 0; i < n; i++) {
+                int64_t u = ulps(a[i], b[i]);
+                worst = u > worst ? u : worst;
+                diff += u != 0;
+            }
+            total += n;
+            free(x); free(a); free(b);
+        }
+        printf("# softmax: %lld of %lld probabilities differ from ggml's (%.2f%%), at most %lld ulp\n",
+               (long long)diff, (long long)total, 100.0 * diff / total, (long long)worst);
+        t_check("ggml_backend.softmax", worst <= 4, "worst %lld ulp", (long long)worst);
+    }
+    return t_exit();
+}
