@@ -80,7 +80,8 @@ static void test_path(uint32_t t, enum quant_path p)
         const int64_t n = lens[li];
         for (int rep = 0; rep < 4 && !why[0]; rep++) {
             float *x = malloc((size_t)n * 4), *ad = malloc((size_t)n * 4);
-            uint8_t *w = malloc(quant_row_bytes(t, (uint64_t)n)), *a = malloc(quant_row_bytes((uint32_t)at, (uint64_t)n));
+            uint8_t *w = malloc(quant_row_bytes(t, (uint64_t)n));
+            uint8_t *a = malloc(quant_row_bytes((uint32_t)at, (uint64_t)n));
             for (int64_t i = 0; i < n; i++)
                 x[i] = qb_gauss(&r) * (rep == 2 && i % 61 == 0 ? 25.0f : 1.0f);
             qb_random_weights(t, &r, w, n);

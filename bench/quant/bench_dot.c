@@ -237,7 +237,8 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && nlen < 16)
             lens[nlen++] = atoll(argv[i]);
         else {
-            fprintf(stderr, "usage: %s [-p ref,avx2,avx512,avx512vnni] [-g VARIANT] [-r REPS] [-t TYPES] [N...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-p ref,avx2,avx512,avx512vnni] [-g VARIANT] [-r REPS] [-t TYPES] [N...]\n",
+                    argv[0]);
             return 2;
         }
     }

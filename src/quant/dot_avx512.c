@@ -1,6 +1,6 @@
 /* dot_avx512.c: AVX-512 (F/BW/VL) twins of the reference dot products for
  * the float formats, the 32-element block formats Q4_0 Q4_1 Q5_0 Q5_1
- * Q8_0 IQ4_NL MXFP4 and the K-quants Q4_K Q5_K Q6_K IQ4_XS. Same
+ * Q8_0 IQ4_NL MXFP4 and the K-quants Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS. Same
  * signatures and the same math as dot_ref.c and dot_avx2.c: exact integer
  * sums per block kept in sixteen int32 lanes, one f32 fused multiply-add
  * per block and lane, one horizontal sum at the end; only the f32
@@ -129,6 +129,12 @@ AVX512 float quant_dot_mxfp4_avx512(int64_t n, const void *w, const void *a)
 /* int16 lane j of a vpmaddubsw result over 64 elements covers elements
  * 2j, 2j+1: sub-block j/16 of 32-element sub-blocks, j/8 of 16-element
  * ones. These are vpermw index vectors for the first of them. */
+/* the int16 scales of scv that the lanes of `pick` + first select */
+AVX512 static inline __m512i pick_scales(__m512i scv, __m512i pick, int first)
+{
+    return _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)first)), scv);
+}
+
 AVX512 static inline __m512i pick32(void)
 {
     return halves16(0, 1);
@@ -185,7 +191,7 @@ AVX512 INLINE static inline float dot_k45_avx512(int64_t n, const uint8_t *w, co
                 code = _mm512_mask_add_epi8(code, hb, code, b16);
             }
             const __m512i p = _mm512_maddubs_epi16(code, load64(q8 + 64 * c));
-            const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(2 * c))), scv);
+            const __m512i s = pick_scales(scv, pick, 2 * c);
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, s));
         }
         /* d and dmin converted together, times the activation scale */
@@ -204,6 +210,87 @@ AVX512 float quant_dot_q4_K_avx512(int64_t n, const void *w, const void *a)
 AVX512 float quant_dot_q5_K_avx512(int64_t n, const void *w, const void *a)
 {
     return dot_k45_avx512(n, w, a, 1);
+}
+
+/* quant_q3k_scales on one vector: the 12 scale bytes at s (read as 8 + 4,
+ * not past the block) give the 16 signed scales. Dword lane j holds
+ * scales 4j..4j+3: low nibbles of a0, a1 (j = 0, 1) or their high
+ * nibbles (j = 2, 3), and bits 2j, 2j+1 of each byte of a2 on top. */
+AVX512 static inline __m128i q3k_scales_x(const uint8_t *s)
+{
+    const __m128i v = _mm_insert_epi32(_mm_loadl_epi64((const __m128i *)s), (int)quant_rd32(s + 8), 2);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, 0x44), _mm_setr_epi32(0, 0, 4, 4)),
+                                     _mm_set1_epi8(15));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, 0xAA), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* Q2_K and Q3_K: half h (128 elements) has 32 bytes of 2-bit codes whose
+ * shift j (bits 2j, 2j+1) gives elements 128h + 32j + 0..31; a vector
+ * takes the shifts 2jj and 2jj+1 (64 contiguous elements), one per
+ * 256-bit half, shifted per 16-bit lane. Q3_K adds 4 where hmask bit
+ * 4h + j of the element's byte is set; its -4, and the Q2_K min, go
+ * through the block sums. Codes <= 7 (unsigned); 16-element sub-blocks. */
+AVX512 INLINE static inline float dot_k23_avx512(int64_t n, const uint8_t *w, const uint8_t *a, int three)
+{
+    const int bs = three ? 110 : 84;
+    const __m512i m2 = _mm512_set1_epi8(3), b4 = _mm512_set1_epi8(4), pick = pick16();
+    __m512 acc = _mm512_setzero_ps();
+    __m256 mins = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 256; i++, w += bs, a += 292) {
+        const uint8_t *qs = w + (three ? 32 : 16);
+        __m256i sc16, msum = _mm256_setzero_si256();
+        int off = 0;
+        if (three) {
+            sc16 = _mm256_cvtepi8_epi16(q3k_scales_x(w + 96));
+            off = dot_bsums(sc16, a);
+        } else {
+            const __m128i sb = _mm_loadu_si128((const __m128i *)w), m4 = _mm_set1_epi8(15);
+            sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sb, m4));
+            msum = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), m4)),
+                                     _mm256_loadu_si256((const __m256i *)(a + 260)));
+        }
+        const __m512i scv = _mm512_castsi256_si512(sc16);
+        const __m512i hm = three ? bcast32(w) : _mm512_setzero_si512();
+        __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512i q = bcast32(qs + 32 * h);
+#pragma GCC unroll 2
+            for (int jj = 0; jj < 2; jj++) {
+                __m512i code = _mm512_and_si512(_mm512_srlv_epi16(q, halves16(4 * jj, 4 * jj + 2)), m2);
+                if (three) {
+                    const int bit = 4 * h + 2 * jj;
+                    const __mmask64 hb = _mm512_test_epi8_mask(hm, halves8(1 << bit, 1 << (bit + 1)));
+                    code = _mm512_mask_add_epi8(code, hb, code, b4);
+                }
+                const __m512i p = _mm512_maddubs_epi16(code, load64(a + 4 + 128 * h + 64 * jj));
+                const __m512i s = pick_scales(scv, pick, 8 * h + 4 * jj);
+                isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, s));
+            }
+        }
+        if (three) {
+            isum = _mm512_sub_epi32(isum, _mm512_maskz_set1_epi32(1, 4 * off));
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(q8k_d(a) * f16c(w + 108)), _mm512_cvtepi32_ps(isum), acc);
+        } else {
+            const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)quant_rd32(w + 80))),
+                                         _mm_set1_ps(q8k_d(a)));
+            acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(isum), acc);
+            mins = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(msum), mins);
+        }
+    }
+    return _mm512_reduce_add_ps(acc) - (three ? 0.0f : hsum_ps(mins));
+}
+
+AVX512 float quant_dot_q2_K_avx512(int64_t n, const void *w, const void *a)
+{
+    return dot_k23_avx512(n, w, a, 0);
+}
+
+AVX512 float quant_dot_q3_K_avx512(int64_t n, const void *w, const void *a)
+{
+    return dot_k23_avx512(n, w, a, 1);
 }
 
 /* Q6_K: half h (128 elements) has 64 bytes ql (bytes 0..31 and 32..63:
@@ -232,8 +319,8 @@ AVX512 float quant_dot_q6_K_avx512(int64_t n, const void *vw, const void *va)
                                                 _mm512_slli_epi16(h23, 4));
             const __m512i p01 = _mm512_maddubs_epi16(c01, load64(a + 4 + 128 * h));
             const __m512i p23 = _mm512_maddubs_epi16(c23, load64(a + 4 + 128 * h + 64));
-            const __m512i s01 = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(8 * h))), scv);
-            const __m512i s23 = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(8 * h + 4))), scv);
+            const __m512i s01 = pick_scales(scv, pick, 8 * h);
+            const __m512i s23 = pick_scales(scv, pick, 8 * h + 4);
             isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_madd_epi16(p01, s01), _mm512_madd_epi16(p23, s23)));
         }
         /* the offset joins lane 0; the lanes are summed at the end anyway */
@@ -264,9 +351,10 @@ AVX512 float quant_dot_iq4_xs_avx512(int64_t n, const void *vw, const void *va)
         __m512i isum = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int p = 0; p < 4; p++) {
-            const __m512i v = _mm512_shuffle_epi8(lut, nibbles2x16(_mm256_loadu_si256((const __m256i *)(w + 8 + 32 * p))));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 8 + 32 * p));
+            const __m512i v = _mm512_shuffle_epi8(lut, nibbles2x16(q));
             const __m512i prod = madd_i8x(v, load64(a + 4 + 64 * p));
-            const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(pick, _mm512_set1_epi16((short)(2 * p))), lsv);
+            const __m512i s = pick_scales(lsv, pick, 2 * p);
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(prod, s));
         }
         acc = _mm512_fmadd_ps(_mm512_set1_ps(q8k_d(a) * f16c(w)), _mm512_cvtepi32_ps(isum), acc);

@@ -30,7 +30,7 @@ QDOTX(iq1_m); QDOTX(q1_0); QDOTX(q2_0); QDOTX(nvfp4); QDOTX(tq2_0); QDOTX(tq1_0)
 #define QDOTZ(name) float quant_dot_##name##_avx512(int64_t n, const void *w, const void *a)
 QDOTZ(f32); QDOTZ(f16); QDOTZ(bf16);
 QDOTZ(q4_0); QDOTZ(q4_1); QDOTZ(q5_0); QDOTZ(q5_1); QDOTZ(q8_0); QDOTZ(iq4_nl); QDOTZ(mxfp4);
-QDOTZ(q4_K); QDOTZ(q5_K); QDOTZ(q6_K); QDOTZ(iq4_xs);
+QDOTZ(q2_K); QDOTZ(q3_K); QDOTZ(q4_K); QDOTZ(q5_K); QDOTZ(q6_K); QDOTZ(iq4_xs);
 #undef QDOTZ
 #define QDOTV(name) float quant_dot_##name##_avx512vnni(int64_t n, const void *w, const void *a)
 QDOTV(q4_0); QDOTV(q4_1); QDOTV(q5_0); QDOTV(q5_1); QDOTV(q8_0); QDOTV(iq4_nl); QDOTV(mxfp4);

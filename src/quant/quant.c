@@ -144,7 +144,8 @@ static void fast_init(void)
         FAST(F32, f32); FAST(F16, f16); FAST(BF16, bf16);
         FAST(Q4_0, q4_0); FAST(Q4_1, q4_1); FAST(Q5_0, q5_0); FAST(Q5_1, q5_1);
         FAST(Q8_0, q8_0); FAST(IQ4_NL, iq4_nl); FAST(MXFP4, mxfp4);
-        FAST(Q4_K, q4_K); FAST(Q5_K, q5_K); FAST(Q6_K, q6_K); FAST(IQ4_XS, iq4_xs);
+        FAST(Q2_K, q2_K); FAST(Q3_K, q3_K); FAST(Q4_K, q4_K); FAST(Q5_K, q5_K);
+        FAST(Q6_K, q6_K); FAST(IQ4_XS, iq4_xs);
 #undef FAST
     }
     if (cpu_has_avx512_vnni()) {

@@ -67,9 +67,10 @@ float quant_vec_dot_ref(uint32_t type, int64_t n, const void *w, const void *a);
 /* The fastest dot product this CPU has for `type`, or NULL for a type
  * without one. With AVX2+FMA+F16C every type has a vector kernel
  * (dot_avx2.c, dot_avx2_iq.c), and with AVX-512 F/BW/VL the float types,
- * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4 Q4_K Q5_K Q6_K IQ4_XS take their
- * AVX-512 one (dot_avx512.c; with AVX512-VNNI the seven 32-element block
- * types take dot_avx512_vnni.c's); elsewhere it is the reference. The fast
+ * Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL MXFP4 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS
+ * take their AVX-512 one (dot_avx512.c; with AVX512-VNNI the seven
+ * 32-element block types take dot_avx512_vnni.c's); elsewhere it is the
+ * reference. The fast
  * kernels agree with the reference within the rounding bound derived
  * in tests/test_ggml_quant_dot.c, not bit for bit. */
 quant_dot_fn quant_vec_dot_fn(uint32_t type);
@@ -81,7 +82,7 @@ enum quant_path {
     QUANT_PATH_REF,     /* dot_ref.c: every CPU */
     QUANT_PATH_AVX2,    /* AVX2 + FMA + F16C, YMM state enabled by the OS */
     QUANT_PATH_AVX512,  /* the AVX2 set + AVX-512 F/BW/VL, ZMM state enabled */
-    QUANT_PATH_AVX512VNNI, /* AVX512 + AVX512-VNNI (the 32-element block types) */
+    QUANT_PATH_AVX512VNNI, /* AVX512 + AVX512-VNNI: the 32-element block types */
     QUANT_PATH_COUNT
 };
 
