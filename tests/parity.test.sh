@@ -20,7 +20,8 @@
 # Interval 1 (no DeltaNet layer) is not here: llama.cpp aborts on such files.
 # Tolerance, derived from what differs and measured (see the "# ... P=" lines):
 #  - f32 weights: no activation is quantized, so only float summation order
-#    and exp (libm expf here, ggml's SIMD polynomial there, <= 2 ulp) differ;
+#    and exp (libm expf here, ggml's SIMD polynomial there: 27% of SiLU
+#    outputs differ, by <= 4 ulp, tests/test_ggml_backend.c) differ;
 #    that is ~1e-6 relative per position, growing slowly with the context
 #    through attention (measured worst 3.2e-5 at 600 tokens). TOL_F32 = 1e-4.
 #  - quantized, f16 and bf16 weights: each matmul quantizes its input row
@@ -31,16 +32,17 @@
 #    itself by 1.6-7.8% between its batched and one-token paths on such files,
 #    docs/ORACLE.md). So the bound depends on the prompt length: P=1: 1e-3
 #    (a single position: q8_0 is bit-identical, K-quants/f16 ~1e-7 measured,
-#    at most 3e-4 with a MoE router); P=7: 1e-2; P=64: 5e-2; P=600: 0.25
-#    (measured worst 0.13). A quantized MoE adds a second discontinuity: a
+#    at most 3e-4 with a MoE router); P=7: 1e-2; P=64: 5e-2; P=600: 0.1
+#    (measured worst 0.042; q8_0 models stay bit-identical up to the first
+#    flip, often past 64 tokens). A quantized MoE adds a second discontinuity: a
 #    router near-tie picks another expert for one token, which changes that
 #    token's FFN output by O(1/k) and its logits by up to ~0.2 (measured 0.17
 #    at rows 2 and 8 of 64 for q4_K, 16 experts, top-3; the neighbouring rows
 #    stay at 2e-3); so quantized MoE models get 0.25 from P=64 on. The real
 #    0.8b geometry (24 layers, D = 1024, Q8_0) runs ~170 quantized matmuls per
-#    token, so flips happen within the first token already (measured 1.1e-2 at
-#    position 0 and up to 7.9e-2 within 7 tokens, random weights): 0.15 there,
-#    an empirical bound, not a derived one. These long
+#    token, so flips come early (measured: bit-identical at position 0, 7.9e-2
+#    within 7 tokens, random weights): 0.15 there, an empirical bound, not a
+#    derived one. These long
 #    prompts are a smoke test of the quantized path; the f32 models carry the
 #    strict check of every geometry.
 # Env: BUILD (default build), Q36 (default ./q36), PARITY_QUICK=1 (fewer models).
@@ -105,8 +107,8 @@ for line in "${models[@]}"; do
     worst=0 worst_at="" margin=1e-3
     for P in $(lengths "$name"); do
         if [ "$f32" = 1 ]; then tol=$TOL_F32
-        else case $P in 1) tol=1e-3 ;; 7) tol=1e-2 ;; 64) tol=5e-2 ;; *) tol=0.25 ;; esac; fi
-        case "$P:$flags" in 64:*qwen35moe*) [ "$f32" = 0 ] && tol=0.25 ;; esac
+        else case $P in 1) tol=1e-3 ;; 7) tol=1e-2 ;; 64) tol=5e-2 ;; *) tol=0.1 ;; esac; fi
+        case "$P:$flags" in 64:*qwen35moe* | 600:*qwen35moe*) [ "$f32" = 0 ] && tol=0.25 ;; esac
         case $name in real_*) tol=0.15 ;; esac
         ids_file "$V" "$P" "$P" >"$tmp/ids"
         if ! "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all -ctk f32 -ctv f32 \

@@ -51,13 +51,6 @@ typedef struct {
     be_ctx *be;
 } attn_job;
 
-static inline float kv_at(const be_tensor *c, int64_t row, int64_t col)
-{
-    if (c->f16)
-        return quant_f16_to_f32(((const uint16_t *)c->data)[row * c->ld + col]);
-    return ((const float *)c->data)[row * c->ld + col];
-}
-
 /* One (query row, head): scores in ggml_vec_dot_f32's order, softmax with
  * per-vector-chunk tree sums added in double, and probabilities times V in
  * the f32 GEMM's lane order (cpu_fdot.c). Positions after the query's own
