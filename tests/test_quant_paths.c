@@ -169,7 +169,8 @@ int main(void)
     for (int p = QUANT_PATH_AVX2; p < QUANT_PATH_COUNT; p++) {
         const enum quant_path path = (enum quant_path)p;
         if (!quant_path_available(path)) {
-            printf("# %s: not available on this CPU, cases not run\n", quant_path_name(path));
+            printf("# %s: not available on this CPU%s, cases not run\n", quant_path_name(path),
+                   getenv("Q36_QUANT_PATH_MAX") ? " (or capped by Q36_QUANT_PATH_MAX)" : "");
             continue;
         }
         int nk = 0;

@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef __x86_64__
 #include <cpuid.h>
 #endif
@@ -156,6 +158,20 @@ static void fast_init(void)
 #undef FAST
     }
 #endif
+    /* Q36_QUANT_PATH_MAX=<path name> drops the paths after it, as if the
+     * CPU lacked them (to compare paths on one machine) */
+    const char *cap = getenv("Q36_QUANT_PATH_MAX");
+    if (cap && *cap) {
+        int last = QUANT_PATH_COUNT - 1;
+        for (int p = 0; p < QUANT_PATH_COUNT; p++)
+            if (strcmp(cap, quant_path_name((enum quant_path)p)) == 0)
+                last = p;
+        for (int p = last + 1; p < QUANT_PATH_COUNT; p++) {
+            path_ok[p] = false;
+            for (int t = 0; t < QT_COUNT; t++)
+                path_fn[p][t] = NULL;
+        }
+    }
     /* the fastest path with a kernel for the type */
     for (int t = 0; t < QT_COUNT; t++)
         for (int p = 0; p < QUANT_PATH_COUNT; p++)

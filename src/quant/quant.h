@@ -89,7 +89,11 @@ enum quant_path {
 /* "ref", "avx2", "avx512", "avx512vnni"; "?" for anything else. */
 const char *quant_path_name(enum quant_path p);
 
-/* Whether this CPU (and the OS) can run path p, and this build has it. */
+/* Whether this CPU (and the OS) can run path p, and this build has it.
+ * The environment variable Q36_QUANT_PATH_MAX (ref, avx2, avx512 or
+ * avx512vnni), read once on first use, makes the paths after the one it
+ * names unavailable, as if the CPU lacked them (an unknown name caps
+ * nothing). */
 bool quant_path_available(enum quant_path p);
 
 /* The dot product of `type` on path p (for tests and benchmarks), or NULL
