@@ -16,7 +16,6 @@ struct be_tensor {
     int64_t  ld;          /* elements between row starts */
     bool     f16;
     bool     view;
-    be_tensor *next_view; /* the pool's list */
 };
 
 struct be_weight {
@@ -33,10 +32,20 @@ typedef void (*cpu_task_fn)(void *arg, int64_t i0, int64_t i1, int tid);
 
 typedef struct cpu_pool cpu_pool;
 
+/* Views live in blocks that are reused after be_views_reset, so a forward
+ * call allocates nothing once the first one has grown the blocks. */
+#define CPU_VBLOCK 256
+typedef struct cpu_vblock {
+    be_tensor v[CPU_VBLOCK];
+    int n;
+    struct cpu_vblock *next;
+} cpu_vblock;
+
 struct be_ctx {
     int        n_threads;
     cpu_pool  *pool;          /* NULL with one thread */
-    be_tensor *views;         /* views made since the last reset */
+    struct cpu_vblock *vblocks; /* view storage, kept across resets */
+    struct cpu_vblock *vcur;    /* the block being filled */
     be_weight *weights;       /* bound weights (freed with the ctx) */
     void      *scratch;       /* activation rows in vec_dot_type, grown as needed */
     size_t     scratch_cap;

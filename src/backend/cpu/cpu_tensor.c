@@ -39,7 +39,10 @@ void be_free(be_ctx *be)
 {
     if (!be)
         return;
-    be_views_reset(be);
+    for (cpu_vblock *b = be->vblocks, *nx; b; b = nx) {
+        nx = b->next;
+        free(b);
+    }
     cpu_pool_free(be->pool);
     for (be_weight *w = be->weights, *nx; w; w = nx) {
         nx = w->next;
@@ -138,12 +141,23 @@ uint64_t be_tensor_bytes(const be_tensor *t)
 
 static be_tensor *view_new(be_ctx *be, be_tensor *t)
 {
-    be_tensor *v = malloc(sizeof *v);
-    assert(v);
+    cpu_vblock *b = be->vcur;
+    if (!b || b->n == CPU_VBLOCK) {
+        cpu_vblock *nb = b ? b->next : be->vblocks;
+        if (!nb) {
+            nb = calloc(1, sizeof *nb);
+            assert(nb);
+            if (b)
+                b->next = nb;
+            else
+                be->vblocks = nb;
+        }
+        nb->n = 0;
+        be->vcur = b = nb;
+    }
+    be_tensor *v = &b->v[b->n++];
     *v = *t;
     v->view = true;
-    v->next_view = be->views;
-    be->views = v;
     return v;
 }
 
@@ -167,11 +181,9 @@ be_tensor *be_rows(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows)
 
 void be_views_reset(be_ctx *be)
 {
-    for (be_tensor *v = be->views, *nx; v; v = nx) {
-        nx = v->next_view;
-        free(v);
-    }
-    be->views = NULL;
+    for (cpu_vblock *b = be->vblocks; b; b = b->next)
+        b->n = 0;
+    be->vcur = be->vblocks;
 }
 
 void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const float *src)
