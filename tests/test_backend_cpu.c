@@ -432,6 +432,59 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     free(qkv); free(g); free(b); free(S0); free(o); free(Sg); free(S); free(e);
 }
 
+/* The chunked form against the recurrence on the same inputs, both from a
+ * non-zero state, across chunk boundaries (T up to 200 = 3 chunks + 8). */
+static void test_deltanet_chunked(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.deltanet_chunked_t%lld_hk%lld_hv%lld_dk%lld", (long long)T,
+             (long long)Hk, (long long)Hv, (long long)dk);
+    t_rng r = t_rng_named(name);
+    int64_t W = (2 * Hk + Hv) * dk;
+    float *qkv = randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = randv(&r, Hv * dk * dk, 0.1f);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < 2 * Hk; h++) {
+            float *v = qkv + t * W + h * dk;
+            double n2 = 0;
+            for (int64_t i = 0; i < dk; i++)
+                n2 += (double)v[i] * v[i];
+            for (int64_t i = 0; i < dk; i++)
+                v[i] = (float)(v[i] / sqrt(n2));
+        }
+    for (int64_t i = 0; i < T * Hv; i++) {
+        g[i] = -0.3f * t_uniform(&r);
+        b[i] = t_uniform(&r);
+    }
+    float *o[2], *Sg[2];
+    for (int m = 0; m < 2; m++) {
+        be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
+        be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
+        if (m == 0)
+            be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+        else
+            be_deltanet_chunked(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+        o[m] = malloc(sizeof(float) * (size_t)(T * Hv * dk));
+        Sg[m] = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
+        be_read(be3, ot, 0, T, o[m]);
+        be_read(be3, St, 0, Hv, Sg[m]);
+        be_tensor *all[] = { qt, gt, bt, St, ot };
+        for (int i = 0; i < 5; i++)
+            be_tensor_free(be3, all[i]);
+    }
+    double worst = 0;
+    for (int64_t i = 0; i < T * Hv * dk; i++)
+        worst = fmax(worst, fabs(o[0][i] - o[1][i]));
+    for (int64_t i = 0; i < Hv * dk * dk; i++)
+        worst = fmax(worst, fabs(Sg[0][i] - Sg[1][i]));
+    t_check(name, worst < 2e-4, "worst abs difference %.3g (output and state)", worst);
+    free(qkv); free(g); free(b); free(S0);
+    for (int m = 0; m < 2; m++) {
+        free(o[m]);
+        free(Sg[m]);
+    }
+}
+
 static void test_moe_route(int64_t T, int64_t E, int64_t k)
 {
     char name[96];
@@ -507,6 +560,10 @@ int main(void)
     test_deltanet(31, 2, 4, 32);
     test_deltanet(9, 2, 2, 128);
     test_deltanet(3, 1, 3, 64);
+    test_deltanet_chunked(1, 2, 4, 32);
+    test_deltanet_chunked(63, 2, 4, 32);
+    test_deltanet_chunked(200, 2, 2, 128);
+    test_deltanet_chunked(65, 1, 3, 64);
     test_moe_route(9, 64, 8);
     test_moe_route(3, 4, 1);
     test_moe_route(1, 256, 8);

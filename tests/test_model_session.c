@@ -171,6 +171,31 @@ static void run_model(const char *tag, const char *path)
                 sqrt(num / den));
         q36_session_free(sh);
     }
+    /* fast mode: chunked DeltaNet for batches; one-token appends are the
+     * recurrence, so decodes equal exact mode's bit for bit */
+    q36_session_opts of = q36_session_opts_default();
+    of.type_k = of.type_v = Q36_KV_F32;
+    of.fast = 1;
+    q36_session *sf = NULL;
+    if (q36_session_new(m, CTX, &of, &sf, &err) == 0) {
+        rc = q36_session_append(sf, ids, N, dec, Q36_LOGITS_ALL, &err);
+        double num = 0, den = 0;
+        for (int i = 0; i < N * V; i++) {
+            num += (double)(dec[i] - all[i]) * (dec[i] - all[i]);
+            den += (double)all[i] * all[i];
+        }
+        snprintf(name, sizeof name, "session.%s.fast_prefill", tag);
+        t_check(name, rc == 0 && sqrt(num / den) < 1e-3, "rc %d rel %g", rc, sqrt(num / den));
+        q36_session_reset(sf);
+        rc = 0;
+        for (int i = 0; i < N && !rc; i++)
+            rc = q36_session_decode(sf, ids[i], dec + (size_t)i * V, &err);
+        snprintf(name, sizeof name, "session.%s.fast_decode_exact", tag);
+        t_check(name, rc == 0 && !memcmp(all, dec, sizeof(float) * N * V), "rc %d: differ", rc);
+        q36_session_free(sf);
+    } else {
+        t_fail("session.fast", "%s", err.msg);
+    }
     free(snap);
     free(snap2);
     q36_session_free(sb);

@@ -172,6 +172,15 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                  be_tensor *out);
 
+/* The same rule in its chunked form (chunks of 64 tokens, MODEL.md §2.6):
+ * matrix products inside a chunk instead of one step per token. Same
+ * arguments and results up to float rounding (not bit-identical with
+ * be_deltanet, and its bits depend on where chunks start). llama.cpp runs
+ * the recurrence for every batch size; q36 uses this only in fast mode. */
+void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                         const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
+                         int64_t n_v_heads, int64_t dk, be_tensor *out);
+
 /* MoE routing per row of logits (T x E): p = softmax(logits); the k largest
  * p in descending order go to sel (host, T*k) and their renormalized
  * weights p / max(sum, 2^-14) to w (T x k). */

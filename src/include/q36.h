@@ -63,6 +63,11 @@ typedef struct q36_session_opts {
     int n_batch;            /* tokens per forward batch (default 512) */
     int type_k, type_v;     /* enum q36_kv_type (default F16, llama.cpp's default) */
     uint64_t max_bytes;     /* refuse plans above this; 0 = MemAvailable of the machine */
+    int fast;               /* 0 (default) exact: llama.cpp's order of operations and
+                               sums, every row's bits independent of the batch it is
+                               in; 1 fast: prompt batches take the chunked DeltaNet
+                               form (results move at float rounding level and depend
+                               on how a prompt is split into appends) */
 } q36_session_opts;
 
 /* The defaults above. */

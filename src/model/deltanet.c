@@ -1,8 +1,9 @@
 /* deltanet.c: the Gated DeltaNet block of qwen35/qwen35moe (MODEL.md §2):
  * input projections (qkv, z, beta, alpha), the causal conv with its tail,
  * SiLU, per-head L2 norms of q and k, decay and beta, the delta rule
- * (llama.cpp's fused recurrence, for batches too), the gated RMS norm and
- * the output projection. */
+ * (llama.cpp's fused recurrence, which it runs for batches too; the chunked
+ * form for batches in fast mode), the gated RMS norm and the output
+ * projection. */
 #include "forward.h"
 
 void model_deltanet(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out)
@@ -33,7 +34,10 @@ void model_deltanet(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *
     be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);
     be_l2_norm(be, qk, hp->eps, dk, qk);
 
-    be_deltanet(be, conv, g, beta, s->S[il], Hk, Hv, dk, core);
+    if (s->fast && T > 1)
+        be_deltanet_chunked(be, conv, g, beta, s->S[il], Hk, Hv, dk, core);
+    else
+        be_deltanet(be, conv, g, beta, s->S[il], Hk, Hv, dk, core);
 
     be_rms_norm(be, core, L->ssm_norm, hp->eps, dk, core);
     be_gate_silu(be, core, z, core);

@@ -50,6 +50,7 @@ struct q36_session {
     model_weights  w;
     int64_t        n_ctx, n_batch, pos;
     int            type_k, type_v;
+    bool           fast;          /* chunked DeltaNet for batches */
     be_tensor     *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];   /* attention layers */
     be_tensor     *tail[MODEL_MAX_BLOCKS], *S[MODEL_MAX_BLOCKS];  /* DeltaNet layers */
     model_scratch  sc;

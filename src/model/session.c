@@ -14,7 +14,7 @@
 q36_session_opts q36_session_opts_default(void)
 {
     q36_session_opts o = { .n_threads = 1, .n_batch = 512, .type_k = Q36_KV_F16,
-                           .type_v = Q36_KV_F16, .max_bytes = 0 };
+                           .type_v = Q36_KV_F16, .max_bytes = 0, .fast = 0 };
     return o;
 }
 
@@ -144,6 +144,7 @@ int q36_session_new(const q36_model *m, int n_ctx, const q36_session_opts *opts,
     s->n_batch = o.n_batch;
     s->type_k = o.type_k;
     s->type_v = o.type_v;
+    s->fast = o.fast != 0;
     if ((rc = be_cpu_new(o.n_threads, &s->be, err)))
         goto fail;
     if ((rc = model_weights_bind(s->be, q36_model_gguf(m), hp, &s->w, err)))
