@@ -40,14 +40,23 @@ int cpu_lanes(void)
 __attribute__((target("fma")))
 static inline float fma_hw(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
+static int g_fma = -1;
+
 static bool has_fma(void)
 {
-    static int v = -1;
-    if (v < 0) {
+    if (g_fma < 0) {
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("fma") ? 1 : 0;
+        g_fma = __builtin_cpu_supports("fma") ? 1 : 0;
     }
-    return v == 1;
+    return g_fma == 1;
+}
+
+/* Called by be_cpu_new before any worker runs, so the lazily set flags
+ * above are written once, by one thread. */
+void cpu_fdot_init(void)
+{
+    (void)cpu_lanes();
+    (void)has_fma();
 }
 
 static inline float fma_any(float a, float b, float c)

@@ -75,6 +75,7 @@ static inline float *cpu_row(const be_tensor *t, int64_t r)
 
 
 /* cpu_fdot.c: f32 sums in ggml's x86 accumulation orders. */
+void  cpu_fdot_init(void);                               /* CPU feature flags, once */
 int   cpu_lanes(void);                                   /* 16 (AVX-512) or 8 */
 float cpu_lane_sum(float *l, int W);                     /* halving tree; clobbers l */
 float cpu_dot_vec(int64_t n, const float *x, const float *y);  /* ggml_vec_dot_f32 order */
