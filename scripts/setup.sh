@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev git ca-certificates"
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev git ca-certificates"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
