@@ -24,6 +24,7 @@
  * These are orders of summation, written from the description above. */
 #include "cpu_internal.h"
 
+#include <immintrin.h>
 #include <math.h>
 
 static int g_lanes;
@@ -40,7 +41,7 @@ int cpu_lanes(void)
 __attribute__((target("fma")))
 static inline float fma_hw(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
-static int g_fma = -1;
+static int g_fma = -1, g_avx512 = -1, g_avx2 = -1;
 
 static bool has_fma(void)
 {
@@ -57,6 +58,10 @@ void cpu_fdot_init(void)
 {
     (void)cpu_lanes();
     (void)has_fma();
+    if (g_avx512 < 0) {
+        g_avx512 = __builtin_cpu_supports("avx512f") && has_fma() ? 1 : 0;
+        g_avx2 = __builtin_cpu_supports("avx2") && has_fma() ? 1 : 0;
+    }
 }
 
 static inline float fma_any(float a, float b, float c)
@@ -108,9 +113,62 @@ static float dot_vec_fma(int64_t n, const float *x, const float *y, int W)
     return s;
 }
 
+/* The same orders with vector registers (one register = one set of lanes,
+ * so the arithmetic is identical element for element). */
+__attribute__((target("avx512f,fma")))
+static float dot_vec_avx512(int64_t n, const float *x, const float *y)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const int64_t np = n - n % 64;
+    for (int64_t i = 0; i < np; i += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), a3);
+    }
+    a0 = _mm512_add_ps(a0, a2);
+    a1 = _mm512_add_ps(a1, a3);
+    a0 = _mm512_add_ps(a0, a1);
+    float l[16];
+    _mm512_storeu_ps(l, a0);
+    float s = cpu_lane_sum(l, 16);
+    const int64_t nv = np + (n - np) / 8 * 8;
+    for (int64_t i = np; i < nv; i++) {
+        const float p = x[i] * y[i];
+        s = s + p;
+    }
+    for (int64_t i = nv; i < n; i++)
+        s = __builtin_fmaf(x[i], y[i], s);
+    return s;
+}
+
+__attribute__((target("avx512f,fma")))
+static void axpy_avx512(int64_t n, float *y, const float *x, float v)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(x + i), vv, _mm512_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] = __builtin_fmaf(x[i], v, y[i]);
+}
+
+__attribute__((target("avx2,fma")))
+static void axpy_avx2(int64_t n, float *y, const float *x, float v)
+{
+    const __m256 vv = _mm256_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] = __builtin_fmaf(x[i], v, y[i]);
+}
+
 float cpu_dot_vec(int64_t n, const float *x, const float *y)
 {
     const int W = cpu_lanes();
+    if (W == 16 && g_avx512 == 1)
+        return dot_vec_avx512(n, x, y);
     if (has_fma())
         return dot_vec_fma(n, x, y, W);
     float acc[4][16] = { { 0 } };
@@ -145,6 +203,14 @@ static void axpy_fma(int64_t n, float *y, const float *x, float v)
 
 void cpu_axpy(int64_t n, float *y, const float *x, float v)
 {
+    if (g_avx512 == 1) {
+        axpy_avx512(n, y, x, v);
+        return;
+    }
+    if (g_avx2 == 1) {
+        axpy_avx2(n, y, x, v);
+        return;
+    }
     if (has_fma()) {
         axpy_fma(n, y, x, v);
         return;
