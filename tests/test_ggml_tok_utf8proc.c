@@ -14,10 +14,12 @@
  * 2. The same with tok_pretok.c's Unicode 15.x ranges applied where utf8proc
  *    says Cn: no difference.
  * 3. Split: the utf8proc-driven matcher's pieces equal tok_pretok_split's
- *    (PCRE2) for "qwen35" and "qwen2" on every tests/corpus/ file, on the
- *    bench's two 1 MB texts, on the probe "aCa .C. xCCx\n" for every code
- *    point C, and on random strings over an alphabet of the patterns' edge
- *    cases (quotes, CR/LF, spaces, marks, digits, invalid bytes).
+ *    (PCRE2) for "qwen35" and "qwen2" on every tests/corpus/ file, on
+ *    tt_gen_mixed's 1 MB text, on all those files repeated to 1 MB (the
+ *    bench's corpus text leaves three of them out), on the probe
+ *    "aCa .C. xCCx\n" for every code point C, and on random strings over
+ *    an alphabet of the patterns' edge cases (quotes, CR/LF, spaces, marks,
+ *    digits, invalid bytes).
  */
 #include "llama.h"
 #include "ggml-backend.h"
