@@ -8,6 +8,11 @@
  *                that differ at all is printed. That share is the floor of
  *                q36's parity with llama.cpp: q36 does not copy ggml's exp,
  *                so a Q8 rounding of a SiLU output can flip (MODEL.md §9.2).
+ *   dot_q6_K     cpu_dot_q6_K_ggml (AVX2) and its plain-C reference equal
+ *                the variant's own vec_dot for Q6_K x Q8_K bit for bit
+ *                (weights from ggml_quantize_chunk, activations from q36's
+ *                byte-exact Q8_K quantizer); q36 uses it for Q6_K weights,
+ *                which llama.cpp does not repack on x86
  *   softmax      probabilities of a row as be_attention forms them (expf,
  *                per-vector tree sums into a double) vs
  *                ggml_vec_soft_max_f32 + its 1/sum scaling: at most 4 ulp. */
@@ -17,6 +22,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
+#include "ggml.h"
+#include "ggml-cpu.h"
+#include "quant/quant.h"
 #include "quant/fp16.h"
 #include "test.h"
 
@@ -24,6 +32,8 @@ typedef void (*dot_f32_fn)(int, float *, size_t, const float *, size_t, const fl
 typedef void (*silu_fn)(int, float *, const float *);
 typedef double (*softmax_fn)(int, float *, const float *, float);
 
+typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
+static traits_fn g_traits;
 static dot_f32_fn g_dot;
 static silu_fn g_silu;
 static softmax_fn g_softmax;
@@ -45,6 +55,7 @@ static int load_cpu(const char *variant)
         g_dot = (dot_f32_fn)dlsym(h, "ggml_vec_dot_f32");
         g_silu = (silu_fn)dlsym(h, "ggml_vec_silu_f32");
         g_softmax = (softmax_fn)dlsym(h, "ggml_vec_soft_max_f32");
+        g_traits = (traits_fn)dlsym(h, "ggml_get_type_traits_cpu");
     }
     return sc;
 }
@@ -101,6 +112,32 @@ int main(void)
         t_check(name, !bad, "q36 %.9g ggml %.9g", mine, theirs);
         free(x);
         free(y);
+    }
+
+    /* Q6_K */
+    if (g_traits) {
+        t_rng r = t_rng_named("q6_K");
+        const int n = 2048;
+        float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * n);
+        uint8_t *wq = malloc(ggml_row_size(GGML_TYPE_Q6_K, n)), *aq = malloc(ggml_row_size(GGML_TYPE_Q8_K, n));
+        int bad = 0, bad_ref = 0;
+        for (int rep = 0; rep < 100; rep++) {
+            for (int i = 0; i < n; i++) {
+                w[i] = gauss(&r) * (rep % 3 ? 1.0f : 0.01f);
+                x[i] = gauss(&r) * (i % 97 ? 1.0f : 20.0f);
+            }
+            ggml_quantize_chunk(GGML_TYPE_Q6_K, w, wq, 0, 1, n, NULL);
+            quant_act_quantize(QT_Q8_K, x, aq, n);
+            float theirs;
+            g_traits(GGML_TYPE_Q6_K)->vec_dot(n, &theirs, 0, wq, 0, aq, 0, 1);
+            bad += quant_f32_bits(cpu_dot_q6_K_ggml(n, wq, aq)) != quant_f32_bits(theirs);
+            bad_ref += quant_f32_bits(cpu_dot_q6_K_ggml_ref(n, wq, aq)) != quant_f32_bits(theirs);
+        }
+        t_check("ggml_backend.dot_q6_K", !bad && !bad_ref, "%d (vector) and %d (reference) of 100 rows differ",
+                bad, bad_ref);
+        free(w); free(x); free(wq); free(aq);
+    } else {
+        t_fail("ggml_backend.dot_q6_K", "the variant lacks ggml_get_type_traits_cpu");
     }
 
     /* silu */

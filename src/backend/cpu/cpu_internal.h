@@ -82,4 +82,8 @@ float cpu_dot_vec(int64_t n, const float *x, const float *y);  /* ggml_vec_dot_f
 void  cpu_axpy(int64_t n, float *y, const float *x, float v); /* y = fma(x, v, y) */
 /* llamafile's f32 GEMM order; n a multiple of cpu_lanes() (a quant_dot_fn) */
 float cpu_dot_lanes(int64_t n, const void *x, const void *y);
+
+/* cpu_qdot.c: K-quant dots in ggml's AVX2 float order (quant_dot_fn shape). */
+float cpu_dot_q6_K_ggml(int64_t n, const void *w, const void *a);      /* AVX2 when present */
+float cpu_dot_q6_K_ggml_ref(int64_t n, const void *w, const void *a);  /* plain C */
 #endif

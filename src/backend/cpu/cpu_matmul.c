@@ -49,6 +49,8 @@ static quant_dot_fn pick_dot(uint32_t type, int64_t K, int64_t N, bool expert)
     /* Q8_0: llama.cpp's x86 kernels (vec_dot and the llamafile GEMM) keep
      * 8 float lanes per block even on AVX-512; the AVX2 kernel has that
      * order and gives the same bits (measured on q36 synth files). */
+    if (type == QT_Q6_K)
+        return cpu_dot_q6_K_ggml;
     if (type == QT_Q8_0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, QUANT_PATH_AVX2);
         if (f)

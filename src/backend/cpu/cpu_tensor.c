@@ -21,6 +21,11 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     if (n_threads > 256)
         return q36_err_set(err, Q36_E_ARG, "cpu backend: %d threads is more than 256", n_threads);
     cpu_fdot_init();
+    {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
+        float z[8] = { 0 };
+        uint8_t blk[292] = { 0 };
+        (void)cpu_dot_q6_K_ggml(0, blk, z);
+    }
     be_ctx *be = calloc(1, sizeof *be);
     if (!be)
         return q36_err_set(err, Q36_E_NOMEM, "cpu backend: out of memory");
