@@ -74,6 +74,21 @@ $(BUILD)/oracle: $(ORACLE_SRC) tests/oracle/oracle.h $(LLAMA_SRC)/include/llama.
 	    -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' -o $@ $(ORACLE_SRC) $(ORACLE_LIBS) -lm
 oracle: $(BUILD)/oracle
 
+# ---- q36 bench: the commit compiled in, llama.h for the baseline runner ------
+# build/commit.txt changes only when HEAD does, so bench_machine.o is rebuilt
+# then and only then. bench_llama.c dlopens libllama; it needs the pinned
+# headers (scripts/setup.sh) and, without them, builds a stub that says so.
+Q36_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+$(BUILD)/commit.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(Q36_COMMIT)' | cmp -s - $@ || echo '$(Q36_COMMIT)' > $@
+$(BUILD)/src/bench/bench_machine.o: CFLAGS += -DQ36_COMMIT='"$(Q36_COMMIT)"'
+$(BUILD)/src/bench/bench_machine.o: $(BUILD)/commit.txt
+ifneq ($(wildcard $(LLAMA_SRC)/include/llama.h),)
+$(BUILD)/src/bench/bench_llama.o: CFLAGS += $(ORACLE_CFLAGS) -DQ36_HAVE_LLAMA_H
+endif
+FORCE:
+
 # ---- tests ------------------------------------------------------------------
 # tests/test_NAME.c links libq36; tests/test_ggml_NAME.c also links the pinned
 # libggml/libllama, to compare with ggml in the same process.

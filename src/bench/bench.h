@@ -1,0 +1,124 @@
+/* bench.h: what `q36 bench` needs that is not command-line: the machine
+ * record, the commit compiled in, the statistics of repeated timings, the
+ * seeded token ids, and the engine interface both runners implement (q36
+ * through its session API, llama.cpp through a dlopen'ed libllama).
+ *
+ * It owns no printing and no flag parsing (tools/bench.c does both), and no
+ * GGUF or llama.cpp type: this header is included by the q36 runner
+ * (bench_q36.c, which sees q36.h) and by the llama.cpp runner
+ * (bench_llama.c, which sees llama.h); the two headers cannot meet in one
+ * file because q36's gguf.h and ggml's gguf.h clash.
+ *
+ * What is timed follows llama-bench (llama.cpp tools/llama-bench): per test
+ * a warm-up, then per repetition the state is reset to the filled depth
+ * (untimed) and either a prompt of n tokens is evaluated in calls of n_batch
+ * tokens, each producing the last row's logits ("pp"), or n tokens are
+ * decoded one at a time, each producing its logits ("tg").
+ */
+#ifndef Q36_BENCH_H
+#define Q36_BENCH_H
+
+#include <stdint.h>
+
+#include "../util/err.h"
+
+/* ---------------------------------------------------------------- machine */
+
+typedef struct bench_machine {
+    char cpu_model[128];   /* "model name" of /proc/cpuinfo, or "unknown" */
+    char features[128];    /* the SIMD features that matter to the kernels,
+                            * space-separated: "AVX2 FMA F16C AVX512F ..." */
+    int  n_cpus;           /* online logical CPUs */
+    int  n_cores;          /* physical cores (core ids x sockets), or n_cpus */
+    double load1;          /* 1-minute load average when the run started */
+} bench_machine;
+
+/* Reads /proc/cpuinfo, sysconf and /proc/loadavg; fields it cannot read are
+ * left "unknown" / 0. Never fails. */
+void bench_machine_read(bench_machine *m);
+
+/* The q36 commit this binary was built from (git rev-parse --short HEAD at
+ * build time, via -DQ36_COMMIT), or "unknown". */
+const char *bench_commit(void);
+
+/* ------------------------------------------------------------- statistics */
+
+typedef struct bench_stats {
+    int    n;
+    double median, mean, stddev;   /* stddev: sample (n-1), 0 when n < 2 */
+    double min, max;
+} bench_stats;
+
+/* Statistics of v[0..n). v is not modified. */
+void bench_stats_of(const double *v, int n, bench_stats *out);
+
+/* Fills ids[0..n) with seeded pseudo-random ids in [0, n_vocab): the same
+ * seed gives the same ids on every machine. */
+void bench_random_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed);
+
+/* ---------------------------------------------------------------- engines */
+
+/* K/V cache element types, as both engines name them. */
+enum bench_kv { BENCH_KV_F32 = 0, BENCH_KV_F16 = 1 };
+const char *bench_kv_name(int kv);          /* "f32" | "f16" */
+
+typedef struct bench_cfg {
+    int n_threads;
+    int n_batch;       /* tokens per call: llama_decode's batch, q36_session_append's count */
+    int n_ubatch;      /* tokens per forward pass: llama.cpp's n_ubatch, q36's session n_batch */
+    int type_k, type_v;   /* enum bench_kv */
+    int fast;          /* q36 only: q36_session_opts.fast */
+} bench_cfg;
+
+/* What an engine says about itself and the model it loaded. */
+typedef struct bench_desc {
+    char    model_type[128];   /* "qwen35 0.75B q4_K" (llama.cpp: llama_model_desc) */
+    char    type_mix[256];     /* "q4_K 150 (470.2 MiB), f32 ..." (q36 only) */
+    uint64_t model_size;       /* bytes of tensor data */
+    uint64_t model_n_params;
+    int32_t n_vocab;
+    char    build[64];         /* q36 commit, or the llama.cpp release ("v0.5.0") */
+    char    cpu_info[128];     /* llama.cpp: the CPU device's description */
+    char    detail[256];       /* how it runs: llama.cpp's library, CPU variant, flash attention */
+} bench_desc;
+
+/* One engine with one model loaded. The functions return 0 or a negative
+ * kind with err set (one line naming the engine and what failed).
+ *
+ * prepare: makes a context of n_ctx positions, runs the warm-up (a prompt
+ *   of n_warm_prompt ids when > 0, then one single-token decode when
+ *   warm_gen), clears it, evaluates the depth ids (untimed) and keeps that
+ *   state so every repetition starts from it.
+ * time_prompt: back to the depth state, then n ids in calls of n_batch,
+ *   each asking for the last row's logits; *sec is the wall time of the calls.
+ * time_gen: back to the depth state, then n single-token decodes.
+ * release: frees the context (prepare may be called again).
+ * free: release + the model; accepts NULL. */
+typedef struct bench_engine bench_engine;
+struct bench_engine {
+    const char *name;          /* "q36" | "llama.cpp" */
+    bench_desc desc;
+    int  (*prepare)(bench_engine *e, int n_ctx, const int32_t *warm, int n_warm_prompt, int warm_gen,
+                    const int32_t *depth_ids, int depth, q36_err *err);
+    int  (*time_prompt)(bench_engine *e, const int32_t *ids, int n, double *sec, q36_err *err);
+    int  (*time_gen)(bench_engine *e, const int32_t *ids, int n, double *sec, q36_err *err);
+    void (*release)(bench_engine *e);
+    void (*free)(bench_engine *e);
+};
+
+void bench_engine_free(bench_engine *e);    /* accepts NULL */
+
+/* The q36 runner: opens the model at `path` with cfg. */
+int bench_q36_open(const char *path, const bench_cfg *cfg, bench_engine **out, q36_err *err);
+
+/* The llama.cpp runner: dlopens libllama from lib_dir (the folder of the
+ * pinned prebuilt libraries) and loads `path` with cfg, flash attention as
+ * llama-bench's default (auto) and llama-bench's thread pool. Errors name
+ * the folder and scripts/setup.sh when the library is not there. */
+int bench_llama_open(const char *lib_dir, const char *path, const bench_cfg *cfg, bench_engine **out,
+                     q36_err *err);
+
+/* Monotonic wall clock in seconds. */
+double bench_now(void);
+
+#endif

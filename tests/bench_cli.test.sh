@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench_cli.test.sh: the contract of `q36 bench` (ARCHITECTURE.md): the
+# markdown table, the JSON records and their llama-bench field names, the
+# llama.cpp baseline with its ratios, and the exits: 2 on bad usage, 1 on a
+# user error with one line. On a tiny synthetic model with tiny p/n/r: it
+# never asserts a speed.
+# Env: BUILD (default build), Q36 (default ./q36). Run from the repo root.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+LIB=tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+M=$tmp/m.gguf
+if ! "$Q36" synth --arch qwen35 --preset tiny --seed 7 -o "$M" >"$tmp/log" 2>&1; then
+    fail bench_cli.setup "q36 synth: $(tail -n 1 "$tmp/log")"; exit 1
+fi
+B=(-m "$M" -p 4 -n 2 -r 2 -t 2)
+
+# markdown (the default): one row per test, pp and tg at each depth
+if "$Q36" bench "${B[@]}" -d 0,3 >"$tmp/md" 2>"$tmp/err" &&
+   grep -q '^| .* | *pp4 *|' "$tmp/md" && grep -q 'tg2 @ d3' "$tmp/md" &&
+   [ "$(grep -c '^| [^-]' "$tmp/md")" = 5 ] && grep -q "q36 bench: q36 " "$tmp/md"; then
+    ok bench_cli.md
+else fail bench_cli.md "$(head -c 400 "$tmp/md") $(head -c 200 "$tmp/err")"; fi
+
+# JSON: an array of records with llama-bench's field names and ours
+fields='model_filename model_type model_size model_n_params n_batch n_ubatch n_threads type_k type_v
+n_prompt n_gen n_depth avg_ns stddev_ns avg_ts stddev_ts samples_ts samples_ns build_commit cpu_info
+test_time engine median_ts min_ts max_ts cpu_features n_cpus model_types q36_commit'
+check_json='
+const fs = require("fs");
+const [file, want, fields, base] = process.argv.slice(1);
+const a = JSON.parse(fs.readFileSync(file, "utf8"));
+if (!Array.isArray(a) || a.length != +want) throw new Error("records: " + a.length + ", want " + want);
+for (const r of a) {
+    for (const f of fields.split(/\s+/).filter(Boolean))
+        if (!(f in r)) throw new Error("no field " + f + " in " + r.engine + " record");
+    if (r.samples_ts.length != 2 || !(r.avg_ts > 0)) throw new Error("samples " + r.samples_ts);
+    if ((r.n_prompt > 0) == (r.n_gen > 0)) throw new Error("pp xor tg: " + r.n_prompt + "/" + r.n_gen);
+    if (base == "1" && r.engine == "q36" && !(r.ratio_to_llama_cpp > 0)) throw new Error("no ratio");
+}
+if (base == "1" && a.filter(r => r.engine == "llama.cpp").length * 2 != a.length)
+    throw new Error("not one llama.cpp record per q36 record");'
+if "$Q36" bench "${B[@]}" -d 0,3 -o json >"$tmp/j" 2>"$tmp/err" &&
+   node -e "$check_json" "$tmp/j" 4 "$fields" 0 2>"$tmp/nerr"; then ok bench_cli.json
+else fail bench_cli.json "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+
+if "$Q36" bench "${B[@]}" -o jsonl >"$tmp/jl" 2>"$tmp/err" && [ "$(wc -l <"$tmp/jl")" = 2 ] &&
+   node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) JSON.parse(l)' \
+       "$tmp/jl" 2>"$tmp/nerr"; then ok bench_cli.jsonl
+else fail bench_cli.jsonl "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+
+# only pp, only tg
+"$Q36" bench -m "$M" -p 3 -n 0 -r 1 -t 1 >"$tmp/o" 2>&1 && grep -q pp3 "$tmp/o" && ! grep -q ' tg' "$tmp/o" &&
+    ok bench_cli.pp_only || fail bench_cli.pp_only "$(head -c 300 "$tmp/o")"
+
+# the llama.cpp baseline: same tests, ratios printed
+if [ ! -d "$LIB" ]; then
+    fail bench_cli.baseline "$LIB is missing (scripts/setup.sh)"
+else
+    if "$Q36" bench "${B[@]}" -d 0,3 --baseline llama.cpp >"$tmp/bmd" 2>"$tmp/err" &&
+       grep -q 'q36/llama' "$tmp/bmd" &&
+       [ "$(grep -cE '^\| (pp4|tg2)[^|]*\|[^|]+\|[^|]+\| +[0-9]+\.[0-9]+ \|$' "$tmp/bmd")" = 4 ] &&
+       grep -q '^baseline: llama.cpp ' "$tmp/bmd"; then ok bench_cli.baseline_md
+    else fail bench_cli.baseline_md "$(head -c 600 "$tmp/bmd") $(head -c 200 "$tmp/err")"; fi
+    if "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$LIB" -o json >"$tmp/bj" 2>"$tmp/err" &&
+       node -e "$check_json" "$tmp/bj" 4 "$fields" 1 2>"$tmp/nerr"; then ok bench_cli.baseline_json
+    else fail bench_cli.baseline_json "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+fi
+
+# exits
+expect bench_cli.help 0 "$Q36" bench --help
+expect bench_cli.usage_flag 2 "$Q36" bench "${B[@]}" --frobnicate
+expect bench_cli.usage_p 2 "$Q36" bench -m "$M" -p x
+expect bench_cli.usage_r0 2 "$Q36" bench -m "$M" -r 0
+expect bench_cli.usage_d 2 "$Q36" bench -m "$M" -d 0,x
+expect bench_cli.usage_o 2 "$Q36" bench -m "$M" -o xml
+expect bench_cli.usage_ctk 2 "$Q36" bench -m "$M" -ctk q4
+expect bench_cli.usage_baseline 2 "$Q36" bench -m "$M" --baseline vllm
+expect bench_cli.usage_nothing 2 "$Q36" bench -m "$M" -p 0 -n 0
+expect bench_cli.usage_lib_alone 2 "$Q36" bench -m "$M" --llama-lib "$LIB"
+expect bench_cli.err_model 1 "$Q36" bench -m "$tmp/none.gguf" -p 2 -n 1 -r 1
+expect bench_cli.err_llama_lib 1 "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$tmp/nolib" &&
+    { grep -q "scripts/setup.sh" "$tmp/err" && grep -q "$tmp/nolib" "$tmp/err" && ok bench_cli.err_llama_lib_names ||
+      fail bench_cli.err_llama_lib_names "$(cat "$tmp/err")"; }

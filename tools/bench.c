@@ -1,0 +1,481 @@
+/* bench.c: `q36 bench`: prefill (pp) and decode (tg) speed at each context
+ * depth, as llama-bench measures it, optionally side by side with the
+ * pinned llama.cpp on the same file in the same run (--baseline llama.cpp).
+ *
+ * This file owns the flags, the order of the work (depths, tests,
+ * repetitions interleaved between engines so drift hits both alike) and the
+ * two outputs: a markdown table like llama-bench's and JSON records with
+ * llama-bench's field names. What is timed and how lives in src/bench/. */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/bench/bench.h"
+#include "../src/include/q36.h"
+
+#define MAX_DEPTHS 32
+/* llama-bench writes flash_attn as the int value of the enum: AUTO is -1. */
+#define LLAMA_FA_AUTO_VALUE (-1)
+#define ORACLE_LIB_REL "tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+
+enum out_fmt { OUT_MD, OUT_JSON, OUT_JSONL };
+
+typedef struct bench_opts {
+    const char *model;
+    int n_prompt, n_gen, reps;
+    int depths[MAX_DEPTHS], n_depths;
+    bench_cfg cfg;
+    enum out_fmt out;
+    int baseline;                 /* --baseline llama.cpp */
+    const char *llama_lib;        /* --llama-lib DIR */
+    uint64_t seed;
+    int progress;
+} bench_opts;
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+"usage: q36 bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0,4096] [-r 5] [-t N]\n"
+"                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
+"                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
+"\n"
+"Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
+"generation (tg: N single-token decodes) after filling the context with D\n"
+"tokens (not timed), as llama-bench does: one warm-up per depth, then -r\n"
+"repetitions, each starting again from the filled depth. Token ids are\n"
+"seeded random. Reports tokens/s: median, min-max, and llama-bench's mean\n"
+"and sample standard deviation.\n"
+"\n"
+"  -m FILE             model (default: the embedded default model)\n"
+"  -p N                prompt tokens per pp test (default 512; 0 = no pp test)\n"
+"  -n N                tokens per tg test (default 128; 0 = no tg test)\n"
+"  -d D[,D...]         context depths (default 0)\n"
+"  -r N                repetitions (default 5)\n"
+"  -t N                threads (default: every online CPU)\n"
+"  -b N                tokens per call (default 2048, llama-bench's n_batch)\n"
+"  -ub N               tokens per forward pass (default 512: llama.cpp's n_ubatch,\n"
+"                      q36's session n_batch)\n"
+"  -ctk T, -ctv T      K/V cache types: f16 (default) or f32\n"
+"  --fast              q36's fast mode (chunked DeltaNet for prompts)\n"
+"  -o FMT              md (default), json (an array of records) or jsonl (one a line)\n"
+"  --baseline llama.cpp  also time the pinned libllama on the same file, repetitions\n"
+"                      interleaved, and print the ratio q36/llama.cpp per test\n"
+"  --llama-lib DIR     folder of libllama*.so and libggml*.so (default: the oracle\n"
+"                      folder installed by scripts/setup.sh, found from q36's location)\n"
+"  --seed S            seed of the token ids (default 1)\n"
+"  --progress          a line on stderr per repetition\n");
+}
+
+/* ------------------------------------------------------------------ flags */
+
+static int parse_depths(const char *v, bench_opts *o)
+{
+    if (!v || !*v)
+        return cli_usage("bench", "-d expects depths like 0,4096, got '%s'", v ? v : "(nothing)");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    o->n_depths = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int64_t x;
+        if (o->n_depths == MAX_DEPTHS)
+            return cli_usage("bench", "-d takes at most %d depths", MAX_DEPTHS);
+        if (cli_int("bench", "-d", t, 0, 1 << 22, &x))
+            return CLI_USAGE;
+        o->depths[o->n_depths++] = (int)x;
+    }
+    if (!o->n_depths)
+        return cli_usage("bench", "-d expects depths like 0,4096, got '%s'", v);
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n_prompt = 512;
+    o->n_gen = 128;
+    o->reps = 5;
+    o->n_depths = 1;
+    o->seed = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,
+                          .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t x;
+#define INT(flag, lo, hi, dst) \
+        if (!strcmp(a, flag)) { if (cli_int("bench", flag, v, lo, hi, &x)) return CLI_USAGE; dst = (int)x; i++; continue; }
+        INT("-p", 0, 1 << 22, o->n_prompt);
+        INT("-n", 0, 1 << 22, o->n_gen);
+        INT("-r", 1, 1000, o->reps);
+        INT("-t", 1, 1024, o->cfg.n_threads);
+        INT("-b", 1, 1 << 20, o->cfg.n_batch);
+        INT("-ub", 1, 1 << 16, o->cfg.n_ubatch);
+#undef INT
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "-m")) {
+            if (!v)
+                return cli_usage("bench", "-m needs a file");
+            o->model = v;
+            i++;
+        } else if (!strcmp(a, "-d")) {
+            if (parse_depths(v, o))
+                return CLI_USAGE;
+            i++;
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
+            int t = v && !strcmp(v, "f16") ? BENCH_KV_F16 : v && !strcmp(v, "f32") ? BENCH_KV_F32 : -1;
+            if (t < 0)
+                return cli_usage("bench", "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)");
+            *(a[3] == 'k' ? &o->cfg.type_k : &o->cfg.type_v) = t;
+            i++;
+        } else if (!strcmp(a, "--fast")) {
+            o->cfg.fast = 1;
+        } else if (!strcmp(a, "-o")) {
+            if (v && !strcmp(v, "md"))
+                o->out = OUT_MD;
+            else if (v && !strcmp(v, "json"))
+                o->out = OUT_JSON;
+            else if (v && !strcmp(v, "jsonl"))
+                o->out = OUT_JSONL;
+            else
+                return cli_usage("bench", "-o expects md, json or jsonl, got '%s'", v ? v : "(nothing)");
+            i++;
+        } else if (!strcmp(a, "--baseline")) {
+            if (!v || strcmp(v, "llama.cpp"))
+                return cli_usage("bench", "--baseline expects llama.cpp, got '%s'", v ? v : "(nothing)");
+            o->baseline = 1;
+            i++;
+        } else if (!strcmp(a, "--llama-lib")) {
+            if (!v)
+                return cli_usage("bench", "--llama-lib needs a folder");
+            o->llama_lib = v;
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_int("bench", a, v, 0, INT64_MAX, &x))
+                return CLI_USAGE;
+            o->seed = (uint64_t)x;
+            i++;
+        } else if (!strcmp(a, "--progress")) {
+            o->progress = 1;
+        } else {
+            return cli_usage("bench", "unknown flag '%s'", a);
+        }
+    }
+    if (o->n_prompt == 0 && o->n_gen == 0)
+        return cli_usage("bench", "-p and -n are both 0: nothing to time");
+    if (o->llama_lib && !o->baseline)
+        return cli_usage("bench", "--llama-lib goes with --baseline llama.cpp");
+    return 0;
+}
+
+/* The oracle folder beside q36: ./q36 sits at the project root, build/q36
+ * in build/ (as cli_default_model resolves the default model). */
+static const char *default_llama_lib(void)
+{
+    static char path[PATH_MAX + 128];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return ORACLE_LIB_REL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    static char real[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", exe, ORACLE_LIB_REL);
+    if (access(path, R_OK) != 0)
+        snprintf(path, sizeof path, "%s/../%s", exe, ORACLE_LIB_REL);
+    if (access(path, R_OK) != 0)
+        snprintf(path, sizeof path, "%s/%s", exe, ORACLE_LIB_REL);
+    return realpath(path, real) ? real : path;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+enum { N_ENGINES = 2 };
+
+/* One test (pp or tg at one depth) of one engine: its samples. */
+typedef struct result {
+    int n_prompt, n_gen, n_depth;
+    double *sec;                 /* reps */
+    double *ts;                  /* tokens/s per rep */
+    bench_stats st;
+    char time[32];               /* when the test started, RFC 3339 */
+} result;
+
+typedef struct run {
+    const bench_opts *o;
+    bench_machine mach;
+    bench_engine *eng[N_ENGINES];
+    int n_eng;
+    const char *llama_lib;
+    int n_records;               /* JSON objects printed so far */
+} run;
+
+static void test_name(const result *r, char *buf, size_t cap)
+{
+    int n = r->n_prompt ? snprintf(buf, cap, "pp%d", r->n_prompt) : snprintf(buf, cap, "tg%d", r->n_gen);
+    if (r->n_depth > 0 && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " @ d%d", r->n_depth);
+}
+
+static cJSON *record(const run *R, int k, const result *r, const result *base)
+{
+    const bench_opts *o = R->o;
+    const bench_engine *e = R->eng[k];
+    const bench_desc *d = &e->desc;
+    int is_q36 = !strcmp(e->name, "q36");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "engine", e->name);
+    cJSON_AddStringToObject(j, "build_commit", d->build);
+    cJSON_AddStringToObject(j, "q36_commit", bench_commit());
+    cJSON_AddStringToObject(j, "cpu_info", d->cpu_info[0] ? d->cpu_info : R->mach.cpu_model);
+    cJSON_AddStringToObject(j, "cpu_model", R->mach.cpu_model);
+    cJSON_AddStringToObject(j, "cpu_features", R->mach.features);
+    cJSON_AddNumberToObject(j, "n_cpus", R->mach.n_cpus);
+    cJSON_AddNumberToObject(j, "n_cores", R->mach.n_cores);
+    cJSON_AddNumberToObject(j, "load_avg_1m", R->mach.load1);
+    cJSON_AddStringToObject(j, "backends", "CPU");
+    cJSON_AddStringToObject(j, "engine_detail", d->detail);
+    cJSON_AddStringToObject(j, "model_filename", o->model);
+    cJSON_AddStringToObject(j, "model_type", d->model_type);
+    cJSON_AddNumberToObject(j, "model_size", (double)d->model_size);
+    cJSON_AddNumberToObject(j, "model_n_params", (double)d->model_n_params);
+    cJSON_AddStringToObject(j, "model_types", R->eng[0]->desc.type_mix);
+    cJSON_AddNumberToObject(j, "n_batch", o->cfg.n_batch);
+    cJSON_AddNumberToObject(j, "n_ubatch", o->cfg.n_ubatch);
+    cJSON_AddNumberToObject(j, "n_threads", o->cfg.n_threads);
+    cJSON_AddStringToObject(j, "type_k", bench_kv_name(o->cfg.type_k));
+    cJSON_AddStringToObject(j, "type_v", bench_kv_name(o->cfg.type_v));
+    cJSON_AddNumberToObject(j, "n_gpu_layers", 0);
+    if (is_q36)
+        cJSON_AddStringToObject(j, "q36_mode", o->cfg.fast ? "fast" : "exact");
+    else {
+        cJSON_AddNumberToObject(j, "flash_attn", LLAMA_FA_AUTO_VALUE);
+        cJSON_AddStringToObject(j, "llama_lib", R->llama_lib);
+    }
+    cJSON_AddNumberToObject(j, "n_prompt", r->n_prompt);
+    cJSON_AddNumberToObject(j, "n_gen", r->n_gen);
+    cJSON_AddNumberToObject(j, "n_depth", r->n_depth);
+    cJSON_AddStringToObject(j, "test_time", r->time);
+    cJSON_AddNumberToObject(j, "seed", (double)o->seed);
+    bench_stats ns;
+    double samples_ns[o->reps];
+    for (int i = 0; i < o->reps; i++)
+        samples_ns[i] = r->sec[i] * 1e9;
+    bench_stats_of(samples_ns, o->reps, &ns);
+    cJSON_AddNumberToObject(j, "avg_ns", (double)(uint64_t)ns.mean);
+    cJSON_AddNumberToObject(j, "stddev_ns", (double)(uint64_t)ns.stddev);
+    cJSON_AddNumberToObject(j, "avg_ts", r->st.mean);
+    cJSON_AddNumberToObject(j, "stddev_ts", r->st.stddev);
+    cJSON_AddNumberToObject(j, "median_ts", r->st.median);
+    cJSON_AddNumberToObject(j, "min_ts", r->st.min);
+    cJSON_AddNumberToObject(j, "max_ts", r->st.max);
+    cJSON_AddItemToObject(j, "samples_ns", cJSON_CreateDoubleArray(samples_ns, o->reps));
+    cJSON_AddItemToObject(j, "samples_ts", cJSON_CreateDoubleArray(r->ts, o->reps));
+    if (base && base->st.median > 0)
+        cJSON_AddNumberToObject(j, "ratio_to_llama_cpp", r->st.median / base->st.median);
+    return j;
+}
+
+static void md_header(const run *R)
+{
+    const bench_opts *o = R->o;
+    const bench_desc *q = &R->eng[0]->desc;
+    printf("q36 bench: q36 %s; %s (%s), %d CPUs / %d cores, load %.2f at start\n", bench_commit(),
+           R->mach.cpu_model, R->mach.features, R->mach.n_cpus, R->mach.n_cores, R->mach.load1);
+    printf("model: %s: %s, %.2f MiB, %.3f B params; %s\n", o->model, q->model_type, q->model_size / 1048576.0,
+           q->model_n_params / 1e9, q->type_mix);
+    printf("settings: %d threads, n_batch %d, n_ubatch %d, K/V %s/%s, q36 %s mode, %d reps, seed %llu\n",
+           o->cfg.n_threads, o->cfg.n_batch, o->cfg.n_ubatch, bench_kv_name(o->cfg.type_k),
+           bench_kv_name(o->cfg.type_v), o->cfg.fast ? "fast" : "exact", o->reps, (unsigned long long)o->seed);
+    if (R->n_eng > 1)
+        printf("baseline: llama.cpp %s (%s): %s\n", R->eng[1]->desc.build, R->eng[1]->desc.detail,
+               R->eng[1]->desc.model_type);
+    printf("t/s: median [min, max] of %d repetitions%s\n\n", o->reps,
+           R->n_eng > 1 ? "; ratio = q36 median / llama.cpp median (above 1: q36 faster)" : "");
+    if (R->n_eng > 1) {
+        printf("| %-16s | %24s | %24s | %9s |\n", "test", "q36 t/s", "llama.cpp t/s", "q36/llama");
+        printf("| %.16s | %.23s: | %.23s: | %.8s: |\n", "----------------", "------------------------",
+               "------------------------", "---------");
+    } else {
+        printf("| %-24s | %9s | %7s | %-16s | %24s | %9s |\n", "model", "size", "threads", "test", "t/s",
+               "stddev");
+        printf("| %.24s | %.8s: | %.6s: | %.16s | %.23s: | %.8s: |\n", "------------------------",
+               "---------", "-------", "----------------", "------------------------", "---------");
+    }
+    fflush(stdout);
+}
+
+static void fmt_ts(const bench_stats *s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.2f [%.2f, %.2f]", s->median, s->min, s->max);
+}
+
+static void emit(run *R, result *res /* [n_eng] */)
+{
+    const bench_opts *o = R->o;
+    char name[48], a[64], b[64];
+    test_name(&res[0], name, sizeof name);
+    if (o->out == OUT_MD) {
+        fmt_ts(&res[0].st, a, sizeof a);
+        if (R->n_eng > 1) {
+            fmt_ts(&res[1].st, b, sizeof b);
+            printf("| %-16s | %24s | %24s | %9.3f |\n", name, a, b,
+                   res[1].st.median > 0 ? res[0].st.median / res[1].st.median : 0.0);
+        } else {
+            const bench_desc *q = &R->eng[0]->desc;
+            char size[32];
+            snprintf(size, sizeof size, q->model_size < (1u << 30) ? "%.2f MiB" : "%.2f GiB",
+                     q->model_size < (1u << 30) ? q->model_size / 1048576.0 : q->model_size / 1073741824.0);
+            printf("| %-24.24s | %9s | %7d | %-16s | %24s | %9.2f |\n", q->model_type, size, o->cfg.n_threads,
+                   name, a, res[0].st.stddev);
+        }
+        fflush(stdout);
+        return;
+    }
+    for (int k = 0; k < R->n_eng; k++) {
+        cJSON *j = record(R, k, &res[k], k == 0 && R->n_eng > 1 ? &res[1] : NULL);
+        char *s = o->out == OUT_JSON ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+        if (o->out == OUT_JSON)
+            printf("%s%s", R->n_records ? ",\n" : "[\n", s ? s : "{}");
+        else
+            printf("%s\n", s ? s : "{}");
+        R->n_records++;
+        free(s);
+        cJSON_Delete(j);
+    }
+    fflush(stdout);
+}
+
+static void now_rfc3339(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Runs one test (pp when n_prompt > 0, else tg) at the depth the engines
+ * were prepared for, repetitions interleaved: q36, llama.cpp, q36, ... */
+static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, const int32_t *ids,
+                    q36_err *err)
+{
+    const bench_opts *o = R->o;
+    for (int k = 0; k < R->n_eng; k++) {
+        res[k].n_prompt = n_prompt;
+        res[k].n_gen = n_gen;
+        res[k].n_depth = depth;
+        now_rfc3339(res[k].time, sizeof res[k].time);
+    }
+    int n = n_prompt ? n_prompt : n_gen;
+    for (int r = 0; r < o->reps; r++)
+        for (int k = 0; k < R->n_eng; k++) {
+            bench_engine *e = R->eng[k];
+            double sec = 0;
+            int rc = n_prompt ? e->time_prompt(e, ids, n, &sec, err) : e->time_gen(e, ids, n, &sec, err);
+            if (rc)
+                return rc;
+            res[k].sec[r] = sec;
+            res[k].ts[r] = sec > 0 ? n / sec : 0;
+            if (o->progress)
+                fprintf(stderr, "q36 bench: %s %s%d @ d%d rep %d/%d: %.2f t/s\n", e->name,
+                        n_prompt ? "pp" : "tg", n, depth, r + 1, o->reps, res[k].ts[r]);
+        }
+    for (int k = 0; k < R->n_eng; k++)
+        bench_stats_of(res[k].ts, o->reps, &res[k].st);
+    emit(R, res);
+    return 0;
+}
+
+static int run_depth(run *R, int depth, result *res, q36_err *err)
+{
+    const bench_opts *o = R->o;
+    int p = o->n_prompt, n = o->n_gen;
+    int need = depth + (p > n ? p : n), n_ctx = need > p + 1 ? need : p + 1;
+    int32_t *ids = malloc((size_t)(depth + p + n + 1) * sizeof *ids);
+    if (!ids)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory for %d token ids", depth + p + n);
+    /* The same ids for both engines: depth, then the prompt, then the
+     * generated tokens; seeded by --seed and the depth. */
+    bench_random_ids(ids, depth + p + n + 1, R->eng[0]->desc.n_vocab, o->seed * 1000003u + (uint64_t)depth);
+    const int32_t *pp = ids + depth, *tg = ids + depth + p;
+    int rc = 0;
+    for (int k = 0; k < R->n_eng && !rc; k++) {
+        if (o->progress)
+            fprintf(stderr, "q36 bench: %s: warm-up and depth %d\n", R->eng[k]->name, depth);
+        rc = R->eng[k]->prepare(R->eng[k], n_ctx, pp, p, n > 0, ids, depth, err);
+    }
+    if (!rc && p)
+        rc = run_test(R, res, p, 0, depth, pp, err);
+    if (!rc && n)
+        rc = run_test(R, res, 0, n, depth, tg, err);
+    for (int k = 0; k < R->n_eng; k++)
+        R->eng[k]->release(R->eng[k]);
+    free(ids);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!o.model)
+        o.model = cli_default_model();
+
+    q36_err err = { 0 };
+    run R = { .o = &o };
+    result res[N_ENGINES];
+    memset(res, 0, sizeof res);
+    bench_machine_read(&R.mach);
+    if ((rc = bench_q36_open(o.model, &o.cfg, &R.eng[0], &err)))
+        goto done;
+    R.n_eng = 1;
+    if (o.baseline) {
+        R.llama_lib = o.llama_lib ? o.llama_lib : default_llama_lib();
+        if ((rc = bench_llama_open(R.llama_lib, o.model, &o.cfg, &R.eng[1], &err)))
+            goto done;
+        R.n_eng = 2;
+        if (R.eng[1]->desc.n_vocab != R.eng[0]->desc.n_vocab) {
+            rc = q36_err_set(&err, Q36_E_FORMAT, "%s: llama.cpp sees %d vocabulary entries, q36 %d", o.model,
+                             R.eng[1]->desc.n_vocab, R.eng[0]->desc.n_vocab);
+            goto done;
+        }
+    }
+    for (int k = 0; k < R.n_eng; k++) {
+        res[k].sec = calloc((size_t)o.reps, sizeof *res[k].sec);
+        res[k].ts = calloc((size_t)o.reps, sizeof *res[k].ts);
+        if (!res[k].sec || !res[k].ts) {
+            rc = q36_err_set(&err, Q36_E_NOMEM, "out of memory for %d repetitions", o.reps);
+            goto done;
+        }
+    }
+    if (o.out == OUT_MD)
+        md_header(&R);
+    for (int i = 0; i < o.n_depths && !rc; i++)
+        rc = run_depth(&R, o.depths[i], res, &err);
+    if (o.out == OUT_JSON && R.n_records)
+        printf("\n]\n");
+    else if (o.out == OUT_JSON)
+        printf("[]\n");
+done:
+    for (int k = 0; k < N_ENGINES; k++) {
+        bench_engine_free(R.eng[k]);
+        free(res[k].sec);
+        free(res[k].ts);
+    }
+    if (rc) {
+        fflush(stdout);
+        return cli_fail(&err);
+    }
+    return 0;
+}
