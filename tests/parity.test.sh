@@ -16,6 +16,11 @@
 #   decode        q36 prefill of 64 tokens vs the same tokens appended one at
 #                 a time: bit-identical logits (q36 is batch-invariant)
 # One line per case; a summary line "# worst NAME: ..." per model.
+# The tiny preset has D = 128, shorter than a K-quant super-block (256), so
+# q36 synth writes most tiny_q4_K/tiny_q6_K weights as f16; the h256_* models
+# carry the K-quant matmuls. On x86 llama.cpp repacks Q4_K weights (rows % 8
+# == 0) into its own interleaved GEMV/GEMM, whose order q36 does not follow;
+# its Q6_K, Q8_0 and f32-dot orders q36 does follow (bit-identical at P=1).
 #
 # Interval 1 (no DeltaNet layer) is not here: llama.cpp aborts on such files.
 # Tolerance, derived from what differs and measured (see the "# ... P=" lines):
@@ -32,7 +37,8 @@
 #    itself by 1.6-7.8% between its batched and one-token paths on such files,
 #    docs/ORACLE.md). So the bound depends on the prompt length: P=1: 1e-3
 #    (a single position: q8_0 is bit-identical, K-quants/f16 ~1e-7 measured,
-#    at most 3e-4 with a MoE router); P=7: 1e-2; P=64: 5e-2; P=600: 0.1
+#    at most 3e-4 with a MoE router); P=7: 3e-2 (a flip or two; measured
+#    1.1e-2 on h256_q6_K); P=64: 5e-2; P=600: 0.1
 #    (measured worst 0.042; q8_0 models stay bit-identical up to the first
 #    flip, often past 64 tokens). A quantized MoE adds a second discontinuity: a
 #    router near-tie picks another expert for one token, which changes that
@@ -70,6 +76,8 @@ models=(
     "tiny_bf16        | --arch qwen35 --preset tiny --type bf16"
     "tiny_q4_K        | --arch qwen35 --preset tiny --type q4_K --head-type q6_K"
     "tiny_q6_K        | --arch qwen35 --preset tiny --type q6_K"
+    "h256_q6_K        | --arch qwen35 --preset tiny --hidden 256 --type q6_K"
+    "h256_q4_K        | --arch qwen35 --preset tiny --hidden 256 --type q4_K"
     "l5_int2_kv1      | --arch qwen35 --preset tiny --layers 5 --attn-interval 2 --kv-heads 1"
     "l7_int3_hd128    | --arch qwen35 --preset tiny --layers 7 --attn-interval 3 --heads 6 --kv-heads 3 --head-dim 128 --rope-dims 32 --tied off --type f32"
     "l6_int5_hd256    | --arch qwen35 --preset tiny --layers 6 --attn-interval 5 --head-dim 256 --rope-dims 64 --mtp on"
@@ -81,7 +89,7 @@ models=(
     "moe_e4_k1_untied | --arch qwen35moe --preset tiny --experts 4 --experts-used 1 --tied off --type f32"
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
 )
-[ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[11]}")
+[ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[13]}")
 # prompt lengths per model; the one real-size model (the whole 0.8b preset,
 # 24 layers, 0.8 GB) runs a short prompt only
 lengths() { case $1 in real_*) echo "1 7" ;; *) echo "1 7 64 600" ;; esac; }
@@ -107,7 +115,7 @@ for line in "${models[@]}"; do
     worst=0 worst_at="" margin=1e-3
     for P in $(lengths "$name"); do
         if [ "$f32" = 1 ]; then tol=$TOL_F32
-        else case $P in 1) tol=1e-3 ;; 7) tol=1e-2 ;; 64) tol=5e-2 ;; *) tol=0.1 ;; esac; fi
+        else case $P in 1) tol=1e-3 ;; 7) tol=3e-2 ;; 64) tol=5e-2 ;; *) tol=0.1 ;; esac; fi
         case "$P:$flags" in 64:*qwen35moe* | 600:*qwen35moe*) [ "$f32" = 0 ] && tol=0.25 ;; esac
         case $name in real_*) tol=0.15 ;; esac
         ids_file "$V" "$P" "$P" >"$tmp/ids"
