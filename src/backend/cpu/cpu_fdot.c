@@ -246,3 +246,25 @@ float cpu_dot_lanes(int64_t n, const void *x, const void *y)
             acc[l] = fmaf(xf[i + l], yf[i + l], acc[l]);
     return cpu_lane_sum(acc, W);
 }
+
+/* x[i] *= v: one rounding per element, so any vector width gives the same bits. */
+__attribute__((target("avx512f")))
+static void scale_avx512(int64_t n, float *x, float v)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vv));
+    for (; i < n; i++)
+        x[i] *= v;
+}
+
+void cpu_scale(int64_t n, float *x, float v)
+{
+    if (g_avx512 == 1) {
+        scale_avx512(n, x, v);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= v;
+}

@@ -149,26 +149,38 @@ typedef struct {
     be_ctx *be;
 } conv_job;
 
+/* Channels [c0, c1) of every token, token by token so that x is read a
+ * row slice at a time; each output sums its Kc window terms in order
+ * i = 0..Kc-1 (ggml's order). */
 static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
 {
+    (void)tid;
     const conv_job *j = arg;
     const int64_t T = j->x->rows, Kc = j->Kc, nt = Kc - 1;
-    float *win = cpu_tscratch(j->be, tid);
+    for (int64_t t = 0; t < T; t++) {
+        float *y = cpu_row(j->y, t);
+        for (int64_t c = c0; c < c1; c++) {
+            const float *wc = j->w + c * Kc;
+            const float *tl = cpu_row(j->tail, c);
+            float s = 0.0f;
+            for (int64_t i = 0; i < Kc; i++) {
+                const int64_t k = t + i;       /* position in [tail | x] */
+                const float v = k < nt ? tl[k] : cpu_row(j->x, k - nt)[c];
+                s += v * wc[i];
+            }
+            y[c] = s;
+        }
+    }
+    /* the new tail: the last Kc-1 entries of [tail | x] */
     for (int64_t c = c0; c < c1; c++) {
         float *tl = cpu_row(j->tail, c);
-        for (int64_t i = 0; i < nt; i++)
-            win[i] = tl[i];
-        for (int64_t t = 0; t < T; t++)
-            win[nt + t] = cpu_row(j->x, t)[c];
-        const float *wc = j->w + c * Kc;
-        for (int64_t t = 0; t < T; t++) {
-            float s = 0.0f;
-            for (int64_t i = 0; i < Kc; i++)
-                s += win[t + i] * wc[i];
-            cpu_row(j->y, t)[c] = s;
+        float keep[16];
+        for (int64_t i = 0; i < nt; i++) {
+            const int64_t k = T + i;
+            keep[i] = k < nt ? tl[k] : cpu_row(j->x, k - nt)[c];
         }
         for (int64_t i = 0; i < nt; i++)
-            tl[i] = win[T + i];
+            tl[i] = keep[i];
     }
 }
 
@@ -178,11 +190,9 @@ void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weigh
     const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
     assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
     assert(y->rows == x->rows && y->cols == C && !tail->f16);
-    int rc = cpu_tscratch_reserve(be, (size_t)(x->rows + Kc));
-    assert(rc == 0);
-    (void)rc;
+    assert(Kc >= 1 && Kc <= 17);
     conv_job j = { x, tail, y, w->t->data, Kc, be };
-    cpu_for(be, C, 64, conv_task, &j);
+    cpu_for(be, C, 256, conv_task, &j);
 }
 
 /* ---------------------------------------------------------------- deltanet */
@@ -209,8 +219,7 @@ static void gdn_task(void *arg, int64_t h0, int64_t h1, int tid)
             const float *v = row + 2 * j->Hk * dk + h * dk;
             const float b = cpu_row(j->beta, t)[h];
             const float decay = expf(cpu_row(j->g, t)[h]);
-            for (int64_t i = 0; i < dk * dk; i++)
-                S[i] *= decay;
+            cpu_scale(dk * dk, S, decay);
             for (int64_t jj = 0; jj < dk; jj++)
                 delta[jj] = (v[jj] - cpu_dot_vec(dk, S + jj * dk, k)) * b;
             float *o = cpu_row(j->out, t) + h * dk;
