@@ -24,6 +24,18 @@
  * takes block dot products; everything else is float32 with ggml's
  * accumulation choices where they matter (double sums in norms and softmax).
  *
+ * What the CPU backend reproduces of llama.cpp's x86 CPU run, bit for bit
+ * (checked against libggml-cpu by tests/test_ggml_backend.c and by the
+ * logits of tests/parity.test.sh): activation quantization; Q8_0 and Q6_K
+ * block dots; ggml_vec_dot_f32's order (attention scores, the delta rule);
+ * the f32 GEMM's lane order for probabilities x V; RMS norms; the conv;
+ * rope with its repeated-product angles; MoE routing. What it does not:
+ * ggml's SIMD exp (SiLU, softmax: 27% and 56% of values differ by <= 4
+ * ulp), Q4_0/Q4_K/IQ4_NL/MXFP4 weights that llama.cpp repacks into its own
+ * interleaved GEMV/GEMM, and the K-quant/f16/bf16 kernels of the quant
+ * module (within a rounding bound of ggml's, not equal). A backend for
+ * another device matches the CPU backend within float tolerance, not bits.
+ *
  * Sync. Ops are queued in call order; be_read waits for what was queued
  * before it. be_sync waits for everything. The CPU backend runs each op to
  * completion inside the call, so both are trivial there.
