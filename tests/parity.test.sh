@@ -90,10 +90,12 @@ models=(
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
 )
 [ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[13]}")
-# prompt lengths per model; the one real-size model (the whole 0.8b preset,
-# 24 layers, 0.8 GB) runs a short prompt only
+# prompt lengths per model; the real-size geometries (the whole 0.8b preset,
+# 24 layers, 0.8 GB; the 35B-A3B layer shapes with 4 layers and 8 experts:
+# D = 2048, 16 key / 32 value heads, 0.3 GB) run short prompts only
 lengths() { case $1 in real_*) echo "1 7" ;; *) echo "1 7 64 600" ;; esac; }
-[ "${PARITY_QUICK:-0}" = 1 ] || models+=("real_0.8b_q8_0  | --arch qwen35 --preset 0.8b")
+[ "${PARITY_QUICK:-0}" = 1 ] || models+=("real_0.8b_q8_0  | --arch qwen35 --preset 0.8b"
+    "real_35b_a3b_l4 | --arch qwen35moe --preset 35b-a3b --layers 4 --experts 8 --n-vocab 2048")
 
 ids_file() {   # n_vocab count seed -> file of ids
     awk -v V="$1" -v n="$2" -v s="$3" 'BEGIN { x = s; for (i = 0; i < n; i++) {
@@ -132,7 +134,7 @@ for line in "${models[@]}"; do
         c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
         rel=$(echo "$c" | awk '{ print $6 }')
         echo "# $name P=$P rel_l2 $rel ($c)"
-        [ "$P" = 64 ] || [ "$P:$name" = 7:real_0.8b_q8_0 ] &&
+        [ "$P" = 64 ] || [ "$P:${name%%_*}" = 7:real ] &&
             margin=$(echo "$c" | awk '{ m = 2 * $4; print (m > 1e-3 ? m : 1e-3) }')
         if awk -v r="$rel" -v t="$tol" 'BEGIN { exit !(r <= t) }'; then
             echo "ok parity.$name.logits_$P"
