@@ -43,6 +43,7 @@ typedef struct cpu_vblock {
 
 struct be_ctx {
     int        n_threads;
+    int        dot_path;      /* enum quant_path forced by Q36_DOT_PATH, or -1 */
     cpu_pool  *pool;          /* NULL with one thread */
     struct cpu_vblock *vblocks; /* view storage, kept across resets */
     struct cpu_vblock *vcur;    /* the block being filled */

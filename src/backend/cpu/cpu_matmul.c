@@ -11,8 +11,6 @@
 #include "cpu_internal.h"
 
 #include <assert.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "../../quant/quant.h"
 
@@ -21,34 +19,32 @@
 
 static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q);
 
-/* The dot product kernel for weight type `type`. The quant module's
- * kernels agree with each other within a rounding bound, not bit for bit;
- * the environment variable Q36_DOT_PATH (ref | avx2 | avx512, a diagnostic
- * switch read here only) forces one family where the CPU has it. */
 static float dot_vec_f32(int64_t n, const void *x, const void *y)
 {
     return cpu_dot_vec(n, x, y);
 }
 
-/* For F32 weights llama.cpp's order follows from its kernels: the llamafile
- * f32 GEMM when the reduction length is a multiple of the vector width and
- * the output rows a multiple of 4 (dense matmuls), ggml_vec_dot_f32
- * otherwise and in expert matmuls (cpu_fdot.c has both orders). */
-static quant_dot_fn pick_dot(uint32_t type, int64_t K, int64_t N, bool expert)
+/* The dot product for weight type `type` (K inputs, N outputs). The quant
+ * module's kernels agree with ggml's within a rounding bound; where q36 has
+ * a kernel with ggml's exact float order, it takes that one:
+ *  - F32: the llamafile f32 GEMM's lanes when K is a multiple of the vector
+ *    width and N of 4 (dense matmuls), ggml_vec_dot_f32's order otherwise
+ *    and for experts (ggml's mul_mat_id does not use the GEMM);
+ *  - Q8_0: llama.cpp's x86 kernels (vec_dot and the llamafile GEMM) keep 8
+ *    float lanes per block even on AVX-512, which the quant module's AVX2
+ *    kernel does too (same bits, measured);
+ *  - Q6_K: cpu_qdot.c (not repacked by llama.cpp on x86, so vec_dot runs).
+ * be->dot_path >= 0 (Q36_DOT_PATH, a diagnostic switch read by be_cpu_new)
+ * forces one quant-module family instead. */
+static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
-    if (type == QT_F32 && !getenv("Q36_DOT_PATH"))
-        return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_lanes : dot_vec_f32;
-    const char *e = getenv("Q36_DOT_PATH");
-    if (e) {
-        enum quant_path p = !strcmp(e, "ref") ? QUANT_PATH_REF
-                          : !strcmp(e, "avx2") ? QUANT_PATH_AVX2 : QUANT_PATH_AVX512;
-        quant_dot_fn f = quant_vec_dot_fn_path(type, p);
+    if (be->dot_path >= 0) {
+        quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)be->dot_path);
         if (f)
             return f;
     }
-    /* Q8_0: llama.cpp's x86 kernels (vec_dot and the llamafile GEMM) keep
-     * 8 float lanes per block even on AVX-512; the AVX2 kernel has that
-     * order and gives the same bits (measured on q36 synth files). */
+    if (type == QT_F32)
+        return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_lanes : dot_vec_f32;
     if (type == QT_Q6_K)
         return cpu_dot_q6_K_ggml;
     if (type == QT_Q8_0) {
@@ -115,7 +111,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(w->type, K, N, false),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
     };
     cpu_for(be, N, ROW_GRAIN, mm_task, &j);
 }
@@ -202,7 +198,7 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = pick_dot(w->type, K, N, true),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
     };
     cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
 }

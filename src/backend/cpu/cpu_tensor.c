@@ -30,6 +30,12 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     if (!be)
         return q36_err_set(err, Q36_E_NOMEM, "cpu backend: out of memory");
     be->n_threads = n_threads;
+    /* Q36_DOT_PATH=ref|avx2|avx512: a diagnostic switch that makes every
+     * matmul use one family of the quant module's kernels */
+    const char *dp = getenv("Q36_DOT_PATH");
+    be->dot_path = !dp ? -1 : !strcmp(dp, "ref") ? QUANT_PATH_REF
+                 : !strcmp(dp, "avx2") ? QUANT_PATH_AVX2
+                 : !strcmp(dp, "avx512") ? QUANT_PATH_AVX512 : -1;
     if (n_threads > 1) {
         be->pool = cpu_pool_new(n_threads);
         if (!be->pool) {
