@@ -45,6 +45,7 @@
 #include "quant/fp16.h"
 #include "quant/quant.h"
 #include "test.h"
+#include "quant_bound.h"
 
 typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
 static traits_fn cpu_traits;
@@ -76,20 +77,12 @@ static int load_cpu(const char *variant, char *why, size_t wn)
     return sc;
 }
 
-static float gauss(t_rng *r)
-{
-    float u1 = t_uniform(r), u2 = t_uniform(r);
-    if (u1 < 1e-7f)
-        u1 = 1e-7f;
-    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
-}
-
 /* ---- activation quantization ---------------------------------------------- */
 
 static void fill_act(t_rng *r, float *x, int64_t n, int kind)
 {
     for (int64_t i = 0; i < n; i++)
-        x[i] = gauss(r);
+        x[i] = qb_gauss(r);
     if (kind == 1)                       /* outliers */
         for (int64_t i = 0; i < n; i += 97)
             x[i] *= 30.0f;
@@ -169,70 +162,6 @@ static const uint32_t dot_types[] = {
 };
 #define N_DOT (int)(sizeof dot_types / sizeof dot_types[0])
 
-/* Byte range [lo, hi) of the code bits in a block (cleared to find the
- * offset o_i of the bound); lo == hi for types no kernel splits. */
-static void code_bytes(uint32_t t, int *lo, int *hi)
-{
-    int l = 0, h = 0;
-    switch (t) {
-    case QT_Q4_0: case QT_Q5_0: case QT_Q8_0: case QT_Q1_0: case QT_Q2_0: case QT_IQ4_NL:
-        l = 2, h = (int)quant_type_get(t)->size; break;
-    case QT_Q4_1: case QT_Q5_1: l = 4, h = (int)quant_type_get(t)->size; break;
-    case QT_Q2_K: l = 16, h = 80; break;
-    case QT_Q3_K: l = 0, h = 96; break;
-    case QT_Q4_K: case QT_Q5_K: l = 16, h = (int)quant_type_get(t)->size; break;
-    case QT_Q6_K: l = 0, h = 192; break;
-    case QT_TQ1_0: l = 0, h = 52; break;
-    case QT_TQ2_0: l = 0, h = 64; break;
-    case QT_IQ4_XS: l = 8, h = 136; break;
-    default: break;
-    }
-    *lo = l, *hi = h;
-}
-
-/* S of the bound: sum_i (|w_i| + |o_i|) |a_i| in double. IQ1 types: the
- * +-1/8 delta is at most |w_i| (grid values are -1, 0, 1), so o_i = w_i. */
-static double abs_sum(uint32_t t, const uint8_t *w, const float *a, int64_t n)
-{
-    const quant_type_info *q = quant_type_get(t);
-    float *wd = malloc(n * 4), *od = malloc(n * 4);
-    uint8_t *z = malloc(quant_row_bytes(t, n));
-    memcpy(z, w, quant_row_bytes(t, n));
-    int lo, hi;
-    code_bytes(t, &lo, &hi);
-    for (int64_t b = 0; b < n / q->blck; b++)
-        memset(z + b * q->size + lo, 0, (size_t)(hi - lo));
-    quant_dequant_row(t, w, wd, n);
-    quant_dequant_row(t, z, od, n);
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double o = t == QT_IQ1_S || t == QT_IQ1_M ? fabs(wd[i]) : lo < hi ? fabs(od[i]) : 0.0;
-        s += (fabs(wd[i]) + o) * fabs(a[i]);
-    }
-    free(wd);
-    free(od);
-    free(z);
-    return s;
-}
-
-/* Offsets of the f16 scale fields of a block (-1 ends). */
-static const int *f16_fields(uint32_t t)
-{
-    static const int d0[] = { 0, -1 }, d02[] = { 0, 2, -1 }, q2k[] = { 80, 82, -1 },
-                     q3k[] = { 108, -1 }, q6k[] = { 208, -1 }, tq1[] = { 52, -1 },
-                     tq2[] = { 64, -1 }, none[] = { -1 };
-    switch (t) {
-    case QT_Q4_1: case QT_Q5_1: case QT_Q4_K: case QT_Q5_K: return d02;
-    case QT_Q2_K: return q2k;
-    case QT_Q3_K: return q3k;
-    case QT_Q6_K: return q6k;
-    case QT_TQ1_0: return tq1;
-    case QT_TQ2_0: return tq2;
-    case QT_MXFP4: case QT_NVFP4: case QT_IQ1_M: return none;
-    default: return d0;
-    }
-}
-
 /* Weights: ggml-quantized gaussian rows, or (random != 0, and always for
  * the IQ1/IQ2 types whose ggml quantizer needs seconds of set-up) random
  * bytes, every code pattern possible, with finite scales of realistic
@@ -242,33 +171,12 @@ static void make_weights(uint32_t t, t_rng *r, uint8_t *w, int64_t n, const floa
     const quant_type_info *q = quant_type_get(t);
     if (q->blck > 1 && (random || t == QT_IQ1_S || t == QT_IQ1_M || t == QT_IQ2_S ||
                         t == QT_IQ2_XS || t == QT_IQ2_XXS)) {
-        for (uint64_t i = 0; i < quant_row_bytes(t, n); i++)
-            w[i] = (uint8_t)t_next(r);
-        for (int64_t b = 0; b < n / q->blck; b++) {
-            uint8_t *blk = w + b * q->size;
-            uint16_t h = (uint16_t)(0x2000 + t_next(r) % 0x0C00);   /* ~[0.008, 0.06) */
-            if (t == QT_MXFP4) {
-                blk[0] = (uint8_t)(118 + t_next(r) % 8);
-            } else if (t == QT_NVFP4) {
-                for (int k = 0; k < 4; k++)
-                    blk[k] = (uint8_t)(0x10 + t_next(r) % 0x30);
-            } else if (t == QT_IQ1_M) {
-                for (int k = 0; k < 4; k++) {
-                    uint16_t v;
-                    memcpy(&v, blk + 48 + 2 * k, 2);
-                    v = (uint16_t)((v & 0x0FFF) | ((h >> 4 * k) & 15) << 12);
-                    memcpy(blk + 48 + 2 * k, &v, 2);
-                }
-            } else {
-                for (const int *o = f16_fields(t); *o >= 0; o++, h ^= 0x8155)
-                    memcpy(blk + *o, &h, 2);
-            }
-        }
+        qb_random_weights(t, r, w, n);
         return;
     }
     float *x = malloc(n * 4);
     for (int64_t i = 0; i < n; i++)
-        x[i] = gauss(r) * 0.05f;
+        x[i] = qb_gauss(r) * 0.05f;
     ggml_quantize_chunk((enum ggml_type)t, x, w, 0, 1, n,
                        ggml_quantize_requires_imatrix((enum ggml_type)t) ? im : NULL);
     free(x);
@@ -308,7 +216,7 @@ static void test_dot(uint32_t t, const char *variant)
             float *x = malloc(n * 4), *ad = malloc(n * 4), *im = malloc(n * 4);
             uint8_t *w = malloc(quant_row_bytes(t, n)), *a = malloc(quant_row_bytes(at, n));
             for (int64_t i = 0; i < n; i++) {
-                x[i] = gauss(&r) * (rep == 2 && i % 61 == 0 ? 25.0f : 1.0f);
+                x[i] = qb_gauss(&r) * (rep == 2 && i % 61 == 0 ? 25.0f : 1.0f);
                 im[i] = 0.1f + t_uniform(&r);
             }
             make_weights(t, &r, w, n, im, rep == 3);
@@ -319,8 +227,7 @@ static void test_dot(uint32_t t, const char *variant)
             ct->vec_dot((int)n, &g, 0, w, 0, a, 0, 1);
             float mine = quant_vec_dot_ref(t, n, w, a);
             float fast = quant_vec_dot(t, n, w, a);
-            const double K = (double)n / 16 + 40;
-            const double bound = 2.01 * K * ldexp(1.0, -24) * abs_sum(t, w, ad, n);
+            const double bound = qb_bound(n, qb_abs_sum(t, w, ad, n));
             double d1 = fabs((double)mine - g), d2 = fabs((double)fast - mine);
             if (!(d1 <= bound))
                 snprintf(why, sizeof why, "n=%lld rep %d: q36 %.9g, ggml %.9g, |diff| %.3g > bound %.3g",
