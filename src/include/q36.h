@@ -44,8 +44,10 @@ uint64_t q36_model_n_bytes(const q36_model *m);
  * full-attention layers, the conv tails and state matrices of the DeltaNet
  * layers, and the position (tokens seen). It holds a backend (today: the
  * CPU, with its worker threads) and scratch sized for `n_batch` tokens;
- * longer appends are split into batches of n_batch, which does not change
- * any result (every op is batch-invariant in q36).
+ * longer appends are split into batches of n_batch, which in exact mode
+ * (the default) does not change any result: every op is batch-invariant,
+ * so a prompt appended at once, in pieces or token by token gives the same
+ * bits.
  *
  * All memory is computed and allocated by q36_session_new; a context that
  * does not fit is refused there with the numbers (q36_session_plan gives
