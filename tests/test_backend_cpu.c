@@ -77,7 +77,7 @@ static wt make_weight(t_rng *r, uint32_t type, int64_t K, int64_t N, int64_t E)
     float *row = randv(r, K, 1);
     for (int64_t i = 0; i < N * E; i++) {
         uint8_t *dst = (uint8_t *)w.data + rb * (uint64_t)i;
-        if (type == QT_F32 || type == QT_F16 || type == QT_Q8_0) {
+        if (type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0) {
             for (int64_t k = 0; k < K; k++)
                 row[k] = gauss(r);
             quant_act_quantize(type, row, dst, K);
@@ -532,8 +532,8 @@ int main(void)
     int64_t ns[] = { 1, 31, 33, 64, 128, 255, 257, 4096 };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         test_dot(ns[i]);
-    uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K };
-    for (size_t i = 0; i < 5; i++) {
+    uint32_t types[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q6_K };
+    for (size_t i = 0; i < 6; i++) {
         test_matmul(types[i], 256, 33, 1);
         test_matmul(types[i], 512, 31, 7);
         test_matmul(types[i], 1024, 64, 65);
@@ -542,6 +542,7 @@ int main(void)
     test_matmul_id(QT_Q8_0, 256, 48, 8, 2, 5, false);
     test_matmul_id(QT_Q4_K, 256, 33, 16, 3, 9, true);
     test_matmul_id(QT_F32, 64, 16, 4, 1, 1, false);
+    test_matmul_id(QT_BF16, 96, 8, 4, 2, 3, false);
     test_rms(7, 1024, 1024, true);
     test_rms(33, 256, 64, true);
     test_rms(1, 255, 255, false);

@@ -140,6 +140,27 @@ int main(void)
         t_fail("ggml_backend.dot_q6_K", "the variant lacks ggml_get_type_traits_cpu");
     }
 
+    /* BF16: ggml's vec_dot order (cpu_dot_bf16_vec), where the CPU has the
+     * AVX-512 BF16 instructions ggml's kernel is built on */
+    if (g_traits && __builtin_cpu_supports("avx512bf16")) {
+        t_rng r = t_rng_named("bf16");
+        int bad = 0;
+        for (int rep = 0; rep < 100; rep++) {
+            const int n = 64 * (1 + rep % 8) + (rep % 3 ? 0 : 16);
+            uint16_t w[600], x[600];
+            for (int i = 0; i < n; i++) {
+                w[i] = quant_f32_to_bf16(gauss(&r));
+                x[i] = quant_f32_to_bf16(gauss(&r) * (rep % 5 ? 1.0f : 1e-38f));
+            }
+            float theirs;
+            g_traits(GGML_TYPE_BF16)->vec_dot(n, &theirs, 0, w, 0, x, 0, 1);
+            bad += quant_f32_bits(cpu_dot_bf16_vec(n, w, x)) != quant_f32_bits(theirs);
+        }
+        t_check("ggml_backend.dot_bf16_vec", !bad, "%d of 100 rows differ", bad);
+    } else {
+        printf("# dot_bf16_vec: this CPU has no AVX-512 BF16; q36 uses the quant module's kernel\n");
+    }
+
     /* silu */
     {
         const int n = 1 << 16;

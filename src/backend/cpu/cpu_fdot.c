@@ -27,6 +27,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "../../quant/fp16.h"
+
 static int g_lanes;
 
 int cpu_lanes(void)
@@ -267,4 +269,59 @@ void cpu_scale(int64_t n, float *x, float v)
     }
     for (int64_t i = 0; i < n; i++)
         x[i] *= v;
+}
+
+/* ------------------------------------------------ the bf16 GEMM's order */
+
+static inline float bf16_daz(uint16_t h)
+{
+    if ((h & 0x7F80) == 0)            /* zero or subnormal: treated as zero */
+        h &= 0x8000;
+    return quant_bits_f32((uint32_t)h << 16);
+}
+
+static inline float ftz(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
+/* llamafile's bf16 GEMM with AVX-512 BF16: 16 lanes; each step of 32
+ * elements adds to lane l the products of elements 2l+1 and then 2l (each
+ * exact, each sum rounded once, subnormal inputs as zero and subnormal
+ * results flushed: the vdpbf16ps rules); then the halving tree. */
+float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    float acc[16] = { 0 };
+    for (int64_t i = 0; i < n; i += 32)
+        for (int l = 0; l < 16; l++) {
+            const int64_t e = i + 2 * l;
+            acc[l] = ftz(fma_any(bf16_daz(x[e + 1]), bf16_daz(y[e + 1]), acc[l]));
+            acc[l] = ftz(fma_any(bf16_daz(x[e]), bf16_daz(y[e]), acc[l]));
+        }
+    return cpu_lane_sum(acc, 16);
+}
+
+/* ggml_vec_dot_bf16's order with AVX-512 BF16: two 16-lane accumulators
+ * over steps of 64 elements (the first takes elements 0..31 of a step, the
+ * second 32..63, pairs as in cpu_dot_bf16_lanes), each summed as a tree,
+ * added into a double, then the tail one product at a time in double. */
+float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    float c[2][16] = { { 0 } };
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 16; l++) {
+                const int64_t e = i + 32 * h + 2 * l;
+                c[h][l] = ftz(fma_any(bf16_daz(x[e + 1]), bf16_daz(y[e + 1]), c[h][l]));
+                c[h][l] = ftz(fma_any(bf16_daz(x[e]), bf16_daz(y[e]), c[h][l]));
+            }
+    double s = 0.0;
+    s += (double)cpu_lane_sum(c[0], 16);
+    s += (double)cpu_lane_sum(c[1], 16);
+    for (; i < n; i++)
+        s += (double)(quant_bf16_to_f32(x[i]) * quant_bf16_to_f32(y[i]));
+    return (float)s;
 }

@@ -44,6 +44,7 @@ typedef struct cpu_vblock {
 struct be_ctx {
     int        n_threads;
     int        dot_path;      /* enum quant_path forced by Q36_DOT_PATH, or -1 */
+    bool       bf16_dp;       /* the CPU has AVX-512 BF16 (llama.cpp's bf16 kernels use it) */
     cpu_pool  *pool;          /* NULL with one thread */
     struct cpu_vblock *vblocks; /* view storage, kept across resets */
     struct cpu_vblock *vcur;    /* the block being filled */
@@ -84,6 +85,9 @@ void  cpu_axpy(int64_t n, float *y, const float *x, float v); /* y = fma(x, v, y
 void  cpu_scale(int64_t n, float *x, float v);                /* x *= v */
 /* llamafile's f32 GEMM order; n a multiple of cpu_lanes() (a quant_dot_fn) */
 float cpu_dot_lanes(int64_t n, const void *x, const void *y);
+/* llamafile's bf16 GEMM order with AVX-512 BF16 (n a multiple of 32) */
+float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a);
+float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a);
 
 /* cpu_qdot.c: K-quant dots in ggml's AVX2 float order (quant_dot_fn shape). */
 float cpu_dot_q6_K_ggml(int64_t n, const void *w, const void *a);      /* AVX2 when present */
