@@ -13,6 +13,9 @@
  *                (weights from ggml_quantize_chunk, activations from q36's
  *                byte-exact Q8_K quantizer); q36 uses it for Q6_K weights,
  *                which llama.cpp does not repack on x86
+ *   dot_f16_vec, dot_bf16_vec  cpu_dot_f16_vec / cpu_dot_bf16_vec equal the
+ *                variant's vec_dot for F16 and BF16 (llama.cpp's one-token
+ *                path) bit for bit
  *   softmax      probabilities of a row as be_attention forms them (expf,
  *                per-vector tree sums into a double) vs
  *                ggml_vec_soft_max_f32 + its 1/sum scaling: at most 4 ulp. */
@@ -138,6 +141,24 @@ int main(void)
         free(w); free(x); free(wq); free(aq);
     } else {
         t_fail("ggml_backend.dot_q6_K", "the variant lacks ggml_get_type_traits_cpu");
+    }
+
+    /* F16: ggml's vec_dot order (cpu_dot_f16_vec) */
+    if (g_traits) {
+        t_rng r = t_rng_named("f16");
+        int bad = 0;
+        for (int rep = 0; rep < 100; rep++) {
+            const int n = 64 * (1 + rep % 8) + (rep % 3 ? 0 : 17);
+            uint16_t w[600], x[600];
+            for (int i = 0; i < n; i++) {
+                w[i] = quant_f32_to_f16(gauss(&r));
+                x[i] = quant_f32_to_f16(gauss(&r));
+            }
+            float theirs;
+            g_traits(GGML_TYPE_F16)->vec_dot(n, &theirs, 0, w, 0, x, 0, 1);
+            bad += quant_f32_bits(cpu_dot_f16_vec(n, w, x)) != quant_f32_bits(theirs);
+        }
+        t_check("ggml_backend.dot_f16_vec", !bad, "%d of 100 rows differ", bad);
     }
 
     /* BF16: ggml's vec_dot order (cpu_dot_bf16_vec), where the CPU has the

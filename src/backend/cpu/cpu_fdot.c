@@ -325,3 +325,85 @@ float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a)
         s += (double)(quant_bf16_to_f32(x[i]) * quant_bf16_to_f32(y[i]));
     return (float)s;
 }
+
+/* ------------------------------------------------------ the f16 orders */
+
+/* ggml_vec_dot_f16's order: as ggml_vec_dot_f32's (4 vector accumulators,
+ * fused multiply-adds on the widened values, the same reduction), but the
+ * reduced value and the tail (products rounded to float) are summed in
+ * double. Both f16 rows are widened exactly to f32 first. */
+__attribute__((target("avx512f,fma,f16c")))
+static float dot_f16_vec_avx512(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const int64_t np = n - n % 64;
+#define H16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+    for (int64_t i = 0; i < np; i += 64) {
+        a0 = _mm512_fmadd_ps(H16(x + i), H16(y + i), a0);
+        a1 = _mm512_fmadd_ps(H16(x + i + 16), H16(y + i + 16), a1);
+        a2 = _mm512_fmadd_ps(H16(x + i + 32), H16(y + i + 32), a2);
+        a3 = _mm512_fmadd_ps(H16(x + i + 48), H16(y + i + 48), a3);
+    }
+#undef H16
+    a0 = _mm512_add_ps(a0, a2);
+    a1 = _mm512_add_ps(a1, a3);
+    a0 = _mm512_add_ps(a0, a1);
+    float l[16];
+    _mm512_storeu_ps(l, a0);
+    double s = (double)cpu_lane_sum(l, 16);
+    for (int64_t i = np; i < n; i++)
+        s += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));
+    return (float)s;
+}
+
+__attribute__((target("avx512f,fma,f16c")))
+static float dot_f16_lanes_avx512(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))),
+                              _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(y + i))), acc);
+    float l[16];
+    _mm512_storeu_ps(l, acc);
+    return cpu_lane_sum(l, 16);
+}
+
+float cpu_dot_f16_vec(int64_t n, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    const int W = cpu_lanes();
+    if (W == 16 && g_avx512 == 1)
+        return dot_f16_vec_avx512(n, x, y);
+    float acc[4][16] = { { 0 } };
+    const int64_t step = 4 * W, np = n - n % step;
+    for (int64_t i = 0; i < np; i += step)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < W; l++)
+                acc[j][l] = fma_any(quant_f16_to_f32(x[i + j * W + l]), quant_f16_to_f32(y[i + j * W + l]),
+                                    acc[j][l]);
+    for (int l = 0; l < W; l++) {
+        acc[0][l] = acc[0][l] + acc[2][l];
+        acc[1][l] = acc[1][l] + acc[3][l];
+        acc[0][l] = acc[0][l] + acc[1][l];
+    }
+    double s = (double)lane_sum_vecdot(acc[0], W);
+    for (int64_t i = np; i < n; i++)
+        s += (double)(quant_f16_to_f32(x[i]) * quant_f16_to_f32(y[i]));
+    return (float)s;
+}
+
+/* llamafile's f16 GEMM: one f32 lane per element index mod the vector
+ * width over the widened values, then the halving tree (n a multiple of
+ * the width). */
+float cpu_dot_f16_lanes(int64_t n, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    const int W = cpu_lanes();
+    if (W == 16 && g_avx512 == 1)
+        return dot_f16_lanes_avx512(n, x, y);
+    float acc[16] = { 0 };
+    for (int64_t i = 0; i < n; i += W)
+        for (int l = 0; l < W; l++)
+            acc[l] = fma_any(quant_f16_to_f32(x[i + l]), quant_f16_to_f32(y[i + l]), acc[l]);
+    return cpu_lane_sum(acc, W);
+}

@@ -88,6 +88,8 @@ float cpu_dot_lanes(int64_t n, const void *x, const void *y);
 /* llamafile's bf16 GEMM order with AVX-512 BF16 (n a multiple of 32) */
 float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a);
 float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a);
+float cpu_dot_f16_vec(int64_t n, const void *w, const void *a);
+float cpu_dot_f16_lanes(int64_t n, const void *w, const void *a);
 
 /* cpu_qdot.c: K-quant dots in ggml's AVX2 float order (quant_dot_fn shape). */
 float cpu_dot_q6_K_ggml(int64_t n, const void *w, const void *a);      /* AVX2 when present */
