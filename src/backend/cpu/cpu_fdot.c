@@ -56,10 +56,13 @@ static bool has_fma(void)
 
 /* Called by be_cpu_new before any worker runs, so the lazily set flags
  * above are written once, by one thread. */
+static bool has_bf16dp(void);
+
 void cpu_fdot_init(void)
 {
     (void)cpu_lanes();
     (void)has_fma();
+    (void)has_bf16dp();
     if (g_avx512 < 0) {
         g_avx512 = __builtin_cpu_supports("avx512f") && has_fma() ? 1 : 0;
         g_avx2 = __builtin_cpu_supports("avx2") && has_fma() ? 1 : 0;
@@ -289,7 +292,66 @@ static inline float ftz(float x)
  * elements adds to lane l the products of elements 2l+1 and then 2l (each
  * exact, each sum rounded once, subnormal inputs as zero and subnormal
  * results flushed: the vdpbf16ps rules); then the halving tree. */
+/* With the instruction itself where the CPU has it (cpu_dot_bf16_* are
+ * only chosen there): the same rules by definition. */
+__attribute__((target("avx512f,avx512bf16")))
+static float dot_bf16_lanes_dp(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32)
+        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512((const void *)(x + i)),
+                               (__m512bh)_mm512_loadu_si512((const void *)(y + i)));
+    float l[16];
+    _mm512_storeu_ps(l, acc);
+    return cpu_lane_sum(l, 16);
+}
+
+__attribute__((target("avx512f,avx512bf16")))
+static float dot_bf16_vec_dp(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    __m512 c1 = _mm512_setzero_ps(), c2 = c1;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        c1 = _mm512_dpbf16_ps(c1, (__m512bh)_mm512_loadu_si512((const void *)(x + i)),
+                              (__m512bh)_mm512_loadu_si512((const void *)(y + i)));
+        c2 = _mm512_dpbf16_ps(c2, (__m512bh)_mm512_loadu_si512((const void *)(x + i + 32)),
+                              (__m512bh)_mm512_loadu_si512((const void *)(y + i + 32)));
+    }
+    float l1[16], l2[16];
+    _mm512_storeu_ps(l1, c1);
+    _mm512_storeu_ps(l2, c2);
+    double s = 0.0;
+    s += (double)cpu_lane_sum(l1, 16);
+    s += (double)cpu_lane_sum(l2, 16);
+    for (; i < n; i++)
+        s += (double)(quant_bf16_to_f32(x[i]) * quant_bf16_to_f32(y[i]));
+    return (float)s;
+}
+
+static int g_bf16dp = -1;
+
+static bool has_bf16dp(void)
+{
+    if (g_bf16dp < 0)
+        g_bf16dp = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
+    return g_bf16dp == 1;
+}
+
 float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a)
+{
+    if (has_bf16dp())
+        return dot_bf16_lanes_dp(n, w, a);
+    return cpu_dot_bf16_lanes_ref(n, w, a);
+}
+
+float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a)
+{
+    if (has_bf16dp())
+        return dot_bf16_vec_dp(n, w, a);
+    return cpu_dot_bf16_vec_ref(n, w, a);
+}
+
+float cpu_dot_bf16_lanes_ref(int64_t n, const void *w, const void *a)
 {
     const uint16_t *x = w, *y = a;
     float acc[16] = { 0 };
@@ -306,7 +368,7 @@ float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a)
  * over steps of 64 elements (the first takes elements 0..31 of a step, the
  * second 32..63, pairs as in cpu_dot_bf16_lanes), each summed as a tree,
  * added into a double, then the tail one product at a time in double. */
-float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a)
+float cpu_dot_bf16_vec_ref(int64_t n, const void *w, const void *a)
 {
     const uint16_t *x = w, *y = a;
     float c[2][16] = { { 0 } };

@@ -88,6 +88,9 @@ float cpu_dot_lanes(int64_t n, const void *x, const void *y);
 /* llamafile's bf16 GEMM order with AVX-512 BF16 (n a multiple of 32) */
 float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a);
 float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a);
+/* plain-C references of the two bf16 orders (vdpbf16ps emulated) */
+float cpu_dot_bf16_lanes_ref(int64_t n, const void *w, const void *a);
+float cpu_dot_bf16_vec_ref(int64_t n, const void *w, const void *a);
 float cpu_dot_f16_vec(int64_t n, const void *w, const void *a);
 float cpu_dot_f16_lanes(int64_t n, const void *w, const void *a);
 
