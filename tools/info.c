@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../src/gguf/gguf.h"
+#include "../src/include/q36.h"
 #include "../src/model/hparams.h"
 #include "../src/quant/quant.h"
 #include "../src/quant/types.h"
@@ -67,22 +68,30 @@ static void print_value(const gguf_file *f, const gguf_value *v)
     }
 }
 
-/* Bytes of K/V per token for the attention layers, and the fixed DeltaNet
- * state (conv tail + S matrix, f32) per sequence. K/V in f16 by default. */
-static void memory_plan(const model_hparams *hp, uint64_t weights, uint64_t n_ctx)
+/* The memory plan of a session of n_ctx tokens, as q36_session_new computes
+ * and checks it (f16 K/V, the default batch). */
+static void memory_plan(const char *path, uint64_t n_ctx)
 {
-    uint64_t kv_tok = 2ull * hp->n_head_kv * hp->head_dim * 2 * hp->n_attn_layers;
-    uint64_t n_rec = hp->n_layer - hp->n_attn_layers;
-    uint64_t conv = (uint64_t)(hp->ssm_conv - 1) * model_conv_channels(hp) * 4;
-    uint64_t ssm = (uint64_t)hp->ssm_dt_rank * hp->ssm_state * hp->ssm_state * 4;
-    uint64_t state = n_rec * (conv + ssm);
-    printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V):\n", n_ctx);
-    printf("  weights (mmap)           %12.1f MiB\n", weights / 1048576.0);
-    printf("  K/V cache                %12.1f MiB  (%" PRIu64 " B/token x %" PRIu64 ", %u attention layers)\n",
-           kv_tok * n_ctx / 1048576.0, kv_tok, n_ctx, hp->n_attn_layers);
-    printf("  DeltaNet state           %12.1f MiB  (%" PRIu64 " layers x (conv %" PRIu64 " B + S %" PRIu64 " B))\n",
-           state / 1048576.0, n_rec, conv, ssm);
-    printf("  total (before scratch)   %12.1f MiB\n", (weights + kv_tok * n_ctx + state) / 1048576.0);
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    q36_mem_plan p;
+    const model_hparams *hp;
+    if (q36_model_open(path, &m, &err) ||
+        q36_session_plan(m, (int)n_ctx, NULL, &p, &err)) {
+        printf("memory plan: %s\n", err.msg);
+        q36_model_free(m);
+        return;
+    }
+    hp = q36_model_hparams(m);
+    printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V, q36_session_plan):\n", n_ctx);
+    printf("  weights (mmap, not copied) %10.1f MiB\n", p.weights / 1048576.0);
+    printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token, %u attention layers)\n",
+           p.kv / 1048576.0, p.kv_per_token, hp->n_attn_layers);
+    printf("  DeltaNet state             %10.1f MiB  (%u layers: conv tails + state matrices)\n",
+           p.recurrent / 1048576.0, hp->n_layer - hp->n_attn_layers);
+    printf("  scratch                    %10.1f MiB\n", p.scratch / 1048576.0);
+    printf("  allocated in total         %10.1f MiB  (+ the mapped weights)\n", p.total / 1048576.0);
+    q36_model_free(m);
 }
 
 /* Writes tensor `name` of f as float32 rows to `out`, one row at a time. */
@@ -136,7 +145,7 @@ int cmd_info(int argc, char **argv)
             path = v;
             i++;
         } else if (!strcmp(a, "-c")) {
-            if ((rc = cli_int("info", "-c", v, 1, 1ll << 32, &n_ctx)))
+            if ((rc = cli_int("info", "-c", v, 1, 1 << 24, &n_ctx)))
                 return rc;
             i++;
         } else if (!strcmp(a, "--dump") || !strcmp(a, "-o")) {
@@ -233,7 +242,7 @@ int cmd_info(int argc, char **argv)
         }
     }
     if (have_hp)
-        memory_plan(&hp, bytes, (uint64_t)n_ctx);
+        memory_plan(path, (uint64_t)n_ctx);
     gguf_close(f);
     return 0;
 }
