@@ -97,6 +97,12 @@ static void on_log(enum ggml_log_level level, const char *text, void *user)
     }
 }
 
+/* After the engine is freed: llama.cpp stays loaded and silent. */
+static void on_log_quiet(enum ggml_log_level level, const char *text, void *user)
+{
+    (void)level; (void)text; (void)user;
+}
+
 static const char *why(const llama_engine *e)
 {
     return e->last_log[0] ? e->last_log : "llama.cpp logged no reason";
@@ -125,7 +131,7 @@ static void l_free(bench_engine *be)
     if (e->model)
         e->L.llama_model_free(e->model);
     if (e->lib)
-        e->L.llama_log_set(NULL, NULL);
+        e->L.llama_log_set(on_log_quiet, NULL);
     free(e);
 }
 
