@@ -8,6 +8,11 @@ CFLAGS  += $(CSTD) $(WARN) $(OPT) -D_GNU_SOURCE -pthread -MMD -MP
 LDLIBS  += -lcjson -lpcre2-8 -lutf8proc -lm -pthread
 
 BUILD   ?= build
+# OPENMP=1: the CPU backend's parallel-for on OpenMP instead of its pthread pool
+ifeq ($(OPENMP),1)
+CFLAGS  += -fopenmp -DQ36_OPENMP
+LDLIBS  += -fopenmp
+endif
 ORACLE_PKG := tests/oracle/node_modules
 ORACLE_LIB := $(ORACLE_PKG)/@node-llama-cpp/linux-x64/bins/linux-x64
 # LLAMA_SRC: unpacked by scripts/setup.sh; shared by every build dir (no comment on the

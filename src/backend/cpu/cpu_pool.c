@@ -5,11 +5,15 @@
  *
  * Why a pool and not OpenMP: the build stays plain C11 + pthreads, and the
  * workers sleep (no spinning) between ops, which matters on a machine whose
- * few cores are shared with other jobs. */
+ * few cores are shared with other jobs. `make OPENMP=1` builds the same
+ * contract on OpenMP instead (the second half of this file), so the two can
+ * be measured against each other: bench/results/2026-11-29-cpu-threads/. */
 #include "cpu_internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+
+#ifndef Q36_OPENMP
 
 struct cpu_pool {
     int              n;          /* workers, not counting the caller */
@@ -138,3 +142,53 @@ void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
+
+#else /* Q36_OPENMP: one parallel region per op, items shared the same way */
+
+#include <omp.h>
+
+struct cpu_pool {
+    int          n_threads;
+    atomic_llong next;
+};
+
+cpu_pool *cpu_pool_new(int n_threads)
+{
+    if (n_threads <= 1)
+        return NULL;
+    cpu_pool *p = calloc(1, sizeof *p);
+    if (p)
+        p->n_threads = n_threads;
+    return p;
+}
+
+void cpu_pool_free(cpu_pool *p)
+{
+    free(p);
+}
+
+void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
+{
+    if (n <= 0)
+        return;
+    if (grain < 1)
+        grain = 1;
+    cpu_pool *p = be->pool;
+    if (!p || n <= grain) {
+        fn(arg, 0, n, 0);
+        return;
+    }
+    atomic_store(&p->next, 0);
+#pragma omp parallel num_threads(p->n_threads)
+    {
+        int tid = omp_get_thread_num();
+        for (;;) {
+            int64_t i0 = atomic_fetch_add(&p->next, grain);
+            if (i0 >= n)
+                break;
+            fn(arg, i0, i0 + grain < n ? i0 + grain : n, tid);
+        }
+    }
+}
+
+#endif
