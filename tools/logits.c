@@ -42,42 +42,6 @@ static void usage(FILE *o)
 "                N rows [N][n_vocab] they were chosen from\n");
 }
 
-/* Parses ids separated by spaces, commas or newlines. */
-static int parse_ids(const char *s, int32_t **out, int *n)
-{
-    int cap = 64, k = 0;
-    int32_t *v = malloc((size_t)cap * sizeof *v);
-    if (!v)
-        return -1;
-    while (*s) {
-        while (*s == ' ' || *s == ',' || *s == '\n' || *s == '\t' || *s == '\r')
-            s++;
-        if (!*s)
-            break;
-        char *end;
-        errno = 0;
-        long x = strtol(s, &end, 10);
-        if (end == s || errno || x < 0 || x > INT32_MAX) {
-            free(v);
-            return -1;
-        }
-        if (k == cap) {
-            cap *= 2;
-            int32_t *nv = realloc(v, (size_t)cap * sizeof *v);
-            if (!nv) {
-                free(v);
-                return -1;
-            }
-            v = nv;
-        }
-        v[k++] = (int32_t)x;
-        s = end;
-    }
-    *out = v;
-    *n = k;
-    return 0;
-}
-
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -169,9 +133,11 @@ int cmd_logits(int argc, char **argv)
     }
     int32_t *ids = NULL;
     int n = 0;
-    if (parse_ids(ids_s ? ids_s : owned, &ids, &n) || n == 0) {
+    int prc = cli_parse_ids(C, ids_s ? ids_s : owned, &ids, &n);
+    if (prc || n == 0) {
         free(owned);
-        return cli_usage(C, "the ids must be one or more non-negative integers");
+        free(ids);
+        return prc ? prc : cli_usage(C, "the ids must be one or more non-negative integers");
     }
     free(owned);
 
