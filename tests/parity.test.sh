@@ -7,12 +7,15 @@
 #   logits_P      `q36 logits --all` vs `oracle logits --all` for a prompt of
 #                 P tokens (P = 1, 7, 64, 600): worst relative L2 error over
 #                 positions, ||q36 - llama|| / ||llama||, must be <= TOL
-#   greedy        24 greedy tokens after a 7-token prompt (one decode per
+#   greedy        64 greedy tokens after a 7-token prompt (one decode per
 #                 token on both sides) are equal; a difference is accepted
 #                 only where the oracle's own top-1 minus top-2 margin at that
 #                 step is below twice the largest logit difference this model
 #                 showed over its 64-token prompt (the error scale at that
-#                 depth; at least 1e-3): a near-tie, which is then reported
+#                 depth; at least 1e-3) or below twice the largest difference
+#                 between the two engines' logits at that step, with that
+#                 step's rows within the model's 64-token tolerance: a
+#                 near-tie, which is then reported with its position
 #   decode        q36 prefill of 64 tokens vs the same tokens appended one at
 #                 a time: bit-identical logits (q36 is batch-invariant)
 # One line per case; a summary line "# worst NAME: ..." per model.
@@ -58,6 +61,7 @@ BUILD=${BUILD:-build}
 Q36=${Q36:-./q36}
 ORACLE=$BUILD/oracle
 TOL_F32=${TOL_F32:-1e-4}
+GREEDY_N=64
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -88,6 +92,7 @@ models=(
     "moe_e64_k8       | --arch qwen35moe --preset tiny --experts 64 --experts-used 8 --type f32"
     "moe_e4_k1_untied | --arch qwen35moe --preset tiny --experts 4 --experts-used 1 --tied off --type f32"
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
+    "moe_e256_k10     | --arch qwen35moe --preset tiny --experts 256 --experts-used 10 --expert-ffn 32 --shared-ffn 64 --type f32"
 )
 [ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[13]}")
 # prompt lengths per model; the real-size geometries (the whole 0.8b preset,
@@ -114,7 +119,7 @@ for line in "${models[@]}"; do
     V=$("$Q36" info -m "$M" | awk '$1 == "n_vocab" { print $2 }')
     f32=0
     case "$flags" in *"--type f32"*) f32=1 ;; esac
-    worst=0 worst_at="" margin=1e-3
+    worst=0 worst_at="" margin=1e-3 gtol=$TOL_F32
     for P in $(lengths "$name"); do
         if [ "$f32" = 1 ]; then tol=$TOL_F32
         else case $P in 1) tol=1e-3 ;; 7) tol=3e-2 ;; 64) tol=5e-2 ;; *) tol=0.1 ;; esac; fi
@@ -134,8 +139,9 @@ for line in "${models[@]}"; do
         c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
         rel=$(echo "$c" | awk '{ print $6 }')
         echo "# $name P=$P rel_l2 $rel ($c)"
-        [ "$P" = 64 ] || [ "$P:${name%%_*}" = 7:real ] &&
+        [ "$P" = 64 ] || [ "$P:${name%%_*}" = 7:real ] && {
             margin=$(echo "$c" | awk '{ m = 2 * $4; print (m > 1e-3 ? m : 1e-3) }')
+            gtol=$tol; }
         if awk -v r="$rel" -v t="$tol" 'BEGIN { exit !(r <= t) }'; then
             echo "ok parity.$name.logits_$P"
         else
@@ -149,8 +155,8 @@ for line in "${models[@]}"; do
 
     # greedy continuation, one decode per token on both sides
     ids_file "$V" 7 77 >"$tmp/ids"
-    q=$("$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/qg.f32" --greedy 24 -ctk f32 -ctv f32 2>"$tmp/err")
-    o=$("$ORACLE" greedy -m "$M" --ids-file "$tmp/ids" -n 24 -t 1 --logits "$tmp/og.f32" 2>>"$tmp/err")
+    q=$("$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/qg.f32" --greedy "$GREEDY_N" -ctk f32 -ctv f32 2>"$tmp/err")
+    o=$("$ORACLE" greedy -m "$M" --ids-file "$tmp/ids" -n "$GREEDY_N" -t 1 --logits "$tmp/og.f32" 2>>"$tmp/err")
     if [ -z "$q" ] || [ -z "$o" ]; then
         echo "FAIL parity.$name.greedy: $(tail -n 1 "$tmp/err")"
     elif [ "$q" = "$o" ]; then
@@ -159,10 +165,19 @@ for line in "${models[@]}"; do
         margins=$("$ORACLE" argmax "$tmp/og.f32" -n "$V" --margins | sed -n 2p)
         read -ra qa <<<"$q"; read -ra oa <<<"$o"; read -ra ma <<<"$margins"
         i=0
-        while [ "$i" -lt 24 ] && [ "${qa[$i]}" = "${oa[$i]}" ]; do i=$((i + 1)); done
-        if awk -v m="${ma[$i]}" -v t="$margin" 'BEGIN { exit !(m < t) }'; then
+        while [ "$i" -lt "$GREEDY_N" ] && [ "${qa[$i]}" = "${oa[$i]}" ]; do i=$((i + 1)); done
+        # The rows both engines chose step i from: a near-tie when llama's own
+        # top-2 margin there is below twice the largest difference between
+        # the two rows (or the prompt's error scale), and the rows still agree
+        # within this model's tolerance.
+        dd if="$tmp/qg.f32" of="$tmp/qrow" bs=4 skip=$((i * V)) count="$V" status=none
+        dd if="$tmp/og.f32" of="$tmp/orow" bs=4 skip=$((i * V)) count="$V" status=none
+        rc_=$("$ORACLE" compare "$tmp/qrow" "$tmp/orow" -n "$V")
+        thr=$(echo "$rc_" | awk -v m="$margin" '{ t = 2 * $4; print (t > m ? t : m) }')
+        rrel=$(echo "$rc_" | awk '{ print $6 }')
+        if awk -v m="${ma[$i]}" -v t="$thr" -v r="$rrel" -v g="$gtol" 'BEGIN { exit !(m < t && r <= g) }'; then
             echo "ok parity.$name.greedy"
-            echo "# near-tie $name: step $i q36 ${qa[$i]} llama ${oa[$i]}, llama's top-2 margin ${ma[$i]} < $margin"
+            echo "# near-tie $name: step $i q36 ${qa[$i]} llama ${oa[$i]}, llama's top-2 margin ${ma[$i]} < $thr (row rel_l2 $rrel <= $gtol)"
         else
             echo "FAIL parity.$name.greedy: step $i q36 ${qa[$i]} llama ${oa[$i]}, margin ${ma[$i]} (q36: $q | llama: $o)"
         fi
