@@ -36,6 +36,7 @@ typedef struct bench_opts {
     const char *llama_lib;        /* --llama-lib DIR */
     uint64_t seed;
     int progress;
+    int profile;                  /* --profile */
 } bench_opts;
 
 static void usage(FILE *o)
@@ -44,6 +45,7 @@ static void usage(FILE *o)
 "usage: q36 bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0,4096] [-r 5] [-t N]\n"
 "                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
+"                 [--profile]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -69,7 +71,10 @@ static void usage(FILE *o)
 "  --llama-lib DIR     folder of libllama*.so and libggml*.so (default: the oracle\n"
 "                      folder installed by scripts/setup.sh, found from q36's location)\n"
 "  --seed S            seed of the token ids (default 1)\n"
-"  --progress          a line on stderr per repetition\n");
+"  --progress          a line on stderr per repetition\n"
+"  --profile           then, per depth, one more prompt of -p tokens and -n decodes\n"
+"                      in a q36 session with per-op timing: time by op family and\n"
+"                      by layer kind (on stderr with -o json/jsonl)\n");
 }
 
 /* ------------------------------------------------------------------ flags */
@@ -137,6 +142,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             i++;
         } else if (!strcmp(a, "--fast")) {
             o->cfg.fast = 1;
+        } else if (!strcmp(a, "--profile")) {
+            o->profile = 1;
         } else if (!strcmp(a, "-o")) {
             if (v && !strcmp(v, "md"))
                 o->out = OUT_MD;
@@ -395,6 +402,62 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
     return 0;
 }
 
+/* ---------------------------------------------------------------- profile */
+
+/* Two tables of one profiled run of n tokens: by op family, then by layer
+ * kind; percentages of the forward calls' wall time, so the share the ops
+ * do not account for shows. */
+static void print_profile(FILE *f, const char *what, int depth, const q36_profile *p, int n)
+{
+    double fwd = p->forward_ms > 0 ? p->forward_ms : 1e-9, ops = 0;
+    fprintf(f, "\nq36 profile: %s @ d%d: %llu forward calls, %llu tokens, forward %.3f ms"
+               " (%.3f ms/token)\n\n", what, depth, (unsigned long long)p->forwards,
+            (unsigned long long)p->tokens, p->forward_ms, p->forward_ms / (n > 0 ? n : 1));
+    fprintf(f, "| %-28s | %8s | %10s | %7s | %9s |\n", "op family", "calls", "ms total", "% fwd",
+            "ms/token");
+    fprintf(f, "| %.28s | %.7s: | %.9s: | %.6s: | %.8s: |\n", "------------------------------",
+            "--------", "----------", "-------", "---------");
+    for (int i = 0; i < p->n_ops; i++) {
+        const q36_profile_row *r = &p->op[i];
+        ops += r->ms;
+        fprintf(f, "| %-28s | %8llu | %10.3f | %6.2f%% | %9.4f |\n", r->name,
+                (unsigned long long)r->calls, r->ms, 100.0 * r->ms / fwd, r->ms / (n > 0 ? n : 1));
+    }
+    fprintf(f, "| %-28s | %8s | %10.3f | %6.2f%% | %9.4f |\n", "(ops, all)", "", ops,
+            100.0 * ops / fwd, ops / (n > 0 ? n : 1));
+    fprintf(f, "| %-28s | %8s | %10.3f | %6.2f%% | %9.4f |\n", "(unaccounted)", "", p->forward_ms - ops,
+            100.0 * (p->forward_ms - ops) / fwd, (p->forward_ms - ops) / (n > 0 ? n : 1));
+    fprintf(f, "\n| %-16s | %10s | %7s |\n", "layer type", "ms", "% fwd");
+    fprintf(f, "| %.16s | %.9s: | %.6s: |\n", "------------------", "----------", "-------");
+    for (int i = 0; i < p->n_layers; i++)
+        fprintf(f, "| %-16s | %10.3f | %6.2f%% |\n", p->layer[i].name, p->layer[i].ms,
+                100.0 * p->layer[i].ms / fwd);
+    fprintf(f, "| %-16s | %10.3f | %6.2f%% |\n", "(forward)", p->forward_ms, 100.0);
+}
+
+static int profile_depth(run *R, int depth, const int32_t *pp, int p, const int32_t *tg, int n,
+                         q36_err *err)
+{
+    q36_profile *prof = malloc(2 * sizeof *prof);
+    if (!prof)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory for the profile tables");
+    int rc = bench_q36_profile(R->eng[0], pp, p, tg, n, &prof[0], &prof[1], err);
+    if (!rc) {
+        FILE *f = R->o->out == OUT_MD ? stdout : stderr;
+        char what[32];
+        if (p) {
+            snprintf(what, sizeof what, "pp%d", p);
+            print_profile(f, what, depth, &prof[0], p);
+        }
+        if (n) {
+            snprintf(what, sizeof what, "tg%d", n);
+            print_profile(f, what, depth, &prof[1], n);
+        }
+    }
+    free(prof);
+    return rc;
+}
+
 static int run_depth(run *R, int depth, result *res, q36_err *err)
 {
     const bench_opts *o = R->o;
@@ -417,6 +480,8 @@ static int run_depth(run *R, int depth, result *res, q36_err *err)
         rc = run_test(R, res, p, 0, depth, pp, err);
     if (!rc && n)
         rc = run_test(R, res, 0, n, depth, tg, err);
+    if (!rc && o->profile)
+        rc = profile_depth(R, depth, pp, p, tg, n, err);
     for (int k = 0; k < R->n_eng; k++)
         R->eng[k]->release(R->eng[k]);
     free(ids);

@@ -202,4 +202,45 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, 
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                     be_tensor *out);
 
+/* -------------------------------------------------------------- profiling */
+
+/* Per-op wall time, a diagnostic (q36_session_opts.profile). When enabled,
+ * every op records CLOCK_MONOTONIC time around its whole run (its parallel
+ * for included) and a call count into a table keyed by op family (matmuls
+ * by weight type) and, separately, by the layer kind the model layer last
+ * set. Disabled (the default), an op pays one predictable branch. Timing
+ * changes no result. */
+enum be_prof_op {
+    BE_PROF_GET_ROWS, BE_PROF_COPY, BE_PROF_IO, BE_PROF_RMS_NORM, BE_PROF_L2_NORM,
+    BE_PROF_ADD_MUL, BE_PROF_ACT, BE_PROF_GDN_GATES, BE_PROF_ROPE, BE_PROF_KV_STORE,
+    BE_PROF_ATTENTION, BE_PROF_CONV, BE_PROF_DELTA, BE_PROF_DELTA_CHUNKED, BE_PROF_ROUTE,
+    BE_PROF_COMBINE,
+    BE_PROF_FIXED,                 /* then matmul rows, then expert matmul rows */
+};
+#define BE_PROF_NTYPES 48          /* weight storage types (quant types.h QT_COUNT fits) */
+#define BE_PROF_MATMUL(type) (BE_PROF_FIXED + (type))
+#define BE_PROF_MATMUL_ID(type) (BE_PROF_FIXED + BE_PROF_NTYPES + (type))
+#define BE_PROF_ROWS (BE_PROF_FIXED + 2 * BE_PROF_NTYPES)
+
+/* What the model layer is running; ops are charged to it. */
+enum be_layer_kind { BE_LAYER_HEAD, BE_LAYER_DELTANET, BE_LAYER_ATTENTION, BE_LAYER_FFN,
+                     BE_LAYER_N };
+
+typedef struct be_profile {
+    uint64_t calls[BE_PROF_ROWS];
+    uint64_t ns[BE_PROF_ROWS];
+    uint64_t layer_ns[BE_LAYER_N];
+    uint64_t layer_calls[BE_LAYER_N];
+} be_profile;
+
+void be_profile_enable(be_ctx *be, int on);
+/* Cheap whether or not profiling is on: a store. */
+void be_profile_layer(be_ctx *be, enum be_layer_kind kind);
+/* The table since the last reset; valid until be_free. */
+const be_profile *be_profile_get(const be_ctx *be);
+void be_profile_reset(be_ctx *be);
+/* "matmul q4_K", "attention", ... for a row of the table; layer names. */
+void be_profile_op_name(int row, char *buf, size_t cap);
+const char *be_layer_name(enum be_layer_kind kind);
+
 #endif

@@ -111,6 +111,16 @@ void bench_engine_free(bench_engine *e);    /* accepts NULL */
 /* The q36 runner: opens the model at `path` with cfg. */
 int bench_q36_open(const char *path, const bench_cfg *cfg, bench_engine **out, q36_err *err);
 
+/* The q36 runner's profile (--profile): after prepare, a second session
+ * with q36_session_opts.profile at the same depth (the prepared state, not
+ * re-evaluated) runs the prompt once untimed as a warm-up, then the n_prompt
+ * ids in calls of n_batch into *pp and n_gen single-token decodes into *tg
+ * (either skipped when its count is 0). The timed session is not profiled.
+ * e must come from bench_q36_open. */
+struct q36_profile;
+int bench_q36_profile(bench_engine *e, const int32_t *prompt, int n_prompt, const int32_t *gen,
+                      int n_gen, struct q36_profile *pp, struct q36_profile *tg, q36_err *err);
+
 /* The llama.cpp runner: dlopens libllama from lib_dir (the folder of the
  * pinned prebuilt libraries) and loads `path` with cfg, flash attention as
  * llama-bench's default (auto) and llama-bench's thread pool. Errors name

@@ -20,6 +20,7 @@ typedef struct q36_engine {
     void        *snap;       /* state at the filled depth; NULL at depth 0 */
     uint64_t     snap_len;
     float       *logits;     /* n_vocab: the row every timed call writes */
+    int          n_ctx;      /* of the prepared session */
 } q36_engine;
 
 static void q_release(bench_engine *be)
@@ -75,6 +76,7 @@ static int q_prepare(bench_engine *be, int n_ctx, const int32_t *warm, int n_war
     int rc = q36_session_new(e->model, n_ctx, &o, &e->sess, err);
     if (rc)
         return rc;
+    e->n_ctx = n_ctx;
     if (n_warm_prompt > 0 && (rc = append_calls(e, warm, n_warm_prompt, err)))
         goto fail;
     if (warm_gen && (rc = q36_session_decode(e->sess, warm[0], e->logits, err)))
@@ -122,6 +124,58 @@ static int q_time_gen(bench_engine *be, const int32_t *ids, int n, double *sec, 
     for (int i = 0; i < n && !rc; i++)
         rc = q36_session_decode(e->sess, ids[i], e->logits, err);
     *sec = bench_now() - t0;
+    return rc;
+}
+
+/* Back to the prepared depth in session s (the timed one or the profiled one). */
+static int depth_of(q36_engine *e, q36_session *s, q36_err *err)
+{
+    q36_session_reset(s);
+    return e->snap ? q36_session_restore(s, e->snap, e->snap_len, err) : 0;
+}
+
+static int copy_profile(q36_session *s, q36_profile *dst, q36_err *err)
+{
+    const q36_profile *p;
+    int rc = q36_session_profile(s, &p, err);
+    if (!rc)
+        *dst = *p;
+    return rc;
+}
+
+int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, const int32_t *gen,
+                      int n_gen, q36_profile *pp, q36_profile *tg, q36_err *err)
+{
+    q36_engine *e = (q36_engine *)be;
+    if (!e->sess)
+        return q36_err_set(err, Q36_E_ARG, "q36: profile before prepare");
+    q36_session_opts o = q36_session_opts_default();
+    o.n_threads = e->cfg.n_threads;
+    o.n_batch = e->cfg.n_ubatch;
+    o.type_k = e->cfg.type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
+    o.type_v = e->cfg.type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
+    o.fast = e->cfg.fast;
+    o.profile = 1;
+    q36_session *timed = e->sess, *s = NULL;
+    int rc = q36_session_new(e->model, e->n_ctx, &o, &s, err);
+    if (rc)
+        return rc;
+    e->sess = s;    /* append_calls works on e->sess */
+    if (n_prompt > 0 && !(rc = depth_of(e, s, err)) && !(rc = append_calls(e, prompt, n_prompt, err)) &&
+        !(rc = depth_of(e, s, err))) {
+        q36_session_profile_reset(s);
+        if (!(rc = append_calls(e, prompt, n_prompt, err)))
+            rc = copy_profile(s, pp, err);
+    }
+    if (!rc && n_gen > 0 && !(rc = depth_of(e, s, err))) {
+        q36_session_profile_reset(s);
+        for (int i = 0; i < n_gen && !rc; i++)
+            rc = q36_session_decode(s, gen[i], e->logits, err);
+        if (!rc)
+            rc = copy_profile(s, tg, err);
+    }
+    e->sess = timed;
+    q36_session_free(s);
     return rc;
 }
 

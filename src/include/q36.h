@@ -70,6 +70,9 @@ typedef struct q36_session_opts {
                                in; 1 fast: prompt batches take the chunked DeltaNet
                                form (results move at float rounding level and depend
                                on how a prompt is split into appends) */
+    int profile;            /* 1: time every backend op of every forward call into a
+                               table (q36_session_profile); a diagnostic that changes
+                               no result. 0 (default): one branch per op. */
 } q36_session_opts;
 
 /* The defaults above. */
@@ -122,5 +125,33 @@ uint64_t q36_session_state_size(const q36_session *s);
 int q36_session_snapshot(const q36_session *s, void *buf, uint64_t cap, uint64_t *written,
                          q36_err *err);
 int q36_session_restore(q36_session *s, const void *buf, uint64_t n, q36_err *err);
+
+/* Profile of a session made with opts.profile = 1: wall time and calls per
+ * backend op family (matmuls by weight type) and per layer kind, summed
+ * over every forward call since the last reset, with the forward calls'
+ * own wall time; what the ops do not account for is forward_ms minus their
+ * sum (the model layer's own work, views, the clock itself). */
+#define Q36_PROFILE_MAX_OPS 128
+#define Q36_PROFILE_MAX_LAYERS 8
+typedef struct q36_profile_row {
+    char     name[32];      /* "matmul q4_K", "attention", ...; "deltanet" for a layer kind */
+    uint64_t calls;         /* op calls */
+    double   ms;            /* wall time, milliseconds */
+} q36_profile_row;
+typedef struct q36_profile {
+    int n_ops;                                  /* op rows with calls, most time first */
+    q36_profile_row op[Q36_PROFILE_MAX_OPS];
+    int n_layers;                               /* layer kinds, in a fixed order */
+    q36_profile_row layer[Q36_PROFILE_MAX_LAYERS];
+    double   forward_ms;                        /* wall time of the forward calls */
+    uint64_t forwards;                          /* forward calls (one per n_batch slice) */
+    uint64_t tokens;                            /* tokens they evaluated */
+} q36_profile;
+
+/* *out: the table since the session began or since the last reset; owned by
+ * the session, valid until the next call of either function or its free.
+ * Q36_E_ARG when the session was made without opts.profile. */
+int  q36_session_profile(q36_session *s, const q36_profile **out, q36_err *err);
+void q36_session_profile_reset(q36_session *s);
 
 #endif

@@ -15,6 +15,7 @@ int model_forward(q36_session *s, const int32_t *ids, int64_t T, float *logits,
     model_scratch *sc = &s->sc;
     (void)err;
     be_views_reset(be);
+    be_profile_layer(be, BE_LAYER_HEAD);
 
     be_tensor *x = model_rows(s, sc->x, T);
     be_tensor *h = model_rows(s, sc->h, T);
@@ -23,12 +24,15 @@ int model_forward(q36_session *s, const int32_t *ids, int64_t T, float *logits,
 
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const model_layer_w *L = &s->w.layer[il];
+        /* the profile charges each pre-norm and residual add to its block */
+        be_profile_layer(be, hp->recurrent[il] ? BE_LAYER_DELTANET : BE_LAYER_ATTENTION);
         be_rms_norm(be, x, L->attn_norm, hp->eps, hp->n_embd, h);
         if (hp->recurrent[il])
             model_deltanet(s, (int)il, T, h, o);
         else
             model_attention(s, (int)il, T, h, o);
         be_add(be, o, x, x);
+        be_profile_layer(be, BE_LAYER_FFN);
         be_rms_norm(be, x, L->post_norm, hp->eps, hp->n_embd, h);
         if (hp->arch == MODEL_QWEN35)
             model_ffn_dense(s, (int)il, T, h, o);
@@ -37,6 +41,7 @@ int model_forward(q36_session *s, const int32_t *ids, int64_t T, float *logits,
         be_add(be, o, x, x);
     }
 
+    be_profile_layer(be, BE_LAYER_HEAD);
     if (which == Q36_LOGITS_NONE || !logits)
         return 0;
     const int64_t r0 = which == Q36_LOGITS_LAST ? T - 1 : 0;

@@ -51,6 +51,9 @@ struct q36_session {
     int64_t        n_ctx, n_batch, pos;
     int            type_k, type_v;
     bool           fast;          /* chunked DeltaNet for batches */
+    bool           profile;       /* opts.profile: backend ops timed during forward calls */
+    uint64_t       prof_fwd_ns, prof_fwd_n, prof_tok;   /* forward calls since the reset */
+    q36_profile    prof;          /* what q36_session_profile last filled */
     be_tensor     *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];   /* attention layers */
     be_tensor     *tail[MODEL_MAX_BLOCKS], *S[MODEL_MAX_BLOCKS];  /* DeltaNet layers */
     model_scratch  sc;

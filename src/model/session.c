@@ -1,15 +1,24 @@
 /* session.c: the session API of include/q36.h: the memory plan, the
  * allocation of every state and scratch tensor up front, appending tokens
- * in batches, reset, and snapshots of the whole state. The order of
+ * in batches, reset, snapshots of the whole state, and the per-op
+ * profile (opts.profile) read from the backend's table. The order of
  * operations of a forward call is in forward.c. */
 #include "forward.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SNAP_MAGIC   0x53363351u   /* "Q36S" little-endian */
 #define SNAP_VERSION 1u
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 q36_session_opts q36_session_opts_default(void)
 {
@@ -145,6 +154,7 @@ int q36_session_new(const q36_model *m, int n_ctx, const q36_session_opts *opts,
     s->type_k = o.type_k;
     s->type_v = o.type_v;
     s->fast = o.fast != 0;
+    s->profile = o.profile != 0;
     if ((rc = be_cpu_new(o.n_threads, &s->be, err)))
         goto fail;
     if ((rc = model_weights_bind(s->be, q36_model_gguf(m), hp, &s->w, err)))
@@ -227,12 +237,69 @@ int q36_session_append(q36_session *s, const int32_t *ids, int n, float *logits,
             w = Q36_LOGITS_NONE;
         if (which == Q36_LOGITS_ALL && logits)
             dst = logits + i * V;
-        int rc = model_forward(s, ids + i, T, dst, w, err);
+        int rc;
+        if (s->profile) {
+            /* ops count only inside forward calls, so that their sum is
+             * a share of the forward time (reset and restore are not) */
+            uint64_t t0 = now_ns();
+            be_profile_enable(s->be, 1);
+            rc = model_forward(s, ids + i, T, dst, w, err);
+            be_profile_enable(s->be, 0);
+            s->prof_fwd_ns += now_ns() - t0;
+            s->prof_fwd_n++;
+            s->prof_tok += (uint64_t)T;
+        } else {
+            rc = model_forward(s, ids + i, T, dst, w, err);
+        }
         if (rc)
             return rc;
         s->pos += T;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------- profiling */
+
+static int prof_by_ms(const void *a, const void *b)
+{
+    const q36_profile_row *x = a, *y = b;
+    return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : strcmp(x->name, y->name);
+}
+
+int q36_session_profile(q36_session *s, const q36_profile **out, q36_err *err)
+{
+    *out = NULL;
+    if (!s->profile)
+        return q36_err_set(err, Q36_E_ARG, "the session was made without opts.profile");
+    const be_profile *bp = be_profile_get(s->be);
+    q36_profile *p = &s->prof;
+    memset(p, 0, sizeof *p);
+    for (int r = 0; r < BE_PROF_ROWS && p->n_ops < Q36_PROFILE_MAX_OPS; r++) {
+        if (!bp->calls[r])
+            continue;
+        q36_profile_row *row = &p->op[p->n_ops++];
+        be_profile_op_name(r, row->name, sizeof row->name);
+        row->calls = bp->calls[r];
+        row->ms = (double)bp->ns[r] / 1e6;
+    }
+    qsort(p->op, (size_t)p->n_ops, sizeof p->op[0], prof_by_ms);
+    for (int k = 0; k < BE_LAYER_N && k < Q36_PROFILE_MAX_LAYERS; k++) {
+        q36_profile_row *row = &p->layer[p->n_layers++];
+        snprintf(row->name, sizeof row->name, "%s", be_layer_name((enum be_layer_kind)k));
+        row->calls = bp->layer_calls[k];
+        row->ms = (double)bp->layer_ns[k] / 1e6;
+    }
+    p->forward_ms = (double)s->prof_fwd_ns / 1e6;
+    p->forwards = s->prof_fwd_n;
+    p->tokens = s->prof_tok;
+    *out = p;
+    return 0;
+}
+
+void q36_session_profile_reset(q36_session *s)
+{
+    be_profile_reset(s->be);
+    s->prof_fwd_ns = s->prof_fwd_n = s->prof_tok = 0;
 }
 
 int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err)

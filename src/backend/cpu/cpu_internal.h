@@ -53,7 +53,20 @@ struct be_ctx {
     size_t     scratch_cap;
     float     *tscratch;      /* per-thread float scratch: n_threads * tscratch_n */
     size_t     tscratch_n;
+    bool       prof;          /* per-op timing on (be_profile_enable) */
+    int        prof_layer;    /* enum be_layer_kind the ops are charged to */
+    be_profile prof_tab;
 };
+
+/* cpu_prof.c: per-op timing. An op opens with CPU_PROF_BEGIN(be) and ends
+ * (no early return in between) with CPU_PROF_END(be, row): with profiling
+ * off that is one predictable branch at each end. */
+uint64_t cpu_prof_now(void);                            /* monotonic ns */
+void     cpu_prof_add(be_ctx *be, int row, uint64_t t0);
+#define CPU_PROF_BEGIN(be) \
+    const uint64_t prof_t0_ = __builtin_expect((be)->prof, 0) ? cpu_prof_now() : 0
+#define CPU_PROF_END(be, row) \
+    do { if (__builtin_expect((be)->prof, 0)) cpu_prof_add((be), (row), prof_t0_); } while (0)
 
 /* Pool: n_threads-1 workers plus the caller. cpu_for splits [0, n) into
  * chunks of at least `grain` items handed out dynamically; it returns when

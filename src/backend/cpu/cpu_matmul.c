@@ -115,6 +115,7 @@ static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, ui
 
 void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     const gguf_tensor *t = w->t;
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1];
     assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
@@ -127,6 +128,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
     };
     cpu_for(be, N, ROW_GRAIN, mm_task, &j);
+    CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
 /* ------------------------------------------------------------ experts */
@@ -165,6 +167,7 @@ static void mmid_task(void *arg, int64_t n0, int64_t n1, int tid)
 void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
                   const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     const gguf_tensor *t = w->t;
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)t->ne[2];
     const int64_t P = n_tok * k;
@@ -214,4 +217,5 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
         .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
     };
     cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
+    CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
 }

@@ -17,10 +17,9 @@ static void same_shape(const be_tensor *a, const be_tensor *b)
 
 /* ---------------------------------------------------------------- norms */
 
-void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
-                 int64_t group, be_tensor *y)
+static void rms_norm_rows(const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                          be_tensor *y)
 {
-    (void)be;
     same_shape(x, y);
     assert(group > 0 && x->cols % group == 0);
     const float *wd = NULL;
@@ -47,22 +46,33 @@ void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
     }
 }
 
+void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                 int64_t group, be_tensor *y)
+{
+    CPU_PROF_BEGIN(be);
+    rms_norm_rows(x, w, eps, group, y);
+    CPU_PROF_END(be, BE_PROF_RMS_NORM);
+}
+
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     const float n = (float)group;
-    be_rms_norm(be, x, NULL, eps / n, group, y);
+    rms_norm_rows(x, NULL, eps / n, group, y);
     const float s = 1.0f / sqrtf(n);
     for (int64_t r = 0; r < y->rows; r++) {
         float *yr = cpu_row(y, r);
         for (int64_t c = 0; c < y->cols; c++)
             yr[c] *= s;
     }
+    CPU_PROF_END(be, BE_PROF_L2_NORM);
 }
 
 /* ----------------------------------------------------------- elementwise */
 
 void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(a, b);
     same_shape(a, y);
@@ -72,10 +82,12 @@ void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
         for (int64_t c = 0; c < a->cols; c++)
             yr[c] = ar[c] + br[c];
     }
+    CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
 void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(a, b);
     same_shape(a, y);
@@ -85,10 +97,12 @@ void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
         for (int64_t c = 0; c < a->cols; c++)
             yr[c] = ar[c] * br[c];
     }
+    CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
 void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(a, y);
     assert(s->rows == a->rows && s->cols == 1);
@@ -99,6 +113,7 @@ void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y
         for (int64_t c = 0; c < a->cols; c++)
             yr[c] = ar[c] * v;
     }
+    CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
 static inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
@@ -107,6 +122,7 @@ static inline float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + exp
 
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(x, y);
     for (int64_t r = 0; r < x->rows; r++) {
@@ -115,10 +131,12 @@ void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
         for (int64_t c = 0; c < x->cols; c++)
             yr[c] = silu_f(xr[c]);
     }
+    CPU_PROF_END(be, BE_PROF_ACT);
 }
 
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(x, y);
     for (int64_t r = 0; r < x->rows; r++) {
@@ -127,10 +145,12 @@ void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
         for (int64_t c = 0; c < x->cols; c++)
             yr[c] = sigmoid_f(xr[c]);
     }
+    CPU_PROF_END(be, BE_PROF_ACT);
 }
 
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(g, u);
     same_shape(g, y);
@@ -140,11 +160,13 @@ void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
         for (int64_t c = 0; c < g->cols; c++)
             yr[c] = silu_f(gr[c]) * ur[c];
     }
+    CPU_PROF_END(be, BE_PROF_ACT);
 }
 
 void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     same_shape(alpha, g);
     same_shape(b, beta);
@@ -160,6 +182,7 @@ void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
             be_[h] = sigmoid_f(br[h]);
         }
     }
+    CPU_PROF_END(be, BE_PROF_GDN_GATES);
 }
 
 /* ------------------------------------------------------------------ rope */
@@ -167,6 +190,7 @@ void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
 void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
              const int32_t sections[4], float base, int64_t pos0)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(!x->f16 && x->cols % head_dim == 0 && n_rot % 2 == 0 && n_rot <= head_dim);
     const int64_t half = n_rot / 2;
@@ -198,12 +222,14 @@ void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
             }
         }
     }
+    CPU_PROF_END(be, BE_PROF_ROPE);
 }
 
 /* ------------------------------------------------------------------- MoE */
 
 void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, be_tensor *w)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     const int64_t E = logits->cols;
     assert(k >= 1 && k <= E && E <= 4096 && w->rows == logits->rows && w->cols == k);
@@ -244,11 +270,13 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, 
         for (int64_t i = 0; i < k; i++)
             wr[i] = p[s[i]] / wsum;
     }
+    CPU_PROF_END(be, BE_PROF_ROUTE);
 }
 
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                     be_tensor *out)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(y->rows == out->rows * k && y->cols == out->cols && w->cols == k);
     for (int64_t t = 0; t < out->rows; t++) {
@@ -265,4 +293,5 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
             }
         }
     }
+    CPU_PROF_END(be, BE_PROF_COMBINE);
 }

@@ -23,6 +23,7 @@
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                  const be_tensor *v, int64_t pos0)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(k->cols == kc->cols && v->cols == vc->cols && k->rows == v->rows);
     assert(pos0 >= 0 && pos0 + k->rows <= kc->rows && pos0 + v->rows <= vc->rows);
@@ -40,6 +41,7 @@ void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
             }
         }
     }
+    CPU_PROF_END(be, BE_PROF_KV_STORE);
 }
 
 /* --------------------------------------------------------------- attention */
@@ -130,6 +132,7 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
                   int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                   float scale, be_tensor *out)
 {
+    CPU_PROF_BEGIN(be);
     assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
     assert(kc->cols == n_head_kv * head_dim && vc->cols == kc->cols);
     assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows);
@@ -138,6 +141,7 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
     (void)rc;
     attn_job j = { q, kc, vc, out, pos0, n_head, n_head / n_head_kv, head_dim, scale, be };
     cpu_for(be, q->rows * n_head, 1, attn_task, &j);
+    CPU_PROF_END(be, BE_PROF_ATTENTION);
 }
 
 /* -------------------------------------------------------------------- conv */
@@ -187,12 +191,14 @@ static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
 void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
                  be_tensor *y)
 {
+    CPU_PROF_BEGIN(be);
     const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
     assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
     assert(y->rows == x->rows && y->cols == C && !tail->f16);
     assert(Kc >= 1 && Kc <= 17);
     conv_job j = { x, tail, y, w->t->data, Kc, be };
     cpu_for(be, C, 256, conv_task, &j);
+    CPU_PROF_END(be, BE_PROF_CONV);
 }
 
 /* ---------------------------------------------------------------- deltanet */
@@ -236,6 +242,7 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                  be_tensor *out)
 {
+    CPU_PROF_BEGIN(be);
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk);
     assert(g->cols == n_v_heads && beta->cols == n_v_heads && g->rows == qkv->rows);
     assert(S->rows == n_v_heads && S->cols == dk * dk && !S->f16);
@@ -245,6 +252,7 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
     (void)rc;
     gdn_job j = { qkv, g, beta, S, out, n_k_heads, n_v_heads, dk, be };
     cpu_for(be, n_v_heads, 1, gdn_task, &j);
+    CPU_PROF_END(be, BE_PROF_DELTA);
 }
 
 /* ------------------------------------------------------- deltanet, chunked */
@@ -349,6 +357,7 @@ void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g, c
                          be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                          be_tensor *out)
 {
+    CPU_PROF_BEGIN(be);
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk);
     assert(g->cols == n_v_heads && beta->cols == n_v_heads && g->rows == qkv->rows);
     assert(S->rows == n_v_heads && S->cols == dk * dk && !S->f16);
@@ -359,4 +368,5 @@ void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g, c
     (void)rc;
     gdnc_job j = { qkv, g, beta, S, out, n_k_heads, n_v_heads, dk, C, be };
     cpu_for(be, n_v_heads, 1, gdnc_task, &j);
+    CPU_PROF_END(be, BE_PROF_DELTA_CHUNKED);
 }

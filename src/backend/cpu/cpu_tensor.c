@@ -202,6 +202,7 @@ void be_views_reset(be_ctx *be)
 
 void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const float *src)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(row0 >= 0 && row0 + nrows <= t->rows);
     for (int64_t r = 0; r < nrows; r++) {
@@ -214,10 +215,12 @@ void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const float
             memcpy(cpu_row(t, row0 + r), s, (size_t)t->cols * sizeof(float));
         }
     }
+    CPU_PROF_END(be, BE_PROF_IO);
 }
 
 void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, float *dst)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(row0 >= 0 && row0 + nrows <= t->rows);
     for (int64_t r = 0; r < nrows; r++) {
@@ -230,6 +233,7 @@ void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, float 
             memcpy(d, cpu_row(t, row0 + r), (size_t)t->cols * sizeof(float));
         }
     }
+    CPU_PROF_END(be, BE_PROF_IO);
 }
 
 void be_save(be_ctx *be, const be_tensor *t, int64_t nrows, void *dst)
@@ -248,22 +252,25 @@ void be_load(be_ctx *be, be_tensor *t, int64_t nrows, const void *src)
 
 void be_zero(be_ctx *be, be_tensor *t)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     size_t esz = t->f16 ? 2 : 4;
-    if (t->ld == t->cols) {
+    if (t->ld == t->cols)
         memset(t->data, 0, (size_t)t->rows * (size_t)t->cols * esz);
-        return;
-    }
-    for (int64_t r = 0; r < t->rows; r++)
-        memset((char *)t->data + (size_t)r * (size_t)t->ld * esz, 0, (size_t)t->cols * esz);
+    else
+        for (int64_t r = 0; r < t->rows; r++)
+            memset((char *)t->data + (size_t)r * (size_t)t->ld * esz, 0, (size_t)t->cols * esz);
+    CPU_PROF_END(be, BE_PROF_IO);
 }
 
 void be_copy(be_ctx *be, const be_tensor *src, be_tensor *dst)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(src->rows == dst->rows && src->cols == dst->cols && !src->f16 && !dst->f16);
     for (int64_t r = 0; r < src->rows; r++)
         memmove(cpu_row(dst, r), cpu_row(src, r), (size_t)src->cols * sizeof(float));
+    CPU_PROF_END(be, BE_PROF_COPY);
 }
 
 /* ---------------------------------------------------------------- weights */
@@ -300,6 +307,7 @@ const gguf_tensor *be_weight_tensor(const be_weight *w) { return w ? w->t : NULL
 
 void be_get_rows(be_ctx *be, const be_weight *w, const int32_t *ids, int64_t n, be_tensor *out)
 {
+    CPU_PROF_BEGIN(be);
     (void)be;
     assert(out->cols == (int64_t)w->t->ne[0] && out->rows >= n && !out->f16);
     for (int64_t r = 0; r < n; r++) {
@@ -307,4 +315,5 @@ void be_get_rows(be_ctx *be, const be_weight *w, const int32_t *ids, int64_t n, 
         const uint8_t *row = (const uint8_t *)w->t->data + (uint64_t)ids[r] * w->row_bytes;
         quant_dequant_row(w->type, row, cpu_row(out, r), out->cols);
     }
+    CPU_PROF_END(be, BE_PROF_GET_ROWS);
 }
