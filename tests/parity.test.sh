@@ -199,6 +199,33 @@ for line in "${models[@]}"; do
     fi
 done
 
+# One model, one prompt, one setting: q36 logits (with Q36_FLAGS) against
+# oracle logits (with ORACLE_FLAGS), every position, within TOL.
+# settings_case "NAME | SYNTH FLAGS" N_TOKENS SEED TOL "Q36_FLAGS" "ORACLE_FLAGS"
+settings_case() {
+    local name flags M V c rel
+    name=$(echo "${1%%|*}" | xargs)
+    flags=${1#*|}
+    M=$tmp/$name.gguf
+    # shellcheck disable=SC2086
+    if ! "$Q36" synth $flags -o "$M" >"$tmp/synth.log" 2>&1; then
+        echo "FAIL parity.$name: synth: $(tail -n 1 "$tmp/synth.log")"; return
+    fi
+    V=$("$Q36" info -m "$M" | awk '$1 == "n_vocab" { print $2 }')
+    ids_file "$V" "$2" "$3" >"$tmp/ids"
+    # shellcheck disable=SC2086
+    if "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all $5 >/dev/null 2>"$tmp/err" &&
+       "$ORACLE" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/o.f32" --all -t 1 $6 >/dev/null 2>>"$tmp/err"; then
+        c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
+        rel=$(echo "$c" | awk '{ print $6 }')
+        echo "# $name P=$2 rel_l2 $rel ($c)"
+        if awk -v r="$rel" -v t="$4" 'BEGIN { exit !(r <= t) }'; then echo "ok parity.$name"
+        else echo "FAIL parity.$name: worst relative L2 $rel > $4 ($c)"; fi
+    else
+        echo "FAIL parity.$name: $(tail -n 1 "$tmp/err")"
+    fi
+}
+
 # f16 K/V cache against llama.cpp's f16 cache with flash attention off
 # (f32 weights, 64 tokens): K and V rounded to f16 when stored, the query
 # rounded to f16 for the scores and the probabilities for the V product, as
@@ -206,27 +233,8 @@ done
 # inputs that both sides round identically, then the f32-model differences.
 for line in "tiny_f32_kv16 | --arch qwen35 --preset tiny --type f32" \
             "moe_f32_kv16  | --arch qwen35moe --preset tiny --type f32 --layers 5 --attn-interval 2"; do
-    name=$(echo "${line%%|*}" | xargs)
-    flags=${line#*|}
-    M=$tmp/$name.gguf
-    # shellcheck disable=SC2086
-    if ! "$Q36" synth $flags -o "$M" >"$tmp/synth.log" 2>&1; then
-        echo "FAIL parity.$name: synth: $(tail -n 1 "$tmp/synth.log")"; continue
-    fi
-    V=$("$Q36" info -m "$M" | awk '$1 == "n_vocab" { print $2 }')
-    ids_file "$V" 64 9 >"$tmp/ids"
-    if "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all -ctk f16 -ctv f16 >/dev/null 2>"$tmp/err" &&
-       "$ORACLE" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/o.f32" --all -t 1 --kv f16 --fa off >/dev/null 2>>"$tmp/err"; then
-        c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
-        rel=$(echo "$c" | awk '{ print $6 }')
-        echo "# $name P=64 rel_l2 $rel ($c)"
-        if awk -v r="$rel" 'BEGIN { exit !(r <= 1e-3) }'; then echo "ok parity.$name"
-        else echo "FAIL parity.$name: worst relative L2 $rel > 1e-3 ($c)"; fi
-    else
-        echo "FAIL parity.$name: $(tail -n 1 "$tmp/err")"
-    fi
+    settings_case "$line" 64 9 1e-3 "-ctk f16 -ctv f16" "--kv f16 --fa off"
 done
-
 
 # fast mode (--fast: chunked DeltaNet for prompt batches) against the same
 # oracle, f32 weights, 600 tokens: the chunked form reorders the DeltaNet sums,
@@ -234,23 +242,5 @@ done
 # (measured 1.9e-5 and 5.9e-5), so TOL_F32 holds for it too.
 for line in "tiny_f32_fast | --arch qwen35 --preset tiny --type f32 --ssm-head-dim 64" \
             "moe_f32_fast  | --arch qwen35moe --preset tiny --type f32"; do
-    name=$(echo "${line%%|*}" | xargs)
-    flags=${line#*|}
-    M=$tmp/$name.gguf
-    # shellcheck disable=SC2086
-    if ! "$Q36" synth $flags -o "$M" >"$tmp/synth.log" 2>&1; then
-        echo "FAIL parity.$name: synth: $(tail -n 1 "$tmp/synth.log")"; continue
-    fi
-    V=$("$Q36" info -m "$M" | awk '$1 == "n_vocab" { print $2 }')
-    ids_file "$V" 600 11 >"$tmp/ids"
-    if "$Q36" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/q.f32" --all -ctk f32 -ctv f32 --fast >/dev/null 2>"$tmp/err" &&
-       "$ORACLE" logits -m "$M" --ids-file "$tmp/ids" -o "$tmp/o.f32" --all -t 1 >/dev/null 2>>"$tmp/err"; then
-        c=$("$ORACLE" compare "$tmp/q.f32" "$tmp/o.f32" -n "$V")
-        rel=$(echo "$c" | awk '{ print $6 }')
-        echo "# $name P=600 rel_l2 $rel ($c)"
-        if awk -v r="$rel" -v t="$TOL_F32" 'BEGIN { exit !(r <= t) }'; then echo "ok parity.$name"
-        else echo "FAIL parity.$name: worst relative L2 $rel > $TOL_F32 ($c)"; fi
-    else
-        echo "FAIL parity.$name: $(tail -n 1 "$tmp/err")"
-    fi
+    settings_case "$line" 600 11 "$TOL_F32" "-ctk f32 -ctv f32 --fast" ""
 done

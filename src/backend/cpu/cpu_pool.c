@@ -13,6 +13,19 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* Takes chunks of `grain` items from the shared counter until none is left:
+ * the work loop of every thread, in both builds. */
+static void take_items(atomic_llong *next, int64_t n, int64_t grain, cpu_task_fn fn,
+                       void *arg, int tid)
+{
+    for (;;) {
+        int64_t i0 = atomic_fetch_add(next, grain);
+        if (i0 >= n)
+            return;
+        fn(arg, i0, i0 + grain < n ? i0 + grain : n, tid);
+    }
+}
+
 #ifndef Q36_OPENMP
 
 struct cpu_pool {
@@ -34,13 +47,7 @@ typedef struct { cpu_pool *p; int tid; } worker_arg;
 
 static void run_items(cpu_pool *p, int tid)
 {
-    for (;;) {
-        int64_t i0 = atomic_fetch_add(&p->next, p->grain);
-        if (i0 >= p->n_items)
-            return;
-        int64_t i1 = i0 + p->grain < p->n_items ? i0 + p->grain : p->n_items;
-        p->fn(p->arg, i0, i1, tid);
-    }
+    take_items(&p->next, p->n_items, p->grain, p->fn, p->arg, tid);
 }
 
 static void *worker(void *a)
@@ -180,15 +187,7 @@ void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
     }
     atomic_store(&p->next, 0);
 #pragma omp parallel num_threads(p->n_threads)
-    {
-        int tid = omp_get_thread_num();
-        for (;;) {
-            int64_t i0 = atomic_fetch_add(&p->next, grain);
-            if (i0 >= n)
-                break;
-            fn(arg, i0, i0 + grain < n ? i0 + grain : n, tid);
-        }
-    }
+    take_items(&p->next, n, grain, fn, arg, omp_get_thread_num());
 }
 
 #endif
