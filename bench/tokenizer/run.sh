@@ -11,7 +11,7 @@ mkdir -p "$out" build/bench
 make -s build/libq36.a
 cc -std=c11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Isrc -Itests \
    -Ibuild/llama.cpp/include -Ibuild/llama.cpp/ggml/include \
-   -DQ36_ORACLE_LIB="\"$PWD/$lib\"" -o build/bench/bench_tok bench/tokenizer/bench_tok.c \
+   -Ibench/tokenizer -DQ36_ORACLE_LIB="\"$PWD/$lib\"" -o build/bench/bench_tok bench/tokenizer/bench_tok.c \
    build/libq36.a -L"$lib" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so \
    -Wl,-rpath,"$PWD/$lib" -lcjson -lpcre2-8 -lm -pthread -Wl,--exclude-libs,libq36.a
 {
