@@ -70,19 +70,15 @@ static void print_value(const gguf_file *f, const gguf_value *v)
 
 /* The memory plan of a session of n_ctx tokens, as q36_session_new computes
  * and checks it (f16 K/V, the default batch). */
-static void memory_plan(const char *path, uint64_t n_ctx)
+static void memory_plan(const q36_model *m, uint64_t n_ctx)
 {
     q36_err err = { 0 };
-    q36_model *m = NULL;
     q36_mem_plan p;
-    const model_hparams *hp;
-    if (q36_model_open(path, &m, &err) ||
-        q36_session_plan(m, (int)n_ctx, NULL, &p, &err)) {
+    if (q36_session_plan(m, (int)n_ctx, NULL, &p, &err)) {
         printf("memory plan: %s\n", err.msg);
-        q36_model_free(m);
         return;
     }
-    hp = q36_model_hparams(m);
+    const model_hparams *hp = q36_model_hparams(m);
     printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V, q36_session_plan):\n", n_ctx);
     printf("  weights (mmap, not copied) %10.1f MiB\n", p.weights / 1048576.0);
     printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token, %u attention layers)\n",
@@ -91,7 +87,6 @@ static void memory_plan(const char *path, uint64_t n_ctx)
            p.recurrent / 1048576.0, hp->n_layer - hp->n_attn_layers);
     printf("  scratch                    %10.1f MiB\n", p.scratch / 1048576.0);
     printf("  allocated in total         %10.1f MiB  (+ the mapped weights)\n", p.total / 1048576.0);
-    q36_model_free(m);
 }
 
 /* Writes tensor `name` of f as float32 rows to `out`, one row at a time. */
@@ -166,13 +161,23 @@ int cmd_info(int argc, char **argv)
     if (!dump != !out)
         return cli_usage("info", "--dump TENSOR and -o OUT go together");
 
-    q36_err err = { 0 };
-    gguf_file *f = NULL;
-    if (gguf_open(path, &f, &err))
-        return cli_fail(&err);
+    /* One mapping: the model when q36 can run the file, else the bare GGUF
+     * (info still lists the tensors of architectures q36 cannot run). */
+    q36_err err = { 0 }, model_err = { 0 };
+    q36_model *m = NULL;
+    gguf_file *own = NULL;
+    const gguf_file *f;
+    if (q36_model_open(path, &m, &model_err) == 0) {
+        f = q36_model_gguf(m);
+    } else {
+        if (gguf_open(path, &own, &err))
+            return cli_fail(&err);
+        f = own;
+    }
     if (dump) {
         rc = dump_tensor(f, dump, out, &err);
-        gguf_close(f);
+        q36_model_free(m);
+        gguf_close(own);
         return rc ? cli_fail(&err) : 0;
     }
 
@@ -192,22 +197,21 @@ int cmd_info(int argc, char **argv)
         type_b[t->type] += t->nbytes;
     }
 
-    model_hparams hp;
-    int have_hp = model_hparams_load(f, &hp, &err) == 0;
-    if (have_hp) {
+    if (m) {
+        const model_hparams *hp = q36_model_hparams(m);
         printf("architecture %s: %u trunk layers (%u DeltaNet, %u full attention)%s, %s head\n",
-               hp.arch_name, hp.n_layer, hp.n_layer - hp.n_attn_layers, hp.n_attn_layers,
-               hp.n_nextn ? " + MTP" : "", hp.tied_head ? "tied" : "separate");
+               hp->arch_name, hp->n_layer, hp->n_layer - hp->n_attn_layers, hp->n_attn_layers,
+               hp->n_nextn ? " + MTP" : "", hp->tied_head ? "tied" : "separate");
         printf("geometry:\n");
-        for (int i = 0; i < hp.n_src; i++)
-            printf("  %-18s %-14s %s%s\n", hp.src[i].what, hp.src[i].value, hp.src[i].key,
-                   hp.src[i].defaulted ? "  (absent: default)" : "");
+        for (int i = 0; i < hp->n_src; i++)
+            printf("  %-18s %-14s %s%s\n", hp->src[i].what, hp->src[i].value, hp->src[i].key,
+                   hp->src[i].defaulted ? "  (absent: default)" : "");
         printf("  %-18s %-14s", "layer types", "");
-        for (uint32_t i = 0; i < hp.n_block; i++)
-            putchar(i >= hp.n_layer ? 'M' : hp.recurrent[i] ? 'D' : 'A');
+        for (uint32_t i = 0; i < hp->n_block; i++)
+            putchar(i >= hp->n_layer ? 'M' : hp->recurrent[i] ? 'D' : 'A');
         printf("  (D DeltaNet, A attention, M MTP)\n");
     } else {
-        printf("geometry: not a runnable model: %s\n", err.msg);
+        printf("geometry: not a runnable model: %s\n", model_err.msg);
     }
 
     printf("params %" PRIu64 " (%.3f B)\n", params, params / 1e9);
@@ -241,8 +245,9 @@ int cmd_info(int argc, char **argv)
                    quant_type_name(t->type), shape, t->nbytes);
         }
     }
-    if (have_hp)
-        memory_plan(path, (uint64_t)n_ctx);
-    gguf_close(f);
+    if (m)
+        memory_plan(m, (uint64_t)n_ctx);
+    q36_model_free(m);
+    gguf_close(own);
     return 0;
 }
