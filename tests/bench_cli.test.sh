@@ -18,7 +18,8 @@ B=(-m "$M" -p 4 -n 2 -r 2 -t 2)
 # markdown (the default): one row per test, pp and tg at each depth
 if "$Q36" bench "${B[@]}" -d 0,3 >"$tmp/md" 2>"$tmp/err" &&
    grep -q '^| .* | *pp4 *|' "$tmp/md" && grep -q 'tg2 @ d3' "$tmp/md" &&
-   [ "$(grep -c '^| [^-]' "$tmp/md")" = 5 ] && grep -q "q36 bench: q36 " "$tmp/md"; then
+   [ "$(sed '/^decode traffic/,$d' "$tmp/md" | grep -c '^| [^-]')" = 5 ] &&
+   grep -q "q36 bench: q36 " "$tmp/md"; then
     ok bench_cli.md
 else fail bench_cli.md "$(head -c 400 "$tmp/md") $(head -c 200 "$tmp/err")"; fi
 
@@ -48,6 +49,51 @@ if "$Q36" bench "${B[@]}" -o jsonl >"$tmp/jl" 2>"$tmp/err" && [ "$(wc -l <"$tmp/
    node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) JSON.parse(l)' \
        "$tmp/jl" 2>"$tmp/nerr"; then ok bench_cli.jsonl
 else fail bench_cli.jsonl "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+
+# --bandwidth and the decode traffic: the bytes of a decode step recomputed
+# here from `q36 info --tensors` (trunk tensors once, experts by used/E,
+# one embedding row unless the head is tied, no MTP), K/V from the memory
+# plan's bytes per token times the mean attended positions
+MM=$tmp/mm.gguf
+traffic_case() { # name, model, depth
+    local name=$1 m=$2 d=$3
+    if ! "$Q36" info -m "$m" --tensors >"$tmp/inf" 2>&1; then fail "$name" "q36 info failed"; return; fi
+    local nl tied used E kvpt want
+    nl=$(sed -n 's/^architecture [a-z0-9]*: \([0-9]*\) trunk layers.*/\1/p' "$tmp/inf")
+    grep -q 'tied head' "$tmp/inf" && tied=1 || tied=0
+    used=$(awk '$1 == "n_expert_used" { print $2 }' "$tmp/inf"); E=$(awk '$1 == "n_expert" { print $2 }' "$tmp/inf")
+    kvpt=$(sed -n 's/.*K\/V cache.*(\([0-9]*\) B\/token.*/\1/p' "$tmp/inf")
+    want=$(awk -v nl="$nl" -v tied="$tied" -v used="${used:-0}" -v E="${E:-0}" '
+        $1 ~ /^[0-9]+$/ && NF >= 5 {
+            name = $2; b = $NF
+            if (name ~ /^blk\./) { split(name, p, "."); if (p[2] + 0 >= nl) next }
+            if (name == "token_embd.weight" && !tied) b = b / ($(NF - 1) + 0)   # ne1: "384]"
+            if (name ~ /_exps\./ && E > 0) b = b * used / E
+            w += b
+        } END { printf "%.3f", w }' "$tmp/inf")
+    if "$Q36" bench -m "$m" -p 0 -n 4 -r 1 -t 2 -d "$d" --bandwidth -o json >"$tmp/tj" 2>"$tmp/err" &&
+       node -e '
+const [file, want, kvpt, d] = process.argv.slice(1);
+const r = JSON.parse(require("fs").readFileSync(file, "utf8"))[0];
+const near = (a, b) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
+if (!near(r.decode_weight_bytes, +want)) throw new Error("weights " + r.decode_weight_bytes + ", want " + want);
+if (!near(r.decode_kv_bytes, kvpt * (+d + 2.5))) throw new Error("kv " + r.decode_kv_bytes + ", want " + kvpt * (+d + 2.5));
+if (!(r.decode_state_bytes > 0)) throw new Error("no state bytes");
+if (!near(r.decode_bytes_per_token, r.decode_weight_bytes + r.decode_kv_bytes + r.decode_state_bytes))
+    throw new Error("total is not the sum of its parts");
+if (!near(r.decode_gbps, r.decode_bytes_per_token * r.median_ts / 1e9)) throw new Error("decode_gbps");
+if (!(r.mem_read_gbps > 0 && r.mem_read_gbps_min <= r.mem_read_gbps && r.mem_read_gbps <= r.mem_read_gbps_max))
+    throw new Error("mem_read_gbps " + r.mem_read_gbps);' "$tmp/tj" "$want" "$kvpt" "$d" 2>"$tmp/nerr"; then
+        ok "$name"
+    else fail "$name" "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+}
+if "$Q36" synth --arch qwen35moe --preset tiny --mtp on --tied off --seed 3 -o "$MM" >"$tmp/log" 2>&1; then
+    traffic_case bench_cli.traffic_dense "$M" 0
+    traffic_case bench_cli.traffic_moe_mtp "$MM" 5
+else fail bench_cli.traffic "q36 synth: $(tail -n 1 "$tmp/log")"; fi
+"$Q36" bench "${B[@]}" --bandwidth >"$tmp/bw" 2>&1 && grep -q '^memory read bandwidth: [0-9.]* GB/s' "$tmp/bw" &&
+    grep -q '^| tg2  *| *[0-9.]* |' "$tmp/bw" && ok bench_cli.bandwidth_md ||
+    fail bench_cli.bandwidth_md "$(head -c 400 "$tmp/bw")"
 
 # only pp, only tg
 "$Q36" bench -m "$M" -p 3 -n 0 -r 1 -t 1 >"$tmp/o" 2>&1 && grep -q pp3 "$tmp/o" && ! grep -q ' tg' "$tmp/o" &&

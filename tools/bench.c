@@ -37,6 +37,7 @@ typedef struct bench_opts {
     uint64_t seed;
     int progress;
     int profile;                  /* --profile */
+    int bandwidth;                /* --bandwidth */
 } bench_opts;
 
 static void usage(FILE *o)
@@ -45,7 +46,7 @@ static void usage(FILE *o)
 "usage: q36 bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0,4096] [-r 5] [-t N]\n"
 "                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
-"                 [--profile]\n"
+"                 [--profile] [--bandwidth]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -74,7 +75,11 @@ static void usage(FILE *o)
 "  --progress          a line on stderr per repetition\n"
 "  --profile           then, per depth, one more prompt of -p tokens and -n decodes\n"
 "                      in a q36 session with per-op timing: time by op family and\n"
-"                      by layer kind (on stderr with -o json/jsonl)\n");
+"                      by layer kind (on stderr with -o json/jsonl)\n"
+"  --bandwidth         first measure the memory read bandwidth with -t threads\n"
+"                      (median of 5 passes over 1 GiB), then set every tg test\n"
+"                      against it: bytes per decode step (weights read, K/V rows\n"
+"                      read, DeltaNet state read and written) x t/s = GB/s moved\n");
 }
 
 /* ------------------------------------------------------------------ flags */
@@ -144,6 +149,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             o->cfg.fast = 1;
         } else if (!strcmp(a, "--profile")) {
             o->profile = 1;
+        } else if (!strcmp(a, "--bandwidth")) {
+            o->bandwidth = 1;
         } else if (!strcmp(a, "-o")) {
             if (v && !strcmp(v, "md"))
                 o->out = OUT_MD;
@@ -215,6 +222,7 @@ typedef struct result {
     double *ts;                  /* tokens/s per rep */
     bench_stats st;
     char time[32];               /* when the test started, RFC 3339 */
+    bench_traffic traffic;       /* tg: bytes per decode step (same for both engines) */
 } result;
 
 typedef struct run {
@@ -224,6 +232,9 @@ typedef struct run {
     int n_eng;
     const char *llama_lib;
     int n_records;               /* JSON objects printed so far */
+    bench_stats membw;           /* --bandwidth: GB/s, n = 0 when not measured */
+    char traffic[MAX_DEPTHS][256]; /* md: one row per tg test, printed at the end */
+    int n_traffic;
 } run;
 
 static void test_name(const result *r, char *buf, size_t cap)
@@ -289,6 +300,18 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
     cJSON_AddItemToObject(j, "samples_ts", cJSON_CreateDoubleArray(r->ts, o->reps));
     if (base && base->st.median > 0)
         cJSON_AddNumberToObject(j, "ratio_to_llama_cpp", r->st.median / base->st.median);
+    if (r->n_gen && r->traffic.total > 0) {
+        cJSON_AddNumberToObject(j, "decode_bytes_per_token", r->traffic.total);
+        cJSON_AddNumberToObject(j, "decode_weight_bytes", r->traffic.weights);
+        cJSON_AddNumberToObject(j, "decode_kv_bytes", r->traffic.kv);
+        cJSON_AddNumberToObject(j, "decode_state_bytes", r->traffic.state);
+        cJSON_AddNumberToObject(j, "decode_gbps", r->traffic.total * r->st.median / 1e9);
+    }
+    if (R->membw.n) {
+        cJSON_AddNumberToObject(j, "mem_read_gbps", R->membw.median);
+        cJSON_AddNumberToObject(j, "mem_read_gbps_min", R->membw.min);
+        cJSON_AddNumberToObject(j, "mem_read_gbps_max", R->membw.max);
+    }
     return j;
 }
 
@@ -306,6 +329,9 @@ static void md_header(const run *R)
     if (R->n_eng > 1)
         printf("baseline: llama.cpp %s (%s): %s\n", R->eng[1]->desc.build, R->eng[1]->desc.detail,
                R->eng[1]->desc.model_type);
+    if (R->membw.n)
+        printf("memory read bandwidth: %.2f GB/s median [%.2f, %.2f] of %d passes over 1 GiB, %d threads\n",
+               R->membw.median, R->membw.min, R->membw.max, R->membw.n, o->cfg.n_threads);
     printf("t/s: median [min, max] of %d repetitions%s\n\n", o->reps,
            R->n_eng > 1 ? "; ratio = q36 median / llama.cpp median (above 1: q36 faster)" : "");
     if (R->n_eng > 1) {
@@ -362,6 +388,49 @@ static void emit(run *R, result *res /* [n_eng] */)
     fflush(stdout);
 }
 
+/* md: one row of the decode traffic table for a tg test: bytes per step
+ * and what each engine's median speed moves, against --bandwidth. */
+static void traffic_row(run *R, const result *res)
+{
+    if (R->n_traffic == MAX_DEPTHS)
+        return;
+    const bench_traffic *t = &res[0].traffic;
+    char name[48];
+    test_name(&res[0], name, sizeof name);
+    size_t k = (size_t)snprintf(R->traffic[R->n_traffic], sizeof R->traffic[0],
+                                "| %-16s | %8.1f | %7.1f | %6.1f | %6.1f |", name, t->total / 1e6,
+                                t->weights / 1e6, t->kv / 1e6, t->state / 1e6);
+    for (int e = 0; e < R->n_eng && k < sizeof R->traffic[0]; e++) {
+        const double gbps = t->total * res[e].st.median / 1e9;
+        k += (size_t)snprintf(R->traffic[R->n_traffic] + k, sizeof R->traffic[0] - k, " %6.2f | %5.1f%% |",
+                              gbps, R->membw.n ? 100.0 * gbps / R->membw.median : 0.0);
+    }
+    R->n_traffic++;
+}
+
+static void print_traffic(const run *R)
+{
+    if (!R->n_traffic)
+        return;
+    printf("\ndecode traffic: MB (1e6 B) one step moves at the test's mean position (weights read once,\n"
+           "experts by n_used/n_expert, K/V rows read, DeltaNet state read and written) times median t/s");
+    if (R->membw.n)
+        printf(";\n%% of the measured memory read bandwidth, %.2f GB/s [%.2f, %.2f] with %d threads",
+               R->membw.median, R->membw.min, R->membw.max, R->o->cfg.n_threads);
+    printf("\n\n| %-16s | %8s | %7s | %6s | %6s |", "test", "MB/step", "weights", "K/V", "state");
+    for (int e = 0; e < R->n_eng; e++)
+        printf(" %-6.6s | %6s |", R->eng[e]->name, "of bw");
+    printf("\n| %.16s | %.7s: | %.6s: | %.5s: | %.5s: |", "-----------------", "--------", "-------",
+           "------", "------");
+    for (int e = 0; e < R->n_eng; e++)
+        printf(" -----: | -----: |");
+    printf("\n");
+    for (int i = 0; i < R->n_traffic; i++)
+        printf("%s\n", R->traffic[i]);
+    printf("(columns under an engine: GB/s = MB/step x t/s; \"of bw\": that over the read bandwidth%s)\n",
+           R->membw.n ? "" : ", not measured: pass --bandwidth");
+}
+
 static void now_rfc3339(char *buf, size_t cap)
 {
     time_t t = time(NULL);
@@ -398,6 +467,15 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
         }
     for (int k = 0; k < R->n_eng; k++)
         bench_stats_of(res[k].ts, o->reps, &res[k].st);
+    if (n_gen) {
+        bench_traffic t;
+        int rc = bench_q36_traffic(R->eng[0], depth + (n_gen + 1) / 2.0, &t, err);
+        if (rc)
+            return rc;
+        for (int k = 0; k < R->n_eng; k++)
+            res[k].traffic = t;
+        traffic_row(R, res);
+    }
     emit(R, res);
     return 0;
 }
@@ -524,10 +602,15 @@ int cmd_bench(int argc, char **argv)
             goto done;
         }
     }
+    if (o.bandwidth &&
+        (rc = bench_membw(o.cfg.n_threads, (size_t)1 << 30, 5, &R.membw, &err)))
+        goto done;
     if (o.out == OUT_MD)
         md_header(&R);
     for (int i = 0; i < o.n_depths && !rc; i++)
         rc = run_depth(&R, o.depths[i], res, &err);
+    if (!rc && o.out == OUT_MD)
+        print_traffic(&R);
     if (o.out == OUT_JSON && R.n_records)
         printf("\n]\n");
     else if (o.out == OUT_JSON)

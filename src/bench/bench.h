@@ -18,6 +18,7 @@
 #ifndef Q36_BENCH_H
 #define Q36_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../util/err.h"
@@ -127,6 +128,24 @@ int bench_q36_profile(bench_engine *e, const int32_t *prompt, int n_prompt, cons
  * the folder and scripts/setup.sh when the library is not there. */
 int bench_llama_open(const char *lib_dir, const char *path, const bench_cfg *cfg, bench_engine **out,
                      q36_err *err);
+
+/* ------------------------------------------------------- memory traffic */
+
+/* Bytes one single-token decode step moves (bench_traffic.c says what is
+ * counted): weights it reads, K/V rows it reads, DeltaNet state it reads
+ * and writes. */
+typedef struct bench_traffic {
+    double weights, kv, state, total;
+} bench_traffic;
+
+/* The traffic of a decode step of the model e (from bench_q36_open) that
+ * attends to ctx_positions positions, with the K/V types of its config. */
+int bench_q36_traffic(bench_engine *e, double ctx_positions, bench_traffic *out, q36_err *err);
+
+/* Memory read bandwidth in GB/s (1e9 bytes/s): n_threads stream disjoint
+ * parts of a buffer of `bytes`, `passes` timed passes after one untimed
+ * one (bench_membw.c). */
+int bench_membw(int n_threads, size_t bytes, int passes, bench_stats *gbps, q36_err *err);
 
 /* Monotonic wall clock in seconds. */
 double bench_now(void);

@@ -11,6 +11,7 @@
 
 #include "../include/q36.h"
 #include "../quant/types.h"
+#include "bench_traffic.h"
 
 typedef struct q36_engine {
     bench_engine base;       /* first: the interface */
@@ -212,6 +213,12 @@ static void describe(q36_engine *e)
     d->n_vocab = (int32_t)q36_model_hparams(e->model)->n_vocab;
     snprintf(d->build, sizeof d->build, "%s", bench_commit());
     snprintf(d->detail, sizeof d->detail, "q36 %s, %s mode", Q36_VERSION, e->cfg.fast ? "fast" : "exact");
+}
+
+int bench_q36_traffic(bench_engine *be, double ctx_positions, bench_traffic *out, q36_err *err)
+{
+    q36_engine *e = (q36_engine *)be;
+    return bench_traffic_of(e->model, e->cfg.type_k, e->cfg.type_v, ctx_positions, out, err);
 }
 
 int bench_q36_open(const char *path, const bench_cfg *cfg, bench_engine **out, q36_err *err)
