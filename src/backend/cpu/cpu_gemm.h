@@ -1,0 +1,48 @@
+/* cpu_gemm.h: tile kernels of the CPU backend's quantized matrix products.
+ * A tile is nr weight rows times nt activation rows; one call computes all
+ * nr * nt dot products, so a kernel can unpack a weight block once for
+ * several tokens and decode its scales once for several rows, and ends
+ * several rows with one combined horizontal reduction (decode: nt = 1).
+ *
+ *   fn(K, w, wrb, nr, a, arb, nt, y, ldy):
+ *       y[t * ldy + r] = dot(weight row r, activation row t),  r < nr, t < nt
+ *
+ * K elements per row (a multiple of the weight's block size); weight row r
+ * starts at w + r * wrb; activation row t, already quantized to the
+ * weight's vec_dot_type (quant_act_quantize), at a + t * arb. nr, nt >= 1,
+ * any value. Kernels read only the rows they are given and write only the
+ * nr * nt outputs; they are thread-safe and never allocate.
+ *
+ * Numerics: a block's integer sums are exact, so a tile kernel differs from
+ * the quant module's dot products (quant_vec_dot_ref) only in the order of
+ * its float work, within tests/quant_bound.h's bound. Every output depends
+ * on its own weight row and activation row alone, never on nr, nt or where
+ * the row sits in the tile: a row gives the same bits in a batch of any
+ * size (tests/test_cpu_gemm.c checks both).
+ *
+ * Other tile kernels with this signature (Q8_0, F32) live in cpu_gemm_q8.h. */
+#ifndef Q36_CPU_GEMM_H
+#define Q36_CPU_GEMM_H
+
+#include <stdint.h>
+
+typedef void (*cpu_tile_fn)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                            const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+
+/* cpu_gemm_k4.c: Q4_K weights, Q8_K activations.
+ *  _ref:        plain C, quant_vec_dot_ref per output (the reference);
+ *  _avx2:       the quant module's AVX2 dot per output (CPUs without
+ *               AVX-512 VNNI);
+ *  _avx512vnni: blocks of 4 rows x up to 4 tokens, AVX-512 F/BW/VL + VNNI;
+ *               call only where quant_path_available(QUANT_PATH_AVX512VNNI).
+ * cpu_gemm_q4_K() gives the fastest one this CPU runs (the quant module's
+ * CPU checks and its Q36_QUANT_PATH_MAX cap decide). */
+void cpu_gemm_q4_K_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                       const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+cpu_tile_fn cpu_gemm_q4_K(void);
+
+#endif

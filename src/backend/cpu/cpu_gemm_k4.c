@@ -1,0 +1,232 @@
+/* cpu_gemm_k4.c: tile kernels (cpu_gemm.h) for Q4_K weights against Q8_K
+ * activations: the plain reference, the AVX2 fallback and the AVX-512 VNNI
+ * kernel the matmuls of a Q4_K model run on.
+ *
+ * Q4_K block (256 elements, 144 bytes): f16 d, f16 dmin, 12 bytes of eight
+ * 6-bit scales and eight 6-bit mins, 128 bytes of 4-bit codes (bytes
+ * 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in their high
+ * ones). Q8_K block (292 bytes): f32 d, 256 int8, 16 int16 sums of 16.
+ * A block's dot is da * (d * sum_k sc_k S_k - dmin * sum_k m_k B_k) with
+ * S_k the integer code x activation sum of sub-block k and B_k its
+ * activation sum.
+ *
+ * The AVX-512 kernel takes 4 weight rows x T tokens (T <= 4) per call of
+ * its block loop. Per block it decodes the scales and mins of all 4 rows
+ * in one 512-bit vector (row r in 128-bit lane r); per row it loads the
+ * 128 code bytes as two 64-byte vectors, splits nibbles, and reorders them
+ * (vshufi64x2) into four 64-element chunks in activation order; each
+ * chunk meets the T tokens' activations with vpmaddubsw (codes <= 15, a
+ * pair <= 2 * 15 * 127) and vpdpwssd against the sub-block scales (a lane
+ * <= 64 * 15 * 127 * 63 < 2^31). The 4 rows' int32 lanes are then folded
+ * into one vector (row r in lane r, exact integer adds), converted, scaled
+ * by d and dmin and accumulated in f32 per lane across blocks; one lane
+ * sum per row at the end. So every float operation of an output involves
+ * only its own row and token: batch-invariant bits. Rows past nr repeat
+ * the last row (computed, not stored); tokens run in groups of 4, 3, 2, 1.
+ */
+#include "cpu_gemm.h"
+
+#include <string.h>
+
+#include "../../quant/quant.h"
+
+void cpu_gemm_q4_K_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                       const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * ldy + r] = quant_vec_dot_ref(QT_Q4_K, K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+/* Kernel-per-output fallback over the quant module's AVX2 dot (NULL on a
+ * CPU without AVX2: the reference then). */
+void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    quant_dot_fn dot = quant_vec_dot_fn_path(QT_Q4_K, QUANT_PATH_AVX2);
+    if (!dot)
+        dot = quant_vec_dot_fn_path(QT_Q4_K, QUANT_PATH_REF);
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t t = 0; t < nt; t++)
+            y[t * ldy + r] = dot(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+cpu_tile_fn cpu_gemm_q4_K(void)
+{
+#if defined(__x86_64__)
+    if (quant_path_available(QUANT_PATH_AVX512VNNI))
+        return cpu_gemm_q4_K_avx512vnni;
+    if (quant_path_available(QUANT_PATH_AVX2))
+        return cpu_gemm_q4_K_avx2;
+#endif
+    return cpu_gemm_q4_K_ref;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define K4_WB 144
+#define K4_AB 292
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Row r of the 4 in lane r: bytes 0..7 the eight scales, 8..15 the eight
+ * mins (quant_k4_scales_mins per 128-bit lane; s[r] + 4 is the 12 scale
+ * bytes, 16 read, within the block). Dword lanes: 0 = sc[0..3] = a0 &
+ * 0x3F.., 1 = sc[4..7] = (a2 & 0x0F..) | (a0 >> 2 & 0x30..), 2 = m[0..3] =
+ * a1 & 0x3F.., 3 = m[4..7] = (a2 >> 4 & 0x0F..) | (a1 >> 2 & 0x30..). */
+X512 static inline __m512i k4_scales4(const uint8_t *const *s)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(s[0] + 4)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(s[1] + 4)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(s[2] + 4)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(s[3] + 4)), 3);
+    const __m512i t = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x98);   /* a0 a2 a1 a2 */
+    const __m512i u = _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x50);   /* a0 a0 a1 a1 */
+    const __m512i lo = _mm512_and_si512(t, _mm512_set1_epi8(0x3F));
+    const __m512i sh = _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
+    const __m512i hl = _mm512_and_si512(_mm512_srlv_epi32(t, sh), _mm512_set1_epi8(0x0F));
+    const __m512i hh = _mm512_and_si512(_mm512_srli_epi32(u, 2), _mm512_set1_epi8(0x30));
+    return _mm512_mask_blend_epi32(0xAAAA, lo, _mm512_or_si512(hl, hh));
+}
+
+/* Four vectors of int32 lanes (one per row) folded to one: 128-bit lane r
+ * holds four partial sums of v[r] (exact). */
+X512 static inline __m512i fold4(__m512i v0, __m512i v1, __m512i v2, __m512i v3)
+{
+    const __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i64x2(v0, v1, 0x44), _mm512_shuffle_i64x2(v0, v1, 0xEE));
+    const __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i64x2(v2, v3, 0x44), _mm512_shuffle_i64x2(v2, v3, 0xEE));
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(s01, s23, 0x88), _mm512_shuffle_i64x2(s01, s23, 0xDD));
+}
+
+/* The sum of each 128-bit lane of x, lane r in element r. */
+X512 static inline __m128 lane_sums(__m512 x)
+{
+    x = _mm512_add_ps(x, _mm512_shuffle_ps(x, x, 0x4E));
+    x = _mm512_add_ps(x, _mm512_shuffle_ps(x, x, 0xB1));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                          0, 0, 0, 0), x));
+}
+
+/* 4 weight rows (w[0..3]) x T tokens (at[0..T-1]), nb blocks: res[t]
+ * element r = dot(row r, token t). T is a constant after inlining. */
+X512 __attribute__((always_inline)) static inline void
+k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const int T, __m128 *res)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+    const __m512i midx = _mm512_add_epi32(didx, _mm512_set1_epi32(1));
+    /* vpermw index of chunk c of row r: sub-block 2c in the low 16 int16
+     * lanes, 2c+1 in the high ones, from the scales of lane r */
+    __m512i pick[4][4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            pick[r][c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(8 * r + 2 * c)),
+                                            _mm256_set1_epi16((short)(8 * r + 2 * c + 1)), 1);
+    __m512 acc[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *wb[4], *ab[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            wb[r] = w[r] + b * K4_WB;
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            ab[t] = at[t] + b * K4_AB;
+        const __m512i scmn = k4_scales4(wb);
+        const __m512i sc16 = _mm512_unpacklo_epi8(scmn, _mm512_setzero_si512());
+        const __m512i mn16 = _mm512_unpackhi_epi8(scmn, _mm512_setzero_si512());
+        const __m128i dh = _mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), (int)rd32(wb[2]), (int)rd32(wb[3]));
+        const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(dh));    /* d0 m0 d1 m1 .. */
+        const __m512 dv = _mm512_permutexvar_ps(didx, dd), dm = _mm512_permutexvar_ps(midx, dd);
+        __m512i isum[4][4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                isum[r][t] = _mm512_setzero_si512();
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            #pragma GCC unroll 4
+            for (int h = 0; h < 2; h++) {
+                const __m512i q = _mm512_loadu_si512(wb[r] + 16 + 64 * h);
+                const __m512i lo = _mm512_and_si512(q, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                #pragma GCC unroll 4
+                for (int cc = 0; cc < 2; cc++) {
+                    const int c = 2 * h + cc;
+                    const __m512i code = _mm512_shuffle_i64x2(lo, hi, cc ? 0xEE : 0x44);
+                    const __m512i sc = _mm512_permutexvar_epi16(pick[r][c], sc16);
+                    #pragma GCC unroll 4
+                    for (int t = 0; t < T; t++) {
+                        const __m512i p = _mm512_maddubs_epi16(code, _mm512_loadu_si512(ab[t] + 4 + 64 * c));
+                        isum[r][t] = _mm512_dpwssd_epi32(isum[r][t], p, sc);
+                    }
+                }
+            }
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            /* sub-block sums of the activations (|B_k| <= 32 * 127) as
+             * int16, in every lane, against each row's mins */
+            const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(ab[t] + 260)),
+                                                  _mm256_set1_epi16(1));
+            const __m512i bk = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(b32));
+            const __m512i ms = _mm512_madd_epi16(mn16, bk);
+            const __m512i is = fold4(isum[0][t], isum[1][t], isum[2][t], isum[3][t]);
+            float da;
+            memcpy(&da, ab[t], 4);
+            const __m512 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), dm,
+                                              _mm512_mul_ps(_mm512_cvtepi32_ps(is), dv));
+            acc[t] = _mm512_fmadd_ps(f, _mm512_set1_ps(da), acc[t]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        res[t] = lane_sums(acc[t]);
+}
+
+X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                                   const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const int64_t nb = K / 256;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        const int rows = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        const uint8_t *wr[4];
+        for (int r = 0; r < 4; r++)
+            wr[r] = w + (uint64_t)(r0 + (r < rows ? r : rows - 1)) * wrb;
+        const __mmask8 m = (__mmask8)((1u << rows) - 1);
+        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
+            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
+            const uint8_t *at[4];
+            for (int t = 0; t < T; t++)
+                at[t] = a + (uint64_t)(t0 + t) * arb;
+            __m128 res[4];
+            switch (T) {
+            case 4: k4_block4xT(nb, wr, at, 4, res); break;
+            case 3: k4_block4xT(nb, wr, at, 3, res); break;
+            case 2: k4_block4xT(nb, wr, at, 2, res); break;
+            default: k4_block4xT(nb, wr, at, 1, res); break;
+            }
+            for (int t = 0; t < T; t++)
+                _mm_mask_storeu_ps(y + (t0 + t) * ldy + r0, m, res[t]);
+        }
+    }
+}
+#else
+void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    cpu_gemm_q4_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+#endif

@@ -1,0 +1,122 @@
+/* test_cpu_gemm.c: the CPU backend's tile kernels (src/backend/cpu/
+ * cpu_gemm.h) against the quant module's reference dot product.
+ *
+ *   gemm_<type>_<path>   every output of a tile within tests/quant_bound.h's
+ *                        bound of quant_vec_dot_ref, over real row lengths
+ *                        (K = 1024, 2048, 3584, 4096) and odd ones (256,
+ *                        768), tiles of nr x nt = 1..13 x 1..9 (not
+ *                        multiples of any blocking, one token included),
+ *                        ldy wider than nr; outputs outside the tile stay
+ *                        untouched; each output equals, bit for bit, the
+ *                        same kernel on a 1 x 1 tile of its row and token
+ *                        (batch invariance)
+ *   gemm_dispatch        cpu_gemm_q4_K() is the AVX-512 VNNI kernel where
+ *                        the quant module reports that path, else AVX2,
+ *                        else the reference
+ * Paths the CPU lacks are reported on a "# " line, never as passed cases.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/cpu/cpu_gemm.h"
+#include "quant/quant.h"
+#include "quant_bound.h"
+#include "test.h"
+
+typedef struct {
+    const char *name;
+    cpu_tile_fn fn;
+    enum quant_path needs;
+} tile_path;
+
+static double worst;
+
+static void test_tile(uint32_t type, const tile_path *p)
+{
+    char name[80], why[400] = "";
+    snprintf(name, sizeof name, "gemm_%s_%s", quant_type_name(type), p->name);
+    t_rng rng = t_rng_named(name);
+    const int at = quant_vec_dot_type(type);
+    static const int64_t Ks[] = { 256, 768, 1024, 2048, 3584, 4096 };
+    static const int64_t shapes[][2] = { { 1, 1 }, { 4, 1 }, { 5, 1 }, { 13, 1 }, { 3, 2 },
+                                         { 8, 4 }, { 7, 5 }, { 13, 9 }, { 1, 7 }, { 6, 3 } };
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0] && !why[0]; ki++) {
+        const int64_t K = Ks[ki];
+        const uint64_t wrb = quant_row_bytes(type, (uint64_t)K), arb = quant_row_bytes((uint32_t)at, (uint64_t)K);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !why[0]; si++) {
+            const int64_t nr = shapes[si][0], nt = shapes[si][1], ldy = nr + 3;
+            uint8_t *w = malloc(wrb * (size_t)nr), *a = malloc(arb * (size_t)nt);
+            float *x = malloc((size_t)K * 4), *ad = malloc((size_t)K * 4 * (size_t)nt);
+            float *y = malloc(sizeof(float) * (size_t)(ldy * nt));
+            for (int64_t r = 0; r < nr; r++)
+                qb_random_weights(type, &rng, w + (uint64_t)r * wrb, K);
+            for (int64_t t = 0; t < nt; t++) {
+                for (int64_t i = 0; i < K; i++)
+                    x[i] = qb_gauss(&rng) * (t % 3 == 2 && i % 61 == 0 ? 25.0f : 1.0f);
+                quant_act_quantize((uint32_t)at, x, a + (uint64_t)t * arb, K);
+                quant_dequant_row((uint32_t)at, a + (uint64_t)t * arb, ad + t * K, K);
+            }
+            for (int64_t i = 0; i < ldy * nt; i++)
+                y[i] = -12345.0f;
+            p->fn(K, w, wrb, nr, a, arb, nt, y, ldy);
+            for (int64_t t = 0; t < nt && !why[0]; t++) {
+                for (int64_t r = 0; r < ldy && !why[0]; r++) {
+                    const float v = y[t * ldy + r];
+                    if (r >= nr) {
+                        if (v != -12345.0f)
+                            snprintf(why, sizeof why, "K=%lld %lldx%lld: y[%lld][%lld] outside the tile written",
+                                     (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r);
+                        continue;
+                    }
+                    const uint8_t *wr = w + (uint64_t)r * wrb, *ar = a + (uint64_t)t * arb;
+                    const float ref = quant_vec_dot_ref(type, K, wr, ar);
+                    const double bound = qb_bound(K, qb_abs_sum(type, wr, ad + t * K, K));
+                    const double d = fabs((double)v - ref);
+                    float one = 0;
+                    p->fn(K, wr, wrb, 1, ar, arb, 1, &one, 1);
+                    if (!(d <= bound))
+                        snprintf(why, sizeof why, "K=%lld %lldx%lld [t %lld, r %lld]: %.9g, ref %.9g, |diff| %.3g > bound %.3g",
+                                 (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r,
+                                 (double)v, (double)ref, d, bound);
+                    else if (memcmp(&one, &v, 4))
+                        snprintf(why, sizeof why, "K=%lld %lldx%lld [t %lld, r %lld]: %.9g in the tile, %.9g alone",
+                                 (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r,
+                                 (double)v, (double)one);
+                    if (bound > 0)
+                        worst = fmax(worst, d / bound);
+                }
+            }
+            free(w);
+            free(a);
+            free(x);
+            free(ad);
+            free(y);
+        }
+    }
+    t_check(name, !why[0], "%s", why);
+}
+
+int main(void)
+{
+    const tile_path k4[] = {
+        { "ref", cpu_gemm_q4_K_ref, QUANT_PATH_REF },
+        { "avx2", cpu_gemm_q4_K_avx2, QUANT_PATH_AVX2 },
+        { "avx512vnni", cpu_gemm_q4_K_avx512vnni, QUANT_PATH_AVX512VNNI },
+    };
+    for (size_t i = 0; i < sizeof k4 / sizeof k4[0]; i++) {
+        if (!quant_path_available(k4[i].needs)) {
+            printf("# %s: not available on this CPU, case not run\n", k4[i].name);
+            continue;
+        }
+        test_tile(QT_Q4_K, &k4[i]);
+    }
+    printf("# worst |diff|/bound: %.3g\n", worst);
+
+    cpu_tile_fn want = cpu_gemm_q4_K_ref;
+    if (quant_path_available(QUANT_PATH_AVX512VNNI))
+        want = cpu_gemm_q4_K_avx512vnni;
+    else if (quant_path_available(QUANT_PATH_AVX2))
+        want = cpu_gemm_q4_K_avx2;
+    t_check("gemm_dispatch", cpu_gemm_q4_K() == want, "cpu_gemm_q4_K() is not the fastest available kernel");
+    return t_exit();
+}
