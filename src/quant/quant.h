@@ -101,6 +101,13 @@ bool quant_path_available(enum quant_path p);
  * cannot run the path. QUANT_PATH_REF always has one for a dot type. */
 quant_dot_fn quant_vec_dot_fn_path(uint32_t type, enum quant_path p);
 
+/* quant_act_quantize with the kernels of path p at most (for tests and
+ * benchmarks): the same bytes on every path. Q8_0 and Q8_K have AVX2 and
+ * AVX-512 (Q8_K) loops; the other formats run the same code on every
+ * path. Q36_E_UNSUP also when the CPU cannot run p. */
+int quant_act_quantize_path(uint32_t act_type, const float *x, void *out, int64_t n,
+                            enum quant_path p);
+
 /* quant_vec_dot_fn(type)(n, w, a); NaN for a type without a dot product. */
 float quant_vec_dot(uint32_t type, int64_t n, const void *w, const void *a);
 

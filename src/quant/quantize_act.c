@@ -8,12 +8,17 @@
  * for |v| < 2^22, which every finite value rounded here is unless a whole
  * block lies below ~4e-37 (then 127/amax overflows); Q8_0/Q8_1 handle that
  * and inf/NaN inputs the way the AVX2 instructions do, Q8_K the way ggml's
- * scalar code does, so the bytes match ggml for every input. */
+ * scalar code does, so the bytes match ggml for every input.
+ *
+ * These scalar loops are the reference; quantize_act_simd.c has AVX2 and
+ * AVX-512 twins of the Q8_0 and Q8_K ones (the formats of the K-quant and
+ * Q8_0 weights) with the same bytes, taken on CPUs that run them. */
 #include "quant.h"
 
 #include <math.h>
 
 #include "quant_impl.h"
+#include "quantize_act_simd.h"
 #include "../util/err.h"
 
 static inline int round_even(float v)
@@ -145,7 +150,25 @@ static void act_q8_K(const float *x, uint8_t *y, int64_t nb)
     }
 }
 
-int quant_act_quantize(uint32_t act_type, const float *x, void *out, int64_t n)
+typedef void (*act_block_fn)(const float *x, uint8_t *y, int64_t nb);
+
+/* The Q8_0 / Q8_K block loop of path p: the fastest one at or below p
+ * that this CPU runs (Q8_0 has no AVX-512 loop: the AVX2 one serves). */
+static act_block_fn q8_fn(uint32_t act_type, enum quant_path p)
+{
+#if defined(__x86_64__)
+    if (act_type == QT_Q8_K && p >= QUANT_PATH_AVX512 && quant_path_available(QUANT_PATH_AVX512))
+        return quant_act_q8_K_avx512;
+    if (p >= QUANT_PATH_AVX2 && quant_path_available(QUANT_PATH_AVX2))
+        return act_type == QT_Q8_K ? quant_act_q8_K_avx2 : quant_act_q8_0_avx2;
+#else
+    (void)p;
+#endif
+    return act_type == QT_Q8_K ? act_q8_K : act_q8_0;
+}
+
+static int act_quantize(uint32_t act_type, const float *x, void *out, int64_t n,
+                        enum quant_path p)
 {
     const quant_type_info *t = quant_type_get(act_type);
     if (!t)
@@ -170,10 +193,25 @@ int quant_act_quantize(uint32_t act_type, const float *x, void *out, int64_t n)
             memcpy(y + 2 * i, &h, 2);
         }
         return 0;
-    case QT_Q8_0: act_q8_0(x, y, nb); return 0;
+    case QT_Q8_0:
+    case QT_Q8_K:
+        q8_fn(act_type, p)(x, y, nb);
+        return 0;
     case QT_Q8_1: act_q8_1(x, y, nb); return 0;
-    case QT_Q8_K: act_q8_K(x, y, nb); return 0;
     default:
         return Q36_E_UNSUP;
     }
+}
+
+int quant_act_quantize_path(uint32_t act_type, const float *x, void *out, int64_t n,
+                            enum quant_path p)
+{
+    if ((unsigned)p >= QUANT_PATH_COUNT || !quant_path_available(p))
+        return Q36_E_UNSUP;
+    return act_quantize(act_type, x, out, n, p);
+}
+
+int quant_act_quantize(uint32_t act_type, const float *x, void *out, int64_t n)
+{
+    return act_quantize(act_type, x, out, n, QUANT_PATH_COUNT - 1);
 }
