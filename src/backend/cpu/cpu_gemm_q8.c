@@ -1,0 +1,424 @@
+/* cpu_gemm_q8.c: the Q8_0 and F32 tile kernels of cpu_gemm_q8.h: a plain C
+ * reference of each order, AVX2 and AVX-512 kernels that keep that order
+ * for every output, and the pick for this CPU.
+ *
+ * Why tiles: one weight block meets several tokens and one activation
+ * block several rows while both are in registers, the block scales are
+ * converted once per row and once per token instead of once per pair, and
+ * nothing is called per output. The float work per output is unchanged:
+ * the same lanes, the same fused multiply-adds in block order, the same
+ * final sum, so the bits are those of the per-output dot.
+ *
+ * Register blocks are written as small arrays with compile-time bounds
+ * (always_inline bodies instantiated per shape, loops unrolled by pragma)
+ * so the arrays live in registers. */
+#include "cpu_gemm_q8.h"
+
+#include <assert.h>
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+#include "../../quant/fp16.h"
+#include "../../quant/quant.h"
+
+#define Q8_BLOCK 34                   /* f16 scale + 32 int8 codes */
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* the end of the Q8_0 order: AVX2's hsum_ps over 8 lanes */
+static inline float sum8(const float *l)
+{
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+/* ------------------------------------------------------- references */
+
+float cpu_dot_q8_0_lanes_ref(int64_t K, const uint8_t *w, const uint8_t *a)
+{
+    float acc[8] = { 0 };
+    for (int64_t b = 0; b < K / 32; b++, w += Q8_BLOCK, a += Q8_BLOCK) {
+        const float d = quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a));
+        const int8_t *qw = (const int8_t *)(w + 2), *qa = (const int8_t *)(a + 2);
+        for (int j = 0; j < 8; j++) {
+            int32_t s = 0;
+            for (int k = 4 * j; k < 4 * j + 4; k++)
+                s += qw[k] * qa[k];
+            acc[j] = fmaf(d, (float)s, acc[j]);
+        }
+    }
+    return sum8(acc);
+}
+
+void cpu_gemm_q8_0_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                       const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * ldy + r] = cpu_dot_q8_0_lanes_ref(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+float cpu_dot_f32_lanes_ref(int64_t n, const float *x, const float *y, int W)
+{
+    float acc[16] = { 0 };
+    for (int64_t i = 0; i < n; i += W)
+        for (int l = 0; l < W; l++)
+            acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
+    return cpu_lane_sum(acc, W);
+}
+
+void cpu_gemm_f32_lanes_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                            const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * ldy + r] = cpu_dot_lanes(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+/* where the quant module has no AVX2 kernel: what pick_dot takes there */
+static void gemm_q8_0_quant(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                            const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const quant_dot_fn dot = quant_vec_dot_fn(QT_Q8_0);
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * ldy + r] = dot(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+#define INLINE static inline __attribute__((always_inline))
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+#define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* ------------------------------------------------------ Q8_0, AVX2 */
+
+/* NR rows x NT tokens, one 8-lane accumulator per output, as
+ * quant_dot_q8_0_avx2: |w| x (a with w's sign) by vpmaddubsw (a pair is at
+ * most 2 * 128 * 127 < 2^15, exact), pairs summed by vpmaddwd. */
+AVX2 INLINE void q8_avx2_block(const int NR, const int NT, int64_t nb, const uint8_t *w,
+                               uint64_t wrb, const uint8_t *a, uint64_t arb, float *y, int64_t ldy)
+{
+    __m256 acc[4][4];
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint64_t off = (uint64_t)b * Q8_BLOCK;
+        __m256i wv[4], wabs[4];
+        __m256 dw[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const uint8_t *p = w + (uint64_t)r * wrb + off;
+            _mm_prefetch((const char *)(p + NR * wrb), _MM_HINT_T0);
+            wv[r] = _mm256_loadu_si256((const __m256i *)(p + 2));
+            wabs[r] = _mm256_sign_epi8(wv[r], wv[r]);
+            dw[r] = _mm256_set1_ps(_cvtsh_ss(rd16(p)));
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *p = a + (uint64_t)t * arb + off;
+            const __m256i av = _mm256_loadu_si256((const __m256i *)(p + 2));
+            const __m256 da = _mm256_set1_ps(_cvtsh_ss(rd16(p)));
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) {
+                const __m256i s = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(av, wv[r]));
+                const __m256i i32 = _mm256_madd_epi16(s, ones);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], da), _mm256_cvtepi32_ps(i32),
+                                            acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            float l[8];
+            _mm256_storeu_ps(l, acc[r][t]);
+            y[t * ldy + r] = sum8(l);
+        }
+}
+
+#define Q8_AVX2_SHAPE(NR, NT)                                                                \
+    AVX2 static void q8_avx2_##NR##x##NT(int64_t nb, const uint8_t *w, uint64_t wrb,         \
+                                         const uint8_t *a, uint64_t arb, float *y, int64_t ldy) \
+    {                                                                                        \
+        q8_avx2_block(NR, NT, nb, w, wrb, a, arb, y, ldy);                                   \
+    }
+Q8_AVX2_SHAPE(1, 1) Q8_AVX2_SHAPE(1, 2) Q8_AVX2_SHAPE(1, 3) Q8_AVX2_SHAPE(1, 4)
+Q8_AVX2_SHAPE(2, 1) Q8_AVX2_SHAPE(2, 2) Q8_AVX2_SHAPE(2, 3) Q8_AVX2_SHAPE(2, 4)
+Q8_AVX2_SHAPE(3, 1) Q8_AVX2_SHAPE(4, 1)
+
+typedef void (*q8_shape_fn)(int64_t nb, const uint8_t *w, uint64_t wrb, const uint8_t *a,
+                            uint64_t arb, float *y, int64_t ldy);
+
+void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    static const q8_shape_fn pre[2][4] = {
+        { q8_avx2_1x1, q8_avx2_1x2, q8_avx2_1x3, q8_avx2_1x4 },
+        { q8_avx2_2x1, q8_avx2_2x2, q8_avx2_2x3, q8_avx2_2x4 },
+    };
+    static const q8_shape_fn dec[4] = { q8_avx2_1x1, q8_avx2_2x1, q8_avx2_3x1, q8_avx2_4x1 };
+    assert(K % 32 == 0);
+    const int64_t nb = K / 32;
+    if (nt == 1) {
+        for (int64_t r = 0; r < nr; r += 4) {
+            const int64_t m = nr - r < 4 ? nr - r : 4;
+            dec[m - 1](nb, w + (uint64_t)r * wrb, wrb, a, arb, y + r, ldy);
+        }
+        return;
+    }
+    for (int64_t r = 0; r < nr; r += 2) {
+        const int64_t m = nr - r < 2 ? nr - r : 2;
+        for (int64_t t = 0; t < nt; t += 4) {
+            const int64_t u = nt - t < 4 ? nt - t : 4;
+            pre[m - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, a + (uint64_t)t * arb, arb,
+                              y + t * ldy + r, ldy);
+        }
+    }
+}
+
+/* --------------------------------------------------- Q8_0, AVX-512 */
+
+/* NQ row pairs x NT tokens: register (q, t) holds rows 2q (lanes 0-7) and
+ * 2q+1 (lanes 8-15) of token t. vpdpbusd takes unsigned x signed bytes:
+ * (a + 128) x w, started from -128 * (sum of each 4 codes of w), gives
+ * each lane's exact sum. Rows past nr repeat the last row (results not
+ * stored). */
+AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, int64_t nb, const uint8_t *w,
+                                    uint64_t wrb, int64_t nrows, const uint8_t *a, uint64_t arb,
+                                    float *y, int64_t ldy)
+{
+    __m512 acc[4][8];
+    const uint8_t *wr[8];
+    const __m512i c80 = _mm512_set1_epi8((char)0x80);
+    const uint64_t pf = 2 * NQ * wrb;      /* the next block of rows, same offset */
+#pragma GCC unroll 8
+    for (int r = 0; r < 2 * NQ; r++)
+        wr[r] = w + (uint64_t)(r < nrows ? r : nrows - 1) * wrb;
+#pragma GCC unroll 4
+    for (int q = 0; q < NQ; q++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++)
+            acc[q][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint64_t off = (uint64_t)b * Q8_BLOCK;
+        __m512i wv[4], nbias[4];
+        __m512 dw[4];
+#pragma GCC unroll 8
+        for (int r = 0; r < 2 * NQ; r++)
+            _mm_prefetch((const char *)(wr[r] + off + pf), _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++) {
+            const uint8_t *p0 = wr[2 * q] + off, *p1 = wr[2 * q + 1] + off;
+            wv[q] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p0 + 2))),
+                _mm256_loadu_si256((const __m256i *)(p1 + 2)), 1);
+            const __m512i bias = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c80, wv[q]);
+            nbias[q] = _mm512_sub_epi32(_mm512_setzero_si512(), bias);
+            dw[q] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)rd16(p1)),
+                                                     _mm_set1_epi16((short)rd16(p0))));
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            const uint8_t *p = a + (uint64_t)t * arb + off;
+            const __m512i au = _mm512_xor_si512(
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 2))), c80);
+            const __m512 da = _mm512_cvtph_ps(_mm256_set1_epi16((short)rd16(p)));
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q++) {
+                const __m512i s = _mm512_dpbusd_epi32(nbias[q], au, wv[q]);
+                acc[q][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw[q], da), _mm512_cvtepi32_ps(s),
+                                            acc[q][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < NQ; q++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            float l[16];
+            _mm512_storeu_ps(l, acc[q][t]);
+            y[t * ldy + 2 * q] = sum8(l);
+            if (2 * q + 1 < nrows)
+                y[t * ldy + 2 * q + 1] = sum8(l + 8);
+        }
+}
+
+#define Q8_512_SHAPE(NQ, NT)                                                                  \
+    AVX512VNNI static void q8_512_##NQ##x##NT(int64_t nb, const uint8_t *w, uint64_t wrb,     \
+                                              int64_t nrows, const uint8_t *a, uint64_t arb,  \
+                                              float *y, int64_t ldy)                          \
+    {                                                                                         \
+        q8_512_block(NQ, NT, nb, w, wrb, nrows, a, arb, y, ldy);                              \
+    }
+Q8_512_SHAPE(1, 1) Q8_512_SHAPE(1, 2) Q8_512_SHAPE(1, 3) Q8_512_SHAPE(1, 4)
+Q8_512_SHAPE(1, 5) Q8_512_SHAPE(1, 6) Q8_512_SHAPE(1, 7) Q8_512_SHAPE(1, 8)
+Q8_512_SHAPE(2, 1) Q8_512_SHAPE(2, 2) Q8_512_SHAPE(2, 3) Q8_512_SHAPE(2, 4)
+Q8_512_SHAPE(2, 5) Q8_512_SHAPE(2, 6) Q8_512_SHAPE(2, 7) Q8_512_SHAPE(2, 8)
+Q8_512_SHAPE(3, 1) Q8_512_SHAPE(4, 1)
+
+typedef void (*q8_512_fn)(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nrows,
+                          const uint8_t *a, uint64_t arb, float *y, int64_t ldy);
+
+void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    static const q8_512_fn pre[2][8] = {
+        { q8_512_1x1, q8_512_1x2, q8_512_1x3, q8_512_1x4,
+          q8_512_1x5, q8_512_1x6, q8_512_1x7, q8_512_1x8 },
+        { q8_512_2x1, q8_512_2x2, q8_512_2x3, q8_512_2x4,
+          q8_512_2x5, q8_512_2x6, q8_512_2x7, q8_512_2x8 },
+    };
+    static const q8_512_fn dec[4] = { q8_512_1x1, q8_512_2x1, q8_512_3x1, q8_512_4x1 };
+    assert(K % 32 == 0);
+    const int64_t nb = K / 32;
+    if (nt == 1) {
+        for (int64_t r = 0; r < nr; r += 8) {
+            const int64_t m = nr - r < 8 ? nr - r : 8;
+            dec[(m + 1) / 2 - 1](nb, w + (uint64_t)r * wrb, wrb, m, a, arb, y + r, ldy);
+        }
+        return;
+    }
+    for (int64_t r = 0; r < nr; r += 4) {
+        const int64_t m = nr - r < 4 ? nr - r : 4;
+        for (int64_t t = 0; t < nt; t += 8) {
+            const int64_t u = nt - t < 8 ? nt - t : 8;
+            pre[(m + 1) / 2 - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, m,
+                                        a + (uint64_t)t * arb, arb, y + t * ldy + r, ldy);
+        }
+    }
+}
+
+/* --------------------------------------------------------- F32 lanes */
+
+/* NR rows x NT tokens, one W-lane accumulator per output (W = 8 with
+ * AVX2, 16 with AVX-512), fused multiply-adds over the K/W steps, then
+ * cpu_lane_sum: one body for both widths, V the vector type and OP(x) the
+ * intrinsic of that width. */
+#define UNROLL _Pragma("GCC unroll 4")
+#define F32_BLOCK(NAME, ISA, V, W, OP)                                                        \
+    ISA INLINE void NAME(const int NR, const int NT, int64_t K, const float *const *wr,       \
+                         const float *a, int64_t as, float *y, int64_t ldy)                   \
+    {                                                                                         \
+        V acc[4][4];                                                                          \
+        UNROLL for (int r = 0; r < NR; r++)                                                   \
+            UNROLL for (int t = 0; t < NT; t++)                                               \
+                acc[r][t] = OP(setzero_ps)();                                                 \
+        for (int64_t i = 0; i < K; i += W) {                                                  \
+            V wv[4];                                                                          \
+            UNROLL for (int r = 0; r < NR; r++)                                               \
+                wv[r] = OP(loadu_ps)(wr[r] + i);                                              \
+            UNROLL for (int t = 0; t < NT; t++) {                                             \
+                const V av = OP(loadu_ps)(a + t * as + i);                                    \
+                UNROLL for (int r = 0; r < NR; r++)                                           \
+                    acc[r][t] = OP(fmadd_ps)(wv[r], av, acc[r][t]);                           \
+            }                                                                                 \
+        }                                                                                     \
+        UNROLL for (int r = 0; r < NR; r++)                                                   \
+            UNROLL for (int t = 0; t < NT; t++) {                                             \
+                float l[W];                                                                   \
+                OP(storeu_ps)(l, acc[r][t]);                                                  \
+                y[t * ldy + r] = cpu_lane_sum(l, W);                                          \
+            }                                                                                 \
+    }
+#define OP256(f) _mm256_##f
+#define OP512(f) _mm512_##f
+F32_BLOCK(f32_avx2_block, AVX2, __m256, 8, OP256)
+F32_BLOCK(f32_512_block, AVX512, __m512, 16, OP512)
+
+typedef void (*f32_shape_fn)(int64_t K, const float *const *wr, const float *a, int64_t as,
+                             float *y, int64_t ldy);
+
+#define F32_SHAPES(ISA, PFX, NR)                                                              \
+    ISA static void PFX##_##NR##x1(int64_t K, const float *const *wr, const float *a,         \
+                                   int64_t as, float *y, int64_t ldy)                         \
+    { PFX##_block(NR, 1, K, wr, a, as, y, ldy); }                                             \
+    ISA static void PFX##_##NR##x2(int64_t K, const float *const *wr, const float *a,         \
+                                   int64_t as, float *y, int64_t ldy)                         \
+    { PFX##_block(NR, 2, K, wr, a, as, y, ldy); }                                             \
+    ISA static void PFX##_##NR##x3(int64_t K, const float *const *wr, const float *a,         \
+                                   int64_t as, float *y, int64_t ldy)                         \
+    { PFX##_block(NR, 3, K, wr, a, as, y, ldy); }                                             \
+    ISA static void PFX##_##NR##x4(int64_t K, const float *const *wr, const float *a,         \
+                                   int64_t as, float *y, int64_t ldy)                         \
+    { PFX##_block(NR, 4, K, wr, a, as, y, ldy); }
+F32_SHAPES(AVX2, f32_avx2, 1) F32_SHAPES(AVX2, f32_avx2, 2)
+F32_SHAPES(AVX2, f32_avx2, 3) F32_SHAPES(AVX2, f32_avx2, 4)
+F32_SHAPES(AVX512, f32_512, 1) F32_SHAPES(AVX512, f32_512, 2)
+F32_SHAPES(AVX512, f32_512, 3) F32_SHAPES(AVX512, f32_512, 4)
+
+#define F32_TABLE(PFX)                                                                        \
+    {                                                                                         \
+        { PFX##_1x1, PFX##_1x2, PFX##_1x3, PFX##_1x4 },                                       \
+        { PFX##_2x1, PFX##_2x2, PFX##_2x3, PFX##_2x4 },                                       \
+        { PFX##_3x1, PFX##_3x2, PFX##_3x3, PFX##_3x4 },                                       \
+        { PFX##_4x1, PFX##_4x2, PFX##_4x3, PFX##_4x4 },                                       \
+    }
+
+/* Blocks of 4 rows x 4 tokens over the tile. Weight and activation rows
+ * are float rows (wrb, arb multiples of 4). */
+static void f32_tiles(const f32_shape_fn tab[4][4], int64_t K, const uint8_t *w, uint64_t wrb,
+                      int64_t nr, const uint8_t *a, uint64_t arb, int64_t nt, float *y,
+                      int64_t ldy)
+{
+    assert(wrb % 4 == 0 && arb % 4 == 0);
+    for (int64_t r = 0; r < nr; r += 4) {
+        const int m = nr - r < 4 ? (int)(nr - r) : 4;
+        const float *wr[4];
+        for (int i = 0; i < m; i++)
+            wr[i] = (const float *)(w + (uint64_t)(r + i) * wrb);
+        for (int64_t t = 0; t < nt; t += 4) {
+            const int u = nt - t < 4 ? (int)(nt - t) : 4;
+            tab[m - 1][u - 1](K, wr, (const float *)(a + (uint64_t)t * arb), (int64_t)(arb / 4),
+                              y + t * ldy + r, ldy);
+        }
+    }
+}
+
+void cpu_gemm_f32_lanes_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                             const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    static const f32_shape_fn tab[4][4] = F32_TABLE(f32_avx2);
+    assert(K % 8 == 0);
+    f32_tiles(tab, K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+void cpu_gemm_f32_lanes_avx512(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    static const f32_shape_fn tab[4][4] = F32_TABLE(f32_512);
+    assert(K % 16 == 0);
+    f32_tiles(tab, K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+/* ------------------------------------------------------------ picks */
+
+cpu_tile_fn cpu_gemm_q8_0(void)
+{
+    if (quant_path_available(QUANT_PATH_AVX512VNNI))
+        return cpu_gemm_q8_0_avx512vnni;
+    if (quant_path_available(QUANT_PATH_AVX2))
+        return cpu_gemm_q8_0_avx2;
+    return gemm_q8_0_quant;
+}
+
+cpu_tile_fn cpu_gemm_f32_lanes(void)
+{
+    __builtin_cpu_init();
+    const bool fma = __builtin_cpu_supports("fma");
+    if (cpu_lanes() == 16 && fma && __builtin_cpu_supports("avx512f"))
+        return cpu_gemm_f32_lanes_avx512;
+    if (cpu_lanes() == 8 && fma && __builtin_cpu_supports("avx2"))
+        return cpu_gemm_f32_lanes_avx2;
+    return cpu_gemm_f32_lanes_ref;
+}
