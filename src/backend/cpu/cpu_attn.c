@@ -1,14 +1,23 @@
 /* cpu_attn.c: the CPU backend's K/V cache write and causal attention over
- * the cache.
+ * the cache, tiled.
  *
- * Attention follows ggml's non-flash path (what the strict-parity oracle
- * runs): scores in f32 (for an f16 cache the query is rounded to f16, as
- * ggml's mul_mat rounds src1 to the f16 vec_dot_type), scale, softmax with
- * max subtraction, double sum and a float 1/sum, then probabilities times
- * V (for an f16 V cache the probabilities are rounded to f16 too). */
-#include "cpu_internal.h"
+ * The numerics are the reference's (cpu_attn_ref.c, ggml's non-flash
+ * path): scores in ggml_vec_dot_f32's order, softmax with max subtraction
+ * and per-chunk tree sums added in double, probabilities times V in the f32
+ * GEMM's lane order, f16 rounding of the query and the probabilities for
+ * f16 caches. What changes is the loop order. A work item is one KV head,
+ * the query heads of its group (or a part of them) and a tile of query
+ * rows, about 16 query vectors: each block of K and V rows is brought to
+ * f32 once for all of them (once per query head and row before), scores
+ * for the whole tile are kept, and V is transposed per block so that the
+ * lane accumulators of 16 positions fill one vector (cpu_attn_avx512.c).
+ * Items run over (row tile, KV head), the last rows (most keys) first;
+ * when they are fewer than the threads (decode with one KV head) the
+ * group is split over items. */
+#include "cpu_attn.h"
 
 #include <assert.h>
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -41,85 +50,235 @@ void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
 /* --------------------------------------------------------------- attention */
 
 typedef struct {
-    const be_tensor *q, *kc, *vc, *out;
-    int64_t pos0, n_head, group, hd;
+    const be_tensor *q, *kc, *vc;
+    be_tensor *out;
+    int64_t pos0, T, hd, group, n_kv_head;
+    int64_t rows;        /* query rows per tile */
+    int64_t n_tiles;     /* row tiles */
+    int64_t n_split;     /* parts of a group, each hsub query heads */
+    int64_t hsub;
+    int64_t sld;         /* scores row stride: pos0 + T rounded up to a block */
     float scale;
+    int path, W;
     be_ctx *be;
-} attn_job;
+} attn_plan;
 
-/* One (query row, head): scores in ggml_vec_dot_f32's order, softmax with
- * per-vector-chunk tree sums added in double, and probabilities times V in
- * the f32 GEMM's lane order (cpu_fdot.c). Positions after the query's own
- * are masked in llama.cpp with probability exactly 0, which adds nothing
- * to any lane, so they are skipped here. */
-static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
+/* n rows of hd f16 values (ld apart) widened to f32 rows hd apart. */
+__attribute__((target("avx,f16c")))
+static void f16_rows_f16c(int64_t n, int64_t hd, const uint16_t *src, int64_t ld, float *dst)
 {
-    const attn_job *j = arg;
-    const int64_t hd = j->hd;
-    const int W = cpu_lanes();
-    float *sc = cpu_tscratch(j->be, tid);          /* scores */
-    float *qq = sc + j->pos0 + j->q->rows + 16;    /* hd: the query */
-    float *kk = qq + hd;                           /* hd: one K row as f32 */
-    float *acc = kk + hd;                          /* W x hd lane accumulators */
-    for (int64_t it = i0; it < i1; it++) {
-        const int64_t r = it / j->n_head, h = it % j->n_head;
-        const int64_t kvh = h / j->group;
-        const int64_t n_kv = j->pos0 + r + 1;
-        const float *q = cpu_row(j->q, r) + h * hd;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t c = 0;
+        for (; c + 8 <= hd; c += 8)
+            _mm256_storeu_ps(dst + r * hd + c,
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + r * ld + c))));
+        for (; c < hd; c++)
+            dst[r * hd + c] = quant_f16_to_f32(src[r * ld + c]);
+    }
+}
+
+/* Row p0 of KV head kvh in a cache (f16 or f32 elements). */
+static const void *cache_at(const attn_plan *pl, const be_tensor *c, int64_t kvh, int64_t p0)
+{
+    const int64_t off = p0 * c->ld + kvh * pl->hd;
+    return c->f16 ? (const void *)((const uint16_t *)c->data + off)
+                  : (const void *)((const float *)c->data + off);
+}
+
+/* Rows [p0, p0+n) of one KV head of a cache as f32 rows hd apart. */
+static void cache_rows(const attn_plan *pl, const be_tensor *c, int64_t kvh, int64_t p0, int64_t n,
+                       float *dst)
+{
+    const int64_t hd = pl->hd;
+    if (c->f16) {
+        const uint16_t *s = cache_at(pl, c, kvh, p0);
+        if (__builtin_cpu_supports("f16c"))
+            f16_rows_f16c(n, hd, s, c->ld, dst);
+        else
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t d = 0; d < hd; d++)
+                    dst[r * hd + d] = quant_f16_to_f32(s[r * c->ld + d]);
+    } else {
+        for (int64_t r = 0; r < n; r++)
+            memcpy(dst + r * hd, cpu_row(c, p0 + r) + kvh * hd, (size_t)hd * sizeof(float));
+    }
+}
+
+/* Scores to probabilities in place, the reference's softmax: max, exp by
+ * chunks of W positions each summed as a tree into a double, one float
+ * 1/sum, then rounded to f16 for an f16 V cache. */
+static void softmax_row(const attn_plan *pl, float *s, int64_t n)
+{
+    const int W = pl->W;
+    float mx = -INFINITY;
+    for (int64_t p = 0; p < n; p++)
+        mx = s[p] > mx ? s[p] : mx;
+    double sum = 0.0;
+    for (int64_t p0 = 0; p0 < n; p0 += W) {
+        float lanes[16];
+        for (int l = 0; l < W; l++) {
+            const int64_t p = p0 + l;
+            lanes[l] = p < n ? (s[p] = expf(s[p] - mx)) : 0.0f;
+        }
+        sum += (double)cpu_lane_sum(lanes, W);
+    }
+    const float inv = (float)(1.0 / sum);
+    if (pl->path == CPU_ATTN_AVX512) {
+        cpu_attn512_scale_round(n, s, inv, pl->vc->f16);
+        return;
+    }
+    for (int64_t p = 0; p < n; p++) {
+        s[p] *= inv;
+        if (pl->vc->f16)
+            s[p] = quant_f16_to_f32(quant_f32_to_f16(s[p]));
+    }
+}
+
+/* Per-thread scratch, in floats: the queries, their scores, one block of
+ * K or V rows as f32, the lane accumulators. */
+static size_t scratch_floats(const attn_plan *pl, int64_t nq)
+{
+    const int64_t hd16 = (pl->hd + 15) / 16 * 16;
+    return (size_t)(nq * pl->hd + nq * pl->sld + CPU_ATTN_KB * hd16 + nq * pl->hd * 16);
+}
+
+/* Positions query vector i of a tile starting at row r0 sees. */
+static inline int64_t n_kv_of(const attn_plan *pl, int64_t r0, int64_t i)
+{
+    return pl->pos0 + r0 + i / pl->hsub + 1;
+}
+
+static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
+{
+    const int64_t hd = pl->hd, KB = CPU_ATTN_KB, W = pl->W;
+    const int64_t per_tile = pl->n_kv_head * pl->n_split;
+    const int64_t rt = pl->n_tiles - 1 - it / per_tile;
+    const int64_t kvh = it % per_tile / pl->n_split, part = it % pl->n_split;
+    const int64_t r0 = rt * pl->rows, r1 = r0 + pl->rows < pl->T ? r0 + pl->rows : pl->T;
+    const int64_t h0 = kvh * pl->group + part * pl->hsub, nq = (r1 - r0) * pl->hsub;
+    const int64_t n_max = pl->pos0 + r1;
+    const int avx512 = pl->path == CPU_ATTN_AVX512;
+
+    float *Q = scratch;
+    float *S = Q + nq * hd;
+    float *B = S + nq * pl->sld;
+    float *A = B + KB * ((hd + 15) / 16 * 16);
+
+    for (int64_t i = 0; i < nq; i++) {
+        const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
+        const float *q = cpu_row(pl->q, r) + h * hd;
         for (int64_t d = 0; d < hd; d++)
-            qq[d] = j->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
-        float mx = -INFINITY;
-        for (int64_t p = 0; p < n_kv; p++) {
-            const float *kr;
-            if (j->kc->f16) {
-                const uint16_t *k16 = (const uint16_t *)j->kc->data + p * j->kc->ld + kvh * hd;
-                for (int64_t d = 0; d < hd; d++)
-                    kk[d] = quant_f16_to_f32(k16[d]);
-                kr = kk;
-            } else {
-                kr = (const float *)j->kc->data + p * j->kc->ld + kvh * hd;
+            Q[i * hd + d] = pl->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
+    }
+
+    /* scores: a block of K rows, every query of the tile over it */
+    for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
+        const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
+        if (avx512) {
+            cpu_attn512_scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
+                               nb, pl->scale, S + p0, pl->sld);
+            continue;
+        }
+        cache_rows(pl, pl->kc, kvh, p0, nb, B);
+        for (int64_t i = 0; i < nq; i++) {
+            const int64_t n = n_kv_of(pl, r0, i) - p0 < nb ? n_kv_of(pl, r0, i) - p0 : nb;
+            for (int64_t k = 0; k < n; k++)
+                S[i * pl->sld + p0 + k] = cpu_dot_vec(hd, B + k * hd, Q + i * hd) * pl->scale;
+        }
+    }
+    for (int64_t i = 0; i < nq; i++)
+        softmax_row(pl, S + i * pl->sld, n_kv_of(pl, r0, i));
+
+    /* probabilities times V, a block of V rows at a time */
+    memset(A, 0, (size_t)(nq * hd * 16) * sizeof(float));
+    for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
+        const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
+        if (avx512) {
+            cpu_attn512_vt(nb, hd, cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16, B);
+            int64_t nv[64];
+            for (int64_t i0 = 0; i0 < nq; i0 += 64) {
+                const int64_t m = nq - i0 < 64 ? nq - i0 : 64;
+                for (int64_t i = 0; i < m; i++) {
+                    const int64_t n = n_kv_of(pl, r0, i0 + i) - p0;
+                    nv[i] = n < 0 ? 0 : n < nb ? n : nb;
+                }
+                cpu_attn512_pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B,
+                               A + i0 * hd * 16);
             }
-            float s = cpu_dot_vec(hd, kr, qq) * j->scale;
-            sc[p] = s;
-            mx = s > mx ? s : mx;
-        }
-        double sum = 0.0;
-        for (int64_t p0 = 0; p0 < n_kv; p0 += W) {
-            float lanes[16];
-            for (int l = 0; l < W; l++) {
-                const int64_t p = p0 + l;
-                lanes[l] = p < n_kv ? (sc[p] = expf(sc[p] - mx)) : 0.0f;
+        } else {
+            cache_rows(pl, pl->vc, kvh, p0, nb, B);
+            for (int64_t k = 0; k < nb; k++) {
+                const int64_t p = p0 + k;
+                for (int64_t i = 0; i < nq; i++)
+                    if (p < n_kv_of(pl, r0, i))
+                        cpu_axpy(hd, A + (i * W + p % W) * hd, B + k * hd, S[i * pl->sld + p]);
             }
-            sum += (double)cpu_lane_sum(lanes, W);
         }
-        const float inv = (float)(1.0 / sum);
-        for (int64_t p = 0; p < n_kv; p++) {
-            sc[p] *= inv;
-            if (j->vc->f16)
-                sc[p] = quant_f16_to_f32(quant_f32_to_f16(sc[p]));
+    }
+    for (int64_t i = 0; i < nq; i++) {
+        const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
+        float *o = cpu_row(pl->out, r) + h * hd;
+        if (avx512) {
+            cpu_attn512_out(hd, A + i * hd * 16, o);
+            continue;
         }
-        for (int64_t a = 0; a < (int64_t)W * hd; a++)
-            acc[a] = 0.0f;
-        for (int64_t p = 0; p < n_kv; p++) {
-            const float *vr;
-            if (j->vc->f16) {
-                const uint16_t *v16 = (const uint16_t *)j->vc->data + p * j->vc->ld + kvh * hd;
-                for (int64_t d = 0; d < hd; d++)
-                    kk[d] = quant_f16_to_f32(v16[d]);
-                vr = kk;
-            } else {
-                vr = (const float *)j->vc->data + p * j->vc->ld + kvh * hd;
-            }
-            cpu_axpy(hd, acc + (p % W) * hd, vr, sc[p]);
-        }
-        float *o = cpu_row(j->out, r) + h * hd;
         for (int64_t d = 0; d < hd; d++) {
             float lanes[16];
             for (int l = 0; l < W; l++)
-                lanes[l] = acc[l * hd + d];
-            o[d] = cpu_lane_sum(lanes, W);
+                lanes[l] = A[(i * W + l) * hd + d];
+            o[d] = cpu_lane_sum(lanes, (int)W);
         }
     }
+}
+
+static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const attn_plan *pl = arg;
+    float *scratch = cpu_tscratch(pl->be, tid);
+    for (int64_t it = i0; it < i1; it++)
+        attn_tile(pl, it, scratch);
+}
+
+int cpu_attn_best_path(void)
+{
+    __builtin_cpu_init();
+    if (cpu_lanes() == 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return CPU_ATTN_AVX512;
+    return CPU_ATTN_GENERIC;
+}
+
+void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tensor *kc,
+                        const be_tensor *vc, int64_t pos0, int64_t n_head, int64_t n_head_kv,
+                        int64_t head_dim, float scale, be_tensor *out)
+{
+    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
+    assert(kc->cols == n_head_kv * head_dim && vc->cols == kc->cols);
+    assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows && pos0 + q->rows <= vc->rows);
+    attn_plan pl = { .q = q, .kc = kc, .vc = vc, .out = out, .pos0 = pos0, .T = q->rows,
+                     .hd = head_dim, .group = n_head / n_head_kv, .n_kv_head = n_head_kv,
+                     .scale = scale, .path = path, .W = cpu_lanes(), .be = be };
+    if (pl.T == 0)
+        return;
+    /* about 16 query vectors per tile: enough reuse of each K/V block,
+     * scores and accumulators still within L2 */
+    pl.rows = pl.group >= 16 ? 1 : 16 / pl.group;
+    if (pl.rows > pl.T)
+        pl.rows = pl.T;
+    pl.n_tiles = (pl.T + pl.rows - 1) / pl.rows;
+    pl.n_split = 1;
+    while (n_head_kv * pl.n_split * pl.n_tiles < be->n_threads && pl.n_split < pl.group) {
+        int64_t d = pl.n_split + 1;
+        while (pl.group % d)
+            d++;
+        pl.n_split = d;
+    }
+    pl.hsub = pl.group / pl.n_split;
+    pl.sld = (pos0 + pl.T + CPU_ATTN_KB - 1) / CPU_ATTN_KB * CPU_ATTN_KB;
+    int rc = cpu_tscratch_reserve(be, scratch_floats(&pl, pl.rows * pl.hsub));
+    assert(rc == 0);
+    (void)rc;
+    cpu_for(be, pl.n_tiles * n_head_kv * pl.n_split, 1, attn_task, &pl);
 }
 
 void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
@@ -127,14 +286,7 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
                   float scale, be_tensor *out)
 {
     CPU_PROF_BEGIN(be);
-    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
-    assert(kc->cols == n_head_kv * head_dim && vc->cols == kc->cols);
-    assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows);
-    int rc = cpu_tscratch_reserve(be, (size_t)(pos0 + q->rows + 16 + 18 * head_dim));
-    assert(rc == 0);
-    (void)rc;
-    attn_job j = { q, kc, vc, out, pos0, n_head, n_head / n_head_kv, head_dim, scale, be };
-    cpu_for(be, q->rows * n_head, 1, attn_task, &j);
+    cpu_attention_path(be, cpu_attn_best_path(), q, kc, vc, pos0, n_head, n_head_kv, head_dim,
+                       scale, out);
     CPU_PROF_END(be, BE_PROF_ATTENTION);
 }
-

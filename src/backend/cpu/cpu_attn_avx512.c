@@ -1,0 +1,320 @@
+/* cpu_attn_avx512.c: the AVX-512 kernels of the tiled attention
+ * (cpu_attn.c): scores of up to 4 queries per K row read (f16 widened
+ * with vcvtph2ps), 16 keys at a time in ggml_vec_dot_f32's order, probabilities scaled and rounded to f16, a V
+ * block transposed so that 16 consecutive positions fill one vector, and
+ * probabilities times V in the f32 GEMM's lane order.
+ *
+ * Same bits as the reference (cpu_attn_ref.c), by construction:
+ *  - a score keeps ggml_vec_dot_f32's four accumulators, its pairwise
+ *    combination and its halving tree (pairs i and i+8, i and i+4, i and
+ *    i+2, then 0 and 1). The tree runs for 16 keys at once as a transpose
+ *    (tree16): each stage adds the same two lanes the scalar tree adds, so
+ *    only where the sums live changes.
+ *  - the f32 GEMM's lanes are position mod 16 with fused multiply-adds in
+ *    position order; with V transposed, one vector holds the 16 lanes of
+ *    one output column, so a lane sees the same fmas in the same order.
+ *    Positions past a query's own are left out with a mask (an fma with a
+ *    zero probability is not a no-op: it can turn -0 into +0).
+ *  - vcvtph2ps is exact; vcvtps2ph with round-to-nearest-even is the
+ *    reference's quant_f32_to_f16 for every non-NaN float. */
+#include "cpu_attn.h"
+
+#include <immintrin.h>
+
+#include "../../quant/fp16.h"
+
+#define T512 __attribute__((target("avx512f,fma,f16c")))
+#define INL static inline __attribute__((always_inline))
+
+/* Lane k of the result is the halving-tree sum of the lanes of v[k].
+ * The transpose network below leaves slot c + 4m in lane 4c + m, so the
+ * slots are filled with the keys in that order. */
+T512 INL __m512 tree16(const __m512 *v)
+{
+    __m512 s[16], t[8], u[4], w[2];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        s[i] = v[4 * (i % 4) + i / 4];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)        /* lanes i and i+8 */
+        t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xEE));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)        /* i and i+4 */
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)        /* i and i+2 */
+        w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88),   /* 0 and 1 */
+                         _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+/* Combined accumulators (acc0 + acc2) + (acc1 + acc3) of NQ queries
+ * against keys k0 .. k0+nk-1 of the block into vb[query][key]; keys from
+ * nk to 15 get zeros. Each K chunk is loaded (and widened) once for the
+ * NQ queries. */
+T512 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q, const void *src,
+                         int64_t ld, int64_t k0, int64_t nk, __m512 vb[4][16])
+{
+    const int64_t np = hd - hd % 64;
+    for (int64_t k = 0; k < nk; k++) {
+        const uint16_t *rh = (const uint16_t *)src + (k0 + k) * ld;
+        const float *rf = (const float *)src + (k0 + k) * ld;
+        __m512 a[4][4];
+#pragma GCC unroll 4
+        for (int qi = 0; qi < NQ; qi++)
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                a[qi][j] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < np; i += 64) {
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512 kv = F16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                                            (const __m256i *)(rh + i + 16 * j)))
+                                      : _mm512_loadu_ps(rf + i + 16 * j);
+#pragma GCC unroll 4
+                for (int qi = 0; qi < NQ; qi++)
+                    a[qi][j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + qi * hd + i + 16 * j),
+                                               a[qi][j]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int qi = 0; qi < NQ; qi++)
+            vb[qi][k] = _mm512_add_ps(_mm512_add_ps(a[qi][0], a[qi][2]),
+                                      _mm512_add_ps(a[qi][1], a[qi][3]));
+    }
+    for (int64_t k = nk; k < 16; k++)
+        for (int qi = 0; qi < NQ; qi++)
+            vb[qi][k] = _mm512_setzero_ps();
+}
+
+/* One query's 16 scores from its accumulators: the tree, ggml's tail
+ * (rounded products for whole groups of 8, then fused multiply-adds, as
+ * in cpu_fdot.c), the scale. */
+T512 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t ld, int f16,
+                           int64_t k0, int64_t nk, const __m512 *v, float scale, float *s)
+{
+    const int64_t np = hd - hd % 64, nv8 = np + (hd - np) / 8 * 8;
+    __m512 t = tree16(v);
+    if (np < hd) {
+        float l[16];
+        _mm512_storeu_ps(l, t);
+        for (int64_t k = 0; k < nk; k++) {
+            const uint16_t *rh = (const uint16_t *)src + (k0 + k) * ld;
+            const float *rf = (const float *)src + (k0 + k) * ld;
+            float acc = l[k];
+            for (int64_t i = np; i < hd; i++) {
+                const float x = f16 ? quant_f16_to_f32(rh[i]) : rf[i];
+                if (i < nv8) {
+                    const float p = x * q[i];
+                    acc = acc + p;
+                } else {
+                    acc = __builtin_fmaf(x, q[i], acc);
+                }
+            }
+            l[k] = acc;
+        }
+        t = _mm512_loadu_ps(l);
+    }
+    _mm512_storeu_ps(s, _mm512_mul_ps(t, _mm512_set1_ps(scale)));
+}
+
+T512 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
+                             int f16, int64_t nb, float scale, float *s, int64_t sld)
+{
+    __m512 vb[4][16];
+    /* 16 keys stay in L1 while every query of the tile passes over them */
+    for (int64_t k0 = 0; k0 < nb; k0 += 16) {
+        const int64_t nk = nb - k0 < 16 ? nb - k0 : 16;
+        for (int64_t i0 = 0; i0 < nq; i0 += 4) {
+            const int64_t m = nq - i0 < 4 ? nq - i0 : 4;
+            const float *qb = q + i0 * hd;
+            for (int64_t i = 0; i < m; i += (m == 4 ? 4 : 1)) {
+                if (m == 4 && f16)
+                    score_accs(4, 1, hd, qb, src, ld, k0, nk, vb);
+                else if (m == 4)
+                    score_accs(4, 0, hd, qb, src, ld, k0, nk, vb);
+                else if (f16)
+                    score_accs(1, 1, hd, qb + i * hd, src, ld, k0, nk, vb + i);
+                else
+                    score_accs(1, 0, hd, qb + i * hd, src, ld, k0, nk, vb + i);
+            }
+            for (int64_t i = 0; i < m; i++)
+                score_finish(hd, qb + i * hd, src, ld, f16, k0, nk, vb[i], scale,
+                             s + (i0 + i) * sld + k0);
+        }
+    }
+}
+
+T512 void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16)
+{
+    const __m512 vv = _mm512_set1_ps(v);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 y = _mm512_mul_ps(_mm512_loadu_ps(x + i), vv);
+        if (f16)
+            y = _mm512_cvtph_ps(_mm512_cvtps_ph(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm512_storeu_ps(x + i, y);
+    }
+    for (; i < n; i++) {
+        x[i] *= v;
+        if (f16)
+            x[i] = quant_f16_to_f32(quant_f32_to_f16(x[i]));
+    }
+}
+
+/* 16 rows of 16 floats to 16 columns: r[k] lane e -> c[e] lane k. */
+T512 INL void transpose16(__m512 *r)
+{
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    /* u[4g + e], 128-bit chunk c: rows 4g..4g+3 of column 4c + e */
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xDD);
+        const __m512 w0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
+        const __m512 w1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xDD);
+        r[e] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+        r[4 + e] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+        r[8 + e] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+        r[12 + e] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+    }
+}
+
+T512 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt)
+{
+    const int64_t KB = CPU_ATTN_KB, hd16 = hd - hd % 16;
+    for (int64_t p0 = 0; p0 < n; p0 += 16) {
+        const int64_t nr = n - p0 < 16 ? n - p0 : 16;
+        for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
+            __m512 r[16];
+            for (int k = 0; k < 16; k++) {
+                if (k >= nr)
+                    r[k] = _mm512_setzero_ps();
+                else if (f16)
+                    r[k] = _mm512_cvtph_ps(_mm256_loadu_si256(
+                        (const __m256i *)((const uint16_t *)src + (p0 + k) * ld + d0)));
+                else
+                    r[k] = _mm512_loadu_ps((const float *)src + (p0 + k) * ld + d0);
+            }
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int e = 0; e < 16; e++)
+                _mm512_storeu_ps(vt + (d0 + e) * KB + p0, r[e]);
+        }
+        for (int64_t d = hd16; d < hd; d++)
+            for (int64_t k = 0; k < 16; k++) {
+                float x = 0.0f;
+                if (k < nr)
+                    x = f16 ? quant_f16_to_f32(((const uint16_t *)src)[(p0 + k) * ld + d])
+                            : ((const float *)src)[(p0 + k) * ld + d];
+                vt[d * KB + p0 + k] = x;
+            }
+    }
+}
+
+/* One step of 16 positions at t: a[qi][c] += vt column c times the
+ * probabilities of query qi, lanes outside m[qi] kept. */
+T512 INL void pv_step(const int NQ, const int NC, const float *p, int64_t pld, const float *vt,
+                      int64_t i0, int64_t d0, int64_t t, const __mmask16 *m, __m512 a[4][4])
+{
+    __m512 pv[4];
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++)
+        pv[qi] = _mm512_loadu_ps(p + (i0 + qi) * pld + t);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
+        const __m512 x = _mm512_loadu_ps(vt + (d0 + c) * CPU_ATTN_KB + t);
+#pragma GCC unroll 4
+        for (int qi = 0; qi < NQ; qi++)
+            a[qi][c] = _mm512_mask3_fmadd_ps(x, pv[qi], a[qi][c], m[qi]);
+    }
+}
+
+/* NQ query vectors x NC columns of lane accumulators held in registers
+ * over the block; a query's positions past nv[i] are masked off. */
+T512 INL void pv_regs(const int NQ, const int NC, int64_t hd, const float *p, int64_t pld,
+                      const int64_t *nv, const float *vt, float *acc, int64_t i0, int64_t d0)
+{
+    int64_t nmax = 0, nmin = CPU_ATTN_KB;
+    for (int qi = 0; qi < NQ; qi++) {
+        nmax = nv[i0 + qi] > nmax ? nv[i0 + qi] : nmax;
+        nmin = nv[i0 + qi] < nmin ? nv[i0 + qi] : nmin;
+    }
+    if (nmax == 0)
+        return;
+    __m512 a[4][4];
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++)
+            a[qi][c] = _mm512_loadu_ps(acc + ((i0 + qi) * hd + d0 + c) * 16);
+    const __mmask16 all[4] = { 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF };
+    int64_t t = 0;
+    for (; t + 16 <= nmin; t += 16)            /* every query takes all 16 */
+        pv_step(NQ, NC, p, pld, vt, i0, d0, t, all, a);
+    for (; t < nmax; t += 16) {
+        __mmask16 m[4];
+        for (int qi = 0; qi < NQ; qi++) {
+            const int64_t left = nv[i0 + qi] - t;
+            m[qi] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        }
+        pv_step(NQ, NC, p, pld, vt, i0, d0, t, m, a);
+    }
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++)
+            _mm512_storeu_ps(acc + ((i0 + qi) * hd + d0 + c) * 16, a[qi][c]);
+}
+
+T512 void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
+                         const float *vt, float *acc)
+{
+    const int64_t nq4 = nq - nq % 4, hd4 = hd - hd % 4;
+    /* columns outer: 4 columns of vt are read from L2 once, while the
+     * probabilities of the tile stay in L1 */
+    for (int64_t d0 = 0; d0 < hd4; d0 += 4) {
+        for (int64_t i0 = 0; i0 < nq4; i0 += 4)
+            pv_regs(4, 4, hd, p, pld, nv, vt, acc, i0, d0);
+        for (int64_t i = nq4; i < nq; i++)
+            pv_regs(1, 4, hd, p, pld, nv, vt, acc, i, d0);
+    }
+    for (int64_t d = hd4; d < hd; d++)
+        for (int64_t i = 0; i < nq; i++)
+            pv_regs(1, 1, hd, p, pld, nv, vt, acc, i, d);
+}
+
+T512 void cpu_attn512_out(int64_t hd, const float *acc, float *o)
+{
+    const int64_t hd16 = hd - hd % 16;
+    for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
+        __m512 v[16];
+#pragma GCC unroll 16
+        for (int k = 0; k < 16; k++)
+            v[k] = _mm512_loadu_ps(acc + (d0 + k) * 16);
+        _mm512_storeu_ps(o + d0, tree16(v));
+    }
+    for (int64_t d = hd16; d < hd; d++) {
+        float l[16];
+        for (int k = 0; k < 16; k++)
+            l[k] = acc[d * 16 + k];
+        o[d] = cpu_lane_sum(l, 16);
+    }
+}

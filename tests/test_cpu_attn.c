@@ -1,0 +1,171 @@
+/* test_cpu_attn.c: the tiled attention of the CPU backend (cpu_attn.c,
+ * every kernel set this CPU runs, and be_attention itself) against the
+ * plain reference cpu_attention_ref, bit for bit: f32 and f16 caches, GQA
+ * groups 1, 2, 3, 4, 8, head sizes 64, 128, 256 and odd ones (80, 72),
+ * 1 to 600 query rows at cache depths 0 to 5000, 1 and 2 threads.
+ *
+ * Cache rows after the last query's position hold NaN, so a kernel that
+ * reads a position it must skip poisons its output; positions between a
+ * query's own and the tile's last are finite, and reading one of them
+ * changes bits. Each case seeds its RNG from its name. */
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_attn.h"
+#include "quant/fp16.h"
+
+static be_ctx *be_t[3];         /* by thread count (1, 2) */
+
+static float gauss(t_rng *r)
+{
+    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static be_tensor *filled(be_ctx *be, t_rng *r, int64_t rows, int64_t valid, int64_t cols, int f16,
+                         float scale)
+{
+    be_tensor *t = f16 ? be_tensor_new_f16(be, rows, cols) : be_tensor_new(be, rows, cols);
+    float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+    for (int64_t i = 0; i < rows * cols; i++)
+        x[i] = i < valid * cols ? gauss(r) * scale : NAN;
+    be_write(be, t, 0, rows, x);
+    free(x);
+    return t;
+}
+
+/* First index where a and b differ in bits, or -1. */
+static int64_t first_diff(const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (quant_f32_bits(a[i]) != quant_f32_bits(b[i]))
+            return i;
+    return -1;
+}
+
+static void attn_case(int f16, int64_t group, int64_t n_kv_head, int64_t hd, int64_t T, int64_t pos0,
+                      int threads)
+{
+    char name[128];
+    snprintf(name, sizeof name, "cpu.attn_%s_g%lld_kv%lld_hd%lld_T%lld_p%lld_t%d", f16 ? "f16" : "f32",
+             (long long)group, (long long)n_kv_head, (long long)hd, (long long)T, (long long)pos0,
+             threads);
+    t_rng r = t_rng_named(name);
+    be_ctx *be = be_t[threads];
+    const int64_t Hq = group * n_kv_head, n = pos0 + T;
+    /* keys of size ~2 give scores spread over several units: a peaked
+     * softmax with tiny probabilities, f16 subnormals among them */
+    be_tensor *kc = filled(be, &r, n + 19, n, n_kv_head * hd, f16, 2.0f);
+    be_tensor *vc = filled(be, &r, n + 19, n, n_kv_head * hd, f16, 1.0f);
+    be_tensor *q = filled(be, &r, T, T, Hq * hd, 0, 1.0f);
+    be_tensor *out = be_tensor_new(be, T, Hq * hd);
+    const size_t cnt = (size_t)(T * Hq * hd);
+    float *want = malloc(cnt * sizeof(float)), *got = malloc(cnt * sizeof(float));
+    const float scale = 1.0f / sqrtf((float)hd);
+
+    cpu_attention_ref(be, q, kc, vc, pos0, Hq, n_kv_head, hd, scale, out);
+    be_read(be, out, 0, T, want);
+    int bad = 0;
+    for (int64_t i = 0; i < (int64_t)cnt && !bad; i++)
+        bad = !isfinite(want[i]);
+    const char *fail = bad ? "reference not finite" : NULL;
+    int64_t at = -1;
+    const int paths[3] = { CPU_ATTN_GENERIC, CPU_ATTN_AVX512, -1 };
+    static const char *const pname[3] = { "generic", "avx512", "be_attention" };
+    for (int k = 0; k < 3 && !fail; k++) {
+        if (paths[k] == CPU_ATTN_AVX512 && cpu_attn_best_path() != CPU_ATTN_AVX512)
+            continue;
+        be_zero(be, out);
+        if (paths[k] < 0)
+            be_attention(be, q, kc, vc, pos0, Hq, n_kv_head, hd, scale, out);
+        else
+            cpu_attention_path(be, paths[k], q, kc, vc, pos0, Hq, n_kv_head, hd, scale, out);
+        be_read(be, out, 0, T, got);
+        at = first_diff(got, want, (int64_t)cnt);
+        if (at >= 0)
+            fail = pname[k];
+    }
+    if (!fail)
+        t_ok(name);
+    else if (at < 0)
+        t_fail(name, "%s", fail);
+    else
+        t_fail(name, "%s differs at row %lld col %lld: %.9g vs reference %.9g", fail,
+               (long long)(at / (Hq * hd)), (long long)(at % (Hq * hd)), got[at], want[at]);
+    free(want);
+    free(got);
+    be_tensor_free(be, kc);
+    be_tensor_free(be, vc);
+    be_tensor_free(be, q);
+    be_tensor_free(be, out);
+}
+
+/* The vector f16 rounding of probabilities equals quant_f32_to_f16 over a
+ * spread of bit patterns: subnormal results, ties, overflow. */
+static void round_case(void)
+{
+    const char *name = "cpu.attn512_scale_round";
+    if (cpu_attn_best_path() != CPU_ATTN_AVX512) {
+        t_ok("cpu.attn512_scale_round (no AVX-512 here: kernel not used)");
+        return;
+    }
+    enum { N = 4099 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    uint64_t bad = 0, seen = 0;
+    for (uint64_t u0 = 0; u0 < 0x100000000ull && !bad; u0 += (uint64_t)N * 1021) {
+        for (int i = 0; i < N; i++) {
+            x[i] = quant_bits_f32((uint32_t)(u0 + (uint64_t)i * 1021));
+            if (isnan(x[i]))
+                x[i] = 0.5f;             /* NaN payloads are outside the contract */
+            y[i] = x[i] * 0.75f;
+            y[i] = quant_f16_to_f32(quant_f32_to_f16(y[i]));
+        }
+        cpu_attn512_scale_round(N, x, 0.75f, 1);
+        for (int i = 0; i < N && !bad; i++, seen++)
+            bad = quant_f32_bits(x[i]) != quant_f32_bits(y[i]) ? (uint64_t)i + 1 : 0;
+    }
+    t_check(name, !bad, "value %llu of %llu differs", (unsigned long long)bad,
+            (unsigned long long)seen);
+    free(x);
+    free(y);
+}
+
+int main(void)
+{
+    q36_err err = { 0 };
+    if (be_cpu_new(1, &be_t[1], &err) || be_cpu_new(2, &be_t[2], &err)) {
+        t_fail("cpu.attn_setup", "%s", err.msg);
+        return t_exit();
+    }
+    round_case();
+    static const int64_t groups[] = { 1, 2, 3, 4, 8 };
+    static const int64_t hds[] = { 64, 128, 256, 80, 72 };
+    static const int64_t small[][2] = { { 1, 0 }, { 1, 100 }, { 2, 1 }, { 7, 100 }, { 64, 1 } };
+    int th = 1;
+    for (int f16 = 0; f16 < 2; f16++)
+        for (size_t g = 0; g < sizeof groups / sizeof *groups; g++)
+            for (size_t h = 0; h < sizeof hds / sizeof *hds; h++)
+                for (size_t s = 0; s < sizeof small / sizeof *small; s++, th = 3 - th)
+                    attn_case(f16, groups[g], 2, hds[h], small[s][0], small[s][1], th);
+    /* one KV head: decode splits the group over the threads */
+    for (int f16 = 0; f16 < 2; f16++) {
+        attn_case(f16, 8, 1, 256, 1, 100, 2);
+        attn_case(f16, 3, 1, 72, 1, 33, 2);
+    }
+    /* the real shapes (Qwen3.5 0.8B: 8 heads over 2, MoE file: 16 over 2;
+     * head 256) at long prompts and deep caches, and odd heads there too */
+    for (int f16 = 0; f16 < 2; f16++) {
+        attn_case(f16, 4, 2, 256, 600, 0, 2);
+        attn_case(f16, 4, 2, 256, 1, 5000, 1);
+        attn_case(f16, 8, 2, 256, 7, 5000, 2);
+        attn_case(f16, 4, 2, 256, 64, 5000, 2);
+        attn_case(f16, 2, 2, 80, 600, 100, 2);
+        attn_case(f16, 1, 2, 72, 64, 5000, 1);
+    }
+    be_free(be_t[1]);
+    be_free(be_t[2]);
+    return t_exit();
+}
