@@ -2,7 +2,9 @@
  * cpu_gemm.h) against the quant module's reference dot product.
  *
  *   gemm_<type>_<path>   every output of a tile within tests/quant_bound.h's
- *                        bound of quant_vec_dot_ref, over real row lengths
+ *                        bound of quant_vec_dot_ref and (SIMD paths) equal
+ *                        bit for bit to the plain C reference's, over real
+ *                        row lengths
  *                        (K = 1024, 2048, 3584, 4096) and odd ones (256,
  *                        768), tiles of nr x nt = 1..13 x 1..9 (not
  *                        multiples of any blocking, one token included),
@@ -27,6 +29,7 @@ typedef struct {
     const char *name;
     cpu_tile_fn fn;
     enum quant_path needs;
+    cpu_tile_fn same;     /* a kernel whose bits it must give, or NULL */
 } tile_path;
 
 static double worst;
@@ -72,8 +75,10 @@ static void test_tile(uint32_t type, const tile_path *p)
                     const float ref = quant_vec_dot_ref(type, K, wr, ar);
                     const double bound = qb_bound(K, qb_abs_sum(type, wr, ad + t * K, K));
                     const double d = fabs((double)v - ref);
-                    float one = 0;
+                    float one = 0, same = v;
                     p->fn(K, wr, wrb, 1, ar, arb, 1, &one, 1);
+                    if (p->same)
+                        p->same(K, wr, wrb, 1, ar, arb, 1, &same, 1);
                     if (!(d <= bound))
                         snprintf(why, sizeof why, "K=%lld %lldx%lld [t %lld, r %lld]: %.9g, ref %.9g, |diff| %.3g > bound %.3g",
                                  (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r,
@@ -82,6 +87,10 @@ static void test_tile(uint32_t type, const tile_path *p)
                         snprintf(why, sizeof why, "K=%lld %lldx%lld [t %lld, r %lld]: %.9g in the tile, %.9g alone",
                                  (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r,
                                  (double)v, (double)one);
+                    else if (memcmp(&same, &v, 4))
+                        snprintf(why, sizeof why, "K=%lld %lldx%lld [t %lld, r %lld]: %.9g, reference order %.9g",
+                                 (long long)K, (long long)nr, (long long)nt, (long long)t, (long long)r,
+                                 (double)v, (double)same);
                     if (bound > 0)
                         worst = fmax(worst, d / bound);
                 }
@@ -99,9 +108,9 @@ static void test_tile(uint32_t type, const tile_path *p)
 int main(void)
 {
     const tile_path k4[] = {
-        { "ref", cpu_gemm_q4_K_ref, QUANT_PATH_REF },
-        { "avx2", cpu_gemm_q4_K_avx2, QUANT_PATH_AVX2 },
-        { "avx512vnni", cpu_gemm_q4_K_avx512vnni, QUANT_PATH_AVX512VNNI },
+        { "ref", cpu_gemm_q4_K_ref, QUANT_PATH_REF, NULL },
+        { "avx2", cpu_gemm_q4_K_avx2, QUANT_PATH_AVX2, cpu_gemm_q4_K_ref },
+        { "avx512vnni", cpu_gemm_q4_K_avx512vnni, QUANT_PATH_AVX512VNNI, cpu_gemm_q4_K_ref },
     };
     for (size_t i = 0; i < sizeof k4 / sizeof k4[0]; i++) {
         if (!quant_path_available(k4[i].needs)) {

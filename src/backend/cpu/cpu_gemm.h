@@ -29,10 +29,13 @@
 typedef void (*cpu_tile_fn)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                             const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 
-/* cpu_gemm_k4.c: Q4_K weights, Q8_K activations.
- *  _ref:        plain C, quant_vec_dot_ref per output (the reference);
- *  _avx2:       the quant module's AVX2 dot per output (CPUs without
- *               AVX-512 VNNI);
+/* cpu_gemm_k4.c: Q4_K weights, Q8_K activations. All three give the same
+ * bits (per block: four int32 lanes per output, f32 lanes scaled by d,
+ * dmin and the activation scale, one lane sum at the end; cpu_gemm_k4.c
+ * spells the order out):
+ *  _ref:        plain C, one output at a time;
+ *  _avx2:       blocks of 2 rows x up to 4 tokens, AVX2 + FMA + F16C; call
+ *               only where quant_path_available(QUANT_PATH_AVX2);
  *  _avx512vnni: blocks of 4 rows x up to 4 tokens, AVX-512 F/BW/VL + VNNI;
  *               call only where quant_path_available(QUANT_PATH_AVX512VNNI).
  * cpu_gemm_q4_K() gives the fastest one this CPU runs (the quant module's
