@@ -541,6 +541,7 @@ int main(void)
     test_matmul(QT_Q8_0, 32, 1, 3);
     test_matmul_id(QT_Q8_0, 256, 48, 8, 2, 5, false);
     test_matmul_id(QT_Q4_K, 256, 33, 16, 3, 9, true);
+    test_matmul_id(QT_Q4_K, 512, 37, 2, 2, 70, false);   /* > 64 pairs per expert */
     test_matmul_id(QT_F32, 64, 16, 4, 1, 1, false);
     test_matmul_id(QT_BF16, 96, 8, 4, 2, 3, false);
     test_rms(7, 1024, 1024, true);

@@ -33,8 +33,13 @@
  * ggml's SIMD exp (SiLU, softmax: 27% and 56% of values differ by <= 4
  * ulp), Q4_0/Q4_K/IQ4_NL/MXFP4 weights that llama.cpp repacks into its own
  * interleaved GEMV/GEMM, and the K-quant/f16/bf16 kernels of the quant
- * module (within a rounding bound of ggml's, not equal). A backend for
- * another device matches the CPU backend within float tolerance, not bits.
+ * module (within a rounding bound of ggml's, not equal). Q4_K matmuls run
+ * the tile kernels of cpu/cpu_gemm.h (several rows x tokens per call): the
+ * same exact integer block sums, another f32 order than the quant module's
+ * dot, within the same bound; a row's bits never depend on the batch size.
+ * Q8_0 and f32 tiles (cpu/cpu_gemm_q8.h) keep the per-output dot's bits.
+ * A backend for another device matches the CPU backend within float
+ * tolerance, not bits.
  *
  * Sync. Ops are queued in call order; be_read waits for what was queued
  * before it. be_sync waits for everything. The CPU backend runs each op to

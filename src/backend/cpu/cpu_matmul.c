@@ -5,12 +5,24 @@
  * byte-exact with ggml), then every output element is one block dot
  * product (quant_vec_dot_fn) of a weight row with an activation row.
  *
+ * Weight types with a tile kernel (cpu_gemm.h: Q4_K) compute a tile of
+ * weight rows x tokens per call instead, so a weight block is unpacked once
+ * for several tokens and its scales once for several rows. For experts the
+ * pairs routed to one expert form the tile: their activation rows are
+ * quantized straight into expert order, and the tile's outputs go through
+ * a per-thread buffer to the pairs' rows.
+ *
  * Work is split over weight rows, so a weight row is read from memory once
  * per tile of tokens and stays in cache while it meets every token of the
- * tile. */
+ * tile; a one-token matmul has as many items as any other, so both threads
+ * stay busy on it. */
 #include "cpu_internal.h"
 
 #include <assert.h>
+#include <string.h>
+
+#include "cpu_gemm.h"
+#include "cpu_gemm_q8.h"
 
 #include "../../quant/quant.h"
 
@@ -68,6 +80,36 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
     return quant_vec_dot_fn(type);
 }
 
+/* The tile kernel of weight type `type`, or NULL where the matmul takes
+ * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h) give pick_dot's
+ * bits exactly, so they go exactly where pick_dot takes that order; Q4_K
+ * (cpu_gemm.h) stays within the quant module's rounding bound. None under
+ * a forced Q36_DOT_PATH. */
+static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+{
+    if (be->dot_path >= 0)
+        return NULL;
+    if (type == QT_Q4_K)
+        return cpu_gemm_q4_K();
+    if (type == QT_Q8_0)
+        return cpu_gemm_q8_0();
+    if (type == QT_F32 && !expert && K % cpu_lanes() == 0 && N % 4 == 0)
+        return cpu_gemm_f32_lanes();
+    return NULL;
+}
+
+/* Weight rows per work item. A few tokens (decode) read each weight row
+ * once: larger items give each thread long sequential runs of rows, 8 per
+ * thread keep the split dynamic. */
+static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
+{
+    if (R > 4)
+        return ROW_GRAIN;
+    int64_t g = N / (8 * (int64_t)be->n_threads);
+    g -= g % ROW_GRAIN;
+    return g > ROW_GRAIN ? g : ROW_GRAIN;
+}
+
 typedef struct {
     const be_weight *w;
     const uint8_t   *wbase;     /* the slab */
@@ -75,6 +117,7 @@ typedef struct {
     const be_tensor *y;
     int64_t          R, K;
     quant_dot_fn     dot;
+    cpu_tile_fn      tile;      /* NULL: dot per output */
 } mm_job;
 
 static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
@@ -84,6 +127,11 @@ static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
     const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
     for (int64_t r0 = 0; r0 < j->R; r0 += TOK_TILE) {
         int64_t r1 = r0 + TOK_TILE < j->R ? r0 + TOK_TILE : j->R;
+        if (j->tile) {
+            j->tile(j->K, j->wbase + (uint64_t)n0 * wrb, wrb, n1 - n0, j->act + (uint64_t)r0 * arb, arb,
+                    r1 - r0, cpu_row(j->y, r0) + n0, j->y->ld);
+            continue;
+        }
         for (int64_t n = n0; n < n1; n++) {
             const uint8_t *wr = j->wbase + (uint64_t)n * wrb;
             for (int64_t r = r0; r < r1; r++)
@@ -126,8 +174,9 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
+        .tile = pick_tile(be, w->type, K, N, false),
     };
-    cpu_for(be, N, ROW_GRAIN, mm_task, &j);
+    cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
@@ -142,18 +191,32 @@ typedef struct {
     const int32_t   *used;       /* their ids */
     const int64_t   *start;      /* pairs of used[u]: order[start[u] .. start[u+1]) */
     const int64_t   *order;      /* pair index t*k+i */
-    const int64_t   *arow;       /* activation row of each pair */
+    const int64_t   *arow;       /* activation row of each pair (dot path) */
     quant_dot_fn     dot;
+    cpu_tile_fn      tile;       /* NULL: dot per output; else act row s is pair order[s] */
+    be_ctx          *be;
 } mmid_job;
 
 static void mmid_task(void *arg, int64_t n0, int64_t n1, int tid)
 {
-    (void)tid;
     const mmid_job *j = arg;
     const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
+    float *yt = j->tile ? cpu_tscratch(j->be, tid) : NULL;     /* TOK_TILE x ROW_GRAIN */
     for (int64_t u = 0; u < j->n_used; u++) {
         const uint8_t *slab = (const uint8_t *)j->w->t->data +
                               (uint64_t)j->used[u] * (uint64_t)j->N * wrb;
+        if (j->tile) {
+            for (int64_t s0 = j->start[u]; s0 < j->start[u + 1]; s0 += TOK_TILE) {
+                const int64_t nt = j->start[u + 1] - s0 < TOK_TILE ? j->start[u + 1] - s0 : TOK_TILE;
+                for (int64_t n = n0; n < n1; n += ROW_GRAIN) {
+                    const int64_t nr = n1 - n < ROW_GRAIN ? n1 - n : ROW_GRAIN;
+                    j->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb, nt, yt, nr);
+                    for (int64_t t = 0; t < nt; t++)
+                        memcpy(cpu_row(j->y, j->order[s0 + t]) + n, yt + t * nr, sizeof(float) * (size_t)nr);
+                }
+            }
+            continue;
+        }
         for (int64_t n = n0; n < n1; n++) {
             const uint8_t *wr = slab + (uint64_t)n * wrb;
             for (int64_t p = j->start[u]; p < j->start[u + 1]; p++) {
@@ -161,6 +224,32 @@ static void mmid_task(void *arg, int64_t n0, int64_t n1, int tid)
                 cpu_row(j->y, pair)[n] = j->dot(j->K, wr, j->act + (uint64_t)j->arow[pair] * arb);
             }
         }
+    }
+}
+
+/* Quantizes row r of x into slot pos[p] of q for each pair p that reads it
+ * (p = r when every pair has its own row, else p = r*k .. r*k+k-1): the
+ * activation rows in expert order for the tile kernels. */
+typedef struct {
+    const be_weight *w;
+    const be_tensor *x;
+    uint8_t         *q;
+    const int64_t   *pos;
+    int64_t          k;
+    bool             per_pair;
+} qid_job;
+
+static void qid_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const qid_job *j = arg;
+    const uint64_t arb = j->w->act_row_bytes;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t p0 = j->per_pair ? r : r * j->k, np = j->per_pair ? 1 : j->k;
+        uint8_t *first = j->q + (uint64_t)j->pos[p0] * arb;
+        quant_act_quantize((uint32_t)j->w->act_type, cpu_row(j->x, r), first, j->x->cols);
+        for (int64_t i = 1; i < np; i++)
+            memcpy(j->q + (uint64_t)j->pos[p0 + i] * arb, first, arb);
     }
 }
 
@@ -174,19 +263,18 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
     const bool per_pair = x->rows == P && k > 1;
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
+    const cpu_tile_fn tile = pick_tile(be, w->type, K, N, true);
 
-    size_t qbytes = (size_t)x->rows * w->act_row_bytes;
+    size_t qbytes = (size_t)(tile ? P : x->rows) * w->act_row_bytes;
     size_t qpad = (qbytes + 63) & ~(size_t)63;
     size_t ibytes = sizeof(int64_t) * (size_t)(2 * P + 2 * (E + 1)) + sizeof(int32_t) * (size_t)E;
     uint8_t *buf = cpu_scratch(be, qpad + ibytes);
     assert(buf);
     int64_t *order = (int64_t *)(buf + qpad);
-    int64_t *arow = order + P;
+    int64_t *arow = order + P;         /* dot path: activation row of each pair; tile path: its slot */
     int64_t *cnt = arow + P;           /* E+1 counters, then reused as start */
     int64_t *fill = cnt + E + 1;       /* E+1 entries */
     int32_t *used = (int32_t *)(fill + E + 1);
-
-    quantize_rows(be, w, x, buf);
 
     for (int64_t e = 0; e <= E; e++)
         cnt[e] = 0;
@@ -212,9 +300,22 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
         start[u] = cnt[used[u]];
     start[n_used] = P;
 
+    if (tile) {
+        for (int64_t s = 0; s < P; s++)
+            arow[order[s]] = s;
+        qid_job q = { w, x, buf, arow, k, per_pair || k == 1 };
+        cpu_for(be, x->rows, 4, qid_task, &q);
+        int rc = cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN);
+        assert(rc == 0);
+        (void)rc;
+    } else {
+        quantize_rows(be, w, x, buf);
+    }
+
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
         .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
+        .tile = tile, .be = be,
     };
     cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
