@@ -4,7 +4,8 @@
  * kernel; cpu_dot_lanes for F32), over the real reduction lengths of the
  * Qwen3.5/3.6 files (1024, 2048, 3584, 6144) and short ones (32, 96), tile
  * shapes that are not multiples of any kernel's register block, one token
- * (decode), padded row strides and a padded output stride (whose padding
+ * (decode), K past the AVX-512 kernel's pack limit (8224), more rows than
+ * one pack meets (70), padded row strides and a padded output stride (whose padding
  * must stay untouched). Every kernel this CPU runs is checked; a kernel
  * the CPU lacks is named on its case line. A CPU without AVX2 fails the
  * Q8_0 cases: the order being checked is that of an AVX2 kernel.
@@ -305,6 +306,8 @@ int main(int argc, char **argv)
     test_q8_0(1024, 6, 67, 1);
     test_q8_0(96, 11, 1, 1);
     test_q8_0(3584, 16, 64, 0);
+    test_q8_0(1024, 70, 9, 0);       /* more rows than one pack meets */
+    test_q8_0(8224, 5, 3, 0);        /* K past the pack limit: unpacked kernel */
 
     static const int64_t Kf[] = { 1024, 3584, 2048, 6144, 32, 96, 48 };
     for (size_t k = 0; k < sizeof Kf / sizeof Kf[0]; k++)

@@ -189,12 +189,21 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
 
 /* --------------------------------------------------- Q8_0, AVX-512 */
 
+/* Activations packed for the AVX-512 kernel, per block of 8 tokens: their
+ * codes + 128 (xor 0x80: what vpdpbusd takes as unsigned), 32 bytes per
+ * token, then their scales as f32; so that the kernel's per-token work is
+ * two loads. Packs live on the stack, hence the limit on K. */
+#define PACK_TOK 8
+#define PACK_BLOCK (PACK_TOK * 32 + PACK_TOK * 4)
+#define PACK_MAX_BLOCKS 256      /* K <= 8192: a 72 KiB pack */
+
 /* NQ row pairs x NT tokens: register (q, t) holds rows 2q (lanes 0-7) and
  * 2q+1 (lanes 8-15) of token t. vpdpbusd takes unsigned x signed bytes:
  * (a + 128) x w, started from -128 * (sum of each 4 codes of w), gives
  * each lane's exact sum. Rows past nr repeat the last row (results not
- * stored). */
-AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, int64_t nb, const uint8_t *w,
+ * stored). PACKED: a is a pack (above), else NT rows arb bytes apart. */
+AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, const int PACKED, int64_t nb,
+                                    const uint8_t *w,
                                     uint64_t wrb, int64_t nrows, const uint8_t *a, uint64_t arb,
                                     float *y, int64_t ldy)
 {
@@ -230,10 +239,18 @@ AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, int64_t nb, cons
         }
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) {
-            const uint8_t *p = a + (uint64_t)t * arb + off;
-            const __m512i au = _mm512_xor_si512(
-                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 2))), c80);
-            const __m512 da = _mm512_cvtph_ps(_mm256_set1_epi16((short)rd16(p)));
+            __m512i au;
+            __m512 da;
+            if (PACKED) {
+                const uint8_t *p = a + (uint64_t)b * PACK_BLOCK;
+                au = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 32 * t)));
+                da = _mm512_set1_ps(((const float *)(p + 32 * PACK_TOK))[t]);
+            } else {
+                const uint8_t *p = a + (uint64_t)t * arb + off;
+                au = _mm512_xor_si512(
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 2))), c80);
+                da = _mm512_cvtph_ps(_mm256_set1_epi16((short)rd16(p)));
+            }
 #pragma GCC unroll 4
             for (int q = 0; q < NQ; q++) {
                 const __m512i s = _mm512_dpbusd_epi32(nbias[q], au, wv[q]);
@@ -254,31 +271,50 @@ AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, int64_t nb, cons
         }
 }
 
-#define Q8_512_SHAPE(NQ, NT)                                                                  \
-    AVX512VNNI static void q8_512_##NQ##x##NT(int64_t nb, const uint8_t *w, uint64_t wrb,     \
-                                              int64_t nrows, const uint8_t *a, uint64_t arb,  \
-                                              float *y, int64_t ldy)                          \
+#define Q8_512_SHAPE(NQ, NT, PK)                                                              \
+    AVX512VNNI static void q8_512_##NQ##x##NT##PK(int64_t nb, const uint8_t *w, uint64_t wrb, \
+                                                  int64_t nrows, const uint8_t *a,            \
+                                                  uint64_t arb, float *y, int64_t ldy)        \
     {                                                                                         \
-        q8_512_block(NQ, NT, nb, w, wrb, nrows, a, arb, y, ldy);                              \
+        q8_512_block(NQ, NT, sizeof(#PK) > 1, nb, w, wrb, nrows, a, arb, y, ldy);             \
     }
-Q8_512_SHAPE(1, 1) Q8_512_SHAPE(1, 2) Q8_512_SHAPE(1, 3) Q8_512_SHAPE(1, 4)
-Q8_512_SHAPE(1, 5) Q8_512_SHAPE(1, 6) Q8_512_SHAPE(1, 7) Q8_512_SHAPE(1, 8)
-Q8_512_SHAPE(2, 1) Q8_512_SHAPE(2, 2) Q8_512_SHAPE(2, 3) Q8_512_SHAPE(2, 4)
-Q8_512_SHAPE(2, 5) Q8_512_SHAPE(2, 6) Q8_512_SHAPE(2, 7) Q8_512_SHAPE(2, 8)
-Q8_512_SHAPE(3, 1) Q8_512_SHAPE(4, 1)
+#define Q8_512_SHAPES(NQ, PK)                                                                 \
+    Q8_512_SHAPE(NQ, 1, PK) Q8_512_SHAPE(NQ, 2, PK) Q8_512_SHAPE(NQ, 3, PK)                   \
+    Q8_512_SHAPE(NQ, 4, PK) Q8_512_SHAPE(NQ, 5, PK) Q8_512_SHAPE(NQ, 6, PK)                   \
+    Q8_512_SHAPE(NQ, 7, PK) Q8_512_SHAPE(NQ, 8, PK)
+Q8_512_SHAPES(1, ) Q8_512_SHAPES(2, ) Q8_512_SHAPES(1, p) Q8_512_SHAPES(2, p)
+Q8_512_SHAPE(3, 1, ) Q8_512_SHAPE(4, 1, )
 
 typedef void (*q8_512_fn)(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nrows,
                           const uint8_t *a, uint64_t arb, float *y, int64_t ldy);
 
+#define Q8_512_ROW(NQ, PK)                                                                    \
+    { q8_512_##NQ##x1##PK, q8_512_##NQ##x2##PK, q8_512_##NQ##x3##PK, q8_512_##NQ##x4##PK,      \
+      q8_512_##NQ##x5##PK, q8_512_##NQ##x6##PK, q8_512_##NQ##x7##PK, q8_512_##NQ##x8##PK }
+
+/* codes + 128 and f32 scales of u <= PACK_TOK tokens (the rest zero) */
+AVX512 static void q8_pack(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u, uint8_t *pk)
+{
+    const __m256i c80 = _mm256_set1_epi8((char)0x80);
+    memset(pk, 0, (size_t)nb * PACK_BLOCK);
+    for (int64_t t = 0; t < u; t++) {
+        const uint8_t *p = a + (uint64_t)t * arb;
+        for (int64_t b = 0; b < nb; b++, p += Q8_BLOCK) {
+            uint8_t *q = pk + b * PACK_BLOCK;
+            _mm256_storeu_si256((__m256i *)(q + 32 * t),
+                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 2)), c80));
+            ((float *)(q + 32 * PACK_TOK))[t] = _cvtsh_ss(rd16(p));
+        }
+    }
+}
+
+#define PACK_ROWS 64     /* weight rows (in L2) that meet each pack */
+
 void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
-    static const q8_512_fn pre[2][8] = {
-        { q8_512_1x1, q8_512_1x2, q8_512_1x3, q8_512_1x4,
-          q8_512_1x5, q8_512_1x6, q8_512_1x7, q8_512_1x8 },
-        { q8_512_2x1, q8_512_2x2, q8_512_2x3, q8_512_2x4,
-          q8_512_2x5, q8_512_2x6, q8_512_2x7, q8_512_2x8 },
-    };
+    static const q8_512_fn pre[2][8] = { Q8_512_ROW(1, ), Q8_512_ROW(2, ) };
+    static const q8_512_fn pkd[2][8] = { Q8_512_ROW(1, p), Q8_512_ROW(2, p) };
     static const q8_512_fn dec[4] = { q8_512_1x1, q8_512_2x1, q8_512_3x1, q8_512_4x1 };
     assert(K % 32 == 0);
     const int64_t nb = K / 32;
@@ -289,12 +325,28 @@ void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
         }
         return;
     }
-    for (int64_t r = 0; r < nr; r += 4) {
-        const int64_t m = nr - r < 4 ? nr - r : 4;
-        for (int64_t t = 0; t < nt; t += 8) {
-            const int64_t u = nt - t < 8 ? nt - t : 8;
-            pre[(m + 1) / 2 - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, m,
-                                        a + (uint64_t)t * arb, arb, y + t * ldy + r, ldy);
+    if (nb > PACK_MAX_BLOCKS) {
+        for (int64_t r = 0; r < nr; r += 4) {
+            const int64_t m = nr - r < 4 ? nr - r : 4;
+            for (int64_t t = 0; t < nt; t += 8) {
+                const int64_t u = nt - t < 8 ? nt - t : 8;
+                pre[(m + 1) / 2 - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, m,
+                                            a + (uint64_t)t * arb, arb, y + t * ldy + r, ldy);
+            }
+        }
+        return;
+    }
+    _Alignas(64) uint8_t pk[PACK_MAX_BLOCKS * PACK_BLOCK];
+    for (int64_t r0 = 0; r0 < nr; r0 += PACK_ROWS) {
+        const int64_t r1 = nr - r0 < PACK_ROWS ? nr : r0 + PACK_ROWS;
+        for (int64_t t = 0; t < nt; t += PACK_TOK) {
+            const int64_t u = nt - t < PACK_TOK ? nt - t : PACK_TOK;
+            q8_pack(nb, a + (uint64_t)t * arb, arb, u, pk);
+            for (int64_t r = r0; r < r1; r += 4) {
+                const int64_t m = r1 - r < 4 ? r1 - r : 4;
+                pkd[(m + 1) / 2 - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, m, pk, 0,
+                                            y + t * ldy + r, ldy);
+            }
         }
     }
 }

@@ -26,7 +26,10 @@
  *  cpu_gemm_q8_0_avx512vnni: AVX-512 VNNI: two outputs (2 rows of one
  *                            token) per 16-lane register, blocks of 4 rows x
  *                            8 tokens (8 rows for one token); vpdpbusd on
- *                            (a + 128) x w minus 128 * sum(w), exact.
+ *                            (a + 128) x w minus 128 * sum(w), exact; the
+ *                            8 tokens' codes + 128 and f32 scales are
+ *                            packed once per 64 rows (a 72 KiB stack
+ *                            buffer; K > 8192 runs unpacked).
  * cpu_gemm_q8_0() gives what matches pick_dot on this CPU: the AVX-512
  * kernel where quant_path_available(QUANT_PATH_AVX512VNNI), the AVX2 one
  * where QUANT_PATH_AVX2 is (both compute pick_dot's AVX2 order), else a
