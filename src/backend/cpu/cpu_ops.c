@@ -2,8 +2,11 @@
  * norms, add/mul, SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the
  * MoE router. Each follows the float recipe of ggml's CPU kernel it stands
  * for (MODEL.md §9.1): norms sum squares in double, softmax sums in double
- * and scales by the float of 1/sum, exp/log are libm's expf/logf. */
+ * and scales by the float of 1/sum, exp/log are libm's expf/logf. SiLU,
+ * sigmoid and SwiGLU take their exps a chunk at a time from cpu_vexp.h,
+ * whose vector expf gives libm's bits, so they are unchanged by it. */
 #include "cpu_internal.h"
+#include "cpu_vexp.h"
 
 #include <assert.h>
 #include <math.h>
@@ -15,10 +18,56 @@ static void same_shape(const be_tensor *a, const be_tensor *b)
     assert(a->rows == b->rows && a->cols == b->cols && !a->f16 && !b->f16);
 }
 
+/* Row-wise ops split their rows over the pool in chunks of at least
+ * ROW_ELEMS floats: one token (decode) is always one chunk, run on the
+ * calling thread without a hand-off; a prompt's rows are shared. */
+#define ROW_ELEMS 16384
+
+static int64_t row_grain(int64_t cols)
+{
+    return cols >= ROW_ELEMS ? 1 : ROW_ELEMS / (cols > 0 ? cols : 1);
+}
+
 /* ---------------------------------------------------------------- norms */
 
-static void rms_norm_rows(const be_tensor *x, const be_weight *w, float eps, int64_t group,
-                          be_tensor *y)
+typedef struct {
+    const be_tensor *x;
+    const float     *w;        /* per-group weight, or NULL */
+    float            eps, post;  /* post: a scale applied after (1 = none) */
+    int64_t          group;
+    be_tensor       *y;
+} norm_job;
+
+static void norm_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const norm_job *j = arg;
+    const int64_t group = j->group, cols = j->x->cols;
+    const float *wd = j->w;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = cpu_row(j->x, r);
+        float *yr = cpu_row(j->y, r);
+        for (int64_t g0 = 0; g0 < cols; g0 += group) {
+            double sum = 0.0;
+            for (int64_t i = 0; i < group; i++)
+                sum += (double)(xr[g0 + i] * xr[g0 + i]);
+            const float mean = (float)(sum / (double)group);
+            const float scale = 1.0f / sqrtf(mean + j->eps);
+            if (wd)
+                for (int64_t i = 0; i < group; i++)
+                    yr[g0 + i] = xr[g0 + i] * scale * wd[i];
+            else
+                for (int64_t i = 0; i < group; i++)
+                    yr[g0 + i] = xr[g0 + i] * scale;
+        }
+        if (j->post != 1.0f)
+            for (int64_t c = 0; c < cols; c++)
+                yr[c] *= j->post;
+    }
+}
+
+static void norm_rows(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                      float post, int64_t group, be_tensor *y)
 {
     same_shape(x, y);
     assert(group > 0 && x->cols % group == 0);
@@ -27,44 +76,24 @@ static void rms_norm_rows(const be_tensor *x, const be_weight *w, float eps, int
         assert(w->type == 0 /* F32 */ && (int64_t)w->t->ne[0] == group);
         wd = w->t->data;
     }
-    for (int64_t r = 0; r < x->rows; r++) {
-        const float *xr = cpu_row(x, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t g0 = 0; g0 < x->cols; g0 += group) {
-            double sum = 0.0;
-            for (int64_t i = 0; i < group; i++)
-                sum += (double)(xr[g0 + i] * xr[g0 + i]);
-            const float mean = (float)(sum / (double)group);
-            const float scale = 1.0f / sqrtf(mean + eps);
-            if (wd)
-                for (int64_t i = 0; i < group; i++)
-                    yr[g0 + i] = xr[g0 + i] * scale * wd[i];
-            else
-                for (int64_t i = 0; i < group; i++)
-                    yr[g0 + i] = xr[g0 + i] * scale;
-        }
-    }
+    norm_job j = { .x = x, .w = wd, .eps = eps, .post = post, .group = group, .y = y };
+    cpu_for(be, x->rows, row_grain(x->cols), norm_task, &j);
 }
 
 void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                  int64_t group, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    rms_norm_rows(x, w, eps, group, y);
+    norm_rows(be, x, w, eps, 1.0f, group, y);
     CPU_PROF_END(be, BE_PROF_RMS_NORM);
 }
 
+/* ggml's l2 norm as an RMS norm with eps/n, then scaled by 1/sqrt(n) */
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     const float n = (float)group;
-    rms_norm_rows(x, NULL, eps / n, group, y);
-    const float s = 1.0f / sqrtf(n);
-    for (int64_t r = 0; r < y->rows; r++) {
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < y->cols; c++)
-            yr[c] *= s;
-    }
+    norm_rows(be, x, NULL, eps / n, 1.0f / sqrtf(n), group, y);
     CPU_PROF_END(be, BE_PROF_L2_NORM);
 }
 
@@ -116,50 +145,84 @@ void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
-static inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+/* The elementwise activations, CHUNK floats at a time: e = expf(-g) for the
+ * chunk in one vector pass, then the float formula of each op with e in
+ * place of expf(-g): silu g / (1 + e), sigmoid 1 / (1 + e), swiglu
+ * silu(g) * u (u NULL for the first two). */
+enum act_kind { ACT_SILU, ACT_SIGMOID, ACT_SWIGLU };
+#define CHUNK 256
+
+static void act_row(enum act_kind k, int64_t n, const float *g, const float *u, float *y)
+{
+    float e[CHUNK];
+    for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+        const int64_t m = n - c0 < CHUNK ? n - c0 : CHUNK;
+        for (int64_t i = 0; i < m; i++)
+            e[i] = -g[c0 + i];
+        cpu_vexp(m, e, e);
+        switch (k) {
+        case ACT_SILU:
+            for (int64_t i = 0; i < m; i++)
+                y[c0 + i] = g[c0 + i] / (1.0f + e[i]);
+            break;
+        case ACT_SIGMOID:
+            for (int64_t i = 0; i < m; i++)
+                y[c0 + i] = 1.0f / (1.0f + e[i]);
+            break;
+        case ACT_SWIGLU:
+            for (int64_t i = 0; i < m; i++)
+                y[c0 + i] = g[c0 + i] / (1.0f + e[i]) * u[c0 + i];
+            break;
+        }
+    }
+}
+
+typedef struct {
+    enum act_kind    k;
+    const be_tensor *g, *u;    /* u NULL for silu, sigmoid */
+    be_tensor       *y;
+} act_job;
+
+static void act_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const act_job *j = arg;
+    for (int64_t r = r0; r < r1; r++)
+        act_row(j->k, j->g->cols, cpu_row(j->g, r), j->u ? cpu_row(j->u, r) : NULL,
+                cpu_row(j->y, r));
+}
+
+static void act_rows(be_ctx *be, enum act_kind k, const be_tensor *g, const be_tensor *u,
+                     be_tensor *y)
+{
+    same_shape(g, y);
+    if (u)
+        same_shape(g, u);
+    act_job j = { k, g, u, y };
+    cpu_for(be, g->rows, row_grain(g->cols), act_task, &j);
+}
 
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(x, y);
-    for (int64_t r = 0; r < x->rows; r++) {
-        const float *xr = cpu_row(x, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < x->cols; c++)
-            yr[c] = silu_f(xr[c]);
-    }
+    act_rows(be, ACT_SILU, x, NULL, y);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(x, y);
-    for (int64_t r = 0; r < x->rows; r++) {
-        const float *xr = cpu_row(x, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < x->cols; c++)
-            yr[c] = sigmoid_f(xr[c]);
-    }
+    act_rows(be, ACT_SIGMOID, x, NULL, y);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(g, u);
-    same_shape(g, y);
-    for (int64_t r = 0; r < g->rows; r++) {
-        const float *gr = cpu_row(g, r), *ur = cpu_row(u, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < g->cols; c++)
-            yr[c] = silu_f(gr[c]) * ur[c];
-    }
+    act_rows(be, ACT_SWIGLU, g, u, y);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 

@@ -1,0 +1,158 @@
+/* test_cpu_ops.c: the CPU backend's activations (SiLU, sigmoid, SwiGLU,
+ * whose exps come from the vector expf of cpu_vexp.h) and its RMS and L2
+ * norms, split over rows by the pool, against plain scalar references
+ * written here with libm's expf and the float recipe the backend
+ * documents (src/backend/cpu/cpu_ops.c): the bits must be equal, on 1 and
+ * 3 threads, for one token (the decode case, run on the caller) and for
+ * prompts of odd sizes, at real widths (1024, 2048, 3584) and tail widths
+ * (1, 31, 33, 255, 257), with inputs that reach exp's overflow and
+ * underflow (|x| up to 120). */
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+
+static float gauss(t_rng *r)
+{
+    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static void fill(t_rng *r, float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint64_t k = t_next(r) % 50;
+        x[i] = k == 0 ? 120.0f * (t_uniform(r) - 0.5f) * 2.0f   /* exp over/underflow */
+             : k == 1 ? 0.0f
+             : 4.0f * gauss(r);
+    }
+}
+
+enum { OP_SILU, OP_SIGMOID, OP_SWIGLU, OP_RMS, OP_RMS_W, OP_L2, OP_COUNT };
+static const char *op_name[OP_COUNT] = { "silu", "sigmoid", "swiglu", "rms_norm", "rms_norm_w",
+                                         "l2_norm" };
+
+static void norm_ref(const float *x, const float *w, float eps, float post, int64_t cols,
+                     int64_t group, float *y)
+{
+    for (int64_t g0 = 0; g0 < cols; g0 += group) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < group; i++)
+            sum += (double)(x[g0 + i] * x[g0 + i]);
+        const float mean = (float)(sum / (double)group);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        for (int64_t i = 0; i < group; i++)
+            y[g0 + i] = w ? x[g0 + i] * scale * w[i] : x[g0 + i] * scale;
+    }
+    if (post != 1.0f)
+        for (int64_t c = 0; c < cols; c++)
+            y[c] *= post;
+}
+
+/* the reference of op on rows x cols */
+static void ref(int op, const float *g, const float *u, const float *w, int64_t rows,
+                int64_t cols, int64_t group, float *y)
+{
+    const float eps = 1e-6f;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *gr = g + r * cols, *ur = u + r * cols;
+        float *yr = y + r * cols;
+        switch (op) {
+        case OP_SILU:
+            for (int64_t c = 0; c < cols; c++) yr[c] = gr[c] / (1.0f + expf(-gr[c]));
+            break;
+        case OP_SIGMOID:
+            for (int64_t c = 0; c < cols; c++) yr[c] = 1.0f / (1.0f + expf(-gr[c]));
+            break;
+        case OP_SWIGLU:
+            for (int64_t c = 0; c < cols; c++) yr[c] = gr[c] / (1.0f + expf(-gr[c])) * ur[c];
+            break;
+        case OP_RMS: norm_ref(gr, NULL, eps, 1.0f, cols, group, yr); break;
+        case OP_RMS_W: norm_ref(gr, w, eps, 1.0f, cols, group, yr); break;
+        case OP_L2:
+            norm_ref(gr, NULL, eps / (float)group, 1.0f / sqrtf((float)group), cols, group, yr);
+            break;
+        }
+    }
+}
+
+static void run_case(be_ctx *be, int nt, int op, int64_t rows, int64_t cols, int64_t group)
+{
+    char name[128];
+    snprintf(name, sizeof name, "cpu_ops.%s_t%d_%lldx%lld_g%lld", op_name[op], nt,
+             (long long)rows, (long long)cols, (long long)group);
+    t_rng r = t_rng_named(name);
+    const int64_t n = rows * cols;
+    float *g = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
+    float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+    float *w = malloc(sizeof(float) * (size_t)group);
+    fill(&r, g, n);
+    fill(&r, u, n);
+    for (int64_t i = 0; i < group; i++)
+        w[i] = 1.0f + 0.25f * gauss(&r);
+    ref(op, g, u, w, rows, cols, group, want);
+
+    /* a weight of `group` f32 values, bound the way the model binds one */
+    gguf_tensor wt = { .name = "w", .type = 0, .n_dims = 1, .ne = { (uint64_t)group, 1, 1, 1 },
+                       .nbytes = (uint64_t)group * 4, .data = w };
+    be_weight *bw = NULL;
+    if (op == OP_RMS_W && be_weight_bind(be, &wt, &bw, NULL) != 0) {
+        t_fail(name, "be_weight_bind failed");
+        goto done;
+    }
+    be_tensor *gt = be_tensor_new(be, rows, cols), *ut = be_tensor_new(be, rows, cols);
+    be_tensor *yt = be_tensor_new(be, rows, cols);
+    be_write(be, gt, 0, rows, g);
+    be_write(be, ut, 0, rows, u);
+    switch (op) {
+    case OP_SILU: be_silu(be, gt, yt); break;
+    case OP_SIGMOID: be_sigmoid(be, gt, yt); break;
+    case OP_SWIGLU: be_swiglu(be, gt, ut, yt); break;
+    case OP_RMS: be_rms_norm(be, gt, NULL, 1e-6f, group, yt); break;
+    case OP_RMS_W: be_rms_norm(be, gt, bw, 1e-6f, group, yt); break;
+    case OP_L2: be_l2_norm(be, gt, 1e-6f, group, yt); break;
+    }
+    be_read(be, yt, 0, rows, got);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i])))
+            bad = i;
+    if (bad < 0)
+        t_ok(name);
+    else
+        t_fail(name, "element %lld (x %a): %a, reference %a", (long long)bad, (double)g[bad],
+               (double)got[bad], (double)want[bad]);
+    be_tensor_free(be, gt);
+    be_tensor_free(be, ut);
+    be_tensor_free(be, yt);
+done:
+    free(g); free(u); free(want); free(got); free(w);
+}
+
+int main(void)
+{
+    static const int64_t rows[] = { 1, 5, 33, 64 };
+    static const int64_t cols[] = { 1, 31, 33, 255, 257, 1024, 2048, 3584 };
+    for (int nt = 1; nt <= 3; nt += 2) {
+        be_ctx *be = NULL;
+        q36_err err = { 0 };
+        if (be_cpu_new(nt, &be, &err) != 0) {
+            t_fail("cpu_ops.context", "be_cpu_new(%d) failed", nt);
+            continue;
+        }
+        for (int op = 0; op < OP_COUNT; op++)
+            for (size_t a = 0; a < sizeof rows / sizeof *rows; a++)
+                for (size_t b = 0; b < sizeof cols / sizeof *cols; b++) {
+                    int64_t group = cols[b];
+                    if (op >= OP_RMS && cols[b] % 128 == 0)
+                        group = 128;    /* per-head norms, as q/k norms */
+                    if (op == OP_RMS && cols[b] == 1024)
+                        group = 1024;
+                    run_case(be, nt, op, rows[a], cols[b], group);
+                }
+        be_free(be);
+    }
+    return t_exit();
+}
