@@ -176,6 +176,11 @@ float cpu_dot_vec(int64_t n, const float *x, const float *y)
         return dot_vec_avx512(n, x, y);
     if (has_fma())
         return dot_vec_fma(n, x, y, W);
+    return cpu_dot_vec_ref(n, x, y, W);
+}
+
+float cpu_dot_vec_ref(int64_t n, const float *x, const float *y, int W)
+{
     float acc[4][16] = { { 0 } };
     const int64_t step = 4 * W, np = n - n % step;
     for (int64_t i = 0; i < np; i += step)

@@ -94,6 +94,8 @@ void  cpu_fdot_init(void);                               /* CPU feature flags, o
 int   cpu_lanes(void);                                   /* 16 (AVX-512) or 8 */
 float cpu_lane_sum(float *l, int W);                     /* halving tree; clobbers l */
 float cpu_dot_vec(int64_t n, const float *x, const float *y);  /* ggml_vec_dot_f32 order */
+/* the same order for W = 16 or 8 lanes in plain C (W = cpu_lanes(): cpu_dot_vec's bits) */
+float cpu_dot_vec_ref(int64_t n, const float *x, const float *y, int W);
 void  cpu_axpy(int64_t n, float *y, const float *x, float v); /* y = fma(x, v, y) */
 void  cpu_scale(int64_t n, float *x, float v);                /* x *= v */
 /* llamafile's f32 GEMM order; n a multiple of cpu_lanes() (a quant_dot_fn) */

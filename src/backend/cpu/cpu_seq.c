@@ -1,109 +1,48 @@
-/* cpu_seq.c: the CPU backend's DeltaNet ops that run along the sequence:
- * the short convolution with its tail, and the gated delta rule (K/V and
- * attention are in cpu_attn.c).
+/* cpu_seq.c: the CPU backend's gated delta rule, the DeltaNet op that runs
+ * along the sequence with a recurrent state (the short convolution is in
+ * cpu_conv.c, K/V and attention in cpu_attn.c).
  *
  * The delta rule is the token-by-token recurrence of ggml's fused
  * GATED_DELTA_NET op, which llama.cpp runs for prompt batches as well as
  * for single tokens: per value head, decay the state, predict, correct,
- * read. Work is split over value heads. */
-#include "cpu_internal.h"
+ * read. Its kernels are in cpu_gdn.c; this file splits the work over
+ * (value head, block of 16 state rows) and computes the decays once. It
+ * gives the bits of the plain reference in cpu_seq_ref.c
+ * (tests/test_cpu_seq.c). */
+#include "cpu_seq.h"
 
 #include <assert.h>
 #include <math.h>
-#include <string.h>
-
-
-/* -------------------------------------------------------------------- conv */
-
-typedef struct {
-    const be_tensor *x, *tail, *y;
-    const float *w;
-    int64_t Kc;
-    be_ctx *be;
-} conv_job;
-
-/* Channels [c0, c1) of every token, token by token so that x is read a
- * row slice at a time; each output sums its Kc window terms in order
- * i = 0..Kc-1 (ggml's order). */
-static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
-{
-    (void)tid;
-    const conv_job *j = arg;
-    const int64_t T = j->x->rows, Kc = j->Kc, nt = Kc - 1;
-    for (int64_t t = 0; t < T; t++) {
-        float *y = cpu_row(j->y, t);
-        for (int64_t c = c0; c < c1; c++) {
-            const float *wc = j->w + c * Kc;
-            const float *tl = cpu_row(j->tail, c);
-            float s = 0.0f;
-            for (int64_t i = 0; i < Kc; i++) {
-                const int64_t k = t + i;       /* position in [tail | x] */
-                const float v = k < nt ? tl[k] : cpu_row(j->x, k - nt)[c];
-                s += v * wc[i];
-            }
-            y[c] = s;
-        }
-    }
-    /* the new tail: the last Kc-1 entries of [tail | x] */
-    for (int64_t c = c0; c < c1; c++) {
-        float *tl = cpu_row(j->tail, c);
-        float keep[16];
-        for (int64_t i = 0; i < nt; i++) {
-            const int64_t k = T + i;
-            keep[i] = k < nt ? tl[k] : cpu_row(j->x, k - nt)[c];
-        }
-        for (int64_t i = 0; i < nt; i++)
-            tl[i] = keep[i];
-    }
-}
-
-void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
-                 be_tensor *y)
-{
-    CPU_PROF_BEGIN(be);
-    const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
-    assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
-    assert(y->rows == x->rows && y->cols == C && !tail->f16);
-    assert(Kc >= 1 && Kc <= 17);
-    conv_job j = { x, tail, y, w->t->data, Kc, be };
-    cpu_for(be, C, 256, conv_task, &j);
-    CPU_PROF_END(be, BE_PROF_CONV);
-}
 
 /* ---------------------------------------------------------------- deltanet */
 
+#define GDN_RB 16                  /* state rows per work item: 8 KB at dk = 128 */
+
 typedef struct {
-    const be_tensor *qkv, *g, *beta, *S, *out;
-    int64_t Hk, Hv, dk;
-    be_ctx *be;
+    const be_tensor *qkv, *beta, *S, *out;
+    const float *decay;            /* T x Hv: e^g */
+    int64_t Hk, Hv, dk, nblk;
+    int W;
 } gdn_job;
 
-static void gdn_task(void *arg, int64_t h0, int64_t h1, int tid)
+static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
 {
+    (void)tid;
     const gdn_job *j = arg;
-    const int64_t dk = j->dk, T = j->qkv->rows;
-    const float scale = 1.0f / sqrtf((float)dk);
-    float *delta = cpu_tscratch(j->be, tid);
-    for (int64_t h = h0; h < h1; h++) {
-        float *S = cpu_row(j->S, h);
-        const int64_t kh = h % j->Hk;
-        for (int64_t t = 0; t < T; t++) {
-            const float *row = cpu_row(j->qkv, t);
-            const float *q = row + kh * dk;
-            const float *k = row + j->Hk * dk + kh * dk;
-            const float *v = row + 2 * j->Hk * dk + h * dk;
-            const float b = cpu_row(j->beta, t)[h];
-            const float decay = expf(cpu_row(j->g, t)[h]);
-            cpu_scale(dk * dk, S, decay);
-            for (int64_t jj = 0; jj < dk; jj++)
-                delta[jj] = (v[jj] - cpu_dot_vec(dk, S + jj * dk, k)) * b;
-            float *o = cpu_row(j->out, t) + h * dk;
-            for (int64_t jj = 0; jj < dk; jj++) {
-                float *sr = S + jj * dk;
-                cpu_axpy(dk, sr, k, delta[jj]);
-                o[jj] = cpu_dot_vec(dk, sr, q) * scale;
-            }
-        }
+    const int64_t dk = j->dk;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t h = it / j->nblk, r0 = it % j->nblk * GDN_RB;
+        const int64_t r1 = r0 + GDN_RB < dk ? r0 + GDN_RB : dk, kh = h % j->Hk;
+        const float *row = cpu_row(j->qkv, 0);
+        const cpu_gdn_head hd = {
+            .q = row + kh * dk, .k = row + j->Hk * dk + kh * dk,
+            .v = row + 2 * j->Hk * dk + h * dk, .ld = j->qkv->ld,
+            .decay = j->decay + h, .dstride = j->Hv,
+            .beta = cpu_row(j->beta, 0) + h, .bstride = j->beta->ld,
+            .out = cpu_row(j->out, 0) + h * dk, .ldo = j->out->ld,
+            .T = j->qkv->rows, .dk = dk, .scale = 1.0f / sqrtf((float)dk),
+        };
+        cpu_gdn_rows(&hd, cpu_row(j->S, h), r0, r1, j->W);
     }
 }
 
@@ -116,11 +55,16 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
     assert(g->cols == n_v_heads && beta->cols == n_v_heads && g->rows == qkv->rows);
     assert(S->rows == n_v_heads && S->cols == dk * dk && !S->f16);
     assert(out->rows == qkv->rows && out->cols == n_v_heads * dk);
-    int rc = cpu_tscratch_reserve(be, (size_t)dk);
-    assert(rc == 0);
-    (void)rc;
-    gdn_job j = { qkv, g, beta, S, out, n_k_heads, n_v_heads, dk, be };
-    cpu_for(be, n_v_heads, 1, gdn_task, &j);
+    const int64_t T = qkv->rows, Hv = n_v_heads;
+    float *decay = cpu_scratch(be, sizeof(float) * (size_t)(T * Hv));
+    assert(decay);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < Hv; h++)
+            decay[t * Hv + h] = expf(cpu_row(g, t)[h]);
+    const int64_t nblk = (dk + GDN_RB - 1) / GDN_RB;
+    gdn_job j = { qkv, beta, S, out, decay, n_k_heads, Hv, dk, nblk, cpu_lanes() };
+    /* a head per hand-out when each block is only a few tokens of work */
+    cpu_for(be, Hv * nblk, T >= 16 ? 1 : nblk, gdn_task, &j);
     CPU_PROF_END(be, BE_PROF_DELTA);
 }
 

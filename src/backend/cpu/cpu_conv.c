@@ -1,0 +1,243 @@
+/* cpu_conv.c: the CPU backend's short causal convolution (be_ssm_conv):
+ * a depthwise conv of Kc taps over the rows of x, continuing from a tail of
+ * the Kc-1 previous raw rows per channel, which it updates.
+ *
+ * Layout and order. Channels are independent, so 16 of them are one vector
+ * (a GCC vector type: one register with AVX-512, two with AVX2, four with
+ * SSE2) and every lane runs the reference's scalar sequence
+ * ((0 + v0 w0) + v1 w1) + ..., products rounded: any width gives the bits
+ * of cpu_conv_ref. The weights ({Kc, C}: taps of a channel adjacent) and the
+ * tail (C x (Kc-1)) are channel-major, so a block of channels is transposed
+ * once into tap-major scratch (256 channels: 4 KB at Kc = 4); then tokens
+ * run in order, each reading its window straight from the rows of x (the
+ * previous rows are still in L1), which walks x and y row by row instead of
+ * down their columns. For the models' shape (Kc = 4, a packed tail) the
+ * transposes are AVX-512 lane permutations; one token (decode) is mostly
+ * transposes. */
+#include "cpu_seq.h"
+
+#include <assert.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define CONV_SUB 256               /* channels transposed at once */
+
+typedef float v16 __attribute__((vector_size(64)));
+
+/* ------------------------------------------------------------ transposes */
+
+/* wt[i][l] = w[(c+l)*Kc + i], tt[i][l] = tail[c+l][i] for l < n. */
+static void conv_in_scalar(const float *w, const be_tensor *tail, int64_t Kc, int64_t c, int64_t n,
+                           float *wt, float *tt)
+{
+    for (int64_t i = 0; i < Kc; i++)
+        for (int64_t l = 0; l < n; l++)
+            wt[i * CONV_SUB + l] = w[(c + l) * Kc + i];
+    for (int64_t i = 0; i < Kc - 1; i++)
+        for (int64_t l = 0; l < n; l++)
+            tt[i * CONV_SUB + l] = cpu_row(tail, c + l)[i];
+}
+
+/* Kc = 4, tail row stride 3: per 16 channels, the 64 weight floats and the
+ * 48 tail floats are permuted into lanes. */
+typedef struct {
+    __m512i w[4], t[3], th[3];
+    __mmask16 mt[3];
+} conv4_perm;
+
+static void conv4_perm_init(conv4_perm *p)
+{
+    int32_t iw[4][16], it[3][16], ith[3][16];
+    for (int l = 0; l < 16; l++) {
+        for (int i = 0; i < 4; i++)
+            iw[i][l] = 4 * (l % 8) + i;          /* tap i of channel l mod 8 in 32 floats */
+        for (int i = 0; i < 3; i++) {
+            const int f = 3 * l + i;             /* tail float of channel l, slot i */
+            it[i][l] = f & 31;
+            ith[i][l] = f >= 32 ? f - 32 : 0;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        p->mt[i] = 0;
+        for (int l = 0; l < 16; l++)
+            p->mt[i] |= (__mmask16)(3 * l + i >= 32 ? 1u << l : 0);
+    }
+    memcpy(p->w, iw, sizeof iw);
+    memcpy(p->t, it, sizeof it);
+    memcpy(p->th, ith, sizeof ith);
+}
+
+__attribute__((target("avx512f")))
+static void conv4_in_avx512(const float *w, const be_tensor *tail, int64_t c, int64_t n,
+                            float *wt, float *tt)
+{
+    conv4_perm p;
+    conv4_perm_init(&p);
+    for (int64_t b = 0; b < n; b += 16) {
+        const float *wc = w + (c + b) * 4, *tl = cpu_row(tail, c + b);
+        const __m512 a0 = _mm512_loadu_ps(wc), a1 = _mm512_loadu_ps(wc + 16);
+        const __m512 a2 = _mm512_loadu_ps(wc + 32), a3 = _mm512_loadu_ps(wc + 48);
+        for (int i = 0; i < 4; i++)
+            _mm512_storeu_ps(wt + i * CONV_SUB + b,
+                             _mm512_shuffle_f32x4(_mm512_permutex2var_ps(a0, p.w[i], a1),
+                                                  _mm512_permutex2var_ps(a2, p.w[i], a3), 0x44));
+        const __m512 b0 = _mm512_loadu_ps(tl), b1 = _mm512_loadu_ps(tl + 16);
+        const __m512 b2 = _mm512_loadu_ps(tl + 32);
+        for (int i = 0; i < 3; i++)
+            _mm512_storeu_ps(tt + i * CONV_SUB + b,
+                             _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(b0, p.t[i], b1),
+                                                        p.mt[i], p.th[i], b2));
+    }
+}
+
+/* The new tail from the rows src[i] (channel-contiguous), transposed back. */
+static void conv_out_scalar(be_tensor *tail, int64_t nt, int64_t c, int64_t n,
+                            const float *const *src)
+{
+    for (int64_t l = 0; l < n; l++)
+        for (int64_t i = 0; i < nt; i++)
+            cpu_row(tail, c + l)[i] = src[i][l];
+}
+
+__attribute__((target("avx512f")))
+static void conv4_out_avx512(be_tensor *tail, int64_t c, int64_t n, const float *const *src)
+{
+    int32_t io[3][16], ioh[3][16];
+    __mmask16 mo[3] = { 0 };
+    for (int i = 0; i < 3; i++)
+        for (int l = 0; l < 16; l++) {
+            const int g = 16 * i + l, ch = g / 3, slot = g % 3;  /* tail float g of 48 */
+            io[i][l] = ch + (slot == 1 ? 16 : 0);
+            ioh[i][l] = ch;
+            mo[i] |= (__mmask16)(slot == 2 ? 1u << l : 0);
+        }
+    __m512i vo[3], voh[3];
+    for (int i = 0; i < 3; i++) {
+        vo[i] = _mm512_loadu_si512(io[i]);
+        voh[i] = _mm512_loadu_si512(ioh[i]);
+    }
+    for (int64_t b = 0; b < n; b += 16) {
+        const __m512 n0 = _mm512_loadu_ps(src[0] + b), n1 = _mm512_loadu_ps(src[1] + b);
+        const __m512 n2 = _mm512_loadu_ps(src[2] + b);
+        float *tl = cpu_row(tail, c + b);
+        for (int i = 0; i < 3; i++)
+            _mm512_storeu_ps(tl + 16 * i,
+                             _mm512_mask_permutexvar_ps(_mm512_permutex2var_ps(n0, vo[i], n1),
+                                                        mo[i], voh[i], n2));
+    }
+}
+
+/* ------------------------------------------------------------ the kernel */
+
+/* Channels [c, c+n), n a multiple of 16 and <= CONV_SUB. perm4: Kc = 4
+ * with a packed tail on an AVX-512 CPU. */
+static inline __attribute__((always_inline))
+void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, be_tensor *y,
+              int64_t c, int64_t n, bool perm4)
+{
+    const int64_t T = x->rows, nt = Kc - 1;
+    float wt[17 * CONV_SUB], tt[16 * CONV_SUB];
+    if (perm4)
+        conv4_in_avx512(w, tail, c, n, wt, tt);
+    else
+        conv_in_scalar(w, tail, Kc, c, n, wt, tt);
+    /* position p of [tail | x]: a row of tt or of x, channels from c */
+#define POS(p) ((p) < nt ? tt + (p) * CONV_SUB : cpu_row(x, (p) - nt) + c)
+    for (int64_t t = 0; t < T; t++) {
+        const float *src[17];
+        for (int64_t i = 0; i < Kc; i++)
+            src[i] = POS(t + i);
+        float *yr = cpu_row(y, t) + c;
+        for (int64_t b = 0; b < n; b += 16) {
+            v16 s = { 0 }, v, wv;
+            for (int64_t i = 0; i < Kc; i++) {
+                memcpy(&v, src[i] + b, sizeof v);
+                memcpy(&wv, wt + i * CONV_SUB + b, sizeof wv);
+                s = s + v * wv;
+            }
+            memcpy(yr + b, &s, sizeof s);
+        }
+    }
+    const float *src[16];
+    for (int64_t i = 0; i < nt; i++)
+        src[i] = POS(T + i);
+#undef POS
+    if (perm4)
+        conv4_out_avx512(tail, c, n, src);
+    else
+        conv_out_scalar(tail, nt, c, n, src);
+}
+
+__attribute__((target("avx512f")))
+static void conv_avx512(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
+                        be_tensor *y, int64_t c0, int64_t c1)
+{
+    const bool perm4 = Kc == 4 && tail->ld == 3;
+    for (int64_t c = c0; c < c1; c += CONV_SUB)
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, perm4);
+}
+
+__attribute__((target("avx2")))
+static void conv_avx2(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
+                      be_tensor *y, int64_t c0, int64_t c1)
+{
+    for (int64_t c = c0; c < c1; c += CONV_SUB)
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, false);
+}
+
+static void conv_plain(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
+                       be_tensor *y, int64_t c0, int64_t c1)
+{
+    for (int64_t c = c0; c < c1; c += CONV_SUB)
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, false);
+}
+
+void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
+                   be_tensor *y, int64_t c0, int64_t c1, int path)
+{
+    assert(Kc >= 1 && Kc <= 17);
+    const int64_t cb = c0 + (c1 - c0) / 16 * 16;     /* whole blocks end */
+    __builtin_cpu_init();
+    const bool a512 = __builtin_cpu_supports("avx512f"), a2 = __builtin_cpu_supports("avx2");
+    if (path == 0)
+        path = a512 ? 1 : a2 ? 2 : 3;
+    if (path == 1 && a512)
+        conv_avx512(x, tail, w, Kc, y, c0, cb);
+    else if (path == 2 && a2)
+        conv_avx2(x, tail, w, Kc, y, c0, cb);
+    else
+        conv_plain(x, tail, w, Kc, y, c0, cb);
+    if (cb < c1)
+        cpu_conv_ref(x, tail, w, Kc, y, cb, c1);
+}
+
+/* ---------------------------------------------------------------- the op */
+
+typedef struct {
+    const be_tensor *x, *tail, *y;
+    const float *w;
+    int64_t Kc;
+} conv_job;
+
+static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
+{
+    (void)tid;
+    const conv_job *j = arg;
+    cpu_conv_fast(j->x, (be_tensor *)j->tail, j->w, j->Kc, (be_tensor *)j->y, c0, c1, 0);
+}
+
+void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
+                 be_tensor *y)
+{
+    CPU_PROF_BEGIN(be);
+    const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
+    assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
+    assert(y->rows == x->rows && y->cols == C && !tail->f16);
+    assert(Kc >= 1 && Kc <= 17);
+    conv_job j = { x, tail, y, w->t->data, Kc };
+    /* A few tokens (decode) are a few microseconds of work: less than
+     * waking a worker costs, so they run on the caller. */
+    const int64_t grain = x->rows * C <= 32768 ? C : CONV_SUB;
+    cpu_for(be, C, grain, conv_task, &j);
+    CPU_PROF_END(be, BE_PROF_CONV);
+}

@@ -1,0 +1,214 @@
+/* cpu_gdn.c: the fast kernels of the gated delta rule (cpu_seq.h,
+ * cpu_gdn_rows): one value head, a block of state rows, every token.
+ *
+ * Why rows outside and tokens inside: row j of a head's state evolves on
+ * its own (decay, its dot with k, its correction by beta (v_j - S_j.k),
+ * its dot with q), so a block of rows small enough for L1 (16 rows of 128
+ * floats: 8 KB) can run through the whole prompt while the token vectors
+ * k_t, q_t stream past it. The first form of the op made four passes over
+ * the 64 KB state per token (scale, predict, correct, read), each from L2.
+ * Within one row and token the arithmetic is the reference's, element for
+ * element: the decay is one rounded product, both dots follow
+ * ggml_vec_dot_f32's order (4 accumulators over steps of 4 vectors, then
+ * (0+2) + (1+3) and the lane tree, then the tail), the correction one fused
+ * multiply-add. Consecutive rows of a block are independent, so the
+ * out-of-order core overlaps their dependency chains. */
+#include "cpu_seq.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+/* The dot's elements from np on, after the lanes: rounded products added
+ * for whole groups of 8, fused multiply-adds after that. */
+__attribute__((target("fma")))
+static inline float dot_tail(float s, int64_t np, int64_t n, const float *x, const float *y)
+{
+    const int64_t nv = np + (n - np) / 8 * 8;
+    for (int64_t i = np; i < nv; i++) {
+        const float p = x[i] * y[i];
+        s = s + p;
+    }
+    for (int64_t i = nv; i < n; i++)
+        s = __builtin_fmaf(x[i], y[i], s);
+    return s;
+}
+
+/* ------------------------------------------------------------ AVX-512 */
+
+/* The 16-lane halving tree: (i, i+8), (i, i+4), (i, i+2), then 0 + 1. */
+__attribute__((target("avx512f")))
+static inline float tree16(__m512 a)
+{
+    const __m256 lo = _mm512_castps512_ps256(a);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+/* The dot's end: (a0 + a2) + (a1 + a3), the tree, then the tail. */
+__attribute__((target("avx512f,fma")))
+static inline float finish16(__m512 a0, __m512 a1, __m512 a2, __m512 a3, int64_t np, int64_t n,
+                             const float *x, const float *y)
+{
+    a0 = _mm512_add_ps(a0, a2);
+    a1 = _mm512_add_ps(a1, a3);
+    float s = tree16(_mm512_add_ps(a0, a1));
+    return dot_tail(s, np, n, x, y);
+}
+
+/* dk = 64 * NV, R rows at once: each row lives in registers for the whole
+ * step (R * 4 * NV row vectors and R * 4 accumulators; R = 2, NV = 2 uses
+ * 24 of the 32 registers). R rows in one loop body give the core R
+ * independent chains (load, decay, dot, tree, correction, dot, tree) to
+ * overlap; one row alone leaves most of its latency exposed. */
+/* x . y over 64 * NV elements, x in registers: ggml_vec_dot_f32's order. */
+__attribute__((target("avx512f,fma"), always_inline))
+static inline float dot_regs(const __m512 *x, const float *y, int NV)
+{
+    const __m512 z = _mm512_setzero_ps();
+    __m512 a[4];
+    _Pragma("GCC unroll 4")
+    for (int i = 0; i < 4; i++)
+        a[i] = _mm512_fmadd_ps(x[i], _mm512_loadu_ps(y + 16 * i), z);
+    _Pragma("GCC unroll 4")
+    for (int i = 4; i < 4 * NV; i++)
+        a[i % 4] = _mm512_fmadd_ps(x[i], _mm512_loadu_ps(y + 16 * i), a[i % 4]);
+    return finish16(a[0], a[1], a[2], a[3], 0, 0, y, y);
+}
+
+__attribute__((target("avx512f,fma"), always_inline))
+static inline void step_reg(float *s0, int R, int NV, const float *q, const float *k,
+                            const float *v, float *o, __m512 vd, float b, float scale)
+{
+    __m512 x[2][8];
+    float d[2];
+    _Pragma("GCC unroll 2")
+    for (int r = 0; r < R; r++) {
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < 4 * NV; i++)
+            x[r][i] = _mm512_mul_ps(_mm512_loadu_ps(s0 + r * 64 * NV + 16 * i), vd);
+        d[r] = (v[r] - dot_regs(x[r], k, NV)) * b;
+    }
+    _Pragma("GCC unroll 2")
+    for (int r = 0; r < R; r++) {
+        const __m512 vdl = _mm512_set1_ps(d[r]);
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < 4 * NV; i++) {
+            x[r][i] = _mm512_fmadd_ps(_mm512_loadu_ps(k + 16 * i), vdl, x[r][i]);
+            _mm512_storeu_ps(s0 + r * 64 * NV + 16 * i, x[r][i]);
+        }
+        o[r] = dot_regs(x[r], q, NV) * scale;
+    }
+}
+
+#define GDN_REG_KERNEL(NAME, NV)                                                         \
+__attribute__((target("avx512f,fma")))                                                   \
+static void NAME(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)               \
+{                                                                                        \
+    for (int64_t t = 0; t < hd->T; t++) {                                                \
+        const float *q = hd->q + t * hd->ld, *k = hd->k + t * hd->ld;                    \
+        const float *v = hd->v + t * hd->ld;                                             \
+        float *o = hd->out + t * hd->ldo;                                                \
+        const __m512 vd = _mm512_set1_ps(hd->decay[t * hd->dstride]);                   \
+        const float b = hd->beta[t * hd->bstride];                                       \
+        int64_t j = j0;                                                                  \
+        for (; j + 2 <= j1; j += 2)                                                      \
+            step_reg(S + j * 64 * (NV), 2, (NV), q, k, v + j, o + j, vd, b, hd->scale);  \
+        if (j < j1)                                                                      \
+            step_reg(S + j * 64 * (NV), 1, (NV), q, k, v + j, o + j, vd, b, hd->scale);  \
+    }                                                                                    \
+}
+
+GDN_REG_KERNEL(rows_avx512_64, 1)
+GDN_REG_KERNEL(rows_avx512_128, 2)
+
+/* Any dk, in either width (V: the vector type of L lanes): the row goes
+ * through L1 between the two halves of the step; the elements after the
+ * last whole step of 4 vectors are the dot's scalar tail. */
+#define GDN_MEM_KERNEL(NAME, TARGET, V, L, LOAD, STORE, MUL, FMA, SET1, ZERO, FINISH)    \
+__attribute__((target(TARGET)))                                                         \
+static void NAME(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)               \
+{                                                                                        \
+    const int64_t n = hd->dk, np = n - n % (4 * (L)), nl = n - n % (L);                  \
+    const V z = ZERO();                                                                  \
+    for (int64_t t = 0; t < hd->T; t++) {                                                \
+        const float *q = hd->q + t * hd->ld, *k = hd->k + t * hd->ld;                    \
+        const float *v = hd->v + t * hd->ld;                                             \
+        float *o = hd->out + t * hd->ldo;                                                \
+        const float dec = hd->decay[t * hd->dstride], b = hd->beta[t * hd->bstride];     \
+        const V vd = SET1(dec);                                                          \
+        for (int64_t j = j0; j < j1; j++) {                                              \
+            float *s = S + j * n;                                                        \
+            V a[4] = { z, z, z, z };                                                     \
+            for (int64_t i = 0; i < np; i += 4 * (L))                                    \
+                for (int u = 0; u < 4; u++) {                                            \
+                    const V x = MUL(LOAD(s + i + (L) * u), vd);                          \
+                    STORE(s + i + (L) * u, x);                                           \
+                    a[u] = FMA(x, LOAD(k + i + (L) * u), a[u]);                          \
+                }                                                                        \
+            for (int64_t i = np; i < n; i++)                                             \
+                s[i] *= dec;                                                             \
+            const float d = (v[j] - FINISH(a[0], a[1], a[2], a[3], np, n, s, k)) * b;    \
+            const V vdl = SET1(d);                                                       \
+            a[0] = a[1] = a[2] = a[3] = z;                                               \
+            for (int64_t i = 0; i < np; i += 4 * (L))                                    \
+                for (int u = 0; u < 4; u++) {                                            \
+                    const V x = FMA(LOAD(k + i + (L) * u), vdl, LOAD(s + i + (L) * u));  \
+                    STORE(s + i + (L) * u, x);                                           \
+                    a[u] = FMA(x, LOAD(q + i + (L) * u), a[u]);                          \
+                }                                                                        \
+            for (int64_t i = np; i < nl; i += (L))                                       \
+                STORE(s + i, FMA(LOAD(k + i), vdl, LOAD(s + i)));                        \
+            for (int64_t i = nl; i < n; i++)                                             \
+                s[i] = __builtin_fmaf(k[i], d, s[i]);                                    \
+            o[j] = FINISH(a[0], a[1], a[2], a[3], np, n, s, q) * hd->scale;              \
+        }                                                                                \
+    }                                                                                    \
+}
+
+GDN_MEM_KERNEL(rows_avx512, "avx512f,fma", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+               _mm512_mul_ps, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_setzero_ps, finish16)
+
+/* --------------------------------------------------------------- AVX2 */
+
+/* ggml_vec_dot_f32's AVX2 end: (a0 + a2) + (a1 + a3), lanes (i, i+4),
+ * then (0+1) + (2+3), then the tail as above. */
+__attribute__((target("avx2,fma")))
+static inline float finish8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, int64_t np, int64_t n,
+                            const float *x, const float *y)
+{
+    a0 = _mm256_add_ps(a0, a2);
+    a1 = _mm256_add_ps(a1, a3);
+    a0 = _mm256_add_ps(a0, a1);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+    const __m128 h = _mm_hadd_ps(s4, s4);               /* (0+1), (2+3) */
+    float s = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+    return dot_tail(s, np, n, x, y);
+}
+
+GDN_MEM_KERNEL(rows_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+               _mm256_mul_ps, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_setzero_ps, finish8)
+
+/* ----------------------------------------------------------- dispatch */
+
+void cpu_gdn_rows(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int W)
+{
+    __builtin_cpu_init();
+    const bool fma = __builtin_cpu_supports("fma");
+    if (W == 16 && fma && __builtin_cpu_supports("avx512f")) {
+        if (hd->dk == 128)
+            rows_avx512_128(hd, S, j0, j1);
+        else if (hd->dk == 64)
+            rows_avx512_64(hd, S, j0, j1);
+        else
+            rows_avx512(hd, S, j0, j1);
+        return;
+    }
+    if (W == 8 && fma && __builtin_cpu_supports("avx2")) {
+        rows_avx2(hd, S, j0, j1);
+        return;
+    }
+    cpu_gdn_rows_ref(hd, S, j0, j1, W);
+}
