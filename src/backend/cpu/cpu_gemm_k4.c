@@ -23,13 +23,15 @@
  * sum per row at the end. So every float operation of an output involves
  * only its own row and token: batch-invariant bits. Rows past nr repeat
  * the last row (computed, not stored); tokens run in groups of 4, 3, 2, 1.
+ * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
+ * address order, the same lanes and bits.
  * The AVX2 kernel does the same with 2 rows per 256-bit vector; its four
  * int32 lanes per row hold the same elements (exact), so the float work
  * and the bits are the AVX-512 kernel's.
  *
  * Measured (one thread, noisy, K = 1024, N = 3584): 64-token tiles 2.4-2.7x
- * the quant module's AVX-512 dot per output (AVX2: 1.4x its AVX2 dot); one
- * token 1.1-1.3x (decode of a large matrix is memory-bound either way).
+ * the quant module's AVX-512 dot per output (AVX2: 1.4x its AVX2 dot).
+ * Decode is memory-bound: about equal to the per-output dot.
  */
 #include "cpu_gemm.h"
 
@@ -101,12 +103,6 @@ cpu_tile_fn cpu_gemm_q4_K(void)
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define K4_WB 144
 #define K4_AB 292
-/* Decode reads each weight row once: 4 rows of 1024 elements are only 2.3
- * KB and their blocks are visited row by row, which the hardware
- * prefetchers follow poorly; the rows K4_PF ahead are prefetched instead
- * (measured on the LM head, one thread: ~6-7 ms with 8, ~11 ms without,
- * ~13 ms with 16; noisy). */
-#define K4_PF 8
 
 static inline uint32_t rd32(const uint8_t *p)
 {
@@ -235,21 +231,75 @@ k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const
         res[t] = lane_sums(acc[t]);
 }
 
+/* One row, one token, in the same order (decode): the row's blocks are
+ * read in address order. Decode reads each weight row once and is bound by
+ * memory: 4 interleaved rows (k4_block4xT) streamed worse than one row at
+ * a time (one-thread decode of the 0.8B q4_K file, user CPU time, noisy:
+ * 4 rows ~1.8-1.95 s, with software prefetch 8 rows ahead about the same,
+ * one row 1.5-1.7 s, the quant module's dot per output 1.65-2.0 s). Its
+ * 16 int32 lanes fold to the same four lanes per row as k4_block4xT's
+ * (exact), so the bits are the same. */
+X512 static inline float k4_row1(int64_t nb, const uint8_t *w, const uint8_t *a)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512i pick[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++)
+        pick[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += K4_WB, a += K4_AB) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(w + 4));
+        const __m128i t = _mm_shuffle_epi32(v, 0x98), u = _mm_shuffle_epi32(v, 0x50);
+        const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(0x3F));
+        const __m128i hl = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
+        const __m128i hh = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
+        const __m128i scmn = _mm_blend_epi32(lo, _mm_or_si128(hl, hh), 0xA);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scmn));
+        const __m128i mn16 = _mm_unpackhi_epi8(scmn, _mm_setzero_si128());
+        __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512i q = _mm512_loadu_si512(w + 16 + 64 * h);
+            const __m512i ql = _mm512_and_si512(q, m4);
+            const __m512i qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+#pragma GCC unroll 2
+            for (int cc = 0; cc < 2; cc++) {
+                const int c = 2 * h + cc;
+                const __m512i code = _mm512_shuffle_i64x2(ql, qh, cc ? 0xEE : 0x44);
+                const __m512i p = _mm512_maddubs_epi16(code, _mm512_loadu_si512(a + 4 + 64 * c));
+                isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
+            }
+        }
+        const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+        const __m128i is = _mm_add_epi32(_mm256_castsi256_si128(i8), _mm256_extracti128_si256(i8, 1));
+        const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a + 260)), _mm256_set1_epi16(1));
+        const __m128i ms = _mm_madd_epi16(mn16, _mm256_cvtepi32_epi16(b32));
+        const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(w)));
+        float da;
+        memcpy(&da, a, 4);
+        const __m128 f = _mm_fnmadd_ps(_mm_cvtepi32_ps(ms), _mm_permute_ps(dd, 0x55),
+                                       _mm_mul_ps(_mm_cvtepi32_ps(is), _mm_permute_ps(dd, 0x00)));
+        acc = _mm_fmadd_ps(f, _mm_set1_ps(da), acc);
+    }
+    const __m128 x = _mm_add_ps(acc, _mm_shuffle_ps(acc, acc, 0x4E));
+    return _mm_cvtss_f32(_mm_add_ps(x, _mm_shuffle_ps(x, x, 0xB1)));
+}
+
 X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                                    const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
     const int64_t nb = K / 256;
+    if (nt == 1) {
+        for (int64_t r = 0; r < nr; r++)
+            y[r] = k4_row1(nb, w + (uint64_t)r * wrb, a);
+        return;
+    }
     for (int64_t r0 = 0; r0 < nr; r0 += 4) {
         const int rows = nr - r0 < 4 ? (int)(nr - r0) : 4;
         const uint8_t *wr[4];
         for (int r = 0; r < 4; r++)
             wr[r] = w + (uint64_t)(r0 + (r < rows ? r : rows - 1)) * wrb;
         const __mmask8 m = (__mmask8)((1u << rows) - 1);
-        if (nt <= 4) {
-            const uint8_t *pf = w + (uint64_t)(r0 + K4_PF) * wrb;
-            for (uint64_t o = 0; o < 4 * wrb; o += 64)
-                _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
-        }
         for (int64_t t0 = 0; t0 < nt; t0 += 4) {
             const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
             const uint8_t *at[4];
@@ -360,9 +410,6 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     for (int64_t r0 = 0; r0 < nr; r0 += 2) {
         const int rows = nr - r0 < 2 ? 1 : 2;
         const uint8_t *wr[2] = { w + (uint64_t)r0 * wrb, w + (uint64_t)(r0 + rows - 1) * wrb };
-        if (nt <= 4)
-            for (uint64_t o = 0; o < 2 * wrb; o += 64)
-                _mm_prefetch((const char *)(w + (uint64_t)(r0 + K4_PF) * wrb) + o, _MM_HINT_T0);
         for (int64_t t0 = 0; t0 < nt; t0 += 4) {
             const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
             const uint8_t *at[4];
