@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../quant/fp16.h"
+#include "cpu_vexp.h"
 
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                  const be_tensor *v, int64_t pos0)
@@ -104,29 +105,31 @@ static void cache_rows(const attn_plan *pl, const be_tensor *c, int64_t kvh, int
     }
 }
 
-/* Scores to probabilities in place, the reference's softmax: max, exp by
- * chunks of W positions each summed as a tree into a double, one float
- * 1/sum, then rounded to f16 for an f16 V cache. */
+/* Scores to probabilities in place, the reference's softmax: max, expf
+ * (cpu_vexp: libm's bits, vectorized) by chunks of W positions each summed
+ * as a tree into a double, one float 1/sum, then rounded to f16 for an
+ * f16 V cache. */
 static void softmax_row(const attn_plan *pl, float *s, int64_t n)
 {
+    if (pl->path == CPU_ATTN_AVX512) {
+        cpu_attn512_softmax(n, s, pl->vc->f16);
+        return;
+    }
     const int W = pl->W;
     float mx = -INFINITY;
     for (int64_t p = 0; p < n; p++)
         mx = s[p] > mx ? s[p] : mx;
+    for (int64_t p = 0; p < n; p++)
+        s[p] = s[p] - mx;
+    cpu_vexp(n, s, s);
     double sum = 0.0;
     for (int64_t p0 = 0; p0 < n; p0 += W) {
         float lanes[16];
-        for (int l = 0; l < W; l++) {
-            const int64_t p = p0 + l;
-            lanes[l] = p < n ? (s[p] = expf(s[p] - mx)) : 0.0f;
-        }
+        for (int l = 0; l < W; l++)
+            lanes[l] = p0 + l < n ? s[p0 + l] : 0.0f;
         sum += (double)cpu_lane_sum(lanes, W);
     }
     const float inv = (float)(1.0 / sum);
-    if (pl->path == CPU_ATTN_AVX512) {
-        cpu_attn512_scale_round(n, s, inv, pl->vc->f16);
-        return;
-    }
     for (int64_t p = 0; p < n; p++) {
         s[p] *= inv;
         if (pl->vc->f16)
@@ -167,6 +170,11 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     for (int64_t i = 0; i < nq; i++) {
         const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
         const float *q = cpu_row(pl->q, r) + h * hd;
+        if (avx512) {
+            memcpy(Q + i * hd, q, (size_t)hd * sizeof(float));
+            cpu_attn512_scale_round(hd, Q + i * hd, 1.0f, pl->kc->f16);   /* x * 1 = x */
+            continue;
+        }
         for (int64_t d = 0; d < hd; d++)
             Q[i * hd + d] = pl->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
     }
@@ -242,8 +250,9 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
 int cpu_attn_best_path(void)
 {
     __builtin_cpu_init();
-    if (cpu_lanes() == 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (cpu_lanes() == 16 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c") && cpu_vexp_level() == 2)
         return CPU_ATTN_AVX512;
     return CPU_ATTN_GENERIC;
 }

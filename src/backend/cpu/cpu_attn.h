@@ -18,7 +18,7 @@ void cpu_attention_ref(be_ctx *be, const be_tensor *q, const be_tensor *kc, cons
 
 /* Kernel sets of the tiled attention. GENERIC runs on any CPU (cpu_fdot's
  * dot and axpy, F16C conversion where present); AVX512 needs AVX-512F,
- * FMA and F16C and 16 lanes (cpu_lanes() == 16). */
+ * DQ, FMA and F16C and 16 lanes (cpu_lanes() == 16). */
 enum cpu_attn_path { CPU_ATTN_GENERIC, CPU_ATTN_AVX512 };
 int  cpu_attn_best_path(void);
 void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tensor *kc,
@@ -36,10 +36,14 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
  * to 16, s is 0. */
 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
                         int f16, int64_t nb, float scale, float *s, int64_t sld);
+/* Scores s[0..n) to probabilities in place, the reference's softmax
+ * (max, expf by cpu_vexp with libm's bits, per-16 tree sums added in
+ * double, one float 1/sum), rounded to f16 and back when f16. */
+void cpu_attn512_softmax(int64_t n, float *s, int f16);
 /* x[i] = x[i] * v for i < n, then rounded to f16 and back when f16. */
 void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16);
 /* vt[d * CPU_ATTN_KB + p] = row p, column d, for p < n (rows of hd values,
- * f16 when f16, ld elements apart), 0 for n <= p < CPU_ATTN_KB. */
+ * f16 when f16, ld elements apart), 0 from n to n rounded up to 16. */
 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
 /* Lane accumulators of nq query vectors (acc + (i * hd + d) * 16, lane =
  * position mod 16) += probabilities p[i * pld + pp] times vt column d

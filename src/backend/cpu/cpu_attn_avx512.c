@@ -22,8 +22,9 @@
 #include <immintrin.h>
 
 #include "../../quant/fp16.h"
+#include "cpu_vexp.h"
 
-#define T512 __attribute__((target("avx512f,fma,f16c")))
+#define T512 __attribute__((target("avx2,avx512f,avx512dq,fma,f16c")))
 #define INL static inline __attribute__((always_inline))
 
 /* Lane k of the result is the halving-tree sum of the lanes of v[k].
@@ -121,6 +122,20 @@ T512 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t 
     _mm512_storeu_ps(s, _mm512_mul_ps(t, _mm512_set1_ps(scale)));
 }
 
+/* Asks for rows p0 .. p0+n-1 (n <= 16; none when n <= 0) of a block while
+ * the 16 before them are being worked on: the cache rows of one KV head
+ * are short runs a whole row apart, which the hardware prefetchers follow
+ * late. */
+T512 INL void prefetch_rows(const void *src, int64_t ld, int f16, int64_t hd, int64_t p0, int64_t n)
+{
+    const int64_t es = f16 ? 2 : 4;
+    for (int64_t k = 0; k < n; k++) {
+        const char *r = (const char *)src + (p0 + k) * ld * es;
+        for (int64_t b = 0; b < hd * es; b += 64)
+            _mm_prefetch(r + b, _MM_HINT_T0);
+    }
+}
+
 T512 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
                              int f16, int64_t nb, float scale, float *s, int64_t sld)
 {
@@ -128,6 +143,7 @@ T512 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void 
     /* 16 keys stay in L1 while every query of the tile passes over them */
     for (int64_t k0 = 0; k0 < nb; k0 += 16) {
         const int64_t nk = nb - k0 < 16 ? nb - k0 : 16;
+        prefetch_rows(src, ld, f16, hd, k0 + 16, nb - k0 - 16 < 16 ? nb - k0 - 16 : 16);
         for (int64_t i0 = 0; i0 < nq; i0 += 4) {
             const int64_t m = nq - i0 < 4 ? nq - i0 : 4;
             const float *qb = q + i0 * hd;
@@ -165,6 +181,35 @@ T512 void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16)
     }
 }
 
+/* The halving tree over the 16 lanes of x (cpu_lane_sum's order). */
+T512 INL float lane_tree(__m512 x)
+{
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+    __m128 g = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    g = _mm_add_ps(g, _mm_movehl_ps(g, g));
+    return _mm_cvtss_f32(_mm_add_ss(g, _mm_movehdup_ps(g)));
+}
+
+T512 void cpu_attn512_softmax(int64_t n, float *s, int f16)
+{
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    int64_t p = 0;
+    for (; p + 16 <= n; p += 16)
+        m = _mm512_max_ps(m, _mm512_loadu_ps(s + p));
+    float mx = _mm512_reduce_max_ps(m);
+    for (; p < n; p++)
+        mx = s[p] > mx ? s[p] : mx;
+    const __m512 mv = _mm512_set1_ps(mx);
+    double sum = 0.0;
+    for (p = 0; p < n; p += 16) {
+        const __mmask16 k = n - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - p)) - 1);
+        const __m512 e = cpu_vexp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mv));
+        _mm512_mask_storeu_ps(s + p, k, e);
+        sum += (double)lane_tree(_mm512_maskz_mov_ps(k, e));
+    }
+    cpu_attn512_scale_round(n, s, (float)(1.0 / sum), f16);
+}
+
 /* 16 rows of 16 floats to 16 columns: r[k] lane e -> c[e] lane k. */
 T512 INL void transpose16(__m512 *r)
 {
@@ -197,34 +242,43 @@ T512 INL void transpose16(__m512 *r)
     }
 }
 
+/* Rows p0 .. p0+nr-1 (nr <= 16; zeros after them), columns d0 .. d0+15,
+ * transposed into vt. */
+T512 INL void vt_tile(const int F16, const void *src, int64_t ld, int64_t p0, int64_t nr,
+                      int64_t d0, float *vt)
+{
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++)
+        r[k] = k >= nr ? _mm512_setzero_ps()
+             : F16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                         (const __m256i *)((const uint16_t *)src + (p0 + k) * ld + d0)))
+                   : _mm512_loadu_ps((const float *)src + (p0 + k) * ld + d0);
+    transpose16(r);
+#pragma GCC unroll 16
+    for (int e = 0; e < 16; e++)
+        _mm512_storeu_ps(vt + (d0 + e) * CPU_ATTN_KB + p0, r[e]);
+}
+
 T512 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt)
 {
-    const int64_t KB = CPU_ATTN_KB, hd16 = hd - hd % 16;
+    const int64_t hd16 = hd - hd % 16;
     for (int64_t p0 = 0; p0 < n; p0 += 16) {
         const int64_t nr = n - p0 < 16 ? n - p0 : 16;
+        prefetch_rows(src, ld, f16, hd, p0 + 16, n - p0 - 16 < 16 ? n - p0 - 16 : 16);
         for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
-            __m512 r[16];
-            for (int k = 0; k < 16; k++) {
-                if (k >= nr)
-                    r[k] = _mm512_setzero_ps();
-                else if (f16)
-                    r[k] = _mm512_cvtph_ps(_mm256_loadu_si256(
-                        (const __m256i *)((const uint16_t *)src + (p0 + k) * ld + d0)));
-                else
-                    r[k] = _mm512_loadu_ps((const float *)src + (p0 + k) * ld + d0);
-            }
-            transpose16(r);
-#pragma GCC unroll 16
-            for (int e = 0; e < 16; e++)
-                _mm512_storeu_ps(vt + (d0 + e) * KB + p0, r[e]);
+            if (f16)
+                vt_tile(1, src, ld, p0, nr, d0, vt);
+            else
+                vt_tile(0, src, ld, p0, nr, d0, vt);
         }
-        for (int64_t d = hd16; d < hd; d++)
+        for (int64_t d = hd16; d < hd; d++)        /* columns past the last 16 */
             for (int64_t k = 0; k < 16; k++) {
                 float x = 0.0f;
                 if (k < nr)
                     x = f16 ? quant_f16_to_f32(((const uint16_t *)src)[(p0 + k) * ld + d])
                             : ((const float *)src)[(p0 + k) * ld + d];
-                vt[d * KB + p0 + k] = x;
+                vt[d * CPU_ATTN_KB + p0 + k] = x;
             }
     }
 }
