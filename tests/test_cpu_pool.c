@@ -3,9 +3,9 @@
  * caller returns only after all of them ran, for n_threads 1..4, counts
  * below, at and above the grain, long sequences of tiny calls (the
  * decode pattern, where a lost wake-up or a job read by a late worker
- * shows), calls after the workers fell asleep, and the thread ids a body
- * sees. It prints the cost of one small cpu_for (a timing, not asserted:
- * the machine is shared). */
+ * shows), calls after the workers fell asleep, the thread ids a body
+ * sees, and that an idle pool stops using CPU. It prints the cost of one
+ * small cpu_for (a timing, not asserted: the machine is shared). */
 #include "test.h"
 
 #include <stdatomic.h>
@@ -126,6 +126,23 @@ static void test_threads(int nt)
     }
     snprintf(name, sizeof name, "cpu_for t%d: calls after the workers slept", nt);
     t_check(name, !why, "%s", why);
+
+    /* an idle process stops using CPU: after a call, the workers spin and
+     * yield for about a millisecond, then sleep. Over 200 ms of idling the
+     * process's CPU time must stay far below one spinning thread's 200 ms
+     * (the bound, 25 ms, leaves room for a slow machine; a worker that
+     * never sleeps fails it whatever the load). */
+    {
+        run_once(be, nt, 1000, 1, hits);
+        struct timespec c0, c1, idle = { 0, 200000000 };
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        nanosleep(&idle, NULL);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        const double ms = (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-6;
+        printf("# cpu_for t%d: %.2f ms of CPU over 200 ms idle\n", nt, ms);
+        snprintf(name, sizeof name, "cpu_for t%d: an idle pool sleeps", nt);
+        t_check(name, ms < 25.0, "%.1f ms of CPU used in 200 ms of idling", ms);
+    }
 
     /* cost of one small call with the workers awake: printed only. The
      * same items run inline give the work's own time. */
