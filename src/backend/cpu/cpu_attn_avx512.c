@@ -52,41 +52,92 @@ T512 INL __m512 tree16(const __m512 *v)
                          _mm512_shuffle_ps(w[0], w[1], 0xDD));
 }
 
-/* Combined accumulators (acc0 + acc2) + (acc1 + acc3) of NQ queries
- * against keys k0 .. k0+nk-1 of the block into vb[query][key]; keys from
- * nk to 15 get zeros. Each K chunk is loaded (and widened) once for the
- * NQ queries. */
-T512 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q, const void *src,
-                         int64_t ld, int64_t k0, int64_t nk, __m512 vb[4][16])
+#define KROW(F16, src, ld, k, i)                                                               \
+    ((F16) ? _mm512_cvtph_ps(_mm256_loadu_si256(                                              \
+                 (const __m256i *)((const uint16_t *)(src) + (k) * (ld) + (i))))               \
+           : _mm512_loadu_ps((const float *)(src) + (k) * (ld) + (i)))
+
+/* ggml's combined accumulator (acc0 + acc2) + (acc1 + acc3) of NQ queries
+ * against key k into vb[query][k - k0]. */
+T512 INL void score_key(const int NQ, const int F16, int64_t hd, const float *q, const void *src,
+                        int64_t ld, int64_t k0, int64_t k, __m512 vb[4][16])
 {
     const int64_t np = hd - hd % 64;
-    for (int64_t k = 0; k < nk; k++) {
-        const uint16_t *rh = (const uint16_t *)src + (k0 + k) * ld;
-        const float *rf = (const float *)src + (k0 + k) * ld;
+    __m512 a[4][4];
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            a[qi][j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m512 kv = KROW(F16, src, ld, k0 + k, i + 16 * j);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < NQ; qi++)
+                a[qi][j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + qi * hd + i + 16 * j), a[qi][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++)
+        vb[qi][k] = _mm512_add_ps(_mm512_add_ps(a[qi][0], a[qi][2]), _mm512_add_ps(a[qi][1], a[qi][3]));
+}
+
+/* The same for 4 queries x keys k .. k+3. One of ggml's four accumulators
+ * at a time, so 16 (key, query) pairs fit in registers and each K and q
+ * chunk loaded serves 4 fmas; the four partial vectors meet in part[]. */
+T512 INL void score_keys4(const int F16, int64_t hd, const float *q, const void *src, int64_t ld,
+                          int64_t k0, int64_t k, __m512 vb[4][16])
+{
+    const int64_t np = hd - hd % 64;
+    __m512 part[4][4][4];
+#pragma GCC unroll 1
+    for (int j = 0; j < 4; j++) {
         __m512 a[4][4];
 #pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++)
+        for (int kk = 0; kk < 4; kk++)
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++)
-                a[qi][j] = _mm512_setzero_ps();
-        for (int64_t i = 0; i < np; i += 64) {
+            for (int qi = 0; qi < 4; qi++)
+                a[kk][qi] = _mm512_setzero_ps();
+        for (int64_t i = 16 * j; i < np; i += 64) {
+            __m512 kv[4];
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m512 kv = F16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                                            (const __m256i *)(rh + i + 16 * j)))
-                                      : _mm512_loadu_ps(rf + i + 16 * j);
+            for (int kk = 0; kk < 4; kk++)
+                kv[kk] = KROW(F16, src, ld, k0 + k + kk, i);
 #pragma GCC unroll 4
-                for (int qi = 0; qi < NQ; qi++)
-                    a[qi][j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + qi * hd + i + 16 * j),
-                                               a[qi][j]);
+            for (int qi = 0; qi < 4; qi++) {
+                const __m512 qv = _mm512_loadu_ps(q + qi * hd + i);
+#pragma GCC unroll 4
+                for (int kk = 0; kk < 4; kk++)
+                    a[kk][qi] = _mm512_fmadd_ps(kv[kk], qv, a[kk][qi]);
             }
         }
 #pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++)
-            vb[qi][k] = _mm512_add_ps(_mm512_add_ps(a[qi][0], a[qi][2]),
-                                      _mm512_add_ps(a[qi][1], a[qi][3]));
+        for (int kk = 0; kk < 4; kk++)
+#pragma GCC unroll 4
+            for (int qi = 0; qi < 4; qi++)
+                part[j][kk][qi] = a[kk][qi];
     }
-    for (int64_t k = nk; k < 16; k++)
+#pragma GCC unroll 4
+    for (int kk = 0; kk < 4; kk++)
+#pragma GCC unroll 4
+        for (int qi = 0; qi < 4; qi++)
+            vb[qi][k + kk] = _mm512_add_ps(_mm512_add_ps(part[0][kk][qi], part[2][kk][qi]),
+                                           _mm512_add_ps(part[1][kk][qi], part[3][kk][qi]));
+}
+
+/* Combined accumulators of NQ queries against keys k0 .. k0+nk-1 of the
+ * block into vb[query][key]; keys from nk to 15 get zeros. */
+T512 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q, const void *src,
+                         int64_t ld, int64_t k0, int64_t nk, __m512 vb[4][16])
+{
+    int64_t k = 0;
+    if (NQ == 4)
+        for (; k + 4 <= nk; k += 4)
+            score_keys4(F16, hd, q, src, ld, k0, k, vb);
+    for (; k < nk; k++)
+        score_key(NQ, F16, hd, q, src, ld, k0, k, vb);
+    for (k = nk; k < 16; k++)
         for (int qi = 0; qi < NQ; qi++)
             vb[qi][k] = _mm512_setzero_ps();
 }
