@@ -14,8 +14,8 @@
  *
  * Work is split over weight rows, so a weight row is read from memory once
  * per tile of tokens and stays in cache while it meets every token of the
- * tile; a one-token matmul has as many items as any other, so both threads
- * stay busy on it. */
+ * tile; a one-token matmul has as many items as any other (16 rows each),
+ * so both threads stay busy on it. */
 #include "cpu_internal.h"
 
 #include <assert.h>
@@ -28,6 +28,10 @@
 
 #define TOK_TILE 64    /* activation rows that share one pass over a weight block */
 #define ROW_GRAIN 16   /* weight rows per work item */
+/* activation rows quantized per work item: a SIMD quantizer takes well under
+ * a microsecond a row, a hand-off to the other thread several, so up to 32
+ * rows (a decode step's, the pairs of one MoE token) stay on the caller */
+#define Q_GRAIN 32
 
 static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q);
 
@@ -98,18 +102,6 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
     return NULL;
 }
 
-/* Weight rows per work item. A few tokens (decode) read each weight row
- * once: larger items give each thread long sequential runs of rows, 8 per
- * thread keep the split dynamic. */
-static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
-{
-    if (R > 4)
-        return ROW_GRAIN;
-    int64_t g = N / (8 * (int64_t)be->n_threads);
-    g -= g % ROW_GRAIN;
-    return g > ROW_GRAIN ? g : ROW_GRAIN;
-}
-
 typedef struct {
     const be_weight *w;
     const uint8_t   *wbase;     /* the slab */
@@ -158,7 +150,7 @@ static void q_task(void *arg, int64_t r0, int64_t r1, int tid)
 static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q)
 {
     q_job j = { w, x, q };
-    cpu_for(be, x->rows, 4, q_task, &j);
+    cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
 }
 
 void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
@@ -176,7 +168,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
         .tile = pick_tile(be, w->type, K, N, false),
     };
-    cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
+    cpu_for(be, N, ROW_GRAIN, mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
@@ -304,7 +296,7 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
         for (int64_t s = 0; s < P; s++)
             arow[order[s]] = s;
         qid_job q = { w, x, buf, arow, k, per_pair || k == 1 };
-        cpu_for(be, x->rows, 4, qid_task, &q);
+        cpu_for(be, x->rows, Q_GRAIN, qid_task, &q);
         int rc = cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN);
         assert(rc == 0);
         (void)rc;
