@@ -96,6 +96,23 @@ static void gemm_q8_0_quant(int64_t K, const uint8_t *w, uint64_t wrb, int64_t n
 #define AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #define AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
+/* sum8 in registers: each add is one of sum8's, operands possibly swapped
+ * (the same bits). sum8x2 gives the sums of both 8-lane halves of v, in
+ * lanes 0 and 8. */
+AVX2 INLINE float sum8_avx2(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+AVX512 INLINE __m512 sum8x2(__m512 v)
+{
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
 /* ------------------------------------------------------ Q8_0, AVX2 */
 
 /* NR rows x NT tokens, one 8-lane accumulator per output, as
@@ -141,9 +158,7 @@ AVX2 INLINE void q8_avx2_block(const int NR, const int NT, int64_t nb, const uin
     for (int r = 0; r < NR; r++)
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            float l[8];
-            _mm256_storeu_ps(l, acc[r][t]);
-            y[t * ldy + r] = sum8(l);
+            y[t * ldy + r] = sum8_avx2(acc[r][t]);
         }
 }
 
@@ -263,11 +278,10 @@ AVX512VNNI INLINE void q8_512_block(const int NQ, const int NT, const int PACKED
     for (int q = 0; q < NQ; q++)
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) {
-            float l[16];
-            _mm512_storeu_ps(l, acc[q][t]);
-            y[t * ldy + 2 * q] = sum8(l);
+            const __m512 v = sum8x2(acc[q][t]);
+            y[t * ldy + 2 * q] = _mm512_cvtss_f32(v);
             if (2 * q + 1 < nrows)
-                y[t * ldy + 2 * q + 1] = sum8(l + 8);
+                y[t * ldy + 2 * q + 1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2));
         }
 }
 
