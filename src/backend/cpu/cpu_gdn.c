@@ -63,61 +63,59 @@ static inline float finish16(__m512 a0, __m512 a1, __m512 a2, __m512 a3, int64_t
  * 24 of the 32 registers). R rows in one loop body give the core R
  * independent chains (load, decay, dot, tree, correction, dot, tree) to
  * overlap; one row alone leaves most of its latency exposed. */
-/* x . y over 64 * NV elements, x in registers: ggml_vec_dot_f32's order. */
+/* x . y over 64 * NV elements, both in registers: ggml_vec_dot_f32's
+ * order (the tail is empty). */
 __attribute__((target("avx512f,fma"), always_inline))
-static inline float dot_regs(const __m512 *x, const float *y, int NV)
+static inline float dot_rr(const __m512 *x, const __m512 *y, int NV)
 {
     const __m512 z = _mm512_setzero_ps();
     __m512 a[4];
     _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; i++)
-        a[i] = _mm512_fmadd_ps(x[i], _mm512_loadu_ps(y + 16 * i), z);
+        a[i] = _mm512_fmadd_ps(x[i], y[i], z);
     _Pragma("GCC unroll 4")
     for (int i = 4; i < 4 * NV; i++)
-        a[i % 4] = _mm512_fmadd_ps(x[i], _mm512_loadu_ps(y + 16 * i), a[i % 4]);
-    return finish16(a[0], a[1], a[2], a[3], 0, 0, y, y);
+        a[i % 4] = _mm512_fmadd_ps(x[i], y[i], a[i % 4]);
+    return finish16(a[0], a[1], a[2], a[3], 0, 0, (const float *)0, (const float *)0);
 }
 
-__attribute__((target("avx512f,fma"), always_inline))
-static inline void step_reg(float *s0, int R, int NV, const float *q, const float *k,
-                            const float *v, float *o, __m512 vd, float b, float scale)
-{
-    __m512 x[2][8];
-    float d[2];
-    _Pragma("GCC unroll 2")
-    for (int r = 0; r < R; r++) {
-        _Pragma("GCC unroll 8")
-        for (int i = 0; i < 4 * NV; i++)
-            x[r][i] = _mm512_mul_ps(_mm512_loadu_ps(s0 + r * 64 * NV + 16 * i), vd);
-        d[r] = (v[r] - dot_regs(x[r], k, NV)) * b;
-    }
-    _Pragma("GCC unroll 2")
-    for (int r = 0; r < R; r++) {
-        const __m512 vdl = _mm512_set1_ps(d[r]);
-        _Pragma("GCC unroll 8")
-        for (int i = 0; i < 4 * NV; i++) {
-            x[r][i] = _mm512_fmadd_ps(_mm512_loadu_ps(k + 16 * i), vdl, x[r][i]);
-            _mm512_storeu_ps(s0 + r * 64 * NV + 16 * i, x[r][i]);
-        }
-        o[r] = dot_regs(x[r], q, NV) * scale;
-    }
-}
-
+/* dk = 64 * NV: the token's k and q stay in registers for the whole block
+ * (16 of the 32 at dk = 128) and each row passes through registers once
+ * (8 more): one load and one store per state vector, no reloads of k or q.
+ * Measured against holding two rows and reloading k and q (one thread,
+ * packed inputs, noisy): ~10 vs ~13 ns per row and token at dk = 128. */
 #define GDN_REG_KERNEL(NAME, NV)                                                         \
 __attribute__((target("avx512f,fma")))                                                   \
 static void NAME(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)               \
 {                                                                                        \
+    const int64_t n = 64 * (NV);                                                         \
     for (int64_t t = 0; t < hd->T; t++) {                                                \
         const float *q = hd->q + t * hd->ld, *k = hd->k + t * hd->ld;                    \
         const float *v = hd->v + t * hd->ld;                                             \
         float *o = hd->out + t * hd->ldo;                                                \
         const __m512 vd = _mm512_set1_ps(hd->decay[t * hd->dstride]);                   \
-        const float b = hd->beta[t * hd->bstride];                                       \
-        int64_t j = j0;                                                                  \
-        for (; j + 2 <= j1; j += 2)                                                      \
-            step_reg(S + j * 64 * (NV), 2, (NV), q, k, v + j, o + j, vd, b, hd->scale);  \
-        if (j < j1)                                                                      \
-            step_reg(S + j * 64 * (NV), 1, (NV), q, k, v + j, o + j, vd, b, hd->scale);  \
+        const float b = hd->beta[t * hd->bstride], scale = hd->scale;                    \
+        __m512 kv[4 * (NV)], qv[4 * (NV)];                                               \
+        _Pragma("GCC unroll 8")                                                          \
+        for (int i = 0; i < 4 * (NV); i++) {                                             \
+            kv[i] = _mm512_loadu_ps(k + 16 * i);                                         \
+            qv[i] = _mm512_loadu_ps(q + 16 * i);                                         \
+        }                                                                                \
+        for (int64_t j = j0; j < j1; j++) {                                              \
+            float *s = S + j * n;                                                        \
+            __m512 x[4 * (NV)];                                                          \
+            _Pragma("GCC unroll 8")                                                      \
+            for (int i = 0; i < 4 * (NV); i++)                                           \
+                x[i] = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * i), vd);                   \
+            const float d = (v[j] - dot_rr(x, kv, (NV))) * b;                            \
+            const __m512 vdl = _mm512_set1_ps(d);                                        \
+            _Pragma("GCC unroll 8")                                                      \
+            for (int i = 0; i < 4 * (NV); i++) {                                         \
+                x[i] = _mm512_fmadd_ps(kv[i], vdl, x[i]);                                \
+                _mm512_storeu_ps(s + 16 * i, x[i]);                                      \
+            }                                                                            \
+            o[j] = dot_rr(x, qv, (NV)) * scale;                                          \
+        }                                                                                \
     }                                                                                    \
 }
 
