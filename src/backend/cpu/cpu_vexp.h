@@ -24,19 +24,24 @@
 #define Q36_CPU_VEXP_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
-/* 2: AVX-512 F (with AVX2+FMA), 1: AVX2+FMA, 0: neither (libm only) */
+/* 2: AVX-512 F and DQ (with AVX2+FMA), 1: AVX2+FMA, 0: neither (libm only) */
 static inline int cpu_vexp_level(void)
 {
 #if defined(__x86_64__)
-    static int level = -1;
-    if (level < 0) {
+    /* threads may race to fill it; each writes the same value */
+    static _Atomic int level = -1;
+    int l = atomic_load_explicit(&level, memory_order_relaxed);
+    if (l < 0) {
         __builtin_cpu_init();
         const int fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        level = fma && __builtin_cpu_supports("avx512f") ? 2 : fma ? 1 : 0;
+        const int z = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+        l = fma && z ? 2 : fma ? 1 : 0;
+        atomic_store_explicit(&level, l, memory_order_relaxed);
     }
-    return level;
+    return l;
 #else
     return 0;
 #endif
