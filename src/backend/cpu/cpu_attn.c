@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../quant/fp16.h"
+#include "../../quant/quant.h"
 #include "cpu_vexp.h"
 
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
@@ -93,7 +94,7 @@ static void cache_rows(const attn_plan *pl, const be_tensor *c, int64_t kvh, int
     const int64_t hd = pl->hd;
     if (c->f16) {
         const uint16_t *s = cache_at(pl, c, kvh, p0);
-        if (__builtin_cpu_supports("f16c"))
+        if (quant_path_available(QUANT_PATH_AVX2))      /* AVX2, FMA, F16C */
             f16_rows_f16c(n, hd, s, c->ld, dst);
         else
             for (int64_t r = 0; r < n; r++)
@@ -249,10 +250,11 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
 
 int cpu_attn_best_path(void)
 {
+    /* QUANT_PATH_AVX512: AVX-512 F/BW/VL with F16C and FMA, ZMM state
+     * enabled by the OS (cpuid, as clang's builtin has no "f16c") */
     __builtin_cpu_init();
-    if (cpu_lanes() == 16 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c") && cpu_vexp_level() == 2)
+    if (cpu_lanes() == 16 && quant_path_available(QUANT_PATH_AVX512) &&
+        __builtin_cpu_supports("avx512dq") && cpu_vexp_level() == 2)
         return CPU_ATTN_AVX512;
     return CPU_ATTN_GENERIC;
 }
