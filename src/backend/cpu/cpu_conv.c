@@ -16,6 +16,13 @@
  * transposes. */
 #include "cpu_seq.h"
 
+/* Products are rounded before they are added, as in ggml's build: GCC in
+ * ISO C mode does not contract a * b + c into a fused multiply-add; clang
+ * does unless told not to. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #include <assert.h>
 #include <immintrin.h>
 #include <string.h>

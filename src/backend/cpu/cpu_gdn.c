@@ -15,6 +15,13 @@
  * out-of-order core overlaps their dependency chains. */
 #include "cpu_seq.h"
 
+/* Products are rounded before they are added, as in ggml's build: GCC in
+ * ISO C mode does not contract a * b + c into a fused multiply-add; clang
+ * does unless told not to. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #include <immintrin.h>
 #include <math.h>
 

@@ -4,6 +4,13 @@
  * (tests/test_cpu_seq.c). They read like the math and are not fast. */
 #include "cpu_seq.h"
 
+/* Products are rounded before they are added, as in ggml's build: GCC in
+ * ISO C mode does not contract a * b + c into a fused multiply-add; clang
+ * does unless told not to. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #include <assert.h>
 #include <math.h>
 
