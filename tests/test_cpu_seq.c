@@ -6,11 +6,16 @@
  * lengths 1, 7, 64, 600, and odd ones (dk 16, 40, 64, 96; channel counts
  * off the 16-block; kernels 1, 2, 5), through the op with 1 and 2 threads
  * and through each kernel path the CPU has (the AVX2 forms too, in their
- * own 8-lane order). Each case seeds its RNG from its name. */
+ * own 8-lane order). Each case seeds its RNG from its name.
+ *
+ * `test_cpu_seq bench` prints (does not assert) one-thread timings of the
+ * ops against the references on the models' shapes (thread CPU time, best
+ * of 5; noisy where other jobs share the cores and the caches). */
 #include "test.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_seq.h"
@@ -257,12 +262,85 @@ static void test_gdn_rows(int64_t T, int64_t dk, int W)
     gdn_free(cp);
 }
 
-int main(void)
+/* ---------------------------------------------------------------- bench */
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bench(void)
+{
+    static const int64_t gdn[][3] = { { 512, 16, 16 }, { 512, 16, 32 }, { 1, 16, 16 }, { 1, 16, 32 } };
+    printf("one thread, thread CPU time, best of 5, noisy; dk 128 (state warm in cache)\n");
+    for (size_t i = 0; i < sizeof gdn / sizeof gdn[0]; i++) {
+        const int64_t T = gdn[i][0], Hk = gdn[i][1], Hv = gdn[i][2], dk = 128;
+        gdn_case c = { .T = T, .Hk = Hk, .Hv = Hv, .dk = dk };
+        gdn_inputs(&c, "bench");
+        be_tensor *qt = be_tensor_new(be1, T, c.W), *gt = be_tensor_new(be1, T, Hv);
+        be_tensor *bt = be_tensor_new(be1, T, Hv), *St = be_tensor_new(be1, Hv, dk * dk);
+        be_tensor *ot = be_tensor_new(be1, T, Hv * dk);
+        be_write(be1, qt, 0, T, c.qkv);
+        be_write(be1, gt, 0, T, c.g);
+        be_write(be1, bt, 0, T, c.b);
+        be_write(be1, St, 0, Hv, c.S0);
+        double bf = 1e30, br = 1e30;
+        for (int r = 0; r < 5; r++) {
+            double t0 = cpu_s();
+            be_deltanet(be1, qt, gt, bt, St, Hk, Hv, dk, ot);
+            double t1 = cpu_s();
+            cpu_deltanet_ref(qt, gt, bt, St, Hk, Hv, dk, ot);
+            double t2 = cpu_s();
+            bf = t1 - t0 < bf ? t1 - t0 : bf;
+            br = t2 - t1 < br ? t2 - t1 : br;
+        }
+        printf("deltanet T=%-4lld Hk=%lld Hv=%lld: op %8.3f ms  reference %8.3f ms  (%.1fx)\n",
+               (long long)T, (long long)Hk, (long long)Hv, 1e3 * bf, 1e3 * br, br / bf);
+        be_tensor *all[] = { qt, gt, bt, St, ot };
+        for (int k = 0; k < 5; k++)
+            be_tensor_free(be1, all[k]);
+        gdn_free(&c);
+    }
+    static const int64_t conv[][2] = { { 512, 6144 }, { 512, 8192 }, { 1, 6144 }, { 1, 8192 } };
+    for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++) {
+        const int64_t T = conv[i][0], C = conv[i][1];
+        t_rng r = t_rng_named("bench");
+        float *x = randv(&r, T * C, 1), *w = randv(&r, 4 * C, 1);
+        be_tensor *xt = be_tensor_new(be1, T, C), *tl = be_tensor_new(be1, C, 3);
+        be_tensor *y = be_tensor_new(be1, T, C);
+        be_write(be1, xt, 0, T, x);
+        be_zero(be1, y);
+        double bf = 1e30, br = 1e30;
+        for (int k = 0; k < 5; k++) {
+            double t0 = cpu_s();
+            cpu_conv_fast(xt, tl, w, 4, y, 0, C, 0);
+            double t1 = cpu_s();
+            cpu_conv_ref(xt, tl, w, 4, y, 0, C);
+            double t2 = cpu_s();
+            bf = t1 - t0 < bf ? t1 - t0 : bf;
+            br = t2 - t1 < br ? t2 - t1 : br;
+        }
+        printf("conv     T=%-4lld C=%lld Kc=4: fast %8.3f ms  reference %8.3f ms  (%.1fx)\n",
+               (long long)T, (long long)C, 1e3 * bf, 1e3 * br, br / bf);
+        be_tensor_free(be1, xt); be_tensor_free(be1, tl); be_tensor_free(be1, y);
+        free(x); free(w);
+    }
+}
+
+int main(int argc, char **argv)
 {
     q36_err err = { 0 };
     if (be_cpu_new(1, &be1, &err) != 0 || be_cpu_new(2, &be2, &err) != 0) {
         t_fail("seq.setup", "be_cpu_new: %s", err.msg);
         return t_exit();
+    }
+    if (argc > 1 && strcmp(argv[1], "bench") == 0) {
+        bench();
+        be_free(be1);
+        be_free(be2);
+        return 0;
     }
     test_dot_order();
     /* real: the 0.8B geometry (6144 channels, kernel 4) */
