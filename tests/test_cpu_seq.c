@@ -356,6 +356,7 @@ int main(int argc, char **argv)
     test_conv(2, 16, 1, true);
     test_conv(1, 31, 2, false);
     test_conv(2, 100, 17, true);
+    test_conv(0, 64, 4, true);                    /* no tokens: tail untouched */
     /* real: Hk 16, Hv 16 (0.8B) and 32 (2B and up), dk 128 */
     test_deltanet(1, 16, 16, 128);
     test_deltanet(7, 16, 16, 128);
@@ -369,6 +370,7 @@ int main(int argc, char **argv)
         test_deltanet(T, 3, 6, 40);
     }
     test_deltanet(33, 2, 4, 16);
+    test_deltanet(0, 2, 4, 64);                   /* no tokens: state untouched */
     /* each lane order's kernel against its plain form */
     static const int64_t dks[] = { 128, 96, 64, 40, 16, 8, 130 };
     for (int W = 8; W <= 16; W += 8)
