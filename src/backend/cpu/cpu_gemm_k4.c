@@ -200,7 +200,7 @@ k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const
                 #pragma GCC unroll 4
                 for (int cc = 0; cc < 2; cc++) {
                     const int c = 2 * h + cc;
-                    const __m512i code = _mm512_shuffle_i64x2(lo, hi, cc ? 0xEE : 0x44);
+                    const __m512i code = cc ? _mm512_shuffle_i64x2(lo, hi, 0xEE) : _mm512_shuffle_i64x2(lo, hi, 0x44);
                     const __m512i sc = _mm512_permutexvar_epi16(pick[r][c], sc16);
                     #pragma GCC unroll 4
                     for (int t = 0; t < T; t++) {
@@ -265,7 +265,7 @@ X512 static inline float k4_row1(int64_t nb, const uint8_t *w, const uint8_t *a)
 #pragma GCC unroll 2
             for (int cc = 0; cc < 2; cc++) {
                 const int c = 2 * h + cc;
-                const __m512i code = _mm512_shuffle_i64x2(ql, qh, cc ? 0xEE : 0x44);
+                const __m512i code = cc ? _mm512_shuffle_i64x2(ql, qh, 0xEE) : _mm512_shuffle_i64x2(ql, qh, 0x44);
                 const __m512i p = _mm512_maddubs_epi16(code, _mm512_loadu_si512(a + 4 + 64 * c));
                 isum = _mm512_dpwssd_epi32(isum, p, _mm512_permutexvar_epi16(pick[c], sc16));
             }
@@ -365,7 +365,8 @@ k4_block2xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++)
                 isum[r][t] = _mm256_setzero_si256();
-            const __m256i scr = _mm256_permute2x128_si256(sc16, sc16, r ? 0x11 : 0x00);
+            const __m256i scr = r ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                                   : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(wb[r] + 16 + 32 * c));
