@@ -7,10 +7,12 @@
  * GEMM's lane order, f16 rounding of the query and the probabilities for
  * f16 caches. What changes is the loop order. A work item is one KV head,
  * the query heads of its group (or a part of them) and a tile of query
- * rows, about 32 query vectors: each block of K and V rows is brought to
- * f32 once for all of them (once per query head and row before), scores
- * for the whole tile are kept, and V is transposed per block so that the
- * lane accumulators of 16 positions fill one vector (cpu_attn_avx512.c).
+ * rows, about 32 query vectors: each K and V row is read from memory once
+ * for all of them (once per query head and row before, and widened from
+ * f16 each time), scores for the whole tile are kept, and V is transposed
+ * per block of positions so that the lane accumulators of 16 positions
+ * fill one vector (cpu_attn_avx512.c; the generic kernels widen a block of
+ * rows to f32 and use cpu_fdot's dot and axpy).
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
  * group is split over items. */
