@@ -14,8 +14,8 @@
  *
  * Work is split over weight rows, so a weight row is read from memory once
  * per tile of tokens and stays in cache while it meets every token of the
- * tile; a one-token matmul has as many items as any other (16 rows each),
- * so both threads stay busy on it. */
+ * tile; a one-token matmul is a stream of rows, handed out in long runs
+ * (row_grain). */
 #include "cpu_internal.h"
 
 #include <assert.h>
@@ -102,6 +102,22 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
     return NULL;
 }
 
+/* Weight rows per work item. With a few tokens (decode) each weight row is
+ * read once from memory and the matmul is a stream: each thread must get
+ * long runs of consecutive rows, or the hardware prefetchers lose the
+ * stream (16-row items handed out alternately to 2 threads measured half
+ * the decode speed: bench/results/2026-11-29-cpu/); 8 items per thread keep
+ * the split dynamic. Prompt batches reuse each row across a token tile and
+ * take small items. */
+static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
+{
+    if (R > 4)
+        return ROW_GRAIN;
+    int64_t g = N / (8 * (int64_t)be->n_threads);
+    g -= g % ROW_GRAIN;
+    return g > ROW_GRAIN ? g : ROW_GRAIN;
+}
+
 typedef struct {
     const be_weight *w;
     const uint8_t   *wbase;     /* the slab */
@@ -168,7 +184,7 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
         .tile = pick_tile(be, w->type, K, N, false),
     };
-    cpu_for(be, N, ROW_GRAIN, mm_task, &j);
+    cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
