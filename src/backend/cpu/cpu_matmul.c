@@ -205,33 +205,44 @@ typedef struct {
     be_ctx          *be;
 } mmid_job;
 
-static void mmid_task(void *arg, int64_t n0, int64_t n1, int tid)
+/* Rows [n0, n1) of expert used[u] against all of its pairs. */
+static void mmid_rows(const mmid_job *j, int64_t u, int64_t n0, int64_t n1, float *yt)
+{
+    const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
+    const uint8_t *slab = (const uint8_t *)j->w->t->data + (uint64_t)j->used[u] * (uint64_t)j->N * wrb;
+    if (j->tile) {
+        for (int64_t s0 = j->start[u]; s0 < j->start[u + 1]; s0 += TOK_TILE) {
+            const int64_t nt = j->start[u + 1] - s0 < TOK_TILE ? j->start[u + 1] - s0 : TOK_TILE;
+            for (int64_t n = n0; n < n1; n += ROW_GRAIN) {
+                const int64_t nr = n1 - n < ROW_GRAIN ? n1 - n : ROW_GRAIN;
+                j->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb, nt, yt, nr);
+                for (int64_t t = 0; t < nt; t++)
+                    memcpy(cpu_row(j->y, j->order[s0 + t]) + n, yt + t * nr, sizeof(float) * (size_t)nr);
+            }
+        }
+        return;
+    }
+    for (int64_t n = n0; n < n1; n++) {
+        const uint8_t *wr = slab + (uint64_t)n * wrb;
+        for (int64_t p = j->start[u]; p < j->start[u + 1]; p++) {
+            int64_t pair = j->order[p];
+            cpu_row(j->y, pair)[n] = j->dot(j->K, wr, j->act + (uint64_t)j->arow[pair] * arb);
+        }
+    }
+}
+
+/* Items are rows of the used experts' slabs laid end to end (expert-major),
+ * so an item is one run of consecutive weight rows, or two when it crosses
+ * from one expert to the next. */
+static void mmid_task(void *arg, int64_t i0, int64_t i1, int tid)
 {
     const mmid_job *j = arg;
-    const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
     float *yt = j->tile ? cpu_tscratch(j->be, tid) : NULL;     /* TOK_TILE x ROW_GRAIN */
-    for (int64_t u = 0; u < j->n_used; u++) {
-        const uint8_t *slab = (const uint8_t *)j->w->t->data +
-                              (uint64_t)j->used[u] * (uint64_t)j->N * wrb;
-        if (j->tile) {
-            for (int64_t s0 = j->start[u]; s0 < j->start[u + 1]; s0 += TOK_TILE) {
-                const int64_t nt = j->start[u + 1] - s0 < TOK_TILE ? j->start[u + 1] - s0 : TOK_TILE;
-                for (int64_t n = n0; n < n1; n += ROW_GRAIN) {
-                    const int64_t nr = n1 - n < ROW_GRAIN ? n1 - n : ROW_GRAIN;
-                    j->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb, nt, yt, nr);
-                    for (int64_t t = 0; t < nt; t++)
-                        memcpy(cpu_row(j->y, j->order[s0 + t]) + n, yt + t * nr, sizeof(float) * (size_t)nr);
-                }
-            }
-            continue;
-        }
-        for (int64_t n = n0; n < n1; n++) {
-            const uint8_t *wr = slab + (uint64_t)n * wrb;
-            for (int64_t p = j->start[u]; p < j->start[u + 1]; p++) {
-                int64_t pair = j->order[p];
-                cpu_row(j->y, pair)[n] = j->dot(j->K, wr, j->act + (uint64_t)j->arow[pair] * arb);
-            }
-        }
+    for (int64_t i = i0; i < i1;) {
+        const int64_t u = i / j->N, n0 = i % j->N;
+        const int64_t n1 = j->N - n0 < i1 - i ? j->N : n0 + (i1 - i);
+        mmid_rows(j, u, n0, n1, yt);
+        i += n1 - n0;
     }
 }
 
@@ -325,6 +336,7 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
         .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
         .tile = tile, .be = be,
     };
-    cpu_for(be, N, ROW_GRAIN, mmid_task, &j);
+    /* a decode step has one or two pairs per expert: long runs, as in be_matmul */
+    cpu_for(be, n_used * N, row_grain(be, n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
 }
