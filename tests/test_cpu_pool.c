@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
@@ -166,8 +167,34 @@ static void test_threads(int nt)
     be_free(be);
 }
 
+/* Pools made, used and freed at once, many times: a worker thread that
+ * starts only after the caller ran its jobs (or after cpu_pool_free) must
+ * still see them and the quit. A hang here is the failure (the alarm in
+ * main ends the program). */
+static void test_short_lived(void)
+{
+    atomic_int *hits = calloc(64, sizeof *hits);
+    const char *why = NULL;
+    for (int k = 0; k < 300 && !why; k++) {
+        be_ctx *be = NULL;
+        q36_err err = { 0 };
+        const int nt = 2 + k % 3;
+        if (be_cpu_new(nt, &be, &err) != 0) {
+            why = "be_cpu_new failed";
+            break;
+        }
+        for (int c = 0; c < k % 4 && !why; c++)
+            why = run_once(be, nt, 64, 1, hits);
+        be_free(be);
+    }
+    t_check("cpu_for: 300 pools made, used 0-3 times and freed at once", !why, "%s", why);
+    free(hits);
+}
+
 int main(void)
 {
+    alarm(120);     /* a lost wake-up hangs: end the test loudly instead */
+    test_short_lived();
     for (int nt = 1; nt <= 4; nt++)
         test_threads(nt);
     return t_exit();

@@ -141,7 +141,7 @@ static unsigned wait_new_gen(cpu_pool *p, unsigned seen)
     for (;;) {
         atomic_fetch_add(&p->sleepers, 1);
         g = atomic_load(&p->gen);
-        if (g == seen)
+        if (g == seen && !atomic_load(&p->quit))
             gen_wait(&p->gen, seen);
         atomic_fetch_sub(&p->sleepers, 1);
         g = atomic_load(&p->gen);
@@ -155,7 +155,9 @@ static void *worker(void *a)
     worker_arg wa = *(worker_arg *)a;
     free(a);
     cpu_pool *p = wa.p;
-    unsigned seen = atomic_load(&p->gen);
+    /* gen starts at 0: a worker that starts late (after jobs, or after
+     * cpu_pool_free bumped gen for quit) sees the change at once */
+    unsigned seen = 0;
     for (;;) {
         seen = wait_new_gen(p, seen);
         if (atomic_load(&p->quit))
