@@ -213,8 +213,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
                     const int64_t n = n_kv_of(pl, r0, i0 + i) - p0;
                     nv[i] = n < 0 ? 0 : n < nb ? n : nb;
                 }
-                cpu_attn512_pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B,
-                               A + i0 * hd * 16);
+                cpu_attn512_pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B, A + i0 * 16, nq);
             }
         } else {
             cache_rows(pl, pl->vc, kvh, p0, nb, B);
@@ -230,7 +229,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
         const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
         float *o = cpu_row(pl->out, r) + h * hd;
         if (avx512) {
-            cpu_attn512_out(hd, A + i * hd * 16, o);
+            cpu_attn512_out(hd, A + i * 16, nq, o);
             continue;
         }
         for (int64_t d = 0; d < hd; d++) {
@@ -289,7 +288,9 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
         pl.n_split = d;
     }
     pl.hsub = pl.group / pl.n_split;
-    pl.sld = (pos0 + pl.T + CPU_ATTN_KB - 1) / CPU_ATTN_KB * CPU_ATTN_KB;
+    /* score rows a whole block longer than the keys, plus 16 floats so
+     * that the rows of a tile do not start on the same L1 sets */
+    pl.sld = (pos0 + pl.T + CPU_ATTN_KB - 1) / CPU_ATTN_KB * CPU_ATTN_KB + 16;
     int rc = cpu_tscratch_reserve(be, scratch_floats(&pl, pl.rows * pl.hsub));
     assert(rc == 0);
     (void)rc;

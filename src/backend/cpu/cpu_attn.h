@@ -45,12 +45,15 @@ void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16);
 /* vt[d * CPU_ATTN_KB + p] = row p, column d, for p < n (rows of hd values,
  * f16 when f16, ld elements apart), 0 from n to n rounded up to 16. */
 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
-/* Lane accumulators of nq query vectors (acc + (i * hd + d) * 16, lane =
+/* Lane accumulators of nq query vectors (acc + (d * ald + i) * 16, lane =
  * position mod 16) += probabilities p[i * pld + pp] times vt column d
- * row pp, fused, in position order, for pp < nv[i] (nv[i] <= CPU_ATTN_KB). */
+ * row pp, fused, in position order, for pp < nv[i] (nv[i] <= CPU_ATTN_KB).
+ * Column-major accumulators: the 4 columns a pass works on are contiguous
+ * for all queries (query-major, they sat 16 KiB apart and fought over the
+ * same L1 sets). */
 void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                    const float *vt, float *acc);
-/* o[d] = the halving-tree sum of the 16 lanes of acc + d * 16, d < hd. */
-void cpu_attn512_out(int64_t hd, const float *acc, float *o);
+                    const float *vt, float *acc, int64_t ald);
+/* o[d] = the halving-tree sum of the 16 lanes of acc + d * ald * 16, d < hd. */
+void cpu_attn512_out(int64_t hd, const float *acc, int64_t ald, float *o);
 
 #endif

@@ -354,7 +354,7 @@ T512 INL void pv_step(const int NQ, const int NC, const float *p, int64_t pld, c
 
 /* NQ query vectors x NC columns of lane accumulators held in registers
  * over the block; a query's positions past nv[i] are masked off. */
-T512 INL void pv_regs(const int NQ, const int NC, int64_t hd, const float *p, int64_t pld,
+T512 INL void pv_regs(const int NQ, const int NC, int64_t ald, const float *p, int64_t pld,
                       const int64_t *nv, const float *vt, float *acc, int64_t i0, int64_t d0)
 {
     int64_t nmax = 0, nmin = CPU_ATTN_KB;
@@ -369,7 +369,7 @@ T512 INL void pv_regs(const int NQ, const int NC, int64_t hd, const float *p, in
     for (int qi = 0; qi < NQ; qi++)
 #pragma GCC unroll 4
         for (int c = 0; c < NC; c++)
-            a[qi][c] = _mm512_loadu_ps(acc + ((i0 + qi) * hd + d0 + c) * 16);
+            a[qi][c] = _mm512_loadu_ps(acc + ((d0 + c) * ald + i0 + qi) * 16);
     const __mmask16 all[4] = { 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF };
     int64_t t = 0;
     for (; t + 16 <= nmin; t += 16)            /* every query takes all 16 */
@@ -386,40 +386,40 @@ T512 INL void pv_regs(const int NQ, const int NC, int64_t hd, const float *p, in
     for (int qi = 0; qi < NQ; qi++)
 #pragma GCC unroll 4
         for (int c = 0; c < NC; c++)
-            _mm512_storeu_ps(acc + ((i0 + qi) * hd + d0 + c) * 16, a[qi][c]);
+            _mm512_storeu_ps(acc + ((d0 + c) * ald + i0 + qi) * 16, a[qi][c]);
 }
 
 T512 void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                         const float *vt, float *acc)
+                         const float *vt, float *acc, int64_t ald)
 {
     const int64_t nq4 = nq - nq % 4, hd4 = hd - hd % 4;
     /* columns outer: 4 columns of vt are read from L2 once, while the
      * probabilities of the tile stay in L1 */
     for (int64_t d0 = 0; d0 < hd4; d0 += 4) {
         for (int64_t i0 = 0; i0 < nq4; i0 += 4)
-            pv_regs(4, 4, hd, p, pld, nv, vt, acc, i0, d0);
+            pv_regs(4, 4, ald, p, pld, nv, vt, acc, i0, d0);
         for (int64_t i = nq4; i < nq; i++)
-            pv_regs(1, 4, hd, p, pld, nv, vt, acc, i, d0);
+            pv_regs(1, 4, ald, p, pld, nv, vt, acc, i, d0);
     }
     for (int64_t d = hd4; d < hd; d++)
         for (int64_t i = 0; i < nq; i++)
-            pv_regs(1, 1, hd, p, pld, nv, vt, acc, i, d);
+            pv_regs(1, 1, ald, p, pld, nv, vt, acc, i, d);
 }
 
-T512 void cpu_attn512_out(int64_t hd, const float *acc, float *o)
+T512 void cpu_attn512_out(int64_t hd, const float *acc, int64_t ald, float *o)
 {
     const int64_t hd16 = hd - hd % 16;
     for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
         __m512 v[16];
 #pragma GCC unroll 16
         for (int k = 0; k < 16; k++)
-            v[k] = _mm512_loadu_ps(acc + (d0 + k) * 16);
+            v[k] = _mm512_loadu_ps(acc + (d0 + k) * ald * 16);
         _mm512_storeu_ps(o + d0, tree16(v));
     }
     for (int64_t d = hd16; d < hd; d++) {
         float l[16];
         for (int k = 0; k < 16; k++)
-            l[k] = acc[d * 16 + k];
+            l[k] = acc[d * ald * 16 + k];
         o[d] = cpu_lane_sum(l, 16);
     }
 }
