@@ -6,13 +6,16 @@
  * 3 threads, for one token (the decode case, run on the caller) and for
  * prompts of odd sizes, at real widths (1024, 2048, 3584) and tail widths
  * (1, 31, 33, 255, 257), with inputs that reach exp's overflow and
- * underflow (|x| up to 120). */
+ * underflow (|x| up to 120); and each vector level of the activation rows
+ * (plain C, AVX2, AVX-512) alone. */
 #include "test.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_vexp.h"
 
 static float gauss(t_rng *r)
 {
@@ -131,8 +134,50 @@ done:
     free(g); free(u); free(want); free(got); free(w);
 }
 
+/* Each vector level of the activation rows (plain C, AVX2, AVX-512) against
+ * the reference, at the tail widths, where the vector loops hand over to
+ * their scalar tails. */
+static void test_levels(void)
+{
+    static const int64_t cols[] = { 1, 7, 8, 9, 15, 16, 17, 31, 33, 255, 257, 3584 };
+    for (int level = 0; level <= 2; level++)
+        for (int op = OP_SILU; op <= OP_SWIGLU; op++) {
+            char name[96];
+            snprintf(name, sizeof name, "cpu_ops.%s_level%d", op_name[op], level);
+            if (level > cpu_vexp_level()) {
+                if (level == 1)
+                    t_fail(name, "this CPU has no AVX2+FMA: the level cannot be checked");
+                else
+                    printf("# %s: the CPU lacks the level\n", name);
+                continue;
+            }
+            const char *why = NULL;
+            static char buf[160];
+            for (size_t b = 0; b < sizeof cols / sizeof *cols && !why; b++) {
+                const int64_t n = cols[b];
+                t_rng r = t_rng_named(name);
+                float *g = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
+                float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+                fill(&r, g, n);
+                fill(&r, u, n);
+                ref(op, g, u, NULL, 1, n, n, want);
+                cpu_act_row_level(op, level, n, g, op == OP_SWIGLU ? u : NULL, got);
+                for (int64_t i = 0; i < n && !why; i++)
+                    if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+                        snprintf(buf, sizeof buf, "width %lld element %lld (x %a): %a, reference %a",
+                                 (long long)n, (long long)i, (double)g[i], (double)got[i],
+                                 (double)want[i]);
+                        why = buf;
+                    }
+                free(g); free(u); free(want); free(got);
+            }
+            t_check(name, !why, "%s", why);
+        }
+}
+
 int main(void)
 {
+    test_levels();
     static const int64_t rows[] = { 1, 5, 33, 64 };
     static const int64_t cols[] = { 1, 31, 33, 255, 257, 1024, 2048, 3584 };
     for (int nt = 1; nt <= 3; nt += 2) {

@@ -109,6 +109,11 @@ float cpu_dot_bf16_vec_ref(int64_t n, const void *w, const void *a);
 float cpu_dot_f16_vec(int64_t n, const void *w, const void *a);
 float cpu_dot_f16_lanes(int64_t n, const void *w, const void *a);
 
+/* cpu_ops.c: one activation row (kind 0 SiLU, 1 sigmoid, 2 SwiGLU with u)
+ * on the vector level `level` at most (0 plain C, 1 AVX2, 2 AVX-512; the
+ * CPU's own level caps it), for tests: every level gives the same bits. */
+void cpu_act_row_level(int kind, int level, int64_t n, const float *g, const float *u, float *y);
+
 /* cpu_qdot.c: K-quant dots in ggml's AVX2 float order (quant_dot_fn shape). */
 float cpu_dot_q6_K_ggml(int64_t n, const void *w, const void *a);      /* AVX2 when present */
 float cpu_dot_q6_K_ggml_ref(int64_t n, const void *w, const void *a);  /* plain C */

@@ -148,14 +148,22 @@ void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
-/* The elementwise activations, CHUNK floats at a time: e = expf(-g) for the
- * chunk in one vector pass, then the float formula of each op with e in
- * place of expf(-g): silu g / (1 + e), sigmoid 1 / (1 + e), swiglu
- * silu(g) * u (u NULL for the first two). */
+/* The elementwise activations: e = expf(-g) from cpu_vexp.h, then the
+ * float formula of each op with e in place of expf(-g): silu g / (1 + e),
+ * sigmoid 1 / (1 + e), swiglu silu(g) * u (u NULL for the first two). In
+ * vector registers where the CPU has AVX2 or AVX-512, else CHUNK floats
+ * at a time through cpu_vexp(). */
 enum act_kind { ACT_SILU, ACT_SIGMOID, ACT_SWIGLU };
 #define CHUNK 256
 
-static void act_row(enum act_kind k, int64_t n, const float *g, const float *u, float *y)
+/* one element of op k, e = expf(-g) */
+static inline float act_one(enum act_kind k, float g, float u, float e)
+{
+    return k == ACT_SIGMOID ? 1.0f / (1.0f + e)
+         : k == ACT_SILU ? g / (1.0f + e) : g / (1.0f + e) * u;
+}
+
+static void act_row_c(enum act_kind k, int64_t n, const float *g, const float *u, float *y)
 {
     float e[CHUNK];
     for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
@@ -163,21 +171,73 @@ static void act_row(enum act_kind k, int64_t n, const float *g, const float *u, 
         for (int64_t i = 0; i < m; i++)
             e[i] = -g[c0 + i];
         cpu_vexp(m, e, e);
-        switch (k) {
-        case ACT_SILU:
-            for (int64_t i = 0; i < m; i++)
-                y[c0 + i] = g[c0 + i] / (1.0f + e[i]);
-            break;
-        case ACT_SIGMOID:
-            for (int64_t i = 0; i < m; i++)
-                y[c0 + i] = 1.0f / (1.0f + e[i]);
-            break;
-        case ACT_SWIGLU:
-            for (int64_t i = 0; i < m; i++)
-                y[c0 + i] = g[c0 + i] / (1.0f + e[i]) * u[c0 + i];
-            break;
-        }
+        for (int64_t i = 0; i < m; i++)
+            y[c0 + i] = act_one(k, g[c0 + i], u ? u[c0 + i] : 0.0f, e[i]);
     }
+}
+
+#if defined(__x86_64__)
+/* The same per-lane operations in vector registers (the compiler does not
+ * vectorize the division loops above at -O2): measured 2.2 -> ~1 ns per
+ * SwiGLU element on one thread. */
+CPU_VEXP_AVX512 static void act_row_avx512(enum act_kind k, int64_t n, const float *g,
+                                           const float *u, float *y)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), neg = _mm512_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 gv = _mm512_loadu_ps(g + i);
+        const __m512 d = _mm512_add_ps(one, cpu_vexp_avx512(_mm512_xor_ps(gv, neg)));
+        __m512 r = _mm512_div_ps(k == ACT_SIGMOID ? one : gv, d);
+        if (k == ACT_SWIGLU)
+            r = _mm512_mul_ps(r, _mm512_loadu_ps(u + i));
+        _mm512_storeu_ps(y + i, r);
+    }
+    for (; i < n; i++)
+        y[i] = act_one(k, g[i], u ? u[i] : 0.0f, expf(-g[i]));
+}
+
+CPU_VEXP_AVX2 static void act_row_avx2(enum act_kind k, int64_t n, const float *g,
+                                       const float *u, float *y)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 d = _mm256_add_ps(one, cpu_vexp_avx2(_mm256_xor_ps(gv, neg)));
+        __m256 r = _mm256_div_ps(k == ACT_SIGMOID ? one : gv, d);
+        if (k == ACT_SWIGLU)
+            r = _mm256_mul_ps(r, _mm256_loadu_ps(u + i));
+        _mm256_storeu_ps(y + i, r);
+    }
+    for (; i < n; i++)
+        y[i] = act_one(k, g[i], u ? u[i] : 0.0f, expf(-g[i]));
+}
+#endif
+
+void cpu_act_row_level(int kind, int level, int64_t n, const float *g, const float *u, float *y)
+{
+    const enum act_kind k = (enum act_kind)kind;
+#if defined(__x86_64__)
+    if (level > cpu_vexp_level())
+        level = cpu_vexp_level();
+    if (level == 2) {
+        act_row_avx512(k, n, g, u, y);
+        return;
+    }
+    if (level == 1) {
+        act_row_avx2(k, n, g, u, y);
+        return;
+    }
+#else
+    (void)level;
+#endif
+    act_row_c(k, n, g, u, y);
+}
+
+static void act_row(enum act_kind k, int64_t n, const float *g, const float *u, float *y)
+{
+    cpu_act_row_level((int)k, 2, n, g, u, y);
 }
 
 typedef struct {
