@@ -164,6 +164,11 @@ int main(void)
         attn_case(f16, 4, 2, 256, 64, 5000, 2);
         attn_case(f16, 2, 2, 80, 600, 100, 2);
         attn_case(f16, 1, 2, 72, 64, 5000, 1);
+        /* decode-size tiles over several blocks: odd heads, queries
+         * that stop at different positions of the last block */
+        attn_case(f16, 3, 2, 72, 1, 300, 2);
+        attn_case(f16, 1, 2, 80, 3, 257, 1);
+        attn_case(f16, 2, 2, 256, 2, 1000, 1);
     }
     be_free(be_t[1]);
     be_free(be_t[2]);
