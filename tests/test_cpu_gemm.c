@@ -15,11 +15,17 @@
  *   gemm_dispatch        cpu_gemm_q4_K() is the AVX-512 VNNI kernel where
  *                        the quant module reports that path, else AVX2,
  *                        else the reference
+ *   matmul_n_R<r>        be_matmul_n over five weights (three Q4_K sharing
+ *                        one quantization, then an F32 one, then a Q4_K one
+ *                        past the group limit; one output a column view)
+ *                        equals be_matmul per weight bit for bit, on 2
+ *                        threads, for one token (decode) and for 9
  * Paths the CPU lacks are reported on a "# " line, never as passed cases.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_gemm.h"
 #include "quant/quant.h"
 #include "quant_bound.h"
@@ -106,6 +112,66 @@ static void test_tile(uint32_t type, const tile_path *p)
     t_check(name, !why[0], "%s", why);
 }
 
+static void test_matmul_n(be_ctx *be, int64_t R)
+{
+    char name[64];
+    snprintf(name, sizeof name, "matmul_n_R%lld", (long long)R);
+    t_rng rng = t_rng_named(name);
+    enum { NW = 5 };
+    const int64_t K = 512, Ns[NW] = { 48, 20, 37, 8, 33 };
+    const uint32_t types[NW] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_F32, QT_Q4_K };
+    gguf_tensor gt[NW];
+    uint8_t *data[NW];
+    const be_weight *w[NW];
+    be_tensor *y[NW], *yref[NW];
+    be_tensor *wide = be_tensor_new(be, R, 5 + Ns[1] + 3);
+    float *x = malloc(sizeof(float) * (size_t)(R * K));
+    for (int64_t i = 0; i < R * K; i++)
+        x[i] = qb_gauss(&rng);
+    be_tensor *xt = be_tensor_new(be, R, K);
+    be_write(be, xt, 0, R, x);
+    char why[200] = "";
+    for (int i = 0; i < NW; i++) {
+        const uint64_t rb = quant_row_bytes(types[i], (uint64_t)K);
+        uint8_t *d = data[i] = malloc(rb * (uint64_t)Ns[i]);
+        for (int64_t n = 0; n < Ns[i]; n++) {
+            if (types[i] == QT_F32)
+                for (int64_t k = 0; k < K; k++)
+                    ((float *)d)[n * K + k] = qb_gauss(&rng);
+            else
+                qb_random_weights(types[i], &rng, d + (uint64_t)n * rb, K);
+        }
+        gt[i] = (gguf_tensor){ .name = "w", .type = types[i], .n_dims = 2,
+                               .ne = { (uint64_t)K, (uint64_t)Ns[i], 1, 1 }, .data = d,
+                               .nbytes = rb * (uint64_t)Ns[i] };
+        be_weight *bw = NULL;
+        if (be_weight_bind(be, &gt[i], &bw, NULL))
+            snprintf(why, sizeof why, "weight %d not bound", i);
+        w[i] = bw;
+        y[i] = i == 1 ? be_view(be, wide, 5, Ns[i]) : be_tensor_new(be, R, Ns[i]);
+        yref[i] = be_tensor_new(be, R, Ns[i]);
+    }
+    if (!why[0]) {
+        be_matmul_n(be, NW, w, xt, y);
+        float *a = malloc(sizeof(float) * (size_t)(R * 48)), *b = malloc(sizeof(float) * (size_t)(R * 48));
+        for (int i = 0; i < NW && !why[0]; i++) {
+            be_matmul(be, w[i], 0, xt, yref[i]);
+            be_read(be, y[i], 0, R, a);
+            be_read(be, yref[i], 0, R, b);
+            for (int64_t e = 0; e < R * Ns[i] && !why[0]; e++)
+                if (memcmp(&a[e], &b[e], 4))
+                    snprintf(why, sizeof why, "weight %d, output %lld: %.9g, be_matmul %.9g", i, (long long)e,
+                             (double)a[e], (double)b[e]);
+        }
+        free(a);
+        free(b);
+    }
+    t_check(name, !why[0], "%s", why);
+    for (int i = 0; i < NW; i++)
+        free(data[i]);
+    free(x);
+}
+
 int main(void)
 {
     const tile_path k4[] = {
@@ -128,5 +194,14 @@ int main(void)
     else if (quant_path_available(QUANT_PATH_AVX2))
         want = cpu_gemm_q4_K_avx2;
     t_check("gemm_dispatch", cpu_gemm_q4_K() == want, "cpu_gemm_q4_K() is not the fastest available kernel");
+
+    be_ctx *be = NULL;
+    if (be_cpu_new(2, &be, NULL)) {
+        t_check("matmul_n", false, "be_cpu_new failed");
+        return t_exit();
+    }
+    test_matmul_n(be, 1);
+    test_matmul_n(be, 9);
+    be_free(be);
     return t_exit();
 }

@@ -121,6 +121,12 @@ void be_get_rows(be_ctx *be, const be_weight *w, const int32_t *ids, int64_t n, 
  * rows quantized to W's vec_dot_type first. x: R x ne0, y: R x ne1. */
 void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
 
+/* be_matmul(be, w[i], 0, x, y[i]) for i < n (n >= 1), the same bits, as
+ * one operation: x is quantized once for the weights that share its
+ * activation type, and their rows are one stream of work (one-token
+ * decode: one parallel region instead of n, longer runs per thread). */
+void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y);
+
 /* Expert matmul: for token t < n_tok and rank i < k, with e = sel[t*k+i]:
  * y[t*k+i] = W[e] · x[t] when x has n_tok rows, or W[e] · x[t*k+i] when it
  * has n_tok*k rows. sel is host memory. */

@@ -27,9 +27,9 @@ void model_attention(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor 
         qg = be_view(be, model_rows(s, sc->qg, T), 0, 2 * Hq * hd);
         k = model_rows(s, sc->k, T);
         v = model_rows(s, sc->v, T);
-        be_matmul(be, L->wq, 0, h, qg);
-        be_matmul(be, L->wk, 0, h, k);
-        be_matmul(be, L->wv, 0, h, v);
+        const be_weight *win[] = { L->wq, L->wk, L->wv };
+        be_tensor *yin[] = { qg, k, v };
+        be_matmul_n(be, 3, win, h, yin);
     }
     /* de-interleave [q_h | gate_h] per head */
     for (int64_t hh = 0; hh < Hq; hh++) {

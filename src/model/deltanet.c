@@ -23,10 +23,9 @@ void model_deltanet(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *
     be_tensor *beta = model_rows(s, sc->beta, T);
     be_tensor *core = model_rows(s, sc->core, T);
 
-    be_matmul(be, L->ssm_qkv, 0, h, mixed);
-    be_matmul(be, L->ssm_gate, 0, h, z);
-    be_matmul(be, L->ssm_beta, 0, h, bin);
-    be_matmul(be, L->ssm_alpha, 0, h, alpha);
+    const be_weight *win[] = { L->ssm_qkv, L->ssm_gate, L->ssm_beta, L->ssm_alpha };
+    be_tensor *yin[] = { mixed, z, bin, alpha };
+    be_matmul_n(be, 4, win, h, yin);
     be_gdn_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
 
     be_ssm_conv(be, mixed, s->tail[il], L->ssm_conv, conv);

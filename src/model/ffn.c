@@ -11,8 +11,9 @@ void model_ffn_dense(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor 
     const int64_t F = s->hp->n_ff;
     be_tensor *fg = be_view(be, model_rows(s, s->sc.fg, T), 0, F);
     be_tensor *fu = be_view(be, model_rows(s, s->sc.fu, T), 0, F);
-    be_matmul(be, L->ffn_gate, 0, h, fg);
-    be_matmul(be, L->ffn_up, 0, h, fu);
+    const be_weight *win[] = { L->ffn_gate, L->ffn_up };
+    be_tensor *yin[] = { fg, fu };
+    be_matmul_n(be, 2, win, h, yin);
     be_swiglu(be, fg, fu, fg);
     be_matmul(be, L->ffn_down, 0, fg, out);
 }
@@ -56,8 +57,9 @@ void model_ffn_moe(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *o
     const int64_t Fs = hp->n_ff_shexp;
     be_tensor *fg = be_view(be, model_rows(s, sc->fg, T), 0, Fs);
     be_tensor *fu = be_view(be, model_rows(s, sc->fu, T), 0, Fs);
-    be_matmul(be, L->up_shexp, 0, h, fu);
-    be_matmul(be, L->gate_shexp, 0, h, fg);
+    const be_weight *win[] = { L->up_shexp, L->gate_shexp };
+    be_tensor *yin[] = { fu, fg };
+    be_matmul_n(be, 2, win, h, yin);
     be_swiglu(be, fg, fu, fg);
     be_matmul(be, L->down_shexp, 0, fg, out);
     be_tensor *shg = model_rows(s, sc->shg, T);

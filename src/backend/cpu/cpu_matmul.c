@@ -1,6 +1,8 @@
 /* cpu_matmul.c: the CPU backend's matrix products with GGUF weights:
- * be_matmul (one slab of a weight times every row of x) and be_matmul_id
- * (per-token expert choice). Both follow ggml's CPU path: each activation
+ * be_matmul (one slab of a weight times every row of x), be_matmul_n
+ * (several weights times the same x: one quantization and one parallel
+ * region, their rows one stream of work) and be_matmul_id (per-token
+ * expert choice). Both follow ggml's CPU path: each activation
  * row is quantized once to the weight's vec_dot_type (quant_act_quantize,
  * byte-exact with ggml), then every output element is one block dot
  * product (quant_vec_dot_fn) of a weight row with an activation row.
@@ -186,6 +188,66 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     };
     cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
+}
+
+/* ------------------------------------------------------ several weights */
+
+#define MM_NMAX 4
+
+typedef struct {
+    int     n;
+    mm_job  jobs[MM_NMAX];
+    int64_t end[MM_NMAX];       /* weight i owns the items [end[i-1], end[i]) */
+} mmn_job;
+
+/* Items are the weights' rows laid end to end; an item crossing from one
+ * weight to the next is split. */
+static void mmn_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const mmn_job *j = arg;
+    for (int i = 0; i < j->n && i0 < i1; i++) {
+        const int64_t begin = i ? j->end[i - 1] : 0;
+        if (i0 >= j->end[i])
+            continue;
+        const int64_t e = i1 < j->end[i] ? i1 : j->end[i];
+        mm_task((void *)&j->jobs[i], i0 - begin, e - begin, tid);
+        i0 = e;
+    }
+}
+
+void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
+{
+    /* the longest prefix with one activation type shares one quantization */
+    int m = 1;
+    while (m < n && m < MM_NMAX && w[m]->act_type == w[0]->act_type)
+        m++;
+    if (m == 1) {
+        be_matmul(be, w[0], 0, x, y[0]);
+    } else {
+        CPU_PROF_BEGIN(be);
+        const int64_t K = x->cols;
+        assert(!x->f16);
+        uint8_t *act = cpu_scratch(be, (size_t)x->rows * w[0]->act_row_bytes);
+        assert(act);
+        quantize_rows(be, w[0], x, act);
+        mmn_job j = { .n = m };
+        int64_t total = 0;
+        for (int i = 0; i < m; i++) {
+            const gguf_tensor *t = w[i]->t;
+            const int64_t N = (int64_t)t->ne[1];
+            assert((int64_t)t->ne[0] == K && y[i]->cols == N && y[i]->rows == x->rows && !y[i]->f16);
+            j.jobs[i] = (mm_job){
+                .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
+                .dot = pick_dot(be, w[i]->type, K, N, false), .tile = pick_tile(be, w[i]->type, K, N, false),
+            };
+            total += N;
+            j.end[i] = total;
+        }
+        cpu_for(be, total, row_grain(be, total, x->rows), mmn_task, &j);
+        CPU_PROF_END(be, BE_PROF_MATMUL(w[0]->type));
+    }
+    if (n > m)
+        be_matmul_n(be, n - m, w + m, x, y + m);
 }
 
 /* ------------------------------------------------------------ experts */
