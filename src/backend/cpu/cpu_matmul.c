@@ -30,6 +30,7 @@
 
 #define TOK_TILE 64    /* activation rows that share one pass over a weight block */
 #define ROW_GRAIN 16   /* weight rows per work item */
+#define DECODE_ITEMS 2 /* work items per thread of a one-token matmul (row_grain) */
 /* activation rows quantized per work item: a SIMD quantizer takes well under
  * a microsecond a row, a hand-off to the other thread several, so up to 32
  * rows (a decode step's, the pairs of one MoE token) stay on the caller */
@@ -108,14 +109,16 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * read once from memory and the matmul is a stream: each thread must get
  * long runs of consecutive rows, or the hardware prefetchers lose the
  * stream (16-row items handed out alternately to 2 threads measured half
- * the decode speed: bench/results/2026-11-29-cpu/); 8 items per thread keep
- * the split dynamic. Prompt batches reuse each row across a token tile and
- * take small items. */
+ * the decode speed: bench/results/2026-11-29-cpu/); 2 items per thread keep
+ * the split a little dynamic (tg64, 2 threads, noisy: 8 items per thread
+ * 72.7-72.9 t/s, 2 items 78.9-80.1, 1 item 79.8-81.4 on q08-q4_K; the MoE
+ * file 79.4 -> 88.5, q8_0 51.8 -> 54.5 with 2). Prompt batches reuse each
+ * row across a token tile and take small items. */
 static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
 {
     if (R > 4)
         return ROW_GRAIN;
-    int64_t g = N / (8 * (int64_t)be->n_threads);
+    int64_t g = N / (DECODE_ITEMS * (int64_t)be->n_threads);
     g -= g % ROW_GRAIN;
     return g > ROW_GRAIN ? g : ROW_GRAIN;
 }
