@@ -36,7 +36,7 @@ typedef void (*cpu_tile_fn)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t n
  *  _ref:        plain C, one output at a time;
  *  _avx2:       blocks of 2 rows x up to 4 tokens, AVX2 + FMA + F16C; call
  *               only where quant_path_available(QUANT_PATH_AVX2);
- *  _avx512vnni: blocks of 4 rows x up to 8 tokens (one token: row by row),
+ *  _avx512vnni: blocks of 4 rows x up to 6 tokens (one token: row by row),
  *               AVX-512 F/BW/VL + VNNI;
  *               call only where quant_path_available(QUANT_PATH_AVX512VNNI).
  * cpu_gemm_q4_K() gives the fastest one this CPU runs (the quant module's

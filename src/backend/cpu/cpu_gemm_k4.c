@@ -10,7 +10,7 @@
  * S_k the integer code x activation sum of sub-block k and B_k its
  * activation sum.
  *
- * The AVX-512 kernel takes 4 weight rows x T tokens (T <= 8) per call of
+ * The AVX-512 kernel takes 4 weight rows x T tokens (T <= 6) per call of
  * its block loop. Per block it decodes the scales and mins of all 4 rows
  * in one 512-bit vector (row r in 128-bit lane r); per row it loads the
  * 128 code bytes as two 64-byte vectors, splits nibbles, and reorders them
@@ -18,13 +18,13 @@
  * chunk meets the T tokens' activations with vpmaddubsw (codes <= 15, a
  * pair <= 2 * 15 * 127) and vpdpwssd against the sub-block scales (a lane
  * <= 64 * 15 * 127 * 63 < 2^31). Rows go in pairs, each pair's lanes
- * half-folded as it ends (so 8 tokens' sums fit the 32 registers); the 4
+ * half-folded as it ends (so 6 tokens' sums fit the 32 registers); the 4
  * rows' int32 lanes are then folded into one vector (row r in lane r,
  * exact integer adds, so any folding order gives the same), converted, scaled
  * by d and dmin and accumulated in f32 per lane across blocks; one lane
  * sum per row at the end. So every float operation of an output involves
  * only its own row and token: batch-invariant bits. Rows past nr repeat
- * the last row (computed, not stored); tokens run in groups of 8, then the
+ * the last row (computed, not stored); tokens run in groups of 6, then the
  * rest (one function per group size, so each block loop gets the registers
  * to itself).
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
@@ -35,9 +35,11 @@
  *
  * Measured (one thread, noisy, K = 1024, N = 3584): 64-token tiles 2.4-2.7x
  * the quant module's AVX-512 dot per output (AVX2: 1.4x its AVX2 dot).
- * 8 tokens per pass instead of 4 (fewer unpacks per output): the six
- * prefill shapes at 512 tokens, one thread, best of 3 on a loaded machine,
- * 106-110 ms -> 101-105 ms (~4%; 6 tokens in between, within noise).
+ * Tokens per pass (fewer unpacks per output with more): one thread, the
+ * six prefill shapes at 512 tokens, loaded machine, 4 -> 8 tokens 106-110
+ * -> 101-105 ms; but pp512 end to end, 2 threads, A/B alternated (noisy):
+ * 4 tokens 266-287 t/s, 8 tokens 267-279 (spills: 2 x 8 sums + 8 halves +
+ * 8 accumulators), 6 tokens 280-297 (in 4 of 5 rounds the fastest).
  * Decode is memory-bound: about equal to the per-output dot.
  */
 #include "cpu_gemm.h"
@@ -110,9 +112,7 @@ cpu_tile_fn cpu_gemm_q4_K(void)
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define K4_WB 144
 #define K4_AB 292
-#ifndef K4_TT
-#define K4_TT 8    /* tokens per pass of the AVX-512 kernel */
-#endif
+#define K4_TT 6    /* tokens per pass of the AVX-512 kernel (at most 8) */
 
 static inline uint32_t rd32(const uint8_t *p)
 {
@@ -153,8 +153,9 @@ X512 static inline __m128 lane_sums(__m512 x)
 /* 4 weight rows (w[0..3]) x T tokens (at[0..T-1], T <= 8), nb blocks:
  * res[t] element r = dot(row r, token t). T is a constant after inlining.
  * Rows run in pairs: a pair's int32 lanes are half-folded (two
- * 128-bit lanes added pairwise) as soon as the pair is done, so 8 tokens fit the 32 registers
- * (2 x 8 running sums, 8 half-folds); the integer adds are exact, so the
+ * 128-bit lanes added pairwise) as soon as the pair is done, so 6 tokens
+ * fit the 32 registers (2 x 6 running sums, 6 half-folds, 6 accumulators);
+ * the integer adds are exact, so the
  * bits do not depend on the folding order. */
 X512 __attribute__((always_inline)) static inline void
 k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const int T, __m128 *res)
@@ -253,8 +254,6 @@ K4_PASS(3)
 K4_PASS(4)
 K4_PASS(5)
 K4_PASS(6)
-K4_PASS(7)
-K4_PASS(8)
 
 /* One row, one token, in the same order (decode): the row's blocks are
  * read in address order. Decode reads each weight row once and is bound by
@@ -332,8 +331,6 @@ X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
                 at[t] = a + (uint64_t)(t0 + t) * arb;
             __m128 res[8];
             switch (T) {
-            case 8: k4_pass8(nb, wr, at, res); break;
-            case 7: k4_pass7(nb, wr, at, res); break;
             case 6: k4_pass6(nb, wr, at, res); break;
             case 5: k4_pass5(nb, wr, at, res); break;
             case 4: k4_pass4(nb, wr, at, res); break;
