@@ -9,9 +9,11 @@
 #ifndef Q36_TEST_H
 #define Q36_TEST_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int t_passed, t_failed;
@@ -68,6 +70,22 @@ static inline uint64_t t_next(t_rng *r)
 static inline float t_uniform(t_rng *r)   /* [0, 1) */
 {
     return (float)(t_next(r) >> 40) / 16777216.0f;
+}
+
+/* A standard normal sample (Box-Muller). */
+static inline float t_gauss(t_rng *r)
+{
+    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+/* n normal samples times scale, malloc'ed (at least one element). */
+static inline float *t_randv(t_rng *r, int64_t n, float scale)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = t_gauss(r) * scale;
+    return x;
 }
 
 #endif

@@ -16,20 +16,6 @@
 
 static be_ctx *be1, *be3;
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
-static float *randv(t_rng *r, int64_t n, float scale)
-{
-    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        x[i] = gauss(r) * scale;
-    return x;
-}
-
 static be_tensor *upload(be_ctx *be, const float *x, int64_t rows, int64_t cols)
 {
     be_tensor *t = be_tensor_new(be, rows, cols);
@@ -44,7 +30,7 @@ static void test_dot(int64_t n)
     char name[64];
     snprintf(name, sizeof name, "cpu.dot_vec_%lld", (long long)n);
     t_rng r = t_rng_named(name);
-    float *x = randv(&r, n, 1), *y = randv(&r, n, 1);
+    float *x = t_randv(&r, n, 1), *y = t_randv(&r, n, 1);
     double ref = 0, mag = 0;
     for (int64_t i = 0; i < n; i++) {
         ref += (double)x[i] * y[i];
@@ -74,12 +60,12 @@ static wt make_weight(t_rng *r, uint32_t type, int64_t K, int64_t N, int64_t E)
     uint64_t rb = quant_row_bytes(type, (uint64_t)K);
     w.data = malloc(rb * (uint64_t)(N * E));
     w.deq = malloc(sizeof(float) * (size_t)(K * N * E));
-    float *row = randv(r, K, 1);
+    float *row = t_randv(r, K, 1);
     for (int64_t i = 0; i < N * E; i++) {
         uint8_t *dst = (uint8_t *)w.data + rb * (uint64_t)i;
         if (type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0) {
             for (int64_t k = 0; k < K; k++)
-                row[k] = gauss(r);
+                row[k] = t_gauss(r);
             quant_act_quantize(type, row, dst, K);
         } else {
             for (uint64_t b = 0; b < rb; b++)
@@ -138,7 +124,7 @@ static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
     be_weight *bw1, *bw3;
     be_weight_bind(be1, &w.t, &bw1, NULL);
     be_weight_bind(be3, &w.t, &bw3, NULL);
-    float *x = randv(&r, R * K, 1);
+    float *x = t_randv(&r, R * K, 1);
     be_tensor *xt1 = upload(be1, x, R, K), *xt3 = upload(be3, x, R, K);
     be_tensor *y1 = be_tensor_new(be1, R, N), *y3 = be_tensor_new(be3, R, N);
     be_matmul(be1, bw1, 1, xt1, y1);
@@ -175,7 +161,7 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
     be_weight *bw;
     be_weight_bind(be3, &w.t, &bw, NULL);
     int64_t xr = per_pair ? T * k : T;
-    float *x = randv(&r, xr * K, 1);
+    float *x = t_randv(&r, xr * K, 1);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
     for (int64_t i = 0; i < T * k; i++)
         sel[i] = (int32_t)(t_next(&r) % (uint64_t)E);
@@ -204,7 +190,7 @@ static void test_rms(int64_t rows, int64_t cols, int64_t group, bool weight)
     snprintf(name, sizeof name, "cpu.rms_norm_%lldx%lld_g%lld%s", (long long)rows, (long long)cols,
              (long long)group, weight ? "_w" : "");
     t_rng r = t_rng_named(name);
-    float *x = randv(&r, rows * cols, 3), *wv = randv(&r, group, 1);
+    float *x = t_randv(&r, rows * cols, 3), *wv = t_randv(&r, group, 1);
     gguf_tensor gt = { .name = "n", .type = QT_F32, .n_dims = 1, .ne = { (uint64_t)group, 1, 1, 1 },
                        .data = wv, .nbytes = (uint64_t)group * 4 };
     be_weight *bw = NULL;
@@ -239,7 +225,7 @@ static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, in
              (long long)n_rot, (long long)pos0);
     t_rng r = t_rng_named(name);
     int64_t cols = heads * hd;
-    float *x = randv(&r, rows * cols, 1);
+    float *x = t_randv(&r, rows * cols, 1);
     be_tensor *t = upload(be1, x, rows, cols);
     int32_t sec[4] = { (int32_t)(n_rot / 2 - n_rot / 2 / 3 * 2), (int32_t)(n_rot / 2 / 3),
                        (int32_t)(n_rot / 2 / 3), 0 };
@@ -286,7 +272,7 @@ static void test_attention(int64_t T, int64_t pos0, int64_t Hq, int64_t Hkv, int
              (long long)pos0, (long long)Hq, (long long)Hkv, (long long)hd);
     t_rng r = t_rng_named(name);
     int64_t n = pos0 + T, kvw = Hkv * hd;
-    float *q = randv(&r, T * Hq * hd, 1), *k = randv(&r, n * kvw, 1), *v = randv(&r, n * kvw, 1);
+    float *q = t_randv(&r, T * Hq * hd, 1), *k = t_randv(&r, n * kvw, 1), *v = t_randv(&r, n * kvw, 1);
     be_tensor *kc = be_tensor_new(be3, n + 5, kvw), *vc = be_tensor_new(be3, n + 5, kvw);
     be_tensor *kt = upload(be3, k, n, kvw), *vt = upload(be3, v, n, kvw);
     be_kv_store(be3, kc, vc, kt, vt, 0);
@@ -329,7 +315,7 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc)
     char name[96];
     snprintf(name, sizeof name, "cpu.ssm_conv_t%lld_c%lld_k%lld", (long long)T, (long long)C, (long long)Kc);
     t_rng r = t_rng_named(name);
-    float *x = randv(&r, T * C, 1), *tail0 = randv(&r, C * (Kc - 1), 1), *wv = randv(&r, C * Kc, 1);
+    float *x = t_randv(&r, T * C, 1), *tail0 = t_randv(&r, C * (Kc - 1), 1), *wv = t_randv(&r, C * Kc, 1);
     gguf_tensor gt = { .name = "c", .type = QT_F32, .n_dims = 2, .ne = { (uint64_t)Kc, (uint64_t)C, 1, 1 },
                        .data = wv, .nbytes = (uint64_t)(C * Kc) * 4 };
     be_weight *bw;
@@ -370,8 +356,8 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
              (long long)Hv, (long long)dk);
     t_rng r = t_rng_named(name);
     int64_t W = (2 * Hk + Hv) * dk;
-    float *qkv = randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
-    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = randv(&r, Hv * dk * dk, 0.1f);
+    float *qkv = t_randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = t_randv(&r, Hv * dk * dk, 0.1f);
     /* unit q and k, as after the L2 norm */
     for (int64_t t = 0; t < T; t++)
         for (int64_t h = 0; h < 2 * Hk; h++) {
@@ -441,8 +427,8 @@ static void test_deltanet_chunked(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
              (long long)Hk, (long long)Hv, (long long)dk);
     t_rng r = t_rng_named(name);
     int64_t W = (2 * Hk + Hv) * dk;
-    float *qkv = randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
-    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = randv(&r, Hv * dk * dk, 0.1f);
+    float *qkv = t_randv(&r, T * W, 1), *g = malloc(sizeof(float) * (size_t)(T * Hv));
+    float *b = malloc(sizeof(float) * (size_t)(T * Hv)), *S0 = t_randv(&r, Hv * dk * dk, 0.1f);
     for (int64_t t = 0; t < T; t++)
         for (int64_t h = 0; h < 2 * Hk; h++) {
             float *v = qkv + t * W + h * dk;
@@ -490,7 +476,7 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
     char name[96];
     snprintf(name, sizeof name, "cpu.moe_route_t%lld_e%lld_k%lld", (long long)T, (long long)E, (long long)k);
     t_rng r = t_rng_named(name);
-    float *l = randv(&r, T * E, 2);
+    float *l = t_randv(&r, T * E, 2);
     be_tensor *lt = upload(be1, l, T, E), *wt_ = be_tensor_new(be1, T, k);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
     be_moe_route(be1, lt, k, sel, wt_);

@@ -19,19 +19,13 @@
 
 static be_ctx *be_t[3];         /* by thread count (1, 2) */
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
 static be_tensor *filled(be_ctx *be, t_rng *r, int64_t rows, int64_t valid, int64_t cols, int f16,
                          float scale)
 {
     be_tensor *t = f16 ? be_tensor_new_f16(be, rows, cols) : be_tensor_new(be, rows, cols);
     float *x = malloc(sizeof(float) * (size_t)(rows * cols));
     for (int64_t i = 0; i < rows * cols; i++)
-        x[i] = i < valid * cols ? gauss(r) * scale : NAN;
+        x[i] = i < valid * cols ? t_gauss(r) * scale : NAN;
     be_write(be, t, 0, rows, x);
     free(x);
     return t;

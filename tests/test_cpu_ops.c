@@ -17,19 +17,13 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_vexp.h"
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
 static void fill(t_rng *r, float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         const uint64_t k = t_next(r) % 50;
         x[i] = k == 0 ? 120.0f * (t_uniform(r) - 0.5f) * 2.0f   /* exp over/underflow */
              : k == 1 ? 0.0f
-             : 4.0f * gauss(r);
+             : 4.0f * t_gauss(r);
     }
 }
 
@@ -94,7 +88,7 @@ static void run_case(be_ctx *be, int nt, int op, int64_t rows, int64_t cols, int
     fill(&r, g, n);
     fill(&r, u, n);
     for (int64_t i = 0; i < group; i++)
-        w[i] = 1.0f + 0.25f * gauss(&r);
+        w[i] = 1.0f + 0.25f * t_gauss(&r);
     ref(op, g, u, w, rows, cols, group, want);
 
     /* a weight of `group` f32 values, bound the way the model binds one */

@@ -23,20 +23,6 @@
 
 static be_ctx *be1, *be2;
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
-static float *randv(t_rng *r, int64_t n, float scale)
-{
-    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        x[i] = gauss(r) * scale;
-    return x;
-}
-
 /* A rows x cols view into a wider tensor (row stride cols + 5), so the
  * kernels see a stride that is not their width, as model views do. */
 static be_tensor *strided(be_ctx *be, be_tensor **parent, const float *x, int64_t rows,
@@ -68,7 +54,7 @@ static void test_dot_order(void)
     bool ok = true;
     int64_t bad = 0;
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        float *x = randv(&r, ns[i], 1), *y = randv(&r, ns[i], 1);
+        float *x = t_randv(&r, ns[i], 1), *y = t_randv(&r, ns[i], 1);
         float a = cpu_dot_vec_ref(ns[i], x, y, cpu_lanes()), b = cpu_dot_vec(ns[i], x, y);
         if (memcmp(&a, &b, sizeof a) != 0 && ok) {
             ok = false;
@@ -90,8 +76,8 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc, bool packed)
     snprintf(name, sizeof name, "seq.conv_t%lld_c%lld_k%lld%s", (long long)T, (long long)C,
              (long long)Kc, packed ? "_packed" : "_strided");
     t_rng r = t_rng_named(name);
-    float *x = randv(&r, T * C, 1), *tail0 = randv(&r, C * (Kc - 1), 1);
-    float *wv = randv(&r, C * Kc, 1);
+    float *x = t_randv(&r, T * C, 1), *tail0 = t_randv(&r, C * (Kc - 1), 1);
+    float *wv = t_randv(&r, C * Kc, 1);
     for (int64_t i = 0; i < T * C; i += 17)
         x[i] = (i / 17) % 2 ? -0.0f : 0.0f;       /* signed zeros: the 0 + p start */
     const int64_t nt = Kc - 1;
@@ -153,10 +139,10 @@ static void gdn_inputs(gdn_case *c, const char *name)
     t_rng r = t_rng_named(name);
     const int64_t W = (2 * c->Hk + c->Hv) * c->dk, dk = c->dk;
     c->W = W;
-    c->qkv = randv(&r, c->T * W, 1);
+    c->qkv = t_randv(&r, c->T * W, 1);
     c->g = malloc(sizeof(float) * (size_t)(c->T * c->Hv));
     c->b = malloc(sizeof(float) * (size_t)(c->T * c->Hv));
-    c->S0 = randv(&r, c->Hv * dk * dk, 0.1f);
+    c->S0 = t_randv(&r, c->Hv * dk * dk, 0.1f);
     for (int64_t t = 0; t < c->T; t++)                 /* unit q and k, as after the L2 norm */
         for (int64_t h = 0; h < 2 * c->Hk; h++) {
             float *v = c->qkv + t * W + h * dk;
@@ -307,7 +293,7 @@ static void bench(void)
     for (size_t i = 0; i < sizeof conv / sizeof conv[0]; i++) {
         const int64_t T = conv[i][0], C = conv[i][1];
         t_rng r = t_rng_named("bench");
-        float *x = randv(&r, T * C, 1), *w = randv(&r, 4 * C, 1);
+        float *x = t_randv(&r, T * C, 1), *w = t_randv(&r, 4 * C, 1);
         be_tensor *xt = be_tensor_new(be1, T, C), *tl = be_tensor_new(be1, C, 3);
         be_tensor *y = be_tensor_new(be1, T, C);
         be_write(be1, xt, 0, T, x);

@@ -63,12 +63,6 @@ static int load_cpu(const char *variant)
     return sc;
 }
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
 static int64_t ulps(float a, float b)
 {
     int32_t ia = (int32_t)quant_f32_bits(a), ib = (int32_t)quant_f32_bits(b);
@@ -105,8 +99,8 @@ int main(void)
         float mine = 0, theirs = 0;
         for (int rep = 0; rep < 50 && !bad; rep++) {
             for (int i = 0; i < n; i++) {
-                x[i] = gauss(&r);
-                y[i] = gauss(&r);
+                x[i] = t_gauss(&r);
+                y[i] = t_gauss(&r);
             }
             mine = cpu_dot_vec(n, x, y);
             g_dot(n, &theirs, 0, x, 0, y, 0, 1);
@@ -126,8 +120,8 @@ int main(void)
         int bad = 0, bad_ref = 0;
         for (int rep = 0; rep < 100; rep++) {
             for (int i = 0; i < n; i++) {
-                w[i] = gauss(&r) * (rep % 3 ? 1.0f : 0.01f);
-                x[i] = gauss(&r) * (i % 97 ? 1.0f : 20.0f);
+                w[i] = t_gauss(&r) * (rep % 3 ? 1.0f : 0.01f);
+                x[i] = t_gauss(&r) * (i % 97 ? 1.0f : 20.0f);
             }
             ggml_quantize_chunk(GGML_TYPE_Q6_K, w, wq, 0, 1, n, NULL);
             quant_act_quantize(QT_Q8_K, x, aq, n);
@@ -151,8 +145,8 @@ int main(void)
             const int n = 64 * (1 + rep % 8) + (rep % 3 ? 0 : 17);
             uint16_t w[600], x[600];
             for (int i = 0; i < n; i++) {
-                w[i] = quant_f32_to_f16(gauss(&r));
-                x[i] = quant_f32_to_f16(gauss(&r));
+                w[i] = quant_f32_to_f16(t_gauss(&r));
+                x[i] = quant_f32_to_f16(t_gauss(&r));
             }
             float theirs;
             g_traits(GGML_TYPE_F16)->vec_dot(n, &theirs, 0, w, 0, x, 0, 1);
@@ -170,8 +164,8 @@ int main(void)
             const int n = 64 * (1 + rep % 8) + (rep % 3 ? 0 : 16);
             uint16_t w[600], x[600];
             for (int i = 0; i < n; i++) {
-                w[i] = quant_f32_to_bf16(gauss(&r));
-                x[i] = quant_f32_to_bf16(gauss(&r) * (rep % 5 ? 1.0f : 1e-38f));
+                w[i] = quant_f32_to_bf16(t_gauss(&r));
+                x[i] = quant_f32_to_bf16(t_gauss(&r) * (rep % 5 ? 1.0f : 1e-38f));
             }
             float theirs;
             g_traits(GGML_TYPE_BF16)->vec_dot(n, &theirs, 0, w, 0, x, 0, 1);
@@ -192,7 +186,7 @@ int main(void)
         t_rng r = t_rng_named("silu");
         float *x = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
         for (int i = 0; i < n; i++)
-            x[i] = gauss(&r) * 6;
+            x[i] = t_gauss(&r) * 6;
         be_ctx *be;
         be_cpu_new(1, &be, NULL);
         be_tensor *t = be_tensor_new(be, 1, n);
@@ -223,7 +217,7 @@ int main(void)
             float *x = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
             float mx = -INFINITY;
             for (int i = 0; i < n; i++) {
-                x[i] = gauss(&r) * 4;
+                x[i] = t_gauss(&r) * 4;
                 mx = x[i] > mx ? x[i] : mx;
             }
             const int W = cpu_lanes();

@@ -25,17 +25,11 @@ static float f_bits(uint32_t u)
     return f;
 }
 
-static float gauss(t_rng *r)
-{
-    float u = t_uniform(r) + 1e-7f, v = t_uniform(r);
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
-}
-
 /* Fills n floats for input kind k; blk is the block size. */
 static void fill(int k, float *x, int64_t n, int blk, t_rng *r)
 {
     for (int64_t i = 0; i < n; i++) {
-        const float g = gauss(r);
+        const float g = t_gauss(r);
         switch (k) {
         case 0: x[i] = g; break;
         case 1: x[i] = g * 1e-3f; break;
@@ -149,7 +143,7 @@ static void print_speed(uint32_t at)
     static uint8_t y[N * 2];
     t_rng r = t_rng_named("act speed");
     for (int i = 0; i < N; i++)
-        x[i] = gauss(&r);
+        x[i] = t_gauss(&r);
     printf("# %s ns/element:", quant_type_name(at));
     for (int p = 0; p < QUANT_PATH_COUNT; p++) {
         if (!quant_path_available((enum quant_path)p))
