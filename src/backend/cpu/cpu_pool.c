@@ -47,6 +47,22 @@ static int64_t take_items(atomic_llong *next, int64_t n, int64_t grain, cpu_task
     }
 }
 
+/* What every cpu_for does first, in both builds: nothing for no items, a
+ * grain of at least 1, and the whole range on the caller when there is no
+ * pool or one chunk covers it. True when the call is done. */
+static bool run_on_caller(const cpu_pool *p, int64_t n, int64_t *grain, cpu_task_fn fn, void *arg)
+{
+    if (n <= 0)
+        return true;
+    if (*grain < 1)
+        *grain = 1;
+    if (!p || n <= *grain) {
+        fn(arg, 0, n, 0);
+        return true;
+    }
+    return false;
+}
+
 #ifndef Q36_OPENMP
 
 #include <limits.h>
@@ -220,15 +236,9 @@ void cpu_pool_free(cpu_pool *p)
 
 void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
 {
-    if (n <= 0)
-        return;
-    if (grain < 1)
-        grain = 1;
     cpu_pool *p = be->pool;
-    if (!p || n <= grain) {
-        fn(arg, 0, n, 0);
+    if (run_on_caller(p, n, &grain, fn, arg))
         return;
-    }
     /* publish: no worker is inside (the last join waited for that) */
     p->fn = fn;
     p->arg = arg;
@@ -285,15 +295,9 @@ void cpu_pool_free(cpu_pool *p)
 
 void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
 {
-    if (n <= 0)
-        return;
-    if (grain < 1)
-        grain = 1;
     cpu_pool *p = be->pool;
-    if (!p || n <= grain) {
-        fn(arg, 0, n, 0);
+    if (run_on_caller(p, n, &grain, fn, arg))
         return;
-    }
     atomic_store(&p->next, 0);
 #pragma omp parallel num_threads(p->n_threads)
     take_items(&p->next, n, grain, fn, arg, omp_get_thread_num());
