@@ -10,36 +10,36 @@
  * S_k the integer code x activation sum of sub-block k and B_k its
  * activation sum.
  *
- * The AVX-512 kernel takes 4 weight rows x T tokens (T <= 6) per call of
- * its block loop. Per block it decodes the scales and mins of all 4 rows
- * in one 512-bit vector (row r in 128-bit lane r); per row it loads the
- * 128 code bytes as two 64-byte vectors, splits nibbles, and reorders them
- * (vshufi64x2) into four 64-element chunks in activation order; each
- * chunk meets the T tokens' activations with vpmaddubsw (codes <= 15, a
- * pair <= 2 * 15 * 127) and vpdpwssd against the sub-block scales (a lane
- * <= 64 * 15 * 127 * 63 < 2^31). Rows go in pairs, each pair's lanes
- * half-folded as it ends (so 6 tokens' sums fit the 32 registers); the 4
- * rows' int32 lanes are then folded into one vector (row r in lane r,
- * exact integer adds, so any folding order gives the same), converted, scaled
- * by d and dmin and accumulated in f32 per lane across blocks; one lane
- * sum per row at the end. So every float operation of an output involves
- * only its own row and token: batch-invariant bits. Rows past nr repeat
- * the last row (computed, not stored); tokens run in groups of 6, then the
- * rest (one function per group size, so each block loop gets the registers
- * to itself).
+ * The AVX-512 kernel takes 4 weight rows x T tokens (T <= 8) per call of
+ * its block loop, row r in 128-bit lane r of every vector (k4_block4xT
+ * says how): per block it decodes the 4 rows' scales and mins in one
+ * vector, transposes their code bytes into 16-byte quarters, and per
+ * token takes 4 vpdpbusd (codes x activations broadcast to the 4 lanes)
+ * and one vpdpwssd (against the scale pair of two sub-blocks) per 64
+ * codes of a row. The 4 rows' int32 lanes come out in one vector,
+ * converted, scaled by d and dmin and accumulated in f32 per lane across
+ * blocks; one lane sum per row at the end. So every float operation of an
+ * output involves only its own row and token: batch-invariant bits. Rows
+ * past nr repeat the last row (computed, not stored); tokens run in
+ * groups of 8, then the rest (one function per group size, so each block
+ * loop gets the registers to itself).
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
  * address order, the same lanes and bits.
  * The AVX2 kernel does the same with 2 rows per 256-bit vector; its four
  * int32 lanes per row hold the same elements (exact), so the float work
  * and the bits are the AVX-512 kernel's.
  *
- * Measured (one thread, noisy, K = 1024, N = 3584): 64-token tiles 2.4-2.7x
- * the quant module's AVX-512 dot per output (AVX2: 1.4x its AVX2 dot).
- * Tokens per pass (fewer unpacks per output with more): one thread, the
- * six prefill shapes at 512 tokens, loaded machine, 4 -> 8 tokens 106-110
- * -> 101-105 ms; but pp512 end to end, 2 threads, A/B alternated (noisy):
- * 4 tokens 266-287 t/s, 8 tokens 267-279 (spills: 2 x 8 sums + 8 halves +
- * 8 accumulators), 6 tokens 280-297 (in 4 of 5 rounds the fastest).
+ * Measured (one thread, min of 15, tiles of 16 rows x 64 tokens as
+ * cpu_matmul takes them): this kernel against the previous one (rows in
+ * pairs of 64-code vectors, vpmaddubsw + vpdpwssd, lanes folded across
+ * rows per block, 6 tokens a pass): 1.58 vs 1.95 ns per row, block and
+ * token at K 1024 N 3584, 1.47 vs 1.84 at K 3584 N 1024, 1.81 vs 2.32 at
+ * K 1024 N 6144 x 512 tokens (0.78-0.82x the time). Zen 5 runs two
+ * 512-bit integer multiplies a cycle and its shuffles share a port with
+ * them (measured); the old kernel's 8 multiplies per row, block and token
+ * bound it at 4 cycles, this one's 5 at 2.5. Tokens per pass, same
+ * harness: 6 -> 6.7, 8 -> 5.4, 10 -> 5.5, 12 -> 5.8 cycles per row,
+ * block and token.
  * Decode is memory-bound: about equal to the per-output dot.
  */
 #include "cpu_gemm.h"
@@ -112,7 +112,7 @@ cpu_tile_fn cpu_gemm_q4_K(void)
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define K4_WB 144
 #define K4_AB 292
-#define K4_TT 6    /* tokens per pass of the AVX-512 kernel (at most 8) */
+#define K4_TT 8    /* tokens per pass of the AVX-512 kernel */
 
 static inline uint32_t rd32(const uint8_t *p)
 {
@@ -150,88 +150,91 @@ X512 static inline __m128 lane_sums(__m512 x)
                                                                           0, 0, 0, 0), x));
 }
 
-/* 4 weight rows (w[0..3]) x T tokens (at[0..T-1], T <= 8), nb blocks:
+/* 4 weight rows (w[0..3]) x T tokens (at[0..T-1], T <= K4_TT), nb blocks:
  * res[t] element r = dot(row r, token t). T is a constant after inlining.
- * Rows run in pairs: a pair's int32 lanes are half-folded (two
- * 128-bit lanes added pairwise) as soon as the pair is done, so 6 tokens
- * fit the 32 registers (2 x 6 running sums, 6 half-folds, 6 accumulators);
- * the integer adds are exact, so the
- * bits do not depend on the folding order. */
+ * Row r lives in 128-bit lane r of every vector: per half block the 4
+ * rows' 64 code bytes are loaded and their 16-byte quarters transposed
+ * (vshufi64x2), so a vector holds 16 codes of one sub-block of each row
+ * and meets the token's 16 matching activations broadcast to the 4 lanes.
+ * vpdpbusd sums 4 code x activation products per int32 lane (|lane| <=
+ * 2 chunks x 4 x 15 x 128 < 2^15 for one sub-block), so a sub-block's
+ * lane sum fits int16: the two sub-blocks 2c (low halves) and 2c+1 (high
+ * halves, shifted in) share one vpdpwssd against their scale pair. That is
+ * 5 multiplies per row, block and token where vpmaddubsw + vpdpwssd per
+ * 64 codes took 8. Lane j of row r sums the elements e with (e mod 16)/4
+ * == j, as k4_dot_order; integer adds are exact, so the bits are the same.
+ * No cross-lane folding is needed: the int32 sums of the 4 rows come out
+ * in one vector. */
 X512 __attribute__((always_inline)) static inline void
 k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const int T, __m128 *res)
 {
     const __m512i m4 = _mm512_set1_epi8(15);
     const __m512i didx = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
     const __m512i midx = _mm512_add_epi32(didx, _mm512_set1_epi32(1));
-    __m512 acc[8];
+    __m512 acc[K4_TT];
+    __m512i isum[K4_TT];
     #pragma GCC unroll 8
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *wb[4], *ab[8];
+        const uint8_t *wb[4], *ab[K4_TT];
         #pragma GCC unroll 4
         for (int r = 0; r < 4; r++)
             wb[r] = w[r] + b * K4_WB;
         #pragma GCC unroll 8
-        for (int t = 0; t < T; t++)
+        for (int t = 0; t < T; t++) {
             ab[t] = at[t] + b * K4_AB;
+            isum[t] = _mm512_setzero_si512();
+        }
         const __m512i scmn = k4_scales4(wb);
         const __m512i sc16 = _mm512_unpacklo_epi8(scmn, _mm512_setzero_si512());
         const __m512i mn16 = _mm512_unpackhi_epi8(scmn, _mm512_setzero_si512());
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            /* Q[q], lane r: code bytes 64h + 16q .. +15 of row r */
+            const __m512i r0 = _mm512_loadu_si512(wb[0] + 16 + 64 * h), r1 = _mm512_loadu_si512(wb[1] + 16 + 64 * h);
+            const __m512i r2 = _mm512_loadu_si512(wb[2] + 16 + 64 * h), r3 = _mm512_loadu_si512(wb[3] + 16 + 64 * h);
+            const __m512i t0 = _mm512_shuffle_i64x2(r0, r1, 0x44), t1 = _mm512_shuffle_i64x2(r0, r1, 0xEE);
+            const __m512i t2 = _mm512_shuffle_i64x2(r2, r3, 0x44), t3 = _mm512_shuffle_i64x2(r2, r3, 0xEE);
+            const __m512i Q[4] = { _mm512_shuffle_i64x2(t0, t2, 0x88), _mm512_shuffle_i64x2(t0, t2, 0xDD),
+                                   _mm512_shuffle_i64x2(t1, t3, 0x88), _mm512_shuffle_i64x2(t1, t3, 0xDD) };
+            #pragma GCC unroll 2
+            for (int cc = 0; cc < 2; cc++) {
+                const int c = 2 * h + cc;   /* code bytes 32c..32c+31: sub-blocks 2c, 2c+1 */
+                const __m512i l0 = _mm512_and_si512(Q[2 * cc], m4), l1 = _mm512_and_si512(Q[2 * cc + 1], m4);
+                const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(Q[2 * cc], 4), m4);
+                const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(Q[2 * cc + 1], 4), m4);
+                /* int16 pair (sc[2c], sc[2c+1]) of row r in every dword of lane r */
+                const __m512i sp = _mm512_shuffle_epi32(sc16, (_MM_PERM_ENUM)(c * 0x55));
+                #pragma GCC unroll 8
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *ac = ab[t] + 4 + 64 * c;
+                    __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), l0,
+                                                     _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ac)));
+                    lo = _mm512_dpbusd_epi32(lo, l1, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(ac + 16))));
+                    __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), h0,
+                                                     _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(ac + 32))));
+                    hi = _mm512_dpbusd_epi32(hi, h1, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(ac + 48))));
+                    const __m512i x = _mm512_mask_mov_epi16(_mm512_slli_epi32(hi, 16), 0x55555555, lo);
+                    isum[t] = _mm512_dpwssd_epi32(isum[t], x, sp);
+                }
+            }
+        }
         const __m128i dh = _mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), (int)rd32(wb[2]), (int)rd32(wb[3]));
         const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(dh));    /* d0 m0 d1 m1 .. */
         const __m512 dv = _mm512_permutexvar_ps(didx, dd), dm = _mm512_permutexvar_ps(midx, dd);
-        __m512i half[2][8];   /* half-folded lanes of rows 0,1 and 2,3 */
-        #pragma GCC unroll 2
-        for (int pr = 0; pr < 2; pr++) {
-            __m512i isum[2][8];
-            #pragma GCC unroll 2
-            for (int rr = 0; rr < 2; rr++) {
-                const int r = 2 * pr + rr;
-                #pragma GCC unroll 8
-                for (int t = 0; t < T; t++)
-                    isum[rr][t] = _mm512_setzero_si512();
-                #pragma GCC unroll 2
-                for (int h = 0; h < 2; h++) {
-                    const __m512i q = _mm512_loadu_si512(wb[r] + 16 + 64 * h);
-                    const __m512i lo = _mm512_and_si512(q, m4);
-                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-                    #pragma GCC unroll 2
-                    for (int cc = 0; cc < 2; cc++) {
-                        const int c = 2 * h + cc;
-                        /* vpermw index: sub-block 2c of row r in the low
-                         * 16 int16 lanes, 2c+1 in the high ones */
-                        const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi16((short)(8 * r + 2 * c)),
-                                                                _mm256_set1_epi16((short)(8 * r + 2 * c + 1)), 1);
-                        const __m512i code = cc ? _mm512_shuffle_i64x2(lo, hi, 0xEE) : _mm512_shuffle_i64x2(lo, hi, 0x44);
-                        const __m512i sc = _mm512_permutexvar_epi16(pick, sc16);
-                        #pragma GCC unroll 8
-                        for (int t = 0; t < T; t++) {
-                            const __m512i p = _mm512_maddubs_epi16(code, _mm512_loadu_si512(ab[t] + 4 + 64 * c));
-                            isum[rr][t] = _mm512_dpwssd_epi32(isum[rr][t], p, sc);
-                        }
-                    }
-                }
-            }
-            #pragma GCC unroll 8
-            for (int t = 0; t < T; t++)
-                half[pr][t] = _mm512_add_epi32(_mm512_shuffle_i64x2(isum[0][t], isum[1][t], 0x44),
-                                               _mm512_shuffle_i64x2(isum[0][t], isum[1][t], 0xEE));
-        }
         #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
-            /* sub-block sums of the activations (|B_k| <= 32 * 127) as
+            /* sub-block sums of the activations (|B_k| <= 32 * 128) as
              * int16, in every lane, against each row's mins */
             const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(ab[t] + 260)),
                                                   _mm256_set1_epi16(1));
             const __m512i bk = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(b32));
             const __m512i ms = _mm512_madd_epi16(mn16, bk);
-            const __m512i is = _mm512_add_epi32(_mm512_shuffle_i64x2(half[0][t], half[1][t], 0x88),
-                                                _mm512_shuffle_i64x2(half[0][t], half[1][t], 0xDD));
             float da;
             memcpy(&da, ab[t], 4);
             const __m512 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), dm,
-                                              _mm512_mul_ps(_mm512_cvtepi32_ps(is), dv));
+                                              _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), dv));
             acc[t] = _mm512_fmadd_ps(f, _mm512_set1_ps(da), acc[t]);
         }
     }
@@ -254,6 +257,8 @@ K4_PASS(3)
 K4_PASS(4)
 K4_PASS(5)
 K4_PASS(6)
+K4_PASS(7)
+K4_PASS(8)
 
 /* One row, one token, in the same order (decode): the row's blocks are
  * read in address order. Decode reads each weight row once and is bound by
@@ -326,11 +331,13 @@ X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
         const __mmask8 m = (__mmask8)((1u << rows) - 1);
         for (int64_t t0 = 0; t0 < nt; t0 += K4_TT) {
             const int T = nt - t0 < K4_TT ? (int)(nt - t0) : K4_TT;
-            const uint8_t *at[8];
+            const uint8_t *at[K4_TT];
             for (int t = 0; t < T; t++)
                 at[t] = a + (uint64_t)(t0 + t) * arb;
-            __m128 res[8];
+            __m128 res[K4_TT];
             switch (T) {
+            case 8: k4_pass8(nb, wr, at, res); break;
+            case 7: k4_pass7(nb, wr, at, res); break;
             case 6: k4_pass6(nb, wr, at, res); break;
             case 5: k4_pass5(nb, wr, at, res); break;
             case 4: k4_pass4(nb, wr, at, res); break;
