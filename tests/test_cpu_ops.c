@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_vexp.h"
 
 static void fill(t_rng *r, float *x, int64_t n)
@@ -169,9 +170,102 @@ static void test_levels(void)
         }
 }
 
+/* values for the norm kernels: Gaussian at a per-row scale from 1e-20 to
+ * 1e20 (squares near float's underflow and overflow), a third of them
+ * shrunk by up to 1e-9 (squares too small for the double sum to hold
+ * whole, so the order of the adds shows in the bits), with zeros,
+ * subnormals and single huge or tiny values mixed in */
+static void fill_norm(t_rng *r, float *x, int64_t rows, int64_t ld, int64_t cols)
+{
+    static const float scales[] = { 1.0f, 1e-20f, 1e20f, 3e-3f, 40.0f, 1.0f, 1.0f };
+    for (int64_t i = 0; i < rows; i++) {
+        const float sc = scales[t_next(r) % (sizeof scales / sizeof *scales)];
+        for (int64_t c = 0; c < ld; c++) {
+            const uint64_t k = t_next(r) % 200;
+            x[i * ld + c] = k == 0 ? 1e30f * (t_uniform(r) - 0.5f)
+                          : k == 1 ? 1e-30f * t_gauss(r)
+                          : k == 2 ? 0x1p-140f * t_gauss(r)
+                          : k == 3 ? 0.0f
+                          : k < 70 ? sc * t_gauss(r) * powf(10.0f, -9.0f * t_uniform(r))
+                          : sc * t_gauss(r);
+        }
+    }
+}
+
+/* The AVX-512 norm kernel (16 groups at once, across rows) against the
+ * plain C reference, on group sizes of the models (64, 128, 256, 1024) and
+ * odd ones, 1..37 rows of 1..40 groups, with and without weight and post
+ * scale, rows apart by more than their width, and in place: the double
+ * sums of squares (where a change in the order of the adds shows; the
+ * float mean rounds most of it away) and the outputs. */
+static void test_norm_levels(void)
+{
+    static const int64_t groups[] = { 1, 3, 7, 8, 9, 17, 64, 100, 128, 256, 1024 };
+    static const int64_t rowss[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 37 };
+    static const int64_t gprs[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 32, 40 };
+    if (cpu_vexp_level() < 2) {
+        printf("# cpu_ops.norm_levels: the CPU lacks AVX-512\n");
+        return;
+    }
+    for (size_t a = 0; a < sizeof groups / sizeof *groups; a++) {
+        const int64_t group = groups[a];
+        char name[96];
+        snprintf(name, sizeof name, "cpu_ops.norm_avx512_g%lld", (long long)group);
+        t_rng r = t_rng_named(name);
+        const char *why = NULL;
+        static char buf[256];
+        int cases = 0;
+        for (size_t b = 0; b < sizeof rowss / sizeof *rowss && !why; b++)
+            for (size_t c = 0; c < sizeof gprs / sizeof *gprs && !why; c++) {
+                const int64_t rows = rowss[b], cols = gprs[c] * group;
+                if (rows * cols > (1 << 20))
+                    continue;
+                const int variant = cases++ % 4;   /* weight, post, padding, in place */
+                const int64_t ld = cols + (variant == 2 ? 5 : 0);
+                const size_t n = (size_t)(rows * ld);
+                float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * (size_t)group);
+                float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+                fill_norm(&r, x, rows, ld, cols);
+                for (int64_t i = 0; i < group; i++)
+                    w[i] = 1.0f + 0.25f * t_gauss(&r);
+                memcpy(want, x, sizeof(float) * n);
+                memcpy(got, x, sizeof(float) * n);
+                const float *wp = variant == 0 || variant == 3 ? w : NULL;
+                const float post = variant == 1 || variant == 3 ? 1.0f / sqrtf((float)group) : 1.0f;
+                const float eps = variant == 1 ? 1e-6f / (float)group : 1e-6f;
+                cpu_norm_rows_level(0, rows, cols, group, x, ld, wp, eps, post, want, ld);
+                cpu_norm_rows_level(2, rows, cols, group, variant == 3 ? got : x, ld, wp, eps,
+                                    post, got, ld);
+                const int64_t nq = rows * gprs[c];
+                double *s0 = malloc(sizeof(double) * (size_t)nq), *s2 = malloc(sizeof(double) * (size_t)nq);
+                cpu_norm_sums_level(0, rows, cols, group, x, ld, s0);
+                cpu_norm_sums_level(2, rows, cols, group, x, ld, s2);
+                for (int64_t q = 0; q < nq && !why; q++)
+                    if (memcmp(&s0[q], &s2[q], 8) != 0 && !(isnan(s0[q]) && isnan(s2[q]))) {
+                        snprintf(buf, sizeof buf, "%lld rows x %lld groups: sum %lld: %a, "
+                                 "reference %a", (long long)rows, (long long)gprs[c],
+                                 (long long)q, s2[q], s0[q]);
+                        why = buf;
+                    }
+                free(s0); free(s2);
+                for (size_t i = 0; i < n && !why; i++)
+                    if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+                        snprintf(buf, sizeof buf, "%lld rows x %lld groups, variant %d, element "
+                                 "%zu (x %a): %a, reference %a", (long long)rows,
+                                 (long long)gprs[c], variant, i, (double)x[i], (double)got[i],
+                                 (double)want[i]);
+                        why = buf;
+                    }
+                free(x); free(w); free(want); free(got);
+            }
+        t_check(name, !why, "%s", why);
+    }
+}
+
 int main(void)
 {
     test_levels();
+    test_norm_levels();
     static const int64_t rows[] = { 1, 5, 33, 64 };
     static const int64_t cols[] = { 1, 31, 33, 255, 257, 1024, 2048, 3584 };
     for (int nt = 1; nt <= 3; nt += 2) {

@@ -1,11 +1,12 @@
-/* cpu_ops.c: the CPU backend's row-wise and element-wise ops: RMS and L2
- * norms, add/mul, SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the
- * MoE router. Each follows the float recipe of ggml's CPU kernel it stands
- * for (MODEL.md §9.1): norms sum squares in double, softmax sums in double
+/* cpu_ops.c: the CPU backend's row-wise and element-wise ops: add/mul,
+ * SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the MoE router (the
+ * norms are in cpu_norm.c). Each follows the float recipe of ggml's CPU
+ * kernel it stands for (MODEL.md §9.1): softmax sums in double
  * and scales by the float of 1/sum, exp/log are libm's expf/logf. SiLU,
  * sigmoid and SwiGLU take their exps a chunk at a time from cpu_vexp.h,
  * whose vector expf gives libm's bits, so they are unchanged by it. */
 #include "cpu_internal.h"
+#include "cpu_ops.h"
 #include "cpu_vexp.h"
 
 #include <assert.h>
@@ -16,85 +17,6 @@ static void same_shape(const be_tensor *a, const be_tensor *b)
 {
     (void)a; (void)b;
     assert(a->rows == b->rows && a->cols == b->cols && !a->f16 && !b->f16);
-}
-
-/* Row-wise ops split their rows over the pool in chunks of at least
- * ROW_ELEMS floats: one token (decode) is always one chunk, run on the
- * calling thread without a hand-off; a prompt's rows are shared. */
-#define ROW_ELEMS 16384
-
-static int64_t row_grain(int64_t cols)
-{
-    return cols >= ROW_ELEMS ? 1 : ROW_ELEMS / (cols > 0 ? cols : 1);
-}
-
-/* ---------------------------------------------------------------- norms */
-
-typedef struct {
-    const be_tensor *x;
-    const float     *w;        /* per-group weight, or NULL */
-    float            eps, post;  /* post: a scale applied after (1 = none) */
-    int64_t          group;
-    be_tensor       *y;
-} norm_job;
-
-static void norm_task(void *arg, int64_t r0, int64_t r1, int tid)
-{
-    (void)tid;
-    const norm_job *j = arg;
-    const int64_t group = j->group, cols = j->x->cols;
-    const float *wd = j->w;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *xr = cpu_row(j->x, r);
-        float *yr = cpu_row(j->y, r);
-        for (int64_t g0 = 0; g0 < cols; g0 += group) {
-            double sum = 0.0;
-            for (int64_t i = 0; i < group; i++)
-                sum += (double)(xr[g0 + i] * xr[g0 + i]);
-            const float mean = (float)(sum / (double)group);
-            const float scale = 1.0f / sqrtf(mean + j->eps);
-            if (wd)
-                for (int64_t i = 0; i < group; i++)
-                    yr[g0 + i] = xr[g0 + i] * scale * wd[i];
-            else
-                for (int64_t i = 0; i < group; i++)
-                    yr[g0 + i] = xr[g0 + i] * scale;
-        }
-        if (j->post != 1.0f)
-            for (int64_t c = 0; c < cols; c++)
-                yr[c] *= j->post;
-    }
-}
-
-static void norm_rows(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
-                      float post, int64_t group, be_tensor *y)
-{
-    same_shape(x, y);
-    assert(group > 0 && x->cols % group == 0);
-    const float *wd = NULL;
-    if (w) {
-        assert(w->type == 0 /* F32 */ && (int64_t)w->t->ne[0] == group);
-        wd = w->t->data;
-    }
-    norm_job j = { .x = x, .w = wd, .eps = eps, .post = post, .group = group, .y = y };
-    cpu_for(be, x->rows, row_grain(x->cols), norm_task, &j);
-}
-
-void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
-                 int64_t group, be_tensor *y)
-{
-    CPU_PROF_BEGIN(be);
-    norm_rows(be, x, w, eps, 1.0f, group, y);
-    CPU_PROF_END(be, BE_PROF_RMS_NORM);
-}
-
-/* ggml's l2 norm as an RMS norm with eps/n, then scaled by 1/sqrt(n) */
-void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
-{
-    CPU_PROF_BEGIN(be);
-    const float n = (float)group;
-    norm_rows(be, x, NULL, eps / n, 1.0f / sqrtf(n), group, y);
-    CPU_PROF_END(be, BE_PROF_L2_NORM);
 }
 
 /* ----------------------------------------------------------- elementwise */
@@ -262,7 +184,7 @@ static void act_rows(be_ctx *be, enum act_kind k, const be_tensor *g, const be_t
     if (u)
         same_shape(g, u);
     act_job j = { k, g, u, y };
-    cpu_for(be, g->rows, row_grain(g->cols), act_task, &j);
+    cpu_for(be, g->rows, cpu_row_grain(g->cols), act_task, &j);
 }
 
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
