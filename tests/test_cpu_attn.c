@@ -7,7 +7,10 @@
  * Cache rows after the last query's position hold NaN, so a kernel that
  * reads a position it must skip poisons its output; positions between a
  * query's own and the tile's last are finite, and reading one of them
- * changes bits. Each case seeds its RNG from its name. */
+ * changes bits. Each case seeds its RNG from its name.
+ *
+ * Also: be_attention_reserve holds what be_attention then takes, and
+ * be_attention_scratch_bytes says how much that is. */
 #include "test.h"
 
 #include <math.h>
@@ -127,6 +130,62 @@ static void round_case(void)
     free(y);
 }
 
+/* be_attention_reserve takes what the largest calls of its shape need:
+ * be_attention after it leaves the per-thread scratch where it was, at
+ * every depth and batch size up to the reserved ones, and the bytes it
+ * reports are what is held. */
+static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t hd, int64_t n_ctx,
+                         int64_t n_batch)
+{
+    char name[128];
+    snprintf(name, sizeof name, "cpu.attn_reserve_g%lld_kv%lld_hd%lld_c%lld_b%lld_t%d",
+             (long long)group, (long long)n_kv_head, (long long)hd, (long long)n_ctx,
+             (long long)n_batch, threads);
+    t_rng r = t_rng_named(name);
+    q36_err err = { 0 };
+    be_ctx *be = NULL;
+    if (be_cpu_new(threads, &be, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const int64_t Hq = group * n_kv_head;
+    const uint64_t bytes = be_attention_scratch_bytes(n_ctx, n_batch, Hq, n_kv_head, hd, threads);
+    int rc = be_attention_reserve(be, n_ctx, n_batch, Hq, n_kv_head, hd, &err);
+    const float *held = be->tscratch;
+    const size_t held_n = be->tscratch_n;
+    const char *fail = rc ? err.msg : NULL;
+    if (!fail && (uint64_t)held_n * (uint64_t)threads * sizeof(float) != bytes)
+        fail = "the bytes reported are not the bytes held";
+    be_tensor *kc = filled(be, &r, n_ctx, n_ctx, n_kv_head * hd, 1, 2.0f);
+    be_tensor *vc = filled(be, &r, n_ctx, n_ctx, n_kv_head * hd, 1, 1.0f);
+    be_tensor *q = filled(be, &r, n_batch, n_batch, Hq * hd, 0, 1.0f);
+    be_tensor *out = be_tensor_new(be, n_batch, Hq * hd);
+    /* (rows, first position): the whole batch last, one row last, a few
+     * rows at depth 0, the batch at depth 0 */
+    const int64_t calls[][2] = { { n_batch, n_ctx - n_batch }, { 1, n_ctx - 1 }, { 3, 0 },
+                                 { n_batch, 0 } };
+    for (int c = 0; c < 4 && !fail; c++) {
+        be_tensor *qv = be_rows(be, q, 0, calls[c][0]);
+        be_tensor *ov = be_rows(be, out, 0, calls[c][0]);
+        be_attention(be, qv, kc, vc, calls[c][1], Hq, n_kv_head, hd, 0.125f, ov);
+        if (be->tscratch != held || be->tscratch_n != held_n)
+            fail = "be_attention grew the scratch";
+    }
+    be_views_reset(be);
+    /* a shape that cannot be is an error, not an allocation */
+    if (!fail && be_attention_reserve(be, n_ctx, n_batch, Hq + 1, n_kv_head, hd, &err) !=
+                     Q36_E_ARG)
+        fail = "a group that does not divide was accepted";
+    if (!fail && be_attention_scratch_bytes(n_ctx, n_batch, Hq + 1, n_kv_head, hd, threads) != 0)
+        fail = "a group that does not divide has bytes";
+    t_check(name, !fail, "%s", fail ? fail : "");
+    be_tensor_free(be, kc);
+    be_tensor_free(be, vc);
+    be_tensor_free(be, q);
+    be_tensor_free(be, out);
+    be_free(be);
+}
+
 int main(void)
 {
     q36_err err = { 0 };
@@ -164,6 +223,10 @@ int main(void)
         attn_case(f16, 1, 2, 80, 3, 257, 1);
         attn_case(f16, 2, 2, 256, 2, 1000, 1);
     }
+    reserve_case(1, 4, 2, 256, 700, 512);
+    reserve_case(2, 4, 2, 256, 300, 64);
+    reserve_case(2, 8, 2, 80, 129, 7);
+    reserve_case(2, 1, 3, 72, 50, 50);
     be_free(be_t[1]);
     be_free(be_t[2]);
     return t_exit();

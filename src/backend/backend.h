@@ -180,6 +180,15 @@ void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
 void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                   int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                   float scale, be_tensor *out);
+/* The scratch be_attention takes, at most, for calls of up to n_batch query
+ * rows over up to n_ctx cache positions, in bytes over n_threads threads
+ * (0: all online CPUs, as be_cpu_new); 0 for a bad shape. The memory plan
+ * counts it; be_attention_reserve takes it up front (Q36_E_NOMEM when it
+ * cannot), after which be_attention allocates nothing for such calls. */
+uint64_t be_attention_scratch_bytes(int64_t n_ctx, int64_t n_batch, int64_t n_head,
+                                    int64_t n_head_kv, int64_t head_dim, int n_threads);
+int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_head,
+                         int64_t n_head_kv, int64_t head_dim, q36_err *err);
 
 /* Depthwise causal conv of kernel Kc over rows of x (T x C), with a tail of
  * the Kc-1 previous raw rows per channel (tail: C x (Kc-1), oldest first);

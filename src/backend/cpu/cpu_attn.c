@@ -15,13 +15,18 @@
  * rows to f32 and use cpu_fdot's dot and axpy).
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
- * group is split over items. */
+ * group is split over items.
+ * The per-thread scratch of a tile (scores of its queries over every key,
+ * about 32 x n_ctx floats) is the most a call takes; a session reserves
+ * it up front (be_attention_reserve) and plans for it
+ * (be_attention_scratch_bytes). */
 #include "cpu_attn.h"
 
 #include <assert.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../quant/fp16.h"
 #include "../../quant/quant.h"
@@ -140,12 +145,40 @@ static void softmax_row(const attn_plan *pl, float *s, int64_t n)
     }
 }
 
-/* Per-thread scratch, in floats: the queries, their scores, one block of
- * K or V rows as f32, the lane accumulators. */
-static size_t scratch_floats(const attn_plan *pl, int64_t nq)
+/* Query rows per tile for T rows and a group of query heads: about 32
+ * query vectors. Measured (one thread, T=512 at depth 4096, head 256, 4
+ * heads per KV head, noisy shared machine): 16 -> 22.6-28.3 ns/score,
+ * 24 -> 18.0-20.0, 32 -> 18.3-22.5. */
+static int64_t tile_rows(int64_t group, int64_t T)
 {
-    const int64_t hd16 = (pl->hd + 15) / 16 * 16;
-    return (size_t)(nq * pl->hd + nq * pl->sld + CPU_ATTN_KB * hd16 + nq * pl->hd * 16);
+    const int64_t rows = group >= 32 ? 1 : 32 / group;
+    return rows < T ? rows : T;
+}
+
+/* Score row stride for n keys: a whole block longer than the keys, plus
+ * 16 floats so that the rows of a tile do not start on the same L1 sets. */
+static int64_t score_ld(int64_t n)
+{
+    return (n + CPU_ATTN_KB - 1) / CPU_ATTN_KB * CPU_ATTN_KB + 16;
+}
+
+/* Per-thread scratch, in floats, of a tile of nq query vectors of hd
+ * values with score rows sld apart: the queries, their scores, one block
+ * of K or V rows as f32, the lane accumulators. */
+static size_t scratch_floats(int64_t hd, int64_t nq, int64_t sld)
+{
+    const int64_t hd16 = (hd + 15) / 16 * 16;
+    return (size_t)(nq * hd + nq * sld + CPU_ATTN_KB * hd16 + nq * hd * 16);
+}
+
+/* The most scratch_floats a call takes with at most n_batch query rows
+ * over at most n_ctx positions: every term grows with the rows of a tile,
+ * the heads of a part (at most the group) and the keys. */
+static size_t scratch_floats_max(int64_t n_ctx, int64_t n_batch, int64_t n_head,
+                                 int64_t n_head_kv, int64_t head_dim)
+{
+    const int64_t group = n_head / n_head_kv, T = n_batch < n_ctx ? n_batch : n_ctx;
+    return scratch_floats(head_dim, tile_rows(group, T) * group, score_ld(n_ctx));
 }
 
 /* Positions query vector i of a tile starting at row r0 sees. */
@@ -272,13 +305,8 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
                      .scale = scale, .path = path, .W = cpu_lanes(), .be = be };
     if (pl.T == 0)
         return;
-    /* about 32 query vectors per tile: each K/V row streamed from memory
-     * serves 32 scores. Measured (one thread, T=512 at depth 4096, head
-     * 256, 4 heads per KV head, noisy shared machine): 16 -> 22.6-28.3
-     * ns/score, 24 -> 18.0-20.0, 32 -> 18.3-22.5. */
-    pl.rows = pl.group >= 32 ? 1 : 32 / pl.group;
-    if (pl.rows > pl.T)
-        pl.rows = pl.T;
+    /* each K/V row streamed from memory serves the whole tile */
+    pl.rows = tile_rows(pl.group, pl.T);
     pl.n_tiles = (pl.T + pl.rows - 1) / pl.rows;
     pl.n_split = 1;
     while (n_head_kv * pl.n_split * pl.n_tiles < be->n_threads && pl.n_split < pl.group) {
@@ -288,10 +316,10 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
         pl.n_split = d;
     }
     pl.hsub = pl.group / pl.n_split;
-    /* score rows a whole block longer than the keys, plus 16 floats so
-     * that the rows of a tile do not start on the same L1 sets */
-    pl.sld = (pos0 + pl.T + CPU_ATTN_KB - 1) / CPU_ATTN_KB * CPU_ATTN_KB + 16;
-    int rc = cpu_tscratch_reserve(be, scratch_floats(&pl, pl.rows * pl.hsub));
+    pl.sld = score_ld(pos0 + pl.T);
+    /* a session reserved the most this can take (be_attention_reserve):
+     * then this never allocates */
+    int rc = cpu_tscratch_reserve(be, scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld));
     assert(rc == 0);
     (void)rc;
     cpu_for(be, pl.n_tiles * n_head_kv * pl.n_split, 1, attn_task, &pl);
@@ -305,4 +333,43 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
     cpu_attention_path(be, cpu_attn_best_path(), q, kc, vc, pos0, n_head, n_head_kv, head_dim,
                        scale, out);
     CPU_PROF_END(be, BE_PROF_ATTENTION);
+}
+
+static int shape_ok(int64_t n_ctx, int64_t n_batch, int64_t n_head, int64_t n_head_kv,
+                    int64_t head_dim)
+{
+    return n_ctx >= 1 && n_batch >= 1 && n_head >= 1 && n_head_kv >= 1 &&
+           n_head % n_head_kv == 0 && head_dim >= 1;
+}
+
+uint64_t be_attention_scratch_bytes(int64_t n_ctx, int64_t n_batch, int64_t n_head,
+                                    int64_t n_head_kv, int64_t head_dim, int n_threads)
+{
+    if (!shape_ok(n_ctx, n_batch, n_head, n_head_kv, head_dim))
+        return 0;
+    if (n_threads <= 0) {                       /* as be_cpu_new */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = n > 0 ? (int)n : 1;
+    }
+    /* cpu_tscratch_reserve's slices: a multiple of 16 floats each */
+    const uint64_t n = (scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim) + 15) /
+                       16 * 16;
+    return n * (uint64_t)n_threads * sizeof(float);
+}
+
+int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_head,
+                         int64_t n_head_kv, int64_t head_dim, q36_err *err)
+{
+    if (!shape_ok(n_ctx, n_batch, n_head, n_head_kv, head_dim))
+        return q36_err_set(err, Q36_E_ARG, "attention scratch: bad shape (context %lld, batch "
+                           "%lld, %lld heads over %lld, head %lld)", (long long)n_ctx,
+                           (long long)n_batch, (long long)n_head, (long long)n_head_kv,
+                           (long long)head_dim);
+    const size_t n = scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim);
+    if (cpu_tscratch_reserve(be, n))
+        return q36_err_set(err, Q36_E_NOMEM, "attention scratch: out of memory for %.1f MiB "
+                           "(%d threads x %.1f MiB, context %lld)",
+                           (double)n * be->n_threads * sizeof(float) / 1048576.0, be->n_threads,
+                           (double)n * sizeof(float) / 1048576.0, (long long)n_ctx);
+    return 0;
 }
