@@ -95,6 +95,9 @@ int q36_session_plan(const q36_model *m, int n_ctx, const q36_session_opts *opts
     int64_t B = o.n_batch;
     int64_t lr = B < 64 ? B : 64;
     out->scratch = 4 * scratch_floats(hp, B, lr) + 4ull * B * hp->n_expert_used;
+    if (hp->n_attn_layers)      /* the attention's per-thread scores and accumulators */
+        out->scratch += be_attention_scratch_bytes(n_ctx, B, hp->n_head, hp->n_head_kv,
+                                                   hp->head_dim, o.n_threads);
     out->total = out->kv + out->recurrent + out->scratch;
     return 0;
 }
@@ -207,6 +210,9 @@ int q36_session_new(const q36_model *m, int n_ctx, const q36_session_opts *opts,
                          n_ctx, plan.total / 1048576.0);
         goto fail;
     }
+    if (hp->n_attn_layers &&
+        (rc = be_attention_reserve(be, n_ctx, B, Hq, hp->n_head_kv, hd, err)))
+        goto fail;
     *out = s;
     return 0;
 fail:
