@@ -1,13 +1,15 @@
 /* test_cpu_ops.c: the CPU backend's activations (SiLU, sigmoid, SwiGLU,
- * whose exps come from the vector expf of cpu_vexp.h) and its RMS and L2
- * norms, split over rows by the pool, against plain scalar references
- * written here with libm's expf and the float recipe the backend
- * documents (src/backend/cpu/cpu_ops.c): the bits must be equal, on 1 and
- * 3 threads, for one token (the decode case, run on the caller) and for
- * prompts of odd sizes, at real widths (1024, 2048, 3584) and tail widths
- * (1, 31, 33, 255, 257), with inputs that reach exp's overflow and
- * underflow (|x| up to 120); and each vector level of the activation rows
- * (plain C, AVX2, AVX-512) alone. */
+ * whose exps come from the vector expf of cpu_vexp.h), its RMS and L2
+ * norms (cpu_norm.c), add, mul, mul_col and the DeltaNet gates, split over
+ * rows by the pool, against plain scalar references written here with
+ * libm's expf/logf and the float recipe the backend documents
+ * (src/backend/cpu/cpu_ops.c, cpu_norm.c): the bits must be equal, on 1
+ * and 3 threads, for one token (the decode case, run on the caller) and
+ * for prompts of odd sizes, at real widths (1024, 2048, 3584) and tail
+ * widths (1, 31, 33, 255, 257), with inputs that reach exp's overflow and
+ * underflow (|x| up to 120); each vector level of the activation rows
+ * (plain C, AVX2, AVX-512) alone; and the AVX-512 norm kernel against the
+ * plain one, its double sums included. */
 #include "test.h"
 
 #include <math.h>
@@ -17,6 +19,12 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_vexp.h"
+
+/* the same float bits, any NaN matching any NaN */
+static bool same_f(float a, float b)
+{
+    return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b));
+}
 
 static void fill(t_rng *r, float *x, int64_t n)
 {
@@ -115,7 +123,7 @@ static void run_case(be_ctx *be, int nt, int op, int64_t rows, int64_t cols, int
     be_read(be, yt, 0, rows, got);
     int64_t bad = -1;
     for (int64_t i = 0; i < n && bad < 0; i++)
-        if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i])))
+        if (!same_f(got[i], want[i]))
             bad = i;
     if (bad < 0)
         t_ok(name);
@@ -158,7 +166,7 @@ static void test_levels(void)
                 ref(op, g, u, NULL, 1, n, n, want);
                 cpu_act_row_level(op, level, n, g, op == OP_SWIGLU ? u : NULL, got);
                 for (int64_t i = 0; i < n && !why; i++)
-                    if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+                    if (!same_f(got[i], want[i])) {
                         snprintf(buf, sizeof buf, "width %lld element %lld (x %a): %a, reference %a",
                                  (long long)n, (long long)i, (double)g[i], (double)got[i],
                                  (double)want[i]);
@@ -249,7 +257,7 @@ static void test_norm_levels(void)
                     }
                 free(s0); free(s2);
                 for (size_t i = 0; i < n && !why; i++)
-                    if (memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+                    if (!same_f(got[i], want[i])) {
                         snprintf(buf, sizeof buf, "%lld rows x %lld groups, variant %d, element "
                                  "%zu (x %a): %a, reference %a", (long long)rows,
                                  (long long)gprs[c], variant, i, (double)x[i], (double)got[i],
@@ -260,6 +268,123 @@ static void test_norm_levels(void)
             }
         t_check(name, !why, "%s", why);
     }
+}
+
+/* add, mul and mul_col (y = a * the row's one value of s) against the
+ * plain float operation, out of place and in place (y = a, y = b), on 1
+ * and 3 threads, at tail widths and real ones, one row and many */
+static void test_binary(be_ctx *be, int nt)
+{
+    static const int64_t rows[] = { 1, 5, 64 };
+    static const int64_t cols[] = { 1, 15, 16, 17, 33, 257, 1024, 3584 };
+    static const char *kind_name[3] = { "add", "mul", "mul_col" };
+    for (int kind = 0; kind < 3; kind++)
+        for (int inplace = 0; inplace < 3; inplace++) {
+            char name[96];
+            snprintf(name, sizeof name, "cpu_ops.%s_t%d%s", kind_name[kind], nt,
+                     inplace == 1 ? "_y=a" : inplace == 2 ? "_y=b" : "");
+            if (kind == 2 && inplace == 2)
+                continue;
+            t_rng r = t_rng_named(name);
+            const char *why = NULL;
+            static char buf[200];
+            for (size_t a = 0; a < sizeof rows / sizeof *rows && !why; a++)
+                for (size_t b = 0; b < sizeof cols / sizeof *cols && !why; b++) {
+                    const int64_t R = rows[a], C = cols[b], n = R * C;
+                    const int64_t bc = kind == 2 ? 1 : C;
+                    float *x = malloc(sizeof(float) * (size_t)n), *z = malloc(sizeof(float) * (size_t)n);
+                    float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+                    fill(&r, x, n);
+                    fill(&r, z, R * bc);
+                    for (int64_t i = 0; i < R; i++)
+                        for (int64_t c = 0; c < C; c++) {
+                            const float u = x[i * C + c], v = kind == 2 ? z[i] : z[i * C + c];
+                            want[i * C + c] = kind == 0 ? u + v : u * v;
+                        }
+                    be_tensor *at = be_tensor_new(be, R, C), *bt = be_tensor_new(be, R, bc);
+                    be_tensor *yt = inplace == 1 ? at : inplace == 2 ? bt : be_tensor_new(be, R, C);
+                    be_write(be, at, 0, R, x);
+                    be_write(be, bt, 0, R, z);
+                    if (kind == 0) be_add(be, at, bt, yt);
+                    else if (kind == 1) be_mul(be, at, bt, yt);
+                    else be_mul_col(be, at, bt, yt);
+                    be_read(be, yt, 0, R, got);
+                    for (int64_t i = 0; i < n && !why; i++)
+                        if (!same_f(got[i], want[i])) {
+                            snprintf(buf, sizeof buf, "%lldx%lld element %lld: %a, reference %a",
+                                     (long long)R, (long long)C, (long long)i, (double)got[i],
+                                     (double)want[i]);
+                            why = buf;
+                        }
+                    if (inplace == 0)
+                        be_tensor_free(be, yt);
+                    be_tensor_free(be, at);
+                    be_tensor_free(be, bt);
+                    free(x); free(z); free(want); free(got);
+                }
+            t_check(name, !why, "%s", why);
+        }
+}
+
+/* the DeltaNet gates against softplus and sigmoid written with libm's
+ * expf and logf, at head counts 1..48 and 1..37 rows, with pre-activations
+ * past softplus's switch at 20 and exp's over/underflow */
+static void test_gates(be_ctx *be, int nt)
+{
+    static const int64_t heads[] = { 1, 15, 16, 17, 32, 48 };
+    static const int64_t rows[] = { 1, 7, 37, 300 };
+    char name[64];
+    snprintf(name, sizeof name, "cpu_ops.gdn_gates_t%d", nt);
+    t_rng r = t_rng_named(name);
+    const char *why = NULL;
+    static char buf[200];
+    for (size_t a = 0; a < sizeof heads / sizeof *heads && !why; a++)
+        for (size_t b = 0; b < sizeof rows / sizeof *rows && !why; b++) {
+            const int64_t H = heads[a], R = rows[b], n = H * R;
+            float *al = malloc(sizeof(float) * (size_t)n), *bi = malloc(sizeof(float) * (size_t)n);
+            float *g = malloc(sizeof(float) * (size_t)n), *beta = malloc(sizeof(float) * (size_t)n);
+            float *dt = malloc(sizeof(float) * (size_t)H), *av = malloc(sizeof(float) * (size_t)H);
+            fill(&r, al, n);
+            fill(&r, bi, n);
+            for (int64_t h = 0; h < H; h++) {
+                dt[h] = 8.0f * t_gauss(&r);
+                av[h] = -expf(t_gauss(&r));
+            }
+            gguf_tensor t1 = { .name = "dt", .type = 0, .n_dims = 1, .ne = { (uint64_t)H, 1, 1, 1 },
+                               .nbytes = (uint64_t)H * 4, .data = dt };
+            gguf_tensor t2 = { .name = "a", .type = 0, .n_dims = 1, .ne = { (uint64_t)H, 1, 1, 1 },
+                               .nbytes = (uint64_t)H * 4, .data = av };
+            be_weight *w1 = NULL, *w2 = NULL;
+            if (be_weight_bind(be, &t1, &w1, NULL) != 0 || be_weight_bind(be, &t2, &w2, NULL) != 0) {
+                why = "be_weight_bind failed";
+            } else {
+                be_tensor *at = be_tensor_new(be, R, H), *bt = be_tensor_new(be, R, H);
+                be_tensor *gt = be_tensor_new(be, R, H), *et = be_tensor_new(be, R, H);
+                be_write(be, at, 0, R, al);
+                be_write(be, bt, 0, R, bi);
+                be_gdn_gates(be, at, w1, w2, bt, gt, et);
+                be_read(be, gt, 0, R, g);
+                be_read(be, et, 0, R, beta);
+                for (int64_t i = 0; i < n && !why; i++) {
+                    const float x = al[i] + dt[i % H];
+                    const float wg = (x > 20.0f ? x : logf(1.0f + expf(x))) * av[i % H];
+                    const float wb = 1.0f / (1.0f + expf(-bi[i]));
+                    if (!same_f(g[i], wg) || !same_f(beta[i], wb)) {
+                        snprintf(buf, sizeof buf, "%lld heads x %lld rows, element %lld: g %a "
+                                 "beta %a, reference %a %a", (long long)H, (long long)R,
+                                 (long long)i, (double)g[i], (double)beta[i], (double)wg,
+                                 (double)wb);
+                        why = buf;
+                    }
+                }
+                be_tensor_free(be, at);
+                be_tensor_free(be, bt);
+                be_tensor_free(be, gt);
+                be_tensor_free(be, et);
+            }
+            free(al); free(bi); free(g); free(beta); free(dt); free(av);
+        }
+    t_check(name, !why, "%s", why);
 }
 
 int main(void)
@@ -275,6 +400,8 @@ int main(void)
             t_fail("cpu_ops.context", "be_cpu_new(%d) failed", nt);
             continue;
         }
+        test_binary(be, nt);
+        test_gates(be, nt);
         for (int op = 0; op < OP_COUNT; op++)
             for (size_t a = 0; a < sizeof rows / sizeof *rows; a++)
                 for (size_t b = 0; b < sizeof cols / sizeof *cols; b++) {

@@ -21,54 +21,88 @@ static void same_shape(const be_tensor *a, const be_tensor *b)
 
 /* ----------------------------------------------------------- elementwise */
 
+/* y = a + b, a * b, or a * b[0] (the row's one column of s) along a row:
+ * the plain loop, and the same float operation 16 lanes at a time. y may
+ * be a or b (each vector is loaded before it is stored). */
+enum bin_kind { BIN_ADD, BIN_MUL, BIN_MUL_COL };
+
+static void bin_row_c(enum bin_kind k, int64_t n, const float *a, const float *b, float *y)
+{
+    for (int64_t c = 0; c < n; c++)
+        y[c] = k == BIN_ADD ? a[c] + b[c] : a[c] * (k == BIN_MUL ? b[c] : b[0]);
+}
+
+#if defined(__x86_64__)
+CPU_VEXP_AVX512 static void bin_row_avx512(enum bin_kind k, int64_t n, const float *a,
+                                           const float *b, float *y)
+{
+    const __m512 v = _mm512_set1_ps(k == BIN_MUL_COL ? b[0] : 0.0f);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 va = _mm512_loadu_ps(a + i);
+        const __m512 vb = k == BIN_MUL_COL ? v : _mm512_loadu_ps(b + i);
+        _mm512_storeu_ps(y + i, k == BIN_ADD ? _mm512_add_ps(va, vb) : _mm512_mul_ps(va, vb));
+    }
+    bin_row_c(k, n - i, a + i, k == BIN_MUL_COL ? b : b + i, y + i);
+}
+#endif
+
+typedef struct {
+    enum bin_kind    k;
+    const be_tensor *a, *b;    /* b: rows x 1 for BIN_MUL_COL */
+    be_tensor       *y;
+    bool             vec;      /* the CPU has AVX-512 */
+} bin_job;
+
+static void bin_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const bin_job *j = arg;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *ar = cpu_row(j->a, r), *br = cpu_row(j->b, r);
+        float *yr = cpu_row(j->y, r);
+#if defined(__x86_64__)
+        if (j->vec) {
+            bin_row_avx512(j->k, j->a->cols, ar, br, yr);
+            continue;
+        }
+#endif
+        bin_row_c(j->k, j->a->cols, ar, br, yr);
+    }
+}
+
+static void bin_rows(be_ctx *be, enum bin_kind k, const be_tensor *a, const be_tensor *b,
+                     be_tensor *y)
+{
+    same_shape(a, y);
+    if (k == BIN_MUL_COL)
+        assert(b->rows == a->rows && b->cols == 1 && !b->f16);
+    else
+        same_shape(a, b);
+    bin_job j = { k, a, b, y, cpu_vexp_level() == 2 };
+    cpu_for(be, a->rows, cpu_row_grain(a->cols), bin_task, &j);
+}
+
 void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(a, b);
-    same_shape(a, y);
-    for (int64_t r = 0; r < a->rows; r++) {
-        const float *ar = cpu_row(a, r), *br = cpu_row(b, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < a->cols; c++)
-            yr[c] = ar[c] + br[c];
-    }
+    bin_rows(be, BIN_ADD, a, b, y);
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
 void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(a, b);
-    same_shape(a, y);
-    for (int64_t r = 0; r < a->rows; r++) {
-        const float *ar = cpu_row(a, r), *br = cpu_row(b, r);
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < a->cols; c++)
-            yr[c] = ar[c] * br[c];
-    }
+    bin_rows(be, BIN_MUL, a, b, y);
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
 void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
-    same_shape(a, y);
-    assert(s->rows == a->rows && s->cols == 1);
-    for (int64_t r = 0; r < a->rows; r++) {
-        const float *ar = cpu_row(a, r);
-        const float v = cpu_row(s, r)[0];
-        float *yr = cpu_row(y, r);
-        for (int64_t c = 0; c < a->cols; c++)
-            yr[c] = ar[c] * v;
-    }
+    bin_rows(be, BIN_MUL_COL, a, s, y);
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
-
-static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
 /* The elementwise activations: e = expf(-g) from cpu_vexp.h, then the
  * float formula of each op with e in place of expf(-g): silu g / (1 + e),
@@ -208,25 +242,52 @@ void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
+/* The DeltaNet gates of one row of heads: g = softplus(alpha + dt_bias) * a
+ * with softplus(x) = x > 20 ? x : logf(1 + expf(x)), and beta = 1 / (1 +
+ * expf(-b)); the exps CHUNK heads at a time from cpu_vexp (libm's bits). */
+typedef struct {
+    const be_tensor *alpha, *b;
+    const float     *dt, *a;
+    be_tensor       *g, *beta;
+} gates_job;
+
+static void gates_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const gates_job *j = arg;
+    const int64_t n = j->alpha->cols;
+    float biased[CHUNK], e[CHUNK], f[CHUNK];
+    for (int64_t r = r0; r < r1; r++) {
+        const float *al = cpu_row(j->alpha, r), *br = cpu_row(j->b, r);
+        float *gr = cpu_row(j->g, r), *bt = cpu_row(j->beta, r);
+        for (int64_t h0 = 0; h0 < n; h0 += CHUNK) {
+            const int64_t m = n - h0 < CHUNK ? n - h0 : CHUNK;
+            for (int64_t i = 0; i < m; i++) {
+                biased[i] = al[h0 + i] + j->dt[h0 + i];
+                f[i] = -br[h0 + i];
+            }
+            cpu_vexp(m, biased, e);
+            cpu_vexp(m, f, f);
+            for (int64_t i = 0; i < m; i++) {
+                const float sp = biased[i] > 20.0f ? biased[i] : logf(1.0f + e[i]);
+                gr[h0 + i] = sp * j->a[h0 + i];
+                bt[h0 + i] = 1.0f / (1.0f + f[i]);
+            }
+        }
+    }
+}
+
 void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
     CPU_PROF_BEGIN(be);
-    (void)be;
     same_shape(alpha, g);
     same_shape(b, beta);
     same_shape(alpha, b);
-    const float *dt = dt_bias->t->data, *av = a->t->data;
     assert((int64_t)dt_bias->t->ne[0] == alpha->cols && (int64_t)a->t->ne[0] == alpha->cols);
-    for (int64_t r = 0; r < alpha->rows; r++) {
-        const float *al = cpu_row(alpha, r), *br = cpu_row(b, r);
-        float *gr = cpu_row(g, r), *be_ = cpu_row(beta, r);
-        for (int64_t h = 0; h < alpha->cols; h++) {
-            const float biased = al[h] + dt[h];
-            gr[h] = softplus_f(biased) * av[h];
-            be_[h] = sigmoid_f(br[h]);
-        }
-    }
+    gates_job j = { alpha, b, dt_bias->t->data, a->t->data, g, beta };
+    /* a head costs an expf pair and a logf, some 30 plain elements' time */
+    cpu_for(be, alpha->rows, cpu_row_grain(alpha->cols * 32), gates_task, &j);
     CPU_PROF_END(be, BE_PROF_GDN_GATES);
 }
 
