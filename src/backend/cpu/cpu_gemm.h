@@ -49,4 +49,23 @@ void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q4_K(void);
 
+/* cpu_gemm_k6.c: Q6_K weights, Q8_K activations. Unlike Q4_K's, these give
+ * for every output exactly the bits of cpu_dot_q6_K_ggml (cpu_qdot.c:
+ * ggml's x86 order, eight int32 lanes per block, which is what pick_dot
+ * takes for Q6_K), so they may go wherever that dot goes:
+ *  _ref:        cpu_dot_q6_K_ggml_ref per output;
+ *  _avx2:       one row x up to 4 tokens, AVX2 + FMA + F16C; call only
+ *               where quant_path_available(QUANT_PATH_AVX2);
+ *  _avx512vnni: blocks of 4 rows x up to 4 tokens (one token: one row
+ *               at a time), AVX-512 F/BW/VL + VNNI; call
+ *               only where quant_path_available(QUANT_PATH_AVX512VNNI).
+ * cpu_gemm_q6_K() gives the fastest one this CPU runs. */
+void cpu_gemm_q6_K_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                       const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+cpu_tile_fn cpu_gemm_q6_K(void);
+
 #endif

@@ -88,16 +88,20 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
 }
 
 /* The tile kernel of weight type `type`, or NULL where the matmul takes
- * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h) give pick_dot's
- * bits exactly, so they go exactly where pick_dot takes that order; Q4_K
- * (cpu_gemm.h) stays within the quant module's rounding bound. None under
- * a forced Q36_DOT_PATH. */
+ * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h) and Q6_K
+ * (cpu_gemm.h) give pick_dot's bits exactly, so they go exactly where
+ * pick_dot takes that order (for Q6_K: everywhere, experts included, as
+ * each output depends on its own row and token alone); Q4_K (cpu_gemm.h)
+ * stays within the quant module's rounding bound. None under a forced
+ * Q36_DOT_PATH. */
 static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
     if (be->dot_path >= 0)
         return NULL;
     if (type == QT_Q4_K)
         return cpu_gemm_q4_K();
+    if (type == QT_Q6_K)
+        return cpu_gemm_q6_K();
     if (type == QT_Q8_0)
         return cpu_gemm_q8_0();
     if (type == QT_F32 && !expert && K % cpu_lanes() == 0 && N % 4 == 0)
