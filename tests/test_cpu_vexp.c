@@ -1,5 +1,7 @@
 /* test_cpu_vexp.c: the vector expf of src/backend/cpu/cpu_vexp.h gives
- * the bits of libm's expf, on each vector path this CPU runs, over
+ * the bits of libm's expf, on each vector path this CPU runs (AVX2; on
+ * AVX-512 both glibc's expf repeated, where libm is glibc's, and the
+ * guarded polynomial), over
  * [-104, 89] (every float whose bits are a multiple of a stride, every
  * float with --all), around the ends of the range where results become
  * subnormal, zero and infinite, and at the special values (+-0, +-inf,
@@ -93,6 +95,12 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* e^x rounded once: an accurate expf that is not glibc's */
+static float expf_cr(float x)
+{
+    return (float)exp((double)x);
+}
+
 static void libm_n(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++)
@@ -151,8 +159,21 @@ int main(int argc, char **argv)
         t_fail("vexp", "this CPU has no AVX2+FMA: the vector expf cannot be checked here");
     if (level >= 1)
         test_path("vexp avx2", cpu_vexp_n_avx2, step);
-    if (level >= 2)
-        test_path("vexp avx512", cpu_vexp_n_avx512, step);
+    if (level >= 2) {
+        /* glibc's expf repeated (where the check found libm to be it) and
+         * the guarded polynomial (elsewhere), each alone, then the pick */
+        const int glibc = cpu_vexp_glibc_ok();
+        /* the check that picks the form tells glibc's expf from another
+         * accurate one: here the correctly rounded e^x */
+        t_check("vexp glibc check: rejects another expf", !cpu_vexp_glibc_check(expf_cr),
+                "correctly rounded expf taken for glibc's");
+        printf("# vexp avx512: libm's expf %s glibc's FMA expf: the %s form is in use\n",
+               glibc ? "is" : "is not", glibc ? "glibc" : "guard");
+        if (glibc)
+            test_path("vexp avx512 glibc", cpu_vexp_n_avx512_glibc, step);
+        test_path("vexp avx512 guard", cpu_vexp_n_avx512_guard, step);
+        test_path("vexp avx512", cpu_vexp_n_avx512, step * 3);
+    }
     test_path("vexp dispatch", cpu_vexp, step * 7);
 #else
     test_path("vexp libm", cpu_vexp, step);
