@@ -68,4 +68,22 @@ void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q6_K(void);
 
+/* cpu_gemm_k5.c: Q5_K weights, Q8_K activations, every output with the
+ * bits of the quant module's AVX-512 Q5_K dot (sixteen int32 lanes and
+ * eight min lanes per block; cpu_gemm_k5.c spells the order out), which is
+ * what pick_dot takes for Q5_K where the AVX-512 path is the quant
+ * module's pick:
+ *  _ref:        cpu_dot_q5_K_lanes_ref per output (plain C);
+ *  _avx512vnni: blocks of 2 rows x up to 6 tokens (one token: the quant
+ *               module's AVX-512 dot per row), AVX-512 F/BW/VL + VNNI.
+ * cpu_gemm_q5_K() gives the AVX-512 kernel where that dot is
+ * quant_vec_dot_fn(QT_Q5_K) and VNNI is available, else NULL (no tile:
+ * the per-output dot keeps its own order). */
+float cpu_dot_q5_K_lanes_ref(int64_t K, const void *w, const void *a);
+void cpu_gemm_q5_K_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                       const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+cpu_tile_fn cpu_gemm_q5_K(void);
+
 #endif

@@ -88,12 +88,12 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
 }
 
 /* The tile kernel of weight type `type`, or NULL where the matmul takes
- * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h) and Q6_K
+ * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h), Q6_K and Q5_K
  * (cpu_gemm.h) give pick_dot's bits exactly, so they go exactly where
- * pick_dot takes that order (for Q6_K: everywhere, experts included, as
- * each output depends on its own row and token alone); Q4_K (cpu_gemm.h)
- * stays within the quant module's rounding bound. None under a forced
- * Q36_DOT_PATH. */
+ * pick_dot takes that order (for Q6_K everywhere, for Q5_K where the quant
+ * module picks its AVX-512 dot; experts included, as each output depends
+ * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
+ * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
 static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
     if (be->dot_path >= 0)
@@ -102,6 +102,8 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
         return cpu_gemm_q4_K();
     if (type == QT_Q6_K)
         return cpu_gemm_q6_K();
+    if (type == QT_Q5_K)
+        return cpu_gemm_q5_K();     /* NULL where pick_dot's order is another */
     if (type == QT_Q8_0)
         return cpu_gemm_q8_0();
     if (type == QT_F32 && !expert && K % cpu_lanes() == 0 && N % 4 == 0)
