@@ -45,6 +45,35 @@ for t in q4_K iq4_xs mxfp4; do
     done
     out=$("$ORACLE" decode_check -m "$m" 2>&1) && ok "llama_decodes_moe_$t" || fail "llama_decodes_moe_$t" "$out"
 done
+# --type q4_K_M: llama-quantize's mix. 8 blocks (DDDA DDDA): use_more_bits
+# holds for 0, 3, 6, 7 of 8, so attn_v-like tensors 0, 3, 6, 7 (blk.0/6
+# attn_qkv, blk.3/7 attn_v) and ffn_down of blocks 0, 3, 6, 7 are Q6_K, as is
+# the head (tied: token_embd); the rest Q4_K; llama.cpp loads and decodes it.
+m="$tmp/mix.gguf"
+"$Q36" synth --preset tiny --hidden 256 --layers 8 --type q4_K_M -o "$m" 2>/dev/null
+"$Q36" info -m "$m" --tensors >"$tmp/mix.txt" 2>&1
+want="token_embd.weight=q6_K blk.0.attn_qkv.weight=q6_K blk.1.attn_qkv.weight=q4_K
+      blk.2.attn_qkv.weight=q4_K blk.3.attn_v.weight=q6_K blk.4.attn_qkv.weight=q4_K
+      blk.6.attn_qkv.weight=q6_K blk.7.attn_v.weight=q6_K blk.3.attn_q.weight=q4_K
+      blk.0.ffn_down.weight=q6_K blk.1.ffn_down.weight=q4_K blk.3.ffn_down.weight=q6_K
+      blk.5.ffn_down.weight=q4_K blk.6.ffn_down.weight=q6_K blk.7.ffn_down.weight=q6_K
+      blk.0.ffn_up.weight=q4_K blk.0.attn_gate.weight=q4_K blk.0.ssm_conv1d.weight=f32"
+bad=""
+for kv in $want; do
+    got=$(awk -v n="${kv%%=*}" '$2 == n { print $3 }' "$tmp/mix.txt")
+    [ "$got" = "${kv#*=}" ] || bad="$bad ${kv%%=*}:$got(want ${kv#*=})"
+done
+[ -z "$bad" ] && ok mix_q4_K_M_types || fail mix_q4_K_M_types "$bad"
+out=$("$ORACLE" decode_check -m "$m" 2>&1) && ok llama_decodes_mix_q4_K_M || fail llama_decodes_mix_q4_K_M "$out"
+"$Q36" synth --preset tiny --hidden 256 --layers 8 --tied off --type q4_K_M -o "$m" 2>/dev/null
+"$Q36" info -m "$m" --tensors >"$tmp/mix.txt" 2>&1
+[ "$(awk '$2 == "output.weight" { print $3 }' "$tmp/mix.txt")" = q6_K ] &&
+    [ "$(awk '$2 == "token_embd.weight" { print $3 }' "$tmp/mix.txt")" = q4_K ] &&
+    ok mix_q4_K_M_untied_head || fail mix_q4_K_M_untied_head "$(grep -E 'output|token_embd' "$tmp/mix.txt")"
+"$Q36" synth --preset tiny --hidden 256 --layers 8 --tied off --type q4_K_M --head-type q8_0 -o "$m" 2>/dev/null
+"$Q36" info -m "$m" --tensors >"$tmp/mix.txt" 2>&1
+[ "$(awk '$2 == "output.weight" { print $3 }' "$tmp/mix.txt")" = q8_0 ] && ok mix_q4_K_M_head_type ||
+    fail mix_q4_K_M_head_type "$(grep -E 'output' "$tmp/mix.txt")"
 # Errors: an unknown tensor, and --dump without -o.
 "$Q36" info -m "$tmp/q8_0.gguf" --dump nope.weight -o "$tmp/x.f32" 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "nope.weight" "$tmp/err" && [ ! -e "$tmp/x.f32" ] && ok dump_unknown_tensor ||

@@ -66,6 +66,8 @@ static void usage(FILE *o)
 "  --type T           weight type (default q8_0): f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0\n"
 "                     q2_K q3_K q4_K q5_K q6_K iq1_s iq1_m iq2_xxs iq2_xs iq2_s iq3_xxs\n"
 "                     iq3_s iq4_nl iq4_xs mxfp4 q1_0 q2_0 (a row no block divides: f16)\n"
+"                     q4_K_M: llama-quantize's mix (Q4_K; Q6_K head, Q6_K attn_v/attn_qkv\n"
+"                     and ffn_down in some blocks)\n"
 "  --head-type T      output head type (default: --type); token_embd uses --type\n"
 "  --vocab FILE       Hugging Face tokenizer.json (default: a 282-token byte-level vocabulary)\n"
 "  --pre NAME         tokenizer.ggml.pre: qwen35 (default) or qwen2\n"
@@ -198,6 +200,26 @@ static int build_plan(plan *p, const geom *g, uint32_t wt, uint32_t ht)
     return rc;
 }
 
+/* Retypes the plan's tensors to a mixed file type, in file order; an
+ * untied output head keeps head_type where it is >= 0 (--head-type). */
+static void apply_mix(plan *p, const geom *g, synth_mix *m, int head_type)
+{
+    m->n_layer = g->layers + (g->mtp ? 1u : 0u);
+    m->n_expert = g->moe ? g->experts : 0;
+    m->tied = g->tied;
+    for (size_t i = 0; i < p->n; i++)
+        synth_mix_count(m, p->t[i].name);
+    for (size_t i = 0; i < p->n; i++) {
+        plan_t *t = &p->t[i];
+        if (t->type == QT_F32)   /* norms, conv, gates, router: not quantized */
+            continue;
+        uint32_t type = synth_mix_type(m, t->name);
+        if (head_type >= 0 && !strcmp(t->name, "output.weight"))
+            type = (uint32_t)head_type;
+        t->type = quant_row_bytes(type, t->ne[0]) ? type : QT_F16;
+    }
+}
+
 /* general.file_type as llama.cpp names the mostly-one-type files. */
 static uint32_t file_type(uint32_t t)
 {
@@ -311,6 +333,8 @@ int cmd_synth(int argc, char **argv)
 {
     const char *arch = NULL, *preset_name = "tiny", *out = NULL, *vocab_path = NULL, *pre = "qwen35";
     int wt = QT_Q8_0, ht = -1;
+    synth_mix mix;
+    bool mixed = false;
     int64_t seed = 1;
     /* Geometry overrides: flag name -> field; -1 = keep the preset. */
     static const struct { const char *flag; size_t off; } gflags[] = {
@@ -352,7 +376,9 @@ int cmd_synth(int argc, char **argv)
         else if (!strcmp(a, "--pre")) pre = v;
         else if (!strcmp(a, "--seed")) { if ((rc = cli_int("synth", a, v, 0, INT64_MAX, &seed))) return rc; }
         else if (!strcmp(a, "--type")) {
-            if ((wt = quant_type_parse(v)) < 0 || !synth_type_supported((uint32_t)wt))
+            if ((mixed = synth_mix_parse(v, &mix)))
+                wt = (int)mix.base;
+            else if ((wt = quant_type_parse(v)) < 0 || !synth_type_supported((uint32_t)wt))
                 return cli_usage("synth", "--type: unknown or unsupported type '%s'", v);
         } else if (!strcmp(a, "--head-type")) {
             if ((ht = quant_type_parse(v)) < 0 || !synth_type_supported((uint32_t)ht))
@@ -390,6 +416,7 @@ int cmd_synth(int argc, char **argv)
     if (tied >= 0) g.tied = tied;
     if (mtp >= 0) g.mtp = mtp;
     if (layer_array >= 0) g.layer_array = layer_array;
+    const bool head_given = ht >= 0;
     if (ht < 0)
         ht = wt;
 
@@ -412,6 +439,8 @@ int cmd_synth(int argc, char **argv)
         q36_err_set(&err, Q36_E_NOMEM, "synth: out of memory");
         goto fail;
     }
+    if (mixed)
+        apply_mix(&p, &g, &mix, head_given ? ht : -1);
     write_metadata(w, &g, arch, ps->name, (uint32_t)wt);
     if (synth_vocab_add(w, voc, pre, g.n_vocab, &err))
         goto fail;

@@ -1,7 +1,8 @@
 /* synth.h: the parts of `q36 synth` (random-weight GGUFs of real geometry).
  * synth.c owns the command line, presets and the tensor plan; synth_vocab.c
  * the tokenizer metadata; synth_weights.c the random values and their
- * encoding into each tensor type. */
+ * encoding into each tensor type; synth_mix.c the per-tensor types of
+ * llama-quantize's mixed file types (--type q4_K_M). */
 #ifndef Q36_SYNTH_H
 #define Q36_SYNTH_H
 
@@ -35,6 +36,22 @@ int synth_write_tensor(gguf_writer *w, uint32_t type, uint64_t ne0, uint64_t nro
 
 /* True when synth can encode `type`. */
 bool synth_type_supported(uint32_t type);
+
+/* A mixed file type: llama-quantize's choice of type per tensor. Parse it
+ * with synth_mix_parse (false: not a mix name), count every tensor name with
+ * synth_mix_count in file order, then ask synth_mix_type for each in the
+ * same order. */
+typedef struct synth_mix {
+    uint32_t base;          /* the type of every tensor no rule moves */
+    uint32_t n_layer;       /* blocks, MTP ones included */
+    uint32_t n_expert;
+    bool     tied;          /* token_embd doubles as the output head */
+    int      n_wv, i_wv;    /* attn_v-like tensors: counted, seen so far */
+} synth_mix;
+
+bool     synth_mix_parse(const char *name, synth_mix *m);
+void     synth_mix_count(synth_mix *m, const char *tensor);
+uint32_t synth_mix_type(synth_mix *m, const char *tensor);
 
 /* A tokenizer to embed: loaded from a Hugging Face tokenizer.json, or with
  * path NULL a small byte-level vocabulary (256 byte tokens + the Qwen special
