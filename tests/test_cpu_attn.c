@@ -153,8 +153,10 @@ static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t 
     int rc = be_attention_reserve(be, n_ctx, n_batch, Hq, n_kv_head, hd, &err);
     const float *held = be->tscratch;
     const size_t held_n = be->tscratch_n;
+    const void *shared = be->scratch;
+    const size_t shared_cap = be->scratch_cap;
     const char *fail = rc ? err.msg : NULL;
-    if (!fail && (uint64_t)held_n * (uint64_t)threads * sizeof(float) != bytes)
+    if (!fail && (uint64_t)held_n * (uint64_t)threads * sizeof(float) + shared_cap != bytes)
         fail = "the bytes reported are not the bytes held";
     be_tensor *kc = filled(be, &r, n_ctx, n_ctx, n_kv_head * hd, 1, 2.0f);
     be_tensor *vc = filled(be, &r, n_ctx, n_ctx, n_kv_head * hd, 1, 1.0f);
@@ -169,7 +171,9 @@ static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t 
         be_tensor *ov = be_rows(be, out, 0, calls[c][0]);
         be_attention(be, qv, kc, vc, calls[c][1], Hq, n_kv_head, hd, 0.125f, ov);
         if (be->tscratch != held || be->tscratch_n != held_n)
-            fail = "be_attention grew the scratch";
+            fail = "be_attention grew the per-thread scratch";
+        if (be->scratch != shared || be->scratch_cap != shared_cap)
+            fail = "be_attention grew the shared scratch";
     }
     be_views_reset(be);
     /* a shape that cannot be is an error, not an allocation */

@@ -16,6 +16,12 @@
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
  * group is split over items.
+ * One query row (decode, AVX-512) first takes a keys' pass: items over
+ * ranges of positions, each scoring every head over whole cache rows (the
+ * cache is memory-bound there, and one KV head's part of each row streams
+ * at about half the bandwidth); the items per KV head then start from
+ * those scores. Scores do not depend on which keys are computed together,
+ * so the bits are the same.
  * The per-thread scratch of a tile (scores of its queries over every key,
  * about 32 x n_ctx floats) is the most a call takes; a session reserves
  * it up front (be_attention_reserve) and plans for it
@@ -70,6 +76,8 @@ typedef struct {
     float scale;
     int path, W;
     be_ctx *be;
+    float *Qs, *Ss;      /* one query row (rows == 1): every head's query and
+                            scores, filled by the keys' pass (or NULL) */
 } attn_plan;
 
 /* n rows of hd f16 values (ld apart) widened to f32 rows hd apart. */
@@ -171,6 +179,13 @@ static size_t scratch_floats(int64_t hd, int64_t nq, int64_t sld)
     return (size_t)(nq * hd + nq * sld + CPU_ATTN_KB * hd16 + nq * hd * 16);
 }
 
+/* Bytes of the shared scratch of one query row (the keys' pass): every
+ * head's query and scores. */
+static size_t shared_bytes(int64_t n_head, int64_t hd, int64_t sld)
+{
+    return (size_t)(n_head * (hd + sld)) * sizeof(float);
+}
+
 /* The most scratch_floats a call takes with at most n_batch query rows
  * over at most n_ctx positions: every term grows with the rows of a tile,
  * the heads of a part (at most the group) and the keys. */
@@ -185,6 +200,43 @@ static size_t scratch_floats_max(int64_t n_ctx, int64_t n_batch, int64_t n_head,
 static inline int64_t n_kv_of(const attn_plan *pl, int64_t r0, int64_t i)
 {
     return pl->pos0 + r0 + i / pl->hsub + 1;
+}
+
+/* The queries of a tile (rows r0.., heads h0.., nq vectors) into Q, as
+ * the scores read them, and their scores over keys [0, n_max) of KV head
+ * kvh into S; B takes a block of K rows (generic kernels). */
+static void tile_scores(const attn_plan *pl, int64_t kvh, int64_t r0, int64_t h0, int64_t nq,
+                        int64_t n_max, float *Q, float *S, float *B)
+{
+    const int64_t hd = pl->hd, KB = CPU_ATTN_KB;
+    const int avx512 = pl->path == CPU_ATTN_AVX512;
+    for (int64_t i = 0; i < nq; i++) {
+        const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
+        const float *q = cpu_row(pl->q, r) + h * hd;
+        if (avx512) {
+            memcpy(Q + i * hd, q, (size_t)hd * sizeof(float));
+            cpu_attn512_scale_round(hd, Q + i * hd, 1.0f, pl->kc->f16);   /* x * 1 = x */
+            continue;
+        }
+        for (int64_t d = 0; d < hd; d++)
+            Q[i * hd + d] = pl->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
+    }
+
+    /* a block of K rows, every query of the tile over it */
+    for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
+        const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
+        if (avx512) {
+            cpu_attn512_scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
+                               nb, pl->scale, S + p0, pl->sld);
+            continue;
+        }
+        cache_rows(pl, pl->kc, kvh, p0, nb, B);
+        for (int64_t i = 0; i < nq; i++) {
+            const int64_t n = n_kv_of(pl, r0, i) - p0 < nb ? n_kv_of(pl, r0, i) - p0 : nb;
+            for (int64_t k = 0; k < n; k++)
+                S[i * pl->sld + p0 + k] = cpu_dot_vec(hd, B + k * hd, Q + i * hd) * pl->scale;
+        }
+    }
 }
 
 static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
@@ -203,33 +255,10 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     float *B = S + nq * pl->sld;
     float *A = B + KB * ((hd + 15) / 16 * 16);
 
-    for (int64_t i = 0; i < nq; i++) {
-        const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
-        const float *q = cpu_row(pl->q, r) + h * hd;
-        if (avx512) {
-            memcpy(Q + i * hd, q, (size_t)hd * sizeof(float));
-            cpu_attn512_scale_round(hd, Q + i * hd, 1.0f, pl->kc->f16);   /* x * 1 = x */
-            continue;
-        }
-        for (int64_t d = 0; d < hd; d++)
-            Q[i * hd + d] = pl->kc->f16 ? quant_f16_to_f32(quant_f32_to_f16(q[d])) : q[d];
-    }
-
-    /* scores: a block of K rows, every query of the tile over it */
-    for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
-        const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
-        if (avx512) {
-            cpu_attn512_scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
-                               nb, pl->scale, S + p0, pl->sld);
-            continue;
-        }
-        cache_rows(pl, pl->kc, kvh, p0, nb, B);
-        for (int64_t i = 0; i < nq; i++) {
-            const int64_t n = n_kv_of(pl, r0, i) - p0 < nb ? n_kv_of(pl, r0, i) - p0 : nb;
-            for (int64_t k = 0; k < n; k++)
-                S[i * pl->sld + p0 + k] = cpu_dot_vec(hd, B + k * hd, Q + i * hd) * pl->scale;
-        }
-    }
+    if (pl->Ss)         /* the keys' pass left this item's scores there */
+        S = pl->Ss + h0 * pl->sld;
+    else
+        tile_scores(pl, kvh, r0, h0, nq, n_max, Q, S, B);
     for (int64_t i = 0; i < nq; i++)
         softmax_row(pl, S + i * pl->sld, n_kv_of(pl, r0, i));
 
@@ -272,6 +301,40 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
             o[d] = cpu_lane_sum(lanes, (int)W);
         }
     }
+}
+
+/* Keys per item of the keys' pass, and per step inside it. */
+#define KEYS_ITEM 256
+#define KEYS_STEP 16
+
+/* The keys' pass of one query row (decode): scores of every head over
+ * positions [KEYS_ITEM * it, +KEYS_ITEM), all KV heads of a cache row one
+ * after the other, so that a thread reads whole rows in position order
+ * (one KV head's part of each row, as the tiles read it, streams at about
+ * half the bandwidth). A score does not depend on the keys beside it:
+ * the same kernel gives the tiles' bits. */
+static void keys_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const attn_plan *pl = arg;
+    const int64_t n = pl->pos0 + 1, hd = pl->hd, g = pl->group;
+    const size_t es = pl->kc->f16 ? 2 : 4, row = (size_t)pl->kc->ld * es;
+    const size_t used = (size_t)(pl->n_kv_head * hd) * es;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t p1 = (it + 1) * KEYS_ITEM < n ? (it + 1) * KEYS_ITEM : n;
+        for (int64_t p0 = it * KEYS_ITEM; p0 < p1; p0 += KEYS_STEP) {
+            const int64_t nb = p1 - p0 < KEYS_STEP ? p1 - p0 : KEYS_STEP;
+            /* the rows of the step after the next */
+            const int64_t f0 = p0 + 2 * KEYS_STEP, f1 = f0 + KEYS_STEP < n ? f0 + KEYS_STEP : n;
+            for (int64_t f = f0; f < f1; f++)
+                for (size_t b = 0; b < used; b += 64)
+                    _mm_prefetch((const char *)pl->kc->data + (size_t)f * row + b, _MM_HINT_T0);
+            for (int64_t kvh = 0; kvh < pl->n_kv_head; kvh++)
+                cpu_attn512_scores(hd, g, pl->Qs + kvh * g * hd, cache_at(pl, pl->kc, kvh, p0),
+                                   pl->kc->ld, pl->kc->f16, nb, pl->scale,
+                                   pl->Ss + kvh * g * pl->sld + p0, pl->sld);
+        }
+    }
+    (void)tid;
 }
 
 static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
@@ -322,6 +385,15 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     int rc = cpu_tscratch_reserve(be, scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld));
     assert(rc == 0);
     (void)rc;
+    if (pl.rows == 1 && pl.T == 1 && path == CPU_ATTN_AVX512) {
+        /* one query row: the keys' pass over position ranges first */
+        pl.Qs = cpu_scratch(be, shared_bytes(n_head, head_dim, pl.sld));
+        assert(pl.Qs);
+        pl.Ss = pl.Qs + n_head * head_dim;
+        memcpy(pl.Qs, cpu_row(q, 0), (size_t)(n_head * head_dim) * sizeof(float));
+        cpu_attn512_scale_round(n_head * head_dim, pl.Qs, 1.0f, kc->f16);   /* x * 1 = x */
+        cpu_for(be, (pos0 + KEYS_ITEM) / KEYS_ITEM, 1, keys_task, &pl);
+    }
     cpu_for(be, pl.n_tiles * n_head_kv * pl.n_split, 1, attn_task, &pl);
 }
 
@@ -354,7 +426,10 @@ uint64_t be_attention_scratch_bytes(int64_t n_ctx, int64_t n_batch, int64_t n_he
     /* cpu_tscratch_reserve's slices: a multiple of 16 floats each */
     const uint64_t n = (scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim) + 15) /
                        16 * 16;
-    return n * (uint64_t)n_threads * sizeof(float);
+    /* the keys' pass of one query row: cpu_scratch, which grows by half
+     * again and 4 KiB */
+    const uint64_t sh = shared_bytes(n_head, head_dim, score_ld(n_ctx));
+    return n * (uint64_t)n_threads * sizeof(float) + sh + sh / 2 + 4096;
 }
 
 int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_head,
@@ -366,7 +441,8 @@ int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_h
                            (long long)n_batch, (long long)n_head, (long long)n_head_kv,
                            (long long)head_dim);
     const size_t n = scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim);
-    if (cpu_tscratch_reserve(be, n))
+    if (cpu_tscratch_reserve(be, n) || !cpu_scratch(be, shared_bytes(n_head, head_dim,
+                                                                     score_ld(n_ctx))))
         return q36_err_set(err, Q36_E_NOMEM, "attention scratch: out of memory for %.1f MiB "
                            "(%d threads x %.1f MiB, context %lld)",
                            (double)n * be->n_threads * sizeof(float) / 1048576.0, be->n_threads,
