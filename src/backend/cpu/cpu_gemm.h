@@ -15,7 +15,9 @@
  *
  * Numerics: a block's integer sums are exact, so a tile kernel differs from
  * the quant module's dot products (quant_vec_dot_ref) only in the order of
- * its float work, within tests/quant_bound.h's bound. Every output depends
+ * its float work: Q4_K's within tests/quant_bound.h's bound; Q5_K's and
+ * Q6_K's (below) exactly the bits of the per-output dot the matmul would
+ * otherwise take. Every output depends
  * on its own weight row and activation row alone, never on nr, nt or where
  * the row sits in the tile: a row gives the same bits in a batch of any
  * size (tests/test_cpu_gemm.c checks both).

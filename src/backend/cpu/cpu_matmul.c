@@ -7,7 +7,8 @@
  * byte-exact with ggml), then every output element is one block dot
  * product (quant_vec_dot_fn) of a weight row with an activation row.
  *
- * Weight types with a tile kernel (cpu_gemm.h: Q4_K) compute a tile of
+ * Weight types with a tile kernel (cpu_gemm.h: Q4_K, Q5_K, Q6_K;
+ * cpu_gemm_q8.h: Q8_0, F32; pick_tile) compute a tile of
  * weight rows x tokens per call instead, so a weight block is unpacked once
  * for several tokens and its scales once for several rows. For experts the
  * pairs routed to one expert form the tile: their activation rows are
