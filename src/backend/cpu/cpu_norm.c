@@ -50,8 +50,11 @@ static inline double sumsq_ref(double sum, const float *x, int64_t n)
     return sum;
 }
 
-/* the plain reference: rows r0..r1 one group after another */
-static void norm_rows_ref(const norm_job *j, int64_t r0, int64_t r1)
+/* the plain reference: rows r0..r1 one group after another (inlined into
+ * the AVX-512 kernel for single groups, so that it runs VEX-encoded there:
+ * legacy-SSE code after AVX-512 code with dirty upper halves runs slower) */
+static inline __attribute__((always_inline)) void norm_rows_ref(const norm_job *j, int64_t r0,
+                                                                int64_t r1)
 {
     const int64_t group = j->group, cols = j->cols;
     const float *wd = j->w;
