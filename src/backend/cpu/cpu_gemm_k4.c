@@ -150,6 +150,18 @@ X512 static inline __m128 lane_sums(__m512 x)
                                                                           0, 0, 0, 0), x));
 }
 
+/* Dword c (0..3) of each 128-bit lane of x in all four of that lane's
+ * (vpshufd takes its pattern as an immediate, so one case per c). */
+X512 static inline __m512i dword_bcast(__m512i x, int c)
+{
+    switch (c) {
+    case 0: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x00);
+    case 1: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x55);
+    case 2: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xAA);
+    default: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xFF);
+    }
+}
+
 /* 4 weight rows (w[0..3]) x T tokens (at[0..T-1], T <= K4_TT), nb blocks:
  * res[t] element r = dot(row r, token t). T is a constant after inlining.
  * Row r lives in 128-bit lane r of every vector: per half block the 4
@@ -205,7 +217,7 @@ k4_block4xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const
                 const __m512i h0 = _mm512_and_si512(_mm512_srli_epi16(Q[2 * cc], 4), m4);
                 const __m512i h1 = _mm512_and_si512(_mm512_srli_epi16(Q[2 * cc + 1], 4), m4);
                 /* int16 pair (sc[2c], sc[2c+1]) of row r in every dword of lane r */
-                const __m512i sp = _mm512_shuffle_epi32(sc16, (_MM_PERM_ENUM)(c * 0x55));
+                const __m512i sp = dword_bcast(sc16, c);
                 #pragma GCC unroll 8
                 for (int t = 0; t < T; t++) {
                     const uint8_t *ac = ab[t] + 4 + 64 * c;
