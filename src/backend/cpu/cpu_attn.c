@@ -444,8 +444,11 @@ int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_h
     if (cpu_tscratch_reserve(be, n) || !cpu_scratch(be, shared_bytes(n_head, head_dim,
                                                                      score_ld(n_ctx))))
         return q36_err_set(err, Q36_E_NOMEM, "attention scratch: out of memory for %.1f MiB "
-                           "(%d threads x %.1f MiB, context %lld)",
-                           (double)n * be->n_threads * sizeof(float) / 1048576.0, be->n_threads,
-                           (double)n * sizeof(float) / 1048576.0, (long long)n_ctx);
+                           "(%d threads x %.1f MiB and %.1f MiB shared, context %lld)",
+                           be_attention_scratch_bytes(n_ctx, n_batch, n_head, n_head_kv, head_dim,
+                                                      be->n_threads) / 1048576.0,
+                           be->n_threads, (double)n * sizeof(float) / 1048576.0,
+                           shared_bytes(n_head, head_dim, score_ld(n_ctx)) / 1048576.0,
+                           (long long)n_ctx);
     return 0;
 }
