@@ -46,6 +46,7 @@
 #include "quant/quant.h"
 #include "test.h"
 #include "quant_bound.h"
+#include "ggml_cpu_lib.h"
 
 typedef const struct ggml_type_traits_cpu *(*traits_fn)(enum ggml_type);
 static traits_fn cpu_traits;
@@ -55,21 +56,16 @@ static traits_fn cpu_traits;
  * initialised), or -1 with `why` set. */
 static int load_cpu(const char *variant, char *why, size_t wn)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", Q36_ORACLE_LIB, variant);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(why, wn, "dlopen %s: %s", path, dlerror());
+    int sc;
+    void *h = t_ggml_cpu_open(variant, &sc, why, wn);
+    if (!h)
         return -1;
-    }
     void (*init)(void) = (void (*)(void))dlsym(h, "ggml_cpu_init");
-    int (*score)(void) = (int (*)(void))dlsym(h, "ggml_backend_score");
     traits_fn tr = (traits_fn)dlsym(h, "ggml_get_type_traits_cpu");
-    if (!init || !tr || !score) {
-        snprintf(why, wn, "%s lacks ggml_cpu_init/ggml_get_type_traits_cpu/ggml_backend_score", path);
+    if (!init || !tr) {
+        snprintf(why, wn, "libggml-cpu-%s.so lacks ggml_cpu_init/ggml_get_type_traits_cpu", variant);
         return -1;
     }
-    int sc = score();
     if (sc > 0) {
         init();
         cpu_traits = tr;
@@ -260,9 +256,8 @@ int main(void)
     /* activation formats: every x86 variant this CPU can run (the one
      * ggml_backend_load_all picks is among them); haswell (AVX2) last, as
      * the oracle of the dot products */
-    static const char *variants[] = { "skylakex", "icelake", "cascadelake", "cooperlake",
-                                      "zen4", "sapphirerapids", "alderlake", "haswell" };
-    int nv = (int)(sizeof variants / sizeof variants[0]), best = -1, best_sc = 0;
+    const char *const *variants = t_ggml_variants;
+    int nv = T_GGML_N_VARIANTS, best = -1, best_sc = 0;
     for (int v = 0; v < nv; v++) {
         int sc = load_cpu(variants[v], why, sizeof why);
         if (sc > best_sc && v < nv - 1)
