@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_gexp.h"
 #include "backend/cpu/cpu_vexp.h"
 
 /* the same float bits, any NaN matching any NaN */
@@ -57,6 +58,52 @@ static void norm_ref(const float *x, const float *w, float eps, float post, int6
             y[c] *= post;
 }
 
+/* SiLU (u NULL) or SwiGLU of one row as llama.cpp's x86 builds run it
+ * (ggml_vec_silu_f32 / ggml_vec_swiglu_f32): full vectors of the vector
+ * level's width through ggml's lane exp (cpu_gexp.h, checked against
+ * libggml-cpu itself by test_ggml_gexp), the tail through libm's expf;
+ * level 0 (no AVX2) is libm throughout */
+#if defined(__x86_64__)
+CPU_GEXP_AVX512 static int64_t silu_lanes16(int64_t n, const float *g, const float *u, float *y)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 r = cpu_gsilu_avx512(_mm512_loadu_ps(g + i));
+        if (u)
+            r = _mm512_mul_ps(r, _mm512_loadu_ps(u + i));
+        _mm512_storeu_ps(y + i, r);
+    }
+    return i;
+}
+
+CPU_GEXP_AVX2 static int64_t silu_lanes8(int64_t n, const float *g, const float *u, float *y)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 r = cpu_gsilu_avx2(_mm256_loadu_ps(g + i));
+        if (u)
+            r = _mm256_mul_ps(r, _mm256_loadu_ps(u + i));
+        _mm256_storeu_ps(y + i, r);
+    }
+    return i;
+}
+#endif
+
+static int ref_level = -1;      /* the act level ref() reproduces; -1: this CPU's */
+
+static void silu_row_ref(int64_t n, const float *g, const float *u, float *y)
+{
+    const int level = ref_level >= 0 ? ref_level : cpu_vexp_level();
+    int64_t i = 0;
+#if defined(__x86_64__)
+    i = level == 2 ? silu_lanes16(n, g, u, y) : level == 1 ? silu_lanes8(n, g, u, y) : 0;
+#else
+    (void)level;
+#endif
+    for (; i < n; i++)
+        y[i] = u ? g[i] / (1.0f + expf(-g[i])) * u[i] : g[i] / (1.0f + expf(-g[i]));
+}
+
 /* the reference of op on rows x cols */
 static void ref(int op, const float *g, const float *u, const float *w, int64_t rows,
                 int64_t cols, int64_t group, float *y)
@@ -67,13 +114,13 @@ static void ref(int op, const float *g, const float *u, const float *w, int64_t 
         float *yr = y + r * cols;
         switch (op) {
         case OP_SILU:
-            for (int64_t c = 0; c < cols; c++) yr[c] = gr[c] / (1.0f + expf(-gr[c]));
+            silu_row_ref(cols, gr, NULL, yr);
             break;
         case OP_SIGMOID:
             for (int64_t c = 0; c < cols; c++) yr[c] = 1.0f / (1.0f + expf(-gr[c]));
             break;
         case OP_SWIGLU:
-            for (int64_t c = 0; c < cols; c++) yr[c] = gr[c] / (1.0f + expf(-gr[c])) * ur[c];
+            silu_row_ref(cols, gr, ur, yr);
             break;
         case OP_RMS: norm_ref(gr, NULL, eps, 1.0f, cols, group, yr); break;
         case OP_RMS_W: norm_ref(gr, w, eps, 1.0f, cols, group, yr); break;
@@ -163,7 +210,9 @@ static void test_levels(void)
                 float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
                 fill(&r, g, n);
                 fill(&r, u, n);
+                ref_level = level;
                 ref(op, g, u, NULL, 1, n, n, want);
+                ref_level = -1;
                 cpu_act_row_level(op, level, n, g, op == OP_SWIGLU ? u : NULL, got);
                 for (int64_t i = 0; i < n && !why; i++)
                     if (!same_f(got[i], want[i])) {

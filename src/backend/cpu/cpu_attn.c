@@ -36,6 +36,7 @@
 
 #include "../../quant/fp16.h"
 #include "../../quant/quant.h"
+#include "cpu_gexp.h"
 #include "cpu_vexp.h"
 
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
@@ -121,8 +122,9 @@ static void cache_rows(const attn_plan *pl, const be_tensor *c, int64_t kvh, int
     }
 }
 
-/* Scores to probabilities in place, the reference's softmax: max, expf
- * (cpu_vexp: libm's bits, vectorized) by chunks of W positions each summed
+/* Scores to probabilities in place, the reference's softmax: max, ggml's
+ * lane exp (cpu_gexp.h; llama.cpp's softmax runs it on every position of
+ * its padded rows) by chunks of W positions each summed
  * as a tree into a double, one float 1/sum, then rounded to f16 for an
  * f16 V cache. */
 static void softmax_row(const attn_plan *pl, float *s, int64_t n)
@@ -137,7 +139,7 @@ static void softmax_row(const attn_plan *pl, float *s, int64_t n)
         mx = s[p] > mx ? s[p] : mx;
     for (int64_t p = 0; p < n; p++)
         s[p] = s[p] - mx;
-    cpu_vexp(n, s, s);
+    cpu_gexp_row(cpu_vexp_level(), n, s, s);
     double sum = 0.0;
     for (int64_t p0 = 0; p0 < n; p0 += W) {
         float lanes[16];

@@ -37,8 +37,8 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
                         int f16, int64_t nb, float scale, float *s, int64_t sld);
 /* Scores s[0..n) to probabilities in place, the reference's softmax
- * (max, expf by cpu_vexp with libm's bits, per-16 tree sums added in
- * double, one float 1/sum), rounded to f16 and back when f16. */
+ * (max, ggml's lane exp of cpu_gexp.h, per-16 tree sums added in double,
+ * one float 1/sum), rounded to f16 and back when f16. */
 void cpu_attn512_softmax(int64_t n, float *s, int f16);
 /* x[i] = x[i] * v for i < n, then rounded to f16 and back when f16. */
 void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16);

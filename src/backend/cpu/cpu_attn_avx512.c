@@ -22,7 +22,7 @@
 #include <immintrin.h>
 
 #include "../../quant/fp16.h"
-#include "cpu_vexp.h"
+#include "cpu_gexp.h"
 
 #define T512 __attribute__((target("avx2,avx512f,avx512dq,fma,f16c")))
 #define INL static inline __attribute__((always_inline))
@@ -254,9 +254,9 @@ T512 void cpu_attn512_softmax(int64_t n, float *s, int f16)
     double sum = 0.0;
     for (p = 0; p < n; p += 16) {
         const __mmask16 k = n - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - p)) - 1);
-        const __m512 e = cpu_vexp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mv));
+        const __m512 e = _mm512_maskz_mov_ps(k, cpu_gexp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + p), mv)));
         _mm512_mask_storeu_ps(s + p, k, e);
-        sum += (double)lane_tree(_mm512_maskz_mov_ps(k, e));
+        sum += (double)lane_tree(e);
     }
     cpu_attn512_scale_round(n, s, (float)(1.0 / sum), f16);
 }

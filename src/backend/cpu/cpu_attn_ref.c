@@ -14,6 +14,8 @@
 #include <math.h>
 
 #include "../../quant/fp16.h"
+#include "cpu_gexp.h"
+#include "cpu_vexp.h"
 
 typedef struct {
     const be_tensor *q, *kc, *vc, *out;
@@ -31,7 +33,7 @@ static void ref_task(void *arg, int64_t i0, int64_t i1, int tid)
 {
     const ref_job *j = arg;
     const int64_t hd = j->hd;
-    const int W = cpu_lanes();
+    const int W = cpu_lanes(), level = cpu_vexp_level();
     float *sc = cpu_tscratch(j->be, tid);          /* scores */
     float *qq = sc + j->pos0 + j->q->rows + 16;    /* hd: the query */
     float *kk = qq + hd;                           /* hd: one K row as f32 */
@@ -63,7 +65,7 @@ static void ref_task(void *arg, int64_t i0, int64_t i1, int tid)
             float lanes[16];
             for (int l = 0; l < W; l++) {
                 const int64_t p = p0 + l;
-                lanes[l] = p < n_kv ? (sc[p] = expf(sc[p] - mx)) : 0.0f;
+                lanes[l] = p < n_kv ? (sc[p] = cpu_gexp1(level, sc[p] - mx)) : 0.0f;
             }
             sum += (double)cpu_lane_sum(lanes, W);
         }

@@ -108,6 +108,57 @@ CPU_GEXP_AVX2 static inline __m256 cpu_gsilu_avx2(__m256 x)
     const __m256 e = cpu_gexp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
+
+/* One lane of the form for `level` (cpu_vexp_level(): 2 AVX-512, 1 AVX2),
+ * libm's expf at level 0: for plain-C references of kernels that run the
+ * lane exp (each lane is computed on its own, so one lane alone has the
+ * bits it would have in a full vector). */
+CPU_GEXP_AVX512 static inline float cpu_gexp1_avx512(float x)
+{
+    return _mm512_cvtss_f32(cpu_gexp_avx512(_mm512_set1_ps(x)));
+}
+
+CPU_GEXP_AVX2 static inline float cpu_gexp1_avx2(float x)
+{
+    return _mm256_cvtss_f32(cpu_gexp_avx2(_mm256_set1_ps(x)));
+}
+
+static inline float cpu_gexp1(int level, float x)
+{
+    return level == 2 ? cpu_gexp1_avx512(x) : level == 1 ? cpu_gexp1_avx2(x) : expf(x);
+}
+
+CPU_GEXP_AVX512 static inline void cpu_gexp_row_avx512(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, cpu_gexp_avx512(_mm512_loadu_ps(x + i)));
+    for (; i < n; i++)
+        y[i] = cpu_gexp1_avx512(x[i]);
+}
+
+CPU_GEXP_AVX2 static inline void cpu_gexp_row_avx2(int64_t n, float *y, const float *x)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, cpu_gexp_avx2(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++)
+        y[i] = cpu_gexp1_avx2(x[i]);
+}
+
+/* y[i] = the lane exp of x[i] for every i (in place allowed): where a
+ * kernel runs every element through the lane exp (attention's masked rows
+ * end in full vectors of zeros on ggml's side). */
+static inline void cpu_gexp_row(int level, int64_t n, float *y, const float *x)
+{
+    if (level == 2)
+        cpu_gexp_row_avx512(n, y, x);
+    else if (level == 1)
+        cpu_gexp_row_avx2(n, y, x);
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = expf(x[i]);
+}
 #endif
 
 #endif

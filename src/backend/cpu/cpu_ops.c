@@ -2,11 +2,14 @@
  * SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the MoE router (the
  * norms are in cpu_norm.c). Each follows the float recipe of ggml's CPU
  * kernel it stands for (MODEL.md §9.1): softmax sums in double
- * and scales by the float of 1/sum, exp/log are libm's expf/logf. SiLU,
- * sigmoid and SwiGLU take their exps a chunk at a time from cpu_vexp.h,
- * whose vector expf gives libm's bits, so they are unchanged by it. */
+ * and scales by the float of 1/sum. Where ggml's x86 kernels take their
+ * own lane exp on full vectors (SiLU, SwiGLU, the router's softmax), so do
+ * these (cpu_gexp.h), with libm's expf for a row's tail as ggml; sigmoid
+ * and the gates' softplus take libm's expf/logf as ggml does, sigmoid a
+ * vector at a time from cpu_vexp.h, whose vector expf gives libm's bits. */
 #include "cpu_internal.h"
 #include "cpu_ops.h"
+#include "cpu_gexp.h"
 #include "cpu_vexp.h"
 
 #include <assert.h>
@@ -150,8 +153,11 @@ CPU_VEXP_AVX512 static void act_row_avx512(enum act_kind k, int64_t n, const flo
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m512 gv = _mm512_loadu_ps(g + i);
-        const __m512 d = _mm512_add_ps(one, cpu_vexp_avx512(_mm512_xor_ps(gv, neg)));
-        __m512 r = _mm512_div_ps(k == ACT_SIGMOID ? one : gv, d);
+        __m512 r;
+        if (k == ACT_SIGMOID)
+            r = _mm512_div_ps(one, _mm512_add_ps(one, cpu_vexp_avx512(_mm512_xor_ps(gv, neg))));
+        else
+            r = cpu_gsilu_avx512(gv);
         if (k == ACT_SWIGLU)
             r = _mm512_mul_ps(r, _mm512_loadu_ps(u + i));
         _mm512_storeu_ps(y + i, r);
@@ -167,8 +173,11 @@ CPU_VEXP_AVX2 static void act_row_avx2(enum act_kind k, int64_t n, const float *
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 gv = _mm256_loadu_ps(g + i);
-        const __m256 d = _mm256_add_ps(one, cpu_vexp_avx2(_mm256_xor_ps(gv, neg)));
-        __m256 r = _mm256_div_ps(k == ACT_SIGMOID ? one : gv, d);
+        __m256 r;
+        if (k == ACT_SIGMOID)
+            r = _mm256_div_ps(one, _mm256_add_ps(one, cpu_vexp_avx2(_mm256_xor_ps(gv, neg))));
+        else
+            r = cpu_gsilu_avx2(gv);
         if (k == ACT_SWIGLU)
             r = _mm256_mul_ps(r, _mm256_loadu_ps(u + i));
         _mm256_storeu_ps(y + i, r);
@@ -347,13 +356,23 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, 
     const int64_t E = logits->cols;
     assert(k >= 1 && k <= E && E <= 4096 && w->rows == logits->rows && w->cols == k);
     float p[4096];
+    const int level = cpu_vexp_level(), gw = level == 2 ? 16 : level == 1 ? 8 : 0;
     for (int64_t r = 0; r < logits->rows; r++) {
         const float *l = cpu_row(logits, r);
         float mx = -INFINITY;
         for (int64_t e = 0; e < E; e++)
             mx = l[e] > mx ? l[e] : mx;
+        /* ggml_vec_soft_max_f32: full vectors of the lane exp, each
+         * summed as a tree into the double; the tail by libm, one by one */
         double sum = 0.0;
-        for (int64_t e = 0; e < E; e++) {
+        int64_t e0 = 0;
+        for (; gw && e0 + gw <= E; e0 += gw) {
+            float lanes[16];
+            for (int i = 0; i < gw; i++)
+                lanes[i] = p[e0 + i] = cpu_gexp1(level, l[e0 + i] - mx);
+            sum += (double)cpu_lane_sum(lanes, gw);
+        }
+        for (int64_t e = e0; e < E; e++) {
             p[e] = expf(l[e] - mx);
             sum += (double)p[e];
         }

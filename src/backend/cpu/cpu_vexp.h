@@ -1,6 +1,7 @@
 /* cpu_vexp.h: expf over vectors (AVX-512 and AVX2) with the same bits as
- * the libm expf the CPU backend calls element by element, for SiLU,
- * sigmoid, SwiGLU, the DeltaNet gates (cpu_ops.c) and softmax (cpu_attn*.c).
+ * libm's expf, for the ops where ggml calls libm element by element:
+ * sigmoid and the DeltaNet gates (cpu_ops.c). (SiLU, SwiGLU and the
+ * softmaxes run ggml's own lane exp on full vectors: cpu_gexp.h.)
  *
  * Two ways to libm's bits. Where libm is glibc's (2.28 and later, FMA
  * build: what glibc runs on any AVX-512 CPU), the AVX-512 path repeats its
