@@ -80,7 +80,11 @@ static void usage(FILE *o)
 "  --bandwidth         first measure the memory read bandwidth with -t threads\n"
 "                      (median of 5 passes over 1 GiB), then set every tg test\n"
 "                      against it: bytes per decode step (weights read, K/V rows\n"
-"                      read, DeltaNet state read and written) x t/s = GB/s moved\n");
+"                      read, DeltaNet state read and written) x t/s = GB/s moved\n"
+"\n"
+"Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
+"AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
+"libggml-cpu-haswell.so among the CPU variants to time llama.cpp's AVX2 build too.\n");
 }
 
 /* ------------------------------------------------------------------ flags */

@@ -27,7 +27,7 @@
 
 typedef struct bench_machine {
     char cpu_model[128];   /* "model name" of /proc/cpuinfo, or "unknown" */
-    char features[128];    /* the SIMD features that matter to the kernels,
+    char features[192];    /* the SIMD features that matter to the kernels,
                             * space-separated: "AVX2 FMA F16C AVX512F ..." */
     int  n_cpus;           /* online logical CPUs */
     int  n_cores;          /* physical cores (core ids x sockets), or n_cpus */

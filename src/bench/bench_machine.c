@@ -95,6 +95,13 @@ void bench_machine_read(bench_machine *m)
     }
     if (!m->features[0])
         snprintf(m->features, sizeof m->features, "none");
+    /* q36 told to run as a smaller CPU would (a diagnostic for comparing
+     * paths): the record must say so */
+    const char *cap = getenv("Q36_QUANT_PATH_MAX");
+    if (cap && *cap) {
+        size_t k = strlen(m->features);
+        snprintf(m->features + k, sizeof m->features - k, "; q36 capped at %s (Q36_QUANT_PATH_MAX)", cap);
+    }
 
     f = fopen("/proc/loadavg", "r");
     if (f) {

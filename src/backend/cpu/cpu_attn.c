@@ -353,7 +353,7 @@ int cpu_attn_best_path(void)
      * enabled by the OS (cpuid, as clang's builtin has no "f16c") */
     __builtin_cpu_init();
     if (cpu_lanes() == 16 && quant_path_available(QUANT_PATH_AVX512) &&
-        __builtin_cpu_supports("avx512dq") && cpu_vexp_level() == 2)
+        cpu_avx512_ok() && __builtin_cpu_supports("avx512dq") && cpu_vexp_level() == 2)
         return CPU_ATTN_AVX512;
     return CPU_ATTN_GENERIC;
 }

@@ -35,7 +35,7 @@ int cpu_lanes(void)
 {
     if (!g_lanes) {
         __builtin_cpu_init();
-        g_lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+        g_lanes = cpu_avx512_ok() ? 16 : 8;
     }
     return g_lanes;
 }
@@ -64,7 +64,7 @@ void cpu_fdot_init(void)
     (void)has_fma();
     (void)has_bf16dp();
     if (g_avx512 < 0) {
-        g_avx512 = __builtin_cpu_supports("avx512f") && has_fma() ? 1 : 0;
+        g_avx512 = cpu_avx512_ok() && has_fma() ? 1 : 0;
         g_avx2 = __builtin_cpu_supports("avx2") && has_fma() ? 1 : 0;
     }
 }
@@ -338,7 +338,7 @@ static int g_bf16dp = -1;
 static bool has_bf16dp(void)
 {
     if (g_bf16dp < 0)
-        g_bf16dp = __builtin_cpu_supports("avx512bf16") ? 1 : 0;
+        g_bf16dp = cpu_avx512_ok() && __builtin_cpu_supports("avx512bf16") ? 1 : 0;
     return g_bf16dp == 1;
 }
 

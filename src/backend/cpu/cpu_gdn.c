@@ -252,7 +252,7 @@ void cpu_gdn_rows(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int 
 {
     __builtin_cpu_init();
     const bool fma = __builtin_cpu_supports("fma");
-    if (W == 16 && fma && __builtin_cpu_supports("avx512f")) {
+    if (W == 16 && fma && cpu_avx512_ok()) {
         if (hd->dk == 128)
             rows_avx512_128(hd, S, j0, j1);
         else if (hd->dk == 64)

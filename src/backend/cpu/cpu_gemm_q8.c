@@ -482,7 +482,7 @@ cpu_tile_fn cpu_gemm_f32_lanes(void)
 {
     __builtin_cpu_init();
     const bool fma = __builtin_cpu_supports("fma");
-    if (cpu_lanes() == 16 && fma && __builtin_cpu_supports("avx512f"))
+    if (cpu_lanes() == 16 && fma && cpu_avx512_ok())
         return cpu_gemm_f32_lanes_avx512;
     if (cpu_lanes() == 8 && fma && __builtin_cpu_supports("avx2"))
         return cpu_gemm_f32_lanes_avx2;

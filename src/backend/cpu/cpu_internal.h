@@ -9,6 +9,16 @@
 #include <stdint.h>
 
 #include "../backend.h"
+#include "../../quant/quant.h"
+
+/* AVX-512 kernels may run: the CPU has AVX-512 F/BW/VL and the OS saves its
+ * state, and Q36_QUANT_PATH_MAX (a diagnostic switch, "avx2" to run as an
+ * AVX2-only CPU would) does not cap the machine below it. Every AVX-512
+ * choice of the CPU backend goes through this. */
+static inline bool cpu_avx512_ok(void)
+{
+    return quant_path_available(QUANT_PATH_AVX512);
+}
 
 struct be_tensor {
     void    *data;        /* float (or uint16_t f16 when f16) */

@@ -33,7 +33,7 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     /* Q36_DOT_PATH=ref|avx2|avx512: a diagnostic switch that makes every
      * matmul use one family of the quant module's kernels */
     __builtin_cpu_init();
-    be->bf16_dp = __builtin_cpu_supports("avx512bf16");
+    be->bf16_dp = cpu_avx512_ok() && __builtin_cpu_supports("avx512bf16");
     const char *dp = getenv("Q36_DOT_PATH");
     be->dot_path = !dp ? -1 : !strcmp(dp, "ref") ? QUANT_PATH_REF
                  : !strcmp(dp, "avx2") ? QUANT_PATH_AVX2

@@ -39,6 +39,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../quant/quant.h"
+
 /* 2: AVX-512 F and DQ (with AVX2+FMA), 1: AVX2+FMA, 0: neither (libm only) */
 static inline int cpu_vexp_level(void)
 {
@@ -49,7 +51,7 @@ static inline int cpu_vexp_level(void)
     if (l < 0) {
         __builtin_cpu_init();
         const int fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        const int z = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+        const int z = quant_path_available(QUANT_PATH_AVX512) && __builtin_cpu_supports("avx512dq");
         l = fma && z ? 2 : fma ? 1 : 0;
         atomic_store_explicit(&level, l, memory_order_relaxed);
     }
