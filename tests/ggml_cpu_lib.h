@@ -1,8 +1,8 @@
 /* ggml_cpu_lib.h: opening one x86 variant of the pinned libggml-cpu
  * (libggml-cpu-<variant>.so beside libllama) with dlopen, for the tests
  * that compare q36 with ggml's CPU kernels in the same process
- * (test_ggml_quant_dot.c, test_ggml_gexp.c). Q36_ORACLE_LIB comes from the
- * Makefile's test_ggml_% rule. */
+ * (test_ggml_quant_dot.c, test_ggml_gexp.c, test_ggml_conv.c).
+ * Q36_ORACLE_LIB comes from the Makefile's test_ggml_% rule. */
 #ifndef Q36_GGML_CPU_LIB_H
 #define Q36_GGML_CPU_LIB_H
 

@@ -40,8 +40,9 @@
 #    itself by 1.6-7.8% between its batched and one-token paths on such files,
 #    docs/ORACLE.md). So the bound depends on the prompt length: P=1: 1e-3
 #    (a single position: q8_0 is bit-identical, K-quants/f16 ~1e-7 measured,
-#    at most 3e-4 with a MoE router); P=7: 3e-2 (a flip or two; measured
-#    1.1e-2 on h256_q6_K); P=64: 5e-2; P=600: 0.1
+#    at most 3e-4 with a MoE router); P=7: 3e-2 (a flip or two; h256_q6_K
+#    measured 1.1e-2 until the conv took ggml's fused multiply-adds, now 0);
+#    P=64: 5e-2; P=600: 0.1
 #    (measured worst 0.042; q8_0 models stay bit-identical up to the first
 #    flip, often past 64 tokens). A quantized MoE adds a second discontinuity: a
 #    router near-tie picks another expert for one token, which changes that
@@ -50,8 +51,8 @@
 #    stay at 2e-3); so quantized MoE models get 0.25 from P=64 on. The real
 #    0.8b geometry (24 layers, D = 1024, Q8_0) runs ~170 quantized matmuls per
 #    token, so flips come early (measured: bit-identical at position 0, 7.9e-2
-#    within 7 tokens, random weights): 0.15 there, an empirical bound, not a
-#    derived one. These long
+#    within 7 tokens, random weights; bit-identical at P=7 too since the conv
+#    fix): 0.15 there, an empirical bound, not a derived one. These long
 #    prompts are a smoke test of the quantized path; the f32 models carry the
 #    strict check of every geometry.
 # Env: BUILD (default build), Q36 (default ./q36), PARITY_QUICK=1 (fewer models).
@@ -93,6 +94,10 @@ models=(
     "moe_e4_k1_untied | --arch qwen35moe --preset tiny --experts 4 --experts-used 1 --tied off --type f32"
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
     "moe_e256_k10     | --arch qwen35moe --preset tiny --experts 256 --experts-used 10 --expert-ffn 32 --shared-ffn 64 --type f32"
+    # 8 layers of Q6_K: one-ulp conv differences (q36 rounded each product,
+    # ggml fuses) crossed the F16 rounding of ssm_out's input and grew to
+    # 0.16 at P=600 (24 argmax flips); 2.1e-2 now (flips from attention)
+    "h256_l8_q6_K     | --arch qwen35 --preset tiny --hidden 256 --layers 8 --type q6_K"
 )
 [ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[13]}")
 # prompt lengths per model; the real-size geometries (the whole 0.8b preset,

@@ -5,9 +5,10 @@
  * Layout and order. Channels are independent, so 16 of them are one vector
  * (a GCC vector type: one register with AVX-512, two with AVX2, four with
  * SSE2) and every lane runs the reference's scalar sequence
- * ((0 + v0 w0) + v1 w1) + ..., products rounded: any width gives the bits
- * of cpu_conv_ref. The weights ({Kc, C}: taps of a channel adjacent) and the
- * tail (C x (Kc-1)) are channel-major, so a block of channels is transposed
+ * fma(v1, w1, fma(v0, w0, 0)) ..., one rounding per tap (ggml's, see
+ * cpu_seq_ref.c): any width gives the bits of cpu_conv_ref. The weights
+ * ({Kc, C}: taps of a channel adjacent) and the tail (C x (Kc-1)) are
+ * channel-major, so a block of channels is transposed
  * once into tap-major scratch (256 channels: 4 KB at Kc = 4); then tokens
  * run in order, each reading its window straight from the rows of x (the
  * previous rows are still in L1), which walks x and y row by row instead of
@@ -16,15 +17,9 @@
  * transposes. */
 #include "cpu_seq.h"
 
-/* Products are rounded before they are added, as in ggml's build: GCC in
- * ISO C mode does not contract a * b + c into a fused multiply-add; clang
- * does unless told not to. */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 #include <assert.h>
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define CONV_SUB 256               /* channels transposed at once */
@@ -134,13 +129,41 @@ static void conv4_out_avx512(be_tensor *tail, int64_t c, int64_t n, const float 
     }
 }
 
+/* ------------------------------------------------------- lane multiply-add */
+
+/* *c += a b per lane, rounded once (the reference's fmaf), in the ISA of
+ * the caller conv_sub is inlined into. Pointers, not vector values: no
+ * 64-byte vector crosses a call in a non-AVX-512 ABI. */
+__attribute__((target("avx512f")))
+static inline void fma16_avx512(const v16 *a, const v16 *b, v16 *c)
+{
+    *c = (v16)_mm512_fmadd_ps((__m512)*a, (__m512)*b, (__m512)*c);
+}
+
+__attribute__((target("avx2,fma")))
+static inline void fma16_avx2(const v16 *a, const v16 *b, v16 *c)
+{
+    const float *pa = (const float *)a, *pb = (const float *)b;
+    float *pc = (float *)c;
+    for (int h = 0; h < 16; h += 8)
+        _mm256_storeu_ps(pc + h, _mm256_fmadd_ps(_mm256_loadu_ps(pa + h), _mm256_loadu_ps(pb + h),
+                                                 _mm256_loadu_ps(pc + h)));
+}
+
+static inline void fma16_plain(const v16 *a, const v16 *b, v16 *c)
+{
+    for (int l = 0; l < 16; l++)
+        (*c)[l] = fmaf((*a)[l], (*b)[l], (*c)[l]);
+}
+
 /* ------------------------------------------------------------ the kernel */
 
-/* Channels [c, c+n), n a multiple of 16 and <= CONV_SUB. perm4: Kc = 4
- * with a packed tail on an AVX-512 CPU. */
+/* Channels [c, c+n), n a multiple of 16 and <= CONV_SUB. isa: 1 AVX-512,
+ * 2 AVX2 + FMA, 3 plain (libm's fmaf). perm4: Kc = 4 with a packed tail on
+ * an AVX-512 CPU. */
 static inline __attribute__((always_inline))
 void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, be_tensor *y,
-              int64_t c, int64_t n, bool perm4)
+              int64_t c, int64_t n, int isa, bool perm4)
 {
     const int64_t T = x->rows, nt = Kc - 1;
     float wt[17 * CONV_SUB], tt[16 * CONV_SUB];
@@ -160,7 +183,12 @@ void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, b
             for (int64_t i = 0; i < Kc; i++) {
                 memcpy(&v, src[i] + b, sizeof v);
                 memcpy(&wv, wt + i * CONV_SUB + b, sizeof wv);
-                s = s + v * wv;
+                if (isa == 1)
+                    fma16_avx512(&v, &wv, &s);
+                else if (isa == 2)
+                    fma16_avx2(&v, &wv, &s);
+                else
+                    fma16_plain(&v, &wv, &s);
             }
             memcpy(yr + b, &s, sizeof s);
         }
@@ -181,22 +209,22 @@ static void conv_avx512(const be_tensor *x, be_tensor *tail, const float *w, int
 {
     const bool perm4 = Kc == 4 && tail->ld == 3;
     for (int64_t c = c0; c < c1; c += CONV_SUB)
-        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, perm4);
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, 1, perm4);
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static void conv_avx2(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                       be_tensor *y, int64_t c0, int64_t c1)
 {
     for (int64_t c = c0; c < c1; c += CONV_SUB)
-        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, false);
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, 2, false);
 }
 
 static void conv_plain(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                        be_tensor *y, int64_t c0, int64_t c1)
 {
     for (int64_t c = c0; c < c1; c += CONV_SUB)
-        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, false);
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, 3, false);
 }
 
 void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
@@ -205,7 +233,9 @@ void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t 
     assert(Kc >= 1 && Kc <= 17);
     const int64_t cb = c0 + (c1 - c0) / 16 * 16;     /* whole blocks end */
     __builtin_cpu_init();
-    const bool a512 = __builtin_cpu_supports("avx512f"), a2 = __builtin_cpu_supports("avx2");
+    const bool fma = __builtin_cpu_supports("fma");
+    const bool a512 = fma && __builtin_cpu_supports("avx512f");
+    const bool a2 = fma && __builtin_cpu_supports("avx2");
     if (path == 0)
         path = a512 ? 1 : a2 ? 2 : 3;
     if (path == 1 && a512)

@@ -15,13 +15,16 @@
 
 /* The depthwise causal conv of be_ssm_conv for channels [c0, c1): x is
  * T x C, tail C x (Kc-1) (updated), w the {Kc, C} weight (w[c*Kc + i]),
- * y T x C. Each output is ((0 + v0 w0) + v1 w1) + ... in order i = 0..Kc-1,
- * products rounded (ggml's order). Kc <= 17. */
+ * y T x C. Each output is fma(v1, w1, fma(v0, w0, 0)) ... in order
+ * i = 0..Kc-1, one rounding per tap: ggml's ssm_conv as GCC contracts it on
+ * the FMA-capable x86 builds (cpu_seq_ref.c, tests/test_ggml_conv.c).
+ * Kc <= 17. */
 void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                   be_tensor *y, int64_t c0, int64_t c1);
-/* The same, 16 channels at a time (any c0, c1; AVX-512, AVX2 or plain C
- * chosen at run time, or forced with path: 0 best, 1 AVX-512, 2 AVX2,
- * 3 plain; a path the CPU lacks falls back to plain). */
+/* The same, 16 channels at a time (any c0, c1; AVX-512, AVX2 (both with
+ * FMA) or plain C (libm's fmaf) chosen at run time, or forced with path:
+ * 0 best, 1 AVX-512, 2 AVX2, 3 plain; a path the CPU lacks falls back to
+ * plain). */
 void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                    be_tensor *y, int64_t c0, int64_t c1, int path);
 

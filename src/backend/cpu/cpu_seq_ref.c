@@ -16,6 +16,13 @@
 
 /* -------------------------------------------------------------------- conv */
 
+/* Each tap is a fused multiply-add, from 0: ggml's ssm_conv is C++ (ops.cpp)
+ * built as GNU C++17, where GCC contracts sumf += s * c into an FMA on the
+ * FMA-capable x86 variants of libggml-cpu (haswell .. zen4) that llama.cpp
+ * loads on such CPUs; its output equals this sequence bit for bit (a
+ * 7-token prompt batch through libggml-cpu-zen4: 0 of 1792 outputs apart,
+ * 526 with products rounded). */
+
 void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                   be_tensor *y, int64_t c0, int64_t c1)
 {
@@ -29,7 +36,7 @@ void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t K
             for (int64_t i = 0; i < Kc; i++) {
                 const int64_t k = t + i;       /* position in [tail | x] */
                 const float v = k < nt ? tl[k] : cpu_row(x, k - nt)[c];
-                s += v * wc[i];
+                s = fmaf(v, wc[i], s);
             }
             yr[c] = s;
         }
