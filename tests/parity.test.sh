@@ -94,9 +94,10 @@ models=(
     "moe_e4_k1_untied | --arch qwen35moe --preset tiny --experts 4 --experts-used 1 --tied off --type f32"
     "moe_e16_k3_q4_K  | --arch qwen35moe --preset tiny --experts 16 --experts-used 3 --type q4_K --layers 5 --attn-interval 2"
     "moe_e256_k10     | --arch qwen35moe --preset tiny --experts 256 --experts-used 10 --expert-ffn 32 --shared-ffn 64 --type f32"
-    # 8 layers of Q6_K: one-ulp conv differences (q36 rounded each product,
-    # ggml fuses) crossed the F16 rounding of ssm_out's input and grew to
-    # 0.16 at P=600 (24 argmax flips); 2.1e-2 now (flips from attention)
+    # 8 layers of Q6_K: one-ulp conv and RoPE differences (q36 rounded each
+    # product, ggml's build fuses) crossed the F16 rounding of ssm_out's
+    # input and Q8_K codes, and grew to 0.16 at P=600 (24 argmax flips);
+    # bit-identical at P=7, 64 and 600 since (P=1: one-token dot orders)
     "h256_l8_q6_K     | --arch qwen35 --preset tiny --hidden 256 --layers 8 --type q6_K"
 )
 [ "${PARITY_QUICK:-0}" = 1 ] && models=("${models[@]:0:2}" "${models[13]}")

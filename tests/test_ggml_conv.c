@@ -26,24 +26,6 @@
 typedef enum ggml_status (*compute_fn)(struct ggml_context *, struct ggml_cgraph *, int);
 static compute_fn g_compute;
 
-/* The variant's ggml_backend_score (0: not runnable here), -1 if it does
- * not open or lacks what is needed; initialises it when it runs here. */
-static int load_cpu(const char *variant)
-{
-    char why[600];
-    int sc;
-    void *h = t_ggml_cpu_open(variant, &sc, why, sizeof why);
-    void (*init)(void) = h ? (void (*)(void))dlsym(h, "ggml_cpu_init") : NULL;
-    compute_fn cf = h ? (compute_fn)dlsym(h, "ggml_graph_compute_with_ctx") : NULL;
-    if (!init || !cf)
-        return -1;
-    if (sc > 0) {
-        init();
-        g_compute = cf;
-    }
-    return sc;
-}
-
 /* ggml's conv of one sequence: sx {K-1+T, C} (each channel's tail, then
  * its T inputs), c {K, C}; out {C, T}. */
 static int ggml_conv(const float *tail, const float *x, const float *w, int64_t T, int64_t C,
@@ -136,18 +118,14 @@ done:
 
 int main(void)
 {
-    int best = -1, best_sc = 0;
-    for (int v = 0; v < T_GGML_N_VARIANTS; v++) {
-        int sc = load_cpu(t_ggml_variants[v]);
-        if (sc > best_sc)
-            best = v, best_sc = sc;
-    }
-    if (best < 0 || load_cpu(t_ggml_variants[best]) <= 0 || !g_compute) {
-        t_fail("ggml_conv.load", "no libggml-cpu variant under %s runs here, or it lacks "
-               "ggml_graph_compute_with_ctx", Q36_ORACLE_LIB);
+    char why[600];
+    const char *variant = "";
+    g_compute = (compute_fn)t_ggml_best_compute(&variant, why, sizeof why);
+    if (!g_compute) {
+        t_fail("ggml_conv.load", "%s", why);
         return t_exit();
     }
-    printf("# ggml variant %s\n", t_ggml_variants[best]);
+    printf("# ggml variant %s\n", variant);
     t_ok("ggml_conv.load");
     be_ctx *be;
     q36_err err = { 0 };

@@ -309,6 +309,35 @@ void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
 
 /* ------------------------------------------------------------------ rope */
 
+/* The rotation of one head's n_rot/2 pairs (i, i + half). Each output is
+ * one fused multiply-add over the other product rounded:
+ * fma(x0, cos, -(x1 sin)) and fma(x0, sin, x1 cos). ggml's rope is C++
+ * (ops.cpp) built as GNU C++17, where GCC contracts x0*cos - x1*sin so on
+ * the FMA-capable x86 variants of libggml-cpu llama.cpp loads (zen4 here):
+ * on llama.cpp's own rope input of a 16-token batch (Q, 4 heads) this gives
+ * its outputs bit for bit, rounded products put 134 of the 1024 rotated
+ * ones an ulp apart, and attention carried those into the logits
+ * (tests/test_ggml_rope.c). The
+ * hardware form where the CPU has FMA, libm's fmaf (same bits) where not. */
+__attribute__((target("fma")))
+static void rope_pairs_hw(float *v, int64_t half, const float *cs, const float *sn)
+{
+    for (int64_t i = 0; i < half; i++) {
+        const float x0 = v[i], x1 = v[i + half];
+        v[i] = __builtin_fmaf(x0, cs[i], -(x1 * sn[i]));
+        v[i + half] = __builtin_fmaf(x0, sn[i], x1 * cs[i]);
+    }
+}
+
+static void rope_pairs_libm(float *v, int64_t half, const float *cs, const float *sn)
+{
+    for (int64_t i = 0; i < half; i++) {
+        const float x0 = v[i], x1 = v[i + half];
+        v[i] = fmaf(x0, cs[i], -(x1 * sn[i]));
+        v[i + half] = fmaf(x0, sn[i], x1 * cs[i]);
+    }
+}
+
 void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
              const int32_t sections[4], float base, int64_t pos0)
 {
@@ -320,6 +349,8 @@ void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
     const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
     assert(sect_dims > 0 && half <= 512);
     float cs[512], sn[512];
+    __builtin_cpu_init();
+    const bool hw = __builtin_cpu_supports("fma");
     for (int64_t r = 0; r < x->rows; r++) {
         /* text positions are (p, p, p, 0): the three first components share
          * one running theta; the fourth is always 0 (cos 1, sin 0) */
@@ -336,12 +367,10 @@ void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
         }
         float *xr = cpu_row(x, r);
         for (int64_t h0 = 0; h0 < x->cols; h0 += head_dim) {
-            float *v = xr + h0;
-            for (int64_t i = 0; i < half; i++) {
-                const float x0 = v[i], x1 = v[i + half];
-                v[i] = x0 * cs[i] - x1 * sn[i];
-                v[i + half] = x0 * sn[i] + x1 * cs[i];
-            }
+            if (hw)
+                rope_pairs_hw(xr + h0, half, cs, sn);
+            else
+                rope_pairs_libm(xr + h0, half, cs, sn);
         }
     }
     CPU_PROF_END(be, BE_PROF_ROPE);
