@@ -234,7 +234,7 @@ void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t 
     const int64_t cb = c0 + (c1 - c0) / 16 * 16;     /* whole blocks end */
     __builtin_cpu_init();
     const bool fma = __builtin_cpu_supports("fma");
-    const bool a512 = fma && __builtin_cpu_supports("avx512f");
+    const bool a512 = fma && cpu_avx512_ok();
     const bool a2 = fma && __builtin_cpu_supports("avx2");
     if (path == 0)
         path = a512 ? 1 : a2 ? 2 : 3;
