@@ -10,17 +10,27 @@
  * changes bits. Each case seeds its RNG from its name.
  *
  * Also: be_attention_reserve holds what be_attention then takes, and
- * be_attention_scratch_bytes says how much that is. */
+ * be_attention_scratch_bytes says how much that is.
+ *
+ * The AVX2 kernels (cpu_attn_avx2.c) give the reference's bits at 8 lanes
+ * only, so on an AVX-512 CPU the program runs itself again under
+ * Q36_QUANT_PATH_MAX=avx2 (an AVX2-only CPU as the backend sees it: 8
+ * lanes, the AVX2 exp), where they are the best path; those cases are
+ * named cpu.attn_w8_*. */
 #include "test.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_attn.h"
 #include "quant/fp16.h"
 
 static be_ctx *be_t[3];         /* by thread count (1, 2) */
+static const char *g_tag = "";  /* "w8_" in the run capped at AVX2 */
 
 /* Under ASan (make asan), an allocation that cannot be had returns NULL,
  * as it does without, instead of ending the program: the reserve cases
@@ -53,7 +63,7 @@ static void attn_case(int f16, int64_t group, int64_t n_kv_head, int64_t hd, int
                       int threads)
 {
     char name[128];
-    snprintf(name, sizeof name, "cpu.attn_%s_g%lld_kv%lld_hd%lld_T%lld_p%lld_t%d", f16 ? "f16" : "f32",
+    snprintf(name, sizeof name, "cpu.attn_%s%s_g%lld_kv%lld_hd%lld_T%lld_p%lld_t%d", g_tag, f16 ? "f16" : "f32",
              (long long)group, (long long)n_kv_head, (long long)hd, (long long)T, (long long)pos0,
              threads);
     t_rng r = t_rng_named(name);
@@ -76,10 +86,10 @@ static void attn_case(int f16, int64_t group, int64_t n_kv_head, int64_t hd, int
         bad = !isfinite(want[i]);
     const char *fail = bad ? "reference not finite" : NULL;
     int64_t at = -1;
-    const int paths[3] = { CPU_ATTN_GENERIC, CPU_ATTN_AVX512, -1 };
-    static const char *const pname[3] = { "generic", "avx512", "be_attention" };
-    for (int k = 0; k < 3 && !fail; k++) {
-        if (paths[k] == CPU_ATTN_AVX512 && cpu_attn_best_path() != CPU_ATTN_AVX512)
+    const int paths[4] = { CPU_ATTN_GENERIC, CPU_ATTN_AVX512, CPU_ATTN_AVX2, -1 };
+    static const char *const pname[4] = { "generic", "avx512", "avx2", "be_attention" };
+    for (int k = 0; k < 4 && !fail; k++) {
+        if (paths[k] > CPU_ATTN_GENERIC && cpu_attn_best_path() != paths[k])
             continue;
         be_zero(be, out);
         if (paths[k] < 0)
@@ -108,11 +118,13 @@ static void attn_case(int f16, int64_t group, int64_t n_kv_head, int64_t hd, int
 
 /* The vector f16 rounding of probabilities equals quant_f32_to_f16 over a
  * spread of bit patterns: subnormal results, ties, overflow. */
-static void round_case(void)
+static void round_case(const char *name, int usable,
+                       void (*scale_round)(int64_t n, float *x, float v, int f16))
 {
-    const char *name = "cpu.attn512_scale_round";
-    if (cpu_attn_best_path() != CPU_ATTN_AVX512) {
-        t_ok("cpu.attn512_scale_round (no AVX-512 here: kernel not used)");
+    if (!usable) {
+        char skip[128];
+        snprintf(skip, sizeof skip, "%s (not on this CPU: kernel not used)", name);
+        t_ok(skip);
         return;
     }
     enum { N = 4099 };
@@ -126,7 +138,7 @@ static void round_case(void)
             y[i] = x[i] * 0.75f;
             y[i] = quant_f16_to_f32(quant_f32_to_f16(y[i]));
         }
-        cpu_attn512_scale_round(N, x, 0.75f, 1);
+        scale_round(N, x, 0.75f, 1);
         for (int i = 0; i < N && !bad; i++, seen++)
             bad = quant_f32_bits(x[i]) != quant_f32_bits(y[i]) ? (uint64_t)i + 1 : 0;
     }
@@ -202,14 +214,49 @@ static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t 
     be_free(be);
 }
 
+/* On an AVX-512 CPU, this program again as an AVX2-only CPU (the AVX2
+ * kernels' cases); its ok and FAIL lines are this program's. */
+static void capped_run(void)
+{
+    if (cpu_attn_best_path() != CPU_ATTN_AVX512)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        setenv("Q36_QUANT_PATH_MAX", "avx2", 1);
+        setenv("Q36_TEST_ATTN_W8", "1", 1);
+        execl("/proc/self/exe", "test_cpu_attn", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        t_fail("cpu.attn_w8_run", "could not run the capped copy");
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        t_fail("cpu.attn_w8_run", "the capped copy failed (wait status %d)", st);
+}
+
 int main(void)
 {
     q36_err err = { 0 };
+    const char *w8 = getenv("Q36_TEST_ATTN_W8");
+    if (w8 && strcmp(w8, "1") == 0) {
+        g_tag = "w8_";
+        if (cpu_attn_best_path() != CPU_ATTN_AVX2) {
+            t_fail("cpu.attn_w8_setup", "the capped copy does not run the AVX2 path");
+            return t_exit();
+        }
+    }
     if (be_cpu_new(1, &be_t[1], &err) || be_cpu_new(2, &be_t[2], &err)) {
         t_fail("cpu.attn_setup", "%s", err.msg);
         return t_exit();
     }
-    round_case();
+    if (!*g_tag) {
+        round_case("cpu.attn512_scale_round", cpu_attn_best_path() == CPU_ATTN_AVX512,
+                   cpu_attn512_scale_round);
+        round_case("cpu.attn256_scale_round", quant_path_available(QUANT_PATH_AVX2),
+                   cpu_attn256_scale_round);
+    }
     static const int64_t groups[] = { 1, 2, 3, 4, 8 };
     static const int64_t hds[] = { 64, 128, 256, 80, 72 };
     static const int64_t small[][2] = { { 1, 0 }, { 1, 100 }, { 2, 1 }, { 7, 100 }, { 64, 1 } };
@@ -239,11 +286,17 @@ int main(void)
         attn_case(f16, 1, 2, 80, 3, 257, 1);
         attn_case(f16, 2, 2, 256, 2, 1000, 1);
     }
+    if (*g_tag) {               /* the capped copy: the attention cases only */
+        be_free(be_t[1]);
+        be_free(be_t[2]);
+        return t_exit();
+    }
     reserve_case(1, 4, 2, 256, 700, 512);
     reserve_case(2, 4, 2, 256, 300, 64);
     reserve_case(2, 8, 2, 80, 129, 7);
     reserve_case(2, 1, 3, 72, 50, 50);
     be_free(be_t[1]);
     be_free(be_t[2]);
+    capped_run();
     return t_exit();
 }

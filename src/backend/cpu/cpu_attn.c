@@ -11,12 +11,13 @@
  * for all of them (once per query head and row before, and widened from
  * f16 each time), scores for the whole tile are kept, and V is transposed
  * per block of positions so that the lane accumulators of 16 positions
- * fill one vector (cpu_attn_avx512.c; the generic kernels widen a block of
- * rows to f32 and use cpu_fdot's dot and axpy).
+ * fill one vector (cpu_attn_avx512.c; 8 positions with cpu_attn_avx2.c on
+ * CPUs without AVX-512; the generic kernels widen a block of rows to f32
+ * and use cpu_fdot's dot and axpy).
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
  * group is split over items.
- * One query row (decode, AVX-512) first takes a keys' pass: items over
+ * One query row (decode, vector kernels) first takes a keys' pass: items over
  * ranges of positions, each scoring every head over whole cache rows (the
  * cache is memory-bound there, and one KV head's part of each row streams
  * at about half the bandwidth); the items per KV head then start from
@@ -76,6 +77,7 @@ typedef struct {
     int64_t sld;         /* scores row stride: pos0 + T rounded up to a block */
     float scale;
     int path, W;
+    const cpu_attn_kernels *ks;   /* the path's vector kernels, NULL for generic */
     be_ctx *be;
     float *Qs, *Ss;      /* one query row (rows == 1): every head's query and
                             scores, filled by the keys' pass (or NULL) */
@@ -129,8 +131,8 @@ static void cache_rows(const attn_plan *pl, const be_tensor *c, int64_t kvh, int
  * f16 V cache. */
 static void softmax_row(const attn_plan *pl, float *s, int64_t n)
 {
-    if (pl->path == CPU_ATTN_AVX512) {
-        cpu_attn512_softmax(n, s, pl->vc->f16);
+    if (pl->ks) {
+        pl->ks->softmax(n, s, pl->vc->f16);
         return;
     }
     const int W = pl->W;
@@ -211,13 +213,13 @@ static void tile_scores(const attn_plan *pl, int64_t kvh, int64_t r0, int64_t h0
                         int64_t n_max, float *Q, float *S, float *B)
 {
     const int64_t hd = pl->hd, KB = CPU_ATTN_KB;
-    const int avx512 = pl->path == CPU_ATTN_AVX512;
+    const cpu_attn_kernels *ks = pl->ks;
     for (int64_t i = 0; i < nq; i++) {
         const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
         const float *q = cpu_row(pl->q, r) + h * hd;
-        if (avx512) {
+        if (ks) {
             memcpy(Q + i * hd, q, (size_t)hd * sizeof(float));
-            cpu_attn512_scale_round(hd, Q + i * hd, 1.0f, pl->kc->f16);   /* x * 1 = x */
+            ks->scale_round(hd, Q + i * hd, 1.0f, pl->kc->f16);   /* x * 1 = x */
             continue;
         }
         for (int64_t d = 0; d < hd; d++)
@@ -227,8 +229,8 @@ static void tile_scores(const attn_plan *pl, int64_t kvh, int64_t r0, int64_t h0
     /* a block of K rows, every query of the tile over it */
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
-        if (avx512) {
-            cpu_attn512_scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
+        if (ks) {
+            ks->scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
                                nb, pl->scale, S + p0, pl->sld);
             continue;
         }
@@ -250,7 +252,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     const int64_t r0 = rt * pl->rows, r1 = r0 + pl->rows < pl->T ? r0 + pl->rows : pl->T;
     const int64_t h0 = kvh * pl->group + part * pl->hsub, nq = (r1 - r0) * pl->hsub;
     const int64_t n_max = pl->pos0 + r1;
-    const int avx512 = pl->path == CPU_ATTN_AVX512;
+    const cpu_attn_kernels *ks = pl->ks;
 
     float *Q = scratch;
     float *S = Q + nq * hd;
@@ -268,8 +270,8 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     memset(A, 0, (size_t)(nq * hd * 16) * sizeof(float));
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
-        if (avx512) {
-            cpu_attn512_vt(nb, hd, cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16, B);
+        if (ks) {
+            ks->vt(nb, hd, cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16, B);
             int64_t nv[64];
             for (int64_t i0 = 0; i0 < nq; i0 += 64) {
                 const int64_t m = nq - i0 < 64 ? nq - i0 : 64;
@@ -277,7 +279,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
                     const int64_t n = n_kv_of(pl, r0, i0 + i) - p0;
                     nv[i] = n < 0 ? 0 : n < nb ? n : nb;
                 }
-                cpu_attn512_pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B, A + i0 * 16, nq);
+                ks->pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B, A + i0 * ks->lanes, nq);
             }
         } else {
             cache_rows(pl, pl->vc, kvh, p0, nb, B);
@@ -292,8 +294,8 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     for (int64_t i = 0; i < nq; i++) {
         const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
         float *o = cpu_row(pl->out, r) + h * hd;
-        if (avx512) {
-            cpu_attn512_out(hd, A + i * 16, nq, o);
+        if (ks) {
+            ks->out(hd, A + i * ks->lanes, nq, o);
             continue;
         }
         for (int64_t d = 0; d < hd; d++) {
@@ -331,7 +333,7 @@ static void keys_task(void *arg, int64_t i0, int64_t i1, int tid)
                 for (size_t b = 0; b < used; b += 64)
                     _mm_prefetch((const char *)pl->kc->data + (size_t)f * row + b, _MM_HINT_T0);
             for (int64_t kvh = 0; kvh < pl->n_kv_head; kvh++)
-                cpu_attn512_scores(hd, g, pl->Qs + kvh * g * hd, cache_at(pl, pl->kc, kvh, p0),
+                pl->ks->scores(hd, g, pl->Qs + kvh * g * hd, cache_at(pl, pl->kc, kvh, p0),
                                    pl->kc->ld, pl->kc->f16, nb, pl->scale,
                                    pl->Ss + kvh * g * pl->sld + p0, pl->sld);
         }
@@ -347,14 +349,23 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
         attn_tile(pl, it, scratch);
 }
 
+static const cpu_attn_kernels attn512_kernels = {
+    16, cpu_attn512_scores, cpu_attn512_softmax, cpu_attn512_scale_round, cpu_attn512_vt,
+    cpu_attn512_pv, cpu_attn512_out,
+};
+
 int cpu_attn_best_path(void)
 {
     /* QUANT_PATH_AVX512: AVX-512 F/BW/VL with F16C and FMA, ZMM state
-     * enabled by the OS (cpuid, as clang's builtin has no "f16c") */
+     * enabled by the OS (cpuid, as clang's builtin has no "f16c");
+     * QUANT_PATH_AVX2: AVX2, FMA and F16C */
     __builtin_cpu_init();
     if (cpu_lanes() == 16 && quant_path_available(QUANT_PATH_AVX512) &&
         cpu_avx512_ok() && __builtin_cpu_supports("avx512dq") && cpu_vexp_level() == 2)
         return CPU_ATTN_AVX512;
+    if (cpu_lanes() == 8 && !cpu_avx512_ok() && quant_path_available(QUANT_PATH_AVX2) &&
+        cpu_vexp_level() == 1)
+        return CPU_ATTN_AVX2;
     return CPU_ATTN_GENERIC;
 }
 
@@ -367,7 +378,9 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows && pos0 + q->rows <= vc->rows);
     attn_plan pl = { .q = q, .kc = kc, .vc = vc, .out = out, .pos0 = pos0, .T = q->rows,
                      .hd = head_dim, .group = n_head / n_head_kv, .n_kv_head = n_head_kv,
-                     .scale = scale, .path = path, .W = cpu_lanes(), .be = be };
+                     .scale = scale, .path = path, .W = cpu_lanes(), .be = be,
+                     .ks = path == CPU_ATTN_AVX512 ? &attn512_kernels
+                         : path == CPU_ATTN_AVX2 ? &cpu_attn256_kernels : NULL };
     if (pl.T == 0)
         return;
     /* each K/V row streamed from memory serves the whole tile */
@@ -387,13 +400,13 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     int rc = cpu_tscratch_reserve(be, scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld));
     assert(rc == 0);
     (void)rc;
-    if (pl.rows == 1 && pl.T == 1 && path == CPU_ATTN_AVX512) {
+    if (pl.rows == 1 && pl.T == 1 && pl.ks) {
         /* one query row: the keys' pass over position ranges first */
         pl.Qs = cpu_scratch(be, shared_bytes(n_head, head_dim, pl.sld));
         assert(pl.Qs);
         pl.Ss = pl.Qs + n_head * head_dim;
         memcpy(pl.Qs, cpu_row(q, 0), (size_t)(n_head * head_dim) * sizeof(float));
-        cpu_attn512_scale_round(n_head * head_dim, pl.Qs, 1.0f, kc->f16);   /* x * 1 = x */
+        pl.ks->scale_round(n_head * head_dim, pl.Qs, 1.0f, kc->f16);   /* x * 1 = x */
         cpu_for(be, (pos0 + KEYS_ITEM) / KEYS_ITEM, 1, keys_task, &pl);
     }
     cpu_for(be, pl.n_tiles * n_head_kv * pl.n_split, 1, attn_task, &pl);

@@ -1,14 +1,18 @@
 /* cpu_attn.h: what the attention files of the CPU backend share: the plain
  * reference (cpu_attn_ref.c), the tiled attention with a choice of kernel
- * set (cpu_attn.c) and the AVX-512 kernels (cpu_attn_avx512.c). Only those
- * files and tests/test_cpu_attn.c include it.
+ * set (cpu_attn.c), the AVX-512 kernels (cpu_attn_avx512.c) and the AVX2
+ * kernels (cpu_attn_avx2.c). Only those files and tests/test_cpu_attn.c
+ * include it.
  *
  * Every path gives the bits of cpu_attention_ref: the same operations on
  * the same values in the same order (backend.h, be_attention). */
 #ifndef Q36_CPU_ATTN_H
 #define Q36_CPU_ATTN_H
 
+#include <immintrin.h>
+
 #include "cpu_internal.h"
+#include "../../quant/fp16.h"
 
 /* be_attention's contract, one (query row, head) at a time, each K and V
  * element converted where it is read. */
@@ -18,8 +22,11 @@ void cpu_attention_ref(be_ctx *be, const be_tensor *q, const be_tensor *kc, cons
 
 /* Kernel sets of the tiled attention. GENERIC runs on any CPU (cpu_fdot's
  * dot and axpy, F16C conversion where present); AVX512 needs AVX-512F,
- * DQ, FMA and F16C and 16 lanes (cpu_lanes() == 16). */
-enum cpu_attn_path { CPU_ATTN_GENERIC, CPU_ATTN_AVX512 };
+ * DQ, FMA and F16C and 16 lanes (cpu_lanes() == 16); AVX2 needs AVX2, FMA
+ * and F16C, 8 lanes (cpu_lanes() == 8) and the AVX2 exp (cpu_vexp_level()
+ * == 1): what llama.cpp's AVX2 build computes. Each path gives the
+ * reference's bits at the lane count it needs, and only there. */
+enum cpu_attn_path { CPU_ATTN_GENERIC, CPU_ATTN_AVX512, CPU_ATTN_AVX2 };
 int  cpu_attn_best_path(void);
 void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tensor *kc,
                         const be_tensor *vc, int64_t pos0, int64_t n_head, int64_t n_head_kv,
@@ -27,6 +34,73 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
 
 /* Positions per block of K or V rows brought to f32 at once. */
 #define CPU_ATTN_KB 128
+
+/* The vector kernels of one path, with L = lanes (16 or 8) the positions
+ * per vector, as declared for the AVX-512 set below; the AVX2 set is the
+ * same with 8 in place of 16 everywhere (accumulators acc + (d * ald + i)
+ * * 8, lane = position mod 8, scores in the 8-lane order, zeros up to nb
+ * rounded up to 8). */
+typedef struct {
+    int lanes;
+    void (*scores)(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld, int f16,
+                   int64_t nb, float scale, float *s, int64_t sld);
+    void (*softmax)(int64_t n, float *s, int f16);
+    void (*scale_round)(int64_t n, float *x, float v, int f16);
+    void (*vt)(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
+    void (*pv)(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
+               const float *vt, float *acc, int64_t ald);
+    void (*out)(int64_t hd, const float *acc, int64_t ald, float *o);
+} cpu_attn_kernels;
+
+/* ---------------------------------- scalar pieces of the vector kernels */
+
+/* ggml_vec_dot_f32's tail of one score: acc plus elements np .. hd-1 of a
+ * key row (f16 or f32) times q, rounded products for whole groups of 8,
+ * then fused multiply-adds (cpu_fdot.c). Inlined into FMA code. */
+static inline __attribute__((always_inline)) float
+cpu_attn_score_tail(int64_t np, int64_t hd, const float *q, const void *row, int f16, float acc)
+{
+    const int64_t nv8 = np + (hd - np) / 8 * 8;
+    for (int64_t i = np; i < hd; i++) {
+        const float x = f16 ? quant_f16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
+        if (i < nv8) {
+            const float p = x * q[i];
+            acc = acc + p;
+        } else {
+            acc = __builtin_fmaf(x, q[i], acc);
+        }
+    }
+    return acc;
+}
+
+/* Asks for rows p0 .. p0+n-1 (none when n <= 0) of hd elements (f16 when
+ * f16, ld apart) while the rows before them are worked on: the cache rows
+ * of one KV head are short runs a whole row apart, which the hardware
+ * prefetchers follow late. */
+static inline void cpu_attn_prefetch_rows(const void *src, int64_t ld, int f16, int64_t hd,
+                                          int64_t p0, int64_t n)
+{
+    const int64_t es = f16 ? 2 : 4;
+    for (int64_t k = 0; k < n; k++) {
+        const char *r = (const char *)src + (p0 + k) * ld * es;
+        for (int64_t b = 0; b < hd * es; b += 64)
+            _mm_prefetch(r + b, _MM_HINT_T0);
+    }
+}
+
+/* Column d of rows p0 .. p0+nr-1 into vt[d * CPU_ATTN_KB + p0 ..], zeros
+ * from nr to L (a transposed V block's columns past the last vector). */
+static inline void cpu_attn_vt_column(const void *src, int64_t ld, int f16, int64_t p0, int64_t nr,
+                                      int64_t d, int L, float *vt)
+{
+    for (int64_t k = 0; k < L; k++) {
+        float x = 0.0f;
+        if (k < nr)
+            x = f16 ? quant_f16_to_f32(((const uint16_t *)src)[(p0 + k) * ld + d])
+                    : ((const float *)src)[(p0 + k) * ld + d];
+        vt[d * CPU_ATTN_KB + p0 + k] = x;
+    }
+}
 
 /* ------------------------------------- AVX-512 kernels (cpu_attn_avx512.c) */
 
@@ -55,5 +129,18 @@ void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const i
                     const float *vt, float *acc, int64_t ald);
 /* o[d] = the halving-tree sum of the 16 lanes of acc + d * ald * 16, d < hd. */
 void cpu_attn512_out(int64_t hd, const float *acc, int64_t ald, float *o);
+
+/* ---------------------------------------- AVX2 kernels (cpu_attn_avx2.c) */
+
+/* The AVX-512 kernels' contracts at 8 lanes (see cpu_attn_kernels). */
+void cpu_attn256_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
+                        int f16, int64_t nb, float scale, float *s, int64_t sld);
+void cpu_attn256_softmax(int64_t n, float *s, int f16);
+void cpu_attn256_scale_round(int64_t n, float *x, float v, int f16);
+void cpu_attn256_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
+void cpu_attn256_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
+                    const float *vt, float *acc, int64_t ald);
+void cpu_attn256_out(int64_t hd, const float *acc, int64_t ald, float *o);
+extern const cpu_attn_kernels cpu_attn256_kernels;
 
 #endif
