@@ -109,8 +109,12 @@ T256 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q
 {
     int64_t k = 0;
     if (NQ == 4) {
-        for (; k + 2 <= nk; k += 2)
+        for (; k + 3 <= nk; k += 3)
+            score_keys(4, 3, F16, hd, q, src, ld, k0, k, vb);
+        if (k + 2 <= nk) {
             score_keys(4, 2, F16, hd, q, src, ld, k0, k, vb);
+            k += 2;
+        }
         for (; k < nk; k++)
             score_keys(4, 1, F16, hd, q, src, ld, k0, k, vb);
     } else {
