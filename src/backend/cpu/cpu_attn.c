@@ -230,8 +230,8 @@ static void tile_scores(const attn_plan *pl, int64_t kvh, int64_t r0, int64_t h0
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
         if (ks) {
-            ks->scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16,
-                               nb, pl->scale, S + p0, pl->sld);
+            ks->scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16, nb,
+                       pl->scale, S + p0, pl->sld);
             continue;
         }
         cache_rows(pl, pl->kc, kvh, p0, nb, B);
@@ -267,7 +267,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
         softmax_row(pl, S + i * pl->sld, n_kv_of(pl, r0, i));
 
     /* probabilities times V, a block of V rows at a time */
-    memset(A, 0, (size_t)(nq * hd * 16) * sizeof(float));
+    memset(A, 0, (size_t)(nq * hd * (ks ? ks->lanes : W)) * sizeof(float));
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
         if (ks) {
@@ -334,8 +334,8 @@ static void keys_task(void *arg, int64_t i0, int64_t i1, int tid)
                     _mm_prefetch((const char *)pl->kc->data + (size_t)f * row + b, _MM_HINT_T0);
             for (int64_t kvh = 0; kvh < pl->n_kv_head; kvh++)
                 pl->ks->scores(hd, g, pl->Qs + kvh * g * hd, cache_at(pl, pl->kc, kvh, p0),
-                                   pl->kc->ld, pl->kc->f16, nb, pl->scale,
-                                   pl->Ss + kvh * g * pl->sld + p0, pl->sld);
+                               pl->kc->ld, pl->kc->f16, nb, pl->scale,
+                               pl->Ss + kvh * g * pl->sld + p0, pl->sld);
         }
     }
     (void)tid;
