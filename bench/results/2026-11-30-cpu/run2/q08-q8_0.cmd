@@ -1,0 +1,1 @@
+/tmp/q36fin/build/q36 bench -m /work/models/q08-q8_0.gguf -p 512 -n 128 -d 0,4096 -r 5 -t 2 --baseline llama.cpp --llama-lib /work/main/tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 --bandwidth --progress
