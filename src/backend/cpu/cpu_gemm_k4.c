@@ -25,9 +25,12 @@
  * loop gets the registers to itself).
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
  * address order, the same lanes and bits.
- * The AVX2 kernel does the same with 2 rows per 256-bit vector; its four
- * int32 lanes per row hold the same elements (exact), so the float work
- * and the bits are the AVX-512 kernel's.
+ * The AVX2 kernel takes 2 rows (one per 128-bit lane) x up to 4 tokens
+ * with vpmaddubsw + vpmaddwd, and one token k4_row1_avx2; their four int32
+ * lanes per row hold the same elements (exact), so the float work and the
+ * bits are the AVX-512 kernel's. (Under Q36_QUANT_PATH_MAX=avx2 the prompt
+ * tile runs at about 19 cycles per row, block and token where its
+ * multiplies need 8: the next thing to improve for AVX2-only CPUs.)
  *
  * Measured (one thread, min of 15, tiles of 16 rows x 64 tokens as
  * cpu_matmul takes them): this kernel against the previous one (rows in
