@@ -148,43 +148,19 @@ T512 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q
 T512 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t ld, int f16,
                            int64_t k0, int64_t nk, const __m512 *v, float scale, float *s)
 {
-    const int64_t np = hd - hd % 64, nv8 = np + (hd - np) / 8 * 8;
+    const int64_t np = hd - hd % 64;
     __m512 t = tree16(v);
     if (np < hd) {
         float l[16];
         _mm512_storeu_ps(l, t);
         for (int64_t k = 0; k < nk; k++) {
-            const uint16_t *rh = (const uint16_t *)src + (k0 + k) * ld;
-            const float *rf = (const float *)src + (k0 + k) * ld;
-            float acc = l[k];
-            for (int64_t i = np; i < hd; i++) {
-                const float x = f16 ? quant_f16_to_f32(rh[i]) : rf[i];
-                if (i < nv8) {
-                    const float p = x * q[i];
-                    acc = acc + p;
-                } else {
-                    acc = __builtin_fmaf(x, q[i], acc);
-                }
-            }
-            l[k] = acc;
+            const void *row = f16 ? (const void *)((const uint16_t *)src + (k0 + k) * ld)
+                                  : (const void *)((const float *)src + (k0 + k) * ld);
+            l[k] = cpu_attn_score_tail(np, hd, q, row, f16, l[k]);
         }
         t = _mm512_loadu_ps(l);
     }
     _mm512_storeu_ps(s, _mm512_mul_ps(t, _mm512_set1_ps(scale)));
-}
-
-/* Asks for rows p0 .. p0+n-1 (n <= 16; none when n <= 0) of a block while
- * the 16 before them are being worked on: the cache rows of one KV head
- * are short runs a whole row apart, which the hardware prefetchers follow
- * late. */
-T512 INL void prefetch_rows(const void *src, int64_t ld, int f16, int64_t hd, int64_t p0, int64_t n)
-{
-    const int64_t es = f16 ? 2 : 4;
-    for (int64_t k = 0; k < n; k++) {
-        const char *r = (const char *)src + (p0 + k) * ld * es;
-        for (int64_t b = 0; b < hd * es; b += 64)
-            _mm_prefetch(r + b, _MM_HINT_T0);
-    }
 }
 
 T512 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
@@ -194,7 +170,7 @@ T512 void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void 
     /* 16 keys stay in L1 while every query of the tile passes over them */
     for (int64_t k0 = 0; k0 < nb; k0 += 16) {
         const int64_t nk = nb - k0 < 16 ? nb - k0 : 16;
-        prefetch_rows(src, ld, f16, hd, k0 + 16, nb - k0 - 16 < 16 ? nb - k0 - 16 : 16);
+        cpu_attn_prefetch_rows(src, ld, f16, hd, k0 + 16, nb - k0 - 16 < 16 ? nb - k0 - 16 : 16);
         for (int64_t i0 = 0; i0 < nq; i0 += 4) {
             const int64_t m = nq - i0 < 4 ? nq - i0 : 4;
             const float *qb = q + i0 * hd;
@@ -316,7 +292,7 @@ T512 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int
     const int64_t hd16 = hd - hd % 16;
     for (int64_t p0 = 0; p0 < n; p0 += 16) {
         const int64_t nr = n - p0 < 16 ? n - p0 : 16;
-        prefetch_rows(src, ld, f16, hd, p0 + 16, n - p0 - 16 < 16 ? n - p0 - 16 : 16);
+        cpu_attn_prefetch_rows(src, ld, f16, hd, p0 + 16, n - p0 - 16 < 16 ? n - p0 - 16 : 16);
         for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
             if (f16)
                 vt_tile(1, src, ld, p0, nr, d0, vt);
@@ -324,13 +300,7 @@ T512 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int
                 vt_tile(0, src, ld, p0, nr, d0, vt);
         }
         for (int64_t d = hd16; d < hd; d++)        /* columns past the last 16 */
-            for (int64_t k = 0; k < 16; k++) {
-                float x = 0.0f;
-                if (k < nr)
-                    x = f16 ? quant_f16_to_f32(((const uint16_t *)src)[(p0 + k) * ld + d])
-                            : ((const float *)src)[(p0 + k) * ld + d];
-                vt[d * CPU_ATTN_KB + p0 + k] = x;
-            }
+            cpu_attn_vt_column(src, ld, f16, p0, nr, d, 16, vt);
     }
 }
 

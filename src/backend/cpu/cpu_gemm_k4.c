@@ -275,6 +275,46 @@ K4_PASS(6)
 K4_PASS(7)
 K4_PASS(8)
 
+/* ---- pieces of the one-row (decode) kernels, k4_row1 and k4_row1_avx2 ---- */
+
+#define XAVX2 __attribute__((target("avx2,fma,f16c")))
+
+
+/* One row's block scales and mins: bytes 0..7 sc[0..7], 8..15 m[0..7]
+ * (k4_scales4's lane for one row). */
+XAVX2 static inline __m128i k4_scmn1(const uint8_t *w)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(w + 4));
+    const __m128i t = _mm_shuffle_epi32(v, 0x98), u = _mm_shuffle_epi32(v, 0x50);
+    const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(0x3F));
+    const __m128i hl = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
+    const __m128i hh = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
+    return _mm_blend_epi32(lo, _mm_or_si128(hl, hh), 0xA);
+}
+
+/* A block's float step of one output (k4_dot_order): is the four int32
+ * code-sum lanes, mn16 the mins as int16, against the activation's
+ * sub-block sums (|B_k| <= 32 * 128, so the int16 pack is exact). */
+XAVX2 static inline __m128 k4_acc1(__m128 acc, __m128i is, __m128i mn16, const uint8_t *w, const uint8_t *a)
+{
+    const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a + 260)), _mm256_set1_epi16(1));
+    const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+    const __m128i ms = _mm_madd_epi16(mn16, b16);
+    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(w)));
+    float da;
+    memcpy(&da, a, 4);
+    const __m128 f = _mm_fnmadd_ps(_mm_cvtepi32_ps(ms), _mm_permute_ps(dd, 0x55),
+                                   _mm_mul_ps(_mm_cvtepi32_ps(is), _mm_permute_ps(dd, 0x00)));
+    return _mm_fmadd_ps(f, _mm_set1_ps(da), acc);
+}
+
+/* The four lanes' end: (l0 + l2) + (l1 + l3). */
+XAVX2 static inline float k4_sum1(__m128 acc)
+{
+    const __m128 x = _mm_add_ps(acc, _mm_shuffle_ps(acc, acc, 0x4E));
+    return _mm_cvtss_f32(_mm_add_ps(x, _mm_shuffle_ps(x, x, 0xB1)));
+}
+
 /* One row, one token, in the same order (decode): the row's blocks are
  * read in address order. Decode reads each weight row once and is bound by
  * memory: 4 interleaved rows (k4_block4xT) streamed worse than one row at
@@ -292,12 +332,7 @@ X512 static inline float k4_row1(int64_t nb, const uint8_t *w, const uint8_t *a)
         pick[c] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)), 1);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += K4_WB, a += K4_AB) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)(w + 4));
-        const __m128i t = _mm_shuffle_epi32(v, 0x98), u = _mm_shuffle_epi32(v, 0x50);
-        const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(0x3F));
-        const __m128i hl = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
-        const __m128i hh = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
-        const __m128i scmn = _mm_blend_epi32(lo, _mm_or_si128(hl, hh), 0xA);
+        const __m128i scmn = k4_scmn1(w);
         const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scmn));
         const __m128i mn16 = _mm_unpackhi_epi8(scmn, _mm_setzero_si128());
         __m512i isum = _mm512_setzero_si512();
@@ -316,17 +351,9 @@ X512 static inline float k4_row1(int64_t nb, const uint8_t *w, const uint8_t *a)
         }
         const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
         const __m128i is = _mm_add_epi32(_mm256_castsi256_si128(i8), _mm256_extracti128_si256(i8, 1));
-        const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a + 260)), _mm256_set1_epi16(1));
-        const __m128i ms = _mm_madd_epi16(mn16, _mm256_cvtepi32_epi16(b32));
-        const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(w)));
-        float da;
-        memcpy(&da, a, 4);
-        const __m128 f = _mm_fnmadd_ps(_mm_cvtepi32_ps(ms), _mm_permute_ps(dd, 0x55),
-                                       _mm_mul_ps(_mm_cvtepi32_ps(is), _mm_permute_ps(dd, 0x00)));
-        acc = _mm_fmadd_ps(f, _mm_set1_ps(da), acc);
+        acc = k4_acc1(acc, is, mn16, w, a);
     }
-    const __m128 x = _mm_add_ps(acc, _mm_shuffle_ps(acc, acc, 0x4E));
-    return _mm_cvtss_f32(_mm_add_ps(x, _mm_shuffle_ps(x, x, 0xB1)));
+    return k4_sum1(acc);
 }
 
 X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
@@ -367,7 +394,6 @@ X512 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
 }
 /* ---- AVX2: 2 rows (one per 128-bit lane) x up to 4 tokens --------------- */
 
-#define XAVX2 __attribute__((target("avx2,fma,f16c")))
 
 /* k4_scales4 for two rows, row r in lane r */
 XAVX2 static inline __m256i k4_scales2(const uint8_t *const *s)
@@ -465,12 +491,7 @@ XAVX2 static inline float k4_row1_avx2(int64_t nb, const uint8_t *w, const uint8
     const __m256i m4 = _mm256_set1_epi8(15);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += K4_WB, a += K4_AB) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)(w + 4));
-        const __m128i t = _mm_shuffle_epi32(v, 0x98), u = _mm_shuffle_epi32(v, 0x50);
-        const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(0x3F));
-        const __m128i hl = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
-        const __m128i hh = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_set1_epi8(0x30));
-        const __m128i scmn = _mm_blend_epi32(lo, _mm_or_si128(hl, hh), 0xA);
+        const __m128i scmn = k4_scmn1(w);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
         const __m128i mn16 = _mm_unpackhi_epi8(scmn, _mm_setzero_si128());
         __m256i isum = _mm256_setzero_si256();
@@ -485,18 +506,9 @@ XAVX2 static inline float k4_row1_avx2(int64_t nb, const uint8_t *w, const uint8
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
         }
         const __m128i is = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
-        const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a + 260)), _mm256_set1_epi16(1));
-        const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
-        const __m128i ms = _mm_madd_epi16(mn16, b16);
-        const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(w)));
-        float da;
-        memcpy(&da, a, 4);
-        const __m128 f = _mm_fnmadd_ps(_mm_cvtepi32_ps(ms), _mm_permute_ps(dd, 0x55),
-                                       _mm_mul_ps(_mm_cvtepi32_ps(is), _mm_permute_ps(dd, 0x00)));
-        acc = _mm_fmadd_ps(f, _mm_set1_ps(da), acc);
+        acc = k4_acc1(acc, is, mn16, w, a);
     }
-    const __m128 x = _mm_add_ps(acc, _mm_shuffle_ps(acc, acc, 0x4E));
-    return _mm_cvtss_f32(_mm_add_ps(x, _mm_shuffle_ps(x, x, 0xB1)));
+    return k4_sum1(acc);
 }
 
 XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,

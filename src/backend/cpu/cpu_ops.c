@@ -394,14 +394,16 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, 
         /* ggml_vec_soft_max_f32: full vectors of the lane exp, each
          * summed as a tree into the double; the tail by libm, one by one */
         double sum = 0.0;
-        int64_t e0 = 0;
-        for (; gw && e0 + gw <= E; e0 += gw) {
+        const int64_t nv = gw ? E / gw * gw : 0;
+        for (int64_t e = 0; e < nv; e++)
+            p[e] = l[e] - mx;
+        cpu_gexp_row(level, nv, p, p);
+        for (int64_t e0 = 0; e0 < nv; e0 += gw) {
             float lanes[16];
-            for (int i = 0; i < gw; i++)
-                lanes[i] = p[e0 + i] = cpu_gexp1(level, l[e0 + i] - mx);
+            memcpy(lanes, p + e0, sizeof(float) * (size_t)gw);
             sum += (double)cpu_lane_sum(lanes, gw);
         }
-        for (int64_t e = e0; e < E; e++) {
+        for (int64_t e = nv; e < E; e++) {
             p[e] = expf(l[e] - mx);
             sum += (double)p[e];
         }
