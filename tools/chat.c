@@ -1,5 +1,5 @@
 /* chat.c: `q36 chat`: an interactive conversation with the model's chat
- * template (rendered by src/tokenizer/tok_chat.c), thinking on or off,
+ * template (rendered by src/chat/chat_template.c), thinking on or off,
  * streaming replies.
  *
  * Turns reuse the session instead of re-reading the history: after each
@@ -14,7 +14,7 @@
  * Ctrl-C stops the reply being generated; Ctrl-D (end of input) or /exit
  * leaves. */
 #include "cli.h"
-#include "gen.h"
+#include "cli_gen.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/tokenizer/tok_chat.h"
+#include "../src/chat/chat.h"
 
 static void usage(FILE *o)
 {
@@ -34,7 +34,7 @@ static void usage(FILE *o)
 "\n"
 "  --system TEXT        a system prompt\n"
 "  --think on|off       thinking (default on: the reply starts with reasoning)\n"
-"%s", gen_flags_help);
+"%s", cli_gen_flags_help);
 }
 
 typedef struct chat_cache {
@@ -47,8 +47,8 @@ typedef struct chat_cache {
 /* Evaluates `ids` (the whole rendered conversation up to the end of the
  * last user turn, then the generation prompt from index `n_hist`),
  * restoring the cached prefix when it matches. */
-static int feed(gen_ctx *g, chat_cache *c, const int32_t *ids, int n_hist, int n,
-                gen_stats *st, q36_err *err)
+static int feed(cli_gen *g, chat_cache *c, const int32_t *ids, int n_hist, int n,
+                cli_gen_stats *st, q36_err *err)
 {
     int keep = 0;
     if (c->n > 0 && c->n <= n_hist && !memcmp(c->ids, ids, (size_t)c->n * sizeof *ids) &&
@@ -79,22 +79,22 @@ static int feed(gen_ctx *g, chat_cache *c, const int32_t *ids, int n_hist, int n
     if ((rc = q36_session_snapshot(g->sess, c->state, c->cap, &c->size, err)))
         return rc;
     c->n = n_hist;
-    return gen_prefill(g, ids + n_hist, n - n_hist, st, err);
+    return cli_gen_prefill(g, ids + n_hist, n - n_hist, st, err);
 }
 
 /* Renders messages and tokenizes them; *n_hist is the length of the render
  * without the generation prompt. */
-static int render(gen_ctx *g, const cJSON *msgs, int think, int32_t **ids, int *n_hist, int *n,
+static int render(cli_gen *g, const cJSON *msgs, int think, int32_t **ids, int *n_hist, int *n,
                   q36_err *err)
 {
-    tok_chat_opts o = { .add_generation_prompt = false, .enable_thinking = think };
+    chat_opts o = { .add_generation_prompt = false, .enable_thinking = think };
     char *hist = NULL, *full = NULL;
     size_t lh, lf, nh = 0, nf = 0;
     int32_t *h = NULL;
-    int rc = tok_chat_render(msgs, NULL, &o, &hist, &lh, err);
+    int rc = chat_render(msgs, NULL, &o, &hist, &lh, err);
     o.add_generation_prompt = true;
     if (!rc)
-        rc = tok_chat_render(msgs, NULL, &o, &full, &lf, err);
+        rc = chat_render(msgs, NULL, &o, &full, &lf, err);
     if (!rc)
         rc = tok_encode(g->tok, hist, lh, true, &h, &nh, err);
     if (!rc)
@@ -123,8 +123,8 @@ static void add_msg(cJSON *msgs, const char *role, const char *content, const ch
 
 int cmd_chat(int argc, char **argv)
 {
-    gen_opts o;
-    gen_opts_default(&o);
+    cli_gen_opts o;
+    cli_gen_opts_default(&o);
     const char *system = NULL;
     int think = 1;
     for (int i = 1; i < argc; i++) {
@@ -133,10 +133,10 @@ int cmd_chat(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        int r = gen_flag("chat", argc, argv, &i, &o);
-        if (r > 1)
-            return r - 100;
-        if (r == 1)
+        enum cli_flag r = cli_gen_flag("chat", argc, argv, &i, &o);
+        if (r == CLI_FLAG_BAD)
+            return CLI_USAGE;
+        if (r == CLI_FLAG_TAKEN)
             continue;
         if (!strcmp(a, "--system") && v) {
             system = v;
@@ -148,10 +148,10 @@ int cmd_chat(int argc, char **argv)
         i++;
     }
     q36_err err = { 0 };
-    gen_ctx g;
-    if (gen_open(&o, &g, &err))
+    cli_gen g;
+    if (cli_gen_open(&o, &g, &err))
         return cli_fail(&err);
-    gen_on_sigint();
+    cli_gen_on_sigint();
     cJSON *msgs = cJSON_CreateArray();
     if (system)
         add_msg(msgs, "system", system, NULL);
@@ -162,9 +162,9 @@ int cmd_chat(int argc, char **argv)
             think ? "on" : "off");
     for (;;) {
         fprintf(stderr, "\n> ");
-        gen_interrupted = 0;
+        cli_gen_interrupted = 0;
         if (!fgets(line, sizeof line, stdin)) {
-            if (errno == EINTR && gen_interrupted) {
+            if (errno == EINTR && cli_gen_interrupted) {
                 clearerr(stdin);
                 continue;
             }
@@ -192,13 +192,13 @@ int cmd_chat(int argc, char **argv)
         add_msg(msgs, "user", line, NULL);
         int32_t *ids = NULL;
         int n_hist = 0, n = 0;
-        gen_stats st = { 0 };
+        cli_gen_stats st = { 0 };
         char *reply = NULL;
         size_t reply_len = 0;
         q36_err_clear(&err);
         if (render(&g, msgs, think, &ids, &n_hist, &n, &err) ||
             feed(&g, &cache, ids, n_hist, n, &st, &err) ||
-            gen_generate(&g, &o, &st, &reply, &reply_len, &err)) {
+            cli_gen_generate(&g, &o, &st, &reply, &reply_len, &err)) {
             fprintf(stderr, "\nq36: %s\n", err.msg);
             /* The turn failed: forget it, keep the conversation before it. */
             cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
@@ -207,20 +207,20 @@ int cmd_chat(int argc, char **argv)
             rc = 0;
             continue;
         }
-        gen_report(&st);
-        tok_chat_reply r = { 0 };
-        if (tok_chat_parse(reply ? reply : "", reply_len, think, &r, &err) == 0)
+        cli_gen_report(&st);
+        chat_reply r = { 0 };
+        if (chat_parse(reply ? reply : "", reply_len, think, &r, &err) == 0)
             add_msg(msgs, "assistant", r.content, r.reasoning);
         else
             add_msg(msgs, "assistant", reply ? reply : "", NULL);
-        tok_chat_reply_free(&r);
+        chat_reply_free(&r);
         free(ids);
         free(reply);
     }
     cJSON_Delete(msgs);
     free(cache.ids);
     free(cache.state);
-    gen_close(&g);
+    cli_gen_close(&g);
     fprintf(stderr, "\n");
     return rc;
 }

@@ -2,7 +2,7 @@
  * text (or ids with --print-ids) to stdout; prompt and generation speed go
  * to stderr. */
 #include "cli.h"
-#include "gen.h"
+#include "cli_gen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static void usage(FILE *o)
 "  -p TEXT              the prompt\n"
 "  -f FILE              the prompt, read from a file\n"
 "  --ids LIST           the prompt as token ids\n"
-"%s", gen_flags_help);
+"%s", cli_gen_flags_help);
 }
 
 static char *read_all(const char *path, size_t *len, q36_err *err)
@@ -51,8 +51,8 @@ static char *read_all(const char *path, size_t *len, q36_err *err)
 
 int cmd_run(int argc, char **argv)
 {
-    gen_opts o;
-    gen_opts_default(&o);
+    cli_gen_opts o;
+    cli_gen_opts_default(&o);
     const char *prompt = NULL, *file = NULL, *ids_arg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -60,10 +60,10 @@ int cmd_run(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        int r = gen_flag("run", argc, argv, &i, &o);
-        if (r > 1)
-            return r - 100;
-        if (r == 1)
+        enum cli_flag r = cli_gen_flag("run", argc, argv, &i, &o);
+        if (r == CLI_FLAG_BAD)
+            return CLI_USAGE;
+        if (r == CLI_FLAG_TAKEN)
             continue;
         if (!v)
             return cli_usage("run", "unknown flag '%s' or missing value", a);
@@ -81,8 +81,8 @@ int cmd_run(int argc, char **argv)
     int n_ids = 0, rc;
     if (ids_arg && (rc = cli_parse_ids("run", ids_arg, &ids, &n_ids)))
         return rc;
-    gen_ctx g;
-    if (gen_open(&o, &g, &err)) {
+    cli_gen g;
+    if (cli_gen_open(&o, &g, &err)) {
         free(ids);
         return cli_fail(&err);
     }
@@ -104,19 +104,19 @@ int cmd_run(int argc, char **argv)
             q36_err_set(&err, Q36_E_ARG, "--ids: id %d is outside the vocabulary of %d", ids[i], g.n_vocab);
             goto fail;
         }
-    gen_on_sigint();
-    gen_stats st = { 0 };
-    if (gen_prefill(&g, ids, n_ids, &st, &err) || gen_generate(&g, &o, &st, NULL, NULL, &err))
+    cli_gen_on_sigint();
+    cli_gen_stats st = { 0 };
+    if (cli_gen_prefill(&g, ids, n_ids, &st, &err) || cli_gen_generate(&g, &o, &st, NULL, NULL, &err))
         goto fail;
     if (o.print_ids)
         printf("\n");
     fflush(stdout);
-    gen_report(&st);
+    cli_gen_report(&st);
     free(ids);
-    gen_close(&g);
+    cli_gen_close(&g);
     return 0;
 fail:
     free(ids);
-    gen_close(&g);
+    cli_gen_close(&g);
     return cli_fail(&err);
 }

@@ -49,7 +49,7 @@ enum tok_err_kind {
     TOK_E_REGEX = -305,  /* PCRE2 refused a pattern or a match failed */
     TOK_E_ID    = -306,  /* a token id outside [0, n_vocab) passed to the decoder */
     TOK_E_NOMEM = -307,
-    TOK_E_CHAT  = -308,  /* the chat template refused the messages (tok_chat.h) */
+
 };
 
 typedef struct tok_vocab tok_vocab;

@@ -1,4 +1,4 @@
-/* tok_chat.c: the Qwen3.5/3.6 chat template, rendered in C (tok_chat.h).
+/* chat_template.c: the Qwen3.5/3.6 chat template, rendered in C (chat.h).
  *
  * The code follows the template top to bottom: media and text parts of a
  * content, the tools system block (or the plain system turn), the index of
@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok.h"
-#include "tok_chat.h"
+#include "chat.h"
 
 /* ---- a growable string ---------------------------------------------------------- */
 
@@ -242,14 +241,14 @@ static void py_string(str *s, const cJSON *v)
 /* ---- the template ---------------------------------------------------------------- */
 
 typedef struct render {
-    const tok_chat_opts *o;
+    const chat_opts *o;
     int   images, videos;
     q36_err *err;
 } render;
 
 static int raise(render *r, const char *msg)
 {
-    return q36_err_set(r->err, TOK_E_CHAT, "%s", msg);
+    return q36_err_set(r->err, CHAT_E_TEMPLATE, "%s", msg);
 }
 
 static const char *role_of(const cJSON *m)
@@ -493,10 +492,10 @@ static int render_assistant(render *r, const cJSON *m, const str *content, bool 
     return 0;
 }
 
-int tok_chat_render(const cJSON *messages, const cJSON *tools, const tok_chat_opts *o,
+int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
                     char **out, size_t *len, q36_err *err)
 {
-    static const tok_chat_opts defaults = { .add_generation_prompt = true, .enable_thinking = -1 };
+    static const chat_opts defaults = { .add_generation_prompt = true, .enable_thinking = -1 };
     render r = { .o = o ? o : &defaults, .err = err };
     str s = { 0 };
     int rc = 0, lq = -1;
@@ -544,7 +543,7 @@ int tok_chat_render(const cJSON *messages, const cJSON *tools, const tok_chat_op
                                             : "<|im_start|>assistant\n<think>\n");
     s_put(&s, "", 0);
     if (s.oom) {
-        rc = q36_err_set(err, TOK_E_NOMEM, "chat template: out of memory");
+        rc = q36_err_set(err, Q36_E_NOMEM, "chat template: out of memory");
         goto fail;
     }
     *out = s.p;
@@ -555,7 +554,7 @@ fail:
     return rc;
 }
 
-bool tok_chat_template_is_qwen35(const char *t, size_t n)
+bool chat_template_is_qwen35(const char *t, size_t n)
 {
     return find(t, n, "<tool_call>\\n<function=") && find(t, n, "ns.last_query_index") &&
            find(t, n, "<|im_start|>") && find(t, n, "enable_thinking") && find(t, n, "render_content");

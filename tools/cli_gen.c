@@ -1,5 +1,7 @@
-/* gen.c: the shared generation path of `q36 run` and `q36 chat` (gen.h). */
-#include "gen.h"
+/* cli_gen.c: the command-line side of generation shared by `q36 run` and
+ * `q36 chat` (cli_gen.h): flags, opening, prefill, and streaming what
+ * src/gen/gen.c produces to stdout. */
+#include "cli_gen.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -8,15 +10,15 @@
 #include <string.h>
 #include <time.h>
 
-volatile sig_atomic_t gen_interrupted;
+volatile sig_atomic_t cli_gen_interrupted;
 
 static void on_sigint(int sig)
 {
     (void)sig;
-    gen_interrupted = 1;
+    cli_gen_interrupted = 1;
 }
 
-void gen_on_sigint(void)
+void cli_gen_on_sigint(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -32,15 +34,14 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void gen_opts_default(gen_opts *o)
+void cli_gen_opts_default(cli_gen_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1;
     o->sess = q36_session_opts_default();
-    o->smp = smp_defaults();
+    o->gen = gen_params_default();
 }
 
-const char gen_flags_help[] =
+const char cli_gen_flags_help[] =
 "  -m FILE              model (default: the embedded default model)\n"
 "  -c N                 context length (default: training context, at most 4096)\n"
 "  -n N                 tokens to generate (default -1: until end of generation)\n"
@@ -64,64 +65,66 @@ static int kv_type(const char *s)
     return -1;
 }
 
-int gen_flag(const char *cmd, int argc, char **argv, int *i, gen_opts *o)
+enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_gen_opts *o)
 {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    smp_params *sp = &o->gen.smp;
     int64_t x;
     double d;
-    int rc = 0;
     if (!strcmp(a, "--print-ids")) {
         o->print_ids = true;
-        return 1;
+        return CLI_FLAG_TAKEN;
     }
 #define INT(flag, lo, hi, dst) \
-    if (!strcmp(a, flag)) { if ((rc = cli_int(cmd, flag, v, lo, hi, &x))) return rc + 100; dst = (int)x; ++*i; return 1; }
+    if (!strcmp(a, flag)) { if (cli_int(cmd, flag, v, lo, hi, &x)) return CLI_FLAG_BAD; dst = (int)x; ++*i; return CLI_FLAG_TAKEN; }
 #define FLT(flag, dst) \
-    if (!strcmp(a, flag)) { if ((rc = cli_float(cmd, flag, v, &d))) return rc + 100; dst = (float)d; ++*i; return 1; }
+    if (!strcmp(a, flag)) { if (cli_float(cmd, flag, v, &d)) return CLI_FLAG_BAD; dst = (float)d; ++*i; return CLI_FLAG_TAKEN; }
     INT("-c", 1, 1 << 24, o->n_ctx);
-    INT("-n", -1, 1 << 24, o->n_predict);
+    INT("-n", -1, 1 << 24, o->gen.n_predict);
     INT("-t", 0, 1024, o->sess.n_threads);
     INT("-b", 1, 1 << 16, o->sess.n_batch);
-    INT("--top-k", 0, 1 << 24, o->smp.top_k);
-    INT("--repeat-last-n", 0, 1 << 24, o->smp.penalty_last_n);
-    FLT("--temp", o->smp.temp);
-    FLT("--top-p", o->smp.top_p);
-    FLT("--min-p", o->smp.min_p);
-    FLT("--repeat-penalty", o->smp.repeat_penalty);
-    FLT("--presence-penalty", o->smp.presence_penalty);
-    FLT("--frequency-penalty", o->smp.frequency_penalty);
+    INT("--top-k", 0, 1 << 24, sp->top_k);
+    INT("--repeat-last-n", 0, 1 << 24, sp->penalty_last_n);
+    FLT("--temp", sp->temp);
+    FLT("--top-p", sp->top_p);
+    FLT("--min-p", sp->min_p);
+    FLT("--repeat-penalty", sp->repeat_penalty);
+    FLT("--presence-penalty", sp->presence_penalty);
+    FLT("--frequency-penalty", sp->frequency_penalty);
 #undef INT
 #undef FLT
     if (!strcmp(a, "--seed")) {
-        if ((rc = cli_int(cmd, a, v, 0, UINT32_MAX, &x)))
-            return rc + 100;
-        o->smp.seed = (uint32_t)x;
+        if (cli_int(cmd, a, v, 0, UINT32_MAX, &x))
+            return CLI_FLAG_BAD;
+        sp->seed = (uint32_t)x;
         ++*i;
-        return 1;
+        return CLI_FLAG_TAKEN;
     }
     if (!strcmp(a, "-m")) {
-        if (!v)
-            return cli_usage(cmd, "-m needs a file") + 100;
+        if (!v) {
+            cli_usage(cmd, "-m needs a file");
+            return CLI_FLAG_BAD;
+        }
         o->model = v;
         ++*i;
-        return 1;
+        return CLI_FLAG_TAKEN;
     }
-    if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-k") ||
-        !strcmp(a, "--cache-type-v")) {
+    bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+    bool is_v = !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v");
+    if (is_k || is_v) {
         int t = kv_type(v);
-        if (t < 0)
-            return cli_usage(cmd, "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)") + 100;
-        if (a[strlen(a) - 1] == 'k')
-            o->sess.type_k = t;
-        else
-            o->sess.type_v = t;
+        if (t < 0) {
+            cli_usage(cmd, "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)");
+            return CLI_FLAG_BAD;
+        }
+        *(is_k ? &o->sess.type_k : &o->sess.type_v) = t;
         ++*i;
-        return 1;
+        return CLI_FLAG_TAKEN;
     }
-    return 0;
+    return CLI_FLAG_OTHER;
 }
 
-int gen_open(const gen_opts *o, gen_ctx *g, q36_err *err)
+int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
 {
     memset(g, 0, sizeof *g);
     const char *path = o->model ? o->model : cli_default_model();
@@ -143,30 +146,30 @@ int gen_open(const gen_opts *o, gen_ctx *g, q36_err *err)
     if ((rc = q36_session_new(g->model, n_ctx, &o->sess, &g->sess, err)))
         goto fail;
     g->n_vocab = q36_session_n_vocab(g->sess);
-    if ((rc = smp_new(&o->smp, g->n_vocab, &g->smp, err)))
+    if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))
         goto fail;
     if (!(g->logits = malloc((size_t)g->n_vocab * sizeof *g->logits))) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for %d logits", g->n_vocab);
         goto fail;
     }
-    fprintf(stderr, "q36: ready in %.2f s (seed %u)\n", now() - t0, smp_seed(g->smp));
+    fprintf(stderr, "q36: ready in %.2f s (seed %u)\n", now() - t0, gen_seed(g->gen));
     return 0;
 fail:
-    gen_close(g);
+    cli_gen_close(g);
     return rc;
 }
 
-void gen_close(gen_ctx *g)
+void cli_gen_close(cli_gen *g)
 {
     free(g->logits);
-    smp_free(g->smp);
+    gen_free(g->gen);
     q36_session_free(g->sess);
     tok_free(g->tok);
     q36_model_free(g->model);
     memset(g, 0, sizeof *g);
 }
 
-int gen_prefill(gen_ctx *g, const int32_t *ids, int n, gen_stats *st, q36_err *err)
+int cli_gen_prefill(cli_gen *g, const int32_t *ids, int n, cli_gen_stats *st, q36_err *err)
 {
     if (n <= 0)
         return q36_err_set(err, Q36_E_ARG, "the prompt is empty: nothing to continue from");
@@ -180,94 +183,73 @@ int gen_prefill(gen_ctx *g, const int32_t *ids, int n, gen_stats *st, q36_err *e
     return rc;
 }
 
-static int append_bytes(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+/* What the emit callback writes to. */
+typedef struct sink {
+    const cli_gen *g;
+    bool    print_ids;
+    int     n;              /* ids printed */
+    char  **out;            /* the raw reply, special tokens included, or NULL */
+    size_t *out_len, cap;
+    q36_err *err;
+} sink;
+
+static int append_bytes(sink *k, const char *p, size_t n)
 {
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap * 2 : 4096;
-        while (c < *len + n + 1)
+    if (*k->out_len + n + 1 > k->cap) {
+        size_t c = k->cap ? k->cap * 2 : 4096;
+        while (c < *k->out_len + n + 1)
             c *= 2;
-        char *b = realloc(*buf, c);
+        char *b = realloc(*k->out, c);
         if (!b)
-            return -1;
-        *buf = b;
-        *cap = c;
+            return q36_err_set(k->err, Q36_E_NOMEM, "out of memory");
+        *k->out = b;
+        k->cap = c;
     }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = 0;
+    memcpy(*k->out + *k->out_len, p, n);
+    *k->out_len += n;
+    (*k->out)[*k->out_len] = 0;
     return 0;
 }
 
-int gen_generate(gen_ctx *g, const gen_opts *o, gen_stats *st, char **out, size_t *out_len,
-                 q36_err *err)
+static int emit(void *user, const gen_token *t)
 {
-    tok_stream ts;
-    tok_stream_init(&ts);
-    char *piece = malloc(tok_max_piece(g->tok) + 8);
-    size_t cap = 0;
+    sink *k = user;
+    if (k->print_ids && t->id >= 0)
+        printf(k->n++ ? " %d" : "%d", t->id);
+    else if (!k->print_ids)
+        fwrite(t->text, 1, t->len, stdout);
+    fflush(stdout);
+    if (k->out && t->id >= 0) {
+        size_t n;
+        const char *p = tok_piece(k->g->tok, t->id, true, &n);
+        if (p)
+            return append_bytes(k, p, n);
+    }
+    return 0;
+}
+
+int cli_gen_generate(cli_gen *g, const cli_gen_opts *o, cli_gen_stats *st, char **out,
+                     size_t *out_len, q36_err *err)
+{
+    sink k = { .g = g, .print_ids = o->print_ids, .out = out, .out_len = out_len, .err = err };
     if (out) {
         *out = NULL;
         *out_len = 0;
     }
-    if (!piece)
-        return q36_err_set(err, Q36_E_NOMEM, "out of memory");
-    int rc = 0;
-    double t0 = now();
-    for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
-        if (gen_interrupted) {
-            st->stopped_user = true;
-            break;
-        }
-        if (q36_session_pos(g->sess) >= q36_session_n_ctx(g->sess)) {
-            st->stopped_ctx = true;
-            break;
-        }
-        int32_t id = smp_sample(g->smp, g->logits, g->n_vocab);
-        if (id < 0) {
-            rc = q36_err_set(err, Q36_E_ARG, "sampler failed on a row of %d logits", g->n_vocab);
-            break;
-        }
-        smp_accept(g->smp, id);
-        bool eog = tok_is_eog(g->tok, id);
-        if (o->print_ids) {
-            printf(i ? " %d" : "%d", id);
-        } else if (!eog) {
-            size_t n = tok_stream_token(&ts, g->tok, id, false, piece);
-            fwrite(piece, 1, n, stdout);
-        }
-        fflush(stdout);
-        if (out) {
-            size_t n;
-            const char *p = tok_piece(g->tok, id, true, &n);
-            if (p && append_bytes(out, out_len, &cap, p, n)) {
-                rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
-                break;
-            }
-        }
-        st->n_gen++;
-        /* The end-of-generation token is evaluated too: the session then
-         * holds the whole reply for the next turn. */
-        if ((rc = q36_session_decode(g->sess, id, g->logits, err)))
-            break;
-        if (eog) {
-            st->stopped_eog = true;
-            break;
-        }
-    }
-    if (!o->print_ids) {
-        size_t n = tok_stream_flush(&ts, piece);
-        fwrite(piece, 1, n, stdout);
-    }
-    st->t_gen += now() - t0;
-    free(piece);
+    gen_restart(g->gen);
+    gen_result res = { 0 };
+    int rc = gen_run(g->gen, g->sess, g->logits, &cli_gen_interrupted, emit, &k, &res, err);
+    st->n_gen += res.n_gen;
+    st->t_gen += res.t_gen;
+    st->stop = res.stop;
     return rc;
 }
 
-void gen_report(const gen_stats *st)
+void cli_gen_report(const cli_gen_stats *st)
 {
     fprintf(stderr, "\nq36: prompt %d tokens in %.3f s (%.2f tok/s); generated %d tokens in %.3f s (%.2f tok/s)%s\n",
             st->n_prompt, st->t_prompt, st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0.0,
             st->n_gen, st->t_gen, st->t_gen > 0 ? st->n_gen / st->t_gen : 0.0,
-            st->stopped_user ? " (stopped by Ctrl-C)" : st->stopped_ctx ? " (context full)" :
-            st->stopped_eog ? " (end of generation)" : "");
+            st->stop == GEN_STOP_USER ? " (stopped by Ctrl-C)" : st->stop == GEN_STOP_CTX ? " (context full)" :
+            st->stop == GEN_STOP_EOG ? " (end of generation)" : "");
 }

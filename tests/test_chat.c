@@ -14,7 +14,7 @@
 #include "test.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tok.h"
-#include "tokenizer/tok_chat.h"
+#include "chat/chat.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -118,7 +118,7 @@ static void check_renders(const char *dir, const char *tmpl_path)
     char *conv_text = read_file(CONVS, &cl);
     cJSON *convs = conv_text ? cJSON_Parse(conv_text) : NULL;
     if (!ref || !convs) {
-        t_fail("tok.chat.oracle", "cannot run the jinja reference (node %s): %.200s",
+        t_fail("chat.oracle", "cannot run the jinja reference (node %s): %.200s",
                ref ? "ok" : "failed", ref_text ? ref_text : "(no output)");
         goto done;
     }
@@ -126,17 +126,17 @@ static void check_renders(const char *dir, const char *tmpl_path)
     cJSON_ArrayForEach(c, convs) {
         const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
         char cname[128];
-        snprintf(cname, sizeof cname, "tok.chat.%s", name);
+        snprintf(cname, sizeof cname, "chat.%s", name);
         const cJSON *want = cJSON_GetObjectItem(ref, name);
         const cJSON *et = cJSON_GetObjectItem(c, "enable_thinking");
-        tok_chat_opts o = {
+        chat_opts o = {
             .add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")),
             .enable_thinking = et ? cJSON_IsTrue(et) : -1,
         };
         char *got = NULL;
         size_t gl;
         q36_err err = { 0 };
-        int rc = tok_chat_render(cJSON_GetObjectItem(c, "messages"), cJSON_GetObjectItem(c, "tools"), &o,
+        int rc = chat_render(cJSON_GetObjectItem(c, "messages"), cJSON_GetObjectItem(c, "tools"), &o,
                                  &got, &gl, &err);
         if (cJSON_IsString(want)) {
             if (rc)
@@ -170,20 +170,20 @@ done:
 static void check_round_trip(const char *name, const char *assistant_json)
 {
     char cname[128], buf[2048];
-    snprintf(cname, sizeof cname, "tok.chat.parse_back.%s", name);
+    snprintf(cname, sizeof cname, "chat.parse_back.%s", name);
     snprintf(buf, sizeof buf, "[{\"role\":\"user\",\"content\":\"q\"},%s]", assistant_json);
     cJSON *msgs = cJSON_Parse(buf);
-    tok_chat_opts o = { .enable_thinking = -1 };
+    chat_opts o = { .enable_thinking = -1 };
     char *text = NULL;
     size_t len;
-    tok_chat_reply rep = { 0 };
-    if (!msgs || tok_chat_render(msgs, NULL, &o, &text, &len, NULL)) {
+    chat_reply rep = { 0 };
+    if (!msgs || chat_render(msgs, NULL, &o, &text, &len, NULL)) {
         t_fail(cname, "cannot render");
         goto done;
     }
     const char *a = strstr(text, "<|im_start|>assistant\n") + 22;
     const char *e = strstr(a, "<|im_end|>");
-    tok_chat_parse(a, (size_t)(e - a), false, &rep, NULL);
+    chat_parse(a, (size_t)(e - a), false, &rep, NULL);
     const cJSON *m = cJSON_GetArrayItem(msgs, 1);
     const cJSON *rc = cJSON_GetObjectItem(m, "reasoning_content");
     const cJSON *content = cJSON_GetObjectItem(m, "content");
@@ -209,50 +209,50 @@ static void check_round_trip(const char *name, const char *assistant_json)
         t_fail(cname, "reasoning '%s' content '%s' calls %s", rep.reasoning, rep.content,
                rep.tool_calls ? cJSON_PrintUnformatted(rep.tool_calls) : "none");
 done:
-    tok_chat_reply_free(&rep);
+    chat_reply_free(&rep);
     free(text);
     cJSON_Delete(msgs);
 }
 
 static void check_parse_outputs(void)
 {
-    tok_chat_reply r;
+    chat_reply r;
     const char *t1 = "Let me think.\nStill thinking";
-    tok_chat_parse(t1, strlen(t1), true, &r, NULL);
-    t_check("tok.chat.parse_unfinished_thinking", !r.complete && !strcmp(r.reasoning, "Let me think.\nStill thinking") &&
+    chat_parse(t1, strlen(t1), true, &r, NULL);
+    t_check("chat.parse_unfinished_thinking", !r.complete && !strcmp(r.reasoning, "Let me think.\nStill thinking") &&
             !r.content[0] && !r.tool_calls, "reasoning '%s'", r.reasoning);
-    tok_chat_reply_free(&r);
+    chat_reply_free(&r);
     const char *t2 = "plan\n</think>\n\nHere you go.\n\n<tool_call>\n<function=run>\n<parameter=cmd>\nls -la\n"
                      "</parameter>\n<parameter=n>\n3\n</parameter>\n<parameter=obj>\n{\"a\": [1, 2]}\n</parameter>\n"
                      "</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
                      "\n  two\nlines  \n\n</parameter>\n</function>\n</tool_call>";
-    tok_chat_parse(t2, strlen(t2), true, &r, NULL);
+    chat_parse(t2, strlen(t2), true, &r, NULL);
     char *calls = r.tool_calls ? cJSON_PrintUnformatted(r.tool_calls) : NULL;
     const char *want = "[{\"type\":\"function\",\"function\":{\"name\":\"run\",\"arguments\":"
                        "\"{\\\"cmd\\\":\\\"ls -la\\\",\\\"n\\\":3,\\\"obj\\\":{\\\"a\\\":[1,2]}}\"}},"
                        "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":"
                        "\"{\\\"city\\\":\\\"\\\\n  two\\\\nlines  \\\\n\\\"}\"}}]";
-    t_check("tok.chat.parse_tool_calls", r.complete && !strcmp(r.reasoning, "plan") && !strcmp(r.content, "Here you go.") &&
+    t_check("chat.parse_tool_calls", r.complete && !strcmp(r.reasoning, "plan") && !strcmp(r.content, "Here you go.") &&
             calls && !strcmp(calls, want), "got reasoning '%s' content '%s' calls %s", r.reasoning, r.content,
             calls ? calls : "none");
     free(calls);
-    tok_chat_reply_free(&r);
+    chat_reply_free(&r);
     const char *t3 = "Plain answer, no thinking.";
-    tok_chat_parse(t3, strlen(t3), false, &r, NULL);
-    t_check("tok.chat.parse_plain", r.complete && !r.reasoning[0] && !strcmp(r.content, t3), "content '%s'", r.content);
-    tok_chat_reply_free(&r);
+    chat_parse(t3, strlen(t3), false, &r, NULL);
+    t_check("chat.parse_plain", r.complete && !r.reasoning[0] && !strcmp(r.content, t3), "content '%s'", r.content);
+    chat_reply_free(&r);
     const char *t4 = "<tool_call>\n<function=run>\n<parameter=cmd>\nunfinished";
-    tok_chat_parse(t4, strlen(t4), false, &r, NULL);
-    t_check("tok.chat.parse_unfinished_call", !r.complete && r.tool_calls && cJSON_GetArraySize(r.tool_calls) == 1,
+    chat_parse(t4, strlen(t4), false, &r, NULL);
+    t_check("chat.parse_unfinished_call", !r.complete && r.tool_calls && cJSON_GetArraySize(r.tool_calls) == 1,
             "complete %d", r.complete);
-    tok_chat_reply_free(&r);
+    chat_reply_free(&r);
 }
 
 int main(void)
 {
     char dir[] = "/tmp/q36_chat_XXXXXX";
     if (!mkdtemp(dir)) {
-        t_fail("tok.chat.setup", "mkdtemp failed");
+        t_fail("chat.setup", "mkdtemp failed");
         return t_exit();
     }
     size_t tl;
@@ -261,15 +261,15 @@ int main(void)
     snprintf(tpath, sizeof tpath, "%s/template.jinja", dir);
     FILE *f = tmpl ? fopen(tpath, "wb") : NULL;
     if (!f) {
-        t_fail("tok.chat.template", "cannot read %s through a GGUF (run make deps)", TEMPLATE);
+        t_fail("chat.template", "cannot read %s through a GGUF (run make deps)", TEMPLATE);
     } else {
         fwrite(tmpl, 1, tl, f);
         fclose(f);
-        t_check("tok.chat.template_recognised", tok_chat_template_is_qwen35(tmpl, tl),
+        t_check("chat.template_recognised", chat_template_is_qwen35(tmpl, tl),
                 "the Qwen3.5 template is not recognised");
         size_t sl;
         char *synth = read_file("tools/data/chat_template.jinja", &sl);
-        t_check("tok.chat.other_template_not_recognised", synth && !tok_chat_template_is_qwen35(synth, sl),
+        t_check("chat.other_template_not_recognised", synth && !chat_template_is_qwen35(synth, sl),
                 "q36 synth's simplified template taken for Qwen's");
         free(synth);
         check_renders(dir, tpath);

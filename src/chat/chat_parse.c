@@ -1,5 +1,5 @@
-/* tok_chat_parse.c: what a Qwen3.5/3.6 model writes after the generation
- * prompt, split into reasoning, answer and tool calls (tok_chat.h).
+/* chat_parse.c: what a Qwen3.5/3.6 model writes after the generation
+ * prompt, split into reasoning, answer and tool calls (chat.h).
  *
  * The model writes [reasoning]</think>\n\n[answer][<tool_call>...]. A tool
  * call is <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*
@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok.h"
-#include "tok_chat.h"
+#include "chat.h"
 
 static const char *find(const char *s, const char *end, const char *needle)
 {
@@ -106,7 +105,7 @@ static cJSON *parse_call(const char *s, const char *e)
     return call;
 }
 
-int tok_chat_parse(const char *text, size_t len, bool in_thinking, tok_chat_reply *out, q36_err *err)
+int chat_parse(const char *text, size_t len, bool in_thinking, chat_reply *out, q36_err *err)
 {
     memset(out, 0, sizeof *out);
     const char *s = text, *e = text + len;
@@ -133,8 +132,8 @@ int tok_chat_parse(const char *text, size_t len, bool in_thinking, tok_chat_repl
     const char *call = find(rest, e, "<tool_call>");
     out->content = dup_trim(rest, call ? call : e);
     if (!out->reasoning || !out->content) {
-        tok_chat_reply_free(out);
-        return q36_err_set(err, TOK_E_NOMEM, "chat parse: out of memory");
+        chat_reply_free(out);
+        return q36_err_set(err, Q36_E_NOMEM, "chat parse: out of memory");
     }
     while (call) {
         const char *body = call + 11;
@@ -152,7 +151,7 @@ int tok_chat_parse(const char *text, size_t len, bool in_thinking, tok_chat_repl
     return 0;
 }
 
-void tok_chat_reply_free(tok_chat_reply *r)
+void chat_reply_free(chat_reply *r)
 {
     if (!r)
         return;

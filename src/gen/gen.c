@@ -1,0 +1,275 @@
+/* gen.c: one reply being generated (gen.h): the sampler, the stop
+ * conditions, the text released per token, log-probabilities, and the
+ * single-session loop of q36 run and q36 chat.
+ *
+ * Released text passes two holds. The UTF-8 hold (tok_stream) keeps a lead
+ * byte whose sequence is not complete. The stop hold keeps the longest tail
+ * of the text that is a prefix of some stop string: once a stop string
+ * appears, the text before it is released and the rest never is; when the
+ * reply ends otherwise, the hold is released whole. The hold is at most
+ * GEN_MAX_STOP_LEN - 1 bytes plus one token's piece.
+ */
+#include "gen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct gen {
+    gen_params       p;
+    const tok_vocab *tok;
+    int32_t          n_vocab;
+    smp             *smp;
+    tok_stream       utf8;
+    char             stop[GEN_MAX_STOP][GEN_MAX_STOP_LEN + 1];
+    size_t           stop_len[GEN_MAX_STOP], stop_max;
+    char            *hold;       /* text not released yet (stop hold) */
+    size_t           n_hold;
+    char            *out;        /* what gen_next / gen_finish return */
+    size_t           cap;        /* of hold and out: stop_max + max piece + 8 */
+    int              n_gen;
+    bool             done;
+    gen_prob         top[GEN_MAX_PROBS];
+};
+
+gen_params gen_params_default(void)
+{
+    gen_params p;
+    memset(&p, 0, sizeof p);
+    p.smp = smp_defaults();
+    p.n_predict = -1;
+    p.n_probs = -1;
+    return p;
+}
+
+int gen_new(const gen_params *p, const tok_vocab *v, int32_t n_vocab, gen **out, q36_err *err)
+{
+    *out = NULL;
+    if (p->n_predict < -1)
+        return q36_err_set(err, Q36_E_ARG, "n_predict must be -1 (no limit) or >= 0, got %d", p->n_predict);
+    if (p->n_stop < 0 || p->n_stop > GEN_MAX_STOP)
+        return q36_err_set(err, Q36_E_ARG, "stop: at most %d strings, got %d", GEN_MAX_STOP, p->n_stop);
+    if (p->n_probs < -1 || p->n_probs > GEN_MAX_PROBS)
+        return q36_err_set(err, Q36_E_ARG, "top_logprobs must be in [0, %d], got %d", GEN_MAX_PROBS, p->n_probs);
+    for (int i = 0; i < p->n_stop; i++) {
+        size_t n = p->stop[i] ? strlen(p->stop[i]) : 0;
+        if (n == 0 || n > GEN_MAX_STOP_LEN)
+            return q36_err_set(err, Q36_E_ARG, "stop[%d]: expected 1 to %d bytes, got %zu", i,
+                               GEN_MAX_STOP_LEN, n);
+    }
+    gen *g = calloc(1, sizeof *g);
+    if (!g)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory for a generator");
+    g->p = *p;
+    g->tok = v;
+    g->n_vocab = n_vocab;
+    for (int i = 0; i < p->n_stop; i++) {
+        g->stop_len[i] = strlen(p->stop[i]);
+        memcpy(g->stop[i], p->stop[i], g->stop_len[i] + 1);
+        g->p.stop[i] = g->stop[i];
+        if (g->stop_len[i] > g->stop_max)
+            g->stop_max = g->stop_len[i];
+    }
+    g->cap = g->stop_max + tok_max_piece(v) + 8;
+    int rc = smp_new(&p->smp, n_vocab, &g->smp, err);
+    if (!rc && (!(g->hold = malloc(g->cap)) || !(g->out = malloc(g->cap))))
+        rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for a generator");
+    if (rc) {
+        gen_free(g);
+        return rc;
+    }
+    tok_stream_init(&g->utf8);
+    *out = g;
+    return 0;
+}
+
+void gen_free(gen *g)
+{
+    if (!g)
+        return;
+    smp_free(g->smp);
+    free(g->hold);
+    free(g->out);
+    free(g);
+}
+
+void gen_restart(gen *g)
+{
+    g->n_hold = 0;
+    g->n_gen = 0;
+    g->done = false;
+    tok_stream_init(&g->utf8);
+}
+
+int gen_n_generated(const gen *g) { return g->n_gen; }
+uint32_t gen_seed(const gen *g) { return smp_seed(g->smp); }
+
+/* log-softmax of the raw row: the chosen id's value and the n best. */
+static void logprobs(gen *g, const float *logits, int32_t id, gen_token *t)
+{
+    int n = g->p.n_probs, k = 0;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < g->n_vocab; i++)
+        if (logits[i] > mx)
+            mx = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < g->n_vocab; i++)
+        sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    for (int32_t i = 0; i < g->n_vocab && n > 0; i++) {
+        float l = logits[i];
+        if (k == n && l <= g->top[k - 1].logprob)
+            continue;
+        int j = k < n ? k++ : k - 1;          /* insertion into the sorted top */
+        while (j > 0 && g->top[j - 1].logprob < l) {
+            g->top[j] = g->top[j - 1];
+            j--;
+        }
+        g->top[j] = (gen_prob){ i, l };
+    }
+    for (int i = 0; i < k; i++)
+        g->top[i].logprob -= lse;
+    t->logprob = logits[id] - lse;
+    t->n_top = k;
+    t->top = g->top;
+}
+
+/* Moves the hold's first n bytes to out. */
+static void release(gen *g, size_t n, size_t *out_len)
+{
+    memcpy(g->out + *out_len, g->hold, n);
+    *out_len += n;
+    memmove(g->hold, g->hold + n, g->n_hold - n);
+    g->n_hold -= n;
+}
+
+/* Applies the stop strings to the hold; returns the index matched or -1. */
+static int stop_hold(gen *g, size_t *out_len)
+{
+    size_t best = (size_t)-1;
+    int which = -1;
+    for (int i = 0; i < g->p.n_stop; i++) {
+        const char *m = g->n_hold >= g->stop_len[i] ?
+            memmem(g->hold, g->n_hold, g->stop[i], g->stop_len[i]) : NULL;
+        if (m && (size_t)(m - g->hold) < best) {
+            best = (size_t)(m - g->hold);
+            which = i;
+        }
+    }
+    if (which >= 0) {
+        release(g, best, out_len);
+        g->n_hold = 0;
+        return which;
+    }
+    /* Keep the longest tail that starts some stop string. */
+    size_t keep = 0;
+    for (int i = 0; i < g->p.n_stop; i++)
+        for (size_t t = g->stop_len[i] - 1; t > keep; t--)
+            if (t <= g->n_hold && !memcmp(g->hold + g->n_hold - t, g->stop[i], t)) {
+                keep = t;
+                break;
+            }
+    release(g, g->n_hold - keep, out_len);
+    return -1;
+}
+
+int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->id = -1;
+    t->stop_word = -1;
+    t->text = g->out;
+    if (g->done)
+        return q36_err_set(err, Q36_E_ARG, "the reply has ended; no next token");
+    int32_t id = smp_sample(g->smp, logits, g->n_vocab);
+    if (id < 0)
+        return q36_err_set(err, Q36_E_ARG, "sampler failed on a row of %d logits", g->n_vocab);
+    smp_accept(g->smp, id);
+    g->n_gen++;
+    t->id = id;
+    t->eog = tok_is_eog(g->tok, id);
+    if (g->p.n_probs >= 0)
+        logprobs(g, logits, id, t);
+    size_t n = 0;
+    if (!t->eog)
+        g->n_hold += tok_stream_token(&g->utf8, g->tok, id, g->p.special, g->hold + g->n_hold);
+    int w = stop_hold(g, &n);
+    if (w >= 0) {
+        t->stop = GEN_STOP_WORD;
+        t->stop_word = w;
+    } else if (t->eog) {
+        t->stop = GEN_STOP_EOG;
+    } else if (g->p.n_predict >= 0 && g->n_gen >= g->p.n_predict) {
+        t->stop = GEN_STOP_LENGTH;
+    }
+    if (t->stop) {
+        if (t->stop != GEN_STOP_WORD) {
+            release(g, g->n_hold, &n);
+            n += tok_stream_flush(&g->utf8, g->out + n);
+        }
+        g->done = true;
+    }
+    t->len = n;
+    return 0;
+}
+
+size_t gen_finish(gen *g, const char **text)
+{
+    size_t n = 0;
+    if (!g->done) {
+        release(g, g->n_hold, &n);
+        n += tok_stream_flush(&g->utf8, g->out + n);
+        g->done = true;
+    }
+    *text = g->out;
+    return n;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *interrupt,
+            gen_emit_fn emit, void *user, gen_result *res, q36_err *err)
+{
+    int rc = 0;
+    double t0 = now();
+    gen_token t;
+    res->stop = GEN_GOING;
+    if (g->p.n_predict == 0)
+        res->stop = GEN_STOP_LENGTH;
+    while (!res->stop) {
+        if (interrupt && *interrupt) {
+            res->stop = GEN_STOP_USER;
+            break;
+        }
+        if (q36_session_pos(s) >= q36_session_n_ctx(s)) {
+            res->stop = GEN_STOP_CTX;
+            break;
+        }
+        if ((rc = gen_next(g, logits, &t, err)))
+            break;
+        res->n_gen++;
+        if ((rc = emit(user, &t)))
+            break;
+        /* The end-of-generation token is evaluated too: the session then
+         * holds the whole reply for the next turn. */
+        if ((rc = q36_session_decode(s, t.id, logits, err)))
+            break;
+        res->stop = t.stop;
+    }
+    if (res->stop == GEN_STOP_USER || res->stop == GEN_STOP_CTX) {
+        memset(&t, 0, sizeof t);
+        t.id = -1;
+        t.stop = res->stop;
+        t.stop_word = -1;
+        t.len = gen_finish(g, &t.text);
+        rc = emit(user, &t);
+    }
+    res->t_gen += now() - t0;
+    return rc;
+}
