@@ -5,7 +5,7 @@ CSTD    := -std=c11
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter $(if $(CI),-Werror,)
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -D_GNU_SOURCE -pthread -MMD -MP
-LDLIBS  += -lcjson -lpcre2-8 -lutf8proc -lm -pthread
+LDLIBS  += -lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -pthread
 
 BUILD   ?= build
 # OPENMP=1: the CPU backend's parallel-for on OpenMP instead of its pthread pool
@@ -114,7 +114,7 @@ test: deps
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    LDLIBS="-lcjson -lpcre2-8 -lutf8proc -lm -pthread -fsanitize=address,undefined" check
+	    LDLIBS="-lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -pthread -fsanitize=address,undefined" check
 
 # ---- fuzz -------------------------------------------------------------------
 FUZZ_SECONDS ?= 60

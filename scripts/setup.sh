@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing q36 need on Debian 12, and nothing when it
 # is all there already (a second run takes well under a second).
-#   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, git, node/npm
+#   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, utf8proc,
+#   libmicrohttpd (q36 serve), git, node/npm
 #   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
 #   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine.
 # Then it unpacks the llama.cpp headers from the bundle into build/llama.cpp.
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev git ca-certificates"
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev git ca-certificates"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

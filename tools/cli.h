@@ -22,6 +22,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "q36: <msg>" for err and returns CLI_ERROR. */
 int cli_fail(const q36_err *err);

@@ -16,6 +16,7 @@ static const struct {
 } commands[] = {
     { "run",   cmd_run,   "generate text from a prompt (or ids), streaming it" },
     { "chat",  cmd_chat,  "interactive chat with the model's chat template" },
+    { "serve", cmd_serve, "OpenAI- and Anthropic-compatible HTTP server" },
     { "info",  cmd_info,  "architecture, geometry, parameter count and tensors of a GGUF" },
     { "synth", cmd_synth, "write a random-weight qwen35/qwen35moe GGUF of real geometry" },
     { "tokenize",   cmd_tokenize,   "text to token ids with the model's tokenizer" },

@@ -1,0 +1,89 @@
+/* job.c: the job that carries one request between its HTTP thread and the
+ * engine thread (srv_internal.h): its lifetime (a reference count: the HTTP
+ * side holds one, the scheduler one while the job is queued or running) and
+ * taking what the engine published since the last look.
+ */
+#include "srv_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+srv_job *srv_job_new(void)
+{
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->slot = -1;
+    j->stop_word = -1;
+    j->gp = gen_params_default();
+    j->t_submit = srv_now();
+    atomic_init(&j->cancel, 0);
+    return j;
+}
+
+void srv_job_ref(srv_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->mu);
+}
+
+void srv_job_unref(srv_job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left > 0)
+        return;
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j->prompt);
+    for (int i = 0; i < GEN_MAX_STOP; i++)
+        free(j->stop_store[i]);
+    srv_buf_free(&j->text);
+    free(j->toks);
+    free(j);
+}
+
+bool srv_job_take(srv_job *j, srv_take *t)
+{
+    pthread_mutex_lock(&j->mu);
+    size_t nt = j->text.n - t->seen_text;
+    srv_buf_free(&t->text);
+    srv_buf_add(&t->text, j->text.p ? j->text.p + t->seen_text : "", nt);
+    t->seen_text = j->text.n;
+    t->n_toks = 0;
+    if (j->n_toks > t->seen_toks) {
+        int k = j->n_toks - t->seen_toks;
+        srv_tok *p = realloc(t->toks, (size_t)k * sizeof *p);
+        if (p) {
+            memcpy(p, j->toks + t->seen_toks, (size_t)k * sizeof *p);
+            for (int i = 0; i < k; i++)
+                p[i].off -= (uint32_t)(t->seen_text - nt);
+            t->toks = p;
+            t->n_toks = k;
+            t->seen_toks = j->n_toks;
+        }
+    }
+    t->n_gen = j->n_gen;
+    t->done = j->done;
+    t->stop = j->stop;
+    t->stop_word = j->stop_word;
+    t->fail = j->fail;
+    t->t_prompt = j->t_first > 0 ? j->t_first - j->t_start : 0;
+    t->t_gen = j->t_end > 0 && j->t_first > 0 ? j->t_end - j->t_first : 0;
+    pthread_mutex_unlock(&j->mu);
+    return !t->text.oom;
+}
+
+void srv_take_free(srv_take *t)
+{
+    srv_buf_free(&t->text);
+    free(t->toks);
+    memset(t, 0, sizeof *t);
+}

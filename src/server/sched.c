@@ -1,0 +1,402 @@
+/* sched.c: the engine thread: the queue of jobs from the HTTP threads, the
+ * slots, and the step loop (continuous batching).
+ *
+ * A step admits queued jobs into idle slots, drops the slots whose client is
+ * gone, samples the next token of every decoding slot (gen_next) and hands
+ * the job its text, then evaluates one row per slot in one
+ * sched_engine_forward call: a decode token for each decoding slot and a
+ * prompt chunk of at most n_batch tokens for each slot still reading its
+ * prompt. Prompt chunks are cut so that a long prompt does not stall the
+ * streams of the other slots for more than one chunk per step.
+ *
+ * The job is the only thing shared with the HTTP threads: its input is
+ * read-only once queued; its output is written here under its mutex and
+ * signalled on its condition variable.
+ */
+#include "srv_internal.h"
+#include "sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum slot_state { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
+
+typedef struct slot {
+    enum slot_state st;
+    srv_job *job;
+    gen     *gen;
+    float   *logits;
+    int      n_read;          /* prompt tokens evaluated */
+    int32_t  next;            /* the token to evaluate in this step */
+} slot;
+
+struct sched {
+    sched_engine   *eng;
+    const tok_vocab *tok;
+    srv_metrics    *met;
+    int             n_slots, n_ctx, n_vocab, n_batch, max_queue;
+    slot           *slots;
+    sched_row      *rows;
+    pthread_t       thread;
+    bool            started;
+    pthread_mutex_t mu;       /* guards queue, stop, and the slot table's job/st for /slots */
+    pthread_cond_t  cv;
+    srv_job       **queue;
+    int             q_head, q_len;
+    bool            stop;
+};
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- the engine thread ---------------------------------------------------------------------- */
+
+static void job_end(sched *s, slot *sl, enum gen_stop stop, int stop_word, const srv_error *fail)
+{
+    srv_job *j = sl->job;
+    const char *rest = NULL;
+    size_t n = sl->gen ? gen_finish(sl->gen, &rest) : 0;
+    pthread_mutex_lock(&j->mu);
+    if (n)
+        srv_buf_add(&j->text, rest, n);
+    j->done = true;
+    j->stop = stop;
+    j->stop_word = stop_word;
+    j->t_end = srv_now();
+    if (fail)
+        j->fail = *fail;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&s->met->mu);
+    s->met->processing--;
+    s->met->tokens_predicted += (uint64_t)j->n_gen;
+    if (j->t_first > 0)
+        s->met->predicted_seconds += j->t_end - j->t_first;
+    if (fail)
+        s->met->errors++;
+    if (atomic_load(&j->cancel))
+        s->met->cancelled++;
+    pthread_mutex_unlock(&s->met->mu);
+    gen_free(sl->gen);
+    sl->gen = NULL;
+    sched_engine_reset(s->eng, (int)(sl - s->slots));
+    pthread_mutex_lock(&s->mu);
+    sl->job = NULL;
+    sl->st = SLOT_IDLE;
+    pthread_mutex_unlock(&s->mu);
+    srv_job_unref(j);
+}
+
+static void slot_fail(sched *s, slot *sl, const char *what, const q36_err *err)
+{
+    srv_error e = { 0 };
+    srv_fail(&e, 500, "server_error", "", "slot %d: %s: %s", (int)(sl - s->slots), what,
+             err && err->msg[0] ? err->msg : "failed");
+    job_end(s, sl, GEN_STOP_USER, -1, &e);
+}
+
+/* Starts a queued job in an idle slot. */
+static void admit(sched *s, slot *sl, srv_job *j)
+{
+    q36_err err = { 0 };
+    sl->job = j;
+    sl->n_read = 0;
+    pthread_mutex_lock(&j->mu);
+    j->slot = (int)(sl - s->slots);
+    j->t_start = srv_now();
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&s->met->mu);
+    s->met->deferred--;
+    s->met->processing++;
+    pthread_mutex_unlock(&s->met->mu);
+    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err)) {
+        sl->st = SLOT_PREFILL;
+        slot_fail(s, sl, "sampler", &err);
+        return;
+    }
+    sl->st = SLOT_PREFILL;
+}
+
+/* Samples the next token of a decoding slot and publishes it; false when
+ * the job ended here. */
+static bool sample(sched *s, slot *sl)
+{
+    srv_job *j = sl->job;
+    gen_token t;
+    q36_err err = { 0 };
+    if (gen_next(sl->gen, sl->logits, &t, &err)) {
+        slot_fail(s, sl, "sampling", &err);
+        return false;
+    }
+    pthread_mutex_lock(&j->mu);
+    if (j->gp.n_probs >= 0) {
+        if (j->n_toks == j->cap_toks) {
+            int cap = j->cap_toks ? j->cap_toks * 2 : 64;
+            srv_tok *p = realloc(j->toks, (size_t)cap * sizeof *p);
+            if (p) {
+                j->toks = p;
+                j->cap_toks = cap;
+            }
+        }
+        if (j->n_toks < j->cap_toks) {
+            srv_tok *k = &j->toks[j->n_toks++];
+            k->id = t.id;
+            k->off = (uint32_t)j->text.n;
+            k->len = (uint32_t)t.len;
+            k->logprob = t.logprob;
+            k->n_top = t.n_top;
+            memcpy(k->top, t.top, (size_t)t.n_top * sizeof *t.top);
+        }
+    }
+    srv_buf_add(&j->text, t.text, t.len);
+    j->n_gen++;
+    if (j->n_gen == 1)
+        j->t_first = srv_now();
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    int pos = sched_engine_pos(s->eng, (int)(sl - s->slots));
+    if (t.stop) {
+        job_end(s, sl, t.stop, t.stop_word, NULL);
+        return false;
+    }
+    if (pos >= s->n_ctx) {                   /* no room to evaluate it and go on */
+        job_end(s, sl, GEN_STOP_CTX, -1, NULL);
+        return false;
+    }
+    sl->next = t.id;
+    return true;
+}
+
+static void *engine_main(void *arg)
+{
+    sched *s = arg;
+    for (;;) {
+        /* Admit, or sleep while there is nothing to do. */
+        pthread_mutex_lock(&s->mu);
+        for (;;) {
+            bool busy = false;
+            for (int i = 0; i < s->n_slots; i++)
+                busy |= s->slots[i].st != SLOT_IDLE;
+            if (s->stop || busy || s->q_len)
+                break;
+            pthread_cond_wait(&s->cv, &s->mu);
+        }
+        if (s->stop) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        srv_job *incoming[64];
+        int n_in = 0;
+        for (int i = 0; i < s->n_slots && s->q_len && n_in < 64; i++)
+            if (s->slots[i].st == SLOT_IDLE && !s->slots[i].job) {
+                srv_job *j = s->queue[s->q_head];
+                s->q_head = (s->q_head + 1) % s->max_queue;
+                s->q_len--;
+                s->slots[i].job = j;         /* reserved; admitted below */
+                s->slots[i].st = SLOT_PREFILL;
+                incoming[n_in++] = j;
+            }
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0, k = 0; i < s->n_slots && k < n_in; i++)
+            if (s->slots[i].job == incoming[k] && s->slots[i].st == SLOT_PREFILL && !s->slots[i].gen) {
+                admit(s, &s->slots[i], incoming[k]);
+                k++;
+            }
+
+        /* Drop the slots whose client is gone; sample the decoding ones. */
+        int n_rows = 0, busy = 0;
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->st == SLOT_IDLE)
+                continue;
+            if (atomic_load(&sl->job->cancel)) {
+                job_end(s, sl, GEN_STOP_USER, -1, NULL);
+                continue;
+            }
+            busy++;
+            sched_row *r = &s->rows[n_rows];
+            if (sl->st == SLOT_DECODE) {
+                if (!sample(s, sl))
+                    continue;
+                *r = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
+            } else {
+                int left = sl->job->n_prompt - sl->n_read;
+                int n = left < s->n_batch ? left : s->n_batch;
+                *r = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
+                                  .logits = sl->logits };
+            }
+            n_rows++;
+        }
+        if (!n_rows)
+            continue;
+        double t0 = srv_now();
+        sched_engine_forward(s->eng, s->rows, n_rows);
+        double dt = srv_now() - t0;
+        int n_prompt_tok = 0;
+        for (int k = 0; k < n_rows; k++) {
+            sched_row *r = &s->rows[k];
+            slot *sl = &s->slots[r->slot];
+            if (r->rc) {
+                slot_fail(s, sl, "evaluation", &r->err);
+                continue;
+            }
+            if (sl->st == SLOT_PREFILL) {
+                sl->n_read += r->n;
+                n_prompt_tok += r->n;
+                if (sl->n_read == sl->job->n_prompt)
+                    sl->st = SLOT_DECODE;
+            }
+        }
+        pthread_mutex_lock(&s->met->mu);
+        s->met->n_decode++;
+        s->met->busy_slots_last = busy;
+        s->met->prompt_tokens += (uint64_t)n_prompt_tok;
+        if (n_prompt_tok)
+            s->met->prompt_seconds += dt;
+        pthread_mutex_unlock(&s->met->mu);
+    }
+    /* Shutting down: end what runs and what waits. */
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].st != SLOT_IDLE && s->slots[i].gen)
+            job_end(s, &s->slots[i], GEN_STOP_USER, -1, NULL);
+    return NULL;
+}
+
+/* ---- the interface the HTTP side uses ------------------------------------------------------ */
+
+int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n_ctx,
+              srv_metrics *met, sched **out, q36_err *err)
+{
+    *out = NULL;
+    sched *s = calloc(1, sizeof *s);
+    if (!s)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory for the scheduler");
+    s->tok = tok;
+    s->met = met;
+    s->n_slots = o->n_slots;
+    s->n_ctx = n_ctx;
+    s->n_batch = o->sess.n_batch > 0 ? o->sess.n_batch : 512;
+    s->max_queue = o->max_queue > 0 ? o->max_queue : 256;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    int rc = sched_engine_new(m, o->n_slots, n_ctx, &o->sess, &s->eng, err);
+    if (rc)
+        goto fail;
+    s->n_vocab = sched_engine_n_vocab(s->eng);
+    s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
+    s->rows = calloc((size_t)s->n_slots, sizeof *s->rows);
+    s->queue = calloc((size_t)s->max_queue, sizeof *s->queue);
+    if (!s->slots || !s->rows || !s->queue) {
+        rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for %d slots", s->n_slots);
+        goto fail;
+    }
+    for (int i = 0; i < s->n_slots; i++)
+        if (!(s->slots[i].logits = malloc((size_t)s->n_vocab * sizeof(float)))) {
+            rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for the logits of %d slots", s->n_slots);
+            goto fail;
+        }
+    if (pthread_create(&s->thread, NULL, engine_main, s)) {
+        rc = q36_err_set(err, Q36_E_NOMEM, "cannot start the engine thread");
+        goto fail;
+    }
+    s->started = true;
+    *out = s;
+    return 0;
+fail:
+    sched_free(s);
+    return rc;
+}
+
+void sched_stop(sched *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->started) {
+        pthread_join(s->thread, NULL);
+        s->started = false;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (s->q_len > 0) {                     /* jobs never started */
+        srv_job *j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % s->max_queue;
+        s->q_len--;
+        pthread_mutex_lock(&j->mu);
+        j->done = true;
+        j->stop = GEN_STOP_USER;
+        srv_fail(&j->fail, 503, "unavailable_error", "", "the server is shutting down");
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        srv_job_unref(j);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_free(sched *s)
+{
+    if (!s)
+        return;
+    sched_stop(s);
+    for (int i = 0; s->slots && i < s->n_slots; i++)
+        free(s->slots[i].logits);
+    free(s->slots);
+    free(s->rows);
+    free(s->queue);
+    sched_engine_free(s->eng);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+int sched_submit(sched *s, srv_job *j, srv_error *e)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->stop || s->q_len == s->max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        return srv_fail(e, 503, "unavailable_error", "", "the server is busy: %d requests are waiting for a slot; retry later",
+                        s->max_queue);
+    }
+    srv_job_ref(j);
+    s->queue[(s->q_head + s->q_len) % s->max_queue] = j;
+    s->q_len++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->met->mu);
+    s->met->deferred++;
+    s->met->requests++;
+    pthread_mutex_unlock(&s->met->mu);
+    return 0;
+}
+
+int sched_n_ctx(const sched *s) { return s->n_ctx; }
+int sched_n_slots(const sched *s) { return s->n_slots; }
+
+cJSON *sched_slots_json(sched *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_slots; i++) {
+        cJSON *o = cJSON_CreateObject();
+        const slot *sl = &s->slots[i];
+        cJSON_AddNumberToObject(o, "id", i);
+        cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx);
+        cJSON_AddBoolToObject(o, "is_processing", sl->st != SLOT_IDLE);
+        cJSON_AddStringToObject(o, "state", sl->st == SLOT_IDLE ? "idle" :
+                                            sl->st == SLOT_PREFILL ? "prompt" : "generating");
+        if (sl->job)
+            cJSON_AddNumberToObject(o, "id_task", (double)sl->job->id);
+        else
+            cJSON_AddNumberToObject(o, "id_task", -1);
+        cJSON_AddItemToArray(a, o);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return a;
+}

@@ -1,0 +1,49 @@
+/* srv.h: `q36 serve`, the OpenAI- and Anthropic-compatible HTTP server, as a
+ * library: start it on a model, ask its URL, stop it.
+ *
+ * Threads: libmicrohttpd runs one thread per connection; they parse and
+ * check requests, render and tokenize prompts, queue jobs and format what
+ * comes back. One engine thread (sched.h) owns every session and is the only
+ * thread that evaluates the model. Nothing here exits or installs signal
+ * handlers; the caller decides when to stop.
+ */
+#ifndef Q36_SRV_H
+#define Q36_SRV_H
+
+#include <stdint.h>
+
+#include "../include/q36.h"
+
+#define SRV_MAX_ALIASES 8
+
+typedef struct srv_opts {
+    const char *model_path;     /* the GGUF to serve */
+    const char *host;           /* bind address (default 127.0.0.1) */
+    int         port;           /* default 8080; 0: any free port (srv_port says which) */
+    int         n_slots;        /* sequences decoded at once (default 4) */
+    int         n_ctx;          /* context per slot; 0: training context capped at 4096 */
+    q36_session_opts sess;      /* threads, batch, K/V types for every slot */
+    const char *api_key;        /* NULL: no key required */
+    const char *aliases[SRV_MAX_ALIASES]; /* model names accepted besides the file's */
+    int         n_aliases;
+    uint64_t    max_body;       /* request body limit in bytes (default 8 MiB) */
+    int         max_conn;       /* concurrent connections (default 256) */
+    int         timeout_s;      /* idle connection timeout (default 600 s) */
+    int         max_queue;      /* requests waiting for a slot before 503 (default 256) */
+    int         max_tokens;     /* cap on generated tokens per request (default: the context) */
+} srv_opts;
+
+typedef struct srv srv;
+
+void srv_opts_default(srv_opts *o);
+
+/* Loads the model, makes the slots, binds and starts serving. Returns 0 or a
+ * negative kind with err naming what failed (the file, the address). */
+int  srv_start(const srv_opts *o, srv **out, q36_err *err);
+/* The bound port and the base URL ("http://127.0.0.1:8080"). */
+int         srv_port(const srv *s);
+const char *srv_url(const srv *s);
+/* Stops accepting, cancels what runs, joins the threads, frees. Accepts NULL. */
+void srv_stop(srv *s);
+
+#endif
