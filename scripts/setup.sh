@@ -4,7 +4,8 @@
 #   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, utf8proc,
 #   libmicrohttpd (q36 serve), git, node/npm
 #   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
-#   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine.
+#   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine;
+#   (tests/server, pinned the same way): the openai and @anthropic-ai/sdk clients.
 # Then it unpacks the llama.cpp headers from the bundle into build/llama.cpp.
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,25 +25,34 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-# The oracle packages, exactly as locked (versions and sha512 integrity).
-# --omit=optional skips node-llama-cpp's other platform builds (CUDA, Vulkan,
-# ARM: about 550 MB); --ignore-scripts skips its post-install step, which would
-# try to download or build. `npm ci` refuses this lock (npm leaves the
-# macOS/Windows optional packages out of a lock made on Linux and then calls
-# it out of sync), so this is `npm install` on the lock, checked unchanged.
-stamp=tests/oracle/node_modules/.q36-stamp
-if [ ! -f "$stamp" ] || [ tests/oracle/package-lock.json -nt "$stamp" ]; then
-    echo "setup: installing the pinned oracle packages in tests/oracle" >&2
+# npm packages exactly as locked (versions and sha512 integrity), in DIR:
+# `npm install` on the lock, checked unchanged afterwards. `npm ci` refuses
+# the oracle's lock (npm leaves the macOS/Windows optional packages out of a
+# lock made on Linux and then calls it out of sync).
+npm_pinned() {
+    local dir=$1; shift
+    local stamp=$dir/node_modules/.q36-stamp
+    if [ -f "$stamp" ] && [ ! "$dir/package-lock.json" -nt "$stamp" ]; then
+        return 0
+    fi
+    echo "setup: installing the pinned packages in $dir" >&2
     mkdir -p build
-    cp tests/oracle/package-lock.json build/.package-lock.orig
-    (cd tests/oracle && npm install --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
-    if ! cmp -s tests/oracle/package-lock.json build/.package-lock.orig; then
-        cp build/.package-lock.orig tests/oracle/package-lock.json
-        echo "setup: npm wanted to change tests/oracle/package-lock.json; refusing" >&2
+    cp "$dir/package-lock.json" build/.package-lock.orig
+    (cd "$dir" && npm install "$@" --no-audit --no-fund --loglevel=error)
+    if ! cmp -s "$dir/package-lock.json" build/.package-lock.orig; then
+        cp build/.package-lock.orig "$dir/package-lock.json"
+        echo "setup: npm wanted to change $dir/package-lock.json; refusing" >&2
         exit 1
     fi
     touch "$stamp"
-fi
+}
+
+# The oracle: --omit=optional skips node-llama-cpp's other platform builds
+# (CUDA, Vulkan, ARM: about 550 MB); --ignore-scripts skips its post-install
+# step, which would try to download or build.
+npm_pinned tests/oracle --ignore-scripts --omit=optional
+# The official openai and @anthropic-ai/sdk clients that drive q36 serve.
+npm_pinned tests/server --ignore-scripts
 
 # llama.cpp's source of that exact build, for its headers (and for reading).
 bundle=tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle

@@ -131,7 +131,6 @@ int cmd_serve(int argc, char **argv)
 
     q36_err err = { 0 };
     srv *s = NULL;
-    fprintf(stderr, "q36 serve: loading %s\n", o.model_path);
     if (srv_start(&o, &s, &err)) {
         free(key);
         return cli_fail(&err);

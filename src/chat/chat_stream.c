@@ -40,6 +40,7 @@ struct chat_stream {
     bool    at_start;       /* nothing sent yet in this text section */
     sbuf    raw;            /* the current call's raw text, for a call that breaks */
     bool    begun;          /* the current call's TOOL_BEGIN was sent */
+    bool    from_content;   /* the current call began inside the answer text */
     int     n_args;         /* parameters sent for the current call */
     const cJSON *props;     /* the current function's parameters.properties */
     char    key[NAME_MAX_LEN + 1];
@@ -343,7 +344,10 @@ static void call_broken(chat_stream *cs)
         section(cs, ST_CONTENT);
         return;                        /* buf goes on as content */
     }
-    section(cs, ST_CONTENT);
+    if (cs->from_content)
+        cs->st = ST_CONTENT;           /* the text goes on where it was */
+    else
+        section(cs, ST_CONTENT);
     sbuf r = cs->raw;
     cs->raw = (sbuf){ 0 };
     if (r.n)
@@ -397,6 +401,7 @@ static bool step(chat_stream *cs, bool final)
             } else {
                 cs->raw.n = 0;
                 sb_put(&cs->raw, "<tool_call>", 11);
+                cs->from_content = cs->st == ST_CONTENT;
                 cs->st = ST_CALL_OPEN;
             }
             return true;
@@ -443,6 +448,7 @@ static bool step(chat_stream *cs, bool final)
             cs->n_args = 0;
             cs->n_calls++;
             cs->begun = true;
+            cs->ws.n = 0;                  /* whitespace before a call is not content */
             send(cs, CHAT_EV_TOOL_BEGIN, name, strlen(name));
             cs->st = ST_CALL_BODY;
             return true;
@@ -559,6 +565,7 @@ static bool step(chat_stream *cs, bool final)
             sb_drop(&cs->buf, 11);
             cs->raw.n = 0;
             sb_put(&cs->raw, "<tool_call>", 11);
+            cs->from_content = false;
             cs->st = ST_CALL_OPEN;
             return true;
         }

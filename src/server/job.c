@@ -50,12 +50,50 @@ void srv_job_unref(srv_job *j)
     free(j);
 }
 
+/* Length of the strict UTF-8 sequence at s[0..n), or 0 when it is not one
+ * (overlong, surrogate, above U+10FFFF, cut short). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!k || k > n)
+        return 0;
+    uint32_t cp = k == 1 ? c : c & (0x7Fu >> k);
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    static const uint32_t min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (cp < min[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return k;
+}
+
+/* Appends t[0..n) with every byte that is not strict UTF-8 replaced by U+FFFD:
+ * a model can write a broken sequence, and JSON strings must be UTF-8. */
+static void add_utf8(srv_buf *b, const char *t, size_t n)
+{
+    size_t i = 0, run = 0;
+    while (i < n) {
+        size_t k = utf8_len((const unsigned char *)t + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        srv_buf_add(b, t + run, i - run);
+        srv_buf_add(b, "\xEF\xBF\xBD", 3);
+        run = ++i;
+    }
+    srv_buf_add(b, t + run, n - run);
+}
+
 bool srv_job_take(srv_job *j, srv_take *t)
 {
     pthread_mutex_lock(&j->mu);
     size_t nt = j->text.n - t->seen_text;
     srv_buf_free(&t->text);
-    srv_buf_add(&t->text, j->text.p ? j->text.p + t->seen_text : "", nt);
+    add_utf8(&t->text, j->text.p ? j->text.p + t->seen_text : "", nt);
     t->seen_text = j->text.n;
     t->n_toks = 0;
     if (j->n_toks > t->seen_toks) {

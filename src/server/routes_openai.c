@@ -155,7 +155,6 @@ static void on_event(void *user, const chat_ev *ev)
             cJSON_AddStringToObject(c, "type", "function");
             cJSON_AddItemToObject(f, "name", str_n(ev->text, ev->len));
             cJSON_AddStringToObject(f, "arguments", "");
-            a->n_calls++;
         } else {
             cJSON_AddItemToObject(f, "arguments", str_n(ev->text, ev->len));
         }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# q36 serve end to end on the default model: the official openai and
+# @anthropic-ai/sdk clients (tests/server, pinned) through chat, streams,
+# usage, thinking, tools, count_tokens; a table of malformed requests, each
+# with its status and error shape, while a stream on another slot goes on;
+# a client that leaves mid-stream; 16 concurrent streams; a clean stop.
+set -u
+. "$(dirname "$0")/lib.sh"
+SDK=tests/server/node_modules
+[ -d "$SDK/openai" ] && [ -d "$SDK/@anthropic-ai/sdk" ] ||
+    { fail server_sdk "$SDK is missing (scripts/setup.sh)"; exit 1; }
+model=$BUILD/default.gguf
+if [ ! -f "$model" ]; then
+    [ -f "$VOCAB" ] || { fail server_model "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
+    "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||
+        { fail server_model "cannot make $model"; exit 1; }
+fi
+key=test-key-$$
+printf '%s\n' "$key" >"$tmp/key"
+
+# --port 0: the kernel picks a free port; the first stdout line names the URL.
+# No -m: the default model.
+"$Q36" serve --port 0 -np 4 -c 512 --api-key-file "$tmp/key" --max-body 1048576 \
+    >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+url=
+for _ in $(seq 1 100); do
+    url=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$tmp/out")
+    [ -n "$url" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+done
+[ -n "$url" ] && ok serve_prints_url || { fail serve_prints_url "$(cat "$tmp/out" "$tmp/err")"; kill $pid; exit 1; }
+grep -q "default.gguf" "$tmp/out" && ok serve_default_model || fail serve_default_model "$(cat "$tmp/out")"
+
+node tests/server/sdk.mjs "$url" "$key" default.gguf 512
+
+kill -TERM $pid
+for _ in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid 2>/dev/null; then
+    fail serve_stops_on_sigterm "still running 5 s after SIGTERM"; kill -9 $pid
+else
+    wait $pid; rc=$?
+    [ $rc -eq 0 ] && ok serve_stops_on_sigterm || fail serve_stops_on_sigterm "exit $rc: $(tail -2 "$tmp/err")"
+fi
+
+# Refusals at start: a bad address, a missing model, a bad flag.
+expect serve_bad_host 1 "$Q36" serve --host not-an-ip --port 0
+expect serve_missing_model 1 "$Q36" serve -m "$tmp/none.gguf" --port 0
+grep -q "none.gguf" "$tmp/err" && ok serve_missing_model_named || fail serve_missing_model_named "$(cat "$tmp/err")"
+expect serve_bad_flag 2 "$Q36" serve --frobnicate 1
