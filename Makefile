@@ -39,6 +39,7 @@ help:
 	@echo "make check      run the test suite without the install step"
 	@echo "make asan       the same tests on an ASan+UBSan build (build-asan/)"
 	@echo "make fuzz       build the GGUF reader fuzz target and run it for FUZZ_SECONDS (default 60)"
+	@echo "                (tests/fuzz_server.test.sh: the tool-call parser and request-to-prompt targets)"
 	@echo "make oracle     build the llama.cpp oracle harness ($(BUILD)/oracle)"
 	@echo "make clean      remove build outputs"
 
@@ -123,6 +124,20 @@ build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(FUZZ_SRC) $(wildcard src/gguf/*.h
 	@mkdir -p $(dir $@)
 	clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
 	    -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+# The server's parsers: the tool-call parser alone, and the request-to-prompt
+# path (request cursor, normalization, template) with what it links.
+FUZZ_CLANG := clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined
+FUZZ_CHAT_SRC := tests/fuzz/fuzz_chat_stream.c src/chat/chat_stream.c src/util/err.c
+FUZZ_REQ_SRC  := tests/fuzz/fuzz_request.c $(addprefix src/server/,req.c prompt.c gen_req.c job.c) \
+                 $(wildcard src/chat/*.c src/tokenizer/*.c src/sampler/*.c) src/gen/gen.c \
+                 src/gguf/gguf_read.c src/gguf/gguf_value.c src/quant/types.c src/util/err.c
+build-fuzz/fuzz_chat_stream: $(FUZZ_CHAT_SRC) $(wildcard src/chat/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CLANG) -o $@ $(FUZZ_CHAT_SRC) -lcjson
+build-fuzz/fuzz_request: $(FUZZ_REQ_SRC) $(wildcard src/server/*.h src/chat/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CLANG) -o $@ $(FUZZ_REQ_SRC) -lcjson -lpcre2-8 -lutf8proc -lm -pthread
 fuzz: deps build-fuzz/fuzz_gguf
 	@mkdir -p build-fuzz/corpus
 	cp -n tests/gguf/seeds/* build-fuzz/corpus/ 2>/dev/null || true

@@ -9,7 +9,11 @@ set -u
 SDK=tests/server/node_modules
 [ -d "$SDK/openai" ] && [ -d "$SDK/@anthropic-ai/sdk" ] ||
     { fail server_sdk "$SDK is missing (scripts/setup.sh)"; exit 1; }
-model=$BUILD/default.gguf
+# Where q36 looks for the default model: build/default.gguf beside ./q36,
+# default.gguf beside build*/q36.
+d=$(dirname "$Q36")
+model=$d/build/default.gguf
+[ -f "$model" ] || model=$d/default.gguf
 if [ ! -f "$model" ]; then
     [ -f "$VOCAB" ] || { fail server_model "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
     "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||

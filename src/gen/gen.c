@@ -1,6 +1,6 @@
 /* gen.c: one reply being generated (gen.h): the sampler, the stop
- * conditions, the text released per token, log-probabilities, and the
- * single-session loop of q36 run and q36 chat.
+ * conditions, the text released per token, log-probabilities. It touches
+ * no session (gen_run.c does), so a server or a fuzz target links it alone.
  *
  * Released text passes two holds. The UTF-8 hold (tok_stream) keeps a lead
  * byte whose sequence is not complete. The stop hold keeps the longest tail
@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct gen {
     gen_params       p;
@@ -80,6 +79,7 @@ int gen_new(const gen_params *p, const tok_vocab *v, int32_t n_vocab, gen **out,
         return rc;
     }
     tok_stream_init(&g->utf8);
+    g->done = p->n_predict == 0;
     *out = g;
     return 0;
 }
@@ -98,9 +98,11 @@ void gen_restart(gen *g)
 {
     g->n_hold = 0;
     g->n_gen = 0;
-    g->done = false;
+    g->done = g->p.n_predict == 0;
     tok_stream_init(&g->utf8);
 }
+
+bool gen_over(const gen *g) { return g->done; }
 
 int gen_n_generated(const gen *g) { return g->n_gen; }
 uint32_t gen_seed(const gen *g) { return smp_seed(g->smp); }
@@ -224,52 +226,4 @@ size_t gen_finish(gen *g, const char **text)
     }
     *text = g->out;
     return n;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *interrupt,
-            gen_emit_fn emit, void *user, gen_result *res, q36_err *err)
-{
-    int rc = 0;
-    double t0 = now();
-    gen_token t;
-    res->stop = GEN_GOING;
-    if (g->p.n_predict == 0)
-        res->stop = GEN_STOP_LENGTH;
-    while (!res->stop) {
-        if (interrupt && *interrupt) {
-            res->stop = GEN_STOP_USER;
-            break;
-        }
-        if (q36_session_pos(s) >= q36_session_n_ctx(s)) {
-            res->stop = GEN_STOP_CTX;
-            break;
-        }
-        if ((rc = gen_next(g, logits, &t, err)))
-            break;
-        res->n_gen++;
-        if ((rc = emit(user, &t)))
-            break;
-        /* The end-of-generation token is evaluated too: the session then
-         * holds the whole reply for the next turn. */
-        if ((rc = q36_session_decode(s, t.id, logits, err)))
-            break;
-        res->stop = t.stop;
-    }
-    if (res->stop == GEN_STOP_USER || res->stop == GEN_STOP_CTX) {
-        memset(&t, 0, sizeof t);
-        t.id = -1;
-        t.stop = res->stop;
-        t.stop_word = -1;
-        t.len = gen_finish(g, &t.text);
-        rc = emit(user, &t);
-    }
-    res->t_gen += now() - t0;
-    return rc;
 }

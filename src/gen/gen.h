@@ -106,6 +106,8 @@ size_t gen_finish(gen *g, const char **text);
  * stream go on (the turns of q36 chat); the stop state and counts restart. */
 void gen_restart(gen *g);
 
+/* True once the reply has ended (from the start when n_predict is 0). */
+bool     gen_over(const gen *g);
 int      gen_n_generated(const gen *g);
 uint32_t gen_seed(const gen *g);
 

@@ -104,6 +104,9 @@ void srv_gen_fields(srv_error *e, srv *s, const cJSON *body, srv_job *j, enum sr
         rq_int(e, body, "", "max_tokens", -1, 1 << 30, &n_predict);
         rq_int(e, body, "", "max_completion_tokens", -1, 1 << 30, &n_predict);
         rq_int(e, body, "", "n_predict", -1, 1 << 30, &n_predict);
+        if (n_predict == 0)
+            srv_fail(e, 400, "invalid_request_error", "max_tokens",
+                     "'max_tokens': expected at least 1 (or -1: up to the context), found 0");
         const cJSON *st = rq_get(e, body, "", "stop", RQ_STR | RQ_ARR | RQ_NULL, false);
         if (st && !cJSON_IsNull(st))
             stops(e, st, "stop", j);

@@ -7,6 +7,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 srv_job *srv_job_new(void)
 {

@@ -18,7 +18,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum slot_state { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
 
@@ -47,12 +46,6 @@ struct sched {
     bool            stop;
 };
 
-double srv_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- the engine thread ---------------------------------------------------------------------- */
 
