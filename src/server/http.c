@@ -231,6 +231,8 @@ static const struct route {
     { "POST", "/chat/completions",    route_chat_completions, SRV_OPENAI, false },
     { "POST", "/v1/completions",      route_completions,      SRV_OPENAI, false },
     { "POST", "/completions",         route_completions,      SRV_OPENAI, false },
+    { "POST", "/v1/responses",        route_responses,        SRV_OPENAI, false },
+    { "POST", "/responses",           route_responses,        SRV_OPENAI, false },
     { "GET",  "/v1/models",           route_models,           SRV_OPENAI, false },
     { "GET",  "/models",              route_models,           SRV_OPENAI, false },
     { "POST", "/v1/messages",         route_messages,         SRV_ANTHROPIC, false },
@@ -296,11 +298,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c->url = url;
         c->method = method;
         *con_cls = c;
+        /* A body over the limit is read and dropped, then refused with a 413:
+         * a reply sent while the client still uploads is often lost to it
+         * (the connection closes under its send). Far over, it is refused
+         * at once. */
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->o.max_body) {
+        unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+        if (len > s->o.max_body)
             c->body_too_big = true;
-            return dispatch(c);              /* refused before the body is read */
-        }
+        if (len / 16 > s->o.max_body)
+            return dispatch(c);
         return MHD_YES;
     }
     if (*data_size) {

@@ -31,9 +31,7 @@ void srv_prompt_free(srv_prompt *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Appends the text of a content (a string, or parts/blocks of type text) to
- * b; any other part is an error naming it. */
-static void content_text(srv_error *e, const cJSON *content, const char *path, srv_buf *b)
+void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_buf *b)
 {
     if (!content || cJSON_IsNull(content))
         return;
@@ -50,7 +48,8 @@ static void content_text(srv_error *e, const cJSON *content, const char *path, s
         if (!ty)
             return;
         if (!strcmp(ty->valuestring, "text") || !strcmp(ty->valuestring, "input_text") ||
-            !strcmp(ty->valuestring, "output_text")) {
+            !strcmp(ty->valuestring, "output_text") || !strcmp(ty->valuestring, "summary_text") ||
+            !strcmp(ty->valuestring, "reasoning_text")) {
             const cJSON *t = rq_get(e, part, pp, "text", RQ_STR, true);
             if (t)
                 srv_buf_str(b, t->valuestring);
@@ -200,7 +199,7 @@ void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
         if (!role)
             break;
         srv_buf text = { 0 };
-        content_text(e, content, cp, &text);
+        srv_content_text(e, content, cp, &text);
         const char *r = role->valuestring;
         if (!strcmp(r, "system") || !strcmp(r, "developer")) {
             add_system(&sys, text.p ? text.p : "");
@@ -382,7 +381,7 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
             srv_buf res = { 0 };
             char rp[112];
             snprintf(rp, sizeof rp, "%s.content", bp);
-            content_text(e, rq_get(e, b, bp, "content", RQ_STR | RQ_ARR, false), rp, &res);
+            srv_content_text(e, rq_get(e, b, bp, "content", RQ_STR | RQ_ARR, false), rp, &res);
             cJSON_AddItemToArray(list, msg("tool", res.p ? res.p : ""));
             srv_buf_free(&res);
         } else if (!strcmp(t, "image") || !strcmp(t, "document")) {
@@ -423,7 +422,7 @@ void srv_prompt_anthropic(srv_error *e, const cJSON *body, srv_prompt *p)
     const cJSON *system = rq_get(e, body, "", "system", RQ_STR | RQ_ARR, false);
     if (system) {
         srv_buf t = { 0 };
-        content_text(e, system, "system", &t);
+        srv_content_text(e, system, "system", &t);
         add_system(&sys, t.p ? t.p : "");
         srv_buf_free(&t);
     }

@@ -56,14 +56,6 @@ static void am_free(void *p)
     free(a);
 }
 
-static cJSON *str_n(const char *t, size_t n)
-{
-    char *z = strndup(t, n);
-    cJSON *v = cJSON_CreateString(z ? z : "");
-    free(z);
-    return v;
-}
-
 static cJSON *typed(const char *type)
 {
     cJSON *o = cJSON_CreateObject();
@@ -164,13 +156,13 @@ static void on_event(void *user, const chat_ev *ev)
     cJSON_AddNumberToObject(d, "index", a->n_blocks - 1);
     if (want == B_THINKING) {
         dd = typed("thinking_delta");
-        cJSON_AddItemToObject(dd, "thinking", str_n(ev->text, ev->len));
+        cJSON_AddItemToObject(dd, "thinking", srv_json_str_n(ev->text, ev->len));
     } else if (want == B_TEXT) {
         dd = typed("text_delta");
-        cJSON_AddItemToObject(dd, "text", str_n(ev->text, ev->len));
+        cJSON_AddItemToObject(dd, "text", srv_json_str_n(ev->text, ev->len));
     } else {
         dd = typed("input_json_delta");
-        cJSON_AddItemToObject(dd, "partial_json", str_n(ev->text, ev->len));
+        cJSON_AddItemToObject(dd, "partial_json", srv_json_str_n(ev->text, ev->len));
     }
     cJSON_AddItemToObject(d, "delta", dd);
     sse_event(a->out, "content_block_delta", d);
@@ -291,37 +283,14 @@ int route_messages(srv_conn *c)
     prepare(c, a, body, &e);
     srv_gen_fields(&e, s, body, j, SRV_ANTHROPIC);
     j->gp.special = true;
-    if (!e.status) {
-        j->prompt = a->pr.ids;
-        j->n_prompt = a->pr.n_ids;
-        a->pr.ids = NULL;
-    }
-    srv_fit_context(&e, s, j);
-    if (!e.status && chat_stream_new(a->pr.tools, a->pr.parse_tools, a->pr.in_thinking, &a->cs, NULL))
-        srv_fail(&e, 500, "server_error", "", "out of memory");
-    j->id = atomic_fetch_add(&s->next_id, 1);
-    if (!e.status)
-        sched_submit(s->sched, j, &e);
     cJSON_Delete(body);
-    if (e.status) {
-        am_free(a);
-        srv_job_unref(j);
-        return srv_reply_error(c, &e);
-    }
     srv_make_id(s, "msg_", a->id, sizeof a->id);
-    c->job = j;
-    c->state = a;
-    c->free_state = am_free;
-    if (a->stream) {
-        c->fill = fill;
-        c->ping = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
-        return srv_reply_stream(c);
-    }
-    if (!srv_job_wait(c, j))
-        return 0;
-    srv_job_take(j, &a->take);
-    if (a->take.fail.status)
-        return srv_reply_error(c, &a->take.fail);
+    srv_route_job rj = { .job = j, .pr = &a->pr, .cs = &a->cs, .state = a, .free_state = am_free,
+                         .stream = a->stream, .fill = fill,
+                         .ping = "event: ping\ndata: {\"type\":\"ping\"}\n\n", .take = &a->take };
+    int rc;
+    if (!srv_route_start(c, &e, &rj, &rc))
+        return rc;
     feed(a);
     chat_stream_finish(a->cs, on_event, a);
     return srv_reply_json(c, 200, message(a, false));

@@ -100,18 +100,6 @@ static void role_chunk(oa *a)
     a->role_sent = true;
 }
 
-static cJSON *str_n(const char *t, size_t n)
-{
-    char *z = malloc(n + 1);
-    if (!z)
-        return cJSON_CreateString("");
-    memcpy(z, t, n);
-    z[n] = 0;
-    cJSON *v = cJSON_CreateString(z);
-    free(z);
-    return v;
-}
-
 static void on_event(void *user, const chat_ev *ev)
 {
     oa *a = user;
@@ -142,9 +130,9 @@ static void on_event(void *user, const chat_ev *ev)
     role_chunk(a);
     cJSON *d = cJSON_CreateObject();
     if (ev->kind == CHAT_EV_REASONING) {
-        cJSON_AddItemToObject(d, "reasoning_content", str_n(ev->text, ev->len));
+        cJSON_AddItemToObject(d, "reasoning_content", srv_json_str_n(ev->text, ev->len));
     } else if (ev->kind == CHAT_EV_CONTENT) {
-        cJSON_AddItemToObject(d, "content", str_n(ev->text, ev->len));
+        cJSON_AddItemToObject(d, "content", srv_json_str_n(ev->text, ev->len));
     } else if (ev->kind == CHAT_EV_TOOL_BEGIN || ev->kind == CHAT_EV_TOOL_ARGS) {
         cJSON *calls = cJSON_CreateArray(), *c = cJSON_CreateObject(), *f = cJSON_CreateObject();
         cJSON_AddNumberToObject(c, "index", ev->tool);
@@ -153,10 +141,10 @@ static void on_event(void *user, const chat_ev *ev)
             srv_make_id(a->s, "call_", id, sizeof id);
             cJSON_AddStringToObject(c, "id", id);
             cJSON_AddStringToObject(c, "type", "function");
-            cJSON_AddItemToObject(f, "name", str_n(ev->text, ev->len));
+            cJSON_AddItemToObject(f, "name", srv_json_str_n(ev->text, ev->len));
             cJSON_AddStringToObject(f, "arguments", "");
         } else {
-            cJSON_AddItemToObject(f, "arguments", str_n(ev->text, ev->len));
+            cJSON_AddItemToObject(f, "arguments", srv_json_str_n(ev->text, ev->len));
         }
         cJSON_AddItemToObject(c, "function", f);
         cJSON_AddItemToArray(calls, c);
@@ -177,13 +165,13 @@ static cJSON *lp_entries(oa *a)
         cJSON *e = cJSON_CreateObject(), *tops = cJSON_CreateArray();
         size_t n;
         const char *p = tok_piece(a->s->tok, t->id, true, &n);
-        cJSON_AddItemToObject(e, "token", str_n(p ? p : "", p ? n : 0));
+        cJSON_AddItemToObject(e, "token", srv_json_str_n(p ? p : "", p ? n : 0));
         cJSON_AddNumberToObject(e, "logprob", t->logprob);
         cJSON_AddNumberToObject(e, "id", t->id);
         for (int k = 0; k < t->n_top; k++) {
             cJSON *o = cJSON_CreateObject();
             const char *q = tok_piece(a->s->tok, t->top[k].id, true, &n);
-            cJSON_AddItemToObject(o, "token", str_n(q ? q : "", q ? n : 0));
+            cJSON_AddItemToObject(o, "token", srv_json_str_n(q ? q : "", q ? n : 0));
             cJSON_AddNumberToObject(o, "logprob", t->top[k].logprob);
             cJSON_AddNumberToObject(o, "id", t->top[k].id);
             cJSON_AddItemToArray(tops, o);
@@ -228,7 +216,7 @@ static void feed(oa *a)
         chat_stream_push(a->cs, a->take.text.p, a->take.text.n, on_event, a);
     } else if (a->stream) {
         cJSON *d = cJSON_CreateObject();
-        cJSON_AddItemToObject(d, "content", str_n(a->take.text.p, a->take.text.n));
+        cJSON_AddItemToObject(d, "content", srv_json_str_n(a->take.text.p, a->take.text.n));
         sse_data(a->out, chunk(a, d, NULL));
     } else {
         srv_buf_add(&a->content, a->take.text.p, a->take.text.n);
@@ -330,38 +318,14 @@ static int run(srv_conn *c, oa *a, const cJSON *body, srv_error *e)
     srv_gen_fields(e, s, body, j, SRV_OPENAI);
     j->gp.special = a->chat;
     a->logprobs = j->gp.n_probs >= 0;
-    if (!e->status && a->pr.ids) {
-        j->prompt = a->pr.ids;
-        j->n_prompt = a->pr.n_ids;
-        a->pr.ids = NULL;
-    }
-    srv_fit_context(e, s, j);
-    if (!e->status && a->chat &&
-        chat_stream_new(a->pr.tools, a->pr.parse_tools, a->pr.in_thinking, &a->cs, NULL))
-        srv_fail(e, 500, "server_error", "", "out of memory");
-    j->id = atomic_fetch_add(&s->next_id, 1);
-    if (!e->status)
-        sched_submit(s->sched, j, e);
-    if (e->status) {
-        oa_free(a);
-        srv_job_unref(j);
-        return srv_reply_error(c, e);
-    }
     srv_make_id(s, a->chat ? "chatcmpl-" : "cmpl-", a->id, sizeof a->id);
     a->created = (long)time(NULL);
-    c->job = j;                                /* the connection's reference now */
-    c->state = a;
-    c->free_state = oa_free;
-    if (a->stream) {
-        c->fill = fill;
-        c->ping = ": ping\n\n";
-        return srv_reply_stream(c);
-    }
-    if (!srv_job_wait(c, j))
-        return 0;                              /* MHD_NO: the client is gone */
-    srv_job_take(j, &a->take);
-    if (a->take.fail.status)
-        return srv_reply_error(c, &a->take.fail);
+    srv_route_job rj = { .job = j, .pr = &a->pr, .cs = a->chat ? &a->cs : NULL, .state = a,
+                         .free_state = oa_free, .stream = a->stream, .fill = fill,
+                         .ping = ": ping\n\n", .take = &a->take };
+    int rc;
+    if (!srv_route_start(c, e, &rj, &rc))
+        return rc;
     feed(a);
     if (a->chat)
         chat_stream_finish(a->cs, on_event, a);

@@ -252,6 +252,10 @@ typedef struct srv_prompt {
 } srv_prompt;
 
 void srv_prompt_free(srv_prompt *p);
+/* Appends the text of a content (a string, or parts of type text,
+ * input_text, output_text, summary_text, reasoning_text) to b; any other
+ * part (images, audio, documents) is a 400 naming it at `path`. */
+void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_buf *b);
 /* OpenAI chat body -> p (messages, tools, tool_choice, reasoning flags). */
 void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p);
 /* Anthropic messages body -> p. */
@@ -272,6 +276,30 @@ void srv_check_model(srv_error *e, srv *s, const cJSON *body, bool required);
 /* The context check (400 with both numbers) and the token limit clamp. */
 void srv_fit_context(srv_error *e, srv *s, srv_job *j);
 
+/* ---- starting a generating route's job (route_job.c) ----------------------------------- */
+
+typedef struct chat_stream chat_stream;
+
+typedef struct srv_route_job {
+    srv_job      *job;
+    srv_prompt   *pr;            /* its ids move into the job; NULL when they are there */
+    chat_stream **cs;            /* the output parser to make from pr, or NULL */
+    void         *state;         /* the route's, owned by the connection from here */
+    void        (*free_state)(void *);
+    bool          stream;
+    srv_fill_fn   fill;          /* streaming: the route's SSE writer and keep-alive */
+    const char   *ping;
+    srv_take     *take;          /* not streaming: receives the whole output */
+} srv_route_job;
+
+/* Checks, queues and starts rj->job. Returns 1 when the job is done and its
+ * output taken (the route builds the reply); 0 when a response is already
+ * queued or the client is gone (*rc is the MHD result). On an error it
+ * replies, frees the state and drops the job. */
+int srv_route_start(srv_conn *c, srv_error *e, const srv_route_job *rj, int *rc);
+/* A JSON string of t[0..n). */
+cJSON *srv_json_str_n(const char *t, size_t n);
+
 /* ---- routes ------------------------------------------------------------------------------- */
 
 int route_chat_completions(srv_conn *c);
@@ -279,6 +307,7 @@ int route_completions(srv_conn *c);
 int route_models(srv_conn *c);
 int route_messages(srv_conn *c);
 int route_count_tokens(srv_conn *c);
+int route_responses(srv_conn *c);
 int route_health(srv_conn *c);
 int route_metrics(srv_conn *c);
 int route_slots(srv_conn *c);

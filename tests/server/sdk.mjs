@@ -151,6 +151,42 @@ await kase("slot_output_independent_of_batch", async () => {
   return alone === together || "the same request gave other tokens or log-probabilities beside other slots";
 });
 
+// ---- Responses (the subset Codex-style clients send) -------------------------------------------
+await kase("responses_create", async () => {
+  const r = await oa.responses.create({ model, input: "Hello", max_output_tokens: 8, instructions: "Be brief." });
+  if (r.object !== "response" || !r.id.startsWith("resp_")) return JSON.stringify(r);
+  return (r.status === "incomplete" && r.usage.output_tokens === 8 && r.output.length >= 1) || JSON.stringify(r);
+});
+
+await kase("responses_stream_items", async () => {
+  const s = oa.responses.stream({ model, max_output_tokens: 16, tool_choice: { type: "function", name: "get_weather" },
+    tools: [{ type: "function", name: "get_weather", parameters: weather.function.parameters },
+            { type: "web_search" }],
+    input: [
+      { type: "message", role: "developer", content: "Use tools." },
+      { role: "user", content: [{ type: "input_text", text: "Weather in Oslo?" }] },
+      { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "Need weather." }] },
+      { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{\"city\":\"Oslo\"}" },
+      { type: "function_call_output", call_id: "call_1", output: "cold" },
+      { role: "user", content: "And Rome?" },
+    ] });
+  const types = [];
+  s.on("event", (e) => types.push(e.type));
+  const f = await s.finalResponse();
+  const call = f.output.find((o) => o.type === "function_call");
+  if (!call || call.name !== "get_weather" || !call.call_id.startsWith("call_")) return JSON.stringify(f.output);
+  JSON.parse(call.arguments);
+  return (types[0] === "response.created" && types.includes("response.output_item.done") &&
+    /response\.(completed|incomplete)/.test(types[types.length - 1])) || types.join(",");
+});
+
+await kase("error_responses_previous_id", async () => {
+  const r = await fetch(`${base}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${key}` },
+    body: JSON.stringify({ input: "x", previous_response_id: "resp_1" }) });
+  const j = await r.json();
+  return (r.status === 400 && j.error.param === "previous_response_id") || JSON.stringify(j);
+});
+
 // ---- Anthropic -----------------------------------------------------------------------------
 await kase("anthropic_message", async () => {
   const r = await an.messages.create({ model, max_tokens: 8, messages: user("Hello") });
@@ -213,7 +249,8 @@ await kase("anthropic_beta_query", async () => {
 // ---- errors, while a stream on another slot keeps going -------------------------------------
 const long = await fetch(`${base}/v1/chat/completions`, { method: "POST",
   headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-  body: JSON.stringify({ model, messages: user("Go on"), max_tokens: 400, stream: true }) });
+  body: JSON.stringify({ model, messages: user("Go on"), max_tokens: 400, stream: true,
+    stream_options: { include_usage: true } }) });
 const longText = long.text();
 
 const big = "word ".repeat(nCtx * 2);
@@ -282,8 +319,8 @@ await kase("health_needs_no_key", async () => {
 });
 await kase("stream_survives_errors", async () => {
   const t = await longText;
-  const n = (t.match(/^data: \{/gm) || []).length;
-  return (long.status === 200 && t.trimEnd().endsWith("data: [DONE]") && n > 100) || `status ${long.status}, ${n} chunks, end '${t.slice(-60)}'`;
+  const n = Number((/"completion_tokens":(\d+)/.exec(t) || [])[1]);
+  return (long.status === 200 && t.trimEnd().endsWith("data: [DONE]") && n > 100) || `status ${long.status}, ${n} tokens, end '${t.slice(-60)}'`;
 });
 
 // ---- a client that leaves mid-stream frees its slot ------------------------------------------
@@ -305,10 +342,14 @@ await kase("disconnect_frees_slot", async () => {
 // ---- 16 concurrent streams ---------------------------------------------------------------------
 await kase("concurrent_16_streams", async () => {
   const one = async (i) => {
-    const s = await oa.chat.completions.create({ model, messages: user(`Stream ${i}`), max_tokens: 24, stream: true, seed: i });
-    let fin = null, n = 0;
-    for await (const ch of s) { n++; if (ch.choices[0]?.finish_reason) fin = ch.choices[0].finish_reason; }
-    return fin === "length" && n >= 24 ? 0 : 1;
+    const s = await oa.chat.completions.create({ model, messages: user(`Stream ${i}`), max_tokens: 24, stream: true, seed: i,
+      stream_options: { include_usage: true } });
+    let fin = null, used = 0;
+    for await (const ch of s) {
+      if (ch.choices[0]?.finish_reason) fin = ch.choices[0].finish_reason;
+      if (ch.usage) used = ch.usage.completion_tokens;
+    }
+    return (fin === "length" && used === 24) || (fin === "stop" && used > 0 && used < 24) ? 0 : 1;
   };
   const bad = (await Promise.all([...Array(16).keys()].map(one))).reduce((a, b) => a + b, 0);
   return bad === 0 || `${bad} of 16 streams did not complete`;
