@@ -36,6 +36,9 @@ typedef struct chat_opts {
     bool add_generation_prompt;
     int  enable_thinking;    /* -1: not given (thinking on), 0: false, 1: true */
     bool add_vision_id;      /* "Picture N: " / "Video N: " before media */
+    bool preserve_thinking;  /* Qwen3.6's preserve_thinking: every assistant turn keeps
+                                its <think> block, not only those after the last user
+                                query (false: Qwen3.5's rendering, the default) */
 } chat_opts;
 
 /* Renders messages (and tools, NULL or a list) into a malloc'd,

@@ -522,7 +522,7 @@ int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
             s_put(&s, c.p, c.n);
             s_cat(&s, "<|im_end|>\n");
         } else if (!strcmp(role, "assistant")) {
-            rc = render_assistant(&r, m, &c, i > lq, &s);
+            rc = render_assistant(&r, m, &c, i > lq || r.o->preserve_thinking, &s);
         } else if (!strcmp(role, "tool")) {
             if (i > 0 && strcmp(role_of(cJSON_GetArrayItem(messages, i - 1)), "tool"))
                 s_cat(&s, "<|im_start|>user");

@@ -246,6 +246,7 @@ void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
     const cJSON *et = rq_get(e, kw, "chat_template_kwargs", "enable_thinking", RQ_BOOL, false);
     if (et)
         p->enable_thinking = cJSON_IsTrue(et);
+    rq_bool(e, kw, "chat_template_kwargs", "preserve_thinking", &p->preserve_thinking);
     const cJSON *re = rq_get(e, body, "", "reasoning_effort", RQ_STR | RQ_NULL, false);
     if (cJSON_IsString(re)) {
         const char *v = re->valuestring;
@@ -465,7 +466,8 @@ void srv_prompt_render(srv_error *e, const tok_vocab *tok, srv_prompt *p)
     if (e->status)
         return;
     bool force = p->forced_tool[0] || p->require_tool;
-    chat_opts o = { .add_generation_prompt = true, .enable_thinking = force ? 0 : p->enable_thinking };
+    chat_opts o = { .add_generation_prompt = true, .enable_thinking = force ? 0 : p->enable_thinking,
+                    .preserve_thinking = p->preserve_thinking };
     q36_err err = { 0 };
     char *text = NULL;
     size_t len = 0;

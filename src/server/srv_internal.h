@@ -239,6 +239,7 @@ typedef struct srv_prompt {
     cJSON  *messages;        /* normalized: one leading system turn at most */
     cJSON  *tools;           /* OpenAI-style function tools, or NULL */
     int     enable_thinking; /* -1 default (on), 0, 1 */
+    bool    preserve_thinking; /* chat_template_kwargs.preserve_thinking */
     bool    parse_tools;     /* tool_choice != none and tools given */
     char    forced_tool[128];/* named tool_choice: its name; "" otherwise */
     char    prefix[160];     /* what the prompt ends with of the reply (a forced call's

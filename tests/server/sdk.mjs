@@ -246,6 +246,30 @@ await kase("anthropic_beta_query", async () => {
   return r.status === 200 || `status ${r.status}`;
 });
 
+// ---- the utility routes -------------------------------------------------------------------------
+const post = async (path, body) => (await fetch(base + path, { method: "POST", headers: { "x-api-key": key },
+  body: JSON.stringify(body) })).json();
+await kase("tokenize_detokenize_roundtrip", async () => {
+  const t = await post("/tokenize", { content: "Hello <|im_start|> world" });
+  const d = await post("/detokenize", { tokens: t.tokens });
+  return d.content === "Hello <|im_start|> world" || JSON.stringify([t, d]);
+});
+await kase("tokenize_pieces", async () => {
+  const t = await post("/tokenize", { content: "Hi there", with_pieces: true });
+  return (t.tokens.length === 2 && t.tokens[1].piece === " there" && Number.isInteger(t.tokens[0].id)) || JSON.stringify(t);
+});
+const history = [{ role: "user", content: "Q1" }, { role: "assistant", content: "A1", reasoning_content: "R1" },
+  { role: "system", content: "Late system text." }, { role: "user", content: "Q2" }];
+await kase("apply_template_merges_system", async () => {
+  const t = (await post("/apply-template", { messages: history })).prompt;
+  return (t.startsWith("<|im_start|>system\nLate system text.<|im_end|>") && !t.includes("R1") &&
+    t.endsWith("<|im_start|>assistant\n<think>\n")) || JSON.stringify(t);
+});
+await kase("apply_template_preserve_thinking", async () => {
+  const t = (await post("/apply-template", { messages: history, chat_template_kwargs: { preserve_thinking: true } })).prompt;
+  return t.includes("<think>\nR1\n</think>\n\nA1") || JSON.stringify(t);
+});
+
 // ---- errors, while a stream on another slot keeps going -------------------------------------
 const long = await fetch(`${base}/v1/chat/completions`, { method: "POST",
   headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
