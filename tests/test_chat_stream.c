@@ -138,6 +138,8 @@ static const scase cases[] = {
     { "unfinished_reasoning", true, true, "thinking and thinking", "thinking and thinking", "", 0, { { 0 } } },
     { "text_after_call", true, false,
       "<tool_call>\n<function=search>\n</function>\n</tool_call>\nDone.", "", "Done.", 1, { { "search", "{}" } } },
+    { "opens_think_itself", true, false, "\n<think>\nhmm\n</think>\n\nok", "hmm", "ok", 0, { { 0 } } },
+    { "think_tag_later_is_text", true, false, "a <think> b", "", "a <think> b", 0, { { 0 } } },
     { "unknown_param_type", true, false,
       "<tool_call>\n<function=other>\n<parameter=n>\n7\n</parameter>\n<parameter=s>\nhi there\n</parameter>\n"
       "</function>\n</tool_call>",

@@ -1,152 +1,86 @@
-/* chat_parse.c: what a Qwen3.5/3.6 model writes after the generation
- * prompt, split into reasoning, answer and tool calls (chat.h).
+/* chat_parse.c: a whole reply split into reasoning, answer and tool calls
+ * (chat.h), by running the incremental parser (chat_stream.c) over it: one
+ * reading of the format for `q36 chat`, the server and the tests.
  *
- * The model writes [reasoning]</think>\n\n[answer][<tool_call>...]. A tool
- * call is <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*
- * </function>\n</tool_call>, the format the template teaches; one newline
- * after the opening and before the closing parameter tag belongs to the
- * format, the rest to the value. Text the model writes after a tool call is
- * dropped (the template forbids it).
+ * Without a tool list every parameter value is JSON when it parses as JSON
+ * other than a bare string, else the raw string.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "chat.h"
+#include "chat_stream.h"
 
-static const char *find(const char *s, const char *end, const char *needle)
-{
-    size_t k = strlen(needle);
-    return (size_t)(end - s) >= k ? memmem(s, (size_t)(end - s), needle, k) : NULL;
-}
+typedef struct collect {
+    char  *text[2];           /* reasoning, content */
+    size_t n[2];
+    cJSON *calls;             /* [{type, function:{name, arguments}}] */
+    char  *args;              /* the current call's arguments */
+    size_t n_args;
+    bool   oom;
+} collect;
 
-static bool is_ws(char c)
+static void add(collect *c, char **p, size_t *n, const char *t, size_t k)
 {
-    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
-}
-
-static char *dup_trim(const char *a, const char *b)
-{
-    while (a < b && is_ws(*a))
-        a++;
-    while (b > a && is_ws(b[-1]))
-        b--;
-    char *s = malloc((size_t)(b - a) + 1);
-    if (s) {
-        memcpy(s, a, (size_t)(b - a));
-        s[b - a] = 0;
+    char *q = realloc(*p, *n + k + 1);
+    if (!q) {
+        c->oom = true;
+        return;
     }
-    return s;
+    memcpy(q + *n, t, k);
+    *n += k;
+    q[*n] = 0;
+    *p = q;
 }
 
-/* A parameter value: JSON when it parses as JSON other than a bare string. */
-static cJSON *param_value(const char *a, const char *b)
+static void on_ev(void *user, const chat_ev *ev)
 {
-    char *t = malloc((size_t)(b - a) + 1);
-    if (!t)
-        return NULL;
-    memcpy(t, a, (size_t)(b - a));
-    t[b - a] = 0;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(t, &end, true);
-    if (!j || cJSON_IsString(j)) {
-        cJSON_Delete(j);
-        j = cJSON_CreateString(t);
+    collect *c = user;
+    switch (ev->kind) {
+    case CHAT_EV_REASONING: add(c, &c->text[0], &c->n[0], ev->text, ev->len); break;
+    case CHAT_EV_CONTENT:   add(c, &c->text[1], &c->n[1], ev->text, ev->len); break;
+    case CHAT_EV_TOOL_BEGIN: {
+        cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+        char *name = strndup(ev->text, ev->len);
+        cJSON_AddStringToObject(call, "type", "function");
+        cJSON_AddStringToObject(fn, "name", name ? name : "");
+        cJSON_AddItemToObject(call, "function", fn);
+        if (!c->calls)
+            c->calls = cJSON_CreateArray();
+        cJSON_AddItemToArray(c->calls, call);
+        free(name);
+        c->n_args = 0;
+        break;
     }
-    free(t);
-    return j;
-}
-
-/* Parses one <tool_call> body s[..e) into an OpenAI tool call, or NULL. */
-static cJSON *parse_call(const char *s, const char *e)
-{
-    const char *f = find(s, e, "<function=");
-    if (!f)
-        return NULL;
-    const char *name = f + 10, *gt = memchr(name, '>', (size_t)(e - name));
-    if (!gt)
-        return NULL;
-    cJSON *args = cJSON_CreateObject();
-    const char *p = gt + 1;
-    for (;;) {
-        const char *q = find(p, e, "<parameter=");
-        if (!q)
-            break;
-        const char *key = q + 11, *kgt = memchr(key, '>', (size_t)(e - key));
-        if (!kgt)
-            break;
-        const char *v = kgt + 1;
-        const char *close = find(v, e, "</parameter>");
-        const char *ve = close ? close : e;
-        if (v < ve && *v == '\n')
-            v++;
-        if (ve > v && ve[-1] == '\n')
-            ve--;
-        char *k = dup_trim(key, kgt);
-        cJSON *val = param_value(v, ve);
-        if (k && val)
-            cJSON_AddItemToObject(args, k, val);
-        else
-            cJSON_Delete(val);
-        free(k);
-        if (!close)
-            break;
-        p = close + 12;
+    case CHAT_EV_TOOL_ARGS: add(c, &c->args, &c->n_args, ev->text, ev->len); break;
+    case CHAT_EV_TOOL_END: {
+        cJSON *call = cJSON_GetArrayItem(c->calls, cJSON_GetArraySize(c->calls) - 1);
+        cJSON_AddStringToObject(cJSON_GetObjectItem(call, "function"), "arguments",
+                                c->n_args ? c->args : "{}");
+        break;
     }
-    char *nm = dup_trim(name, gt);
-    char *js = cJSON_PrintUnformatted(args);
-    cJSON_Delete(args);
-    cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-    cJSON_AddStringToObject(call, "type", "function");
-    cJSON_AddStringToObject(fn, "name", nm ? nm : "");
-    cJSON_AddStringToObject(fn, "arguments", js ? js : "{}");
-    cJSON_AddItemToObject(call, "function", fn);
-    free(nm);
-    free(js);
-    return call;
+    }
 }
 
 int chat_parse(const char *text, size_t len, bool in_thinking, chat_reply *out, q36_err *err)
 {
     memset(out, 0, sizeof *out);
-    const char *s = text, *e = text + len;
-    out->complete = true;
-    const char *rest = s;
-    if (!in_thinking) {
-        const char *t = s;
-        while (t < e && is_ws(*t))
-            t++;
-        if ((size_t)(e - t) >= 7 && !memcmp(t, "<think>", 7)) {
-            in_thinking = true;
-            s = t + 7;
-        }
-    }
-    if (in_thinking) {
-        const char *close = find(s, e, "</think>");
-        out->reasoning = dup_trim(s, close ? close : e);
-        if (!close)
-            out->complete = false;
-        rest = close ? close + 8 : e;
-    } else {
-        out->reasoning = dup_trim(s, s);
-    }
-    const char *call = find(rest, e, "<tool_call>");
-    out->content = dup_trim(rest, call ? call : e);
-    if (!out->reasoning || !out->content) {
+    chat_stream *cs;
+    int rc = chat_stream_new(NULL, true, in_thinking, &cs, err);
+    if (rc)
+        return rc;
+    collect c = { 0 };
+    chat_stream_push(cs, text, len, on_ev, &c);
+    chat_stream_finish(cs, on_ev, &c);
+    out->complete = chat_stream_complete(cs);
+    chat_stream_free(cs);
+    free(c.args);
+    out->reasoning = c.text[0] ? c.text[0] : strdup("");
+    out->content = c.text[1] ? c.text[1] : strdup("");
+    out->tool_calls = c.calls;
+    if (c.oom || !out->reasoning || !out->content) {
         chat_reply_free(out);
         return q36_err_set(err, Q36_E_NOMEM, "chat parse: out of memory");
-    }
-    while (call) {
-        const char *body = call + 11;
-        const char *end = find(body, e, "</tool_call>");
-        if (!end)
-            out->complete = false;
-        cJSON *c = parse_call(body, end ? end : e);
-        if (c) {
-            if (!out->tool_calls)
-                out->tool_calls = cJSON_CreateArray();
-            cJSON_AddItemToArray(out->tool_calls, c);
-        }
-        call = end ? find(end + 12, e, "<tool_call>") : NULL;
     }
     return 0;
 }

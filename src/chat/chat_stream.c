@@ -47,6 +47,8 @@ struct chat_stream {
     sbuf    val;            /* the current parameter's value so far */
     bool    skip_nl;        /* drop one '\n' at the start of the value */
     int     n_calls;
+    bool    may_open_think; /* the output may still open with <think> */
+    bool    incomplete;     /* the end came inside reasoning or inside a call */
     chat_ev_fn fn;
     void   *user;
 };
@@ -95,6 +97,7 @@ int chat_stream_new(const cJSON *tools, bool parse_tools, bool in_thinking, chat
     }
     cs->parse_tools = parse_tools;
     cs->st = in_thinking ? ST_REASON : ST_CONTENT;
+    cs->may_open_think = !in_thinking;
     cs->at_start = true;
     *out = cs;
     return 0;
@@ -113,6 +116,7 @@ void chat_stream_free(chat_stream *cs)
 }
 
 int chat_stream_n_calls(const chat_stream *cs) { return cs->n_calls; }
+bool chat_stream_complete(const chat_stream *cs) { return !cs->incomplete; }
 
 static void send(chat_stream *cs, enum chat_ev_kind k, const char *t, size_t n)
 {
@@ -312,9 +316,9 @@ static void param_out(chat_stream *cs)
     cJSON *key = cJSON_CreateString(cs->key);
     char *vs = val ? cJSON_PrintUnformatted(val) : NULL, *ks = key ? cJSON_PrintUnformatted(key) : NULL;
     sbuf f = { 0 };
-    sb_put(&f, cs->n_args ? ", " : "{", cs->n_args ? 2 : 1);
+    sb_put(&f, cs->n_args ? "," : "{", 1);      /* compact, like cJSON prints */
     sb_put(&f, ks ? ks : "\"\"", strlen(ks ? ks : "\"\""));
-    sb_put(&f, ": ", 2);
+    sb_put(&f, ":", 1);
     sb_put(&f, vs ? vs : "null", strlen(vs ? vs : "null"));
     if (f.p)
         send(cs, CHAT_EV_TOOL_ARGS, f.p, f.n);
@@ -379,6 +383,25 @@ static bool step(chat_stream *cs, bool final)
     const char *b = cs->buf.p;
     size_t n = cs->buf.n;
     bool more = false;
+    if (cs->st == ST_CONTENT && cs->may_open_think) {
+        /* An output that was not started inside <think> may open one. */
+        size_t i = 0;
+        while (i < n && is_ws(b[i]))
+            i++;
+        if (i < n || final) {
+            if (starts(b + i, n - i, "<think>", &more)) {
+                sb_drop(&cs->buf, i + 7);
+                cs->may_open_think = false;
+                section(cs, ST_REASON);
+                return true;
+            }
+            if (more && !final)
+                return false;
+            cs->may_open_think = false;
+        } else {
+            return false;
+        }
+    }
     switch (cs->st) {
     case ST_REASON:
     case ST_CONTENT: {
@@ -591,6 +614,9 @@ void chat_stream_finish(chat_stream *cs, chat_ev_fn fn, void *user)
 {
     cs->fn = fn;
     cs->user = user;
+    if (cs->st == ST_REASON || cs->st == ST_CALL_OPEN || cs->st == ST_CALL_BODY || cs->st == ST_PARAM ||
+        cs->st == ST_CALL_CLOSE)
+        cs->incomplete = true;
     for (int guard = 0; guard < 64 && (cs->buf.n || cs->st == ST_PARAM ||
                                        cs->st == ST_CALL_BODY || cs->st == ST_CALL_CLOSE ||
                                        cs->st == ST_CALL_OPEN); guard++) {

@@ -5,7 +5,8 @@
  * The model writes
  *     {reasoning}\n</think>\n\n{text}\n\n<tool_call>\n<function=NAME>\n
  *     <parameter=K>\n{value}\n</parameter>\n ... </function>\n</tool_call> ...
- * Reasoning ends at </think> or, implicitly, at <tool_call>. Each parameter
+ * Reasoning ends at </think> or, implicitly, at <tool_call>; output that
+ * did not start inside reasoning may still open with <think>. Each parameter
  * value is converted by the tool's JSON schema (parameters.properties[K]):
  * a string parameter stays the raw text (it may span lines and contain
  * anything, even "</function>", up to "</parameter>"); other types are parsed
@@ -65,6 +66,9 @@ void chat_stream_finish(chat_stream *cs, chat_ev_fn fn, void *user);
 
 /* Calls begun so far. */
 int  chat_stream_n_calls(const chat_stream *cs);
+/* After chat_stream_finish: false when the output ended inside reasoning
+ * (no </think>) or inside a call (no </tool_call>). */
+bool chat_stream_complete(const chat_stream *cs);
 
 /* Converts one parameter value by its property schema (NULL: unknown) into a
  * new cJSON value (see above); NULL only when out of memory. */
