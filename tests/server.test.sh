@@ -3,7 +3,8 @@
 # @anthropic-ai/sdk clients (tests/server, pinned) through chat, streams,
 # usage, thinking, tools, count_tokens; a table of malformed requests, each
 # with its status and error shape, while a stream on another slot goes on;
-# a client that leaves mid-stream; 16 concurrent streams; a clean stop.
+# a client that leaves mid-stream; 16 concurrent streams; a slot that fails
+# mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop.
 set -u
 . "$(dirname "$0")/lib.sh"
 SDK=tests/server/node_modules
@@ -19,6 +20,18 @@ if [ ! -f "$model" ]; then
     "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||
         { fail server_model "cannot make $model"; exit 1; }
 fi
+# wait_url FILE PID: the URL the server prints as its first stdout line,
+# waited for up to 10 s; empty when it does not start.
+wait_url() {
+    local u=
+    for _ in $(seq 1 100); do
+        u=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$1")
+        [ -n "$u" ] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.1
+    done
+    printf '%s' "$u"
+}
 key=test-key-$$
 printf '%s\n' "$key" >"$tmp/key"
 
@@ -27,13 +40,7 @@ printf '%s\n' "$key" >"$tmp/key"
 "$Q36" serve --port 0 -np 4 -c 512 --api-key-file "$tmp/key" --max-body 1048576 \
     >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-url=
-for _ in $(seq 1 100); do
-    url=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$tmp/out")
-    [ -n "$url" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-done
+url=$(wait_url "$tmp/out" $pid)
 [ -n "$url" ] && ok serve_prints_url || { fail serve_prints_url "$(cat "$tmp/out" "$tmp/err")"; kill $pid; exit 1; }
 grep -q "default.gguf" "$tmp/out" && ok serve_default_model || fail serve_default_model "$(cat "$tmp/out")"
 
@@ -47,6 +54,18 @@ else
     wait $pid; rc=$?
     [ $rc -eq 0 ] && ok serve_stops_on_sigterm || fail serve_stops_on_sigterm "exit $rc: $(tail -2 "$tmp/err")"
 fi
+
+# A slot that fails mid-stream fails its request alone (row 30: a decode
+# step of one of the two streams).
+Q36_SERVER_FAIL_ROW=30 "$Q36" serve --port 0 -np 2 -c 512 >"$tmp/out2" 2>"$tmp/err2" &
+pid=$!
+url=$(wait_url "$tmp/out2" $pid)
+if [ -n "$url" ]; then
+    node tests/server/fault.mjs "$url"
+else
+    fail fault_server "did not start: $(cat "$tmp/err2")"
+fi
+kill -TERM $pid; wait $pid
 
 # Refusals at start: a bad address, a missing model, a bad flag.
 expect serve_bad_host 1 "$Q36" serve --host not-an-ip --port 0

@@ -2,6 +2,10 @@
  * session API: one q36_session per slot, the rows of a step run one after
  * another. This file is the only server code that evaluates the model; the
  * engine's batch API replaces its body with one forward pass.
+ *
+ * Q36_SERVER_FAIL_ROW=N (read once here; a diagnostic for the tests) makes
+ * the N-th row evaluated since the start fail with an injected error, so
+ * that the path of a slot that fails can be tested end to end.
  */
 #include "sched.h"
 
@@ -10,6 +14,7 @@
 struct sched_engine {
     int           n_slots, n_vocab;
     q36_session **sess;
+    long long     rows, fail_row;   /* rows evaluated; the one to fail (0: none) */
 };
 
 int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_session_opts *o,
@@ -22,6 +27,8 @@ int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_sessi
         return q36_err_set(err, Q36_E_NOMEM, "out of memory for %d slots", n_slots);
     }
     e->n_slots = n_slots;
+    const char *f = getenv("Q36_SERVER_FAIL_ROW");
+    e->fail_row = f ? atoll(f) : 0;
     for (int i = 0; i < n_slots; i++) {
         int rc = q36_session_new(m, n_ctx, o, &e->sess[i], err);
         if (rc) {
@@ -50,6 +57,10 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n)
         sched_row *r = &rows[i];
         r->err.kind = 0;
         r->err.msg[0] = 0;
+        if (++e->rows == e->fail_row) {
+            r->rc = q36_err_set(&r->err, Q36_E_ARG, "row %lld failed on purpose (Q36_SERVER_FAIL_ROW)", e->rows);
+            continue;
+        }
         r->rc = r->n == 1 ? q36_session_decode(e->sess[r->slot], r->ids[0], r->logits, &r->err)
                           : q36_session_append(e->sess[r->slot], r->ids, r->n, r->logits,
                                                Q36_LOGITS_LAST, &r->err);
