@@ -128,10 +128,10 @@ build-fuzz/fuzz_gguf: tests/fuzz/fuzz_gguf.c $(FUZZ_SRC) $(wildcard src/gguf/*.h
 # path (request cursor, normalization, template) with what it links.
 FUZZ_CLANG := clang $(CSTD) -O1 -g -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=undefined
-FUZZ_CHAT_SRC := tests/fuzz/fuzz_chat_stream.c src/chat/chat_stream.c src/util/err.c
+FUZZ_CHAT_SRC := tests/fuzz/fuzz_chat_stream.c src/chat/chat_stream.c src/util/err.c src/util/buf.c
 FUZZ_REQ_SRC  := tests/fuzz/fuzz_request.c $(addprefix src/server/,req.c prompt.c gen_req.c job.c) \
                  $(wildcard src/chat/*.c src/tokenizer/*.c src/sampler/*.c) src/gen/gen.c \
-                 src/gguf/gguf_read.c src/gguf/gguf_value.c src/quant/types.c src/util/err.c
+                 src/gguf/gguf_read.c src/gguf/gguf_value.c src/quant/types.c src/util/err.c src/util/buf.c
 build-fuzz/fuzz_chat_stream: $(FUZZ_CHAT_SRC) $(wildcard src/chat/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CLANG) -o $@ $(FUZZ_CHAT_SRC) -lcjson

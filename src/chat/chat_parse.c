@@ -10,35 +10,20 @@
 
 #include "chat.h"
 #include "chat_stream.h"
+#include "../util/buf.h"
 
 typedef struct collect {
-    char  *text[2];           /* reasoning, content */
-    size_t n[2];
-    cJSON *calls;             /* [{type, function:{name, arguments}}] */
-    char  *args;              /* the current call's arguments */
-    size_t n_args;
-    bool   oom;
+    q36_buf text[2];          /* reasoning, content */
+    cJSON  *calls;            /* [{type, function:{name, arguments}}] */
+    q36_buf args;             /* the current call's arguments */
 } collect;
-
-static void add(collect *c, char **p, size_t *n, const char *t, size_t k)
-{
-    char *q = realloc(*p, *n + k + 1);
-    if (!q) {
-        c->oom = true;
-        return;
-    }
-    memcpy(q + *n, t, k);
-    *n += k;
-    q[*n] = 0;
-    *p = q;
-}
 
 static void on_ev(void *user, const chat_ev *ev)
 {
     collect *c = user;
     switch (ev->kind) {
-    case CHAT_EV_REASONING: add(c, &c->text[0], &c->n[0], ev->text, ev->len); break;
-    case CHAT_EV_CONTENT:   add(c, &c->text[1], &c->n[1], ev->text, ev->len); break;
+    case CHAT_EV_REASONING: q36_buf_add(&c->text[0], ev->text, ev->len); break;
+    case CHAT_EV_CONTENT:   q36_buf_add(&c->text[1], ev->text, ev->len); break;
     case CHAT_EV_TOOL_BEGIN: {
         cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
         char *name = strndup(ev->text, ev->len);
@@ -49,14 +34,14 @@ static void on_ev(void *user, const chat_ev *ev)
             c->calls = cJSON_CreateArray();
         cJSON_AddItemToArray(c->calls, call);
         free(name);
-        c->n_args = 0;
+        c->args.n = 0;
         break;
     }
-    case CHAT_EV_TOOL_ARGS: add(c, &c->args, &c->n_args, ev->text, ev->len); break;
+    case CHAT_EV_TOOL_ARGS: q36_buf_add(&c->args, ev->text, ev->len); break;
     case CHAT_EV_TOOL_END: {
         cJSON *call = cJSON_GetArrayItem(c->calls, cJSON_GetArraySize(c->calls) - 1);
         cJSON_AddStringToObject(cJSON_GetObjectItem(call, "function"), "arguments",
-                                c->n_args ? c->args : "{}");
+                                c->args.n ? c->args.p : "{}");
         break;
     }
     }
@@ -74,11 +59,12 @@ int chat_parse(const char *text, size_t len, bool in_thinking, chat_reply *out, 
     chat_stream_finish(cs, on_ev, &c);
     out->complete = chat_stream_complete(cs);
     chat_stream_free(cs);
-    free(c.args);
-    out->reasoning = c.text[0] ? c.text[0] : strdup("");
-    out->content = c.text[1] ? c.text[1] : strdup("");
+    bool oom = c.text[0].oom || c.text[1].oom || c.args.oom;
+    q36_buf_free(&c.args);
+    out->reasoning = c.text[0].p ? c.text[0].p : strdup("");
+    out->content = c.text[1].p ? c.text[1].p : strdup("");
     out->tool_calls = c.calls;
-    if (c.oom || !out->reasoning || !out->content) {
+    if (oom || !out->reasoning || !out->content) {
         chat_reply_free(out);
         return q36_err_set(err, Q36_E_NOMEM, "chat parse: out of memory");
     }

@@ -8,6 +8,7 @@
  * has to take back bytes already sent.
  */
 #include "chat_stream.h"
+#include "../util/buf.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,26 +26,21 @@ enum st {
 
 #define NAME_MAX_LEN 256
 
-typedef struct sbuf {
-    char  *p;
-    size_t n, cap;
-    bool   oom;
-} sbuf;
 
 struct chat_stream {
     enum st st;
     bool    parse_tools;
     cJSON  *tools;          /* a copy of the request's tools, or NULL */
-    sbuf    buf;            /* bytes not consumed yet */
-    sbuf    ws;             /* trailing whitespace held back in a text section */
+    q36_buf    buf;            /* bytes not consumed yet */
+    q36_buf    ws;             /* trailing whitespace held back in a text section */
     bool    at_start;       /* nothing sent yet in this text section */
-    sbuf    raw;            /* the current call's raw text, for a call that breaks */
+    q36_buf    raw;            /* the current call's raw text, for a call that breaks */
     bool    begun;          /* the current call's TOOL_BEGIN was sent */
     bool    from_content;   /* the current call began inside the answer text */
     int     n_args;         /* parameters sent for the current call */
     const cJSON *props;     /* the current function's parameters.properties */
     char    key[NAME_MAX_LEN + 1];
-    sbuf    val;            /* the current parameter's value so far */
+    q36_buf    val;            /* the current parameter's value so far */
     bool    skip_nl;        /* drop one '\n' at the start of the value */
     int     n_calls;
     bool    may_open_think; /* the output may still open with <think> */
@@ -52,37 +48,6 @@ struct chat_stream {
     chat_ev_fn fn;
     void   *user;
 };
-
-static void sb_put(sbuf *b, const char *t, size_t n)
-{
-    if (b->oom || n == 0)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, t, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_drop(sbuf *b, size_t n)     /* removes the first n bytes */
-{
-    if (n == 0)
-        return;
-    memmove(b->p, b->p + n, b->n - n);
-    b->n -= n;
-    if (b->p)
-        b->p[b->n] = 0;
-}
 
 static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -108,10 +73,10 @@ void chat_stream_free(chat_stream *cs)
     if (!cs)
         return;
     cJSON_Delete(cs->tools);
-    free(cs->buf.p);
-    free(cs->ws.p);
-    free(cs->raw.p);
-    free(cs->val.p);
+    q36_buf_free(&cs->buf);
+    q36_buf_free(&cs->ws);
+    q36_buf_free(&cs->raw);
+    q36_buf_free(&cs->val);
     free(cs);
 }
 
@@ -138,7 +103,7 @@ static void text_out(chat_stream *cs, const char *p, size_t n)
         last--;
     if (last == 0) {
         if (!cs->at_start)
-            sb_put(&cs->ws, p, n);
+            q36_buf_add(&cs->ws, p, n);
         return;
     }
     if (cs->ws.n) {
@@ -147,7 +112,7 @@ static void text_out(chat_stream *cs, const char *p, size_t n)
     }
     send(cs, k, p, last);
     cs->at_start = false;
-    sb_put(&cs->ws, p + last, n - last);
+    q36_buf_add(&cs->ws, p + last, n - last);
 }
 
 static void section(chat_stream *cs, enum st st)
@@ -315,11 +280,11 @@ static void param_out(chat_stream *cs)
     cJSON *val = chat_param_value(v, n, cJSON_GetObjectItemCaseSensitive(cs->props, cs->key));
     cJSON *key = cJSON_CreateString(cs->key);
     char *vs = val ? cJSON_PrintUnformatted(val) : NULL, *ks = key ? cJSON_PrintUnformatted(key) : NULL;
-    sbuf f = { 0 };
-    sb_put(&f, cs->n_args ? "," : "{", 1);      /* compact, like cJSON prints */
-    sb_put(&f, ks ? ks : "\"\"", strlen(ks ? ks : "\"\""));
-    sb_put(&f, ":", 1);
-    sb_put(&f, vs ? vs : "null", strlen(vs ? vs : "null"));
+    q36_buf f = { 0 };
+    q36_buf_add(&f, cs->n_args ? "," : "{", 1);      /* compact, like cJSON prints */
+    q36_buf_add(&f, ks ? ks : "\"\"", strlen(ks ? ks : "\"\""));
+    q36_buf_add(&f, ":", 1);
+    q36_buf_add(&f, vs ? vs : "null", strlen(vs ? vs : "null"));
     if (f.p)
         send(cs, CHAT_EV_TOOL_ARGS, f.p, f.n);
     cs->n_args++;
@@ -352,11 +317,11 @@ static void call_broken(chat_stream *cs)
         cs->st = ST_CONTENT;           /* the text goes on where it was */
     else
         section(cs, ST_CONTENT);
-    sbuf r = cs->raw;
-    cs->raw = (sbuf){ 0 };
+    q36_buf r = cs->raw;
+    cs->raw = (q36_buf){ 0 };
     if (r.n)
         text_out(cs, r.p, r.n);
-    free(r.p);
+    q36_buf_free(&r);
 }
 
 /* Moves n bytes from buf to the raw text of a call not begun yet (which
@@ -364,8 +329,8 @@ static void call_broken(chat_stream *cs)
 static void consume(chat_stream *cs, size_t n)
 {
     if (!cs->begun)
-        sb_put(&cs->raw, cs->buf.p, n);
-    sb_drop(&cs->buf, n);
+        q36_buf_add(&cs->raw, cs->buf.p, n);
+    q36_buf_drop(&cs->buf, n);
 }
 
 static void skip_ws(chat_stream *cs)
@@ -390,7 +355,7 @@ static bool step(chat_stream *cs, bool final)
             i++;
         if (i < n || final) {
             if (starts(b + i, n - i, "<think>", &more)) {
-                sb_drop(&cs->buf, i + 7);
+                q36_buf_drop(&cs->buf, i + 7);
                 cs->may_open_think = false;
                 section(cs, ST_REASON);
                 return true;
@@ -418,12 +383,12 @@ static bool step(chat_stream *cs, bool final)
         }
         if (hit >= 0) {
             text_out(cs, b, at);
-            sb_drop(&cs->buf, at + strlen(tags[hit]));
+            q36_buf_drop(&cs->buf, at + strlen(tags[hit]));
             if (hit == 0) {
                 section(cs, ST_CONTENT);
             } else {
                 cs->raw.n = 0;
-                sb_put(&cs->raw, "<tool_call>", 11);
+                q36_buf_add(&cs->raw, "<tool_call>", 11);
                 cs->from_content = cs->st == ST_CONTENT;
                 cs->st = ST_CALL_OPEN;
             }
@@ -437,7 +402,7 @@ static bool step(chat_stream *cs, bool final)
         }
         if (n > keep) {
             text_out(cs, b, n - keep);
-            sb_drop(&cs->buf, n - keep);
+            q36_buf_drop(&cs->buf, n - keep);
         }
         return false;
     }
@@ -537,7 +502,7 @@ static bool step(chat_stream *cs, bool final)
         }
         const char *m = n ? memmem(b, n, "</parameter>", 12) : NULL;
         if (m) {
-            sb_put(&cs->val, b, (size_t)(m - b));
+            q36_buf_add(&cs->val, b, (size_t)(m - b));
             consume(cs, (size_t)(m - b) + 12);
             param_out(cs);
             cs->st = ST_CALL_BODY;
@@ -546,7 +511,7 @@ static bool step(chat_stream *cs, bool final)
         if (final) {
             /* No </parameter>: the value runs to the end, less the closing
              * tags a model writes after it. */
-            sb_put(&cs->val, b, n);
+            q36_buf_add(&cs->val, b, n);
             consume(cs, n);
             const char *ends[2] = { "</tool_call>", "</function>" };
             for (int k = 0; k < 2; k++) {
@@ -562,7 +527,7 @@ static bool step(chat_stream *cs, bool final)
             return true;
         }
         size_t keep = partial_tail(b, n, "</parameter>");
-        sb_put(&cs->val, b, n - keep);
+        q36_buf_add(&cs->val, b, n - keep);
         consume(cs, n - keep);
         return false;
     }
@@ -585,9 +550,9 @@ static bool step(chat_stream *cs, bool final)
             return true;
         }
         if (cs->parse_tools && starts(b, n, "<tool_call>", &more)) {
-            sb_drop(&cs->buf, 11);
+            q36_buf_drop(&cs->buf, 11);
             cs->raw.n = 0;
-            sb_put(&cs->raw, "<tool_call>", 11);
+            q36_buf_add(&cs->raw, "<tool_call>", 11);
             cs->from_content = false;
             cs->st = ST_CALL_OPEN;
             return true;
@@ -605,7 +570,7 @@ void chat_stream_push(chat_stream *cs, const char *text, size_t len, chat_ev_fn 
 {
     cs->fn = fn;
     cs->user = user;
-    sb_put(&cs->buf, text, len);
+    q36_buf_add(&cs->buf, text, len);
     while (step(cs, false))
         ;
 }

@@ -14,37 +14,7 @@
 #include <string.h>
 
 #include "chat.h"
-
-/* ---- a growable string ---------------------------------------------------------- */
-
-typedef struct str {
-    char  *p;
-    size_t n, cap;
-    bool   oom;
-} str;
-
-static void s_put(str *s, const char *t, size_t n)
-{
-    if (s->oom)
-        return;
-    if (s->n + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->n + n + 1)
-            cap *= 2;
-        char *a = realloc(s->p, cap);
-        if (!a) {
-            s->oom = true;
-            return;
-        }
-        s->p = a;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->n, t, n);
-    s->n += n;
-    s->p[s->n] = 0;
-}
-
-static void s_cat(str *s, const char *t) { s_put(s, t, strlen(t)); }
+#include "../util/buf.h"
 
 /* ---- Python's str methods on byte ranges ------------------------------------------- */
 
@@ -109,19 +79,19 @@ static const char *rfind(const char *s, size_t n, const char *needle)
 /* A double as JavaScript's Number#toString (and JSON.stringify) writes it:
  * the shortest digits that read back to the same value, plain notation for
  * exponents -7 < e < 21, else d.ddde+x. */
-static void js_number(str *s, double x)
+static void js_number(q36_buf *s, double x)
 {
     char buf[64];
     if (!isfinite(x)) {
-        s_cat(s, "null");
+        q36_buf_str(s, "null");
         return;
     }
     if (x == 0) {
-        s_cat(s, "0");
+        q36_buf_str(s, "0");
         return;
     }
     if (x < 0) {
-        s_cat(s, "-");
+        q36_buf_str(s, "-");
         x = -x;
     }
     int prec;
@@ -140,102 +110,102 @@ static void js_number(str *s, double x)
     digits[k] = 0;
     int n = atoi(strchr(buf, 'e') + 1) + 1;      /* value = 0.digits x 10^n */
     if (k <= n && n <= 21) {
-        s_put(s, digits, (size_t)k);
+        q36_buf_add(s, digits, (size_t)k);
         for (int i = k; i < n; i++)
-            s_cat(s, "0");
+            q36_buf_str(s, "0");
     } else if (0 < n && n <= 21) {
-        s_put(s, digits, (size_t)n);
-        s_cat(s, ".");
-        s_put(s, digits + n, (size_t)(k - n));
+        q36_buf_add(s, digits, (size_t)n);
+        q36_buf_str(s, ".");
+        q36_buf_add(s, digits + n, (size_t)(k - n));
     } else if (-6 < n && n <= 0) {
-        s_cat(s, "0.");
+        q36_buf_str(s, "0.");
         for (int i = 0; i < -n; i++)
-            s_cat(s, "0");
-        s_put(s, digits, (size_t)k);
+            q36_buf_str(s, "0");
+        q36_buf_add(s, digits, (size_t)k);
     } else {
-        s_put(s, digits, 1);
+        q36_buf_add(s, digits, 1);
         if (k > 1) {
-            s_cat(s, ".");
-            s_put(s, digits + 1, (size_t)(k - 1));
+            q36_buf_str(s, ".");
+            q36_buf_add(s, digits + 1, (size_t)(k - 1));
         }
         snprintf(buf, sizeof buf, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
-        s_cat(s, buf);
+        q36_buf_str(s, buf);
     }
 }
 
-static void json_string(str *s, const char *t)
+static void json_string(q36_buf *s, const char *t)
 {
-    s_cat(s, "\"");
+    q36_buf_str(s, "\"");
     for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
         char esc[8];
         switch (*p) {
-        case '"':  s_cat(s, "\\\""); break;
-        case '\\': s_cat(s, "\\\\"); break;
-        case '\b': s_cat(s, "\\b"); break;
-        case '\f': s_cat(s, "\\f"); break;
-        case '\n': s_cat(s, "\\n"); break;
-        case '\r': s_cat(s, "\\r"); break;
-        case '\t': s_cat(s, "\\t"); break;
+        case '"':  q36_buf_str(s, "\\\""); break;
+        case '\\': q36_buf_str(s, "\\\\"); break;
+        case '\b': q36_buf_str(s, "\\b"); break;
+        case '\f': q36_buf_str(s, "\\f"); break;
+        case '\n': q36_buf_str(s, "\\n"); break;
+        case '\r': q36_buf_str(s, "\\r"); break;
+        case '\t': q36_buf_str(s, "\\t"); break;
         default:
             if (*p < 0x20) {
                 snprintf(esc, sizeof esc, "\\u%04x", *p);
-                s_cat(s, esc);
+                q36_buf_str(s, esc);
             } else {
-                s_put(s, (const char *)p, 1);
+                q36_buf_add(s, (const char *)p, 1);
             }
         }
     }
-    s_cat(s, "\"");
+    q36_buf_str(s, "\"");
 }
 
-static void tojson(str *s, const cJSON *v)
+static void tojson(q36_buf *s, const cJSON *v)
 {
     if (cJSON_IsString(v)) {
         json_string(s, v->valuestring);
     } else if (cJSON_IsNumber(v)) {
         js_number(s, v->valuedouble);
     } else if (cJSON_IsTrue(v)) {
-        s_cat(s, "true");
+        q36_buf_str(s, "true");
     } else if (cJSON_IsFalse(v)) {
-        s_cat(s, "false");
+        q36_buf_str(s, "false");
     } else if (cJSON_IsArray(v)) {
-        s_cat(s, "[");
+        q36_buf_str(s, "[");
         const cJSON *it;
         bool first = true;
         cJSON_ArrayForEach(it, v) {
-            s_cat(s, first ? "" : ", ");
+            q36_buf_str(s, first ? "" : ", ");
             tojson(s, it);
             first = false;
         }
-        s_cat(s, "]");
+        q36_buf_str(s, "]");
     } else if (cJSON_IsObject(v)) {
-        s_cat(s, "{");
+        q36_buf_str(s, "{");
         const cJSON *it;
         bool first = true;
         cJSON_ArrayForEach(it, v) {
-            s_cat(s, first ? "\"" : ", \"");
-            s_cat(s, it->string);                /* keys as they are, like the engines */
-            s_cat(s, "\": ");
+            q36_buf_str(s, first ? "\"" : ", \"");
+            q36_buf_str(s, it->string);                /* keys as they are, like the engines */
+            q36_buf_str(s, "\": ");
             tojson(s, it);
             first = false;
         }
-        s_cat(s, "}");
+        q36_buf_str(s, "}");
     } else {
-        s_cat(s, "null");
+        q36_buf_str(s, "null");
     }
 }
 
 /* `value | string` for a tool-call argument that is not a list or mapping. */
-static void py_string(str *s, const cJSON *v)
+static void py_string(q36_buf *s, const cJSON *v)
 {
     if (cJSON_IsString(v))
-        s_cat(s, v->valuestring);
+        q36_buf_str(s, v->valuestring);
     else if (cJSON_IsNumber(v))
         js_number(s, v->valuedouble);
     else if (cJSON_IsBool(v))
-        s_cat(s, cJSON_IsTrue(v) ? "True" : "False");
+        q36_buf_str(s, cJSON_IsTrue(v) ? "True" : "False");
     else
-        s_cat(s, "None");
+        q36_buf_str(s, "None");
 }
 
 /* ---- the template ---------------------------------------------------------------- */
@@ -269,12 +239,12 @@ static bool type_is(const cJSON *item, const char *t)
 }
 
 /* The template's render_content macro, into s. */
-static int render_content(render *r, const cJSON *content, bool count, bool is_system, str *s)
+static int render_content(render *r, const cJSON *content, bool count, bool is_system, q36_buf *s)
 {
     if (!content || cJSON_IsNull(content))
         return 0;
     if (cJSON_IsString(content)) {
-        s_cat(s, content->valuestring);
+        q36_buf_str(s, content->valuestring);
         return 0;
     }
     if (!cJSON_IsArray(content))
@@ -295,15 +265,15 @@ static int render_content(render *r, const cJSON *content, bool count, bool is_s
             if (r->o->add_vision_id) {
                 char buf[48];
                 snprintf(buf, sizeof buf, "%s %d: ", image ? "Picture" : "Video", *counter);
-                s_cat(s, buf);
+                q36_buf_str(s, buf);
             }
-            s_cat(s, image ? "<|vision_start|><|image_pad|><|vision_end|>"
+            q36_buf_str(s, image ? "<|vision_start|><|image_pad|><|vision_end|>"
                            : "<|vision_start|><|video_pad|><|vision_end|>");
         } else if (has(item, "text")) {
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(item, "text");
             if (!cJSON_IsString(t))
                 return raise(r, "Unexpected item type in content.");
-            s_cat(s, t->valuestring);
+            q36_buf_str(s, t->valuestring);
         } else {
             return raise(r, "Unexpected item type in content.");
         }
@@ -312,17 +282,17 @@ static int render_content(render *r, const cJSON *content, bool count, bool is_s
 }
 
 /* render_content(...)|trim into a fresh string. */
-static int content_trimmed(render *r, const cJSON *content, bool count, bool is_system, str *out)
+static int content_trimmed(render *r, const cJSON *content, bool count, bool is_system, q36_buf *out)
 {
-    str t = { 0 };
+    q36_buf t = { 0 };
     int rc = render_content(r, content, count, is_system, &t);
     if (!rc && t.p) {
         size_t a = 0, b = t.n;
         py_strip(t.p, &a, &b);
-        s_put(out, t.p + a, b - a);
+        q36_buf_add(out, t.p + a, b - a);
     }
     if (!out->p)
-        s_put(out, "", 0);
+        q36_buf_add(out, "", 0);
     free(t.p);
     return rc;
 }
@@ -341,32 +311,32 @@ static const char tools_rules[] =
     "question like normal with your current knowledge and do not tell the user about function calls\n"
     "</IMPORTANT>";
 
-static int render_system(render *r, const cJSON *messages, const cJSON *tools, str *s)
+static int render_system(render *r, const cJSON *messages, const cJSON *tools, q36_buf *s)
 {
     const cJSON *first = cJSON_GetArrayItem(messages, 0);
     bool sys = !strcmp(role_of(first), "system");
-    str c = { 0 };
+    q36_buf c = { 0 };
     int rc = 0;
     if (sys && (rc = content_trimmed(r, cJSON_GetObjectItemCaseSensitive(first, "content"), false, true, &c)))
         goto done;
     if (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0) {
-        s_cat(s, "<|im_start|>system\n");
-        s_cat(s, tools_intro);
+        q36_buf_str(s, "<|im_start|>system\n");
+        q36_buf_str(s, tools_intro);
         const cJSON *t;
         cJSON_ArrayForEach(t, tools) {
-            s_cat(s, "\n");
+            q36_buf_str(s, "\n");
             tojson(s, t);
         }
-        s_cat(s, tools_rules);
+        q36_buf_str(s, tools_rules);
         if (sys && c.n) {
-            s_cat(s, "\n\n");
-            s_put(s, c.p, c.n);
+            q36_buf_str(s, "\n\n");
+            q36_buf_add(s, c.p, c.n);
         }
-        s_cat(s, "<|im_end|>\n");
+        q36_buf_str(s, "<|im_end|>\n");
     } else if (sys) {
-        s_cat(s, "<|im_start|>system\n");
-        s_put(s, c.p, c.n);
-        s_cat(s, "<|im_end|>\n");
+        q36_buf_str(s, "<|im_start|>system\n");
+        q36_buf_add(s, c.p, c.n);
+        q36_buf_str(s, "<|im_end|>\n");
     }
 done:
     free(c.p);
@@ -380,7 +350,7 @@ static int last_query(render *r, const cJSON *messages, int *out)
         const cJSON *m = cJSON_GetArrayItem(messages, i);
         if (strcmp(role_of(m), "user"))
             continue;
-        str c = { 0 };
+        q36_buf c = { 0 };
         int rc = content_trimmed(r, cJSON_GetObjectItemCaseSensitive(m, "content"), false, false, &c);
         if (rc) {
             free(c.p);
@@ -397,7 +367,7 @@ static int last_query(render *r, const cJSON *messages, int *out)
     return raise(r, "No user query found in messages.");
 }
 
-static int render_tool_calls(render *r, const cJSON *calls, bool content_nonempty, str *s)
+static int render_tool_calls(render *r, const cJSON *calls, bool content_nonempty, q36_buf *s)
 {
     int j = 0;
     const cJSON *item;
@@ -407,10 +377,10 @@ static int render_tool_calls(render *r, const cJSON *calls, bool content_nonempt
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(tc, "name");
         if (!cJSON_IsString(name))
             return raise(r, "Tool call without a function name.");
-        s_cat(s, j == 0 ? (content_nonempty ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
+        q36_buf_str(s, j == 0 ? (content_nonempty ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
                         : "\n<tool_call>\n<function=");
-        s_cat(s, name->valuestring);
-        s_cat(s, ">\n");
+        q36_buf_str(s, name->valuestring);
+        q36_buf_str(s, ">\n");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(tc, "arguments");
         cJSON *parsed = NULL;
         if (cJSON_IsString(args)) {            /* OpenAI sends the arguments as JSON text */
@@ -428,24 +398,24 @@ static int render_tool_calls(render *r, const cJSON *calls, bool content_nonempt
             }
             const cJSON *a;
             cJSON_ArrayForEach(a, args) {
-                s_cat(s, "<parameter=");
-                s_cat(s, a->string);
-                s_cat(s, ">\n");
+                q36_buf_str(s, "<parameter=");
+                q36_buf_str(s, a->string);
+                q36_buf_str(s, ">\n");
                 if (cJSON_IsObject(a) || cJSON_IsArray(a))
                     tojson(s, a);
                 else
                     py_string(s, a);
-                s_cat(s, "\n</parameter>\n");
+                q36_buf_str(s, "\n</parameter>\n");
             }
         }
         cJSON_Delete(parsed);
-        s_cat(s, "</function>\n</tool_call>");
+        q36_buf_str(s, "</function>\n</tool_call>");
         j++;
     }
     return 0;
 }
 
-static int render_assistant(render *r, const cJSON *m, const str *content, bool after_query, str *s)
+static int render_assistant(render *r, const cJSON *m, const q36_buf *content, bool after_query, q36_buf *s)
 {
     const char *c = content->p;
     size_t ca = 0, cb = content->n;             /* the answer: c[ca..cb) */
@@ -473,13 +443,13 @@ static int render_assistant(render *r, const cJSON *m, const str *content, bool 
             ca++;
     }
     py_strip(reason, &ra, &rb);
-    s_cat(s, "<|im_start|>assistant\n");
+    q36_buf_str(s, "<|im_start|>assistant\n");
     if (after_query) {
-        s_cat(s, "<think>\n");
-        s_put(s, reason + ra, rb - ra);
-        s_cat(s, "\n</think>\n\n");
+        q36_buf_str(s, "<think>\n");
+        q36_buf_add(s, reason + ra, rb - ra);
+        q36_buf_str(s, "\n</think>\n\n");
     }
-    s_put(s, c + ca, cb - ca);
+    q36_buf_add(s, c + ca, cb - ca);
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     if (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) > 0) {
         size_t ta = ca, tb = cb;
@@ -488,7 +458,7 @@ static int render_assistant(render *r, const cJSON *m, const str *content, bool 
         if (rc)
             return rc;
     }
-    s_cat(s, "<|im_end|>\n");
+    q36_buf_str(s, "<|im_end|>\n");
     return 0;
 }
 
@@ -497,7 +467,7 @@ int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
 {
     static const chat_opts defaults = { .add_generation_prompt = true, .enable_thinking = -1 };
     render r = { .o = o ? o : &defaults, .err = err };
-    str s = { 0 };
+    q36_buf s = { 0 };
     int rc = 0, lq = -1;
     *out = NULL;
     *len = 0;
@@ -509,7 +479,7 @@ int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
     for (int i = 0; i < n; i++) {
         const cJSON *m = cJSON_GetArrayItem(messages, i);
         const char *role = role_of(m);
-        str c = { 0 };
+        q36_buf c = { 0 };
         if ((rc = content_trimmed(&r, cJSON_GetObjectItemCaseSensitive(m, "content"), true, false, &c))) {
             free(c.p);
             goto fail;
@@ -518,19 +488,19 @@ int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
             if (i != 0)
                 rc = raise(&r, "System message must be at the beginning.");
         } else if (!strcmp(role, "user")) {
-            s_cat(&s, "<|im_start|>user\n");
-            s_put(&s, c.p, c.n);
-            s_cat(&s, "<|im_end|>\n");
+            q36_buf_str(&s, "<|im_start|>user\n");
+            q36_buf_add(&s, c.p, c.n);
+            q36_buf_str(&s, "<|im_end|>\n");
         } else if (!strcmp(role, "assistant")) {
             rc = render_assistant(&r, m, &c, i > lq || r.o->preserve_thinking, &s);
         } else if (!strcmp(role, "tool")) {
             if (i > 0 && strcmp(role_of(cJSON_GetArrayItem(messages, i - 1)), "tool"))
-                s_cat(&s, "<|im_start|>user");
-            s_cat(&s, "\n<tool_response>\n");
-            s_put(&s, c.p, c.n);
-            s_cat(&s, "\n</tool_response>");
+                q36_buf_str(&s, "<|im_start|>user");
+            q36_buf_str(&s, "\n<tool_response>\n");
+            q36_buf_add(&s, c.p, c.n);
+            q36_buf_str(&s, "\n</tool_response>");
             if (i == n - 1 || strcmp(role_of(cJSON_GetArrayItem(messages, i + 1)), "tool"))
-                s_cat(&s, "<|im_end|>\n");
+                q36_buf_str(&s, "<|im_end|>\n");
         } else {
             rc = raise(&r, "Unexpected message role.");
         }
@@ -539,9 +509,9 @@ int chat_render(const cJSON *messages, const cJSON *tools, const chat_opts *o,
             goto fail;
     }
     if (r.o->add_generation_prompt)
-        s_cat(&s, r.o->enable_thinking == 0 ? "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        q36_buf_str(&s, r.o->enable_thinking == 0 ? "<|im_start|>assistant\n<think>\n\n</think>\n\n"
                                             : "<|im_start|>assistant\n<think>\n");
-    s_put(&s, "", 0);
+    q36_buf_add(&s, "", 0);
     if (s.oom) {
         rc = q36_err_set(err, Q36_E_NOMEM, "chat template: out of memory");
         goto fail;

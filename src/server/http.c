@@ -162,7 +162,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         if (!srv_job_wait_more(c, c->job, seen_text, seen_gen, (int)(PING_SECONDS * 1000)))
             return MHD_CONTENT_READER_END_WITH_ERROR;
         if (srv_now() - c->last_send >= PING_SECONDS && c->ping)
-            srv_buf_str(&c->out, c->ping);
+            q36_buf_str(&c->out, c->ping);
     }
     size_t n = c->out.n - c->out_pos;
     if (n > max)
@@ -314,7 +314,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (c->body.n + *data_size > s->o.max_body)
             c->body_too_big = true;
         else
-            srv_buf_add(&c->body, data, *data_size);
+            q36_buf_add(&c->body, data, *data_size);
         *data_size = 0;
         return MHD_YES;
     }
@@ -336,8 +336,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     }
     if (c->free_state)
         c->free_state(c->state);
-    srv_buf_free(&c->body);
-    srv_buf_free(&c->out);
+    q36_buf_free(&c->body);
+    q36_buf_free(&c->out);
     free(c);
     *con_cls = NULL;
 }

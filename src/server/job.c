@@ -53,7 +53,7 @@ void srv_job_unref(srv_job *j)
     free(j->prompt);
     for (int i = 0; i < GEN_MAX_STOP; i++)
         free(j->stop_store[i]);
-    srv_buf_free(&j->text);
+    q36_buf_free(&j->text);
     free(j->toks);
     free(j);
 }
@@ -80,7 +80,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 
 /* Appends t[0..n) with every byte that is not strict UTF-8 replaced by U+FFFD:
  * a model can write a broken sequence, and JSON strings must be UTF-8. */
-static void add_utf8(srv_buf *b, const char *t, size_t n)
+static void add_utf8(q36_buf *b, const char *t, size_t n)
 {
     size_t i = 0, run = 0;
     while (i < n) {
@@ -89,18 +89,18 @@ static void add_utf8(srv_buf *b, const char *t, size_t n)
             i += k;
             continue;
         }
-        srv_buf_add(b, t + run, i - run);
-        srv_buf_add(b, "\xEF\xBF\xBD", 3);
+        q36_buf_add(b, t + run, i - run);
+        q36_buf_add(b, "\xEF\xBF\xBD", 3);
         run = ++i;
     }
-    srv_buf_add(b, t + run, n - run);
+    q36_buf_add(b, t + run, n - run);
 }
 
 bool srv_job_take(srv_job *j, srv_take *t)
 {
     pthread_mutex_lock(&j->mu);
     size_t nt = j->text.n - t->seen_text;
-    srv_buf_free(&t->text);
+    q36_buf_free(&t->text);
     add_utf8(&t->text, j->text.p ? j->text.p + t->seen_text : "", nt);
     t->seen_text = j->text.n;
     t->n_toks = 0;
@@ -129,7 +129,7 @@ bool srv_job_take(srv_job *j, srv_take *t)
 
 void srv_take_free(srv_take *t)
 {
-    srv_buf_free(&t->text);
+    q36_buf_free(&t->text);
     free(t->toks);
     memset(t, 0, sizeof *t);
 }

@@ -31,12 +31,12 @@ void srv_prompt_free(srv_prompt *p)
     memset(p, 0, sizeof *p);
 }
 
-void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_buf *b)
+void srv_content_text(srv_error *e, const cJSON *content, const char *path, q36_buf *b)
 {
     if (!content || cJSON_IsNull(content))
         return;
     if (cJSON_IsString(content)) {
-        srv_buf_str(b, content->valuestring);
+        q36_buf_str(b, content->valuestring);
         return;
     }
     const cJSON *part;
@@ -52,7 +52,7 @@ void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_
             !strcmp(ty->valuestring, "reasoning_text")) {
             const cJSON *t = rq_get(e, part, pp, "text", RQ_STR, true);
             if (t)
-                srv_buf_str(b, t->valuestring);
+                q36_buf_str(b, t->valuestring);
         } else if (!strcmp(ty->valuestring, "image_url") || !strcmp(ty->valuestring, "image") ||
                    !strcmp(ty->valuestring, "input_image") || !strcmp(ty->valuestring, "input_audio") ||
                    !strcmp(ty->valuestring, "document") || !strcmp(ty->valuestring, "file")) {
@@ -68,7 +68,7 @@ void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_
     }
 }
 
-static void add_system(srv_buf *sys, const char *t)
+static void add_system(q36_buf *sys, const char *t)
 {
     size_t n = strlen(t);
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\n'))
@@ -76,8 +76,8 @@ static void add_system(srv_buf *sys, const char *t)
     if (!n)
         return;
     if (sys->n)
-        srv_buf_str(sys, "\n\n");
-    srv_buf_add(sys, t, n);
+        q36_buf_str(sys, "\n\n");
+    q36_buf_add(sys, t, n);
 }
 
 static cJSON *msg(const char *role, const char *content)
@@ -91,14 +91,14 @@ static cJSON *msg(const char *role, const char *content)
     return m;
 }
 
-static void finish_messages(srv_error *e, srv_prompt *p, cJSON *list, srv_buf *sys)
+static void finish_messages(srv_error *e, srv_prompt *p, cJSON *list, q36_buf *sys)
 {
     if (sys->oom)
         srv_fail(e, 500, "server_error", "", "out of memory");
     if (sys->n)
         cJSON_InsertItemInArray(list, 0, msg("system", sys->p));
     p->messages = list;
-    srv_buf_free(sys);
+    q36_buf_free(sys);
 }
 
 /* ---- tools and tool_choice ------------------------------------------------------------------- */
@@ -181,7 +181,7 @@ void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
     if (msgs && cJSON_GetArraySize(msgs) == 0)
         srv_fail(e, 400, "invalid_request_error", "messages", "'messages': expected at least one message, found none");
     cJSON *list = cJSON_CreateArray();
-    srv_buf sys = { 0 };
+    q36_buf sys = { 0 };
     const cJSON *m;
     int i = 0;
     cJSON_ArrayForEach(m, msgs) {
@@ -198,7 +198,7 @@ void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
         const cJSON *content = rq_get(e, m, mp, "content", RQ_STR | RQ_ARR | RQ_NULL, false);
         if (!role)
             break;
-        srv_buf text = { 0 };
+        q36_buf text = { 0 };
         srv_content_text(e, content, cp, &text);
         const char *r = role->valuestring;
         if (!strcmp(r, "system") || !strcmp(r, "developer")) {
@@ -237,7 +237,7 @@ void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
             srv_fail(e, 400, "invalid_request_error", mp,
                      "'%s.role': expected system, developer, user, assistant or tool, found '%.60s'", mp, r);
         }
-        srv_buf_free(&text);
+        q36_buf_free(&text);
     }
     finish_messages(e, p, list, &sys);
     openai_tools(e, body, p);
@@ -319,7 +319,7 @@ static const char *last_role(const cJSON *list)
 }
 
 /* One Anthropic message's blocks into the normalized list. */
-static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSON *list, srv_buf *sys)
+static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSON *list, q36_buf *sys)
 {
     const cJSON *role = rq_get(e, m, mp, "role", RQ_STR, true);
     const cJSON *content = rq_get(e, m, mp, "content", RQ_STR | RQ_ARR, true);
@@ -340,7 +340,7 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
             cJSON_AddItemToArray(list, msg(r, content->valuestring));
         return;
     }
-    srv_buf text = { 0 }, reasoning = { 0 };
+    q36_buf text = { 0 }, reasoning = { 0 };
     cJSON *calls = NULL;
     const cJSON *b;
     int i = 0;
@@ -354,11 +354,11 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
         if (!strcmp(t, "text")) {
             const cJSON *x = rq_get(e, b, bp, "text", RQ_STR, true);
             if (x)
-                srv_buf_str(&text, x->valuestring);
+                q36_buf_str(&text, x->valuestring);
         } else if (!strcmp(t, "thinking") && asst) {
             const cJSON *x = rq_get(e, b, bp, "thinking", RQ_STR, true);
             if (x)
-                srv_buf_str(&reasoning, x->valuestring);
+                q36_buf_str(&reasoning, x->valuestring);
         } else if (!strcmp(t, "redacted_thinking") && asst) {
             continue;
         } else if (!strcmp(t, "tool_use") && asst) {
@@ -379,12 +379,12 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
             cJSON_AddItemToArray(calls, c);
         } else if (!strcmp(t, "tool_result") && user) {
             /* Results first, then the user's own text as a turn after them. */
-            srv_buf res = { 0 };
+            q36_buf res = { 0 };
             char rp[112];
             snprintf(rp, sizeof rp, "%s.content", bp);
             srv_content_text(e, rq_get(e, b, bp, "content", RQ_STR | RQ_ARR, false), rp, &res);
             cJSON_AddItemToArray(list, msg("tool", res.p ? res.p : ""));
-            srv_buf_free(&res);
+            q36_buf_free(&res);
         } else if (!strcmp(t, "image") || !strcmp(t, "document")) {
             srv_fail(e, 400, "invalid_request_error", bp,
                      "'%s': content of type '%s' is not supported: this server's model reads text only", bp, t);
@@ -412,20 +412,20 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
         }
     }
     cJSON_Delete(calls);
-    srv_buf_free(&text);
-    srv_buf_free(&reasoning);
+    q36_buf_free(&text);
+    q36_buf_free(&reasoning);
 }
 
 void srv_prompt_anthropic(srv_error *e, const cJSON *body, srv_prompt *p)
 {
     p->enable_thinking = -1;
-    srv_buf sys = { 0 };
+    q36_buf sys = { 0 };
     const cJSON *system = rq_get(e, body, "", "system", RQ_STR | RQ_ARR, false);
     if (system) {
-        srv_buf t = { 0 };
+        q36_buf t = { 0 };
         srv_content_text(e, system, "system", &t);
         add_system(&sys, t.p ? t.p : "");
-        srv_buf_free(&t);
+        q36_buf_free(&t);
     }
     const cJSON *msgs = rq_get(e, body, "", "messages", RQ_ARR, true);
     if (msgs && cJSON_GetArraySize(msgs) == 0)
@@ -477,14 +477,14 @@ void srv_prompt_render(srv_error *e, const tok_vocab *tok, srv_prompt *p)
                  "the chat template refused the messages: %s", err.msg);
         return;
     }
-    srv_buf b = { .p = text, .n = len, .cap = len + 1 };
+    q36_buf b = { .p = text, .n = len, .cap = len + 1 };
     if (p->forced_tool[0])
         snprintf(p->prefix, sizeof p->prefix, "<tool_call>\n<function=%s>\n", p->forced_tool);
     else if (p->require_tool)
         snprintf(p->prefix, sizeof p->prefix, "<tool_call>\n<function=");
-    srv_buf_str(&b, p->prefix);
+    q36_buf_str(&b, p->prefix);
     if (b.oom) {
-        srv_buf_free(&b);
+        q36_buf_free(&b);
         srv_fail(e, 500, "server_error", "", "out of memory rendering the prompt");
         return;
     }

@@ -13,31 +13,7 @@
 
 /* ---- buffer ------------------------------------------------------------------------------- */
 
-void srv_buf_add(srv_buf *b, const char *t, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->n, t, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void srv_buf_str(srv_buf *b, const char *t) { srv_buf_add(b, t, strlen(t)); }
-
-void srv_buf_fmt(srv_buf *b, const char *fmt, ...)
+void srv_buf_fmt(q36_buf *b, const char *fmt, ...)
 {
     char tmp[1024];
     va_list ap;
@@ -47,7 +23,7 @@ void srv_buf_fmt(srv_buf *b, const char *fmt, ...)
     if (n < 0)
         return;
     if ((size_t)n < sizeof tmp) {
-        srv_buf_add(b, tmp, (size_t)n);
+        q36_buf_add(b, tmp, (size_t)n);
         return;
     }
     char *big = malloc((size_t)n + 1);
@@ -58,26 +34,21 @@ void srv_buf_fmt(srv_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    srv_buf_add(b, big, (size_t)n);
+    q36_buf_add(b, big, (size_t)n);
     free(big);
 }
 
-void srv_buf_json(srv_buf *b, const cJSON *v)
+void srv_buf_json(q36_buf *b, const cJSON *v)
 {
     char *s = cJSON_PrintUnformatted(v);
     if (!s) {
         b->oom = true;
         return;
     }
-    srv_buf_str(b, s);
+    q36_buf_str(b, s);
     free(s);
 }
 
-void srv_buf_free(srv_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
 
 /* ---- errors ------------------------------------------------------------------------------- */
 

@@ -23,7 +23,7 @@ typedef struct block {
     enum blk kind;
     char     id[48];
     char    *name;
-    srv_buf  text;           /* thinking, text, or the tool's input JSON */
+    q36_buf  text;           /* thinking, text, or the tool's input JSON */
 } block;
 
 typedef struct am {
@@ -37,7 +37,7 @@ typedef struct am {
     block      *blocks;
     int         n_blocks;
     enum blk    open;        /* the stream's open block */
-    srv_buf    *out;
+    q36_buf    *out;
 } am;
 
 static void am_free(void *p)
@@ -50,7 +50,7 @@ static void am_free(void *p)
     srv_take_free(&a->take);
     for (int i = 0; i < a->n_blocks; i++) {
         free(a->blocks[i].name);
-        srv_buf_free(&a->blocks[i].text);
+        q36_buf_free(&a->blocks[i].text);
     }
     free(a->blocks);
     free(a);
@@ -149,7 +149,7 @@ static void on_event(void *user, const chat_ev *ev)
         b = open_block(a, want, ev->text, ev->len);
     if (!b || ev->kind == CHAT_EV_TOOL_BEGIN)
         return;
-    srv_buf_add(&b->text, ev->text, ev->len);
+    q36_buf_add(&b->text, ev->text, ev->len);
     if (!a->stream)
         return;
     cJSON *d = typed("content_block_delta"), *dd;
@@ -220,7 +220,7 @@ static void feed(am *a)
         chat_stream_push(a->cs, a->take.text.p, a->take.text.n, on_event, a);
 }
 
-static bool fill(srv_conn *c, srv_buf *out)
+static bool fill(srv_conn *c, q36_buf *out)
 {
     am *a = c->state;
     a->out = out;

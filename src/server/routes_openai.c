@@ -21,7 +21,7 @@
 typedef struct oa_call {
     char    id[48];
     char   *name;
-    srv_buf args;
+    q36_buf args;
 } oa_call;
 
 typedef struct oa {
@@ -36,11 +36,11 @@ typedef struct oa {
     srv_take    take;
     bool        role_sent, prefix_done;
     /* the whole message, for a reply that is not streamed */
-    srv_buf     content, reasoning;
+    q36_buf     content, reasoning;
     oa_call    *calls;
     int         n_calls;
     cJSON      *lp;               /* logprobs.content entries */
-    srv_buf    *out;              /* the stream's bytes during a fill */
+    q36_buf    *out;              /* the stream's bytes during a fill */
 } oa;
 
 static void oa_free(void *p)
@@ -51,11 +51,11 @@ static void oa_free(void *p)
     srv_prompt_free(&a->pr);
     chat_stream_free(a->cs);
     srv_take_free(&a->take);
-    srv_buf_free(&a->content);
-    srv_buf_free(&a->reasoning);
+    q36_buf_free(&a->content);
+    q36_buf_free(&a->reasoning);
     for (int i = 0; i < a->n_calls; i++) {
         free(a->calls[i].name);
-        srv_buf_free(&a->calls[i].args);
+        q36_buf_free(&a->calls[i].args);
     }
     free(a->calls);
     cJSON_Delete(a->lp);
@@ -105,8 +105,8 @@ static void on_event(void *user, const chat_ev *ev)
     oa *a = user;
     if (!a->stream) {
         switch (ev->kind) {
-        case CHAT_EV_REASONING: srv_buf_add(&a->reasoning, ev->text, ev->len); break;
-        case CHAT_EV_CONTENT:   srv_buf_add(&a->content, ev->text, ev->len); break;
+        case CHAT_EV_REASONING: q36_buf_add(&a->reasoning, ev->text, ev->len); break;
+        case CHAT_EV_CONTENT:   q36_buf_add(&a->content, ev->text, ev->len); break;
         case CHAT_EV_TOOL_BEGIN: {
             oa_call *c = realloc(a->calls, (size_t)(a->n_calls + 1) * sizeof *c);
             if (!c)
@@ -120,7 +120,7 @@ static void on_event(void *user, const chat_ev *ev)
         }
         case CHAT_EV_TOOL_ARGS:
             if (ev->tool >= 0 && ev->tool < a->n_calls)
-                srv_buf_add(&a->calls[ev->tool].args, ev->text, ev->len);
+                q36_buf_add(&a->calls[ev->tool].args, ev->text, ev->len);
             break;
         case CHAT_EV_TOOL_END:
             break;
@@ -219,11 +219,11 @@ static void feed(oa *a)
         cJSON_AddItemToObject(d, "content", srv_json_str_n(a->take.text.p, a->take.text.n));
         sse_data(a->out, chunk(a, d, NULL));
     } else {
-        srv_buf_add(&a->content, a->take.text.p, a->take.text.n);
+        q36_buf_add(&a->content, a->take.text.p, a->take.text.n);
     }
 }
 
-static bool fill(srv_conn *c, srv_buf *out)
+static bool fill(srv_conn *c, q36_buf *out)
 {
     oa *a = c->state;
     a->out = out;
@@ -254,7 +254,7 @@ static bool fill(srv_conn *c, srv_buf *out)
         cJSON_AddItemToObject(u, "usage", usage(a));
         sse_data(out, u);
     }
-    srv_buf_str(out, "data: [DONE]\n\n");
+    q36_buf_str(out, "data: [DONE]\n\n");
     return true;
 }
 

@@ -25,7 +25,7 @@ typedef struct item {
     enum item_kind kind;
     char    id[48], call_id[48];
     char   *name;
-    srv_buf text;             /* reasoning, message text, or arguments */
+    q36_buf text;             /* reasoning, message text, or arguments */
 } item;
 
 typedef struct rs {
@@ -40,7 +40,7 @@ typedef struct rs {
     item       *items;
     int         n_items;
     int         seq;
-    srv_buf    *out;
+    q36_buf    *out;
 } rs;
 
 static void rs_free(void *p)
@@ -53,7 +53,7 @@ static void rs_free(void *p)
     srv_take_free(&r->take);
     for (int i = 0; i < r->n_items; i++) {
         free(r->items[i].name);
-        srv_buf_free(&r->items[i].text);
+        q36_buf_free(&r->items[i].text);
     }
     free(r->items);
     free(r);
@@ -115,7 +115,7 @@ static cJSON *to_chat(srv_error *e, const cJSON *body)
         if (!strcmp(t, "message")) {
             const cJSON *role = rq_get(e, it, ip, "role", RQ_STR, true);
             const cJSON *content = rq_get(e, it, ip, "content", RQ_STR | RQ_ARR, true);
-            srv_buf b = { 0 };
+            q36_buf b = { 0 };
             char cp[64];
             snprintf(cp, sizeof cp, "%s.content", ip);
             srv_content_text(e, content, cp, &b);
@@ -128,7 +128,7 @@ static cJSON *to_chat(srv_error *e, const cJSON *body)
                 }
                 cJSON_AddItemToArray(msgs, m);
             }
-            srv_buf_free(&b);
+            q36_buf_free(&b);
         } else if (!strcmp(t, "function_call")) {
             const cJSON *name = rq_get(e, it, ip, "name", RQ_STR, true);
             const cJSON *args = rq_get(e, it, ip, "arguments", RQ_STR, true);
@@ -152,21 +152,21 @@ static cJSON *to_chat(srv_error *e, const cJSON *body)
             cJSON_AddItemToArray(calls, c);
         } else if (!strcmp(t, "function_call_output")) {
             const cJSON *out = rq_get(e, it, ip, "output", RQ_STR | RQ_ARR, true);
-            srv_buf b = { 0 };
+            q36_buf b = { 0 };
             char op[64];
             snprintf(op, sizeof op, "%s.output", ip);
             srv_content_text(e, out, op, &b);
             cJSON_AddItemToArray(msgs, chat_msg("tool", b.p));
-            srv_buf_free(&b);
+            q36_buf_free(&b);
         } else if (!strcmp(t, "reasoning")) {
-            srv_buf b = { 0 };
+            q36_buf b = { 0 };
             char rp[64];
             snprintf(rp, sizeof rp, "%s.content", ip);
             const cJSON *content = rq_get(e, it, ip, "content", RQ_ARR | RQ_NULL, false);
             srv_content_text(e, cJSON_IsArray(content) ? content : rq_get(e, it, ip, "summary", RQ_ARR, false), rp, &b);
             free(pending_reasoning);
             pending_reasoning = b.p ? strdup(b.p) : NULL;
-            srv_buf_free(&b);
+            q36_buf_free(&b);
         } else {
             srv_fail(e, 400, "invalid_request_error", ip, "'%s.type': '%.60s' is not an input item q36 takes", ip, t);
         }
@@ -373,7 +373,7 @@ static void on_event(void *user, const chat_ev *ev)
         it = open_item(r, want, ev->text, ev->len);
     if (!it || ev->kind == CHAT_EV_TOOL_BEGIN)
         return;
-    srv_buf_add(&it->text, ev->text, ev->len);
+    q36_buf_add(&it->text, ev->text, ev->len);
     if (!r->stream)
         return;
     cJSON *e = at(r, it);
@@ -439,7 +439,7 @@ static void feed(rs *r)
         chat_stream_push(r->cs, r->take.text.p, r->take.text.n, on_event, r);
 }
 
-static bool fill(srv_conn *c, srv_buf *out)
+static bool fill(srv_conn *c, q36_buf *out)
 {
     rs *r = c->state;
     r->out = out;

@@ -28,7 +28,7 @@ int route_metrics(srv_conn *c)
     pthread_mutex_lock(&s->met.mu);
     m = s->met;
     pthread_mutex_unlock(&s->met.mu);
-    srv_buf b = { 0 };
+    q36_buf b = { 0 };
     static const char *const P = "llamacpp:";
 #define COUNTER(name, help, v) \
     srv_buf_fmt(&b, "# HELP %s%s %s\n# TYPE %s%s counter\n%s%s %.17g\n", P, name, help, P, name, P, name, (double)(v))
@@ -57,7 +57,7 @@ int route_metrics(srv_conn *c)
                 (unsigned long long)m.cancelled);
     int rc = b.oom ? srv_reply_text(c, 500, "text/plain", "out of memory\n", 14)
                    : srv_reply_text(c, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.n);
-    srv_buf_free(&b);
+    q36_buf_free(&b);
     return rc;
 }
 

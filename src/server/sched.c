@@ -56,7 +56,7 @@ static void job_end(sched *s, slot *sl, enum gen_stop stop, int stop_word, const
     size_t n = sl->gen ? gen_finish(sl->gen, &rest) : 0;
     pthread_mutex_lock(&j->mu);
     if (n)
-        srv_buf_add(&j->text, rest, n);
+        q36_buf_add(&j->text, rest, n);
     j->done = true;
     j->stop = stop;
     j->stop_word = stop_word;
@@ -146,7 +146,7 @@ static bool sample(sched *s, slot *sl)
             memcpy(k->top, t.top, (size_t)t.n_top * sizeof *t.top);
         }
     }
-    srv_buf_add(&j->text, t.text, t.len);
+    q36_buf_add(&j->text, t.text, t.len);
     j->n_gen++;
     if (j->n_gen == 1)
         j->t_first = srv_now();

@@ -19,23 +19,15 @@
 
 #include "srv.h"
 #include "../gen/gen.h"
+#include "../util/buf.h"
 #include "../tokenizer/tok.h"
 
-/* ---- a growable byte buffer (NUL-terminated; oom sticks) ------------------------------- */
+/* ---- text building: q36_buf (util/buf.h) plus two server helpers ---------------------- */
 
-typedef struct srv_buf {
-    char  *p;
-    size_t n, cap;
-    bool   oom;
-} srv_buf;
-
-void srv_buf_add(srv_buf *b, const char *t, size_t n);
-void srv_buf_str(srv_buf *b, const char *t);
 /* fmt is always a literal of ours; request text only as arguments. */
-void srv_buf_fmt(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void srv_buf_fmt(q36_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends cJSON_PrintUnformatted(v). */
-void srv_buf_json(srv_buf *b, const cJSON *v);
-void srv_buf_free(srv_buf *b);
+void srv_buf_json(q36_buf *b, const cJSON *v);
 
 /* ---- the per-request error: the first one wins ---------------------------------------- */
 
@@ -108,7 +100,7 @@ typedef struct srv_job {
     gen_params      gp;
     char           *stop_store[GEN_MAX_STOP];
     /* Output: written by the engine thread under mu. */
-    srv_buf         text;               /* released text, in order */
+    q36_buf         text;               /* released text, in order */
     srv_tok        *toks;               /* per token when gp.n_probs >= 0 */
     int             n_toks, cap_toks;
     int             n_gen;
@@ -131,7 +123,7 @@ void     srv_job_unref(srv_job *j);           /* accepts NULL */
 typedef struct srv_take {
     size_t    seen_text;        /* cursors into the job's output */
     int       seen_toks;
-    srv_buf   text;             /* new text */
+    q36_buf   text;             /* new text */
     srv_tok  *toks;             /* new tokens (off relative to text) */
     int       n_toks;
     int       n_gen;            /* tokens generated so far */
@@ -149,9 +141,9 @@ void srv_take_free(srv_take *t);
 /* ---- SSE (sse.c) -------------------------------------------------------------------------- */
 
 /* "data: JSON\n\n" (takes v). */
-void sse_data(srv_buf *out, cJSON *v);
+void sse_data(q36_buf *out, cJSON *v);
 /* "event: NAME\ndata: JSON\n\n" (takes v). */
-void sse_event(srv_buf *out, const char *name, cJSON *v);
+void sse_event(q36_buf *out, const char *name, cJSON *v);
 
 /* ---- the scheduler (sched.c) -------------------------------------------------------------- */
 
@@ -192,13 +184,13 @@ typedef struct srv_conn srv_conn;
 
 /* Fills `out` with the next SSE bytes of a stream (after draining the job);
  * returns true when the stream is complete. Runs on the connection's thread. */
-typedef bool (*srv_fill_fn)(srv_conn *c, srv_buf *out);
+typedef bool (*srv_fill_fn)(srv_conn *c, q36_buf *out);
 
 struct srv_conn {
     srv         *s;
     struct MHD_Connection *mc;
     const char  *method, *url;
-    srv_buf      body;
+    q36_buf      body;
     bool         body_too_big;
     enum srv_flavour flavour;
     /* streaming */
@@ -207,7 +199,7 @@ struct srv_conn {
     void       (*free_state)(void *);
     srv_fill_fn  fill;
     const char  *ping;               /* the SSE keep-alive line of the flavour */
-    srv_buf      out;
+    q36_buf      out;
     size_t       out_pos;
     bool         finished;
     double       last_send;
@@ -256,7 +248,7 @@ void srv_prompt_free(srv_prompt *p);
 /* Appends the text of a content (a string, or parts of type text,
  * input_text, output_text, summary_text, reasoning_text) to b; any other
  * part (images, audio, documents) is a 400 naming it at `path`. */
-void srv_content_text(srv_error *e, const cJSON *content, const char *path, srv_buf *b);
+void srv_content_text(srv_error *e, const cJSON *content, const char *path, q36_buf *b);
 /* OpenAI chat body -> p (messages, tools, tool_choice, reasoning flags). */
 void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p);
 /* Anthropic messages body -> p. */

@@ -4,18 +4,18 @@
  */
 #include "srv_internal.h"
 
-void sse_data(srv_buf *out, cJSON *v)
+void sse_data(q36_buf *out, cJSON *v)
 {
-    srv_buf_str(out, "data: ");
+    q36_buf_str(out, "data: ");
     srv_buf_json(out, v);
-    srv_buf_str(out, "\n\n");
+    q36_buf_str(out, "\n\n");
     cJSON_Delete(v);
 }
 
-void sse_event(srv_buf *out, const char *name, cJSON *v)
+void sse_event(q36_buf *out, const char *name, cJSON *v)
 {
-    srv_buf_str(out, "event: ");
-    srv_buf_str(out, name);
-    srv_buf_str(out, "\n");
+    q36_buf_str(out, "event: ");
+    q36_buf_str(out, name);
+    q36_buf_str(out, "\n");
     sse_data(out, v);
 }
