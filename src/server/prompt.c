@@ -390,7 +390,7 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
                      "'%s': content of type '%s' is not supported: this server's model reads text only", bp, t);
             break;
         } else {
-            srv_fail(e, 400, "invalid_request_error", bp, "'%s.type': '%.60s' is not a block a %s message takes",
+            srv_fail(e, 400, "invalid_request_error", bp, "'%s.type': '%.60s' is not a block %s messages take",
                      bp, t, r);
             break;
         }
