@@ -5,14 +5,22 @@
  * rows; each row appends tokens to one slot (one token for a decode step, a
  * chunk of the prompt for prefill) and receives the logits of its last
  * token. Rows of different slots are independent: a row's result does not
- * depend on which other rows share its step (exact mode), and one row's
- * failure is that row's alone (row->rc, row->err).
+ * depend on which other rows share its step (exact mode); a failure is
+ * reported per row (row->rc, row->err).
  *
  * Today (sched_forward.c) every slot is a q36_session and a step runs its
- * rows one after another. With the engine's batch API the same call becomes
- * one forward pass: the rows map to batch rows carrying (slot, position),
- * the logits rows asked for are each row's last, and the per-row errors come
- * from the pass's checked result. The scheduler does not change.
+ * rows one after another. With the engine's batch API (an engine of n_slots
+ * slots and one evaluation call over rows that carry token, slot and
+ * position, returning the logits of the rows asked for) the same call
+ * becomes one forward pass: row r's tokens become batch rows (id, slot
+ * r->slot, positions from the slot's position on), its last row goes into
+ * the list of rows whose logits come back, and those rows are copied (or
+ * written) to each row's logits. sched_engine_reset / _pos map to the
+ * engine's slot reset and position. A failure inside such a pass fails
+ * every row of the step (the engine leaves those slots' state undefined);
+ * the scheduler then ends each of their jobs with the error and resets
+ * the slots, as it does for one failed row today. The scheduler does not
+ * change.
  *
  * Threads: one thread (the engine thread) makes every call.
  */
