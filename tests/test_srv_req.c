@@ -178,6 +178,16 @@ static void test_good(void)
     srv_fit_context(&e, &S, j);
     t_check("srv_req.context_clamps_budget", !e.status && j->gp.n_predict == 96, "n_predict %d", j->gp.n_predict);
     srv_job_unref(j);
+
+    /* --alias '*' accepts any model name. */
+    memset(&e, 0, sizeof e);
+    S.o.aliases[0] = "*";
+    S.o.n_aliases = 1;
+    cJSON *b = cJSON_Parse("{\"model\":\"claude-sonnet-4-5\"}");
+    srv_check_model(&e, &S, b, true);
+    t_check("srv_req.alias_star_any_model", !e.status, "%d: %s", e.status, e.msg);
+    cJSON_Delete(b);
+    S.o.n_aliases = 0;
 }
 
 int main(void)

@@ -17,8 +17,8 @@ void srv_check_model(srv_error *e, srv *s, const cJSON *body, bool required)
     if (!strcmp(v, s->model_id) || !strcmp(v, s->o.model_path))
         return;
     for (int i = 0; i < s->o.n_aliases; i++)
-        if (!strcmp(v, s->o.aliases[i]))
-            return;
+        if (!strcmp(v, s->o.aliases[i]) || !strcmp(s->o.aliases[i], "*"))
+            return;                            /* "*": any name (clients that send their own) */
     srv_fail(e, 404, "not_found_error", "model",
              "'model': '%.120s' is not served here; this server serves '%s' (GET /v1/models; add names with --alias)",
              v, s->model_id);
