@@ -179,6 +179,24 @@ static void test_good(void)
     t_check("srv_req.context_clamps_budget", !e.status && j->gp.n_predict == 96, "n_predict %d", j->gp.n_predict);
     srv_job_unref(j);
 
+    /* One call at most: the first </tool_call> stops the reply. */
+    const char *single[2] = {
+        "{\"messages\":" U ",\"parallel_tool_calls\":false,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}",
+        "{\"max_tokens\":4,\"messages\":" U ",\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],"
+        "\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}" };
+    for (int k = 0; k < 2; k++) {
+        memset(&e, 0, sizeof e);
+        srv_prompt q = { 0 };
+        j = srv_job_new();
+        read_body(k ? AN : OA, single[k], &e, &q, j);
+        srv_single_call(j, &q);
+        t_check(k ? "srv_req.single_call_anthropic" : "srv_req.single_call_openai",
+                !e.status && j->call_stop == 0 && j->gp.n_stop == 1 && !strcmp(j->gp.stop[0], "</tool_call>"),
+                "%d %s: call_stop %d", e.status, e.msg, j->call_stop);
+        srv_prompt_free(&q);
+        srv_job_unref(j);
+    }
+
     /* --alias '*' accepts any model name. */
     memset(&e, 0, sizeof e);
     S.o.aliases[0] = "*";

@@ -127,6 +127,14 @@ void srv_gen_fields(srv_error *e, srv *s, const cJSON *body, srv_job *j, enum sr
         j->gp.n_predict = s->o.max_tokens;
 }
 
+void srv_single_call(srv_job *j, const srv_prompt *p)
+{
+    if (!p->single_call || !p->parse_tools || j->gp.n_stop >= GEN_MAX_STOP)
+        return;
+    j->call_stop = j->gp.n_stop;
+    j->gp.stop[j->gp.n_stop++] = "</tool_call>";     /* a literal: nothing to free */
+}
+
 void srv_fit_context(srv_error *e, srv *s, srv_job *j)
 {
     if (e->status)

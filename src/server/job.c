@@ -26,6 +26,7 @@ srv_job *srv_job_new(void)
     j->refs = 1;
     j->slot = -1;
     j->stop_word = -1;
+    j->call_stop = -1;
     j->gp = gen_params_default();
     j->t_submit = srv_now();
     atomic_init(&j->cancel, 0);

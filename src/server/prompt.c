@@ -161,6 +161,9 @@ static void openai_tools(srv_error *e, const cJSON *body, srv_prompt *p)
         if (!e->status)
             p->tools = cJSON_Duplicate(tools, true);
     }
+    bool parallel = true;
+    rq_bool(e, body, "", "parallel_tool_calls", &parallel);
+    p->single_call = !parallel;
     const cJSON *tc = rq_get(e, body, "", "tool_choice", RQ_STR | RQ_OBJ, false);
     if (cJSON_IsString(tc)) {
         choose(e, p, tc->valuestring, NULL, "tool_choice");
@@ -296,6 +299,7 @@ static void anthropic_tools(srv_error *e, const cJSON *body, srv_prompt *p)
         cJSON_Delete(out);
     const cJSON *tc = rq_get(e, body, "", "tool_choice", RQ_OBJ, false);
     const cJSON *ty = rq_get(e, tc, "tool_choice", "type", RQ_STR, tc != NULL);
+    rq_bool(e, tc, "tool_choice", "disable_parallel_tool_use", &p->single_call);
     if (ty) {
         const char *v = ty->valuestring;
         if (!strcmp(v, "tool")) {

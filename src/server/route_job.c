@@ -28,6 +28,8 @@ int srv_route_start(srv_conn *c, srv_error *e, const srv_route_job *rj, int *rc)
         j->n_prompt = rj->pr->n_ids;
         rj->pr->ids = NULL;
     }
+    if (rj->pr)
+        srv_single_call(j, rj->pr);
     srv_fit_context(e, s, j);
     if (!e->status && rj->cs &&
         chat_stream_new(rj->pr->tools, rj->pr->parse_tools, rj->pr->in_thinking, rj->cs, NULL))

@@ -172,7 +172,7 @@ static const char *stop_reason(am *a)
 {
     if (a->take.stop == GEN_STOP_LENGTH || a->take.stop == GEN_STOP_CTX)
         return "max_tokens";
-    if (a->take.stop == GEN_STOP_WORD)
+    if (a->take.stop == GEN_STOP_WORD && a->take.stop_word != a->job->call_stop)
         return "stop_sequence";
     if (chat_stream_n_calls(a->cs) > 0)
         return "tool_use";
@@ -182,7 +182,7 @@ static const char *stop_reason(am *a)
 static void add_stop_sequence(am *a, cJSON *o)
 {
     int w = a->take.stop_word;
-    if (a->take.stop == GEN_STOP_WORD && w >= 0 && w < a->job->gp.n_stop)
+    if (a->take.stop == GEN_STOP_WORD && w >= 0 && w < a->job->gp.n_stop && w != a->job->call_stop)
         cJSON_AddStringToObject(o, "stop_sequence", a->job->gp.stop[w]);
     else
         cJSON_AddNullToObject(o, "stop_sequence");

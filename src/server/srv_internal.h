@@ -99,6 +99,8 @@ typedef struct srv_job {
     int             n_prompt;
     gen_params      gp;
     char           *stop_store[GEN_MAX_STOP];
+    int             call_stop;          /* index in gp.stop of "</tool_call>" when only one
+                                           tool call is allowed; -1 otherwise */
     /* Output: written by the engine thread under mu. */
     q36_buf         text;               /* released text, in order */
     srv_tok        *toks;               /* per token when gp.n_probs >= 0 */
@@ -237,6 +239,7 @@ typedef struct srv_prompt {
     char    prefix[160];     /* what the prompt ends with of the reply (a forced call's
                                 start); the output parser reads it before the output */
     bool    require_tool;    /* tool_choice required / any */
+    bool    single_call;     /* parallel_tool_calls false / disable_parallel_tool_use */
     char   *text;            /* the rendered prompt */
     size_t  len;
     int32_t *ids;
@@ -266,6 +269,9 @@ void srv_prompt_render(srv_error *e, const tok_vocab *tok, srv_prompt *p);
 void srv_gen_fields(srv_error *e, srv *s, const cJSON *body, srv_job *j, enum srv_flavour f);
 /* Checks "model" against the served names; 404 when unknown. */
 void srv_check_model(srv_error *e, srv *s, const cJSON *body, bool required);
+/* One tool call at most: generation stops at the first "</tool_call>"
+ * (when a stop string is still free). */
+void srv_single_call(srv_job *j, const srv_prompt *p);
 /* The context check (400 with both numbers) and the token limit clamp. */
 void srv_fit_context(srv_error *e, srv *s, srv_job *j);
 
