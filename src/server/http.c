@@ -111,6 +111,7 @@ int srv_reply_text(srv_conn *c, int status, const char *ctype, const char *text,
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", ctype);
+    c->status = status;
     enum MHD_Result rc = MHD_queue_response(c->mc, (unsigned)status, r);
     MHD_destroy_response(r);
     return rc;
@@ -182,6 +183,7 @@ int srv_reply_stream(srv_conn *c)
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     c->last_send = srv_now();
+    c->status = 200;
     enum MHD_Result rc = MHD_queue_response(c->mc, 200, r);
     MHD_destroy_response(r);
     return rc;
@@ -253,6 +255,7 @@ static enum MHD_Result dispatch(srv_conn *c)
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(c->url, routes[i].path)) {
             path_known = true;
+            c->route = routes[i].path;
             c->flavour = routes[i].flavour;
             if (!strcmp(c->method, routes[i].method))
                 hit = &routes[i];
@@ -297,6 +300,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c->mc = mc;
         c->url = url;
         c->method = method;
+        c->t_start = srv_now();
         *con_cls = c;
         /* A body over the limit is read and dropped, then refused with a 413:
          * a reply sent while the client still uploads is often lost to it
@@ -326,10 +330,14 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 {
     (void)cls;
     (void)mc;
-    (void)why;
     srv_conn *c = *con_cls;
     if (!c)
         return;
+    /* One line per request. The path printed is our own literal (the
+     * request's bytes never reach the log: no forged lines). */
+    fprintf(stderr, "q36 serve: %s %s %d %.3f s%s\n", c->method && c->route ? c->method : "-",
+            c->route ? c->route : "(no route)", c->status, srv_now() - c->t_start,
+            why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     if (c->job) {
         atomic_store(&c->job->cancel, 1);    /* a no-op when it has ended */
         srv_job_unref(c->job);

@@ -195,6 +195,9 @@ struct srv_conn {
     q36_buf      body;
     bool         body_too_big;
     enum srv_flavour flavour;
+    const char  *route;              /* the matched path (a literal of ours), or NULL */
+    int          status;             /* of the response queued */
+    double       t_start;
     /* streaming */
     srv_job     *job;
     void        *state;              /* the route's, freed by free_state */
