@@ -59,6 +59,8 @@ static const orc_cmd commands[] = {
       "-m M [--ids ..]            7-token prompt + 4 steps, all logits finite" },
     { "bench", orc_cmd_bench, F_EVAL | F_P | F_N | F_D | F_R | F_SEED,
       "-m M [-p 512] [-n 128] [-d 0] [-r 3] [--seed S]   JSON lines of tok/s" },
+    { "perplexity", orc_cmd_perplexity, F_EVAL | F_F | F_N,
+      "-m M -f FILE [-c 512] [-n CHUNKS]   llama-perplexity's method: [1]x,... Final estimate" },
     { "dequant", orc_cmd_dequant, F_M | F_TENSOR | F_O | F_GGML,
       "-m M --tensor NAME -o OUT.f32 [--ggml-load]   ggml's to_float of one tensor" },
     { "compare", orc_cmd_compare, F_POS | F_N,

@@ -113,6 +113,7 @@ int orc_cmd_logits(const orc_opts *o);
 int orc_cmd_greedy(const orc_opts *o);
 int orc_cmd_decode_check(const orc_opts *o);
 int orc_cmd_bench(const orc_opts *o);
+int orc_cmd_perplexity(const orc_opts *o);
 int orc_cmd_dequant(const orc_opts *o);
 int orc_cmd_compare(const orc_opts *o);
 int orc_cmd_argmax(const orc_opts *o);
