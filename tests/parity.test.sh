@@ -72,6 +72,7 @@ for need in "$ORACLE" "$Q36"; do
         exit 1
     fi
 done
+echo "# ggml variant $("$ORACLE" cpu 2>&1)"
 
 # name | synth flags
 models=(

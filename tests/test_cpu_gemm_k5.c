@@ -56,7 +56,7 @@ static void test_q5_K(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
     snprintf(name, sizeof name, "gemm_k5.q5_K_K%lld_%lldx%lld%s%s", (long long)K, (long long)nr,
              (long long)nt, pad ? "_padded" : "", extreme ? "_extreme" : "");
     if (!dot_avx512()) {
-        t_fail(name, "this CPU has no AVX-512 Q5_K dot: the order under test is that kernel's");
+        t_skip(name, "this CPU has no AVX-512 Q5_K dot: the order under test is that kernel's");
         return;
     }
     t_rng rng = t_rng_named(name);
