@@ -11,10 +11,11 @@
  *    then the lanes of acc0 summed as a halving tree (16 lanes: pairs i and
  *    i+8, then i and i+4, then i and i+2, then 0 and 1; 8 lanes: pairs i and
  *    i+4, then (0+1) + (2+3)); the tail after the last whole step is added
- *    in element order: rounded products for whole groups of 8, fused
- *    multiply-adds for the last n mod 8 (what the compiler made of ggml's
- *    scalar tail loop; checked against libggml-cpu by
- *    tests/test_ggml_backend.c).
+ *    in element order: rounded products for whole groups of W/2 (8 with 16
+ *    lanes, 4 with 8), fused multiply-adds for the rest (what GCC made of
+ *    ggml's scalar tail loop in each build: vectorized products in blocks
+ *    of 16, 8 (and 4 in haswell), summed in order, then contracted scalar
+ *    steps; checked against libggml-cpu by tests/test_ggml_backend.c).
  *  - the llamafile f32 GEMM (attention's probabilities times V): one vector
  *    accumulator per output, lane = position mod lanes, fused multiply-add
  *    over the positions, then the halving tree (8 lanes: i and i+4, then
@@ -108,7 +109,7 @@ static float dot_vec_fma(int64_t n, const float *x, const float *y, int W)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    const int64_t nv = np + (n - np) / 8 * 8;
+    const int64_t nv = np + (n - np) / (W / 2) * (W / 2);
     for (int64_t i = np; i < nv; i++) {
         const float p = x[i] * y[i];
         s = s + p;
@@ -193,7 +194,7 @@ float cpu_dot_vec_ref(int64_t n, const float *x, const float *y, int W)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    const int64_t nv = np + (n - np) / 8 * 8;
+    const int64_t nv = np + (n - np) / (W / 2) * (W / 2);
     for (int64_t i = np; i < nv; i++) {
         const float p = x[i] * y[i];
         s = s + p;
