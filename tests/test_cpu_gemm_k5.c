@@ -16,8 +16,9 @@
  * over the Qwen3.5/3.6 reduction lengths (1024, 2048, 3584, 512) and 256,
  * tiles of 1..13 rows x 1..20 tokens (one token included), padded strides,
  * and an extreme case (every code 31, scales and mins 63, activations at
- * +-127 and -128). On a CPU without the AVX-512 dot every case fails: the
- * order under test is that kernel's.
+ * +-127 and -128). On a CPU without the AVX-512 dot (or under
+ * Q36_QUANT_PATH_MAX=avx2) every case but the pick is a skip: the order
+ * under test is that kernel's.
  *
  * `test_cpu_gemm_k5 bench` prints (does not assert) one-thread timings of
  * the tile kernel against the per-output dot, looped as mm_task; noisy. */

@@ -7,8 +7,8 @@
  * (decode), K past the AVX-512 kernel's pack limit (8224), more rows than
  * one pack meets (70), padded row strides and a padded output stride (whose padding
  * must stay untouched). Every kernel this CPU runs is checked; a kernel
- * the CPU lacks is named on its case line. A CPU without AVX2 fails the
- * Q8_0 cases: the order being checked is that of an AVX2 kernel.
+ * the CPU lacks is a skip, and so are the Q8_0 cases on a CPU without
+ * AVX2: the order being checked is that of an AVX2 kernel.
  *
  * `test_cpu_gemm_q8 bench` prints (does not assert) one-thread timings of
  * each tile kernel against the per-output loop on real shapes; noisy. */

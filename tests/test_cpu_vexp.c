@@ -8,8 +8,8 @@
  * NaN, far outside the range). It also checks that the results are
  * within 1 ulp of the correctly rounded e^x (exp in double, rounded once),
  * and prints how many differ from it by one ulp, and the speed (noisy). A
- * CPU without AVX2+FMA fails the case: the vector code cannot be checked
- * there. */
+ * form whose instructions the CPU lacks (AVX2+FMA, AVX-512 F/DQ, as
+ * Q36_QUANT_PATH_MAX leaves them) is a skip. */
 #include "test.h"
 
 #include <math.h>
