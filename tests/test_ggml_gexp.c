@@ -39,7 +39,7 @@ static int load_variant(const char *variant, char *why, size_t wn)
     int sc;
     void *h = t_ggml_cpu_open(variant, &sc, why, wn);
     if (!h)
-        return -1;
+        return why[0] ? -1 : 0;
     g_silu = (silu_fn)dlsym(h, "ggml_vec_silu_f32");
     g_swiglu = (swiglu_fn)dlsym(h, "ggml_vec_swiglu_f32");
     g_softmax = (softmax_fn)dlsym(h, "ggml_vec_soft_max_f32");

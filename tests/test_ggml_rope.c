@@ -87,8 +87,8 @@ static void test_rope(be_ctx *be, int64_t T, int64_t H, int64_t D, int n_rot, co
 int main(void)
 {
     char why[600];
-    const char *variant = "";
-    g_compute = (compute_fn)t_ggml_best_compute(&variant, why, sizeof why);
+    char variant[64] = "";
+    g_compute = (compute_fn)t_ggml_best_compute(variant, sizeof variant, why, sizeof why);
     if (!g_compute) {
         t_fail("ggml_rope.load", "%s", why);
         return t_exit();

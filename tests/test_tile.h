@@ -121,7 +121,7 @@ static void check_case(const char *name, int64_t K, const uint8_t *w, uint64_t w
     for (size_t i = 0; i < nk; i++) {
         snprintf(cname, sizeof cname, "%s_%s", name, ks[i].isa);
         if (!ks[i].fn)
-            printf("note %s: not on this CPU, not run\n", cname);
+            t_skip(cname, "this CPU lacks the kernel's instructions");
         else
             check_tile(cname, ks[i].fn, K, w, wrb, nr, a, arb, nt, want);
     }

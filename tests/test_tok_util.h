@@ -159,7 +159,8 @@ static inline struct llama_model *tt_oracle_load(const char *path)
     static bool once;
     if (!once) {
         llama_log_set(tt_quiet_log, NULL);
-        ggml_backend_load_all_from_path(Q36_ORACLE_LIB);
+        const char *lib = getenv("Q36_ORACLE_LIB");     /* as the oracle harness */
+        ggml_backend_load_all_from_path(lib && *lib ? lib : Q36_ORACLE_LIB);
         once = true;
     }
     struct llama_model_params mp = llama_model_default_params();

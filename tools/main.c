@@ -22,6 +22,7 @@ static const struct {
     { "tokenize",   cmd_tokenize,   "text to token ids with the model's tokenizer" },
     { "detokenize", cmd_detokenize, "token ids to the bytes they stand for" },
     { "logits",     cmd_logits,     "float32 logits of a list of token ids (all or last position)" },
+    { "perplexity", cmd_perplexity, "perplexity of a text file, as llama-perplexity measures it" },
     { "bench",      cmd_bench,      "prefill and decode tokens/s at context depths (+ llama.cpp baseline)" },
 };
 

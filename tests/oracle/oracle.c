@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,8 +60,12 @@ static const orc_cmd commands[] = {
       "-m M [--ids ..]            7-token prompt + 4 steps, all logits finite" },
     { "bench", orc_cmd_bench, F_EVAL | F_P | F_N | F_D | F_R | F_SEED,
       "-m M [-p 512] [-n 128] [-d 0] [-r 3] [--seed S]   JSON lines of tok/s" },
+    { "perplexity", orc_cmd_perplexity, F_EVAL | F_F | F_N,
+      "-m M -f FILE [-c 512] [-n CHUNKS]   llama-perplexity's method: [1]x,... Final estimate" },
     { "dequant", orc_cmd_dequant, F_M | F_TENSOR | F_O | F_GGML,
       "-m M --tensor NAME -o OUT.f32 [--ggml-load]   ggml's to_float of one tensor" },
+    { "cpu", orc_cmd_cpu, 0,
+      "                           the libggml-cpu variant llama.cpp loads here (haswell, zen4, ...)" },
     { "compare", orc_cmd_compare, F_POS | F_N,
       "A.f32 B.f32 -n ROWLEN      max |a-b|, worst row rel. L2, argmax mismatches" },
     { "argmax", orc_cmd_argmax, F_POS | F_N | F_MARGINS,
@@ -267,6 +272,15 @@ static void on_abort(int sig)
     raise(sig);
 }
 
+/* The folder the CPU backends load from: $Q36_ORACLE_LIB when set (make
+ * check-avx2 points it at a folder whose only CPU variant is haswell), else
+ * the pinned package's, compiled in. */
+static const char *orc_lib_dir(void)
+{
+    const char *d = getenv("Q36_ORACLE_LIB");
+    return d && *d ? d : Q36_ORACLE_LIB;
+}
+
 int orc_init(bool verbose)
 {
     log_echo = verbose;
@@ -275,11 +289,35 @@ int orc_init(bool verbose)
     if (!verbose) setenv("GGML_NO_BACKTRACE", "1", 0);
     signal(SIGABRT, on_abort);
     llama_log_set(log_cb, NULL);
-    ggml_backend_load_all_from_path(Q36_ORACLE_LIB);
+    ggml_backend_load_all_from_path(orc_lib_dir());
     llama_backend_init();
     if (ggml_backend_dev_count() == 0)
-        return orc_fail("no ggml backend could be loaded from %s: %s", Q36_ORACLE_LIB, orc_last_log());
+        return orc_fail("no ggml backend could be loaded from %s: %s", orc_lib_dir(), orc_last_log());
     return 0;
+}
+
+/* dl_iterate_phdr callback: the <variant> of a mapped libggml-cpu-<variant>.so */
+static int find_cpu_lib(struct dl_phdr_info *info, size_t size, void *out)
+{
+    (void)size;
+    const char *base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    const size_t n = strlen(base);
+    if (strncmp(base, "libggml-cpu-", 12) != 0 || n < 16 || strcmp(base + n - 3, ".so") != 0)
+        return 0;
+    snprintf(out, 64, "%.*s", (int)(n - 15), base + 12);
+    return 1;
+}
+
+int orc_cmd_cpu(const orc_opts *o)
+{
+    char variant[64] = "";
+    if (orc_init(o->verbose)) return ORC_ERROR;
+    dl_iterate_phdr(find_cpu_lib, variant);
+    if (!variant[0])
+        return orc_fail("no libggml-cpu-<variant>.so from %s is mapped", orc_lib_dir());
+    printf("%s\n", variant);
+    return ORC_OK;
 }
 
 /* ---- model and context ---------------------------------------------------- */

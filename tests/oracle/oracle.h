@@ -62,7 +62,8 @@ int orc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int orc_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Installs the log callback (captures the last lines; echoes them when
- * verbose) and loads the CPU backends from Q36_ORACLE_LIB. Call first. */
+ * verbose) and loads the CPU backends from $Q36_ORACLE_LIB, or the
+ * compiled-in Q36_ORACLE_LIB when it is unset. Call first. */
 int orc_init(bool verbose);
 /* The last captured llama.cpp log lines joined with " | " (static buffer). */
 const char *orc_last_log(void);
@@ -113,7 +114,9 @@ int orc_cmd_logits(const orc_opts *o);
 int orc_cmd_greedy(const orc_opts *o);
 int orc_cmd_decode_check(const orc_opts *o);
 int orc_cmd_bench(const orc_opts *o);
+int orc_cmd_perplexity(const orc_opts *o);
 int orc_cmd_dequant(const orc_opts *o);
+int orc_cmd_cpu(const orc_opts *o);
 int orc_cmd_compare(const orc_opts *o);
 int orc_cmd_argmax(const orc_opts *o);
 

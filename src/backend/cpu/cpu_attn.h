@@ -55,12 +55,13 @@ typedef struct {
 /* ---------------------------------- scalar pieces of the vector kernels */
 
 /* ggml_vec_dot_f32's tail of one score: acc plus elements np .. hd-1 of a
- * key row (f16 or f32) times q, rounded products for whole groups of 8,
- * then fused multiply-adds (cpu_fdot.c). Inlined into FMA code. */
+ * key row (f16 or f32) times q, rounded products for whole groups of
+ * cpu_lanes()/2, then fused multiply-adds (cpu_fdot.c). Inlined into FMA
+ * code. */
 static inline __attribute__((always_inline)) float
 cpu_attn_score_tail(int64_t np, int64_t hd, const float *q, const void *row, int f16, float acc)
 {
-    const int64_t nv8 = np + (hd - np) / 8 * 8;
+    const int64_t g = cpu_lanes() / 2, nv8 = np + (hd - np) / g * g;
     for (int64_t i = np; i < hd; i++) {
         const float x = f16 ? quant_f16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
         if (i < nv8) {

@@ -129,7 +129,7 @@ T256 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q
 }
 
 /* One query's 8 scores from its accumulators: the reduction, ggml's tail
- * (rounded products for whole groups of 8, then fused multiply-adds, as in
+ * (rounded products for whole groups of 4, then fused multiply-adds, as in
  * cpu_fdot.c), the scale. */
 T256 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t ld, int f16,
                            int64_t k0, int64_t nk, const __m256 *v, float scale, float *s)

@@ -4,9 +4,10 @@
  *
  * Layout and order. Channels are independent, so 16 of them are one vector
  * (a GCC vector type: one register with AVX-512, two with AVX2, four with
- * SSE2) and every lane runs the reference's scalar sequence
- * fma(v1, w1, fma(v0, w0, 0)) ..., one rounding per tap (ggml's, see
- * cpu_seq_ref.c): any width gives the bits of cpu_conv_ref. The weights
+ * SSE2) and every lane runs the reference's scalar sequence: taps in order
+ * from 0, the first cpu_conv_nmul(Kc) as a rounded product and a rounded
+ * sum, the rest fused (ggml's, see cpu_seq_ref.c): any width gives the bits
+ * of cpu_conv_ref. The weights
  * ({Kc, C}: taps of a channel adjacent) and the tail (C x (Kc-1)) are
  * channel-major, so a block of channels is transposed
  * once into tap-major scratch (256 channels: 4 KB at Kc = 4); then tokens
@@ -22,7 +23,18 @@
 #include <math.h>
 #include <string.h>
 
+/* the unfused taps' products are rounded before the sum, as in the
+ * reference; clang would contract them unless told not to */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #define CONV_SUB 256               /* channels transposed at once */
+
+int64_t cpu_conv_nmul(int64_t Kc)
+{
+    return cpu_lanes() == 16 ? Kc / 8 * 8 : Kc / 4 * 4;
+}
 
 typedef float v16 __attribute__((vector_size(64)));
 
@@ -131,29 +143,40 @@ static void conv4_out_avx512(be_tensor *tail, int64_t c, int64_t n, const float 
 
 /* ------------------------------------------------------- lane multiply-add */
 
-/* *c += a b per lane, rounded once (the reference's fmaf), in the ISA of
- * the caller conv_sub is inlined into. Pointers, not vector values: no
- * 64-byte vector crosses a call in a non-AVX-512 ABI. */
+/* *c += a b per lane: rounded once (the reference's fmaf) when fused, else
+ * the product rounded and then the sum, in the ISA of the caller conv_sub
+ * is inlined into. Pointers, not vector values: no 64-byte vector crosses a
+ * call in a non-AVX-512 ABI. */
 __attribute__((target("avx512f")))
-static inline void fma16_avx512(const v16 *a, const v16 *b, v16 *c)
+static inline void fma16_avx512(const v16 *a, const v16 *b, v16 *c, bool fused)
 {
-    *c = (v16)_mm512_fmadd_ps((__m512)*a, (__m512)*b, (__m512)*c);
+    const __m512 va = (__m512)*a, vb = (__m512)*b, vc = (__m512)*c;
+    *c = (v16)(fused ? _mm512_fmadd_ps(va, vb, vc) : _mm512_add_ps(vc, _mm512_mul_ps(va, vb)));
 }
 
 __attribute__((target("avx2,fma")))
-static inline void fma16_avx2(const v16 *a, const v16 *b, v16 *c)
+static inline void fma16_avx2(const v16 *a, const v16 *b, v16 *c, bool fused)
 {
     const float *pa = (const float *)a, *pb = (const float *)b;
     float *pc = (float *)c;
-    for (int h = 0; h < 16; h += 8)
-        _mm256_storeu_ps(pc + h, _mm256_fmadd_ps(_mm256_loadu_ps(pa + h), _mm256_loadu_ps(pb + h),
-                                                 _mm256_loadu_ps(pc + h)));
+    for (int h = 0; h < 16; h += 8) {
+        const __m256 va = _mm256_loadu_ps(pa + h), vb = _mm256_loadu_ps(pb + h),
+                     vc = _mm256_loadu_ps(pc + h);
+        _mm256_storeu_ps(pc + h, fused ? _mm256_fmadd_ps(va, vb, vc)
+                                       : _mm256_add_ps(vc, _mm256_mul_ps(va, vb)));
+    }
 }
 
-static inline void fma16_plain(const v16 *a, const v16 *b, v16 *c)
+static inline void fma16_plain(const v16 *a, const v16 *b, v16 *c, bool fused)
 {
-    for (int l = 0; l < 16; l++)
-        (*c)[l] = fmaf((*a)[l], (*b)[l], (*c)[l]);
+    for (int l = 0; l < 16; l++) {
+        if (fused) {
+            (*c)[l] = fmaf((*a)[l], (*b)[l], (*c)[l]);
+        } else {
+            const float p = (*a)[l] * (*b)[l];
+            (*c)[l] = (*c)[l] + p;
+        }
+    }
 }
 
 /* ------------------------------------------------------------ the kernel */
@@ -165,7 +188,7 @@ static inline __attribute__((always_inline))
 void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, be_tensor *y,
               int64_t c, int64_t n, int isa, bool perm4)
 {
-    const int64_t T = x->rows, nt = Kc - 1;
+    const int64_t T = x->rows, nt = Kc - 1, nmul = cpu_conv_nmul(Kc);
     float wt[17 * CONV_SUB], tt[16 * CONV_SUB];
     if (perm4)
         conv4_in_avx512(w, tail, c, n, wt, tt);
@@ -184,11 +207,11 @@ void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, b
                 memcpy(&v, src[i] + b, sizeof v);
                 memcpy(&wv, wt + i * CONV_SUB + b, sizeof wv);
                 if (isa == 1)
-                    fma16_avx512(&v, &wv, &s);
+                    fma16_avx512(&v, &wv, &s, i >= nmul);
                 else if (isa == 2)
-                    fma16_avx2(&v, &wv, &s);
+                    fma16_avx2(&v, &wv, &s, i >= nmul);
                 else
-                    fma16_plain(&v, &wv, &s);
+                    fma16_plain(&v, &wv, &s, i >= nmul);
             }
             memcpy(yr + b, &s, sizeof s);
         }

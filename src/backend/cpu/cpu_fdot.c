@@ -11,10 +11,11 @@
  *    then the lanes of acc0 summed as a halving tree (16 lanes: pairs i and
  *    i+8, then i and i+4, then i and i+2, then 0 and 1; 8 lanes: pairs i and
  *    i+4, then (0+1) + (2+3)); the tail after the last whole step is added
- *    in element order: rounded products for whole groups of 8, fused
- *    multiply-adds for the last n mod 8 (what the compiler made of ggml's
- *    scalar tail loop; checked against libggml-cpu by
- *    tests/test_ggml_backend.c).
+ *    in element order: rounded products for whole groups of W/2 (8 with 16
+ *    lanes, 4 with 8), fused multiply-adds for the rest (what GCC made of
+ *    ggml's scalar tail loop in each build: vectorized products in blocks
+ *    of 16, 8 (and 4 in haswell), summed in order, then contracted scalar
+ *    steps; checked against libggml-cpu by tests/test_ggml_backend.c).
  *  - the llamafile f32 GEMM (attention's probabilities times V): one vector
  *    accumulator per output, lane = position mod lanes, fused multiply-add
  *    over the positions, then the halving tree (8 lanes: i and i+4, then
@@ -108,7 +109,7 @@ static float dot_vec_fma(int64_t n, const float *x, const float *y, int W)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    const int64_t nv = np + (n - np) / 8 * 8;
+    const int64_t nv = np + (n - np) / (W / 2) * (W / 2);
     for (int64_t i = np; i < nv; i++) {
         const float p = x[i] * y[i];
         s = s + p;
@@ -193,7 +194,7 @@ float cpu_dot_vec_ref(int64_t n, const float *x, const float *y, int W)
         acc[0][l] = acc[0][l] + acc[1][l];
     }
     float s = lane_sum_vecdot(acc[0], W);
-    const int64_t nv = np + (n - np) / 8 * 8;
+    const int64_t nv = np + (n - np) / (W / 2) * (W / 2);
     for (int64_t i = np; i < nv; i++) {
         const float p = x[i] * y[i];
         s = s + p;
@@ -342,10 +343,47 @@ static bool has_bf16dp(void)
     return g_bf16dp == 1;
 }
 
+/* The bf16 orders of llama.cpp's AVX2 build (haswell), which has no
+ * vdpbf16ps: both widen bf16 exactly (a shift; subnormals kept, nothing
+ * flushed) and take one fused multiply-add per element.
+ *  - llamafile's GEMM: as its f16 GEMM, one 8-lane accumulator with lane =
+ *    index mod 8, then the halving tree (n a multiple of 8);
+ *  - ggml_vec_dot_bf16: four 8-lane accumulators over steps of 32 (element
+ *    8j + l of a step in lane l of accumulator j), then (0 + 2) + (1 + 3),
+ *    the halving tree, into a double, and the tail one float product at a
+ *    time, added in double. */
+static float dot_bf16_lanes8(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    float acc[8] = { 0 };
+    for (int64_t i = 0; i < n; i += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] = fma_any(quant_bf16_to_f32(x[i + l]), quant_bf16_to_f32(y[i + l]), acc[l]);
+    return cpu_lane_sum(acc, 8);
+}
+
+static float dot_bf16_vec8(int64_t n, const uint16_t *x, const uint16_t *y)
+{
+    float acc[4][8] = { { 0 } };
+    const int64_t np = n - n % 32;
+    for (int64_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++)
+                acc[j][l] = fma_any(quant_bf16_to_f32(x[i + 8 * j + l]), quant_bf16_to_f32(y[i + 8 * j + l]),
+                                    acc[j][l]);
+    for (int l = 0; l < 8; l++)
+        acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    double s = (double)cpu_lane_sum(acc[0], 8);
+    for (int64_t i = np; i < n; i++)
+        s += (double)(quant_bf16_to_f32(x[i]) * quant_bf16_to_f32(y[i]));
+    return (float)s;
+}
+
 float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a)
 {
     if (has_bf16dp())
         return dot_bf16_lanes_dp(n, w, a);
+    if (cpu_lanes() == 8)
+        return dot_bf16_lanes8(n, w, a);
     return cpu_dot_bf16_lanes_ref(n, w, a);
 }
 
@@ -353,6 +391,8 @@ float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a)
 {
     if (has_bf16dp())
         return dot_bf16_vec_dp(n, w, a);
+    if (cpu_lanes() == 8)
+        return dot_bf16_vec8(n, w, a);
     return cpu_dot_bf16_vec_ref(n, w, a);
 }
 

@@ -25,12 +25,12 @@
 #include <immintrin.h>
 #include <math.h>
 
-/* The dot's elements from np on, after the lanes: rounded products added
- * for whole groups of 8, fused multiply-adds after that. */
+/* The dot's elements from np on, after the W lanes: rounded products added
+ * for whole groups of W/2, fused multiply-adds after that (cpu_fdot.c). */
 __attribute__((target("fma")))
-static inline float dot_tail(float s, int64_t np, int64_t n, const float *x, const float *y)
+static inline float dot_tail(float s, int64_t np, int64_t n, const float *x, const float *y, int W)
 {
-    const int64_t nv = np + (n - np) / 8 * 8;
+    const int64_t nv = np + (n - np) / (W / 2) * (W / 2);
     for (int64_t i = np; i < nv; i++) {
         const float p = x[i] * y[i];
         s = s + p;
@@ -62,7 +62,7 @@ static inline float finish16(__m512 a0, __m512 a1, __m512 a2, __m512 a3, int64_t
     a0 = _mm512_add_ps(a0, a2);
     a1 = _mm512_add_ps(a1, a3);
     float s = tree16(_mm512_add_ps(a0, a1));
-    return dot_tail(s, np, n, x, y);
+    return dot_tail(s, np, n, x, y, 16);
 }
 
 /* dk = 64 * NV, R rows at once: each row lives in registers for the whole
@@ -240,7 +240,7 @@ static inline float finish8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, int64_t 
     const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
     const __m128 h = _mm_hadd_ps(s4, s4);               /* (0+1), (2+3) */
     float s = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-    return dot_tail(s, np, n, x, y);
+    return dot_tail(s, np, n, x, y, 8);
 }
 
 GDN_MEM_KERNEL(rows_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,

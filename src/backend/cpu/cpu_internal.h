@@ -110,7 +110,9 @@ void  cpu_axpy(int64_t n, float *y, const float *x, float v); /* y = fma(x, v, y
 void  cpu_scale(int64_t n, float *x, float v);                /* x *= v */
 /* llamafile's f32 GEMM order; n a multiple of cpu_lanes() (a quant_dot_fn) */
 float cpu_dot_lanes(int64_t n, const void *x, const void *y);
-/* llamafile's bf16 GEMM order with AVX-512 BF16 (n a multiple of 32) */
+/* llamafile's bf16 GEMM order and ggml_vec_dot_bf16's, of the llama.cpp
+ * build this CPU loads: with AVX-512 BF16 (n a multiple of 32 for the
+ * GEMM), else with 8 lanes (haswell; n a multiple of 8) */
 float cpu_dot_bf16_lanes(int64_t n, const void *w, const void *a);
 float cpu_dot_bf16_vec(int64_t n, const void *w, const void *a);
 /* plain-C references of the two bf16 orders (vdpbf16ps emulated) */

@@ -57,8 +57,9 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
  *  - F16 (activations rounded to f16): as F32, the f16 GEMM's lanes or
  *    ggml_vec_dot_f16's order;
  *  - BF16 on CPUs with AVX-512 BF16 (where llama.cpp's kernels use
- *    vdpbf16ps): the llamafile GEMM's order for dense matmuls, vec_dot's
- *    for experts and odd shapes. For F16 and BF16 llama.cpp itself takes
+ *    vdpbf16ps) and on those without AVX-512 (haswell's 8-lane kernels):
+ *    the llamafile GEMM's order for dense matmuls, vec_dot's for experts
+ *    and odd shapes. For F16 and BF16 llama.cpp itself takes
  *    vec_dot for a one-token batch (measured: its one-token logits then differ from the
  *    same row of a longer batch); q36 keeps one order for every batch size
  *    so that its rows stay batch-invariant, and so matches llama.cpp's
@@ -78,8 +79,9 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
         return cpu_dot_q6_K_ggml;
     if (type == QT_F16)
         return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_f16_lanes : cpu_dot_f16_vec;
-    if (type == QT_BF16 && be->bf16_dp)
-        return !expert && K % 32 == 0 && N % 4 == 0 ? cpu_dot_bf16_lanes : cpu_dot_bf16_vec;
+    if (type == QT_BF16 && (be->bf16_dp || cpu_lanes() == 8))
+        return !expert && K % (be->bf16_dp ? 32 : 8) == 0 && N % 4 == 0 ? cpu_dot_bf16_lanes
+                                                                          : cpu_dot_bf16_vec;
     if (type == QT_Q8_0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, QUANT_PATH_AVX2);
         if (f)

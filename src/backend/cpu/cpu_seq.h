@@ -15,12 +15,17 @@
 
 /* The depthwise causal conv of be_ssm_conv for channels [c0, c1): x is
  * T x C, tail C x (Kc-1) (updated), w the {Kc, C} weight (w[c*Kc + i]),
- * y T x C. Each output is fma(v1, w1, fma(v0, w0, 0)) ... in order
- * i = 0..Kc-1, one rounding per tap: ggml's ssm_conv as GCC contracts it on
- * the FMA-capable x86 builds (cpu_seq_ref.c, tests/test_ggml_conv.c).
+ * y T x C. Each output sums its taps in order i = 0..Kc-1 from 0: the first
+ * cpu_conv_nmul(Kc) taps as a rounded product then a rounded sum, the rest
+ * as fused multiply-adds: ggml's ssm_conv as GCC built it for the x86
+ * variant llama.cpp loads here (cpu_seq_ref.c, tests/test_ggml_conv.c).
  * Kc <= 17. */
 void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                   be_tensor *y, int64_t c0, int64_t c1);
+/* How many leading taps of a Kc-tap conv are not fused: Kc rounded down to
+ * the vector block the build's tap loop was vectorized with (8 floats in
+ * the AVX-512 builds, 4 in haswell's; cpu_lanes() says which one runs). */
+int64_t cpu_conv_nmul(int64_t Kc);
 /* The same, 16 channels at a time (any c0, c1; AVX-512, AVX2 (both with
  * FMA) or plain C (libm's fmaf) chosen at run time, or forced with path:
  * 0 best, 1 AVX-512, 2 AVX2, 3 plain; a path the CPU lacks falls back to

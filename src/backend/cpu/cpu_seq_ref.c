@@ -16,17 +16,19 @@
 
 /* -------------------------------------------------------------------- conv */
 
-/* Each tap is a fused multiply-add, from 0: ggml's ssm_conv is C++ (ops.cpp)
- * built as GNU C++17, where GCC contracts sumf += s * c into an FMA on the
- * FMA-capable x86 variants of libggml-cpu (haswell .. zen4) that llama.cpp
- * loads on such CPUs; its output equals this sequence bit for bit (a
- * 7-token prompt batch through libggml-cpu-zen4: 0 of 1792 outputs apart,
- * 526 with products rounded). */
+/* ggml's ssm_conv is C++ (ops.cpp) built as GNU C++17: GCC vectorizes its
+ * tap loop in blocks of whole vectors (each product rounded, then added to
+ * the sum in order) and contracts sumf += s * c into a fused multiply-add
+ * for the taps after the last block. The block is 8 floats in the AVX-512
+ * variants (zen4, skylakex, ...), 4 in haswell (blocks of 8 then one of 4),
+ * so with the models' 4 taps the AVX-512 builds fuse every tap and haswell
+ * none; cpu_conv_nmul(Kc) counts the unfused taps of the variant llama.cpp
+ * loads here (tests/test_ggml_conv.c checks both). */
 
 void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                   be_tensor *y, int64_t c0, int64_t c1)
 {
-    const int64_t T = x->rows, nt = Kc - 1;
+    const int64_t T = x->rows, nt = Kc - 1, nmul = cpu_conv_nmul(Kc);
     for (int64_t t = 0; t < T; t++) {
         float *yr = cpu_row(y, t);
         for (int64_t c = c0; c < c1; c++) {
@@ -36,7 +38,12 @@ void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t K
             for (int64_t i = 0; i < Kc; i++) {
                 const int64_t k = t + i;       /* position in [tail | x] */
                 const float v = k < nt ? tl[k] : cpu_row(x, k - nt)[c];
-                s = fmaf(v, wc[i], s);
+                if (i < nmul) {
+                    const float p = v * wc[i];
+                    s = s + p;
+                } else {
+                    s = fmaf(v, wc[i], s);
+                }
             }
             yr[c] = s;
         }
