@@ -97,8 +97,7 @@ static void slot_fail(sched *s, slot *sl, const char *what, const q36_err *err)
 static void admit(sched *s, slot *sl, srv_job *j)
 {
     q36_err err = { 0 };
-    sl->job = j;
-    sl->n_read = 0;
+    sl->n_read = 0;                            /* sl->job was set when reserved */
     pthread_mutex_lock(&j->mu);
     j->slot = (int)(sl - s->slots);
     j->t_start = srv_now();
@@ -107,12 +106,8 @@ static void admit(sched *s, slot *sl, srv_job *j)
     s->met->deferred--;
     s->met->processing++;
     pthread_mutex_unlock(&s->met->mu);
-    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err)) {
-        sl->st = SLOT_PREFILL;
-        slot_fail(s, sl, "sampler", &err);
-        return;
-    }
-    sl->st = SLOT_PREFILL;
+    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err))
+        slot_fail(s, sl, "sampler", &err);      /* the slot was reserved as SLOT_PREFILL */
 }
 
 /* Samples the next token of a decoding slot and publishes it; false when
@@ -241,8 +236,11 @@ static void *engine_main(void *arg)
             if (sl->st == SLOT_PREFILL) {
                 sl->n_read += r->n;
                 n_prompt_tok += r->n;
-                if (sl->n_read == sl->job->n_prompt)
+                if (sl->n_read == sl->job->n_prompt) {
+                    pthread_mutex_lock(&s->mu);  /* /slots reads the state */
                     sl->st = SLOT_DECODE;
+                    pthread_mutex_unlock(&s->mu);
+                }
             }
         }
         pthread_mutex_lock(&s->met->mu);
