@@ -197,6 +197,19 @@ static void test_good(void)
         srv_job_unref(j);
     }
 
+    /* required with one tool is that tool, named: the prompt ends inside its call. */
+    memset(&e, 0, sizeof e);
+    srv_prompt q = { 0 };
+    j = srv_job_new();
+    read_body(OA, "{\"messages\":" U ",\"tool_choice\":\"required\",\"tools\":[{\"type\":\"function\","
+                  "\"function\":{\"name\":\"only\"}}]}", &e, &q, j);
+    size_t tl = q.text ? strlen(q.text) : 0;
+    t_check("srv_req.required_one_tool_is_named", !e.status && tl > 40 &&
+            !strcmp(q.text + tl - 28, "<tool_call>\n<function=only>\n"), "%d %s / %s", e.status, e.msg,
+            q.text ? q.text + (tl > 60 ? tl - 60 : 0) : "(none)");
+    srv_prompt_free(&q);
+    srv_job_unref(j);
+
     /* --alias '*' accepts any model name. */
     memset(&e, 0, sizeof e);
     S.o.aliases[0] = "*";

@@ -135,6 +135,15 @@ static void choose(srv_error *e, srv_prompt *p, const char *choice, const char *
     }
     if ((p->require_tool || p->forced_tool[0]) && !p->tools)
         srv_fail(e, 400, "invalid_request_error", path, "'%s': a tool is required but 'tools' is empty", path);
+    if (p->require_tool && cJSON_GetArraySize(p->tools) == 1) {
+        /* One tool to choose from: required means that one, named. */
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(p->tools, 0), "function");
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
+        if (n && strlen(n) < sizeof p->forced_tool) {
+            snprintf(p->forced_tool, sizeof p->forced_tool, "%s", n);
+            p->require_tool = false;
+        }
+    }
 }
 
 static void openai_tools(srv_error *e, const cJSON *body, srv_prompt *p)
