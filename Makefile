@@ -108,7 +108,7 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(TEST_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
 
-check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle
+check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(DEFAULT_MODEL)
 	BUILD=$(BUILD) Q36=$(BUILD)/q36 tests/run.sh $(BUILD)
 
 # ---- an AVX2-only CPU, emulated on an AVX-512 one ---------------------------
@@ -122,7 +122,7 @@ $(AVX2_LIB): FORCE
 	@for f in $(abspath $(ORACLE_LIB))/*; do \
 	    case $${f##*/} in libggml-cpu-haswell.so) ;; libggml-cpu-*) continue ;; esac; \
 	    ln -s $$f $@/; done
-check-avx2: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(AVX2_LIB)
+check-avx2: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(AVX2_LIB) $(DEFAULT_MODEL)
 	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_QUANT_PATH_MAX=avx2 Q36_ORACLE_LIB=$(abspath $(AVX2_LIB)) \
 	    tests/run.sh $(BUILD)
 
@@ -162,16 +162,17 @@ fuzz: deps build-fuzz/fuzz_gguf
 	    -rss_limit_mb=2048 build-fuzz/corpus
 
 # ---- the main job on the default model ---------------------------------------
-# A tiny random-weight model with the real Qwen3 tokenizer, made with a fixed
-# seed: its output is noise until a trained tiny model exists.
-$(DEFAULT_MODEL): $(BUILD)/q36 $(VOCAB)
-	$(BUILD)/q36 synth --arch qwen35 --preset tiny --seed 1 --vocab $(VOCAB) -o $@
-$(VOCAB):
-	@scripts/setup.sh
+# A small qwen35moe trained from scratch on Debian's Python sources and docs
+# (tools/train/README.md), unpacked from the repository. The random-weight
+# models of q36 synth stay for the tests.
+DEFAULT_XZ := models/q36-tiny-moe.gguf.xz
+$(DEFAULT_MODEL): $(DEFAULT_XZ)
+	@mkdir -p $(@D)
+	xz -dc $< >$@.tmp && mv $@.tmp $@
 run: deps
 	@$(MAKE) --no-print-directory q36 $(DEFAULT_MODEL)
 	./q36 info -m $(DEFAULT_MODEL)
-	./q36 run -m $(DEFAULT_MODEL) -p "The capital of France is" -n 32 --seed 1
+	./q36 run -m $(DEFAULT_MODEL) -p "import os" -n 64 --seed 1
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz q36

@@ -15,11 +15,7 @@ SDK=tests/server/node_modules
 d=$(dirname "$Q36")
 model=$d/build/default.gguf
 [ -f "$model" ] || model=$d/default.gguf
-if [ ! -f "$model" ]; then
-    [ -f "$VOCAB" ] || { fail server_model "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
-    "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||
-        { fail server_model "cannot make $model"; exit 1; }
-fi
+[ -f "$model" ] || { fail server_model "no default model beside $Q36 (make unpacks it from models/)"; exit 1; }
 # wait_url FILE PID: the URL the server prints as its first stdout line,
 # waited for up to 10 s; empty when it does not start.
 wait_url() {
