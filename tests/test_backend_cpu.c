@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
+#include "test_batch.h"
 #include "quant/quant.h"
 #include "quant/fp16.h"
 
@@ -166,7 +167,9 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
     for (int64_t i = 0; i < T * k; i++)
         sel[i] = (int32_t)(t_next(&r) % (uint64_t)E);
     be_tensor *xt = upload(be3, x, xr, K), *y = be_tensor_new(be3, T * k, N);
-    be_matmul_id(be3, bw, xt, sel, T, k, y);
+    be_tensor *st = t_i32(be3, sel, T, k);
+    be_matmul_id(be3, bw, xt, st, y);
+    be_tensor_free(be3, st);
     float *g = malloc(sizeof(float) * (size_t)(T * k * N));
     be_read(be3, y, 0, T * k, g);
     double worst = 0;
@@ -229,7 +232,9 @@ static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, in
     be_tensor *t = upload(be1, x, rows, cols);
     int32_t sec[4] = { (int32_t)(n_rot / 2 - n_rot / 2 / 3 * 2), (int32_t)(n_rot / 2 / 3),
                        (int32_t)(n_rot / 2 / 3), 0 };
-    be_rope(be1, t, hd, n_rot, sec, 1e7f, pos0);
+    be_batch b = t_batch1(be1, rows, pos0, pos0 + rows, 0);
+    be_rope(be1, t, hd, n_rot, sec, 1e7f, b.pos);
+    be_batch_free(be1, &b);
     float *g = malloc(sizeof(float) * (size_t)(rows * cols));
     be_read(be1, t, 0, rows, g);
     double worst = 0;
@@ -275,10 +280,13 @@ static void test_attention(int64_t T, int64_t pos0, int64_t Hq, int64_t Hkv, int
     float *q = t_randv(&r, T * Hq * hd, 1), *k = t_randv(&r, n * kvw, 1), *v = t_randv(&r, n * kvw, 1);
     be_tensor *kc = be_tensor_new(be3, n + 5, kvw), *vc = be_tensor_new(be3, n + 5, kvw);
     be_tensor *kt = upload(be3, k, n, kvw), *vt = upload(be3, v, n, kvw);
-    be_kv_store(be3, kc, vc, kt, vt, 0);
+    be_batch b0 = t_batch1(be3, n, 0, n + 5, 0), b = t_batch1(be3, T, pos0, n + 5, 0);
+    be_kv_store(be3, kc, vc, kt, vt, &b0);
     be_tensor *qt = upload(be3, q, T, Hq * hd), *ot = be_tensor_new(be3, T, Hq * hd);
     const float scale = 1.0f / sqrtf((float)hd);
-    be_attention(be3, qt, kc, vc, pos0, Hq, Hkv, hd, scale, ot);
+    be_attention(be3, qt, kc, vc, &b, Hq, Hkv, hd, scale, ot);
+    be_batch_free(be3, &b0);
+    be_batch_free(be3, &b);
     float *g = malloc(sizeof(float) * (size_t)(T * Hq * hd));
     be_read(be3, ot, 0, T, g);
     double worst = 0, *s = malloc(sizeof(double) * (size_t)n);
@@ -321,7 +329,9 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc)
     be_weight *bw;
     be_weight_bind(be3, &gt, &bw, NULL);
     be_tensor *xt = upload(be3, x, T, C), *tl = upload(be3, tail0, C, Kc - 1), *y = be_tensor_new(be3, T, C);
-    be_ssm_conv(be3, xt, tl, bw, y);
+    be_batch b = t_batch1(be3, T, 0, T, 0);
+    be_ssm_conv(be3, xt, tl, bw, &b, y);
+    be_batch_free(be3, &b);
     float *g = malloc(sizeof(float) * (size_t)(T * C)), *tg = malloc(sizeof(float) * (size_t)(C * (Kc - 1)));
     be_read(be3, y, 0, T, g);
     be_read(be3, tl, 0, C, tg);
@@ -374,7 +384,9 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     }
     be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
     be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
-    be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+    be_batch bb = t_batch1(be3, T, 0, T, 0);
+    be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
+    be_batch_free(be3, &bb);
     float *o = malloc(sizeof(float) * (size_t)(T * Hv * dk)), *Sg = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
     be_read(be3, ot, 0, T, o);
     be_read(be3, St, 0, Hv, Sg);
@@ -446,10 +458,12 @@ static void test_deltanet_chunked(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     for (int m = 0; m < 2; m++) {
         be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
         be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
+        be_batch bb = t_batch1(be3, T, 0, T, 0);
         if (m == 0)
-            be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
         else
-            be_deltanet_chunked(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet_chunked(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
+        be_batch_free(be3, &bb);
         o[m] = malloc(sizeof(float) * (size_t)(T * Hv * dk));
         Sg[m] = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
         be_read(be3, ot, 0, T, o[m]);
@@ -479,7 +493,10 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
     float *l = t_randv(&r, T * E, 2);
     be_tensor *lt = upload(be1, l, T, E), *wt_ = be_tensor_new(be1, T, k);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
-    be_moe_route(be1, lt, k, sel, wt_);
+    be_tensor *st = be_tensor_new_type(be1, BE_I32, T, k);
+    be_moe_route(be1, lt, k, st, wt_);
+    be_read(be1, st, 0, T, sel);
+    be_tensor_free(be1, st);
     float *w = malloc(sizeof(float) * (size_t)(T * k));
     be_read(be1, wt_, 0, T, w);
     bool ok = true;

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_seq.h"
+#include "test_batch.h"
 #include "quant/quant.h"
 
 static be_ctx *be1, *be2;
@@ -110,7 +111,9 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc, bool packed)
         if (p < 2) {
             be_weight *bw;
             be_weight_bind(be, &gt, &bw, NULL);
-            be_ssm_conv(be, xt, tl, bw, y);
+            be_batch b = t_batch1(be, be_rows_of(xt), 0, be_rows_of(xt), 0);
+            be_ssm_conv(be, xt, tl, bw, &b, y);
+            be_batch_free(be, &b);
         } else {
             cpu_conv_fast(xt, tl, wv, Kc, y, 0, C, p - 1);
         }
@@ -189,7 +192,9 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
         be_ctx *be = p ? be2 : be1;
         be_write(be1, St, 0, Hv, c.S0);
         be_zero(be1, po);
-        be_deltanet(be, qt, gt, bt, St, Hk, Hv, dk, ot);
+        be_batch b = t_batch1(be, T, 0, T, 0);
+        be_deltanet(be, qt, gt, bt, St, Hk, Hv, dk, &b, ot);
+        be_batch_free(be, &b);
         be_read(be1, ot, 0, T, og);
         be_read(be1, St, 0, Hv, sg);
         char cname[128];
@@ -273,9 +278,10 @@ static void bench(void)
         be_write(be1, bt, 0, T, c.b);
         be_write(be1, St, 0, Hv, c.S0);
         double bf = 1e30, br = 1e30;
+        be_batch b = t_batch1(be1, T, 0, T, 0);
         for (int r = 0; r < 5; r++) {
             double t0 = cpu_s();
-            be_deltanet(be1, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet(be1, qt, gt, bt, St, Hk, Hv, dk, &b, ot);
             double t1 = cpu_s();
             cpu_deltanet_ref(qt, gt, bt, St, Hk, Hv, dk, ot);
             double t2 = cpu_s();
@@ -284,6 +290,7 @@ static void bench(void)
         }
         printf("deltanet T=%-4lld Hk=%lld Hv=%lld: op %8.3f ms  reference %8.3f ms  (%.1fx)\n",
                (long long)T, (long long)Hk, (long long)Hv, 1e3 * bf, 1e3 * br, br / bf);
+        be_batch_free(be1, &b);
         be_tensor *all[] = { qt, gt, bt, St, ot };
         for (int k = 0; k < 5; k++)
             be_tensor_free(be1, all[k]);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../src/include/q36.h"
+#include "../src/model/model.h"
 #include "../src/sampler/sampler.h"
 #include "../src/tokenizer/tok.h"
 

@@ -12,6 +12,7 @@
 
 #include "../src/gguf/gguf.h"
 #include "../src/include/q36.h"
+#include "../src/model/model.h"
 #include "../src/model/hparams.h"
 #include "../src/quant/quant.h"
 #include "../src/quant/types.h"

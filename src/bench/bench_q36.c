@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../include/q36.h"
+#include "../model/model.h"
 #include "../quant/types.h"
 #include "bench_traffic.h"
 

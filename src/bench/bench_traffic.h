@@ -4,6 +4,7 @@
 #define Q36_BENCH_TRAFFIC_H
 
 #include "../include/q36.h"
+#include "../model/model.h"
 #include "bench.h"
 
 int bench_traffic_of(const q36_model *m, int type_k, int type_v, double ctx_positions,

@@ -19,7 +19,7 @@
  * per tile of tokens and stays in cache while it meets every token of the
  * tile; a one-token matmul is a stream of rows, handed out in long runs
  * (row_grain). */
-#include "cpu_internal.h"
+#include "cpu.h"
 
 #include <assert.h>
 #include <string.h>
@@ -67,8 +67,9 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
  * forces one quant-module family instead. */
 static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
-    if (be->dot_path >= 0) {
-        quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)be->dot_path);
+    const cpu_ctx *c = cpu_ctx_of(be);
+    if (c->dot_path >= 0) {
+        quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)c->dot_path);
         if (f)
             return f;
     }
@@ -78,7 +79,7 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
         return cpu_dot_q6_K_ggml;
     if (type == QT_F16)
         return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_f16_lanes : cpu_dot_f16_vec;
-    if (type == QT_BF16 && be->bf16_dp)
+    if (type == QT_BF16 && c->bf16_dp)
         return !expert && K % 32 == 0 && N % 4 == 0 ? cpu_dot_bf16_lanes : cpu_dot_bf16_vec;
     if (type == QT_Q8_0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, QUANT_PATH_AVX2);
@@ -97,7 +98,7 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
 static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
-    if (be->dot_path >= 0)
+    if (cpu_ctx_of(be)->dot_path >= 0)
         return NULL;
     if (type == QT_Q4_K)
         return cpu_gemm_q4_K();
@@ -125,7 +126,7 @@ static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
 {
     if (R > 4)
         return ROW_GRAIN;
-    int64_t g = N / (DECODE_ITEMS * (int64_t)be->n_threads);
+    int64_t g = N / (DECODE_ITEMS * (int64_t)cpu_ctx_of(be)->n_threads);
     g -= g % ROW_GRAIN;
     return g > ROW_GRAIN ? g : ROW_GRAIN;
 }
@@ -181,7 +182,7 @@ static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, ui
     cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
 }
 
-void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
+void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     const gguf_tensor *t = w->t;
@@ -189,7 +190,10 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
     assert(slab >= 0 && (uint64_t)slab < t->ne[2] * t->ne[3]);
     uint8_t *act = cpu_scratch(be, (size_t)x->rows * w->act_row_bytes);
-    assert(act);
+    if (!act) {
+        cpu_fail_scratch(be, "matmul", (size_t)x->rows * w->act_row_bytes);
+        return;
+    }
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
@@ -225,20 +229,23 @@ static void mmn_task(void *arg, int64_t i0, int64_t i1, int tid)
     }
 }
 
-void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
+void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
 {
     /* the longest prefix with one activation type shares one quantization */
     int m = 1;
     while (m < n && m < MM_NMAX && w[m]->act_type == w[0]->act_type)
         m++;
     if (m == 1) {
-        be_matmul(be, w[0], 0, x, y[0]);
+        cpu_matmul(be, w[0], 0, x, y[0]);
     } else {
         CPU_PROF_BEGIN(be);
         const int64_t K = x->cols;
         assert(!x->f16);
         uint8_t *act = cpu_scratch(be, (size_t)x->rows * w[0]->act_row_bytes);
-        assert(act);
+        if (!act) {
+            cpu_fail_scratch(be, "matmul", (size_t)x->rows * w[0]->act_row_bytes);
+            return;
+        }
         quantize_rows(be, w[0], x, act);
         mmn_job j = { .n = m };
         int64_t total = 0;
@@ -257,7 +264,7 @@ void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *
         CPU_PROF_END(be, BE_PROF_MATMUL(w[0]->type));
     }
     if (n > m)
-        be_matmul_n(be, n - m, w + m, x, y + m);
+        cpu_matmul_n(be, n - m, w + m, x, y + m);
 }
 
 /* ------------------------------------------------------------ experts */
@@ -344,10 +351,13 @@ static void qid_task(void *arg, int64_t r0, int64_t r1, int tid)
     }
 }
 
-void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
-                  const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y)
+void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *selt,
+                   be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
+    const int64_t n_tok = selt->rows, k = selt->cols;
+    const int32_t *sel = selt->data;       /* host memory on the CPU: packed rows */
+    assert(selt->ld == k);
     const gguf_tensor *t = w->t;
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)t->ne[2];
     const int64_t P = n_tok * k;
@@ -360,7 +370,10 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
     size_t qpad = (qbytes + 63) & ~(size_t)63;
     size_t ibytes = sizeof(int64_t) * (size_t)(2 * P + 2 * (E + 1)) + sizeof(int32_t) * (size_t)E;
     uint8_t *buf = cpu_scratch(be, qpad + ibytes);
-    assert(buf);
+    if (!buf) {
+        cpu_fail_scratch(be, "expert matmul", qpad + ibytes);
+        return;
+    }
     int64_t *order = (int64_t *)(buf + qpad);
     int64_t *arow = order + P;         /* dot path: activation row of each pair; tile path: its slot */
     int64_t *cnt = arow + P;           /* E+1 counters, then reused as start */
@@ -396,9 +409,10 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
             arow[order[s]] = s;
         qid_job q = { w, x, buf, arow, k, per_pair || k == 1 };
         cpu_for(be, x->rows, Q_GRAIN, qid_task, &q);
-        int rc = cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN);
-        assert(rc == 0);
-        (void)rc;
+        if (cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN)) {
+            cpu_fail_scratch(be, "expert matmul", sizeof(float) * TOK_TILE * ROW_GRAIN);
+            return;
+        }
     } else {
         quantize_rows(be, w, x, buf);
     }
@@ -411,4 +425,21 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
     /* a decode step has one or two pairs per expert: long runs, as in be_matmul */
     cpu_for(be, n_used * N, row_grain(be, n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
+}
+
+/* The largest activation row is f32 (4 bytes an element: F32 weights);
+ * every other vec_dot_type is smaller. An expert matmul quantizes one row
+ * per pair into expert order and keeps its bucket tables after them. */
+void cpu_matmul_scratch(const be_shape *s, size_t *shared, size_t *thread_floats)
+{
+    const size_t arb = 4 * (size_t)s->max_in;
+    size_t need = (size_t)s->n_rows * arb;
+    if (s->n_expert > 0) {
+        const size_t P = (size_t)(s->n_rows * s->n_expert_used), E = (size_t)s->n_expert;
+        const size_t q = (P * arb + 63) & ~(size_t)63;
+        const size_t id = q + sizeof(int64_t) * (2 * P + 2 * (E + 1)) + sizeof(int32_t) * E;
+        need = id > need ? id : need;
+    }
+    *shared = need;
+    *thread_floats = s->n_expert > 0 ? (size_t)TOK_TILE * ROW_GRAIN : 0;
 }
