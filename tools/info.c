@@ -69,8 +69,8 @@ static void print_value(const gguf_file *f, const gguf_value *v)
     }
 }
 
-/* The memory plan of a session of n_ctx tokens, as q36_session_new computes
- * and checks it (f16 K/V, the default batch). */
+/* The memory plan of a one-slot engine of n_ctx tokens, as q36_engine_new
+ * computes, checks and allocates it (f16 K/V, the default batch). */
 static void memory_plan(const q36_model *m, uint64_t n_ctx)
 {
     q36_err err = { 0 };
@@ -80,13 +80,14 @@ static void memory_plan(const q36_model *m, uint64_t n_ctx)
         return;
     }
     const model_hparams *hp = q36_model_hparams(m);
-    printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V, q36_session_plan):\n", n_ctx);
+    printf("memory plan for -c %" PRIu64 " (one slot, f16 K/V, q36_engine_plan):\n", n_ctx);
     printf("  weights (mmap, not copied) %10.1f MiB\n", p.weights / 1048576.0);
     printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token, %u attention layers)\n",
            p.kv / 1048576.0, p.kv_per_token, hp->n_attn_layers);
     printf("  DeltaNet state             %10.1f MiB  (%u layers: conv tails + state matrices)\n",
            p.recurrent / 1048576.0, hp->n_layer - hp->n_attn_layers);
-    printf("  scratch                    %10.1f MiB\n", p.scratch / 1048576.0);
+    printf("  scratch                    %10.1f MiB  (of which the backend's own %.1f MiB)\n",
+           p.scratch / 1048576.0, p.backend / 1048576.0);
     printf("  allocated in total         %10.1f MiB  (+ the mapped weights)\n", p.total / 1048576.0);
 }
 

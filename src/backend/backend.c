@@ -283,10 +283,10 @@ void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->silu(be, x
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->sigmoid(be, x, y); }
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
 
-void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias, const be_weight *a,
+void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias, const be_weight *a,
                   const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
-    be->ops->gdn_gates(be, alpha, dt_bias, a, b, g, beta);
+    be->ops->deltanet_gates(be, alpha, dt_bias, a, b, g, beta);
 }
 
 /* --------------------------------------------------------------- sequence */

@@ -222,7 +222,7 @@ void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 
 /* DeltaNet decay and beta (MODEL.md §2.4), per row, Hv columns:
  * g = softplus(alpha + dt_bias) * a;  beta = sigmoid(b). In place allowed. */
-void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 
 /* --------------------------------------------------------------- sequence */

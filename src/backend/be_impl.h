@@ -83,7 +83,7 @@ struct be_ops {
     void (*silu)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*sigmoid)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*swiglu)(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
-    void (*gdn_gates)(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+    void (*deltanet_gates)(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                       const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 
     void (*rope)(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,

@@ -27,7 +27,7 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
     const be_weight *win[] = { L->ssm_qkv, L->ssm_gate, L->ssm_beta, L->ssm_alpha };
     be_tensor *yin[] = { mixed, z, bin, alpha };
     be_matmul_n(be, 4, win, h, yin);
-    be_gdn_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
+    be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
 
     be_ssm_conv(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
     be_silu(be, conv, conv);

@@ -74,6 +74,7 @@ void q36_engine_free(q36_engine *e)
     be_free(e->be);
     free(e->pos);
     free(e->seq);
+    free(e->rowbuf);
     free(e);
 }
 
@@ -127,7 +128,8 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->profile = o.profile != 0;
     e->pos = calloc((size_t)o.n_slots, sizeof *e->pos);
     e->seq = calloc((size_t)o.n_slots, sizeof *e->seq);
-    if (!e->pos || !e->seq) {
+    e->rowbuf = calloc(3 * (size_t)o.n_batch, sizeof *e->rowbuf);
+    if (!e->pos || !e->seq || !e->rowbuf) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }

@@ -68,6 +68,7 @@ struct q36_engine {
     model_scratch  sc;
     be_batch       batch;         /* the pass being evaluated */
     be_seq        *seq;           /* host: its runs (n_slots) */
+    int32_t       *rowbuf;        /* host: 3 x n_batch, a session's slots/positions/rows */
 };
 
 /* ----------------------------------------------------------------- plan.c */

@@ -85,10 +85,7 @@ int q36_session_append(q36_session *s, const int32_t *ids, int n, float *logits,
                                ids[i], i, e->hp->n_vocab);
     const int64_t V = e->hp->n_vocab;
     const int B = (int)e->n_batch;
-    int32_t *buf = malloc(sizeof(int32_t) * 3 * (size_t)B);
-    if (!buf)
-        return q36_err_set(err, Q36_E_NOMEM, "out of memory");
-    int32_t *slot = buf, *posv = buf + B, *out = buf + 2 * B;
+    int32_t *slot = e->rowbuf, *posv = e->rowbuf + B, *out = e->rowbuf + 2 * B;
     int rc = 0;
     for (int i = 0; i < n && !rc; i += B) {
         const int T = n - i < B ? n - i : B;
@@ -111,7 +108,6 @@ int q36_session_append(q36_session *s, const int32_t *ids, int n, float *logits,
         }
         rc = q36_engine_eval(e, &b, dst, NULL, err);
     }
-    free(buf);
     return rc;
 }
 

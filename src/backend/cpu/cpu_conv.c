@@ -6,7 +6,7 @@
  * (a GCC vector type: one register with AVX-512, two with AVX2, four with
  * SSE2) and every lane runs the reference's scalar sequence
  * fma(v1, w1, fma(v0, w0, 0)) ..., one rounding per tap (ggml's, see
- * cpu_seq_ref.c): any width gives the bits of cpu_conv_ref. The weights
+ * cpu_deltanet_ref.c): any width gives the bits of cpu_conv_ref. The weights
  * ({Kc, C}: taps of a channel adjacent) and the tail (C x (Kc-1)) are
  * channel-major, so a block of channels is transposed
  * once into tap-major scratch (256 channels: 4 KB at Kc = 4); then tokens
@@ -15,7 +15,7 @@
  * down their columns. For the models' shape (Kc = 4, a packed tail) the
  * transposes are AVX-512 lane permutations; one token (decode) is mostly
  * transposes. */
-#include "cpu_seq.h"
+#include "cpu_deltanet.h"
 #include "cpu.h"
 
 #include <assert.h>

@@ -6,11 +6,11 @@
  * The delta rule is the token-by-token recurrence of ggml's fused
  * GATED_DELTA_NET op, which llama.cpp runs for prompt batches as well as
  * for single tokens: per value head, decay the state, predict, correct,
- * read. Its kernels are in cpu_gdn.c; this file splits the work over
+ * read. Its kernels are in cpu_deltanet_rows.c; this file splits the work over
  * value heads, packs each head's vectors and computes the decays once. It
- * gives the bits of the plain reference in cpu_seq_ref.c
- * (tests/test_cpu_seq.c). */
-#include "cpu_seq.h"
+ * gives the bits of the plain reference in cpu_deltanet_ref.c
+ * (tests/test_cpu_deltanet.c). */
+#include "cpu_deltanet.h"
 #include "cpu.h"
 
 #include <assert.h>
@@ -59,14 +59,14 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
                 memcpy(kp + t * dk, row + (j->Hk + kh) * dk, vb);
                 memcpy(vp + t * dk, row + (2 * j->Hk + h) * dk, vb);
             }
-            const cpu_gdn_head hd = {
+            const cpu_deltanet_head hd = {
                 .q = qp, .k = kp, .v = vp, .ld = dk,
                 .decay = j->decay + c0 * j->Hv + h, .dstride = j->Hv,
                 .beta = cpu_row(j->beta, c0) + h, .bstride = j->beta->ld,
                 .out = op, .ldo = dk, .T = n, .dk = dk, .scale = 1.0f / sqrtf((float)dk),
             };
             for (int64_t r0 = 0; r0 < dk; r0 += GDN_RB)
-                cpu_gdn_rows(&hd, S, r0, r0 + GDN_RB < dk ? r0 + GDN_RB : dk, j->W);
+                cpu_deltanet_rows(&hd, S, r0, r0 + GDN_RB < dk ? r0 + GDN_RB : dk, j->W);
             for (int64_t t = 0; t < n; t++)
                 memcpy(cpu_row(j->out, c0 + t) + h * dk, op + t * dk, vb);
         }

@@ -39,7 +39,7 @@ typedef struct cpu_pool cpu_pool;
  * type, then expert matmuls by weight type. */
 enum cpu_prof_op {
     BE_PROF_GET_ROWS, BE_PROF_COPY, BE_PROF_IO, BE_PROF_RMS_NORM, BE_PROF_L2_NORM,
-    BE_PROF_ADD_MUL, BE_PROF_ACT, BE_PROF_GDN_GATES, BE_PROF_ROPE, BE_PROF_KV_STORE,
+    BE_PROF_ADD_MUL, BE_PROF_ACT, BE_PROF_DELTANET_GATES, BE_PROF_ROPE, BE_PROF_KV_STORE,
     BE_PROF_ATTENTION, BE_PROF_CONV, BE_PROF_DELTANET, BE_PROF_DELTANET_CHUNKED, BE_PROF_ROUTE,
     BE_PROF_COMBINE,
     BE_PROF_FIXED,                 /* then matmul rows, then expert matmul rows */

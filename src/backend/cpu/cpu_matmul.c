@@ -65,11 +65,10 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
  *    prompt batches bit for bit and its single-token steps to rounding.
  * be->dot_path >= 0 (Q36_DOT_PATH, a diagnostic switch read by be_cpu_new)
  * forces one quant-module family instead. */
-static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+static quant_dot_fn pick_dot(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
-    const cpu_ctx *c = cpu_ctx_of(be);
-    if (c->dot_path >= 0) {
-        quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)c->dot_path);
+    if (be->dot_path >= 0) {
+        quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)be->dot_path);
         if (f)
             return f;
     }
@@ -79,7 +78,7 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
         return cpu_dot_q6_K_ggml;
     if (type == QT_F16)
         return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_f16_lanes : cpu_dot_f16_vec;
-    if (type == QT_BF16 && c->bf16_dp)
+    if (type == QT_BF16 && be->bf16_dp)
         return !expert && K % 32 == 0 && N % 4 == 0 ? cpu_dot_bf16_lanes : cpu_dot_bf16_vec;
     if (type == QT_Q8_0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, QUANT_PATH_AVX2);
@@ -96,9 +95,9 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * module picks its AVX-512 dot; experts included, as each output depends
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
  * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
-static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+static cpu_tile_fn pick_tile(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
-    if (cpu_ctx_of(be)->dot_path >= 0)
+    if (be->dot_path >= 0)
         return NULL;
     if (type == QT_Q4_K)
         return cpu_gemm_q4_K();
@@ -122,11 +121,11 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * 72.7-72.9 t/s, 2 items 78.9-80.1, 1 item 79.8-81.4 on q08-q4_K; the MoE
  * file 79.4 -> 88.5, q8_0 51.8 -> 54.5 with 2). Prompt batches reuse each
  * row across a token tile and take small items. */
-static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
+static int64_t row_grain(const cpu_ctx *be, int64_t N, int64_t R)
 {
     if (R > 4)
         return ROW_GRAIN;
-    int64_t g = N / (DECODE_ITEMS * (int64_t)cpu_ctx_of(be)->n_threads);
+    int64_t g = N / (DECODE_ITEMS * (int64_t)be->n_threads);
     g -= g % ROW_GRAIN;
     return g > ROW_GRAIN ? g : ROW_GRAIN;
 }
@@ -197,10 +196,10 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
-        .tile = pick_tile(be, w->type, K, N, false),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
+        .tile = pick_tile(cpu_ctx_of(be), w->type, K, N, false),
     };
-    cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
+    cpu_for(be, N, row_grain(cpu_ctx_of(be), N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
@@ -255,12 +254,12 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
             assert((int64_t)t->ne[0] == K && y[i]->cols == N && y[i]->rows == x->rows && !y[i]->f16);
             j.jobs[i] = (mm_job){
                 .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
-                .dot = pick_dot(be, w[i]->type, K, N, false), .tile = pick_tile(be, w[i]->type, K, N, false),
+                .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = pick_tile(cpu_ctx_of(be), w[i]->type, K, N, false),
             };
             total += N;
             j.end[i] = total;
         }
-        cpu_for(be, total, row_grain(be, total, x->rows), mmn_task, &j);
+        cpu_for(be, total, row_grain(cpu_ctx_of(be), total, x->rows), mmn_task, &j);
         CPU_PROF_END(be, BE_PROF_MATMUL(w[0]->type));
     }
     if (n > m)
@@ -364,7 +363,7 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     const bool per_pair = x->rows == P && k > 1;
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
-    const cpu_tile_fn tile = pick_tile(be, w->type, K, N, true);
+    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, true);
 
     size_t qbytes = (size_t)(tile ? P : x->rows) * w->act_row_bytes;
     size_t qpad = (qbytes + 63) & ~(size_t)63;
@@ -419,11 +418,11 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, true),
         .tile = tile, .be = be,
     };
     /* a decode step has one or two pairs per expert: long runs, as in be_matmul */
-    cpu_for(be, n_used * N, row_grain(be, n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
+    cpu_for(be, n_used * N, row_grain(cpu_ctx_of(be), n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
 }
 

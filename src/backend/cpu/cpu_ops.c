@@ -293,7 +293,7 @@ static void gates_task(void *arg, int64_t r0, int64_t r1, int tid)
     }
 }
 
-void cpu_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+void cpu_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
     CPU_PROF_BEGIN(be);
@@ -304,5 +304,5 @@ void cpu_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
     gates_job j = { alpha, b, dt_bias->t->data, a->t->data, g, beta };
     /* a head costs an expf pair and a logf, some 30 plain elements' time */
     cpu_for(be, alpha->rows, cpu_row_grain(alpha->cols * 32), gates_task, &j);
-    CPU_PROF_END(be, BE_PROF_GDN_GATES);
+    CPU_PROF_END(be, BE_PROF_DELTANET_GATES);
 }

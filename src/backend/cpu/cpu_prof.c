@@ -42,7 +42,7 @@ static void op_name(int row, char *buf, size_t cap)
         [BE_PROF_GET_ROWS] = "get rows (embedding)", [BE_PROF_COPY] = "copy",
         [BE_PROF_IO] = "read/write/zero", [BE_PROF_RMS_NORM] = "rms norm",
         [BE_PROF_L2_NORM] = "l2 norm", [BE_PROF_ADD_MUL] = "add/mul",
-        [BE_PROF_ACT] = "silu/sigmoid/swiglu", [BE_PROF_GDN_GATES] = "deltanet gates",
+        [BE_PROF_ACT] = "silu/sigmoid/swiglu", [BE_PROF_DELTANET_GATES] = "deltanet gates",
         [BE_PROF_ROPE] = "rope", [BE_PROF_KV_STORE] = "kv store",
         [BE_PROF_ATTENTION] = "attention", [BE_PROF_CONV] = "ssm conv",
         [BE_PROF_DELTANET] = "deltanet", [BE_PROF_DELTANET_CHUNKED] = "deltanet (chunked)",

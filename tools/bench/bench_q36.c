@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../include/q36.h"
-#include "../model/model.h"
-#include "../quant/types.h"
+#include "../../src/include/q36.h"
+#include "../../src/model/model.h"
+#include "../../src/quant/types.h"
 #include "bench_traffic.h"
 
 typedef struct q36_engine {
