@@ -208,6 +208,17 @@ static void run_ckpt(const q36_model *m, int kv, const refs *R, const char *tag)
     if (!rc)
         rc = q36_slot_load(e, 5, c, &err);
     FEED(5, 2, 13);
+    /* the bytes it says are the state of one slot (f32 K/V: 4 B an element) */
+    if (!rc && !fail) {
+        q36_mem_plan p1;
+        q36_engine_opts o = q36_engine_opts_default();
+        o.n_slots = 1;
+        o.type_k = o.type_v = kv;
+        q36_engine_plan(m, CTX, &o, &p1, &err);
+        if (q36_ckpt_bytes(e, CTX) != p1.kv + p1.recurrent ||
+            q36_ckpt_bytes(e, 0) != p1.recurrent)
+            fail = "q36_ckpt_bytes is not one slot's K/V and state";
+    }
     /* a checkpoint without K/V rows does not go into another slot */
     q36_err e2 = { 0 };
     if (!rc && !fail && q36_slot_load(e, 4, c6, &e2) != Q36_E_ARG)

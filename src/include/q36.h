@@ -144,6 +144,9 @@ void q36_slot_reset(q36_engine *e, int slot);
  * kv_rows >= the checkpoint's position. */
 typedef struct q36_ckpt q36_ckpt;
 int  q36_ckpt_new(q36_engine *e, int kv_rows, q36_ckpt **out, q36_err *err);
+/* Device bytes a checkpoint with kv_rows K/V rows takes (for the caller's
+ * memory budget: checkpoints are not in the engine's plan). */
+uint64_t q36_ckpt_bytes(const q36_engine *e, int kv_rows);
 void q36_ckpt_free(q36_ckpt *c);                             /* accepts NULL */
 int  q36_ckpt_pos(const q36_ckpt *c);
 int  q36_slot_save(q36_engine *e, int slot, q36_ckpt *c, q36_err *err);

@@ -76,6 +76,19 @@ int q36_ckpt_new(q36_engine *e, int kv_rows, q36_ckpt **out, q36_err *err)
 
 int q36_ckpt_pos(const q36_ckpt *c) { return (int)c->pos; }
 
+uint64_t q36_ckpt_bytes(const q36_engine *e, int kv_rows)
+{
+    uint64_t n = 0;
+    for (uint32_t il = 0; il < e->hp->n_layer; il++) {
+        if (e->hp->recurrent[il])
+            n += (be_tensor_bytes(e->tail[il]) + be_tensor_bytes(e->S[il])) / (uint64_t)e->n_slots;
+        else
+            n += (uint64_t)kv_rows * (be_type_bytes(be_type_of(e->kc[il]), be_cols_of(e->kc[il])) +
+                                      be_type_bytes(be_type_of(e->vc[il]), be_cols_of(e->vc[il])));
+    }
+    return n;
+}
+
 /* Copies between slot `slot` and the checkpoint (to_ckpt: slot -> c),
  * K/V rows [0, kv) where the checkpoint holds them. */
 static void copy_state(q36_engine *e, int slot, q36_ckpt *c, int64_t kv, bool to_ckpt)
