@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "include/q36.h"
 #include "model/forward.h"
+#include "backend/be_impl.h"
 
 static void plan_case(const q36_model *m, int threads, int batch)
 {
@@ -100,6 +101,40 @@ static void slots_case(const q36_model *m)
     q36_engine_free(e2);
 }
 
+/* The views a pass makes fit in what be_reserve set aside (max_views):
+ * the view pool does not grow during a full pass with scattered rows out. */
+static void views_case(const q36_model *m)
+{
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_batch = 40;
+    q36_engine *e = NULL;
+    q36_err err = { 0 };
+    if (q36_engine_new(m, 64, &o, &e, &err)) {
+        t_fail("plan.views_reserved", "%s", err.msg);
+        return;
+    }
+    int before = 0, after = 0;
+    for (be_vblock *b = e->be->vblocks; b; b = b->next)
+        before++;
+    int32_t id[40], slot[40], pos[40], out[20];
+    for (int i = 0; i < 40; i++) {
+        id[i] = i % (int)e->hp->n_vocab;
+        slot[i] = 0;
+        pos[i] = i;
+    }
+    for (int i = 0; i < 20; i++)
+        out[i] = 2 * i + 1;
+    float *lg = malloc(sizeof(float) * 20 * e->hp->n_vocab);
+    q36_batch b = { 40, id, slot, pos, 20, out };
+    int rc = q36_engine_eval(e, &b, lg, NULL, &err);
+    for (be_vblock *v = e->be->vblocks; v; v = v->next)
+        after++;
+    t_check("plan.views_reserved", rc == 0 && before > 0 && after == before,
+            "rc %d (%s), view blocks %d before the pass, %d after", rc, err.msg, before, after);
+    free(lg);
+    q36_engine_free(e);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/q36_plan_XXXXXX";
@@ -124,6 +159,7 @@ int main(void)
         plan_case(m, 2, 7);
         fit_case(m);
         slots_case(m);
+        views_case(m);
         q36_model_free(m);
     }
     unlink(path);

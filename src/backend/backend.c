@@ -68,8 +68,34 @@ void be_free(be_ctx *be)
 const char *be_name(const be_ctx *be) { return be->ops->name; }
 void be_sync(be_ctx *be) { be->ops->sync(be); }
 
+/* Appends a zeroed block after `b` (or first); NULL when out of memory. */
+static be_vblock *vblock_add(be_ctx *be, be_vblock *b)
+{
+    be_vblock *nb = calloc(1, sizeof *nb);
+    if (nb) {
+        if (b)
+            b->next = nb;
+        else
+            be->vblocks = nb;
+    }
+    return nb;
+}
+
 int be_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
 {
+    /* the view pool: enough blocks for max_views */
+    int64_t have = 0;
+    be_vblock *last = NULL;
+    for (be_vblock *b = be->vblocks; b; b = b->next) {
+        have += BE_VBLOCK;
+        last = b;
+    }
+    while (have < shape->max_views) {
+        if (!(last = vblock_add(be, last)))
+            return q36_err_set(err, Q36_E_NOMEM, "%s backend: out of memory for %lld views",
+                               be_name(be), (long long)shape->max_views);
+        have += BE_VBLOCK;
+    }
     return be->ops->reserve(be, shape, err);
 }
 
@@ -99,19 +125,20 @@ uint64_t be_tensor_bytes(const be_tensor *t)
     return t->view ? 0 : (uint64_t)t->rows * be_type_bytes(t->type, t->cols);
 }
 
-/* Views: a generic struct pointing into the parent's memory. */
+/* Views: a generic struct pointing into the parent's memory. Past the
+ * reserved blocks the pool grows; when it cannot, the error is recorded and
+ * the view is made in the context's spare slot (correct for its own use,
+ * overwritten by the next such view: the pass's results are void anyway). */
 static be_tensor *view_new(be_ctx *be, be_tensor *t)
 {
     be_vblock *b = be->vcur;
     if (!b || b->n == BE_VBLOCK) {
         be_vblock *nb = b ? b->next : be->vblocks;
-        if (!nb) {
-            nb = calloc(1, sizeof *nb);
-            assert(nb);
-            if (b)
-                b->next = nb;
-            else
-                be->vblocks = nb;
+        if (!nb && !(nb = vblock_add(be, b))) {
+            be_fail(be, Q36_E_NOMEM, "out of memory for views");
+            be->vspare = *t;
+            be->vspare.view = true;
+            return &be->vspare;
         }
         nb->n = 0;
         be->vcur = b = nb;

@@ -77,6 +77,7 @@ typedef struct be_shape {
     int64_t ssm_k_heads, ssm_v_heads, ssm_dim;  /* delta rule; 0 without */
     int64_t n_expert, n_expert_used;            /* MoE; 0 without */
     int64_t max_in;        /* widest matmul input (columns of x) */
+    int64_t max_views;     /* views one forward pass makes (be_view, be_rows) */
 } be_shape;
 
 /* ------------------------------------------------------------- lifecycle */
@@ -91,9 +92,9 @@ uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads);
 void be_free(be_ctx *be);                                  /* accepts NULL */
 const char *be_name(const be_ctx *be);                     /* "cpu" */
 
-/* Takes the scratch every op needs for batches up to `shape` now, so that
- * no op allocates later (an op that would need more fails, be_check).
- * Q36_E_NOMEM with the numbers when it cannot. */
+/* Takes the scratch every op needs for batches up to `shape` now, and room
+ * for max_views views, so that nothing allocates later (an op that would
+ * need more fails, be_check). Q36_E_NOMEM with the numbers when it cannot. */
 int be_reserve(be_ctx *be, const be_shape *shape, q36_err *err);
 
 /* Waits for every queued op. */

@@ -38,6 +38,7 @@ struct be_ctx {
     q36_err    err;          /* the first op failure since the last be_check */
     be_vblock *vblocks;      /* view storage, kept across resets */
     be_vblock *vcur;         /* the block being filled */
+    be_tensor  vspare;       /* a view made when the pool could not grow */
 };
 
 /* Records an op failure in be->err unless one is already there (the first

@@ -98,6 +98,10 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
     w = max64(w, max64(hp->n_ff, hp->n_ff_shexp));
     w = max64(w, hp->n_ff_exp);
     s.max_in = w;
+    /* views a pass makes, at most: per layer its blocks' row views and
+     * column views (attention: two copies of views per head to split q and
+     * the gate), then the head: two per gathered row */
+    s.max_views = (int64_t)hp->n_layer * (64 + 4 * (int64_t)hp->n_head) + 64 + 2 * a->n_batch;
     return s;
 }
 
