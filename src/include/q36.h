@@ -117,7 +117,10 @@ int q36_engine_n_embd(const q36_engine *e);
  * of n_embd floats, the residual stream after the last layer, before the
  * final norm (what an MTP head reads). Errors (nothing is evaluated then
  * and no slot changes): an id outside the vocabulary, a slot or position
- * out of range or out of order, n or an out row out of range. */
+ * out of range or out of order, n or an out row out of range. A failure
+ * inside the pass (a device error, reported by the backend) leaves the
+ * positions as they were but the state of the batch's slots undefined:
+ * reset them or load a checkpoint. */
 typedef struct q36_batch {
     int            n;
     const int32_t *id, *slot, *pos;
