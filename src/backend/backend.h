@@ -288,7 +288,7 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
 
 /* -------------------------------------------------------------- profiling */
 
-/* Per-op wall time, a diagnostic (q36_session_opts.profile). When enabled,
+/* Per-op wall time, a diagnostic (q36_engine_opts.profile). When enabled,
  * every op records its time and a call count into a table keyed by op
  * family (the backend names the rows) and, separately, by the layer kind
  * the model layer last set. Disabled (the default), an op pays one

@@ -406,8 +406,8 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     }
     pl.hsub = pl.group / pl.n_split;
     pl.sld = score_ld(pos0 + pl.T);
-    /* a session reserved the most this can take (be_attention_reserve):
-     * then this never allocates */
+    /* the engine reserved the most this can take (be_reserve): then this
+     * never allocates, and past it the op fails */
     const size_t tf = scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld);
     if (cpu_tscratch_reserve(be, tf)) {
         cpu_fail_scratch(be, "attention", tf * sizeof(float));
