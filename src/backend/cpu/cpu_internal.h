@@ -1,6 +1,7 @@
 /* cpu_internal.h: what the files of the CPU backend share: the CPU's
- * context (cpu_ctx, which starts with the generic be_ctx) and be_weight, the worker pool and the
- * scratch buffer. Nothing outside src/backend/cpu/ includes it. */
+ * context (cpu_ctx, which starts with the generic be_ctx), be_weight, the
+ * per-op timing rows, the worker pool and the scratch. Nothing outside
+ * src/backend/cpu/ and its tests includes it. */
 #ifndef Q36_CPU_INTERNAL_H
 #define Q36_CPU_INTERNAL_H
 
