@@ -155,8 +155,8 @@ static void run_mixed(const q36_model *m, int kv, const refs *R, const char *tag
 /* Checkpoints: slot 2 runs 11 tokens and is saved (with K/V rows), runs
  * on, is loaded back and continues; the checkpoint also goes into slot 5,
  * which continues the same sequence; slot 6 is saved without K/V and
- * loaded back into itself after running ahead. All rows as the
- * reference's. */
+ * loaded back into itself after running ahead; slot 2 is copied into slot
+ * 7 and both continue. All rows as the reference's. */
 static void run_ckpt(const q36_model *m, int kv, const refs *R, const char *tag)
 {
     char name[160];
@@ -208,6 +208,14 @@ static void run_ckpt(const q36_model *m, int kv, const refs *R, const char *tag)
     if (!rc)
         rc = q36_slot_load(e, 5, c, &err);
     FEED(5, 2, 13);
+    /* a fork: slot 7 becomes a copy of slot 2 (at K + 13) and both go on
+     * with sequence 2 */
+    if (!rc)
+        rc = q36_slot_copy(e, 2, 7, &err);
+    if (!rc && q36_slot_pos(e, 7) != q36_slot_pos(e, 2))
+        fail = "a copied slot is not at the source's position";
+    FEED(7, 2, 4);
+    FEED(2, 2, 4);
     /* the bytes it says are the state of one slot (f32 K/V: 4 B an element) */
     if (!rc && !fail) {
         q36_mem_plan p1;

@@ -154,6 +154,9 @@ void q36_ckpt_free(q36_ckpt *c);                             /* accepts NULL */
 int  q36_ckpt_pos(const q36_ckpt *c);
 int  q36_slot_save(q36_engine *e, int slot, q36_ckpt *c, q36_err *err);
 int  q36_slot_load(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err);
+/* Slot dst becomes a copy of slot src (K/V rows [0, pos), tails, state
+ * matrices, position), on the device: a fork of a sequence. */
+int  q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err);
 
 /* ---------------------------------------------------------------- sessions
  *

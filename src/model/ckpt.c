@@ -1,5 +1,5 @@
 /* ckpt.c: checkpoints of a slot (include/q36.h), held on the engine's
- * device: per DeltaNet layer a copy of the slot's conv tail and state
+ * device, and slot-to-slot copies (forks): per DeltaNet layer a copy of the slot's conv tail and state
  * matrices, per attention layer (when made with kv_rows > 0) a copy of its
  * first K/V rows, and the position. Saving and loading are be_copy calls
  * between row views of the state tensors and the checkpoint's tensors: no
@@ -153,5 +153,39 @@ int q36_slot_load(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err)
     if (rc)
         return rc;
     e->pos[slot] = c->pos;
+    return 0;
+}
+
+int q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err)
+{
+    if (src < 0 || src >= e->n_slots || dst < 0 || dst >= e->n_slots)
+        return q36_err_set(err, Q36_E_ARG, "slot copy %d -> %d: outside [0, %d)", src, dst,
+                           e->n_slots);
+    if (src == dst)
+        return 0;
+    be_ctx *be = e->be;
+    const int64_t pos = e->pos[src];
+    be_views_reset(be);
+    for (uint32_t il = 0; il < e->hp->n_layer; il++) {
+        be_tensor *t[2];
+        int64_t rows[2], stride[2];
+        if (e->hp->recurrent[il]) {
+            t[0] = e->tail[il], t[1] = e->S[il];
+            for (int i = 0; i < 2; i++)
+                rows[i] = stride[i] = be_rows_of(t[i]) / e->n_slots;
+        } else {
+            t[0] = e->kc[il], t[1] = e->vc[il];
+            rows[0] = rows[1] = pos;
+            stride[0] = stride[1] = e->n_ctx;
+        }
+        for (int i = 0; i < 2; i++)
+            if (rows[i])
+                be_copy(be, be_rows(be, t[i], src * stride[i], rows[i]),
+                        be_rows(be, t[i], dst * stride[i], rows[i]));
+    }
+    int rc = be_check(be, err);
+    if (rc)
+        return rc;
+    e->pos[dst] = pos;
     return 0;
 }
