@@ -4,7 +4,7 @@
  * functions and puts `be_ctx` first in its own context, so the compiler
  * checks each entry against the contract and backend.c can dispatch.
  *
- * A tensor is one generic struct for every backend: `data` is device
+ * A tensor (and a bound weight) is one generic struct for every backend: `data` is device
  * memory (host memory on the CPU), addressed as rows of `ld` elements of
  * `type`. Views share their parent's memory and are made by backend.c
  * from a pool in the context, without calling the backend. */
@@ -22,6 +22,23 @@ struct be_tensor {
     enum be_type type;
     bool         f16;     /* type == BE_F16 (the CPU kernels test this) */
     bool         view;
+};
+
+/* A bound weight, the same struct for every backend: the GGUF tensor it
+ * came from, its row layout, `data` the device's copy of its bytes (the
+ * mapping itself on the CPU), `impl` whatever else the backend keeps (NULL
+ * on the CPU). act_type and act_row_bytes are the CPU's matmul recipe (the
+ * type ggml quantizes activation rows to); another backend may ignore
+ * them. Bound weights are a list freed with the context. */
+struct be_weight {
+    const gguf_tensor *t;
+    uint32_t    type;          /* storage type */
+    int         act_type;      /* vec_dot_type of the activations */
+    uint64_t    row_bytes;     /* one row of ne0 elements */
+    uint64_t    act_row_bytes;
+    const void *data;
+    void       *impl;
+    be_weight  *next;
 };
 
 /* Views live in blocks that are reused after be_views_reset, so a forward

@@ -1,6 +1,6 @@
 /* cpu_internal.h: what the files of the CPU backend share: the CPU's
- * context (cpu_ctx, which starts with the generic be_ctx), be_weight, the
- * per-op timing rows, the worker pool and the scratch. Nothing outside
+ * context (cpu_ctx, which starts with the generic be_ctx), the per-op
+ * timing rows, the worker pool and the scratch. Nothing outside
  * src/backend/cpu/ and its tests includes it. */
 #ifndef Q36_CPU_INTERNAL_H
 #define Q36_CPU_INTERNAL_H
@@ -21,15 +21,6 @@ static inline bool cpu_avx512_ok(void)
 {
     return quant_path_available(QUANT_PATH_AVX512);
 }
-
-struct be_weight {
-    const gguf_tensor *t;
-    uint32_t type;        /* storage type */
-    int      act_type;    /* vec_dot_type of the activations */
-    uint64_t row_bytes;   /* one row of ne0 elements */
-    uint64_t act_row_bytes;
-    be_weight *next;
-};
 
 /* A parallel-for body: items [i0, i1) on worker `tid` (0 = the caller). */
 typedef void (*cpu_task_fn)(void *arg, int64_t i0, int64_t i1, int tid);

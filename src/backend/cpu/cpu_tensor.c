@@ -185,6 +185,7 @@ int cpu_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *
     if (!w)
         return q36_err_set(err, Q36_E_NOMEM, "out of memory binding '%s'", t->name);
     w->t = t;
+    w->data = t->data;
     w->type = t->type;
     w->act_type = act;
     w->row_bytes = quant_row_bytes(t->type, t->ne[0]);
