@@ -135,6 +135,26 @@ static void views_case(const q36_model *m)
     q36_engine_free(e);
 }
 
+/* A backend that is not built in is refused by name, by the plan and by
+ * engine creation. */
+static void backend_case(const q36_model *m)
+{
+    q36_engine_opts o = q36_engine_opts_default();
+    o.backend = "cuda9";
+    q36_mem_plan p;
+    q36_engine *e = NULL;
+    q36_err e1 = { 0 }, e2 = { 0 };
+    int rc1 = q36_engine_plan(m, 100, &o, &p, &e1);
+    int rc2 = q36_engine_new(m, 100, &o, &e, &e2);
+    o.backend = "cpu";
+    q36_err e3 = { 0 };
+    int rc3 = q36_engine_plan(m, 100, &o, &p, &e3);
+    t_check("plan.unknown_backend", rc1 == Q36_E_ARG && rc2 == Q36_E_ARG && !e &&
+            strstr(e1.msg, "cuda9") && strstr(e2.msg, "cuda9") && rc3 == 0,
+            "rc %d (%s), %d (%s), cpu %d (%s)", rc1, e1.msg, rc2, e2.msg, rc3, e3.msg);
+    q36_engine_free(e);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/q36_plan_XXXXXX";
@@ -160,6 +180,7 @@ int main(void)
         fit_case(m);
         slots_case(m);
         views_case(m);
+        backend_case(m);
         q36_model_free(m);
     }
     unlink(path);

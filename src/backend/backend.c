@@ -50,6 +50,42 @@ int be_check(be_ctx *be, q36_err *err)
 
 /* -------------------------------------------------------------- lifecycle */
 
+/* The backends built in; a GPU backend adds its line. */
+static const struct {
+    const char *name;
+    int (*new_ctx)(int n_threads, be_ctx **out, q36_err *err);
+    uint64_t (*scratch_bytes)(const be_shape *shape, int n_threads);
+} builtin[] = {
+    { "cpu", be_cpu_new, be_cpu_scratch_bytes },
+};
+
+static int builtin_find(const char *name, q36_err *err)
+{
+    const size_t n = sizeof builtin / sizeof builtin[0];
+    for (size_t i = 0; i < n; i++)
+        if (!name || !strcmp(name, builtin[i].name))
+            return (int)i;
+    return q36_err_set(err, Q36_E_ARG, "backend '%s' is not built into this q36 (built: cpu)",
+                       name);
+}
+
+int be_new(const char *name, int n_threads, be_ctx **out, q36_err *err)
+{
+    *out = NULL;
+    const int i = builtin_find(name, err);
+    return i < 0 ? i : builtin[i].new_ctx(n_threads, out, err);
+}
+
+int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uint64_t *out,
+                     q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i < 0)
+        return i;
+    *out = builtin[i].scratch_bytes(shape, n_threads);
+    return 0;
+}
+
 void be_base_free(be_ctx *be)
 {
     for (be_vblock *b = be->vblocks, *nx; b; b = nx) {

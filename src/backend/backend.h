@@ -82,11 +82,18 @@ typedef struct be_shape {
 
 /* ------------------------------------------------------------- lifecycle */
 
-/* A CPU backend with n_threads workers in total (1 = the calling thread
+/* The backends built into this binary, by name (NULL or "cpu": the CPU):
+ * a new context with n_threads host threads, and the scratch bytes its ops
+ * take for batches up to `shape` (what be_reserve takes there), for a
+ * memory plan made before any context exists. Q36_E_ARG for a name that is
+ * not built in. */
+int be_new(const char *name, int n_threads, be_ctx **out, q36_err *err);
+int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uint64_t *out,
+                     q36_err *err);
+
+/* The CPU backend: n_threads workers in total (1 = the calling thread
  * only; 0 = the number of online CPUs). */
 int  be_cpu_new(int n_threads, be_ctx **out, q36_err *err);
-/* Bytes the CPU backend's ops take as scratch for batches up to `shape`
- * with n_threads (as be_cpu_new) threads: what be_reserve takes there. */
 uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads);
 
 void be_free(be_ctx *be);                                  /* accepts NULL */

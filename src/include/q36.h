@@ -74,6 +74,8 @@ typedef struct q36_engine_opts {
     int profile;            /* 1: time every backend op of every forward pass into a
                                table (q36_session_profile); a diagnostic that changes
                                no result. 0 (default): one branch per op. */
+    const char *backend;    /* the device: NULL or "cpu" (default; the only one built
+                               today) */
 } q36_engine_opts;
 
 /* A session's options are its private engine's (n_slots is ignored: 1). */

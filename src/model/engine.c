@@ -22,7 +22,8 @@ static uint64_t now_ns(void)
 q36_engine_opts q36_engine_opts_default(void)
 {
     q36_engine_opts o = { .n_threads = 1, .n_batch = 512, .n_slots = 1, .type_k = Q36_KV_F16,
-                          .type_v = Q36_KV_F16, .max_bytes = 0, .fast = 0, .profile = 0 };
+                          .type_v = Q36_KV_F16, .max_bytes = 0, .fast = 0, .profile = 0,
+                          .backend = NULL };
     return o;
 }
 
@@ -133,7 +134,7 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = be_cpu_new(o.n_threads, &e->be, err)))
+    if ((rc = be_new(o.backend, o.n_threads, &e->be, err)))
         goto fail;
     if ((rc = model_weights_bind(e->be, q36_model_gguf(m), hp, &e->w, err)))
         goto fail;

@@ -2,8 +2,8 @@
  * every slot, every scratch tensor), walked twice: by the memory plan
  * (q36_engine_plan, `q36 info`), which adds up the bytes, and by
  * q36_engine_new, which allocates them. The backend's own scratch comes
- * from the same batch shape (model_plan_shape): be_cpu_scratch_bytes for
- * the plan, be_reserve at creation. So the printed plan is what the engine
+ * from the same batch shape (model_plan_shape): be_scratch_bytes for the
+ * plan, be_reserve at creation. So the printed plan is what the engine
  * takes, by construction. */
 #include "forward.h"
 
@@ -150,7 +150,8 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
     sum_ctx c = { out };
     model_plan_walk(hp, &a, NULL, sum_item, &c);
     const be_shape sh = model_plan_shape(hp, &a);
-    out->backend = be_cpu_scratch_bytes(&sh, o->n_threads);
+    if ((rc = be_scratch_bytes(o->backend, &sh, o->n_threads, &out->backend, err)))
+        return rc;
     out->scratch += out->backend;
     out->kv_per_token = out->kv / ((uint64_t)n_ctx * (uint64_t)o->n_slots);
     out->total = out->kv + out->recurrent + out->scratch;
