@@ -142,11 +142,13 @@ void q36_slot_reset(q36_engine *e, int slot);
  * matrices) and position, and, when made with kv_rows > 0, of its first
  * kv_rows K/V rows, held on the engine's device: saving and loading copy on
  * the device, with no trip through the host (the prefix cache and
- * speculative-decoding rollback are built on this). Loading into the slot
- * it was saved from needs no K/V copy while the slot's K/V rows below the
- * checkpoint's position are untouched (rows past a slot's position are
- * never read, so rolling back is safe); loading into another slot needs
- * kv_rows >= the checkpoint's position. */
+ * speculative-decoding rollback are built on this). A checkpoint with K/V
+ * rows (kv_rows >= its position when saved) restores them too, into any
+ * slot. One without (kv_rows 0: small, for rollback) trusts the slot's own
+ * K/V rows below its position: it loads only into the slot it was saved
+ * from, and is right while those rows are untouched (rows past a slot's
+ * position are never read, so rolling back after a verify pass is). A
+ * checkpoint belongs to its engine and is freed before it. */
 typedef struct q36_ckpt q36_ckpt;
 int  q36_ckpt_new(q36_engine *e, int kv_rows, q36_ckpt **out, q36_err *err);
 /* Device bytes a checkpoint with kv_rows K/V rows takes (for the caller's
