@@ -77,6 +77,7 @@ typedef struct be_shape {
     int64_t ssm_k_heads, ssm_v_heads, ssm_dim;  /* delta rule; 0 without */
     int64_t n_expert, n_expert_used;            /* MoE; 0 without */
     int64_t max_in;        /* widest matmul input (columns of x) */
+    int64_t max_in_expert; /* widest expert matmul input */
     int64_t max_views;     /* views one forward pass makes (be_view, be_rows) */
 } be_shape;
 

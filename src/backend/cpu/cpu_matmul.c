@@ -435,7 +435,7 @@ void cpu_matmul_scratch(const be_shape *s, size_t *shared, size_t *thread_floats
     size_t need = (size_t)s->n_rows * arb;
     if (s->n_expert > 0) {
         const size_t P = (size_t)(s->n_rows * s->n_expert_used), E = (size_t)s->n_expert;
-        const size_t q = (P * arb + 63) & ~(size_t)63;
+        const size_t q = (P * 4 * (size_t)s->max_in_expert + 63) & ~(size_t)63;
         const size_t id = q + sizeof(int64_t) * (2 * P + 2 * (E + 1)) + sizeof(int32_t) * E;
         need = id > need ? id : need;
     }
