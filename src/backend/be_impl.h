@@ -4,9 +4,9 @@
  * functions and puts `be_ctx` first in its own context, so the compiler
  * checks each entry against the contract and backend.c can dispatch.
  *
- * A tensor (and a bound weight) is one generic struct for every backend: `data` is device
- * memory (host memory on the CPU), addressed as rows of `ld` elements of
- * `type`. Views share their parent's memory and are made by backend.c
+ * A tensor (and a bound weight) is one generic struct for every backend:
+ * a tensor's `data` is device memory (host memory on the CPU), addressed
+ * as rows of `ld` elements of `type`. Views share their parent's memory and are made by backend.c
  * from a pool in the context, without calling the backend. */
 #ifndef Q36_BE_IMPL_H
 #define Q36_BE_IMPL_H
@@ -29,7 +29,7 @@ struct be_tensor {
  * mapping itself on the CPU), `impl` whatever else the backend keeps (NULL
  * on the CPU). act_type and act_row_bytes are the CPU's matmul recipe (the
  * type ggml quantizes activation rows to); another backend may ignore
- * them. Bound weights are a list freed with the context. */
+ * them. The backend frees its bound weights with its context. */
 struct be_weight {
     const gguf_tensor *t;
     uint32_t    type;          /* storage type */
