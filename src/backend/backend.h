@@ -105,6 +105,9 @@ int  be_cuda_new(int n_threads, be_ctx **out, q36_err *err);
 uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads);
 int  be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
                          q36_err *err);
+/* Device bytes be_weight_bind of the CUDA backend takes for t (types
+ * without device kernels are uploaded as f32). */
+uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
 
 /* The device of a built-in backend by name, for memory plans: as
  * be_cuda_device_info; Q36_E_UNSUP for the CPU (host memory is the

@@ -461,6 +461,12 @@ extern "C" int be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, 
     return 0;
 }
 
+extern "C" uint64_t be_cuda_weight_bytes(const gguf_tensor *t)
+{
+    const uint64_t ne0 = t->ne[0], nrows = gguf_tensor_nelements(t) / (ne0 ? ne0 : 1);
+    return quant_row_bytes(cuda_type_native(t->type) ? t->type : (uint32_t)QT_F32, ne0) * nrows;
+}
+
 extern "C" uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads)
 {
     return scratch_bytes(shape, n_threads);
