@@ -13,7 +13,7 @@ trained=${2:-}
 q36=$bin/q36
 log=${LOG:-/tmp/q36-gpu}
 mkdir -p "$log/models"
-out=$log/bench.txt
+out=${BENCH_OUT:-$log/bench.txt}
 run() {    # run TIMEOUT CMD...: the command line, then its output
     local t=$1; shift
     echo "\$ $*" | tee -a "$out"

@@ -53,14 +53,21 @@ synth moe-top1    --arch qwen35moe --experts 4 --experts-used 1 --type q8_0 --se
 synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K_M --seed 13
 [ -n "$trained" ] && [ -f "$trained" ] && models+=("$trained")
 
-# ---- the ops and the models against the CPU
-"$tbc" "${models[@]}" >"$log/test_backend_cuda.log" 2>&1
-rc=$?
-grep -E '^(ok|FAIL|#) ' "$log/test_backend_cuda.log"
-count "$log/test_backend_cuda.log"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log/test_backend_cuda.log"; then
-    fail test_backend_cuda "exited $rc: $(tail -n 5 "$log/test_backend_cuda.log")"
-fi
+# ---- the ops, then each model in a process of its own, against the CPU
+one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
+    local name=$1; shift
+    timeout 150 "$tbc" "$@" >"$log/$name.log" 2>&1
+    local rc=$?
+    grep -E '^(ok|FAIL|#) ' "$log/$name.log"
+    count "$log/$name.log"
+    if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log/$name.log"; then
+        fail "test_backend_cuda.$name" "exited $rc: $(tail -n 5 "$log/$name.log")"
+    fi
+}
+one ops
+for m in "${models[@]}"; do
+    one "model-$(basename "$m" .gguf)" --no-ops "$m"
+done
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading

@@ -4,8 +4,8 @@
  * batched together, and 64 greedy tokens, CUDA against CPU.
  *
  * Runs only where a CUDA device is (tests/gpu/run.sh; not in tests/run.sh,
- * CI has no GPU). Usage: test_backend_cuda [MODEL.gguf ...]: the op cases,
- * then the model cases for each file given.
+ * CI has no GPU). Usage: test_backend_cuda [--no-ops] [MODEL.gguf ...]: the
+ * op cases (unless --no-ops), then the model cases for each file given.
  *
  * Tolerances. The two backends compute the same formulas in different
  * orders and, for matmuls, on different activations: the CPU quantizes
@@ -1045,29 +1045,9 @@ static void test_model_slots(const char *path)
     q36_model_free(m);
 }
 
-/* ------------------------------------------------------------------- main */
-
-int main(int argc, char **argv)
+/* Every op case, in the order of backend.h. */
+static void test_ops(void)
 {
-    q36_err err = { 0 };
-    if (be_new("cpu", 0, &cpu, &err) || be_new("cuda", 0, &gpu, &err)) {
-        t_fail("cuda.backend_new", "%s", err.msg);
-        return t_exit();
-    }
-    char dev[160];
-    uint64_t fr, tot;
-    if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
-        printf("# %s: %.0f MiB free of %.0f MiB\n", dev, fr / 1048576.0, tot / 1048576.0);
-    be_shape sh = { .n_rows = 512, .n_seq = 8, .n_ctx = 4096, .n_head = 24, .n_head_kv = 3,
-                    .head_dim = 256, .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_dim = 256,
-                    .n_expert = 64, .n_expert_used = 8, .max_in = 4096, .max_in_expert = 4096,
-                    .max_views = 4096 };
-    if (be_reserve(cpu, &sh, &err) || be_reserve(gpu, &sh, &err)) {
-        t_fail("cuda.reserve", "%s", err.msg);
-        return t_exit();
-    }
-    t_ok("cuda.backend_new_reserve");
-
     test_tensors();
 
     /* matmuls: decode rows (1, 3: a partial 4-row pass, 8), the cuBLAS
@@ -1166,8 +1146,38 @@ int main(int argc, char **argv)
         test_deltanet(2, 4, 64, 3, l3, true);
     }
     printf("# op cases: worst |cuda - cpu| / bound %.3g (%s)\n", worst_ratio_all, worst_name);
+}
 
-    for (int i = 1; i < argc; i++) {
+/* ------------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    q36_err err = { 0 };
+    if (be_new("cpu", 0, &cpu, &err) || be_new("cuda", 0, &gpu, &err)) {
+        t_fail("cuda.backend_new", "%s", err.msg);
+        return t_exit();
+    }
+    char dev[160];
+    uint64_t fr, tot;
+    if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
+        printf("# %s: %.0f MiB free of %.0f MiB\n", dev, fr / 1048576.0, tot / 1048576.0);
+    be_shape sh = { .n_rows = 512, .n_seq = 8, .n_ctx = 4096, .n_head = 24, .n_head_kv = 3,
+                    .head_dim = 256, .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_dim = 256,
+                    .n_expert = 64, .n_expert_used = 8, .max_in = 4096, .max_in_expert = 4096,
+                    .max_views = 4096 };
+    if (be_reserve(cpu, &sh, &err) || be_reserve(gpu, &sh, &err)) {
+        t_fail("cuda.reserve", "%s", err.msg);
+        return t_exit();
+    }
+    t_ok("cuda.backend_new_reserve");
+
+    const bool ops = !(argc > 1 && !strcmp(argv[1], "--no-ops"));
+    const int a0 = ops ? 1 : 2;
+
+    if (ops)
+        test_ops();
+
+    for (int i = a0; i < argc; i++) {
         test_model(argv[i]);
         test_model_slots(argv[i]);
     }
