@@ -32,6 +32,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "quant/fp16.h"
+#include "gguf/gguf.h"
 
 #define U 0x1p-24
 
@@ -876,115 +877,214 @@ static double logit_diff(const float *a, const float *b, int64_t n, int V, doubl
     return worst;
 }
 
-/* Whole-model tolerance: the CPU's activation quantization (q8 blocks:
- * about 2^-9 of each row's scale per matmul, a few dozen matmuls deep)
- * against the GPU's f32 rows: 5% of the logits' standard deviation. A
- * greedy token may differ only where the CPU's top two logits are closer
- * than that (a near-tie, reported). */
-#define MODEL_TOL 0.05
-
-static void test_model(const char *path)
+/* The f32 twin of a model file: the same metadata and tensors, every
+ * tensor dequantized to f32 (the values the GPU's kernels see). The CPU on
+ * the twin computes what the GPU computes on the original, up to f32
+ * rounding: no activation quantization on either side. Written to
+ * out (PATH.f32.gguf); 0 or a negative kind. */
+static int f32_twin(const char *path, char *out, size_t out_n, q36_err *err)
 {
-    char name[256];
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    q36_err err = { 0 };
-    q36_model *m = NULL;
-    snprintf(name, sizeof name, "cuda.model.%s.open", base);
-    if (q36_model_open(path, &m, &err)) {
-        t_fail(name, "%s", err.msg);
-        return;
+    static const uint8_t vsize[GGUF_T_COUNT] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
+    snprintf(out, out_n, "%s.f32.gguf", path);
+    gguf_file *f = NULL;
+    int rc = gguf_open(path, &f, err);
+    if (rc)
+        return rc;
+    gguf_writer *w = gguf_writer_new();
+    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
+        const char *key = gguf_kv_key(f, i);
+        const gguf_value *v = gguf_kv_value(f, i);
+        if (v->type == GGUF_T_STR) {
+            uint8_t *raw = malloc(8 + v->n);
+            memcpy(raw, &v->n, 8);
+            memcpy(raw + 8, v->p, v->n);
+            gguf_w_raw(w, key, GGUF_T_STR, raw, 8 + v->n);
+            free(raw);
+        } else if (v->type == GGUF_T_ARR) {
+            uint64_t body;
+            if (v->elem == GGUF_T_STR) {
+                uint64_t len = 0;
+                const char *last = v->n ? gguf_arr_str(f, v, v->n - 1, &len) : (const char *)v->p;
+                body = (uint64_t)((const uint8_t *)last + len - v->p);
+            } else if (v->elem == GGUF_T_ARR) {
+                continue;       /* nested arrays: none in these models */
+            } else {
+                body = v->n * vsize[v->elem];
+            }
+            uint8_t *raw = malloc(12 + body);
+            const uint32_t e = (uint32_t)v->elem;
+            memcpy(raw, &e, 4);
+            memcpy(raw + 4, &v->n, 8);
+            memcpy(raw + 12, v->p, body);
+            gguf_w_raw(w, key, GGUF_T_ARR, raw, 12 + body);
+            free(raw);
+        } else {
+            gguf_w_raw(w, key, v->type, v->p, vsize[v->type]);
+        }
     }
+    const int64_t nt = gguf_n_tensors(f);
+    for (int64_t i = 0; i < nt; i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        gguf_w_tensor(w, t->name, QT_F32, t->n_dims, t->ne);
+    }
+    rc = gguf_w_begin(w, out, err);
+    for (int64_t i = 0; i < nt && !rc; i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        const uint64_t ne0 = t->ne[0], rows = gguf_tensor_nelements(t) / ne0;
+        const uint64_t rb = quant_row_bytes(t->type, ne0);
+        float *row = malloc(ne0 * sizeof(float));
+        for (uint64_t r = 0; r < rows && !rc; r++) {
+            if (quant_dequant_row(t->type, (const uint8_t *)t->data + r * rb, row, (int64_t)ne0))
+                rc = q36_err_set(err, Q36_E_UNSUP, "%s: cannot dequantize '%s'", path, t->name);
+            else
+                rc = gguf_w_data(w, row, ne0 * sizeof(float), err);
+        }
+        free(row);
+    }
+    if (!rc)
+        rc = gguf_w_finish(w, err);
+    gguf_writer_free(w);
+    gguf_close(f);
+    return rc;
+}
+
+/* Whole-model tolerances. Against the f32 twin (the check): the same
+ * weights and f32 activations on both sides, so the logits differ by f32
+ * rounding carried through the layers: 1% of the logits' standard
+ * deviation (the f32 synthetic model shows 0.1%), and a greedy token may
+ * differ only where the twin's top two logits are closer than that (a
+ * near-tie, reported). Against the CPU on the original file (reported, not
+ * checked): the CPU quantizes every matmul's activation row to the
+ * weight's vec_dot_type (bf16, q8_0, q8_K: 2^-8 to 2^-6 of a block's
+ * scale) where the GPU keeps f32, and random synthetic models amplify that
+ * chaotically (routing flips in MoE): tenths to whole standard
+ * deviations, and greedy paths that part at close calls. */
+#define MODEL_TOL 0.01
+
+typedef struct {
+    int same, ties, bad;
+    double prompt_rel, prompt_abs, worst_rel;
+    double t_cpu, t_gpu;    /* seconds: prompt; per token */
+    double tok_cpu, tok_gpu;
+    int rc;
+    q36_err err;
+} model_cmp;
+
+/* P prompt tokens as one pass, then G greedy decodes, both sessions fed
+ * the CPU's choice; near-ties counted with threshold tol * std. */
+static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol)
+{
+    model_cmp r = { 0 };
     const int n_ctx = 256, P = 40, G = 64;
     q36_session_opts oc = q36_session_opts_default(), og = oc;
     oc.n_threads = 0;
     og.backend = "cuda";
     q36_session *sc = NULL, *sg = NULL;
-    if (q36_session_new(m, n_ctx, &oc, &sc, &err) || q36_session_new(m, n_ctx, &og, &sg, &err)) {
-        t_fail(name, "%s", err.msg);
+    if ((r.rc = q36_session_new(mc, n_ctx, &oc, &sc, &r.err)) ||
+        (r.rc = q36_session_new(mg, n_ctx, &og, &sg, &r.err))) {
         q36_session_free(sc);
-        q36_model_free(m);
-        return;
+        return r;
     }
     const int V = q36_session_n_vocab(sc);
-    t_rng r = t_rng_named(base);
+    t_rng rng = t_rng_named(label);
     int32_t ids[40];
     for (int i = 0; i < P; i++)
-        ids[i] = (int32_t)(t_next(&r) % (uint64_t)(V < 256 ? V : 256));
+        ids[i] = (int32_t)(t_next(&rng) % (uint64_t)(V < 256 ? V : 256));
     float *lc = malloc(sizeof(float) * (size_t)V * P), *lg = malloc(sizeof(float) * (size_t)V * P);
-    /* the prompt as one pass (the cuBLAS path), every row's logits */
-    snprintf(name, sizeof name, "cuda.model.%s.prompt%d_logits", base, P);
     double t0 = now_s();
-    int rc = q36_session_append(sc, ids, P, lc, Q36_LOGITS_ALL, &err);
+    r.rc = q36_session_append(sc, ids, P, lc, Q36_LOGITS_ALL, &r.err);
     double t1 = now_s();
-    rc = rc ? rc : q36_session_append(sg, ids, P, lg, Q36_LOGITS_ALL, &err);
-    double t2 = now_s();
-    if (rc) {
-        t_fail(name, "%s", err.msg);
-        goto done;
+    r.rc = r.rc ? r.rc : q36_session_append(sg, ids, P, lg, Q36_LOGITS_ALL, &r.err);
+    r.t_cpu = t1 - t0;
+    r.t_gpu = now_s() - t1;
+    if (!r.rc) {
+        r.prompt_rel = logit_diff(lc, lg, (int64_t)V * P, V, &r.prompt_abs);
+        r.worst_rel = r.prompt_rel;
+        int32_t tok = (int32_t)argmax(lc + (int64_t)(P - 1) * V, V);
+        for (int i = 0; i < G && !r.rc; i++) {
+            double a = now_s();
+            r.rc = q36_session_decode(sc, tok, lc, &r.err);
+            double b = now_s();
+            r.rc = r.rc ? r.rc : q36_session_decode(sg, tok, lg, &r.err);
+            r.tok_gpu += (now_s() - b) / G;
+            r.tok_cpu += (b - a) / G;
+            if (r.rc)
+                break;
+            const int ac = argmax(lc, V), ag = argmax(lg, V);
+            double d2;
+            r.worst_rel = fmax(r.worst_rel, logit_diff(lc, lg, V, V, &d2));
+            if (ac == ag)
+                r.same++;
+            else if (fabs((double)lc[ac] - lc[ag]) <= tol * stdev(lc, V)) {
+                r.ties++;
+                printf("#   %s: step %d near-tie: cpu %d (%.5g) cuda %d (cpu logit %.5g)\n", label,
+                       i, ac, lc[ac], ag, lc[ag]);
+            } else
+                r.bad++;
+            tok = ac;
+        }
     }
-    double absd, rel = logit_diff(lc, lg, (int64_t)V * P, V, &absd);
-    t_check(name, rel <= MODEL_TOL, "max |d| %.4g = %.4g of the logits' std (tolerance %.2g)",
-            absd, rel, MODEL_TOL);
-    printf("#   %s: max |d| %.4g (%.4g std); cpu %.1f ms, cuda %.1f ms\n", name, absd, rel,
-           (t1 - t0) * 1e3, (t2 - t1) * 1e3);
-    /* greedy decode, both fed the CPU's choice: every step's argmax */
-    snprintf(name, sizeof name, "cuda.model.%s.greedy%d", base, G);
-    int same = 0, ties = 0, bad = 0;
-    double worst = rel;
-    int32_t tok = (int32_t)argmax(lc + (int64_t)(P - 1) * V, V);
-    int tg = argmax(lg + (int64_t)(P - 1) * V, V);
-    if (tg != tok)
-        ties++;
-    double tc = 0, tgs = 0;
-    for (int i = 0; i < G; i++) {
-        double a = now_s();
-        rc = q36_session_decode(sc, tok, lc, &err);
-        double b = now_s();
-        rc = rc ? rc : q36_session_decode(sg, tok, lg, &err);
-        tgs += now_s() - b;
-        tc += b - a;
-        if (rc)
-            break;
-        const int ac = argmax(lc, V), ag = argmax(lg, V);
-        double d2;
-        worst = fmax(worst, logit_diff(lc, lg, V, V, &d2));
-        if (ac == ag)
-            same++;
-        else if (fabs((double)lc[ac] - lc[ag]) <= MODEL_TOL * stdev(lc, V)) {
-            ties++;
-            printf("#   %s: step %d near-tie: cpu %d (%.5g) cuda %d (cpu logit %.5g)\n", name, i,
-                   ac, lc[ac], ag, lc[ag]);
-        } else
-            bad++;
-        tok = ac;
-    }
-    if (rc)
-        t_fail(name, "%s", err.msg);
-    else
-        t_check(name, bad == 0 && worst <= MODEL_TOL,
-                "%d of %d tokens differ beyond a near-tie; worst logit |d| %.4g std", bad, G,
-                worst);
-    printf("#   %s: %d identical, %d near-ties; worst logit |d| %.4g std; cpu %.2f ms/token, "
-           "cuda %.2f ms/token\n", name, same, ties, worst, tc * 1e3 / G, tgs * 1e3 / G);
-done:
     free(lc);
     free(lg);
     q36_session_free(sc);
     q36_session_free(sg);
+    return r;
+}
+
+static void test_model(const char *path)
+{
+    char name[256], twin[4096];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    q36_err err = { 0 };
+    q36_model *m = NULL, *mt = NULL;
+    snprintf(name, sizeof name, "cuda.model.%s.open", base);
+    if (q36_model_open(path, &m, &err) || f32_twin(path, twin, sizeof twin, &err) ||
+        q36_model_open(twin, &mt, &err)) {
+        t_fail(name, "%s", err.msg);
+        q36_model_free(m);
+        return;
+    }
+    /* the check: the CPU on the f32 twin */
+    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_f32_twin", base);
+    model_cmp r = compare_sessions(mt, m, name, MODEL_TOL);
+    if (r.rc)
+        t_fail(name, "%s", r.err.msg);
+    else
+        t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0,
+                "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
+                "tokens differ beyond a near-tie", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad);
+    printf("#   %s: prompt of 40 max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, "
+           "%d other; worst %.4g std\n", name, r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad,
+           r.worst_rel);
+    /* reported: the CPU on the file itself (its own activation rounding) */
+    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_same_file", base);
+    r = compare_sessions(m, m, name, 0.05);
+    if (r.rc)
+        t_fail(name, "%s", r.err.msg);
+    else
+        printf("#   %s (reported): prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d "
+               "near-ties within 5%% std, %d other; worst %.4g std; prompt of 40: cpu %.1f ms, "
+               "cuda %.1f ms; decode: cpu %.2f ms/token, cuda %.2f ms/token\n", name,
+               r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad, r.worst_rel, r.t_cpu * 1e3,
+               r.t_gpu * 1e3, r.tok_cpu * 1e3, r.tok_gpu * 1e3);
     q36_model_free(m);
+    q36_model_free(mt);
 }
 
 /* Several slots in one pass: 4 slots of different prompt lengths in one
- * batch, then one decode row each in one batch, CUDA against CPU. */
+ * batch, then one decode row each in one batch, CUDA on the file against
+ * the CPU on its f32 twin (test_model wrote it). */
 static void test_model_slots(const char *path)
 {
-    char name[256];
+    char name[256], twin[4096];
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(name, sizeof name, "cuda.model.%s.slots4_batched", base);
+    snprintf(twin, sizeof twin, "%s.f32.gguf", path);
     q36_err err = { 0 };
-    q36_model *m = NULL;
-    if (q36_model_open(path, &m, &err)) {
+    q36_model *m = NULL, *mt = NULL;
+    if (q36_model_open(path, &m, &err) || q36_model_open(twin, &mt, &err)) {
         t_fail(name, "%s", err.msg);
+        q36_model_free(m);
         return;
     }
     q36_engine_opts oc = q36_engine_opts_default(), og;
@@ -993,10 +1093,11 @@ static void test_model_slots(const char *path)
     og = oc;
     og.backend = "cuda";
     q36_engine *ec = NULL, *eg = NULL;
-    if (q36_engine_new(m, 128, &oc, &ec, &err) || q36_engine_new(m, 128, &og, &eg, &err)) {
+    if (q36_engine_new(mt, 128, &oc, &ec, &err) || q36_engine_new(m, 128, &og, &eg, &err)) {
         t_fail(name, "%s", err.msg);
         q36_engine_free(ec);
         q36_model_free(m);
+        q36_model_free(mt);
         return;
     }
     const int V = q36_engine_n_vocab(ec);
@@ -1043,6 +1144,7 @@ static void test_model_slots(const char *path)
     q36_engine_free(ec);
     q36_engine_free(eg);
     q36_model_free(m);
+    q36_model_free(mt);
 }
 
 /* Every op case, in the order of backend.h. */
