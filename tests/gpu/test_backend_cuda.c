@@ -5,7 +5,8 @@
  *
  * Runs only where a CUDA device is (tests/gpu/run.sh; not in tests/run.sh,
  * CI has no GPU). Usage: test_backend_cuda [--no-ops] [MODEL.gguf ...]: the
- * op cases (unless --no-ops), then the model cases for each file given.
+ * op cases (unless --no-ops), then the model cases for each file given;
+ * test_backend_cuda --bench: op timings at decode shapes instead.
  *
  * Tolerances. The two backends compute the same formulas in different
  * orders and, for matmuls, on different activations: the CPU quantizes
@@ -155,12 +156,14 @@ typedef struct {
 /* A weight of `type` with ne {K, N, E}: f32/f16/bf16/q8_0 from gaussians
  * through the activation quantizer; block types from random bytes with
  * small finite f16 scales. */
+static bool no_deq;      /* --bench: the weights only, no host reference */
+
 static void make_weight(wt *wp, t_rng *r, uint32_t type, int64_t K, int64_t N, int64_t E)
 {
     wt w = { 0 };
     const uint64_t rb = quant_row_bytes(type, (uint64_t)K);
     w.data = malloc(rb * (uint64_t)(N * E));
-    w.deq = malloc(sizeof(float) * (size_t)(K * N * E));
+    w.deq = malloc(no_deq ? 1 : sizeof(float) * (size_t)(K * N * E));
     float *row = malloc(sizeof(float) * (size_t)K);
     const quant_type_info *ti = quant_type_get(type);
     for (int64_t i = 0; i < N * E; i++) {
@@ -183,7 +186,8 @@ static void make_weight(wt *wp, t_rng *r, uint32_t type, int64_t K, int64_t N, i
                     memcpy(bp + 2, &d, 2);                  /* dmin */
             }
         }
-        quant_dequant_row(type, dst, w.deq + i * K, K);
+        if (!no_deq)
+            quant_dequant_row(type, dst, w.deq + i * K, K);
     }
     free(row);
     w.t.name = "w";
@@ -194,7 +198,8 @@ static void make_weight(wt *wp, t_rng *r, uint32_t type, int64_t K, int64_t N, i
     w.t.nbytes = rb * (uint64_t)(N * E);
     *wp = w;
     q36_err err = { 0 };
-    if (be_weight_bind(cpu, &wp->t, &wp->wc, &err) || be_weight_bind(gpu, &wp->t, &wp->wg, &err))
+    if ((!no_deq && be_weight_bind(cpu, &wp->t, &wp->wc, &err)) ||
+        be_weight_bind(gpu, &wp->t, &wp->wg, &err))
         fprintf(stderr, "bind: %s\n", err.msg);
 }
 
@@ -1250,6 +1255,162 @@ static void test_ops(void)
     printf("# op cases: worst |cuda - cpu| / bound %.3g (%s)\n", worst_ratio_all, worst_name);
 }
 
+/* ------------------------------------------------------------------ bench */
+
+/* --bench: the time of one op at decode shapes (one row), the mean of
+ * `reps` calls queued back to back then one sync: launch cost included,
+ * the way a decode step pays it. Weight products also as GB/s of weight
+ * bytes. Not a test: it prints "#" lines only. */
+static double time_ops(void (*fn)(void *), void *arg, int reps)
+{
+    fn(arg);
+    be_sync(gpu);
+    const double t0 = now_s();
+    for (int i = 0; i < reps; i++)
+        fn(arg);
+    be_sync(gpu);
+    return (now_s() - t0) / reps;
+}
+
+typedef struct { wt *w; pair x, y, s; } mm_arg;
+static void run_mm(void *a) { mm_arg *m = a; be_matmul(gpu, m->w->wg, 0, m->x.g, m->y.g); }
+static void run_mm_id(void *a) { mm_arg *m = a; be_matmul_id(gpu, m->w->wg, m->x.g, m->s.g, m->y.g); }
+
+static void bench_mm(uint32_t type, int64_t K, int64_t N, int64_t E, int64_t k)
+{
+    t_rng r = t_rng_named("bench");
+    wt w;
+    make_weight(&w, &r, type, K, N, E);
+    free(w.deq);
+    float *x = t_randv(&r, K * k, 1);
+    mm_arg a = { &w, up(x, k > 1 ? 1 : 1, K), up(NULL, k, N), { NULL, NULL } };
+    double t;
+    uint64_t bytes = quant_row_bytes(type, (uint64_t)K) * (uint64_t)N * (uint64_t)k;
+    if (E > 1) {
+        int32_t sel[64];
+        for (int i = 0; i < k; i++)
+            sel[i] = (int32_t)((i * 37 + 5) % E);
+        a.s = (pair){ NULL, t_i32(gpu, sel, 1, k) };
+        t = time_ops(run_mm_id, &a, 200);
+    } else {
+        t = time_ops(run_mm, &a, 200);
+    }
+    printf("# bench matmul%s %-5s %5lld x %6lld%s: %8.2f us  %7.1f GB/s\n", E > 1 ? "_id" : "   ",
+           quant_type_name(type), (long long)K, (long long)N, E > 1 ? " (top-k rows)" : "",
+           t * 1e6, bytes / t / 1e9);
+    be_tensor_free(cpu, a.x.c);
+    be_tensor_free(gpu, a.x.g);
+    be_tensor_free(cpu, a.y.c);
+    be_tensor_free(gpu, a.y.g);
+    be_tensor_free(gpu, a.s.g);
+    free(x);
+}
+
+typedef struct { pair q, kc, vc, out; bpair b; int64_t Hq, Hkv, hd; } att_arg;
+static void run_att(void *p)
+{
+    att_arg *a = p;
+    be_attention(gpu, a->q.g, a->kc.g, a->vc.g, &a->b.g, a->Hq, a->Hkv, a->hd, 0.0625f, a->out.g);
+}
+
+typedef struct { pair qkv, g, beta, S, out; bpair b; int64_t Hk, Hv, dk; } dn_arg;
+static void run_dn(void *p)
+{
+    dn_arg *a = p;
+    be_deltanet(gpu, a->qkv.g, a->g.g, a->beta.g, a->S.g, a->Hk, a->Hv, a->dk, &a->b.g, a->out.g);
+}
+
+typedef struct { pair x, y; int kind; } ew_arg;
+static void run_ew(void *p)
+{
+    ew_arg *a = p;
+    if (a->kind == 0)
+        be_add(gpu, a->x.g, a->y.g, a->y.g);
+    else if (a->kind == 1)
+        be_l2_norm(gpu, a->x.g, 1e-6f, 128, a->y.g);
+    else
+        be_copy(gpu, be_view(gpu, a->x.g, 256, 256), be_view(gpu, a->y.g, 512, 256));
+}
+
+static void run_bench(void)
+{
+    printf("# bench: one op at decode shapes, mean of 200 queued calls\n");
+    no_deq = true;
+    bench_mm(QT_Q6_K, 1024, 248320, 1, 1);   /* 0.8B head */
+    bench_mm(QT_Q4_K, 1024, 6144, 1, 1);     /* 0.8B DeltaNet qkv */
+    bench_mm(QT_Q4_K, 1024, 3584, 1, 1);     /* 0.8B FFN gate */
+    bench_mm(QT_Q6_K, 3584, 1024, 1, 1);     /* 0.8B FFN down */
+    bench_mm(QT_Q8_0, 1024, 6144, 1, 1);
+    bench_mm(QT_Q4_K, 2048, 8192, 1, 1);     /* 35B DeltaNet qkv */
+    bench_mm(QT_Q6_K, 2048, 248320, 1, 1);   /* 35B head */
+    bench_mm(QT_Q4_K, 2048, 512, 256, 8);    /* 35B expert gate / up */
+    bench_mm(QT_Q4_K, 512, 2048, 256, 8);    /* 35B expert down */
+    bench_mm(QT_F32, 2048, 256, 1, 1);       /* 35B router */
+    for (int L = 128; L <= 32768; L *= 16) {
+        att_arg a = { .Hq = 16, .Hkv = 2, .hd = 256 };
+        const int len[1] = { 1 }, pos[1] = { L - 1 }, slot[1] = { 0 };
+        a.b = batch_of(1, slot, len, pos, L);
+        a.q = up(NULL, 1, 16 * 256);
+        a.out = up(NULL, 1, 16 * 256);
+        a.kc = (pair){ NULL, be_tensor_new_f16(gpu, L, 512) };
+        a.vc = (pair){ NULL, be_tensor_new_f16(gpu, L, 512) };
+        const double t = time_ops(run_att, &a, 200);
+        printf("# bench attention decode 16/2 x 256, f16, %6d keys: %8.2f us\n", L, t * 1e6);
+        be_tensor_free(gpu, a.kc.g);
+        be_tensor_free(gpu, a.vc.g);
+        pfree(a.q);
+        pfree(a.out);
+        bfree(&a.b);
+    }
+    {
+        dn_arg a = { .Hk = 16, .Hv = 32, .dk = 128 };
+        const int len[1] = { 1 }, pos[1] = { 5 }, slot[1] = { 0 };
+        a.b = batch_of(1, slot, len, pos, 64);
+        a.qkv = up(NULL, 1, 64 * 128);
+        a.g = up(NULL, 1, 32);
+        a.beta = up(NULL, 1, 32);
+        a.S = up(NULL, 32, 128 * 128);
+        a.out = up(NULL, 1, 32 * 128);
+        const double t = time_ops(run_dn, &a, 200);
+        printf("# bench deltanet decode 16/32 x 128: %8.2f us\n", t * 1e6);
+        pfree(a.qkv); pfree(a.g); pfree(a.beta); pfree(a.S); pfree(a.out);
+        bfree(&a.b);
+    }
+    static const char *const ew_names[] = { "add 1 x 2048", "l2_norm 1 x 4096 (g 128)",
+                                            "copy of a 256-column view (per-head split)" };
+    for (int kind = 0; kind < 3; kind++) {
+        ew_arg a = { up(NULL, 1, 4096), up(NULL, 1, 4096), kind };
+        if (kind == 0) {
+            pfree(a.x);
+            pfree(a.y);
+            a.x = up(NULL, 1, 2048);
+            a.y = up(NULL, 1, 2048);
+        }
+        const double t = time_ops(run_ew, &a, 200);
+        be_views_reset(gpu);
+        printf("# bench %s: %8.2f us\n", ew_names[kind], t * 1e6);
+        pfree(a.x);
+        pfree(a.y);
+    }
+    {
+        float *buf = malloc(sizeof(float) * 248320);
+        be_tensor *t = be_tensor_new(gpu, 1, 248320);
+        const double t0 = now_s();
+        for (int i = 0; i < 50; i++)
+            be_read(gpu, t, 0, 1, buf);
+        printf("# bench be_read of 248320 logits: %8.2f us\n", (now_s() - t0) / 50 * 1e6);
+        int32_t id = 7;
+        be_tensor *it = be_tensor_new_type(gpu, BE_I32, 1, 1);
+        const double t1 = now_s();
+        for (int i = 0; i < 50; i++)
+            be_write(gpu, it, 0, 1, &id);
+        printf("# bench be_write of one id (waits): %8.2f us\n", (now_s() - t1) / 50 * 1e6);
+        be_tensor_free(gpu, t);
+        be_tensor_free(gpu, it);
+        free(buf);
+    }
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -1273,6 +1434,12 @@ int main(int argc, char **argv)
     }
     t_ok("cuda.backend_new_reserve");
 
+    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        run_bench();
+        be_free(cpu);
+        be_free(gpu);
+        return 0;
+    }
     const bool ops = !(argc > 1 && !strcmp(argv[1], "--no-ops"));
     const int a0 = ops ? 1 : 2;
 
