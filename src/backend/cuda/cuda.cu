@@ -76,6 +76,7 @@ static void cuda_free(be_ctx *be)
     }
     cudaFree(c->deq);
     cudaFree(c->part);
+    cudaFreeHost(c->stage);
     if (c->blas)
         cublasDestroy(c->blas);
     if (c->stream)
@@ -202,10 +203,25 @@ static void copy_rows(be_ctx *be, void *dst, size_t dpitch, const void *src, siz
         CUDA_OK(be, cudaStreamSynchronize(c->stream));
 }
 
+/* Device rows to the host through the pinned staging buffer (a pageable
+ * destination copies at a fraction of the bus's rate: the logits of every
+ * decode step come this way), in pieces of whole rows; rows wider than
+ * the buffer go straight. */
+#define STAGE_BYTES ((size_t)4 << 20)
 static void cuda_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst)
 {
-    copy_rows(be, dst, row_bytes(t), row_ptr(t, row0), pitch(t), row_bytes(t), nrows,
-              cudaMemcpyDeviceToHost);
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t rb = row_bytes(t);
+    if (!c->stage || !rb || rb > STAGE_BYTES) {
+        copy_rows(be, dst, rb, row_ptr(t, row0), pitch(t), rb, nrows, cudaMemcpyDeviceToHost);
+        return;
+    }
+    const int64_t per = (int64_t)(STAGE_BYTES / rb);
+    for (int64_t r = 0; r < nrows; r += per) {
+        const int64_t n = nrows - r < per ? nrows - r : per;
+        copy_rows(be, c->stage, rb, row_ptr(t, row0 + r), pitch(t), rb, n, cudaMemcpyDeviceToHost);
+        memcpy((char *)dst + (size_t)r * rb, c->stage, (size_t)n * rb);
+    }
 }
 
 static void cuda_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
@@ -502,6 +518,10 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     }
     /* plain f32 products (no TF32): the CPU is the reference */
     cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH);
+    if (cudaMallocHost(&c->stage, STAGE_BYTES) != cudaSuccess) {
+        cudaGetLastError();
+        c->stage = NULL;        /* reads go straight to pageable memory */
+    }
     *out = &c->base;
     return 0;
 }

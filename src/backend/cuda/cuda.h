@@ -37,6 +37,7 @@ struct cuda_ctx {
     size_t          deq_floats;
     float          *part;          /* attention partials */
     size_t          part_floats;
+    void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
     bool            reserved;
     int             n_sm;
     char            dev_name[160];

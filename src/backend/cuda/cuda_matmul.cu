@@ -65,44 +65,59 @@ __device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, 
         for (int j = 0; j < 8; j++)
             v[j] = i0 + j < K ? __bfloat162float(p[i0 + j]) : 0.0f;
     } else if constexpr (T == QT_Q8_0) {
+        /* 34-byte blocks: 2-byte aligned, the 8 codes as 4 halfwords */
         const uint8_t *b = row + (i0 / 32) * 34;
         const float d = f16f(b);
-        const int8_t *q = (const int8_t *)(b + 2) + (i0 % 32);
+        const uint16_t *q = (const uint16_t *)(b + 2 + (i0 % 32));
         #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = d * (float)q[j];
+        for (int j = 0; j < 4; j++) {
+            const uint16_t u = q[j];
+            v[2 * j] = d * (float)(int8_t)(u & 0xFF);
+            v[2 * j + 1] = d * (float)(int8_t)(u >> 8);
+        }
     } else if constexpr (T == QT_Q4_K) {
+        /* 144-byte blocks, 16-byte aligned: the 8 code bytes as one uint2 */
         const uint8_t *b = row + (i0 / 256) * 144;
         const int i = (int)(i0 % 256), c = i / 64, w = i % 64;
         int sc, m;
         k4_scale_min(2 * c + (w >= 32), b + 4, &sc, &m);
         const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
-        const uint8_t *q = b + 16 + 32 * c + (w & 31);
+        const uint2 u = *(const uint2 *)(b + 16 + 32 * c + (w & 31));
         const int sh = w >= 32 ? 4 : 0;
         #pragma unroll
         for (int j = 0; j < 8; j++)
-            v[j] = dl * (float)((q[j] >> sh) & 15) - ml;
+            v[j] = dl * (float)((((j < 4 ? u.x : u.y) >> (8 * (j & 3))) >> sh) & 15) - ml;
     } else if constexpr (T == QT_Q5_K) {
+        /* 176-byte blocks, 16-byte aligned */
         const uint8_t *b = row + (i0 / 256) * 176;
         const int i = (int)(i0 % 256), c = i / 64, w = i % 64, hi = w >= 32;
         int sc, m;
         k4_scale_min(2 * c + hi, b + 4, &sc, &m);
         const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
-        const uint8_t *qh = b + 16 + (w & 31), *q = b + 48 + 32 * c + (w & 31);
+        const uint2 h = *(const uint2 *)(b + 16 + (w & 31));
+        const uint2 u = *(const uint2 *)(b + 48 + 32 * c + (w & 31));
         const int sh = hi ? 4 : 0, hb = 2 * c + hi;
         #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = dl * (float)(((q[j] >> sh) & 15) | ((qh[j] >> hb) & 1) << 4) - ml;
+        for (int j = 0; j < 8; j++) {
+            const unsigned q = ((j < 4 ? u.x : u.y) >> (8 * (j & 3))) & 0xFF;
+            const unsigned qh = ((j < 4 ? h.x : h.y) >> (8 * (j & 3))) & 0xFF;
+            v[j] = dl * (float)(((q >> sh) & 15) | ((qh >> hb) & 1) << 4) - ml;
+        }
     } else if constexpr (T == QT_Q6_K) {
+        /* 210-byte blocks, 2-byte aligned: codes and high bits as halfwords */
         const uint8_t *b = row + (i0 / 256) * 210;
         const int i = (int)(i0 % 256), n = i / 128, r = i % 128, qu = r / 32, l = r % 32;
         const float d = f16f(b + 208);
         const float dl = d * (float)((const int8_t *)(b + 192))[8 * n + l / 16 + 2 * qu];
-        const uint8_t *ql = b + 64 * n + l + (qu & 1) * 32, *qh = b + 128 + 32 * n + l;
+        const uint16_t *ql = (const uint16_t *)(b + 64 * n + l + (qu & 1) * 32);
+        const uint16_t *qh = (const uint16_t *)(b + 128 + 32 * n + l);
         const int sh = (qu >> 1) * 4, hs = 2 * qu;
         #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = dl * (float)((int)(((ql[j] >> sh) & 15) | ((qh[j] >> hs) & 3) << 4) - 32);
+        for (int j = 0; j < 4; j++) {
+            const unsigned a = ql[j], h = qh[j];
+            v[2 * j] = dl * (float)((int)(((a >> sh) & 15) | ((h >> hs) & 3) << 4) - 32);
+            v[2 * j + 1] = dl * (float)((int)((((a >> 8) >> sh) & 15) | (((h >> 8) >> hs) & 3) << 4) - 32);
+        }
     }
 }
 
@@ -119,7 +134,7 @@ __device__ __forceinline__ float warp_sum(float s)
 /* y[r][n] = W[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB) */
 template <int T, int RB>
 __global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
-                         const float *__restrict__ x, int64_t ldx, int64_t R,
+                         const float *__restrict__ x, int64_t ldx, int64_t R, bool xvec,
                          float *__restrict__ y, int64_t ldy)
 {
     const int lane = threadIdx.x & 31;
@@ -132,6 +147,7 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, 
     #pragma unroll
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
+    #pragma unroll 2
     for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
         float v[8];
         deq8<T>(row, i0, K, v);
@@ -139,10 +155,16 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, 
         for (int r = 0; r < RB; r++) {
             if (r0 + r < R) {
                 const float *xr = x + (r0 + r) * ldx + i0;
-                #pragma unroll
-                for (int j = 0; j < 8; j++)
-                    if (i0 + j < K)
-                        acc[r] += v[j] * xr[j];
+                if (xvec && i0 + 8 <= K) {      /* 16-byte aligned rows */
+                    const float4 a = *(const float4 *)xr, b = *(const float4 *)(xr + 4);
+                    acc[r] += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
+                              v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+                } else {
+                    #pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        if (i0 + j < K)
+                            acc[r] += v[j] * xr[j];
+                }
             }
         }
     }
@@ -159,6 +181,7 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, 
 template <int T>
 __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                             int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
+                            bool xvec,
                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
                             float *__restrict__ y, int64_t ldy)
 {
@@ -173,13 +196,20 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
     const uint8_t *row = W + ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
     const float *xr = x + (x_per_tok ? t : q) * ldx;
     float acc = 0.0f;
+    #pragma unroll 2
     for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
         float v[8];
         deq8<T>(row, i0, K, v);
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            if (i0 + j < K)
-                acc += v[j] * xr[i0 + j];
+        if (xvec && i0 + 8 <= K) {
+            const float4 a = *(const float4 *)(xr + i0), b = *(const float4 *)(xr + i0 + 4);
+            acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
+                   v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+        } else {
+            #pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (i0 + j < K)
+                    acc += v[j] * xr[i0 + j];
+        }
     }
     acc = warp_sum(acc);
     if (lane == 0)
@@ -240,12 +270,14 @@ static void matvec(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
+    /* float4 reads of x when every row starts 16-byte aligned */
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     if (R == 1) {
         TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    W, rb, K, N, (const float *)x->data, x->ld, R, (float *)y->data, y->ld));
+                    W, rb, K, N, (const float *)x->data, x->ld, R, xvec, (float *)y->data, y->ld));
     } else {
         TYPE_SWITCH(type, k_matvec<TT, MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    W, rb, K, N, (const float *)x->data, x->ld, R, (float *)y->data, y->ld));
+                    W, rb, K, N, (const float *)x->data, x->ld, R, xvec, (float *)y->data, y->ld));
     }
     CUDA_LAUNCHED(be, "k_matvec");
 }
@@ -312,10 +344,11 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
     if (!T)
         return;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     TYPE_SWITCH(w->type, k_matvec_id<TT><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
                 (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
-                x->rows == T && k > 1, (const int32_t *)sel->data, sel->ld, k, (float *)y->data,
-                y->ld));
+                x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
+                (float *)y->data, y->ld));
     CUDA_LAUNCHED(be, "k_matvec_id");
 }
 
