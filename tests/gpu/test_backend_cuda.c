@@ -278,55 +278,56 @@ static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
     free(w.deq);   /* w.data stays: bound weights are keyed by it */
 }
 
-/* be_matmul_n over three weights of one input */
-static void test_matmul_n(void)
+/* be_matmul_n over n weights of one input: mixed types (one launch each)
+ * or one type (launches of up to 4 weights sharing x) */
+static void test_matmul_n(const uint32_t *types, int n, int64_t R)
 {
-    const char *name = "cuda.matmul_n_q4_K_q6_K_q8_0";
+    char name[96];
+    snprintf(name, sizeof name, "cuda.matmul_n_%d_%s%s_r%lld", n, quant_type_name(types[0]),
+             types[1] == types[0] ? "_same" : "_mixed", (long long)R);
     t_rng r = t_rng_named(name);
-    const int64_t K = 512, R = 2;
-    const uint32_t types[3] = { QT_Q4_K, QT_Q6_K, QT_Q8_0 };
-    const int64_t Ns[3] = { 96, 33, 7 };
-    wt w[3];
-    for (int i = 0; i < 3; i++)
-        make_weight(&w[i], &r, types[i], K, Ns[i], 1);
-    float *x = t_randv(&r, R * K, 1);
-    pair xt = up(x, R, K);
-    pair y[3];
-    const be_weight *wc[3], *wg[3];
-    be_tensor *yc[3], *yg[3];
-    for (int i = 0; i < 3; i++) {
-        y[i] = up(NULL, R, Ns[i]);
+    const int64_t K = 512;
+    static const int64_t Nv[6] = { 96, 33, 7, 200, 64, 5 };
+    wt w[6];
+    pair y[6];
+    const be_weight *wc[6], *wg[6];
+    be_tensor *yc[6], *yg[6];
+    for (int i = 0; i < n; i++) {
+        make_weight(&w[i], &r, types[i], K, Nv[i], 1);
+        y[i] = up(NULL, R, Nv[i]);
         wc[i] = w[i].wc;
         wg[i] = w[i].wg;
         yc[i] = y[i].c;
         yg[i] = y[i].g;
     }
-    be_matmul_n(cpu, 3, wc, xt.c, yc);
-    be_matmul_n(gpu, 3, wg, xt.g, yg);
+    float *x = t_randv(&r, R * K, 1), *xq = malloc(sizeof(float) * (size_t)K);
+    pair xt = up(x, R, K);
+    be_matmul_n(cpu, n, wc, xt.c, yc);
+    be_matmul_n(gpu, n, wg, xt.g, yg);
     bool ok = gpu_ok(name);
     double worst = 0;
-    for (int i = 0; i < 3 && ok; i++) {
-        float *c, *g, *xq = malloc(sizeof(float) * (size_t)K);
+    for (int i = 0; i < n && ok; i++) {
+        float *c, *g;
         down(y[i], &c, &g);
         for (int64_t rr = 0; rr < R; rr++) {
             act_view(types[i], x + rr * K, xq, K);
-            for (int64_t n = 0; n < Ns[i]; n++) {
-                const double b = mm_bound(w[i].deq + n * K, x + rr * K, xq, K);
-                worst = fmax(worst, fabs((double)g[rr * Ns[i] + n] - c[rr * Ns[i] + n]) / b);
+            for (int64_t j = 0; j < Nv[i]; j++) {
+                const double bd = mm_bound(w[i].deq + j * K, x + rr * K, xq, K);
+                worst = fmax(worst, fabs((double)g[rr * Nv[i] + j] - c[rr * Nv[i] + j]) / bd);
             }
         }
         free(c);
         free(g);
-        free(xq);
     }
     if (ok)
         t_check(name, worst <= 1.0, "worst ratio %.3g", worst);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
         pfree(y[i]);
         free(w[i].deq);
     }
     pfree(xt);
     free(x);
+    free(xq);
 }
 
 /* Expert matmul: T tokens, k of E experts each, x of T rows (gate/up) or
@@ -826,8 +827,30 @@ static void test_tensors(void)
     be_read(gpu, b, 0, 4, y);
     for (int64_t i = 0; ok && i < 4 * C; i++)
         ok = y[i] == quant_f16_to_f32(quant_f32_to_f16(x[5 * C + i]));
+    /* queued copies in order: 40 column copies (more than the queue
+     * holds), then a chain that reads what the previous one wrote */
+    be_tensor *p = be_tensor_new(gpu, R, C), *q = be_tensor_new(gpu, R, C);
+    be_write(gpu, f, 0, R, x);
+    for (int i = 0; i < 40; i++)
+        be_copy(gpu, be_view(gpu, f, (i * 7) % (C - 2), 2), be_view(gpu, p, (i * 5) % (C - 2), 2));
+    be_copy(gpu, be_rows(gpu, p, 0, 5), be_rows(gpu, q, 10, 5));
+    be_copy(gpu, be_rows(gpu, q, 10, 5), be_rows(gpu, p, 20, 5));
+    float *pp = malloc(sizeof(float) * (size_t)(R * C));
+    be_read(gpu, p, 0, R, pp);
+    float *ref = calloc((size_t)(R * C), sizeof(float));
+    for (int i = 0; i < 40; i++)
+        for (int64_t rr = 0; rr < R; rr++)
+            for (int j = 0; j < 2; j++)
+                ref[rr * C + (i * 5) % (C - 2) + j] = x[rr * C + (i * 7) % (C - 2) + j];
+    memcpy(ref + 20 * C, ref, sizeof(float) * 5 * (size_t)C);
+    for (int64_t i = 0; ok && i < R * C; i++)
+        ok = pp[i] == ref[i];
+    free(pp);
+    free(ref);
+    be_tensor_free(gpu, p);
+    be_tensor_free(gpu, q);
     ok = ok && gpu_ok(name);
-    t_check(name, ok, "a copy, view, zero or save/load round trip differs");
+    t_check(name, ok, "a copy, queued copy, view, zero or save/load round trip differs");
     be_views_reset(gpu);
     be_tensor_free(gpu, a);
     be_tensor_free(gpu, b);
@@ -1173,7 +1196,16 @@ static void test_ops(void)
     test_matmul(QT_Q6_K, 1024, 4099, 1);       /* a head-like wide output */
     test_matmul(QT_F32, 40, 31, 2);            /* f32 rows no 8 divides */
     test_matmul(QT_F32, 33, 255, 17);
-    test_matmul_n();
+    {
+        const uint32_t mixed[3] = { QT_Q4_K, QT_Q6_K, QT_Q8_0 };
+        const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
+        const uint32_t q6[2] = { QT_Q6_K, QT_Q6_K };
+        test_matmul_n(mixed, 3, 2);
+        test_matmul_n(q4, 4, 1);
+        test_matmul_n(q4, 6, 1);
+        test_matmul_n(q4, 3, 5);
+        test_matmul_n(q6, 2, 8);
+    }
 
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {

@@ -277,14 +277,6 @@ static void cuda_zero(be_ctx *be, be_tensor *t)
                                   cuda_ctx_of(be)->stream));
 }
 
-static void cuda_copy(be_ctx *be, const be_tensor *src, be_tensor *dst)
-{
-    if (!src->rows || !src->cols)
-        return;
-    CUDA_OK(be, cudaMemcpy2DAsync(dst->data, pitch(dst), src->data, pitch(src), row_bytes(src),
-                                  (size_t)src->rows, cudaMemcpyDeviceToDevice,
-                                  cuda_ctx_of(be)->stream));
-}
 
 /* ---------------------------------------------------------------- weights */
 
@@ -400,41 +392,80 @@ static void cuda_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_ten
     cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
+/* The table's entries: each launches the queued copies first
+ * (cuda_copy.cu), then does its work; be_copy itself queues. */
+#define FLUSHED(name, params, args)                  \
+    static void f_##name params                      \
+    {                                                \
+        cuda_copy_flush(be);                         \
+        name args;                                   \
+    }
+FLUSHED(cuda_free, (be_ctx *be), (be))
+FLUSHED(cuda_sync, (be_ctx *be), (be))
+FLUSHED(cuda_tensor_free, (be_ctx *be, be_tensor *t), (be, t))
+FLUSHED(cuda_write, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+FLUSHED(cuda_read, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+FLUSHED(cuda_save, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+FLUSHED(cuda_load, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+FLUSHED(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
+FLUSHED(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
+FLUSHED(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
+FLUSHED(cuda_matmul_n, (be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y), (be, n, w, x, y))
+FLUSHED(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
+FLUSHED(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
+FLUSHED(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
+FLUSHED(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+FLUSHED(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+FLUSHED(cuda_mul_col, (be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y), (be, a, s, y))
+FLUSHED(cuda_silu, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+FLUSHED(cuda_sigmoid, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+FLUSHED(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y), (be, g, u, y))
+FLUSHED(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
+FLUSHED(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
+FLUSHED(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
+FLUSHED(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
+FLUSHED(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
+FLUSHED(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+FLUSHED(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+FLUSHED(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
+FLUSHED(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
+#undef FLUSHED
+
 static const struct be_ops cuda_ops = {
     .name = "cuda",
-    .free = cuda_free,
-    .sync = cuda_sync,
+    .free = f_cuda_free,
+    .sync = f_cuda_sync,
     .reserve = cuda_reserve,
     .tensor_new = cuda_tensor_new,
-    .tensor_free = cuda_tensor_free,
-    .write = cuda_write,
-    .read = cuda_read,
-    .save = cuda_save,
-    .load = cuda_load,
-    .zero = cuda_zero,
-    .copy = cuda_copy,
+    .tensor_free = f_cuda_tensor_free,
+    .write = f_cuda_write,
+    .read = f_cuda_read,
+    .save = f_cuda_save,
+    .load = f_cuda_load,
+    .zero = f_cuda_zero,
+    .copy = cuda_copy_queue,
     .weight_bind = cuda_weight_bind,
-    .get_rows = cuda_get_rows,
-    .matmul = cuda_matmul,
-    .matmul_n = cuda_matmul_n,
-    .matmul_id = cuda_matmul_id,
-    .rms_norm = cuda_rms_norm,
-    .l2_norm = cuda_l2_norm,
-    .add = cuda_add,
-    .mul = cuda_mul,
-    .mul_col = cuda_mul_col,
-    .silu = cuda_silu,
-    .sigmoid = cuda_sigmoid,
-    .swiglu = cuda_swiglu,
-    .deltanet_gates = cuda_deltanet_gates,
-    .rope = cuda_rope,
-    .kv_store = cuda_kv_store,
-    .attention = cuda_attention,
-    .ssm_conv = cuda_ssm_conv,
-    .deltanet = cuda_deltanet,
-    .deltanet_chunked = cuda_deltanet_chunked,
-    .moe_route = cuda_moe_route,
-    .moe_combine = cuda_moe_combine,
+    .get_rows = f_cuda_get_rows,
+    .matmul = f_cuda_matmul,
+    .matmul_n = f_cuda_matmul_n,
+    .matmul_id = f_cuda_matmul_id,
+    .rms_norm = f_cuda_rms_norm,
+    .l2_norm = f_cuda_l2_norm,
+    .add = f_cuda_add,
+    .mul = f_cuda_mul,
+    .mul_col = f_cuda_mul_col,
+    .silu = f_cuda_silu,
+    .sigmoid = f_cuda_sigmoid,
+    .swiglu = f_cuda_swiglu,
+    .deltanet_gates = f_cuda_deltanet_gates,
+    .rope = f_cuda_rope,
+    .kv_store = f_cuda_kv_store,
+    .attention = f_cuda_attention,
+    .ssm_conv = f_cuda_ssm_conv,
+    .deltanet = f_cuda_deltanet,
+    .deltanet_chunked = f_cuda_deltanet_chunked,
+    .moe_route = f_cuda_moe_route,
+    .moe_combine = f_cuda_moe_combine,
     .profile_enable = prof_enable,
     .profile_layer = prof_layer,
     .profile_reset = prof_reset,

@@ -25,6 +25,15 @@ extern "C" {
 #include "../be_impl.h"
 }
 
+/* A device copy waiting in the queue (cuda_copy.cu): rows of `width`
+ * bytes, each row at its pitch. */
+#define CUDA_COPY_QUEUE 32
+typedef struct cuda_copy_job {
+    const char *src;
+    char       *dst;
+    int64_t     spitch, dpitch, width, rows;
+} cuda_copy_job;
+
 struct cuda_ctx {
     be_ctx          base;          /* first: backend.c sees this */
     int             device;
@@ -38,6 +47,8 @@ struct cuda_ctx {
     float          *part;          /* attention partials */
     size_t          part_floats;
     void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
+    cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
+    int             n_copies;
     bool            reserved;
     int             n_sm;
     char            dev_name[160];
@@ -67,6 +78,12 @@ bool cuda_type_native(uint32_t type);
 /* Floats of scratch each family reserves for batches up to `s`. */
 size_t cuda_matmul_scratch(const be_shape *s);
 size_t cuda_attention_scratch(const be_shape *s);
+
+/* ---- cuda_copy.cu: be_copy calls queue small copies, and every other
+ * entry of the table launches the queue first (cuda.cu's wrappers), so
+ * that the per-head splits of a pass cost one launch, not 2 x heads. */
+void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
+void cuda_copy_flush(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);

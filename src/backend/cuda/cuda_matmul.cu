@@ -17,6 +17,7 @@
 #include "cuda.h"
 
 #include <assert.h>
+#include <string.h>
 
 extern "C" {
 #include "../../quant/types.h"
@@ -131,18 +132,34 @@ __device__ __forceinline__ float warp_sum(float s)
     return s;
 }
 
-/* y[r][n] = W[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB) */
+/* Up to MV_JOBS weights of one type and width that read the same x (the
+ * projections of be_matmul_n): their output rows are one range, weight j
+ * owning rows [start[j], start[j+1]). */
+#define MV_JOBS 4
+typedef struct mv_jobs {
+    const uint8_t *W[MV_JOBS];
+    float         *y[MV_JOBS];
+    int64_t        ldy[MV_JOBS];
+    int64_t        start[MV_JOBS + 1];
+    int            n;
+} mv_jobs;
+
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+ * warp per output row of the joint range */
 template <int T, int RB>
-__global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
-                         const float *__restrict__ x, int64_t ldx, int64_t R, bool xvec,
-                         float *__restrict__ y, int64_t ldy)
+__global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restrict__ x,
+                         int64_t ldx, int64_t R, bool xvec)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (n >= N)
+    const int64_t g = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (g >= J.start[J.n])
         return;
+    int jb = 0;
+    while (jb + 1 < J.n && g >= J.start[jb + 1])
+        jb++;
+    const int64_t n = g - J.start[jb];
     const int64_t r0 = (int64_t)blockIdx.y * RB;
-    const uint8_t *row = W + (uint64_t)n * rb;
+    const uint8_t *row = J.W[jb] + (uint64_t)n * rb;
     float acc[RB];
     #pragma unroll
     for (int r = 0; r < RB; r++)
@@ -168,6 +185,8 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, 
             }
         }
     }
+    float *y = J.y[jb];
+    const int64_t ldy = J.ldy[jb];
     #pragma unroll
     for (int r = 0; r < RB; r++) {
         const float s = warp_sum(acc[r]);
@@ -264,20 +283,20 @@ size_t cuda_matmul_scratch(const be_shape *s)
     return f > w * 64 ? f : w * 64;
 }
 
-static void matvec(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
-                   const be_tensor *x, be_tensor *y)
+static void matvec(be_ctx *be, uint32_t type, const mv_jobs *J, uint64_t rb, int64_t K,
+                   const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t R = x->rows;
+    const int64_t R = x->rows, N = J->start[J->n];
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     if (R == 1) {
         TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    W, rb, K, N, (const float *)x->data, x->ld, R, xvec, (float *)y->data, y->ld));
+                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
     } else {
         TYPE_SWITCH(type, k_matvec<TT, MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    W, rb, K, N, (const float *)x->data, x->ld, R, xvec, (float *)y->data, y->ld));
+                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
     }
     CUDA_LAUNCHED(be, "k_matvec");
 }
@@ -320,17 +339,43 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     if (!x->rows)
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
-    if (x->rows <= MATVEC_ROWS)
-        matvec(be, w->type, W, w->row_bytes, K, N, x, y);
-    else
+    if (x->rows <= MATVEC_ROWS) {
+        mv_jobs J = { { W }, { (float *)y->data }, { y->ld }, { 0, N }, 1 };
+        matvec(be, w->type, &J, w->row_bytes, K, x);
+    } else {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
+    }
 }
 
+/* Decode rows: weights of one type (so one row size) share one launch,
+ * in groups of MV_JOBS; otherwise one matmul each. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
-    for (int i = 0; i < n; i++)
-        cuda_matmul(be, w[i], 0, x, y[i]);
+    bool same = x->rows <= MATVEC_ROWS;
+    for (int i = 1; i < n && same; i++)
+        same = w[i]->type == w[0]->type && w[i]->t->ne[0] == w[0]->t->ne[0];
+    if (!same) {
+        for (int i = 0; i < n; i++)
+            cuda_matmul(be, w[i], 0, x, y[i]);
+        return;
+    }
+    for (int i0 = 0; i0 < n; i0 += MV_JOBS) {
+        mv_jobs J;
+        memset(&J, 0, sizeof J);
+        J.n = n - i0 < MV_JOBS ? n - i0 : MV_JOBS;
+        for (int j = 0; j < J.n; j++) {
+            const be_weight *wj = w[i0 + j];
+            assert(x->cols == (int64_t)wj->t->ne[0] && y[i0 + j]->cols == (int64_t)wj->t->ne[1]);
+            assert(y[i0 + j]->rows >= x->rows && !y[i0 + j]->f16);
+            J.W[j] = (const uint8_t *)wj->data;
+            J.y[j] = (float *)y[i0 + j]->data;
+            J.ldy[j] = y[i0 + j]->ld;
+            J.start[j + 1] = J.start[j] + (int64_t)wj->t->ne[1];
+        }
+        if (x->rows)
+            matvec(be, w[0]->type, &J, w[0]->row_bytes, (int64_t)w[0]->t->ne[0], x);
+    }
 }
 
 void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,

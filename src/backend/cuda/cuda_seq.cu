@@ -8,11 +8,13 @@
  * (the number of runs, the longest K/V length), so a decode step queues
  * no host data.
  *
- * Attention: one block per (split, head, query row) walks its share of
- * the row's keys in tiles of ATT_TILE with an online softmax and writes
- * (max, sum, unnormalized output) to the reserved partials; a second
- * kernel merges the splits. Splits are as many as keep about ATT_BLOCKS
- * blocks in flight for short batches (decode), one for long ones. f16
+ * Attention: one block per (split, head, query row); its four warps take
+ * every fourth key of the split, each with an online softmax over its
+ * keys (a lane holds head_dim/32 consecutive dims, read 16 bytes at a
+ * time), merge in shared memory and write (max, sum, unnormalized output)
+ * to the reserved partials; a second kernel merges the splits. Splits are
+ * as many as keep about ATT_BLOCKS blocks in flight for short batches
+ * (decode), at least ATT_MIN_KEYS keys each, one for long batches. f16
  * caches: q is rounded to f16 before the scores and the probabilities
  * before they weigh V, as the CPU does.
  *
@@ -23,9 +25,9 @@
 
 #include <assert.h>
 
-#define ATT_THREADS 128
-#define ATT_TILE    128
-#define ATT_BLOCKS  4096
+#define ATT_THREADS  128
+#define ATT_MIN_KEYS 32      /* keys a split takes at least */
+#define ATT_BLOCKS   4096
 
 /* The run of row r (slot, first row, rows, first position). */
 __device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r)
@@ -98,93 +100,115 @@ size_t cuda_attention_scratch(const be_shape *s)
     return (size_t)items * (size_t)(s->head_dim + 2);
 }
 
-template <typename CK, typename CV>
+/* NPL consecutive elements of a cache row at lane * NPL, as floats: one
+ * 16-byte load per 8 halves (or 4 floats) where the row allows it */
+template <typename C, int NPL>
+__device__ __forceinline__ void load_lane(const C *p, float *out)
+{
+    if constexpr (sizeof(C) == 2 && NPL % 8 == 0) {
+        #pragma unroll
+        for (int i = 0; i < NPL; i += 8) {
+            const uint4 u = *(const uint4 *)(p + i);
+            const __half2 *h = (const __half2 *)&u;
+            #pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float2 f = __half22float2(h[k]);
+                out[i + 2 * k] = f.x;
+                out[i + 2 * k + 1] = f.y;
+            }
+        }
+    } else if constexpr (sizeof(C) == 4 && NPL % 4 == 0) {
+        #pragma unroll
+        for (int i = 0; i < NPL; i += 4) {
+            const float4 f = *(const float4 *)((const float *)p + i);
+            out[i] = f.x; out[i + 1] = f.y; out[i + 2] = f.z; out[i + 3] = f.w;
+        }
+    } else {
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            out[i] = from_cache(p[i]);
+    }
+}
+
+/* One block per (split, head, query row); each of its 4 warps walks every
+ * 4th key of the split with its own online softmax (lane l holds dims
+ * [l*NPL, (l+1)*NPL) of q and of the output), then the warps merge in
+ * shared memory into the block's partial. */
+template <typename CK, typename CV, int NPL>
 __global__ void __launch_bounds__(ATT_THREADS)
 k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *vc, int64_t ldvc,
-             const int32_t *runs, int n_seq, int64_t kv_rows, int64_t hd, int64_t group,
-             float scale, int64_t chunk, int nsplit, float *part)
+             const int32_t *runs, int n_seq, int64_t kv_rows, int64_t group, float scale,
+             int64_t chunk, int nsplit, float *part)
 {
-    extern __shared__ float sm[];        /* q: hd; scores: ATT_TILE */
-    float *qs = sm, *sc = sm + hd;
-    __shared__ float red[ATT_THREADS / 32];
+    constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
+    __shared__ float wm[NW], wl[NW], wacc[NW][HD];
     const int s = blockIdx.x;
     const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
-    const int tid = threadIdx.x, lane = tid & 31, wid = tid / 32, nw = ATT_THREADS / 32;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
     const int4 run = run_of(runs, n_seq, r);
     const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
     const int64_t j0 = (int64_t)s * chunk, j1 = j0 + chunk < L ? j0 + chunk : L;
-    const int64_t hk = h / group;
-    const CK *kb = kc + ((int64_t)(run.x < 0 ? 0 : run.x) * kv_rows) * ldkc + hk * hd;
-    const CV *vb = vc + ((int64_t)(run.x < 0 ? 0 : run.x) * kv_rows) * ldvc + hk * hd;
-    for (int64_t d = tid; d < hd; d += ATT_THREADS) {
-        float v = q[r * ldq + h * hd + d];
-        qs[d] = sizeof(CK) == 2 ? __half2float(__float2half_rn(v)) : v;
+    const int64_t hk = h / group, slot = run.x < 0 ? 0 : run.x;
+    const CK *kb = kc + slot * kv_rows * ldkc + hk * HD + lane * NPL;
+    const CV *vb = vc + slot * kv_rows * ldvc + hk * HD + lane * NPL;
+    float qv[NPL], acc[NPL];
+    #pragma unroll
+    for (int i = 0; i < NPL; i++) {
+        const float v = q[r * ldq + h * HD + lane * NPL + i];
+        qv[i] = sizeof(CK) == 2 ? __half2float(__float2half_rn(v)) : v;
+        acc[i] = 0.0f;
     }
-    __syncthreads();
     float m = -INFINITY, l = 0.0f;
-    float acc[4] = { 0.0f, 0.0f, 0.0f, 0.0f };       /* d = tid + ATT_THREADS * i */
-    for (int64_t t0 = j0; t0 < j1; t0 += ATT_TILE) {
-        const int64_t tn = j1 - t0 < ATT_TILE ? j1 - t0 : ATT_TILE;
-        for (int64_t jj = wid; jj < tn; jj += nw) {
-            const CK *kr = kb + (t0 + jj) * ldkc;
-            float d = 0.0f;
-            for (int64_t e = lane; e < hd; e += 32)
-                d += qs[e] * from_cache(kr[e]);
-            #pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                d += __shfl_xor_sync(0xffffffffu, d, o);
-            if (!lane)
-                sc[jj] = d * scale;
-        }
-        __syncthreads();
-        float tm = -INFINITY;
-        for (int64_t jj = tid; jj < tn; jj += ATT_THREADS)
-            tm = fmaxf(tm, sc[jj]);
+    #pragma unroll 2
+    for (int64_t j = j0 + wid; j < j1; j += NW) {
+        float kv[NPL], vv[NPL];
+        load_lane<CK, NPL>(kb + j * ldkc, kv);
+        load_lane<CV, NPL>(vb + j * ldvc, vv);
+        float d = 0.0f;
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            d += qv[i] * kv[i];
         #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
-            tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, o));
-        if (!lane)
-            red[wid] = tm;
-        __syncthreads();
-        tm = red[0];
-        for (int i = 1; i < nw; i++)
-            tm = fmaxf(tm, red[i]);
-        const float mn = fmaxf(m, tm), f = expf(m - mn);
-        __syncthreads();
-        for (int64_t jj = tid; jj < tn; jj += ATT_THREADS)
-            sc[jj] = expf(sc[jj] - mn);
-        __syncthreads();
-        float ts = 0.0f;
-        for (int64_t jj = 0; jj < tn; jj++)
-            ts += sc[jj];
-        l = l * f + ts;
+            d += __shfl_xor_sync(0xffffffffu, d, o);
+        const float sc = d * scale, mn = fmaxf(m, sc);
+        const float f = expf(m - mn);
+        float p = expf(sc - mn);
+        l = l * f + p;
+        if (sizeof(CV) == 2)
+            p = __half2float(__float2half_rn(p));
         #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int64_t d = tid + (int64_t)ATT_THREADS * i;
-            if (d < hd) {
-                float a = acc[i] * f;
-                for (int64_t jj = 0; jj < tn; jj++) {
-                    float p = sc[jj];
-                    if (sizeof(CV) == 2)
-                        p = __half2float(__float2half_rn(p));
-                    a += p * from_cache(vb[(t0 + jj) * ldvc + d]);
-                }
-                acc[i] = a;
-            }
-        }
+        for (int i = 0; i < NPL; i++)
+            acc[i] = acc[i] * f + p * vv[i];
         m = mn;
-        __syncthreads();
     }
-    float *o = part + ((r * Hq + h) * nsplit + s) * (hd + 2);
-    if (tid == 0) {
-        o[0] = m;
-        o[1] = l;
+    if (lane == 0) {
+        wm[wid] = m;
+        wl[wid] = l;
     }
     #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int64_t d = tid + (int64_t)ATT_THREADS * i;
-        if (d < hd)
-            o[2 + d] = acc[i];
+    for (int i = 0; i < NPL; i++)
+        wacc[wid][lane * NPL + i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < NW; w++)
+        if (wl[w] > 0.0f)
+            M = fmaxf(M, wm[w]);
+    float *o = part + ((r * Hq + h) * nsplit + s) * (HD + 2);
+    float Ls = 0.0f;
+    for (int w = 0; w < NW; w++)
+        if (wl[w] > 0.0f)
+            Ls += wl[w] * expf(wm[w] - M);
+    if (threadIdx.x == 0) {
+        o[0] = M;
+        o[1] = Ls;
+    }
+    for (int d = threadIdx.x; d < HD; d += ATT_THREADS) {
+        float a = 0.0f;
+        for (int w = 0; w < NW; w++)
+            if (wl[w] > 0.0f)
+                a += wacc[w][d] * expf(wm[w] - M);
+        o[2 + d] = a;
     }
 }
 
@@ -221,7 +245,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     cuda_ctx *c = cuda_ctx_of(be);
     assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
     assert(kc->cols == n_head_kv * head_dim && n_head % n_head_kv == 0);
-    assert(head_dim <= 4 * ATT_THREADS);
+    assert(head_dim % 32 == 0 && head_dim <= 512);
     const int64_t T = q->rows;
     if (!T)
         return;
@@ -230,7 +254,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
         if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
             maxL = b->seq[s].pos0 + b->seq[s].n_rows;
     int64_t nsplit = ATT_BLOCKS / (T * n_head);
-    const int64_t by_len = (maxL + ATT_TILE - 1) / ATT_TILE;
+    const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
     nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
     const int64_t chunk = (maxL + nsplit - 1) / nsplit;
     const size_t need = (size_t)(T * n_head * nsplit) * (size_t)(head_dim + 2);
@@ -241,21 +265,32 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
         return;
     }
     dim3 grid((unsigned)nsplit, (unsigned)n_head, (unsigned)T);
-    const size_t shm = (size_t)(head_dim + ATT_TILE) * sizeof(float);
     const int32_t *runs = (const int32_t *)b->runs->data;
     const int64_t group = n_head / n_head_kv;
-#define ATT(CK, CV) k_attn_split<CK, CV><<<grid, ATT_THREADS, shm, c->stream>>>(               \
+#define ATT1(CK, CV, NPL) k_attn_split<CK, CV, NPL><<<grid, ATT_THREADS, 0, c->stream>>>(       \
         (const float *)q->data, q->ld, (const CK *)kc->data, kc->ld, (const CV *)vc->data,      \
-        vc->ld, runs, b->n_seq, b->kv_rows, head_dim, group, scale, chunk, (int)nsplit, c->part)
+        vc->ld, runs, b->n_seq, b->kv_rows, group, scale, chunk, (int)nsplit, c->part)
+#define ATT(CK, CV)                                                                              \
+    switch (head_dim / 32) {                                                                     \
+    case 1: ATT1(CK, CV, 1); break;                                                              \
+    case 2: ATT1(CK, CV, 2); break;                                                              \
+    case 4: ATT1(CK, CV, 4); break;                                                              \
+    case 8: ATT1(CK, CV, 8); break;                                                              \
+    case 16: ATT1(CK, CV, 16); break;                                                            \
+    default: be_fail(be, Q36_E_UNSUP, "cuda attention: head dim %lld (32, 64, 128, 256, 512)", \
+                     (long long)head_dim);                                                       \
+        return;                                                                                  \
+    }
     if (kc->f16 && vc->f16)
-        ATT(__half, __half);
+        ATT(__half, __half)
     else if (kc->f16)
-        ATT(__half, float);
+        ATT(__half, float)
     else if (vc->f16)
-        ATT(float, __half);
+        ATT(float, __half)
     else
-        ATT(float, float);
+        ATT(float, float)
 #undef ATT
+#undef ATT1
     if (!CUDA_LAUNCHED(be, "k_attn_split"))
         return;
     k_attn_merge<<<dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream>>>(
