@@ -10,28 +10,7 @@ set -u
 SDK=tests/server/node_modules
 [ -d "$SDK/openai" ] && [ -d "$SDK/@anthropic-ai/sdk" ] ||
     { fail server_sdk "$SDK is missing (scripts/setup.sh)"; exit 1; }
-# Where q36 looks for the default model: build/default.gguf beside ./q36,
-# default.gguf beside build*/q36.
-d=$(dirname "$Q36")
-model=$d/build/default.gguf
-[ -f "$model" ] || model=$d/default.gguf
-if [ ! -f "$model" ]; then
-    [ -f "$VOCAB" ] || { fail server_model "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
-    "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||
-        { fail server_model "cannot make $model"; exit 1; }
-fi
-# wait_url FILE PID: the URL the server prints as its first stdout line,
-# waited for up to 10 s; empty when it does not start.
-wait_url() {
-    local u=
-    for _ in $(seq 1 100); do
-        u=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$1")
-        [ -n "$u" ] && break
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.1
-    done
-    printf '%s' "$u"
-}
+default_model server_model
 key=test-key-$$
 printf '%s\n' "$key" >"$tmp/key"
 
