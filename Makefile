@@ -59,13 +59,14 @@ $(BUILD)/tools/data/chat_template.o: tools/data/chat_template.jinja
 # ---- the page q36 serve embeds (GET /) --------------------------------------
 # index.html and style.css are copied; app.js is bundled by esbuild from the
 # page's modules and the pinned npm libraries (markdown-it, highlight.js) that
-# scripts/setup.sh installs into WEB_PKG from its package-lock.json.
+# scripts/setup.sh installs into WEB_PKG from its package-lock.json (`setup.sh
+# page`, only those, when `make` finds them missing).
 WEB_SRC := src/server/web
 WEB_PKG := $(WEB_SRC)/node_modules
 WEB_OUT := $(BUILD)/web
 $(WEB_PKG)/.q36-stamp: $(WEB_SRC)/package-lock.json
-	@scripts/setup.sh
-	@test -x $(WEB_PKG)/.bin/esbuild || { echo "q36: $(WEB_PKG) lacks esbuild: run scripts/setup.sh (npm)" >&2; exit 1; }
+	@scripts/setup.sh page
+	@test -x $(WEB_PKG)/.bin/esbuild || { echo "q36: $(WEB_PKG) lacks esbuild: run scripts/setup.sh" >&2; exit 1; }
 $(WEB_OUT)/app.js: $(wildcard $(WEB_SRC)/*.js) $(WEB_PKG)/.q36-stamp
 	@mkdir -p $(dir $@)
 	$(WEB_PKG)/.bin/esbuild $(WEB_SRC)/main.js --bundle --minify --format=iife --target=es2020 \

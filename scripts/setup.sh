@@ -9,11 +9,16 @@
 #   (src/server/web): esbuild, markdown-it and highlight.js, bundled into the page;
 #   (tests/web): puppeteer-core, which drives Debian's chromium in tests/web.test.sh.
 # Then it unpacks the llama.cpp headers from the bundle into build/llama.cpp.
+# `scripts/setup.sh page` installs only node/npm if missing and the page's npm
+# packages (src/server/web): what `make` needs to build q36 serve's embedded
+# page, and what the Makefile runs when they are missing.
 set -eu
 cd "$(dirname "$0")/.."
+mode=${1:-all}
 
 pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev git ca-certificates chromium"
 missing=""
+[ "$mode" = page ] && pkgs=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
@@ -48,6 +53,11 @@ npm_pinned() {
     fi
     touch "$stamp"
 }
+
+if [ "$mode" = page ]; then
+    npm_pinned src/server/web --ignore-scripts
+    exit 0
+fi
 
 # The oracle: --omit=optional skips node-llama-cpp's other platform builds
 # (CUDA, Vulkan, ARM: about 550 MB); --ignore-scripts skips its post-install

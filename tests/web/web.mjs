@@ -309,7 +309,7 @@ try {
     })();
     try {
       await page.waitForSelector('#mon-slots tbody tr[data-state=generating]', { timeout: 8000 });
-      await sleep(1100);                   // a second read, so the plots have a rate
+      await sleep(4500);                   // a few reads, so the plots have rates
       const row = await page.$eval('#mon-slots tbody tr[data-state=generating]', (tr) => [...tr.cells].map((c) => c.textContent))
         .catch(() => null);
       assert(!row || Number(row[4]) > 0, `generated count in the busy row: ${row}`);

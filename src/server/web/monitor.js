@@ -1,6 +1,7 @@
 // monitor.js: the monitor view. While it is shown it reads GET /monitor
 // once a second and draws the model, the memory plan, the totals, every
-// slot, and decode and prefill tokens/s over the last five minutes. The
+// slot, and decode and prefill tokens/s over the last five minutes (or
+// since the page opened, when that is less). The
 // rates come from the differences of the server's counters between two
 // reads, so a gap while the view was hidden shows as the average over it.
 
@@ -116,8 +117,11 @@ function draw(r) {
 
 function drawPlots() {
   if (!last) return;
-  drawPlot($('plot-decode'), decode, last.time, SPAN);
-  drawPlot($('plot-prefill'), prefill, last.time, SPAN);
+  // The window grows from the first read to SPAN, so a fresh page's
+  // first seconds fill the plot rather than its right edge.
+  const span = Math.min(SPAN, Math.max(30, last.time - (decode.length ? decode[0].t : last.time) + 2));
+  drawPlot($('plot-decode'), decode, last.time, span);
+  drawPlot($('plot-prefill'), prefill, last.time, span);
   const now = (a) => (a.length ? `now ${a[a.length - 1].v.toFixed(1)}` : '');
   $('plot-decode-now').textContent = now(decode);
   $('plot-prefill-now').textContent = now(prefill);

@@ -1,4 +1,4 @@
-// plot.js: a line plot of (time, value) points on a canvas, the last
+// plot.js: a step plot of (time, value) points on a canvas, the last
 // `span` seconds up to `now`, with a y axis rounded up to 1, 2 or 5 x 10^k.
 // Colours come from the page's CSS variables, so dark mode follows.
 
@@ -47,9 +47,11 @@ export function drawPlot(canvas, points, now, span) {
   }
   g.textAlign = 'center';
   g.textBaseline = 'top';
-  for (let m = 0; m * 60 <= span; m++) {
-    const xx = x(now - m * 60);
-    g.fillText(m ? `-${m} min` : 'now', Math.min(Math.max(xx, left + 16), w - right - 12), h - bottom + 5);
+  const step = span > 120 ? 60 : span > 40 ? 20 : 10;
+  for (let k = 0; k * step <= span; k++) {
+    const xx = x(now - k * step);
+    const label = !k ? 'now' : step === 60 ? `-${k} min` : `-${k * step} s`;
+    g.fillText(label, Math.min(Math.max(xx, left + 16), w - right - 12), h - bottom + 5);
   }
   if (vis.length < 2) return;
   // Steps: each value holds from its sample back to the one before it.
