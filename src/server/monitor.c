@@ -52,7 +52,7 @@ void srv_live_remove(srv *s, srv_job *j)
 /* What the page shows of one job: read under its lock. */
 typedef struct job_view {
     uint64_t id;
-    int      slot, n_prompt, n_gen;
+    int      n_prompt, n_gen;
     bool     done;
     double   t_submit, t_start, t_first;
 } job_view;
@@ -65,7 +65,7 @@ static int live_views(srv *s, job_view **out)
     for (int i = 0; v && i < n; i++) {
         srv_job *j = s->live[i];
         pthread_mutex_lock(&j->mu);
-        v[i] = (job_view){ j->id, j->slot, j->n_prompt, j->n_gen, j->done,
+        v[i] = (job_view){ j->id, j->n_prompt, j->n_gen, j->done,
                            j->t_submit, j->t_start, j->t_first };
         pthread_mutex_unlock(&j->mu);
     }

@@ -73,7 +73,9 @@ const browser = await puppeteer.launch({
     '--disable-extensions', '--disable-background-networking'],
 });
 const errors = [];
+const elsewhere = new Set();             // requests to anything but the server: none, offline
 function watch(page, allow401) {
+  page.on('request', (r) => { if (!r.url().startsWith(url + '/') && !r.url().startsWith('data:')) elsewhere.add(r.url()); });
   page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
@@ -351,6 +353,10 @@ try {
 
   await check('web_no_console_errors', async () => {
     assert(errors.length === 0, errors.join('; '));
+  });
+
+  await check('web_only_its_server', async () => {
+    assert(elsewhere.size === 0, `requests elsewhere: ${[...elsewhere].join(' ')}`);
   });
 } finally {
   await browser.close();

@@ -70,6 +70,7 @@ function prettyArgs(s) {
 // block's open state when the user has toggled it.
 function drawAssistant(e, msg, live) {
   e.dataset.state = live ? 'streaming' : 'done';
+  e.setAttribute('aria-busy', String(live));   // screen readers read it once, when done
   let r = e.querySelector('details.reasoning');
   if (msg.reasoning) {
     if (!r) {
@@ -233,7 +234,6 @@ export async function send() {
   let body;
   const user = { role: 'user', content: text };
   c.messages.push(user);
-  if (c.title === 'New chat') c.title = text.trim().slice(0, 48);
   const msg = { role: 'assistant', content: '', reasoning: '', tool_calls: [] };
   try {
     body = request(c);
@@ -242,6 +242,7 @@ export async function send() {
     showError(`Tools: ${e.message}`);
     return;
   }
+  if (c.title === 'New chat') c.title = text.trim().slice(0, 48);
   input.value = '';
   c.messages.push(msg);
   const ctrl = new AbortController();
