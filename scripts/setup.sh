@@ -2,7 +2,8 @@
 # Installs what building and testing q36 need on Debian 12, and nothing when it
 # is all there already (a second run takes well under a second).
 #   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, utf8proc,
-#   libmicrohttpd (q36 serve), git, node/npm, chromium (the page's browser tests)
+#   libmicrohttpd (q36 serve), xz (the default model), git, node/npm, chromium (the page's
+#   browser tests)
 #   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
 #   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine;
 #   (tests/server, pinned the same way): the openai and @anthropic-ai/sdk clients;
@@ -16,7 +17,7 @@ set -eu
 cd "$(dirname "$0")/.."
 mode=${1:-all}
 
-pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev git ca-certificates chromium"
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev xz-utils git ca-certificates chromium"
 missing=""
 [ "$mode" = page ] && pkgs=""
 for p in $pkgs; do

@@ -51,3 +51,9 @@ size=$(stat -c %s "$tmp/a.gguf")
 head -c $((size - 1000)) "$tmp/a.gguf" >"$tmp/cut.gguf"
 expect info_truncated 1 "$Q36" info -m "$tmp/cut.gguf"
 grep -q "truncated" "$tmp/err" && grep -q "byte" "$tmp/err" && ok info_truncated_message || fail info_truncated_message "$(cat "$tmp/err")"
+# The memory plan for N slots: K/V and DeltaNet state N times one slot's.
+kv1=$("$Q36" info -m "$tmp/a.gguf" -c 100000 | awk '/K\/V cache/{print $3}')
+kv4=$("$Q36" info -m "$tmp/a.gguf" -c 100000 -np 4 | awk '/K\/V cache/{print $3}')
+awk -v a="$kv1" -v b="$kv4" 'BEGIN { exit !(a > 0 && b > 3.99 * a && b < 4.01 * a) }' \
+    && ok info_plan_slots || fail info_plan_slots "K/V MiB -np 1: '$kv1', -np 4: '$kv4'"
+expect info_bad_slots 2 "$Q36" info -np 0

@@ -20,16 +20,13 @@ expect() {
     ok "$name"
 }
 # default_model NAME: sets $model to the default model q36 serve loads with
-# no -m (build/default.gguf beside ./q36, default.gguf beside build*/q36),
-# making it when missing; fails NAME and exits when it cannot.
+# no -m (build/default.gguf beside ./q36, default.gguf beside build*/q36);
+# fails NAME and exits when it is missing.
 default_model() {
     local d; d=$(dirname "$Q36")
     model=$d/build/default.gguf
     [ -f "$model" ] || model=$d/default.gguf
-    [ -f "$model" ] && return 0
-    [ -f "$VOCAB" ] || { fail "$1" "$VOCAB is missing (scripts/setup.sh)"; exit 1; }
-    "$Q36" synth --arch qwen35 --preset tiny --seed 1 --vocab "$VOCAB" -o "$model" 2>/dev/null ||
-        { fail "$1" "cannot make $model"; exit 1; }
+    [ -f "$model" ] || { fail "$1" "no default model beside $Q36 (make unpacks it from models/)"; exit 1; }
 }
 # wait_url FILE PID: the URL q36 serve prints as its first stdout line into
 # FILE, waited for up to 10 s; empty when the server does not start.

@@ -8,9 +8,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
+#include "test_batch.h"
 #include "quant/quant.h"
 #include "quant/fp16.h"
 
@@ -166,7 +168,9 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
     for (int64_t i = 0; i < T * k; i++)
         sel[i] = (int32_t)(t_next(&r) % (uint64_t)E);
     be_tensor *xt = upload(be3, x, xr, K), *y = be_tensor_new(be3, T * k, N);
-    be_matmul_id(be3, bw, xt, sel, T, k, y);
+    be_tensor *st = t_i32(be3, sel, T, k);
+    be_matmul_id(be3, bw, xt, st, y);
+    be_tensor_free(be3, st);
     float *g = malloc(sizeof(float) * (size_t)(T * k * N));
     be_read(be3, y, 0, T * k, g);
     double worst = 0;
@@ -229,7 +233,9 @@ static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, in
     be_tensor *t = upload(be1, x, rows, cols);
     int32_t sec[4] = { (int32_t)(n_rot / 2 - n_rot / 2 / 3 * 2), (int32_t)(n_rot / 2 / 3),
                        (int32_t)(n_rot / 2 / 3), 0 };
-    be_rope(be1, t, hd, n_rot, sec, 1e7f, pos0);
+    be_batch b = t_batch1(be1, rows, pos0, pos0 + rows, 0);
+    be_rope(be1, t, hd, n_rot, sec, 1e7f, b.pos);
+    be_batch_free(be1, &b);
     float *g = malloc(sizeof(float) * (size_t)(rows * cols));
     be_read(be1, t, 0, rows, g);
     double worst = 0;
@@ -275,10 +281,13 @@ static void test_attention(int64_t T, int64_t pos0, int64_t Hq, int64_t Hkv, int
     float *q = t_randv(&r, T * Hq * hd, 1), *k = t_randv(&r, n * kvw, 1), *v = t_randv(&r, n * kvw, 1);
     be_tensor *kc = be_tensor_new(be3, n + 5, kvw), *vc = be_tensor_new(be3, n + 5, kvw);
     be_tensor *kt = upload(be3, k, n, kvw), *vt = upload(be3, v, n, kvw);
-    be_kv_store(be3, kc, vc, kt, vt, 0);
+    be_batch b0 = t_batch1(be3, n, 0, n + 5, 0), b = t_batch1(be3, T, pos0, n + 5, 0);
+    be_kv_store(be3, kc, vc, kt, vt, &b0);
     be_tensor *qt = upload(be3, q, T, Hq * hd), *ot = be_tensor_new(be3, T, Hq * hd);
     const float scale = 1.0f / sqrtf((float)hd);
-    be_attention(be3, qt, kc, vc, pos0, Hq, Hkv, hd, scale, ot);
+    be_attention(be3, qt, kc, vc, &b, Hq, Hkv, hd, scale, ot);
+    be_batch_free(be3, &b0);
+    be_batch_free(be3, &b);
     float *g = malloc(sizeof(float) * (size_t)(T * Hq * hd));
     be_read(be3, ot, 0, T, g);
     double worst = 0, *s = malloc(sizeof(double) * (size_t)n);
@@ -321,7 +330,9 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc)
     be_weight *bw;
     be_weight_bind(be3, &gt, &bw, NULL);
     be_tensor *xt = upload(be3, x, T, C), *tl = upload(be3, tail0, C, Kc - 1), *y = be_tensor_new(be3, T, C);
-    be_ssm_conv(be3, xt, tl, bw, y);
+    be_batch b = t_batch1(be3, T, 0, T, 0);
+    be_ssm_conv(be3, xt, tl, bw, &b, y);
+    be_batch_free(be3, &b);
     float *g = malloc(sizeof(float) * (size_t)(T * C)), *tg = malloc(sizeof(float) * (size_t)(C * (Kc - 1)));
     be_read(be3, y, 0, T, g);
     be_read(be3, tl, 0, C, tg);
@@ -374,7 +385,9 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     }
     be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
     be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
-    be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+    be_batch bb = t_batch1(be3, T, 0, T, 0);
+    be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
+    be_batch_free(be3, &bb);
     float *o = malloc(sizeof(float) * (size_t)(T * Hv * dk)), *Sg = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
     be_read(be3, ot, 0, T, o);
     be_read(be3, St, 0, Hv, Sg);
@@ -446,10 +459,12 @@ static void test_deltanet_chunked(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     for (int m = 0; m < 2; m++) {
         be_tensor *qt = upload(be3, qkv, T, W), *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
         be_tensor *St = upload(be3, S0, Hv, dk * dk), *ot = be_tensor_new(be3, T, Hv * dk);
+        be_batch bb = t_batch1(be3, T, 0, T, 0);
         if (m == 0)
-            be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
         else
-            be_deltanet_chunked(be3, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet_chunked(be3, qt, gt, bt, St, Hk, Hv, dk, &bb, ot);
+        be_batch_free(be3, &bb);
         o[m] = malloc(sizeof(float) * (size_t)(T * Hv * dk));
         Sg[m] = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
         be_read(be3, ot, 0, T, o[m]);
@@ -479,7 +494,10 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
     float *l = t_randv(&r, T * E, 2);
     be_tensor *lt = upload(be1, l, T, E), *wt_ = be_tensor_new(be1, T, k);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
-    be_moe_route(be1, lt, k, sel, wt_);
+    be_tensor *st = be_tensor_new_type(be1, BE_I32, T, k);
+    be_moe_route(be1, lt, k, st, wt_);
+    be_read(be1, st, 0, T, sel);
+    be_tensor_free(be1, st);
     float *w = malloc(sizeof(float) * (size_t)(T * k));
     be_read(be1, wt_, 0, T, w);
     bool ok = true;
@@ -508,6 +526,104 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
     free(l); free(sel); free(w);
 }
 
+/* --------------------------------------------------------------- the table */
+
+/* Every entry of the CPU's ops table is filled (be_impl.h: all required). */
+static void test_ops_table(void)
+{
+    const struct be_ops *ops = be1->ops;
+    void *const *fn = (void *const *)((const char *)ops + sizeof(const char *));
+    const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing += fn[i] == NULL;
+    t_check("cpu.ops_table_complete", ops->name && missing == 0, "%zu of %zu entries are NULL",
+            missing, n);
+}
+
+/* ----------------------------------------------------------------- batches */
+
+/* The sequence ops on a batch of three runs (slots 2, 0, 1 at positions
+ * 5, 0, 11; 4, 1 and 6 rows) give the bits of the same ops on each run
+ * alone in a one-slot state of its own (slot 0), outputs and slot state:
+ * K/V store + attention, conv, delta rule, rope. */
+static void test_batch_runs(void)
+{
+    const char *name = "cpu.batch_runs_equal_runs_alone";
+    t_rng r = t_rng_named(name);
+    enum { NS = 3, CTX = 24, Hq = 4, Hkv = 2, hd = 32, C = 40, Kc = 4, Hk = 2, Hv = 4, dk = 16 };
+    const be_seq seq[NS] = { { 2, 0, 4, 5 }, { 0, 4, 1, 0 }, { 1, 5, 6, 11 } };
+    const int64_t T = 11, W = (2 * Hk + Hv) * dk, KV = Hkv * hd, SS = dk * dk;
+    float *q = t_randv(&r, T * Hq * hd, 1), *k = t_randv(&r, T * KV, 1);
+    float *v = t_randv(&r, T * KV, 1), *kv0 = t_randv(&r, NS * CTX * KV, 1);
+    float *x = t_randv(&r, T * C, 1), *tail0 = t_randv(&r, NS * C * (Kc - 1), 1);
+    float *wv = t_randv(&r, C * Kc, 1), *qkv = t_randv(&r, T * W, 0.3f);
+    float *S0 = t_randv(&r, NS * Hv * SS, 0.1f), *g = t_randv(&r, T * Hv, 0.1f);
+    float *b = t_randv(&r, T * Hv, 0.5f);
+    gguf_tensor gt = { .name = "c", .type = QT_F32, .n_dims = 2, .ne = { Kc, C, 1, 1 },
+                       .data = wv, .nbytes = (uint64_t)(C * Kc) * 4 };
+    be_weight *bw;
+    be_weight_bind(be3, &gt, &bw, NULL);
+    /* results: [0] batched, [1] run by run; attention, conv, deltanet out,
+     * deltanet state (NS * Hv rows), rope */
+    const int64_t sz[5] = { T * Hq * hd, T * C, T * Hv * dk, NS * Hv * SS, T * Hq * hd };
+    float *out[2][5];
+    for (int m = 0; m < 2; m++)
+        for (int j = 0; j < 5; j++)
+            out[m][j] = calloc((size_t)sz[j], sizeof(float));
+    for (int i = 0; i < (1 + NS); i++) {
+        /* i == 0: the whole batch on NS slots; else run i-1 alone on slot 0 */
+        const int m = i > 0, ns = m ? 1 : NS;
+        const be_seq *run = m ? &seq[i - 1] : NULL;
+        const int64_t r0 = m ? run->row0 : 0, n = m ? run->n_rows : T, s0 = m ? run->slot : 0;
+        be_views_reset(be3);
+        be_tensor *kc = be_tensor_new_f16(be3, ns * CTX, KV), *vc = be_tensor_new(be3, ns * CTX, KV);
+        be_write(be3, kc, 0, ns * CTX, kv0 + s0 * CTX * KV);
+        be_write(be3, vc, 0, ns * CTX, kv0 + s0 * CTX * KV);
+        be_tensor *tl = upload(be3, tail0 + s0 * C * (Kc - 1), ns * C, Kc - 1);
+        be_tensor *St = upload(be3, S0 + s0 * Hv * SS, ns * Hv, SS);
+        be_tensor *qt = upload(be3, q + r0 * Hq * hd, n, Hq * hd);
+        be_tensor *kt = upload(be3, k + r0 * KV, n, KV), *vt = upload(be3, v + r0 * KV, n, KV);
+        be_tensor *xt = upload(be3, x + r0 * C, n, C), *qkvt = upload(be3, qkv + r0 * W, n, W);
+        be_tensor *gtt = upload(be3, g + r0 * Hv, n, Hv), *btt = upload(be3, b + r0 * Hv, n, Hv);
+        be_tensor *rt = upload(be3, q + r0 * Hq * hd, n, Hq * hd);
+        be_tensor *at = be_tensor_new(be3, n, Hq * hd), *yt = be_tensor_new(be3, n, C);
+        be_tensor *ot = be_tensor_new(be3, n, Hv * dk);
+        be_batch bb;
+        be_batch_init(be3, &bb, n, ns, CTX, NULL);
+        be_seq one = m ? (be_seq){ 0, 0, run->n_rows, run->pos0 } : seq[0];
+        be_batch_set(be3, &bb, ns, m ? &one : seq);
+        be_kv_store(be3, kc, vc, kt, vt, &bb);
+        be_attention(be3, qt, kc, vc, &bb, Hq, Hkv, hd, 0.125f, at);
+        be_ssm_conv(be3, xt, tl, bw, &bb, yt);
+        be_deltanet(be3, qkvt, gtt, btt, St, Hk, Hv, dk, &bb, ot);
+        be_rope(be3, rt, hd, 16, (const int32_t[4]){ 3, 3, 2, 0 }, 1e7f, bb.pos);
+        be_read(be3, at, 0, n, out[m][0] + r0 * Hq * hd);
+        be_read(be3, yt, 0, n, out[m][1] + r0 * C);
+        be_read(be3, ot, 0, n, out[m][2] + r0 * Hv * dk);
+        be_read(be3, St, 0, ns * Hv, out[m][3] + s0 * Hv * SS);
+        be_read(be3, rt, 0, n, out[m][4] + r0 * Hq * hd);
+        be_batch_free(be3, &bb);
+        be_tensor *all[] = { kc, vc, tl, St, qt, kt, vt, xt, qkvt, gtt, btt, rt, at, yt, ot };
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            be_tensor_free(be3, all[j]);
+    }
+    static const char *const what[5] = { "attention", "conv", "deltanet", "deltanet state", "rope" };
+    int bad = -1;
+    for (int j = 0; j < 5 && bad < 0; j++)
+        if (memcmp(out[0][j], out[1][j], sizeof(float) * (size_t)sz[j]))
+            bad = j;
+    q36_err err = { 0 };
+    const int rc = be_check(be3, &err);
+    t_check(name, bad < 0 && rc == 0, "%s differs (op error: %s)", bad < 0 ? "nothing" : what[bad],
+            err.msg);
+    for (int m = 0; m < 2; m++)
+        for (int j = 0; j < 5; j++)
+            free(out[m][j]);
+    free(q); free(k); free(v); free(kv0); free(x); free(tail0); free(wv); free(qkv);
+    free(S0); free(g); free(b);
+}
+
 int main(void)
 {
     q36_err err = { 0 };
@@ -515,6 +631,8 @@ int main(void)
         t_fail("cpu.new", "%s", err.msg);
         return t_exit();
     }
+    test_ops_table();
+    test_batch_runs();
     int64_t ns[] = { 1, 31, 33, 64, 128, 255, 257, 4096 };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         test_dot(ns[i]);

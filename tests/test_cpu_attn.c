@@ -27,6 +27,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_attn.h"
+#include "test_batch.h"
 #include "quant/fp16.h"
 
 static be_ctx *be_t[3];         /* by thread count (1, 2) */
@@ -93,7 +94,11 @@ static void attn_case(int f16, int64_t group, int64_t n_kv_head, int64_t hd, int
             continue;
         be_zero(be, out);
         if (paths[k] < 0)
-            be_attention(be, q, kc, vc, pos0, Hq, n_kv_head, hd, scale, out);
+        {
+            be_batch b = t_batch1(be, T, pos0, be_rows_of(kc), 0);
+            be_attention(be, q, kc, vc, &b, Hq, n_kv_head, hd, scale, out);
+            be_batch_free(be, &b);
+        }
         else
             cpu_attention_path(be, paths[k], q, kc, vc, pos0, Hq, n_kv_head, hd, scale, out);
         be_read(be, out, 0, T, got);
@@ -146,10 +151,10 @@ static void round_case(const char *name, int usable,
     free(y);
 }
 
-/* be_attention_reserve takes what the largest calls of its shape need:
+/* be_reserve takes what the largest attention calls of its shape need:
  * be_attention after it leaves the per-thread scratch where it was, at
- * every depth and batch size up to the reserved ones, and the bytes it
- * reports are what is held. */
+ * every depth and batch size up to the reserved ones, and the bytes
+ * be_cpu_scratch_bytes reports are what is held. */
 static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t hd, int64_t n_ctx,
                          int64_t n_batch)
 {
@@ -164,13 +169,16 @@ static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t 
         t_fail(name, "%s", err.msg);
         return;
     }
+    cpu_ctx *c = cpu_ctx_of(be);
     const int64_t Hq = group * n_kv_head;
-    const uint64_t bytes = be_attention_scratch_bytes(n_ctx, n_batch, Hq, n_kv_head, hd, threads);
-    int rc = be_attention_reserve(be, n_ctx, n_batch, Hq, n_kv_head, hd, &err);
-    const float *held = be->tscratch;
-    const size_t held_n = be->tscratch_n;
-    const void *shared = be->scratch;
-    const size_t shared_cap = be->scratch_cap;
+    be_shape sh = { .n_rows = n_batch, .n_seq = 1, .n_ctx = n_ctx, .n_head = Hq,
+                    .n_head_kv = n_kv_head, .head_dim = hd };
+    const uint64_t bytes = be_cpu_scratch_bytes(&sh, threads);
+    int rc = be_reserve(be, &sh, &err);
+    const float *held = c->tscratch;
+    const size_t held_n = c->tscratch_n;
+    const void *shared = c->scratch;
+    const size_t shared_cap = c->scratch_cap;
     const char *fail = rc ? err.msg : NULL;
     if (!fail && (uint64_t)held_n * (uint64_t)threads * sizeof(float) + shared_cap != bytes)
         fail = "the bytes reported are not the bytes held";
@@ -182,28 +190,43 @@ static void reserve_case(int threads, int64_t group, int64_t n_kv_head, int64_t 
      * rows at depth 0, the batch at depth 0 */
     const int64_t calls[][2] = { { n_batch, n_ctx - n_batch }, { 1, n_ctx - 1 }, { 3, 0 },
                                  { n_batch, 0 } };
-    for (int c = 0; c < 4 && !fail; c++) {
-        be_tensor *qv = be_rows(be, q, 0, calls[c][0]);
-        be_tensor *ov = be_rows(be, out, 0, calls[c][0]);
-        be_attention(be, qv, kc, vc, calls[c][1], Hq, n_kv_head, hd, 0.125f, ov);
-        if (be->tscratch != held || be->tscratch_n != held_n)
+    for (int k = 0; k < 4 && !fail; k++) {
+        be_tensor *qv = be_rows(be, q, 0, calls[k][0]);
+        be_tensor *ov = be_rows(be, out, 0, calls[k][0]);
+        be_batch b = t_batch1(be, calls[k][0], calls[k][1], n_ctx, 0);
+        be_attention(be, qv, kc, vc, &b, Hq, n_kv_head, hd, 0.125f, ov);
+        be_batch_free(be, &b);
+        if (c->tscratch != held || c->tscratch_n != held_n)
             fail = "be_attention grew the per-thread scratch";
-        if (be->scratch != shared || be->scratch_cap != shared_cap)
+        if (c->scratch != shared || c->scratch_cap != shared_cap)
             fail = "be_attention grew the shared scratch";
+        if (be_check(be, &err))
+            fail = err.msg;
     }
     be_views_reset(be);
     /* a context whose scratch cannot be had (2^40 positions: petabytes)
      * is an error that leaves the scratch as it was */
-    if (!fail && (be_attention_reserve(be, (int64_t)1 << 40, n_batch, Hq, n_kv_head, hd, &err) !=
-                      Q36_E_NOMEM ||
-                  be->tscratch != held || be->tscratch_n != held_n))
+    be_shape huge = sh;
+    huge.n_ctx = (int64_t)1 << 40;
+    if (!fail && (be_reserve(be, &huge, &err) != Q36_E_NOMEM || c->tscratch != held ||
+                  c->tscratch_n != held_n))
         fail = "an impossible context was not refused as out of memory";
+    /* past the reservation an op fails, through be_check, instead of growing */
+    if (!fail) {
+        be_batch b = t_batch1(be, n_batch, 4 * n_ctx - n_batch, 4 * n_ctx, 0);
+        be_tensor *kc2 = filled(be, &r, 4 * n_ctx, 4 * n_ctx, n_kv_head * hd, 1, 2.0f);
+        be_attention(be, q, kc2, kc2, &b, Hq, n_kv_head, hd, 0.125f, out);
+        q36_err e2 = { 0 };
+        if (be_check(be, &e2) != Q36_E_NOMEM || c->tscratch != held)
+            fail = "an attention past the reservation did not fail as out of memory";
+        be_batch_free(be, &b);
+        be_tensor_free(be, kc2);
+    }
     /* a shape that cannot be is an error, not an allocation */
-    if (!fail && be_attention_reserve(be, n_ctx, n_batch, Hq + 1, n_kv_head, hd, &err) !=
-                     Q36_E_ARG)
+    be_shape odd = sh;
+    odd.n_head = Hq + 1;
+    if (!fail && be_reserve(be, &odd, &err) != Q36_E_ARG)
         fail = "a group that does not divide was accepted";
-    if (!fail && be_attention_scratch_bytes(n_ctx, n_batch, Hq + 1, n_kv_head, hd, threads) != 0)
-        fail = "a group that does not divide has bytes";
     t_check(name, !fail, "%s", fail ? fail : "");
     be_tensor_free(be, kc);
     be_tensor_free(be, vc);

@@ -380,7 +380,7 @@ static void test_gates(be_ctx *be, int nt)
     static const int64_t heads[] = { 1, 15, 16, 17, 32, 48 };
     static const int64_t rows[] = { 1, 7, 37, 300 };
     char name[64];
-    snprintf(name, sizeof name, "cpu_ops.gdn_gates_t%d", nt);
+    snprintf(name, sizeof name, "cpu_ops.deltanet_gates_t%d", nt);
     t_rng r = t_rng_named(name);
     const char *why = NULL;
     static char buf[200];
@@ -408,7 +408,7 @@ static void test_gates(be_ctx *be, int nt)
                 be_tensor *gt = be_tensor_new(be, R, H), *et = be_tensor_new(be, R, H);
                 be_write(be, at, 0, R, al);
                 be_write(be, bt, 0, R, bi);
-                be_gdn_gates(be, at, w1, w2, bt, gt, et);
+                be_deltanet_gates(be, at, w1, w2, bt, gt, et);
                 be_read(be, gt, 0, R, g);
                 be_read(be, et, 0, R, beta);
                 for (int64_t i = 0; i < n && !why; i++) {

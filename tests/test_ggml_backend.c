@@ -273,7 +273,10 @@ int main(void)
                 l[i] = t_gauss(&r) * 2;
             be_tensor *lt = be_tensor_new(be, T, E), *wt = be_tensor_new(be, T, k);
             be_write(be, lt, 0, T, l);
-            be_moe_route(be, lt, k, sel, wt);
+            be_tensor *st = be_tensor_new_type(be, BE_I32, T, k);
+            be_moe_route(be, lt, k, st, wt);
+            be_read(be, st, 0, T, sel);
+            be_tensor_free(be, st);
             be_read(be, wt, 0, T, w);
             int bad = 0;
             for (int64_t t = 0; t < T; t++) {

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_seq.h"
+#include "backend/cpu/cpu_deltanet.h"
 #include "ggml.h"
 #include "ggml-cpu.h"
 #include "ggml_cpu_lib.h"

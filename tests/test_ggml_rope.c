@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "test_batch.h"
 #include "ggml.h"
 #include "ggml-cpu.h"
 #include "ggml_cpu_lib.h"
@@ -68,7 +69,9 @@ static void test_rope(be_ctx *be, int64_t T, int64_t H, int64_t D, int n_rot, co
     } else {
         be_tensor *xt = be_tensor_new(be, T, H * D);
         be_write(be, xt, 0, T, x);
-        be_rope(be, xt, D, n_rot, sec, 1e7f, pos0);
+        be_batch b = t_batch1(be, T, pos0, pos0 + T, 0);
+        be_rope(be, xt, D, n_rot, sec, 1e7f, b.pos);
+        be_batch_free(be, &b);
         be_read(be, xt, 0, T, yq);
         be_tensor_free(be, xt);
         int64_t nd = 0, at = -1;

@@ -5,6 +5,7 @@
  * out of range, context overflow, bad snapshots, a plan that does not fit).
  * Models are made with `$Q36 synth` (default ./q36) in a temporary folder. */
 #include "test.h"
+#include "test_synth.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,15 +13,7 @@
 #include <unistd.h>
 
 #include "include/q36.h"
-
-static int make_model(const char *dir, const char *name, const char *flags, char *path, size_t cap)
-{
-    const char *q36 = getenv("Q36") ? getenv("Q36") : "./q36";
-    snprintf(path, cap, "%s/%s.gguf", dir, name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s synth %s -o %s >/dev/null 2>&1", q36, flags, path);
-    return system(cmd);
-}
+#include "model/model.h"
 
 static q36_session *open_session(const q36_model *m, int n_ctx, int threads, int batch, int kv,
                                  const char *name)
@@ -216,8 +209,8 @@ int main(void)
         return t_exit();
     }
     char p1[256], p2[256];
-    int r1 = make_model(dir, "dense", "--arch qwen35 --preset tiny --seed 3", p1, sizeof p1);
-    int r2 = make_model(dir, "moe", "--arch qwen35moe --preset tiny --seed 4 --layers 5 --attn-interval 2",
+    int r1 = t_synth_model(dir, "dense", "--arch qwen35 --preset tiny --seed 3", p1, sizeof p1);
+    int r2 = t_synth_model(dir, "moe", "--arch qwen35moe --preset tiny --seed 4 --layers 5 --attn-interval 2",
                         p2, sizeof p2);
     if (r1 || r2) {
         t_fail("session.setup", "q36 synth failed (%d, %d); is ./q36 built (or $Q36 set)?", r1, r2);

@@ -5,7 +5,7 @@
  * This file owns the flags, the order of the work (depths, tests,
  * repetitions interleaved between engines so drift hits both alike) and the
  * two outputs: a markdown table like llama-bench's and JSON records with
- * llama-bench's field names. What is timed and how lives in src/bench/. */
+ * llama-bench's field names. What is timed and how lives in tools/bench/. */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/bench/bench.h"
+#include "bench/bench.h"
 #include "../src/include/q36.h"
 
 #define MAX_DEPTHS 32

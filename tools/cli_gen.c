@@ -3,6 +3,7 @@
  * src/gen/gen.c produces to stdout. */
 #include "cli_gen.h"
 #include "cli.h"
+#include "../src/model/model.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -12,6 +12,7 @@
 
 #include "../src/gguf/gguf.h"
 #include "../src/include/q36.h"
+#include "../src/model/model.h"
 #include "../src/model/hparams.h"
 #include "../src/quant/quant.h"
 #include "../src/quant/types.h"
@@ -19,14 +20,16 @@
 static void usage(FILE *o)
 {
     fprintf(o,
-"usage: q36 info [-m MODEL.gguf] [-c N] [--tensors] [--keys] [--dump TENSOR -o OUT.f32]\n"
+"usage: q36 info [-m MODEL.gguf] [-c N] [-np N] [--tensors] [--keys] [--dump TENSOR -o OUT.f32]\n"
 "\n"
 "Prints the architecture, the geometry (each value with the GGUF key it came\n"
 "from, or the default used when the key is absent), the parameter count, the\n"
-"tensor types and total bytes, and the memory a context of N tokens needs.\n"
+"tensor types and total bytes, and the memory an engine of N slots of a\n"
+"context of N tokens each needs (what q36_engine_new allocates).\n"
 "\n"
 "  -m FILE     model (default: the embedded default model, build/default.gguf)\n"
-"  -c N        context length for the memory plan (default: 4096)\n"
+"  -c N        context length of a slot, for the memory plan (default: 4096)\n"
+"  -np N       slots (sequences held at once) for the memory plan (default: 1)\n"
 "  --tensors   list every tensor (name, type, shape, bytes)\n"
 "  --keys      list every metadata key with its type and value (arrays abbreviated)\n"
 "  --dump T    write tensor T dequantized to float32 (row-major, ne0 fastest) to -o OUT;\n"
@@ -68,24 +71,29 @@ static void print_value(const gguf_file *f, const gguf_value *v)
     }
 }
 
-/* The memory plan of a session of n_ctx tokens, as q36_session_new computes
- * and checks it (f16 K/V, the default batch). */
-static void memory_plan(const q36_model *m, uint64_t n_ctx)
+/* The memory plan of an engine of n_slots slots of n_ctx tokens, as
+ * q36_engine_new computes, checks and allocates it (f16 K/V, the default
+ * batch). */
+static void memory_plan(const q36_model *m, uint64_t n_ctx, int64_t n_slots)
 {
     q36_err err = { 0 };
     q36_mem_plan p;
-    if (q36_session_plan(m, (int)n_ctx, NULL, &p, &err)) {
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_slots = (int)n_slots;
+    if (q36_engine_plan(m, (int)n_ctx, &o, &p, &err)) {
         printf("memory plan: %s\n", err.msg);
         return;
     }
     const model_hparams *hp = q36_model_hparams(m);
-    printf("memory plan for -c %" PRIu64 " (one sequence, f16 K/V, q36_session_plan):\n", n_ctx);
+    printf("memory plan for -c %" PRIu64 " -np %" PRId64 " (f16 K/V, q36_engine_plan):\n", n_ctx,
+           n_slots);
     printf("  weights (mmap, not copied) %10.1f MiB\n", p.weights / 1048576.0);
-    printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token, %u attention layers)\n",
+    printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token a slot, %u attention layers)\n",
            p.kv / 1048576.0, p.kv_per_token, hp->n_attn_layers);
     printf("  DeltaNet state             %10.1f MiB  (%u layers: conv tails + state matrices)\n",
            p.recurrent / 1048576.0, hp->n_layer - hp->n_attn_layers);
-    printf("  scratch                    %10.1f MiB\n", p.scratch / 1048576.0);
+    printf("  scratch                    %10.1f MiB  (of which the backend's own %.1f MiB)\n",
+           p.scratch / 1048576.0, p.backend / 1048576.0);
     printf("  allocated in total         %10.1f MiB  (+ the mapped weights)\n", p.total / 1048576.0);
 }
 
@@ -127,7 +135,7 @@ done:
 int cmd_info(int argc, char **argv)
 {
     const char *path = NULL, *dump = NULL, *out = NULL;
-    int64_t n_ctx = 4096;
+    int64_t n_ctx = 4096, n_slots = 1;
     int list_tensors = 0, list_keys = 0, rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -141,6 +149,10 @@ int cmd_info(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "-c")) {
             if ((rc = cli_int("info", "-c", v, 1, 1 << 24, &n_ctx)))
+                return rc;
+            i++;
+        } else if (!strcmp(a, "-np")) {
+            if ((rc = cli_int("info", "-np", v, 1, 4096, &n_slots)))
                 return rc;
             i++;
         } else if (!strcmp(a, "--dump") || !strcmp(a, "-o")) {
@@ -246,7 +258,7 @@ int cmd_info(int argc, char **argv)
         }
     }
     if (m)
-        memory_plan(m, (uint64_t)n_ctx);
+        memory_plan(m, (uint64_t)n_ctx, n_slots);
     q36_model_free(m);
     gguf_close(own);
     return 0;

@@ -1,55 +1,51 @@
-/* backend.h: the device contract of q36 (ARCHITECTURE.md, "Data flow").
+/* backend.h: the device contract of q36 (docs/ENGINE.md).
  *
  * The model layer (src/model/) owns the order of operations; a backend owns
  * how each operation runs and where the data lives. The model never touches
  * device memory: it creates opaque tensors, calls one function per op, and
- * reads back only what it must (router choices, logits) through be_read.
+ * reads back only what it must (logits, the hidden rows asked for) through
+ * be_read. Each be_* function here dispatches through the context's table
+ * (be_impl.h, struct be_ops), so several backends can live in one process;
+ * the CPU backend (cpu/) is always built and is the reference the others
+ * are tested against. What a backend reproduces of llama.cpp, and how, is
+ * said in its own files (cpu/cpu.c for the CPU).
  *
- * Tensors. A be_tensor is a float32 matrix of `rows` x `cols`, row-major,
- * living on the device for as long as it is not freed. A view (be_view)
- * names a column range of every row of a parent (or a row range with
- * be_rows); views share the parent's memory and its row stride. Views are
- * allocated from a per-context pool that be_views_reset() empties; the
- * model resets it at the start of each forward call, so a view must not be
- * kept across calls. Rows are tokens almost everywhere: a batch of T tokens
+ * Tensors. A be_tensor is a matrix of `rows` x `cols` elements of one type
+ * (enum be_type), row-major, living on the device for as long as it is not
+ * freed. Ops take f32 tensors unless they say otherwise; ids, positions and
+ * expert choices are i32 tensors, so they stay on the device between ops.
+ * A view (be_view) names a column range of every row of a parent (or a row
+ * range with be_rows); views share the parent's memory and its row stride.
+ * Views come from a per-context pool that be_views_reset() empties; the
+ * model resets it at the start of each forward pass, so a view must not be
+ * kept across passes. Rows are tokens almost everywhere: a batch of T rows
  * is a T-row tensor.
+ *
+ * Batches and slots. One forward pass evaluates a batch: rows from one or
+ * more sequences, each sequence in a slot of the state tensors (K/V rows,
+ * conv tails, DeltaNet matrices, each holding every slot, slot after slot).
+ * A be_batch says, per run of rows, which slot they belong to and at which
+ * position they start; the sequence ops (rope, K/V store, attention, conv,
+ * delta rule) read each slot's state through it. Row-wise ops do not care.
  *
  * Weights. be_weight_bind() makes a GGUF tensor usable by the device: the
  * CPU backend keeps a view into the mmap (no copy); a GPU backend uploads.
  * A weight's ne0 is the reduction dimension; ne1 output rows; ne2 slabs
  * (experts).
  *
- * Numerics (MODEL.md §9): every matmul first quantizes each activation row
- * to the weight type's vec_dot_type exactly as ggml's CPU backend does, then
- * takes block dot products; everything else is float32 with ggml's
- * accumulation choices where they matter (double sums in norms and softmax).
- *
- * What the CPU backend reproduces of llama.cpp's x86 CPU run, bit for bit
- * (checked against libggml-cpu by tests/test_ggml_backend.c and by the
- * logits of tests/parity.test.sh): activation quantization; Q8_0 and Q6_K
- * block dots; ggml_vec_dot_f32's order (attention scores, the delta rule);
- * the f32 GEMM's lane order for probabilities x V; RMS norms; the conv;
- * rope with its repeated-product angles; MoE routing. What it does not:
- * ggml's SIMD exp (SiLU, softmax: 27% and 56% of values differ by <= 4
- * ulp), Q4_0/Q4_K/IQ4_NL/MXFP4 weights that llama.cpp repacks into its own
- * interleaved GEMV/GEMM, and the K-quant/f16/bf16 kernels of the quant
- * module (within a rounding bound of ggml's, not equal). Q4_K matmuls run
- * the tile kernels of cpu/cpu_gemm.h (several rows x tokens per call): the
- * same exact integer block sums, another f32 order than the quant module's
- * dot, within the same bound; a row's bits never depend on the batch size.
- * Q8_0 and f32 tiles (cpu/cpu_gemm_q8.h) keep the per-output dot's bits.
- * A backend for another device matches the CPU backend within float
- * tolerance, not bits.
- *
  * Sync. Ops are queued in call order; be_read waits for what was queued
  * before it. be_sync waits for everything. The CPU backend runs each op to
  * completion inside the call, so both are trivial there.
  *
+ * Errors. Functions returning int give 0 or a negative q36_err kind. Ops
+ * return nothing: an op that fails (a device error, scratch beyond what was
+ * reserved) records the error in the context, the first one winning, and
+ * later ops still run on whatever their inputs hold; be_check, called once
+ * per forward pass, reports it and clears it. Ops on shapes that do not fit
+ * are programming errors of the model layer and assert.
+ *
  * Threads: one be_ctx belongs to one thread at a time (it may use its own
- * worker threads inside an op). Errors: functions returning int give 0 or a
- * negative q36_err kind; ops on shapes that do not fit are programming
- * errors of the model layer and assert.
- */
+ * worker threads inside an op). */
 #ifndef Q36_BACKEND_H
 #define Q36_BACKEND_H
 
@@ -63,32 +59,78 @@ typedef struct be_ctx    be_ctx;
 typedef struct be_tensor be_tensor;
 typedef struct be_weight be_weight;
 
+/* Element types of tensors. q8_0 (ggml's block of 32: f16 scale, 32 int8)
+ * is the K/V cache type llama.cpp offers next; no op takes it yet. */
+enum be_type { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2, BE_Q8_0 = 3, BE_NTYPES };
+
+/* Bytes of n elements of a type (n a multiple of 32 for q8_0). */
+uint64_t be_type_bytes(enum be_type type, int64_t n);
+const char *be_type_name(enum be_type type);
+
+/* The largest batch a context will run, for be_reserve and the memory
+ * plan: every count is an upper bound. */
+typedef struct be_shape {
+    int64_t n_rows;        /* rows of a forward pass (n_batch) */
+    int64_t n_seq;         /* sequences in one pass (at most the slots) */
+    int64_t n_ctx;         /* K/V rows per slot */
+    int64_t n_head, n_head_kv, head_dim;        /* attention; 0 without */
+    int64_t ssm_k_heads, ssm_v_heads, ssm_dim;  /* delta rule; 0 without */
+    int64_t n_expert, n_expert_used;            /* MoE; 0 without */
+    int64_t max_in;        /* widest matmul input (columns of x) */
+    int64_t max_in_expert; /* widest expert matmul input */
+    int64_t max_views;     /* views one forward pass makes (be_view, be_rows) */
+} be_shape;
+
 /* ------------------------------------------------------------- lifecycle */
 
-/* A CPU backend with n_threads workers in total (1 = the calling thread
+/* The backends built into this binary, by name (NULL or "cpu": the CPU):
+ * a new context with n_threads host threads, and the scratch bytes its ops
+ * take for batches up to `shape` (what be_reserve takes there), for a
+ * memory plan made before any context exists. Q36_E_ARG for a name that is
+ * not built in. */
+int be_new(const char *name, int n_threads, be_ctx **out, q36_err *err);
+int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uint64_t *out,
+                     q36_err *err);
+
+/* The CPU backend: n_threads workers in total (1 = the calling thread
  * only; 0 = the number of online CPUs). */
 int  be_cpu_new(int n_threads, be_ctx **out, q36_err *err);
+uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads);
+
 void be_free(be_ctx *be);                                  /* accepts NULL */
-int  be_n_threads(const be_ctx *be);
 const char *be_name(const be_ctx *be);                     /* "cpu" */
+
+/* Takes the scratch every op needs for batches up to `shape` now, and room
+ * for max_views views, so that nothing allocates later (an op that would
+ * need more fails, be_check). Q36_E_NOMEM with the numbers when it cannot. */
+int be_reserve(be_ctx *be, const be_shape *shape, q36_err *err);
 
 /* Waits for every queued op. */
 void be_sync(be_ctx *be);
+/* Waits for every queued op and reports the first op failure since the
+ * last check (0 when none), clearing it. */
+int be_check(be_ctx *be, q36_err *err);
 
 /* ---------------------------------------------------------------- tensors */
 
-/* A new rows x cols float32 tensor, zero-filled. NULL when out of memory. */
-be_tensor *be_tensor_new(be_ctx *be, int64_t rows, int64_t cols);
-/* A rows x cols tensor of f16 storage (for K/V caches); only be_kv_store
- * and be_attention read or write it; be_read/be_write convert. */
-be_tensor *be_tensor_new_f16(be_ctx *be, int64_t rows, int64_t cols);
+/* A new zero-filled tensor. NULL when out of memory. */
+be_tensor *be_tensor_new_type(be_ctx *be, enum be_type type, int64_t rows, int64_t cols);
+static inline be_tensor *be_tensor_new(be_ctx *be, int64_t rows, int64_t cols)
+{
+    return be_tensor_new_type(be, BE_F32, rows, cols);
+}
+static inline be_tensor *be_tensor_new_f16(be_ctx *be, int64_t rows, int64_t cols)
+{
+    return be_tensor_new_type(be, BE_F16, rows, cols);
+}
 void be_tensor_free(be_ctx *be, be_tensor *t);             /* accepts NULL; not views */
 int64_t be_rows_of(const be_tensor *t);
 int64_t be_cols_of(const be_tensor *t);
+enum be_type be_type_of(const be_tensor *t);
 /* Bytes the tensor occupies on the device (views: 0). */
 uint64_t be_tensor_bytes(const be_tensor *t);
 
-/* Column range [col0, col0+ncols) of every row of t. */
+/* Column range [col0, col0+ncols) of every row of t (f32 and i32 only). */
 be_tensor *be_view(be_ctx *be, be_tensor *t, int64_t col0, int64_t ncols);
 /* Row range [row0, row0+nrows) of t, all columns. */
 be_tensor *be_rows(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows);
@@ -96,26 +138,59 @@ be_tensor *be_rows(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows);
 void be_views_reset(be_ctx *be);
 
 /* Host <-> device copies of rows [row0, row0+nrows), all columns of the
- * tensor (or view); host data is packed rows of be_cols_of(t) floats. */
-void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const float *src);
-void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, float *dst);
-/* Raw bytes of a whole non-view tensor (snapshots): be_tensor_bytes(t)
- * bytes starting at row 0; `nrows` limits the copy to the first rows. */
-void be_save(be_ctx *be, const be_tensor *t, int64_t nrows, void *dst);
-void be_load(be_ctx *be, be_tensor *t, int64_t nrows, const void *src);
+ * tensor (or view); host data is packed rows of be_cols_of(t) elements:
+ * floats for f32 and f16 tensors (converted), int32 for i32, the raw
+ * blocks for q8_0. */
+void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src);
+void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst);
+/* Raw device bytes of rows [row0, row0+nrows) of a tensor or row view
+ * (snapshots to disk): be_type_bytes(type, cols) per row. */
+void be_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst);
+void be_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src);
 void be_zero(be_ctx *be, be_tensor *t);
-/* dst = src (same shape). */
+/* dst = src: same shape and type, on the device (views too: checkpoints
+ * are row copies between state tensors). */
 void be_copy(be_ctx *be, const be_tensor *src, be_tensor *dst);
+
+/* ---------------------------------------------------------------- batches */
+
+/* One run of a batch: rows [row0, row0+n_rows) belong to `slot` and sit at
+ * positions pos0, pos0+1, ... (a slot's rows are one run, in order). */
+typedef struct be_seq {
+    int32_t slot, row0, n_rows, pos0;
+} be_seq;
+
+/* A batch as the sequence ops see it. `seq` is the host's copy of the runs
+ * (launch shapes); `pos` (i32, n_rows x 1: each row's position) and `runs`
+ * (i32, n_seq x 4: the be_seq fields) are the same facts on the device.
+ * kv_rows: rows of one slot in the K/V tensors. */
+typedef struct be_batch {
+    int64_t    n_rows;
+    int        n_seq;
+    be_seq    *seq;
+    be_tensor *pos, *runs;
+    int64_t    kv_rows;
+    int64_t    max_rows;    /* capacity (be_batch_init) */
+    int        max_seq;
+} be_batch;
+
+/* Allocates a batch of up to max_rows rows in up to max_seq runs. */
+int  be_batch_init(be_ctx *be, be_batch *b, int64_t max_rows, int max_seq, int64_t kv_rows,
+                   q36_err *err);
+/* Sets the runs (n_seq of them, rows laid end to end from row 0 in the
+ * given order) and uploads them with each row's position. */
+void be_batch_set(be_ctx *be, be_batch *b, int n_seq, const be_seq *seq);
+void be_batch_free(be_ctx *be, be_batch *b);
 
 /* ---------------------------------------------------------------- weights */
 
 /* Binds a GGUF tensor; NULL for t == NULL. Q36_E_UNSUP when the type has no
  * dot product or dequantizer. Bound weights live until be_free. */
 int be_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *err);
-const gguf_tensor *be_weight_tensor(const be_weight *w);
 
-/* out[r] = dequantized rows ids[r] of w (a 2-D weight, ne0 = cols of out). */
-void be_get_rows(be_ctx *be, const be_weight *w, const int32_t *ids, int64_t n, be_tensor *out);
+/* out[r] = dequantized row ids[r] of w (a 2-D weight, ne0 = cols of out)
+ * for each row r of ids (i32, n x 1; out has at least n rows). */
+void be_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 
 /* y[r][n] = sum_k W[slab][n][k] * x[r][k] for every row r of x, with x's
  * rows quantized to W's vec_dot_type first. x: R x ne0, y: R x ne1. */
@@ -127,11 +202,11 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
  * decode: one parallel region instead of n, longer runs per thread). */
 void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y);
 
-/* Expert matmul: for token t < n_tok and rank i < k, with e = sel[t*k+i]:
- * y[t*k+i] = W[e] · x[t] when x has n_tok rows, or W[e] · x[t*k+i] when it
- * has n_tok*k rows. sel is host memory. */
+/* Expert matmul: sel is i32 n_tok x k (be_moe_route's choices, on the
+ * device); for token t and rank i, with e = sel[t][i]: y[t*k+i] = W[e] · x[t]
+ * when x has n_tok rows, or W[e] · x[t*k+i] when it has n_tok*k rows. */
 void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
-                  const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y);
+                  const be_tensor *sel, be_tensor *y);
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -156,53 +231,50 @@ void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 
 /* DeltaNet decay and beta (MODEL.md §2.4), per row, Hv columns:
  * g = softplus(alpha + dt_bias) * a;  beta = sigmoid(b). In place allowed. */
-void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 
 /* --------------------------------------------------------------- sequence */
 
-/* Partial NeoX rope of every head of x (cols = n_head * head_dim) for rows
- * at positions pos0, pos0+1, ...: pairs (i, i + n_rot/2), i < n_rot/2, with
- * theta = p * base^(-2i/n_rot) by repeated float multiplication, selected
- * by the interleaved multi-section rule for text positions (p, p, p, 0). */
+/* Partial NeoX rope of every head of x (cols = n_head * head_dim), row r at
+ * position pos[r] (i32, rows x 1): pairs (i, i + n_rot/2), i < n_rot/2,
+ * with theta = p * base^(-2i/n_rot) by repeated float multiplication,
+ * selected by the interleaved multi-section rule for text positions
+ * (p, p, p, 0). */
 void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
-             const int32_t sections[4], float base, int64_t pos0);
+             const int32_t sections[4], float base, const be_tensor *pos);
 
-/* Writes the rows of k and v (T x Hkv*hd) at cache rows [pos0, pos0+T). */
+/* Writes the rows of k and v (T x Hkv*hd) into the caches: the rows of a
+ * run go to its slot's cache rows [pos0, pos0+n) (cache row
+ * slot*kv_rows + p). */
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
-                 const be_tensor *v, int64_t pos0);
+                 const be_tensor *v, const be_batch *b);
 
-/* Causal attention of T query rows at positions pos0.. over cache rows
- * [0, pos0+T): q is T x Hq*hd, out T x Hq*hd; query head h reads KV head
- * h / (Hq/Hkv). Scores k·q in f32 (f16 caches: q rounded to f16 first),
- * times scale, softmax with max subtraction and a double sum, then the
- * probability-weighted sum of V (f16 V cache: probabilities rounded). */
+/* Causal attention of the query rows of each run over its slot's cache
+ * rows [0, pos0+n): q is T x Hq*hd, out T x Hq*hd; query head h reads KV
+ * head h / (Hq/Hkv). Scores k·q in f32 (f16 caches: q rounded to f16
+ * first), times scale, softmax with max subtraction and a double sum, then
+ * the probability-weighted sum of V (f16 V cache: probabilities rounded). */
 void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                  int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                  const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                   float scale, be_tensor *out);
-/* The scratch be_attention takes, at most, for calls of up to n_batch query
- * rows over up to n_ctx cache positions, in bytes over n_threads threads
- * (0: all online CPUs, as be_cpu_new); 0 for a bad shape. The memory plan
- * counts it; be_attention_reserve takes it up front (Q36_E_NOMEM when it
- * cannot), after which be_attention allocates nothing for such calls. */
-uint64_t be_attention_scratch_bytes(int64_t n_ctx, int64_t n_batch, int64_t n_head,
-                                    int64_t n_head_kv, int64_t head_dim, int n_threads);
-int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_head,
-                         int64_t n_head_kv, int64_t head_dim, q36_err *err);
 
-/* Depthwise causal conv of kernel Kc over rows of x (T x C), with a tail of
- * the Kc-1 previous raw rows per channel (tail: C x (Kc-1), oldest first);
- * w is the F32 weight {Kc, C}. The tail is updated with the last raw rows. */
-void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
-                 be_tensor *y);
+/* Depthwise causal conv of kernel Kc over the rows of x (T x C), each run
+ * continuing from its slot's tail of the Kc-1 previous raw rows per
+ * channel (tails: C rows per slot, slot after slot, each C x (Kc-1),
+ * oldest first); w is the F32 weight {Kc, C}. The tails are updated with
+ * the last raw rows. */
+void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                 const be_batch *b, be_tensor *y);
 
 /* The gated delta rule, token by token (MODEL.md §2.5), llama.cpp's fused
- * op. qkv: T x (2*Hk*dk + Hv*dk) with q and k already L2-normed; g, beta:
- * T x Hv; S: Hv x (dk*dk), element [h][j*dk + i] = S_h[i][j]; out: T x Hv*dk,
- * already scaled by 1/sqrt(dk). Value head h reads key head h % Hk. */
+ * op, each run on its slot's state. qkv: T x (2*Hk*dk + Hv*dk) with q and
+ * k already L2-normed; g, beta: T x Hv; S: Hv rows per slot, slot after
+ * slot, element [h][j*dk + i] = S_h[i][j]; out: T x Hv*dk, already scaled
+ * by 1/sqrt(dk). Value head h reads key head h % Hk. */
 void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
-                 be_tensor *out);
+                 const be_batch *b, be_tensor *out);
 
 /* The same rule in its chunked form (chunks of 64 tokens, MODEL.md §2.6):
  * matrix products inside a chunk instead of one step per token. Same
@@ -211,12 +283,12 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
  * the recurrence for every batch size; q36 uses this only in fast mode. */
 void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                          const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
-                         int64_t n_v_heads, int64_t dk, be_tensor *out);
+                         int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);
 
 /* MoE routing per row of logits (T x E): p = softmax(logits); the k largest
- * p in descending order go to sel (host, T*k) and their renormalized
- * weights p / max(sum, 2^-14) to w (T x k). */
-void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, be_tensor *w);
+ * p in descending order go to sel (i32, T x k, on the device) and their
+ * renormalized weights p / max(sum, 2^-14) to w (T x k). */
+void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 /* out[t] = sum_i w[t][i] * y[t*k+i], products rounded then added in rank
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
@@ -224,43 +296,29 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
 
 /* -------------------------------------------------------------- profiling */
 
-/* Per-op wall time, a diagnostic (q36_session_opts.profile). When enabled,
- * every op records CLOCK_MONOTONIC time around its whole run (its parallel
- * for included) and a call count into a table keyed by op family (matmuls
- * by weight type) and, separately, by the layer kind the model layer last
- * set. Disabled (the default), an op pays one predictable branch. Timing
- * changes no result. */
-enum be_prof_op {
-    BE_PROF_GET_ROWS, BE_PROF_COPY, BE_PROF_IO, BE_PROF_RMS_NORM, BE_PROF_L2_NORM,
-    BE_PROF_ADD_MUL, BE_PROF_ACT, BE_PROF_GDN_GATES, BE_PROF_ROPE, BE_PROF_KV_STORE,
-    BE_PROF_ATTENTION, BE_PROF_CONV, BE_PROF_DELTA, BE_PROF_DELTA_CHUNKED, BE_PROF_ROUTE,
-    BE_PROF_COMBINE,
-    BE_PROF_FIXED,                 /* then matmul rows, then expert matmul rows */
-};
-#define BE_PROF_NTYPES 48          /* weight storage types (quant types.h QT_COUNT fits) */
-#define BE_PROF_MATMUL(type) (BE_PROF_FIXED + (type))
-#define BE_PROF_MATMUL_ID(type) (BE_PROF_FIXED + BE_PROF_NTYPES + (type))
-#define BE_PROF_ROWS (BE_PROF_FIXED + 2 * BE_PROF_NTYPES)
-
-/* What the model layer is running; ops are charged to it. */
+/* Per-op wall time, a diagnostic (q36_engine_opts.profile). When enabled,
+ * every op records its time and a call count into a table keyed by op
+ * family (the backend names the rows) and, separately, by the layer kind
+ * the model layer last set. Disabled (the default), an op pays one
+ * predictable branch. Timing changes no result. */
 enum be_layer_kind { BE_LAYER_HEAD, BE_LAYER_DELTANET, BE_LAYER_ATTENTION, BE_LAYER_FFN,
                      BE_LAYER_N };
 
-typedef struct be_profile {
-    uint64_t calls[BE_PROF_ROWS];
-    uint64_t ns[BE_PROF_ROWS];
-    uint64_t layer_ns[BE_LAYER_N];
-    uint64_t layer_calls[BE_LAYER_N];
-} be_profile;
+typedef struct be_prof_row {
+    char     name[32];      /* "matmul q4_K", "attention", ... */
+    uint64_t calls, ns;
+} be_prof_row;
 
 void be_profile_enable(be_ctx *be, int on);
-/* Cheap whether or not profiling is on: a store. */
+/* What the model layer is running; ops are charged to it. Cheap whether or
+ * not profiling is on. */
 void be_profile_layer(be_ctx *be, enum be_layer_kind kind);
-/* The table since the last reset; valid until be_free. */
-const be_profile *be_profile_get(const be_ctx *be);
 void be_profile_reset(be_ctx *be);
-/* "matmul q4_K", "attention", ... for a row of the table; layer names. */
-void be_profile_op_name(int row, char *buf, size_t cap);
+/* The op rows with calls since the last reset, at most cap of them, in
+ * the backend's order; returns how many. */
+int  be_profile_ops(const be_ctx *be, be_prof_row *rows, int cap);
+/* One row per layer kind, named by be_layer_name. */
+void be_profile_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N]);
 const char *be_layer_name(enum be_layer_kind kind);
 
 #endif

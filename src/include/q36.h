@@ -1,24 +1,29 @@
 /* q36.h: the public engine API of q36.
  *
- * An engine program opens a model file once (q36_model_open) and asks it
- * questions; later versions add sessions (one sequence each: its KV cache and
- * DeltaNet state), decoding and sampling on top of the same handle.
+ * A program opens a model file once (q36_model_open), makes an engine for it
+ * (q36_engine_new: the backend, the bound weights, the scratch, the worker
+ * threads, and N slots of sequence state), and evaluates batches of rows
+ * from any of those slots in one forward pass (q36_engine_eval). A session
+ * (q36_session_*) is a handle on one slot for programs that run one
+ * sequence at a time; q36_session_new makes a one-slot engine of its own.
  *
  * Errors: every function that can fail returns 0 or a negative kind and fills
- * a q36_err (see util/err.h) with one line naming the file or field, what was
+ * a q36_err (q36_err.h) with one line naming the file or field, what was
  * expected and what was found. Nothing here exits or prints.
  *
  * Threads: a q36_model is immutable after q36_model_open and may be shared by
- * any number of threads; q36_model_free must not race with other calls.
+ * any number of threads; q36_model_free must not race with other calls. An
+ * engine, its sessions and checkpoints belong to one thread at a time.
+ *
+ * This header includes only q36_err.h; the geometry of a model
+ * (model_hparams) and its GGUF are internal (model/model.h).
  */
 #ifndef Q36_H
 #define Q36_H
 
 #include <stdint.h>
 
-#include "../util/err.h"
-#include "../gguf/gguf.h"
-#include "../model/hparams.h"
+#include "q36_err.h"
 
 #define Q36_VERSION "0.1.0"
 
@@ -29,64 +34,142 @@ typedef struct q36_model q36_model;
 int  q36_model_open(const char *path, q36_model **out, q36_err *err);
 void q36_model_free(q36_model *m);                          /* accepts NULL */
 
-/* Views valid until q36_model_free. */
-const model_hparams *q36_model_hparams(const q36_model *m);
-const gguf_file     *q36_model_gguf(const q36_model *m);
-
 /* Elements of every tensor in the file (llama_model_n_params counts the same). */
 uint64_t q36_model_n_params(const q36_model *m);
 /* Bytes of tensor data. */
 uint64_t q36_model_n_bytes(const q36_model *m);
 
-/* ---------------------------------------------------------------- sessions
+/* ----------------------------------------------------------------- engines
  *
- * A session is one sequence being evaluated: the K/V cache of the
- * full-attention layers, the conv tails and state matrices of the DeltaNet
- * layers, and the position (tokens seen). It holds a backend (today: the
- * CPU, with its worker threads) and scratch sized for `n_batch` tokens;
- * longer appends are split into batches of n_batch, which in exact mode
- * (the default) does not change any result: every op is batch-invariant,
- * so a prompt appended at once, in pieces or token by token gives the same
- * bits.
+ * An engine evaluates one model on one backend (today: the CPU, with its
+ * worker threads). It holds n_slots slots; a slot is one sequence's state:
+ * the K/V rows of the full-attention layers (n_ctx positions), the conv
+ * tails and state matrices of the DeltaNet layers, and its position (tokens
+ * seen). Scratch is sized for n_batch rows per forward pass.
  *
- * All memory is computed and allocated by q36_session_new; a context that
- * does not fit is refused there with the numbers (q36_session_plan gives
- * them without allocating). Nothing allocates per token afterwards.
+ * Exact mode (the default) makes every row's bits independent of the batch
+ * it is evaluated in: a slot's logits are the same whether its tokens come
+ * alone or beside other slots' rows, in one prompt chunk or token by token
+ * (tests/test_model_batch.c).
  *
- * Threads: a session belongs to one thread at a time; several sessions may
- * share one q36_model. */
+ * All memory is computed and allocated by q36_engine_new, from the one
+ * table q36_engine_plan reads too; a plan that does not fit is refused there
+ * with the numbers. Nothing allocates per token afterwards. */
 
-typedef struct q36_session q36_session;
+typedef struct q36_engine q36_engine;
 
 enum q36_kv_type { Q36_KV_F32 = 0, Q36_KV_F16 = 1 };
 
-typedef struct q36_session_opts {
+typedef struct q36_engine_opts {
     int n_threads;          /* worker threads in total; 0 = all online CPUs (default 1) */
-    int n_batch;            /* tokens per forward batch (default 512) */
+    int n_batch;            /* rows per forward pass (default 512) */
+    int n_slots;            /* sequences held at once (default 1) */
     int type_k, type_v;     /* enum q36_kv_type (default F16, llama.cpp's default) */
     uint64_t max_bytes;     /* refuse plans above this; 0 = MemAvailable of the machine */
     int fast;               /* 0 (default) exact: llama.cpp's order of operations and
                                sums, every row's bits independent of the batch it is
-                               in; 1 fast: prompt batches take the chunked DeltaNet
+                               in; 1 fast: prompt runs take the chunked DeltaNet
                                form (results move at float rounding level and depend
-                               on how a prompt is split into appends) */
-    int profile;            /* 1: time every backend op of every forward call into a
+                               on how a prompt is split into passes) */
+    int profile;            /* 1: time every backend op of every forward pass into a
                                table (q36_session_profile); a diagnostic that changes
                                no result. 0 (default): one branch per op. */
-} q36_session_opts;
+    const char *backend;    /* the device: NULL or "cpu" (default; the only one built
+                               today) */
+} q36_engine_opts;
+
+/* A session's options are its private engine's (n_slots is ignored: 1). */
+typedef q36_engine_opts q36_session_opts;
 
 /* The defaults above. */
+q36_engine_opts q36_engine_opts_default(void);
 q36_session_opts q36_session_opts_default(void);
 
-/* What a session of n_ctx positions needs, in bytes. */
+/* What an engine of n_slots slots of n_ctx positions needs, in bytes. */
 typedef struct q36_mem_plan {
     uint64_t weights;       /* the mapped tensor data (not allocated) */
-    uint64_t kv;            /* K/V cache, all attention layers, n_ctx positions */
-    uint64_t kv_per_token;
-    uint64_t recurrent;     /* conv tails + DeltaNet state matrices */
-    uint64_t scratch;       /* activations for n_batch tokens + logits */
+    uint64_t kv;            /* K/V cache, all attention layers, all slots, n_ctx positions */
+    uint64_t kv_per_token;  /* of one slot */
+    uint64_t recurrent;     /* conv tails + DeltaNet state matrices, all slots */
+    uint64_t scratch;       /* activations for n_batch rows + logits + the backend's own */
+    uint64_t backend;       /* the backend's part of scratch (per-thread buffers) */
     uint64_t total;         /* kv + recurrent + scratch (weights are mapped) */
 } q36_mem_plan;
+
+int q36_engine_plan(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
+                    q36_mem_plan *out, q36_err *err);
+
+/* opts may be NULL for the defaults. n_ctx in [1, 2^24] positions per slot.
+ * Every slot starts empty (position 0). */
+int  q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
+                    q36_engine **out, q36_err *err);
+void q36_engine_free(q36_engine *e);                         /* accepts NULL */
+
+int q36_engine_n_slots(const q36_engine *e);
+int q36_engine_n_ctx(const q36_engine *e);
+int q36_engine_n_vocab(const q36_engine *e);
+int q36_engine_n_embd(const q36_engine *e);
+
+/* One forward pass. Row i is token id[i] of slot slot[i] at position
+ * pos[i]. A slot's rows are consecutive in the batch, at consecutive
+ * positions starting at the slot's current position (q36_slot_pos); the
+ * pass advances each slot's position by its rows. n in [1, n_batch].
+ * out[0..n_out) lists the rows whose results come back, in that order:
+ * logits gets n_out rows of n_vocab floats, hidden (may be NULL) n_out rows
+ * of n_embd floats, the residual stream after the last layer, before the
+ * final norm (what an MTP head reads). Errors (nothing is evaluated then
+ * and no slot changes): an id outside the vocabulary, a slot or position
+ * out of range or out of order, n or an out row out of range. A failure
+ * inside the pass (a device error, reported by the backend) leaves the
+ * positions as they were but the state of the batch's slots undefined:
+ * reset them or load a checkpoint. */
+typedef struct q36_batch {
+    int            n;
+    const int32_t *id, *slot, *pos;
+    int            n_out;
+    const int32_t *out;
+} q36_batch;
+int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hidden,
+                    q36_err *err);
+
+int  q36_slot_pos(const q36_engine *e, int slot);
+/* Back to position 0 with zero state. */
+void q36_slot_reset(q36_engine *e, int slot);
+
+/* ------------------------------------------------------------- checkpoints
+ *
+ * A checkpoint is a copy of one slot's recurrent state (conv tails, DeltaNet
+ * matrices) and position, and, when made with kv_rows > 0, of its first
+ * kv_rows K/V rows, held on the engine's device: saving and loading copy on
+ * the device, with no trip through the host (the prefix cache and
+ * speculative-decoding rollback are built on this). A checkpoint with K/V
+ * rows (kv_rows >= its position when saved) restores them too, into any
+ * slot. One without (kv_rows 0: small, for rollback) trusts the slot's own
+ * K/V rows below its position: it loads only into the slot it was saved
+ * from, and is right while those rows are untouched (rows past a slot's
+ * position are never read, so rolling back after a verify pass is). A
+ * checkpoint belongs to its engine and is freed before it. */
+typedef struct q36_ckpt q36_ckpt;
+int  q36_ckpt_new(q36_engine *e, int kv_rows, q36_ckpt **out, q36_err *err);
+/* Device bytes a checkpoint with kv_rows K/V rows takes (for the caller's
+ * memory budget: checkpoints are not in the engine's plan). */
+uint64_t q36_ckpt_bytes(const q36_engine *e, int kv_rows);
+void q36_ckpt_free(q36_ckpt *c);                             /* accepts NULL */
+int  q36_ckpt_pos(const q36_ckpt *c);
+int  q36_slot_save(q36_engine *e, int slot, q36_ckpt *c, q36_err *err);
+int  q36_slot_load(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err);
+/* Slot dst becomes a copy of slot src (K/V rows [0, pos), tails, state
+ * matrices, position), on the device: a fork of a sequence. */
+int  q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err);
+
+/* ---------------------------------------------------------------- sessions
+ *
+ * A session is a handle on one slot: appends are split into passes of
+ * n_batch rows of that slot alone. q36_session_new makes a one-slot
+ * engine that the session owns; q36_session_open makes a handle on a slot
+ * of an engine the caller keeps (free the sessions first). */
+
+typedef struct q36_session q36_session;
 
 int q36_session_plan(const q36_model *m, int n_ctx, const q36_session_opts *opts,
                      q36_mem_plan *out, q36_err *err);
@@ -94,7 +177,10 @@ int q36_session_plan(const q36_model *m, int n_ctx, const q36_session_opts *opts
 /* opts may be NULL for the defaults. n_ctx in [1, 2^24]. */
 int  q36_session_new(const q36_model *m, int n_ctx, const q36_session_opts *opts,
                      q36_session **out, q36_err *err);
+int  q36_session_open(q36_engine *e, int slot, q36_session **out, q36_err *err);
 void q36_session_free(q36_session *s);                       /* accepts NULL */
+q36_engine *q36_session_engine(const q36_session *s);
+int  q36_session_slot(const q36_session *s);
 
 /* Which logits q36_session_append writes. */
 enum q36_logits { Q36_LOGITS_NONE = 0, Q36_LOGITS_LAST = 1, Q36_LOGITS_ALL = 2 };
@@ -115,9 +201,9 @@ int q36_session_n_vocab(const q36_session *s);
 /* Back to position 0 with zero state. */
 void q36_session_reset(q36_session *s);
 
-/* Snapshots: the whole state (K/V rows [0, pos), conv tails, DeltaNet
- * matrices, the position) as one self-describing byte string.
- * q36_session_state_size gives its size at the current position;
+/* Snapshots, for disk: the slot's whole state (K/V rows [0, pos), conv
+ * tails, DeltaNet matrices, the position) as one self-describing byte
+ * string. q36_session_state_size gives its size at the current position;
  * q36_session_snapshot writes it into buf (cap bytes; Q36_E_ARG if too
  * small); q36_session_restore loads one written by a session of the same
  * model and K/V types (n_ctx may differ if pos fits) and checks it. */
@@ -126,9 +212,9 @@ int q36_session_snapshot(const q36_session *s, void *buf, uint64_t cap, uint64_t
                          q36_err *err);
 int q36_session_restore(q36_session *s, const void *buf, uint64_t n, q36_err *err);
 
-/* Profile of a session made with opts.profile = 1: wall time and calls per
- * backend op family (matmuls by weight type) and per layer kind, summed
- * over every forward call since the last reset, with the forward calls'
+/* Profile of the engine of a session made with opts.profile = 1: wall time
+ * and calls per backend op family (matmuls by weight type) and per layer
+ * kind, summed over every forward pass since the last reset, with the forward calls'
  * own wall time; what the ops do not account for is forward_ms minus their
  * sum (the model layer's own work, views, the clock itself). */
 #define Q36_PROFILE_MAX_OPS 128

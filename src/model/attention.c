@@ -1,32 +1,33 @@
 /* attention.c: the gated full-attention block of qwen35/qwen35moe
  * (MODEL.md §3): Q+gate / K / V projections (separate or fused), per-head
  * RMS norms of q and k, partial NeoX rope, the K/V cache write, causal GQA
- * attention, the sigmoid output gate and the output projection. */
+ * attention, the sigmoid output gate and the output projection. Rope takes
+ * each row's position, and the cache ops each slot's rows, from the batch. */
 #include "forward.h"
 
 #include <math.h>
 
-void model_attention(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out)
+void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
 {
-    const model_hparams *hp = s->hp;
-    const model_layer_w *L = &s->w.layer[il];
-    be_ctx *be = s->be;
-    model_scratch *sc = &s->sc;
+    const model_hparams *hp = e->hp;
+    const model_layer_w *L = &e->w.layer[il];
+    be_ctx *be = e->be;
+    model_scratch *sc = &e->sc;
     const int64_t Hq = hp->n_head, Hkv = hp->n_head_kv, hd = hp->head_dim;
 
-    be_tensor *q = model_rows(s, sc->q, T);
-    be_tensor *gate = model_rows(s, sc->gate, T);
+    be_tensor *q = model_rows(e, sc->q, T);
+    be_tensor *gate = model_rows(e, sc->gate, T);
     be_tensor *k, *v, *qg;
     if (L->wqkv) {
-        be_tensor *all = model_rows(s, sc->qg, T);
+        be_tensor *all = model_rows(e, sc->qg, T);
         be_matmul(be, L->wqkv, 0, h, all);
         qg = be_view(be, all, 0, 2 * Hq * hd);
         k = be_view(be, all, 2 * Hq * hd, Hkv * hd);
         v = be_view(be, all, 2 * Hq * hd + Hkv * hd, Hkv * hd);
     } else {
-        qg = be_view(be, model_rows(s, sc->qg, T), 0, 2 * Hq * hd);
-        k = model_rows(s, sc->k, T);
-        v = model_rows(s, sc->v, T);
+        qg = be_view(be, model_rows(e, sc->qg, T), 0, 2 * Hq * hd);
+        k = model_rows(e, sc->k, T);
+        v = model_rows(e, sc->v, T);
         const be_weight *win[] = { L->wq, L->wk, L->wv };
         be_tensor *yin[] = { qg, k, v };
         be_matmul_n(be, 3, win, h, yin);
@@ -38,12 +39,14 @@ void model_attention(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor 
     }
     be_rms_norm(be, q, L->q_norm, hp->eps, hd, q);
     be_rms_norm(be, k, L->k_norm, hp->eps, hd, k);
-    be_rope(be, q, hd, hp->n_rot, hp->rope_sections, hp->rope_base, s->pos);
-    be_rope(be, k, hd, hp->n_rot, hp->rope_sections, hp->rope_base, s->pos);
-    be_kv_store(be, s->kc[il], s->vc[il], k, v, s->pos);
+    be_tensor *pos = be_rows(be, e->batch.pos, 0, T);
+    be_rope(be, q, hd, hp->n_rot, hp->rope_sections, hp->rope_base, pos);
+    be_rope(be, k, hd, hp->n_rot, hp->rope_sections, hp->rope_base, pos);
+    be_kv_store(be, e->kc[il], e->vc[il], k, v, &e->batch);
 
-    be_tensor *att = model_rows(s, sc->att, T);
-    be_attention(be, q, s->kc[il], s->vc[il], s->pos, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), att);
+    be_tensor *att = model_rows(e, sc->att, T);
+    be_attention(be, q, e->kc[il], e->vc[il], &e->batch, Hq, Hkv, hd, 1.0f / sqrtf((float)hd),
+                 att);
     be_sigmoid(be, gate, gate);
     be_mul(be, att, gate, att);
     be_matmul(be, L->wo, 0, att, out);

@@ -1,16 +1,17 @@
 /* ffn.c: the feed-forward blocks (MODEL.md §4): dense SwiGLU for qwen35;
  * for qwen35moe the router (softmax over all experts, top-k, renormalise),
  * the routed SwiGLU experts summed in rank order, and the shared expert
- * scaled by its sigmoid gate. */
+ * scaled by its sigmoid gate. The router's choices stay on the device (an
+ * i32 tensor the expert matmuls read). */
 #include "forward.h"
 
-void model_ffn_dense(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out)
+void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
 {
-    const model_layer_w *L = &s->w.layer[il];
-    be_ctx *be = s->be;
-    const int64_t F = s->hp->n_ff;
-    be_tensor *fg = be_view(be, model_rows(s, s->sc.fg, T), 0, F);
-    be_tensor *fu = be_view(be, model_rows(s, s->sc.fu, T), 0, F);
+    const model_layer_w *L = &e->w.layer[il];
+    be_ctx *be = e->be;
+    const int64_t F = e->hp->n_ff;
+    be_tensor *fg = be_view(be, model_rows(e, e->sc.fg, T), 0, F);
+    be_tensor *fu = be_view(be, model_rows(e, e->sc.fu, T), 0, F);
     const be_weight *win[] = { L->ffn_gate, L->ffn_up };
     be_tensor *yin[] = { fg, fu };
     be_matmul_n(be, 2, win, h, yin);
@@ -18,51 +19,52 @@ void model_ffn_dense(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor 
     be_matmul(be, L->ffn_down, 0, fg, out);
 }
 
-void model_ffn_moe(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out)
+void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
 {
-    const model_hparams *hp = s->hp;
-    const model_layer_w *L = &s->w.layer[il];
-    be_ctx *be = s->be;
-    model_scratch *sc = &s->sc;
+    const model_hparams *hp = e->hp;
+    const model_layer_w *L = &e->w.layer[il];
+    be_ctx *be = e->be;
+    model_scratch *sc = &e->sc;
     const int64_t k = hp->n_expert_used, Fe = hp->n_ff_exp;
 
-    be_tensor *rlog = model_rows(s, sc->rlog, T);
-    be_tensor *rw = model_rows(s, sc->rw, T);
+    be_tensor *rlog = model_rows(e, sc->rlog, T);
+    be_tensor *rw = model_rows(e, sc->rw, T);
     be_matmul(be, L->router, 0, h, rlog);
-    be_moe_route(be, rlog, k, sc->sel, rw);
+    be_tensor *sel = model_rows(e, sc->sel, T);
+    be_moe_route(be, rlog, k, sel, rw);
 
     be_tensor *eg, *eu;
     if (L->gate_up_exps) {
-        be_tensor *both = model_rows(s, sc->eg, T * k);
-        be_matmul_id(be, L->gate_up_exps, h, sc->sel, T, k, both);
+        be_tensor *both = model_rows(e, sc->eg, T * k);
+        be_matmul_id(be, L->gate_up_exps, h, sel, both);
         eg = be_view(be, both, 0, Fe);
         eu = be_view(be, both, Fe, Fe);
     } else {
-        eg = be_view(be, model_rows(s, sc->eg, T * k), 0, Fe);
-        eu = be_view(be, model_rows(s, sc->eu, T * k), 0, Fe);
-        be_matmul_id(be, L->up_exps, h, sc->sel, T, k, eu);
-        be_matmul_id(be, L->gate_exps, h, sc->sel, T, k, eg);
+        eg = be_view(be, model_rows(e, sc->eg, T * k), 0, Fe);
+        eu = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
+        be_matmul_id(be, L->up_exps, h, sel, eu);
+        be_matmul_id(be, L->gate_exps, h, sel, eg);
     }
-    be_tensor *act = be_view(be, model_rows(s, sc->eu, T * k), 0, Fe);
+    be_tensor *act = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
     be_swiglu(be, eg, eu, act);
-    be_tensor *ey = model_rows(s, sc->ey, T * k);
-    be_matmul_id(be, L->down_exps, act, sc->sel, T, k, ey);
+    be_tensor *ey = model_rows(e, sc->ey, T * k);
+    be_matmul_id(be, L->down_exps, act, sel, ey);
 
     if (!L->up_shexp) {
         be_moe_combine(be, ey, rw, k, out);
         return;
     }
-    be_tensor *moe = model_rows(s, sc->moe, T);
+    be_tensor *moe = model_rows(e, sc->moe, T);
     be_moe_combine(be, ey, rw, k, moe);
     const int64_t Fs = hp->n_ff_shexp;
-    be_tensor *fg = be_view(be, model_rows(s, sc->fg, T), 0, Fs);
-    be_tensor *fu = be_view(be, model_rows(s, sc->fu, T), 0, Fs);
+    be_tensor *fg = be_view(be, model_rows(e, sc->fg, T), 0, Fs);
+    be_tensor *fu = be_view(be, model_rows(e, sc->fu, T), 0, Fs);
     const be_weight *win[] = { L->up_shexp, L->gate_shexp };
     be_tensor *yin[] = { fu, fg };
     be_matmul_n(be, 2, win, h, yin);
     be_swiglu(be, fg, fu, fg);
     be_matmul(be, L->down_shexp, 0, fg, out);
-    be_tensor *shg = model_rows(s, sc->shg, T);
+    be_tensor *shg = model_rows(e, sc->shg, T);
     be_matmul(be, L->shexp_gate, 0, h, shg);
     be_sigmoid(be, shg, shg);
     be_mul_col(be, out, shg, out);

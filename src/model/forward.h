@@ -1,19 +1,23 @@
-/* forward.h: the inside of a session (include/q36.h): its backend, bound
- * weights, per-layer state and scratch tensors, and the forward pass that
- * the session API drives. Shared by session.c (state, memory plan,
- * snapshots), forward.c (layer loop, embeddings, head), deltanet.c,
- * attention.c and ffn.c (one block each). Not a public header. */
+/* forward.h: the inside of an engine (include/q36.h): its backend, bound
+ * weights, the state tensors of every slot, the scratch tensors, and the
+ * forward pass over a batch. Shared by engine.c (creation, eval, slots),
+ * plan.c (the one table of what an engine allocates), session.c and
+ * snapshot.c (a slot as a session), ckpt.c (checkpoints), forward.c (layer
+ * loop, embeddings, head), deltanet.c, attention.c and ffn.c (one block
+ * each). Not a public header. */
 #ifndef Q36_MODEL_FORWARD_H
 #define Q36_MODEL_FORWARD_H
 
-#include "../include/q36.h"
+#include <stdbool.h>
+
+#include "model.h"
 #include "../backend/backend.h"
 #include "weights.h"
 
-/* Scratch tensors, each with n_batch rows (per token) or n_batch*k rows
- * (per token and routed expert). A forward call uses views of their first
- * T rows. */
+/* Scratch tensors, each with n_batch rows (per row) or n_batch*k rows (per
+ * row and routed expert). A forward pass uses views of their first T rows. */
 typedef struct model_scratch {
+    be_tensor *ids;        /* i32 B x 1: token ids */
     be_tensor *x;          /* residual stream, B x D */
     be_tensor *h;          /* normed input of a block, B x D */
     be_tensor *o;          /* block output, B x D */
@@ -32,48 +36,89 @@ typedef struct model_scratch {
     be_tensor *fg, *fu;    /* B x max(F, Fs) */
     /* MoE */
     be_tensor *rlog;       /* B x E */
+    be_tensor *sel;        /* i32 B x k: the experts chosen, on the device */
     be_tensor *rw;         /* B x k */
     be_tensor *eg, *eu;    /* B*k x Fe (merged gate_up: B*k x 2Fe in eg) */
     be_tensor *ey;         /* B*k x D */
     be_tensor *shg;        /* B x 1 */
     be_tensor *moe;        /* B x D */
-    int32_t   *sel;        /* host: B*k expert ids */
     /* head */
     be_tensor *logits;     /* L x Vocab, L = min(B, 64) rows at a time */
     int64_t    logit_rows;
 } model_scratch;
 
-struct q36_session {
+struct q36_engine {
     const q36_model     *m;
     const model_hparams *hp;
     be_ctx        *be;
     model_weights  w;
-    int64_t        n_ctx, n_batch, pos;
+    int64_t        n_ctx, n_batch;
+    int            n_slots;
+    int            n_threads;
     int            type_k, type_v;
-    bool           fast;          /* chunked DeltaNet for batches */
-    bool           profile;       /* opts.profile: backend ops timed during forward calls */
-    uint64_t       prof_fwd_ns, prof_fwd_n, prof_tok;   /* forward calls since the reset */
+    bool           fast;          /* chunked DeltaNet for prompt runs */
+    bool           profile;       /* opts.profile: backend ops timed during forward passes */
+    uint64_t       prof_fwd_ns, prof_fwd_n, prof_tok;   /* forward passes since the reset */
     q36_profile    prof;          /* what q36_session_profile last filled */
-    be_tensor     *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];   /* attention layers */
-    be_tensor     *tail[MODEL_MAX_BLOCKS], *S[MODEL_MAX_BLOCKS];  /* DeltaNet layers */
+    /* state: every slot's rows, slot after slot (backend.h, "Batches and slots") */
+    be_tensor     *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];   /* n_slots*n_ctx rows */
+    be_tensor     *tail[MODEL_MAX_BLOCKS];                        /* n_slots*Cc rows */
+    be_tensor     *S[MODEL_MAX_BLOCKS];                           /* n_slots*Hv rows */
+    int64_t       *pos;           /* per slot: tokens seen */
     model_scratch  sc;
+    be_batch       batch;         /* the pass being evaluated */
+    be_seq        *seq;           /* host: its runs (n_slots) */
+    int32_t       *rowbuf;        /* host: 3 x n_batch, a session's slots/positions/rows */
 };
 
-/* Evaluates T <= n_batch tokens at s->pos (which it does not advance).
- * Logits: none, the last row, or all rows into `logits`. */
-int model_forward(q36_session *s, const int32_t *ids, int64_t T, float *logits,
-                  enum q36_logits which, q36_err *err);
+/* ----------------------------------------------------------------- plan.c */
 
-/* One block each: input s->sc.h (T rows, normed), output into `out`. */
-void model_deltanet(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out);
-void model_attention(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out);
-void model_ffn_dense(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out);
-void model_ffn_moe(q36_session *s, int il, int64_t T, be_tensor *h, be_tensor *out);
+/* What an engine allocates, one row of the table each: the plan sums the
+ * bytes, engine creation allocates them into `dst`. */
+enum plan_kind { PLAN_KV, PLAN_STATE, PLAN_SCRATCH };
+typedef struct plan_item {
+    const char    *name;
+    enum plan_kind kind;
+    enum be_type   type;
+    int64_t        rows, cols;
+    be_tensor    **dst;        /* NULL when walked without an engine */
+} plan_item;
+
+typedef struct plan_args {
+    int64_t n_ctx, n_batch;
+    int     n_slots, n_threads, type_k, type_v;
+} plan_args;
+
+/* Calls fn for every tensor an engine of these arguments holds; e (may be
+ * NULL) gives the dst of each. */
+void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
+                     void (*fn)(void *ctx, const plan_item *it), void *ctx);
+/* The largest batch the backend reserves scratch for. */
+be_shape model_plan_shape(const model_hparams *hp, const plan_args *a);
+/* Checks the options and fills the plan (weights from the model). */
+int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_plan *out,
+               q36_err *err);
+
+/* -------------------------------------------------------------- forward.c */
+
+/* Evaluates the T rows whose ids, slots and positions e->sc.ids and
+ * e->batch hold (set by q36_engine_eval); positions are not advanced here.
+ * Rows out[0..n_out) of the result: logits (n_vocab each) and hidden
+ * (n_embd each, before the final norm), either may be NULL. The backend's
+ * op errors are checked once, at the end. */
+int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
+                  float *hidden, q36_err *err);
+
+/* One block each: input h (T rows, normed), output into `out`. */
+void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
+void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
+void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
+void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
 
 /* First T rows of a scratch tensor. */
-static inline be_tensor *model_rows(q36_session *s, be_tensor *t, int64_t T)
+static inline be_tensor *model_rows(q36_engine *e, be_tensor *t, int64_t T)
 {
-    return be_rows(s->be, t, 0, T);
+    return be_rows(e->be, t, 0, T);
 }
 
 #endif

@@ -1,7 +1,7 @@
 /* model.c: the q36_model handle of the public API (include/q36.h): a
  * validated GGUF mapping plus the geometry read from it. The order of
  * operations lives in the other files of this folder. */
-#include "../include/q36.h"
+#include "model.h"
 
 #include <stdlib.h>
 

@@ -10,6 +10,7 @@
  * and the engine frees its slot on its next step.
  */
 #include "srv_internal.h"
+#include "../model/model.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

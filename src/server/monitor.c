@@ -10,6 +10,7 @@
  * never as a made-up number; the page shows "not available" for a null.
  */
 #include "srv_internal.h"
+#include "../model/model.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,10 @@ static cJSON *model_json(srv *s)
     return m;
 }
 
-/* The plan of one slot's session (q36_session_plan) and the whole server's. */
+/* The plan of one slot's session (q36_session_plan: the scheduler runs one
+ * session per slot, each with its own scratch) and the whole server's.
+ * When the slots become one engine's, this is q36_engine_plan with
+ * n_slots, whose scratch is shared. */
 static cJSON *memory_json(srv *s, int n_slots)
 {
     q36_mem_plan p;
@@ -134,7 +138,7 @@ int route_monitor(srv_conn *c)
     cJSON_AddNumberToObject(sv, "n_slots", n_slots);
     cJSON_AddNumberToObject(sv, "n_ctx", s->n_ctx);
     cJSON_AddNumberToObject(sv, "n_threads", s->o.sess.n_threads);
-    cJSON_AddStringToObject(sv, "backend", "cpu");
+    cJSON_AddStringToObject(sv, "backend", s->o.sess.backend ? s->o.sess.backend : "cpu");
     cJSON_AddBoolToObject(sv, "api_key", s->api_key != NULL);
     cJSON_AddItemToObject(r, "memory", memory_json(s, n_slots));
 

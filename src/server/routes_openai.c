@@ -11,6 +11,7 @@
  * and ends the stream without [DONE].
  */
 #include "srv_internal.h"
+#include "../model/model.h"
 #include "../chat/chat_stream.h"
 
 #include <stdio.h>

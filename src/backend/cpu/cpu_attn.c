@@ -24,10 +24,11 @@
  * those scores. Scores do not depend on which keys are computed together,
  * so the bits are the same.
  * The per-thread scratch of a tile (scores of its queries over every key,
- * about 32 x n_ctx floats) is the most a call takes; a session reserves
- * it up front (be_attention_reserve) and plans for it
- * (be_attention_scratch_bytes). */
+ * about 32 x n_ctx floats) is the most a call takes; the engine reserves
+ * it up front (be_reserve, from cpu_attention_scratch). A batch runs each
+ * sequence's rows over its slot's cache rows as one call. */
 #include "cpu_attn.h"
+#include "cpu.h"
 
 #include <assert.h>
 #include <immintrin.h>
@@ -40,26 +41,36 @@
 #include "cpu_gexp.h"
 #include "cpu_vexp.h"
 
-void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
-                 const be_tensor *v, int64_t pos0)
+/* The rows of one run into its slot's cache rows [dst0, dst0+n). */
+static void kv_store_run(be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v,
+                         int64_t row0, int64_t n, int64_t dst0)
 {
-    CPU_PROF_BEGIN(be);
-    (void)be;
-    assert(k->cols == kc->cols && v->cols == vc->cols && k->rows == v->rows);
-    assert(pos0 >= 0 && pos0 + k->rows <= kc->rows && pos0 + v->rows <= vc->rows);
     const be_tensor *src[2] = { k, v };
     be_tensor *dst[2] = { kc, vc };
     for (int s = 0; s < 2; s++) {
-        for (int64_t r = 0; r < src[s]->rows; r++) {
+        for (int64_t r = row0; r < row0 + n; r++) {
             const float *x = cpu_row(src[s], r);
             if (dst[s]->f16) {
-                uint16_t *d = (uint16_t *)dst[s]->data + (pos0 + r) * dst[s]->ld;
+                uint16_t *d = (uint16_t *)dst[s]->data + (dst0 + r - row0) * dst[s]->ld;
                 for (int64_t c = 0; c < dst[s]->cols; c++)
                     d[c] = quant_f32_to_f16(x[c]);
             } else {
-                memcpy(cpu_row(dst[s], pos0 + r), x, (size_t)dst[s]->cols * sizeof(float));
+                memcpy(cpu_row(dst[s], dst0 + r - row0), x, (size_t)dst[s]->cols * sizeof(float));
             }
         }
+    }
+}
+
+void cpu_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                  const be_tensor *v, const be_batch *b)
+{
+    CPU_PROF_BEGIN(be);
+    assert(k->cols == kc->cols && v->cols == vc->cols && k->rows == v->rows);
+    for (int s = 0; s < b->n_seq; s++) {
+        const be_seq *q = &b->seq[s];
+        const int64_t dst0 = (int64_t)q->slot * b->kv_rows + q->pos0;
+        assert(dst0 + q->n_rows <= kc->rows && dst0 + q->n_rows <= vc->rows);
+        kv_store_run(kc, vc, k, v, q->row0, q->n_rows, dst0);
     }
     CPU_PROF_END(be, BE_PROF_KV_STORE);
 }
@@ -387,7 +398,7 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     pl.rows = tile_rows(pl.group, pl.T);
     pl.n_tiles = (pl.T + pl.rows - 1) / pl.rows;
     pl.n_split = 1;
-    while (n_head_kv * pl.n_split * pl.n_tiles < be->n_threads && pl.n_split < pl.group) {
+    while (n_head_kv * pl.n_split * pl.n_tiles < cpu_ctx_of(be)->n_threads && pl.n_split < pl.group) {
         int64_t d = pl.n_split + 1;
         while (pl.group % d)
             d++;
@@ -395,15 +406,20 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     }
     pl.hsub = pl.group / pl.n_split;
     pl.sld = score_ld(pos0 + pl.T);
-    /* a session reserved the most this can take (be_attention_reserve):
-     * then this never allocates */
-    int rc = cpu_tscratch_reserve(be, scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld));
-    assert(rc == 0);
-    (void)rc;
+    /* the engine reserved the most this can take (be_reserve): then this
+     * never allocates, and past it the op fails */
+    const size_t tf = scratch_floats(pl.hd, pl.rows * pl.hsub, pl.sld);
+    if (cpu_tscratch_reserve(be, tf)) {
+        cpu_fail_scratch(be, "attention", tf * sizeof(float));
+        return;
+    }
     if (pl.rows == 1 && pl.T == 1 && pl.ks) {
         /* one query row: the keys' pass over position ranges first */
         pl.Qs = cpu_scratch(be, shared_bytes(n_head, head_dim, pl.sld));
-        assert(pl.Qs);
+        if (!pl.Qs) {
+            cpu_fail_scratch(be, "attention", shared_bytes(n_head, head_dim, pl.sld));
+            return;
+        }
         pl.Ss = pl.Qs + n_head * head_dim;
         memcpy(pl.Qs, cpu_row(q, 0), (size_t)(n_head * head_dim) * sizeof(float));
         pl.ks->scale_round(n_head * head_dim, pl.Qs, 1.0f, kc->f16);   /* x * 1 = x */
@@ -412,13 +428,28 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     cpu_for(be, pl.n_tiles * n_head_kv * pl.n_split, 1, attn_task, &pl);
 }
 
-void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                  int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                  float scale, be_tensor *out)
+/* Each run over its slot's rows of the caches: the same call, and so the
+ * same bits, as the run alone. */
+void cpu_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                   float scale, be_tensor *out)
 {
     CPU_PROF_BEGIN(be);
-    cpu_attention_path(be, cpu_attn_best_path(), q, kc, vc, pos0, n_head, n_head_kv, head_dim,
-                       scale, out);
+    const int path = cpu_attn_best_path();
+    for (int s = 0; s < b->n_seq; s++) {
+        const be_seq *r = &b->seq[s];
+        be_tensor qr = *q, orow = *out, kr = *kc, vr = *vc;
+        qr.data = cpu_row(q, r->row0);
+        qr.rows = r->n_rows;
+        orow.data = cpu_row(out, r->row0);
+        orow.rows = r->n_rows;
+        const int64_t c0 = (int64_t)r->slot * b->kv_rows;
+        kr.data = (char *)kc->data + (size_t)c0 * (size_t)be_type_bytes(kc->type, kc->ld);
+        vr.data = (char *)vc->data + (size_t)c0 * (size_t)be_type_bytes(vc->type, vc->ld);
+        kr.rows = vr.rows = b->kv_rows;
+        cpu_attention_path(be, path, &qr, &kr, &vr, r->pos0, n_head, n_head_kv, head_dim, scale,
+                           &orow);
+    }
     CPU_PROF_END(be, BE_PROF_ATTENTION);
 }
 
@@ -429,41 +460,13 @@ static int shape_ok(int64_t n_ctx, int64_t n_batch, int64_t n_head, int64_t n_he
            n_head % n_head_kv == 0 && head_dim >= 1;
 }
 
-uint64_t be_attention_scratch_bytes(int64_t n_ctx, int64_t n_batch, int64_t n_head,
-                                    int64_t n_head_kv, int64_t head_dim, int n_threads)
+/* A run has at most n_rows query rows over at most n_ctx positions. */
+void cpu_attention_scratch(const be_shape *s, size_t *shared, size_t *thread_floats)
 {
-    if (!shape_ok(n_ctx, n_batch, n_head, n_head_kv, head_dim))
-        return 0;
-    if (n_threads <= 0) {                       /* as be_cpu_new */
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = n > 0 ? (int)n : 1;
-    }
-    /* cpu_tscratch_reserve's slices: a multiple of 16 floats each */
-    const uint64_t n = (scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim) + 15) /
-                       16 * 16;
-    /* the keys' pass of one query row: cpu_scratch, which grows by half
-     * again and 4 KiB */
-    const uint64_t sh = shared_bytes(n_head, head_dim, score_ld(n_ctx));
-    return n * (uint64_t)n_threads * sizeof(float) + sh + sh / 2 + 4096;
-}
-
-int be_attention_reserve(be_ctx *be, int64_t n_ctx, int64_t n_batch, int64_t n_head,
-                         int64_t n_head_kv, int64_t head_dim, q36_err *err)
-{
-    if (!shape_ok(n_ctx, n_batch, n_head, n_head_kv, head_dim))
-        return q36_err_set(err, Q36_E_ARG, "attention scratch: bad shape (context %lld, batch "
-                           "%lld, %lld heads over %lld, head %lld)", (long long)n_ctx,
-                           (long long)n_batch, (long long)n_head, (long long)n_head_kv,
-                           (long long)head_dim);
-    const size_t n = scratch_floats_max(n_ctx, n_batch, n_head, n_head_kv, head_dim);
-    if (cpu_tscratch_reserve(be, n) || !cpu_scratch(be, shared_bytes(n_head, head_dim,
-                                                                     score_ld(n_ctx))))
-        return q36_err_set(err, Q36_E_NOMEM, "attention scratch: out of memory for %.1f MiB "
-                           "(%d threads x %.1f MiB and %.1f MiB shared, context %lld)",
-                           be_attention_scratch_bytes(n_ctx, n_batch, n_head, n_head_kv, head_dim,
-                                                      be->n_threads) / 1048576.0,
-                           be->n_threads, (double)n * sizeof(float) / 1048576.0,
-                           shared_bytes(n_head, head_dim, score_ld(n_ctx)) / 1048576.0,
-                           (long long)n_ctx);
-    return 0;
+    *shared = *thread_floats = 0;
+    if (!shape_ok(s->n_ctx, s->n_rows, s->n_head, s->n_head_kv, s->head_dim))
+        return;
+    *thread_floats = scratch_floats_max(s->n_ctx, s->n_rows, s->n_head, s->n_head_kv,
+                                        s->head_dim);
+    *shared = shared_bytes(s->n_head, s->head_dim, score_ld(s->n_ctx));
 }

@@ -6,7 +6,7 @@
  * (a GCC vector type: one register with AVX-512, two with AVX2, four with
  * SSE2) and every lane runs the reference's scalar sequence: taps in order
  * from 0, the first cpu_conv_nmul(Kc) as a rounded product and a rounded
- * sum, the rest fused (ggml's, see cpu_seq_ref.c): any width gives the bits
+ * sum, the rest fused (ggml's, see cpu_deltanet_ref.c): any width gives the bits
  * of cpu_conv_ref. The weights
  * ({Kc, C}: taps of a channel adjacent) and the tail (C x (Kc-1)) are
  * channel-major, so a block of channels is transposed
@@ -16,7 +16,8 @@
  * down their columns. For the models' shape (Kc = 4, a packed tail) the
  * transposes are AVX-512 lane permutations; one token (decode) is mostly
  * transposes. */
-#include "cpu_seq.h"
+#include "cpu_deltanet.h"
+#include "cpu.h"
 
 #include <assert.h>
 #include <immintrin.h>
@@ -286,18 +287,29 @@ static void conv_task(void *arg, int64_t c0, int64_t c1, int tid)
     cpu_conv_fast(j->x, (be_tensor *)j->tail, j->w, j->Kc, (be_tensor *)j->y, c0, c1, 0);
 }
 
-void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tail, const be_weight *w,
-                 be_tensor *y)
+void cpu_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                  const be_batch *b, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     const int64_t Kc = (int64_t)w->t->ne[0], C = (int64_t)w->t->ne[1];
-    assert(w->type == 0 && x->cols == C && tail->rows == C && tail->cols == Kc - 1);
-    assert(y->rows == x->rows && y->cols == C && !tail->f16);
+    assert(w->type == 0 && x->cols == C && tails->rows % C == 0 && tails->cols == Kc - 1);
+    assert(y->rows == x->rows && y->cols == C && !tails->f16);
     assert(Kc >= 1 && Kc <= 17);
-    conv_job j = { x, tail, y, w->t->data, Kc };
-    /* A few tokens (decode) are a few microseconds of work: less than
-     * waking a worker costs, so they run on the caller. */
-    const int64_t grain = x->rows * C <= 32768 ? C : CONV_SUB;
-    cpu_for(be, C, grain, conv_task, &j);
+    /* each run continues from its slot's tail: a rows view of each */
+    for (int s = 0; s < b->n_seq; s++) {
+        const be_seq *r = &b->seq[s];
+        assert(((int64_t)r->slot + 1) * C <= tails->rows);
+        be_tensor xr = *x, yr = *y, tr = *tails;
+        xr.data = cpu_row(x, r->row0);
+        yr.data = cpu_row(y, r->row0);
+        xr.rows = yr.rows = r->n_rows;
+        tr.data = cpu_row(tails, (int64_t)r->slot * C);
+        tr.rows = C;
+        conv_job j = { &xr, &tr, &yr, w->t->data, Kc };
+        /* A few tokens (decode) are a few microseconds of work: less than
+         * waking a worker costs, so they run on the caller. */
+        const int64_t grain = xr.rows * C <= 32768 ? C : CONV_SUB;
+        cpu_for(be, C, grain, conv_task, &j);
+    }
     CPU_PROF_END(be, BE_PROF_CONV);
 }

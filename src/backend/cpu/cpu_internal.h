@@ -1,6 +1,7 @@
-/* cpu_internal.h: what the files of the CPU backend share: the layout of
- * be_ctx, be_tensor and be_weight on the CPU, the worker pool and the
- * scratch buffer. Nothing outside src/backend/cpu/ includes it. */
+/* cpu_internal.h: what the files of the CPU backend share: the CPU's
+ * context (cpu_ctx, which starts with the generic be_ctx), the per-op
+ * timing rows, the worker pool and the scratch. Nothing outside
+ * src/backend/cpu/ and its tests includes it. */
 #ifndef Q36_CPU_INTERNAL_H
 #define Q36_CPU_INTERNAL_H
 
@@ -8,8 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../backend.h"
+#include "../be_impl.h"
 #include "../../quant/quant.h"
+#include "../../quant/types.h"
 
 /* AVX-512 kernels may run: the CPU has AVX-512 F/BW/VL and the OS saves its
  * state, and Q36_QUANT_PATH_MAX (a diagnostic switch, "avx2" to run as an
@@ -20,53 +22,54 @@ static inline bool cpu_avx512_ok(void)
     return quant_path_available(QUANT_PATH_AVX512);
 }
 
-struct be_tensor {
-    void    *data;        /* float (or uint16_t f16 when f16) */
-    int64_t  rows, cols;
-    int64_t  ld;          /* elements between row starts */
-    bool     f16;
-    bool     view;
-};
-
-struct be_weight {
-    const gguf_tensor *t;
-    uint32_t type;        /* storage type */
-    int      act_type;    /* vec_dot_type of the activations */
-    uint64_t row_bytes;   /* one row of ne0 elements */
-    uint64_t act_row_bytes;
-    be_weight *next;
-};
-
 /* A parallel-for body: items [i0, i1) on worker `tid` (0 = the caller). */
 typedef void (*cpu_task_fn)(void *arg, int64_t i0, int64_t i1, int tid);
 
 typedef struct cpu_pool cpu_pool;
 
-/* Views live in blocks that are reused after be_views_reset, so a forward
- * call allocates nothing once the first one has grown the blocks. */
-#define CPU_VBLOCK 256
-typedef struct cpu_vblock {
-    be_tensor v[CPU_VBLOCK];
-    int n;
-    struct cpu_vblock *next;
-} cpu_vblock;
+/* Per-op timing rows (cpu_prof.c): op families, then matmuls by weight
+ * type, then expert matmuls by weight type. */
+enum cpu_prof_op {
+    BE_PROF_GET_ROWS, BE_PROF_COPY, BE_PROF_IO, BE_PROF_RMS_NORM, BE_PROF_L2_NORM,
+    BE_PROF_ADD_MUL, BE_PROF_ACT, BE_PROF_DELTANET_GATES, BE_PROF_ROPE, BE_PROF_KV_STORE,
+    BE_PROF_ATTENTION, BE_PROF_CONV, BE_PROF_DELTANET, BE_PROF_DELTANET_CHUNKED, BE_PROF_ROUTE,
+    BE_PROF_COMBINE,
+    BE_PROF_FIXED,                 /* then matmul rows, then expert matmul rows */
+};
+#define BE_PROF_NTYPES QT_COUNT
+#define BE_PROF_MATMUL(type) (BE_PROF_FIXED + (type))
+#define BE_PROF_MATMUL_ID(type) (BE_PROF_FIXED + BE_PROF_NTYPES + (type))
+#define BE_PROF_ROWS (BE_PROF_FIXED + 2 * BE_PROF_NTYPES)
 
-struct be_ctx {
+typedef struct cpu_profile {
+    uint64_t calls[BE_PROF_ROWS];
+    uint64_t ns[BE_PROF_ROWS];
+    uint64_t layer_ns[BE_LAYER_N];
+    uint64_t layer_calls[BE_LAYER_N];
+} cpu_profile;
+
+/* The CPU's context: the generic part first (be_impl.h). */
+typedef struct cpu_ctx {
+    be_ctx     base;
     int        n_threads;
     int        dot_path;      /* enum quant_path forced by Q36_DOT_PATH, or -1 */
     bool       bf16_dp;       /* the CPU has AVX-512 BF16 (llama.cpp's bf16 kernels use it) */
     cpu_pool  *pool;          /* NULL with one thread */
-    struct cpu_vblock *vblocks; /* view storage, kept across resets */
-    struct cpu_vblock *vcur;    /* the block being filled */
     be_weight *weights;       /* bound weights (freed with the ctx) */
-    void      *scratch;       /* activation rows in vec_dot_type, grown as needed */
+    void      *scratch;       /* activation rows in vec_dot_type, and other per-op buffers */
     size_t     scratch_cap;
     float     *tscratch;      /* per-thread float scratch: n_threads * tscratch_n */
     size_t     tscratch_n;
+    bool       reserved;      /* be_reserve ran: the scratch no longer grows */
     bool       prof;          /* per-op timing on (be_profile_enable) */
     int        prof_layer;    /* enum be_layer_kind the ops are charged to */
-    be_profile prof_tab;
-};
+    cpu_profile prof_tab;
+} cpu_ctx;
+
+static inline cpu_ctx *cpu_ctx_of(const be_ctx *be)
+{
+    return (cpu_ctx *)be;
+}
 
 /* cpu_prof.c: per-op timing. An op opens with CPU_PROF_BEGIN(be) and ends
  * (no early return in between) with CPU_PROF_END(be, row): with profiling
@@ -74,9 +77,9 @@ struct be_ctx {
 uint64_t cpu_prof_now(void);                            /* monotonic ns */
 void     cpu_prof_add(be_ctx *be, int row, uint64_t t0);
 #define CPU_PROF_BEGIN(be) \
-    const uint64_t prof_t0_ = __builtin_expect((be)->prof, 0) ? cpu_prof_now() : 0
+    const uint64_t prof_t0_ = __builtin_expect(cpu_ctx_of(be)->prof, 0) ? cpu_prof_now() : 0
 #define CPU_PROF_END(be, row) \
-    do { if (__builtin_expect((be)->prof, 0)) cpu_prof_add((be), (row), prof_t0_); } while (0)
+    do { if (__builtin_expect(cpu_ctx_of(be)->prof, 0)) cpu_prof_add((be), (row), prof_t0_); } while (0)
 
 /* Pool: n_threads-1 workers plus the caller. cpu_for splits [0, n) into
  * chunks of at least `grain` items handed out dynamically; it returns when
@@ -85,12 +88,16 @@ cpu_pool *cpu_pool_new(int n_threads);
 void      cpu_pool_free(cpu_pool *p);
 void      cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg);
 
-/* Scratch of at least `bytes` (kept, grown); NULL when out of memory. */
+/* Scratch of at least `bytes` (kept, grown until be_reserve, fixed after);
+ * NULL when out of memory or beyond the reservation: the op then fails
+ * with cpu_fail_scratch. */
 void *cpu_scratch(be_ctx *be, size_t bytes);
 /* Per-thread float scratch of n floats for thread tid; valid during an op
  * after cpu_tscratch_reserve(be, n) was called by the op before cpu_for. */
 int    cpu_tscratch_reserve(be_ctx *be, size_t n);
 float *cpu_tscratch(be_ctx *be, int tid);
+/* Records "op needs N bytes of scratch, has M" in the context (be_check). */
+void   cpu_fail_scratch(be_ctx *be, const char *op, size_t bytes);
 
 static inline float *cpu_row(const be_tensor *t, int64_t r)
 {

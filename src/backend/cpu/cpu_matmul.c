@@ -19,7 +19,7 @@
  * per tile of tokens and stays in cache while it meets every token of the
  * tile; a one-token matmul is a stream of rows, handed out in long runs
  * (row_grain). */
-#include "cpu_internal.h"
+#include "cpu.h"
 
 #include <assert.h>
 #include <string.h>
@@ -66,7 +66,7 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
  *    prompt batches bit for bit and its single-token steps to rounding.
  * be->dot_path >= 0 (Q36_DOT_PATH, a diagnostic switch read by be_cpu_new)
  * forces one quant-module family instead. */
-static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+static quant_dot_fn pick_dot(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
     if (be->dot_path >= 0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)be->dot_path);
@@ -97,7 +97,7 @@ static quant_dot_fn pick_dot(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * module picks its AVX-512 dot; experts included, as each output depends
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
  * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
-static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+static cpu_tile_fn pick_tile(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
 {
     if (be->dot_path >= 0)
         return NULL;
@@ -123,7 +123,7 @@ static cpu_tile_fn pick_tile(const be_ctx *be, uint32_t type, int64_t K, int64_t
  * 72.7-72.9 t/s, 2 items 78.9-80.1, 1 item 79.8-81.4 on q08-q4_K; the MoE
  * file 79.4 -> 88.5, q8_0 51.8 -> 54.5 with 2). Prompt batches reuse each
  * row across a token tile and take small items. */
-static int64_t row_grain(const be_ctx *be, int64_t N, int64_t R)
+static int64_t row_grain(const cpu_ctx *be, int64_t N, int64_t R)
 {
     if (R > 4)
         return ROW_GRAIN;
@@ -183,7 +183,7 @@ static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, ui
     cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
 }
 
-void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
+void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     const gguf_tensor *t = w->t;
@@ -191,14 +191,17 @@ void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x,
     assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
     assert(slab >= 0 && (uint64_t)slab < t->ne[2] * t->ne[3]);
     uint8_t *act = cpu_scratch(be, (size_t)x->rows * w->act_row_bytes);
-    assert(act);
+    if (!act) {
+        cpu_fail_scratch(be, "matmul", (size_t)x->rows * w->act_row_bytes);
+        return;
+    }
     quantize_rows(be, w, x, act);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(be, w->type, K, N, false),
-        .tile = pick_tile(be, w->type, K, N, false),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
+        .tile = pick_tile(cpu_ctx_of(be), w->type, K, N, false),
     };
-    cpu_for(be, N, row_grain(be, N, x->rows), mm_task, &j);
+    cpu_for(be, N, row_grain(cpu_ctx_of(be), N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
 }
 
@@ -227,20 +230,23 @@ static void mmn_task(void *arg, int64_t i0, int64_t i1, int tid)
     }
 }
 
-void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
+void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
 {
     /* the longest prefix with one activation type shares one quantization */
     int m = 1;
     while (m < n && m < MM_NMAX && w[m]->act_type == w[0]->act_type)
         m++;
     if (m == 1) {
-        be_matmul(be, w[0], 0, x, y[0]);
+        cpu_matmul(be, w[0], 0, x, y[0]);
     } else {
         CPU_PROF_BEGIN(be);
         const int64_t K = x->cols;
         assert(!x->f16);
         uint8_t *act = cpu_scratch(be, (size_t)x->rows * w[0]->act_row_bytes);
-        assert(act);
+        if (!act) {
+            cpu_fail_scratch(be, "matmul", (size_t)x->rows * w[0]->act_row_bytes);
+            return;
+        }
         quantize_rows(be, w[0], x, act);
         mmn_job j = { .n = m };
         int64_t total = 0;
@@ -250,16 +256,16 @@ void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *
             assert((int64_t)t->ne[0] == K && y[i]->cols == N && y[i]->rows == x->rows && !y[i]->f16);
             j.jobs[i] = (mm_job){
                 .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
-                .dot = pick_dot(be, w[i]->type, K, N, false), .tile = pick_tile(be, w[i]->type, K, N, false),
+                .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = pick_tile(cpu_ctx_of(be), w[i]->type, K, N, false),
             };
             total += N;
             j.end[i] = total;
         }
-        cpu_for(be, total, row_grain(be, total, x->rows), mmn_task, &j);
+        cpu_for(be, total, row_grain(cpu_ctx_of(be), total, x->rows), mmn_task, &j);
         CPU_PROF_END(be, BE_PROF_MATMUL(w[0]->type));
     }
     if (n > m)
-        be_matmul_n(be, n - m, w + m, x, y + m);
+        cpu_matmul_n(be, n - m, w + m, x, y + m);
 }
 
 /* ------------------------------------------------------------ experts */
@@ -346,23 +352,29 @@ static void qid_task(void *arg, int64_t r0, int64_t r1, int tid)
     }
 }
 
-void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
-                  const int32_t *sel, int64_t n_tok, int64_t k, be_tensor *y)
+void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *selt,
+                   be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
+    const int64_t n_tok = selt->rows, k = selt->cols;
+    const int32_t *sel = selt->data;       /* host memory on the CPU: packed rows */
+    assert(selt->ld == k);
     const gguf_tensor *t = w->t;
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)t->ne[2];
     const int64_t P = n_tok * k;
     const bool per_pair = x->rows == P && k > 1;
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
-    const cpu_tile_fn tile = pick_tile(be, w->type, K, N, true);
+    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, true);
 
     size_t qbytes = (size_t)(tile ? P : x->rows) * w->act_row_bytes;
     size_t qpad = (qbytes + 63) & ~(size_t)63;
     size_t ibytes = sizeof(int64_t) * (size_t)(2 * P + 2 * (E + 1)) + sizeof(int32_t) * (size_t)E;
     uint8_t *buf = cpu_scratch(be, qpad + ibytes);
-    assert(buf);
+    if (!buf) {
+        cpu_fail_scratch(be, "expert matmul", qpad + ibytes);
+        return;
+    }
     int64_t *order = (int64_t *)(buf + qpad);
     int64_t *arow = order + P;         /* dot path: activation row of each pair; tile path: its slot */
     int64_t *cnt = arow + P;           /* E+1 counters, then reused as start */
@@ -398,19 +410,37 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
             arow[order[s]] = s;
         qid_job q = { w, x, buf, arow, k, per_pair || k == 1 };
         cpu_for(be, x->rows, Q_GRAIN, qid_task, &q);
-        int rc = cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN);
-        assert(rc == 0);
-        (void)rc;
+        if (cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN)) {
+            cpu_fail_scratch(be, "expert matmul", sizeof(float) * TOK_TILE * ROW_GRAIN);
+            return;
+        }
     } else {
         quantize_rows(be, w, x, buf);
     }
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = pick_dot(be, w->type, K, N, true),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, true),
         .tile = tile, .be = be,
     };
     /* a decode step has one or two pairs per expert: long runs, as in be_matmul */
-    cpu_for(be, n_used * N, row_grain(be, n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
+    cpu_for(be, n_used * N, row_grain(cpu_ctx_of(be), n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL_ID(w->type));
+}
+
+/* The largest activation row is f32 (4 bytes an element: F32 weights);
+ * every other vec_dot_type is smaller. An expert matmul quantizes one row
+ * per pair into expert order and keeps its bucket tables after them. */
+void cpu_matmul_scratch(const be_shape *s, size_t *shared, size_t *thread_floats)
+{
+    const size_t arb = 4 * (size_t)s->max_in;
+    size_t need = (size_t)s->n_rows * arb;
+    if (s->n_expert > 0) {
+        const size_t P = (size_t)(s->n_rows * s->n_expert_used), E = (size_t)s->n_expert;
+        const size_t q = (P * 4 * (size_t)s->max_in_expert + 63) & ~(size_t)63;
+        const size_t id = q + sizeof(int64_t) * (2 * P + 2 * (E + 1)) + sizeof(int32_t) * E;
+        need = id > need ? id : need;
+    }
+    *shared = need;
+    *thread_floats = s->n_expert > 0 ? (size_t)TOK_TILE * ROW_GRAIN : 0;
 }

@@ -15,6 +15,7 @@
  * the lanes. The scale and multiply pass is element-wise, the same float
  * operations in the same order in vector registers. */
 #include "cpu_internal.h"
+#include "cpu.h"
 #include "cpu_ops.h"
 #include "cpu_vexp.h"
 
@@ -260,7 +261,7 @@ static void norm_rows(be_ctx *be, const be_tensor *x, const be_weight *w, float 
     cpu_for(be, x->rows, cpu_row_grain(x->cols), norm_task, &j);
 }
 
-void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+void cpu_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                  int64_t group, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
@@ -269,7 +270,7 @@ void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
 }
 
 /* ggml's l2 norm as an RMS norm with eps/n, then scaled by 1/sqrt(n) */
-void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
+void cpu_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     const float n = (float)group;

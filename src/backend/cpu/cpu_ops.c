@@ -1,13 +1,13 @@
 /* cpu_ops.c: the CPU backend's row-wise and element-wise ops: add/mul,
- * SiLU, sigmoid, SwiGLU, the DeltaNet gates, RoPE and the MoE router (the
- * norms are in cpu_norm.c). Each follows the float recipe of ggml's CPU
+ * SiLU, sigmoid, SwiGLU and the DeltaNet gates (the norms are in
+ * cpu_norm.c, rope in cpu_rope.c, the MoE router in cpu_moe.c). Each follows the float recipe of ggml's CPU
  * kernel it stands for (MODEL.md §9.1): softmax sums in double
  * and scales by the float of 1/sum. Where ggml's x86 kernels take their
  * own lane exp on full vectors (SiLU, SwiGLU, the router's softmax), so do
  * these (cpu_gexp.h), with libm's expf for a row's tail as ggml; sigmoid
  * and the gates' softplus take libm's expf/logf as ggml does, sigmoid a
  * vector at a time from cpu_vexp.h, whose vector expf gives libm's bits. */
-#include "cpu_internal.h"
+#include "cpu.h"
 #include "cpu_ops.h"
 #include "cpu_gexp.h"
 #include "cpu_vexp.h"
@@ -92,21 +92,21 @@ static void bin_rows(be_ctx *be, enum bin_kind k, const be_tensor *a, const be_t
     cpu_for(be, a->rows, cpu_row_grain(a->cols), bin_task, &j);
 }
 
-void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
+void cpu_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     bin_rows(be, BIN_ADD, a, b, y);
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
-void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
+void cpu_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     bin_rows(be, BIN_MUL, a, b, y);
     CPU_PROF_END(be, BE_PROF_ADD_MUL);
 }
 
-void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y)
+void cpu_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     bin_rows(be, BIN_MUL_COL, a, s, y);
@@ -237,21 +237,21 @@ static void act_rows(be_ctx *be, enum act_kind k, const be_tensor *g, const be_t
     cpu_for(be, g->rows, cpu_row_grain(g->cols), act_task, &j);
 }
 
-void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
+void cpu_silu(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     act_rows(be, ACT_SILU, x, NULL, y);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
-void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
+void cpu_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     act_rows(be, ACT_SIGMOID, x, NULL, y);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
-void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
+void cpu_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);
     act_rows(be, ACT_SWIGLU, g, u, y);
@@ -293,7 +293,7 @@ static void gates_task(void *arg, int64_t r0, int64_t r1, int tid)
     }
 }
 
-void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+void cpu_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                   const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
     CPU_PROF_BEGIN(be);
@@ -304,157 +304,5 @@ void be_gdn_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
     gates_job j = { alpha, b, dt_bias->t->data, a->t->data, g, beta };
     /* a head costs an expf pair and a logf, some 30 plain elements' time */
     cpu_for(be, alpha->rows, cpu_row_grain(alpha->cols * 32), gates_task, &j);
-    CPU_PROF_END(be, BE_PROF_GDN_GATES);
-}
-
-/* ------------------------------------------------------------------ rope */
-
-/* The rotation of one head's n_rot/2 pairs (i, i + half). Each output is
- * one fused multiply-add over the other product rounded:
- * fma(x0, cos, -(x1 sin)) and fma(x0, sin, x1 cos). ggml's rope is C++
- * (ops.cpp) built as GNU C++17, where GCC contracts x0*cos - x1*sin so on
- * the FMA-capable x86 variants of libggml-cpu llama.cpp loads (zen4 here):
- * on llama.cpp's own rope input of a 16-token batch (Q, 4 heads) this gives
- * its outputs bit for bit, rounded products put 134 of the 1024 rotated
- * ones an ulp apart, and attention carried those into the logits
- * (tests/test_ggml_rope.c). The
- * hardware form where the CPU has FMA, libm's fmaf (same bits) where not. */
-__attribute__((target("fma")))
-static void rope_pairs_hw(float *v, int64_t half, const float *cs, const float *sn)
-{
-    for (int64_t i = 0; i < half; i++) {
-        const float x0 = v[i], x1 = v[i + half];
-        v[i] = __builtin_fmaf(x0, cs[i], -(x1 * sn[i]));
-        v[i + half] = __builtin_fmaf(x0, sn[i], x1 * cs[i]);
-    }
-}
-
-static void rope_pairs_libm(float *v, int64_t half, const float *cs, const float *sn)
-{
-    for (int64_t i = 0; i < half; i++) {
-        const float x0 = v[i], x1 = v[i + half];
-        v[i] = fmaf(x0, cs[i], -(x1 * sn[i]));
-        v[i + half] = fmaf(x0, sn[i], x1 * cs[i]);
-    }
-}
-
-void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
-             const int32_t sections[4], float base, int64_t pos0)
-{
-    CPU_PROF_BEGIN(be);
-    (void)be;
-    assert(!x->f16 && x->cols % head_dim == 0 && n_rot % 2 == 0 && n_rot <= head_dim);
-    const int64_t half = n_rot / 2;
-    const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
-    assert(sect_dims > 0 && half <= 512);
-    float cs[512], sn[512];
-    __builtin_cpu_init();
-    const bool hw = __builtin_cpu_supports("fma");
-    for (int64_t r = 0; r < x->rows; r++) {
-        /* text positions are (p, p, p, 0): the three first components share
-         * one running theta; the fourth is always 0 (cos 1, sin 0) */
-        float theta = (float)(pos0 + r);
-        for (int64_t i = 0; i < half; i++) {
-            const int sector = (int)(i % sect_dims);
-            bool first3 = (sector % 3 == 1 && sector < 3 * sections[1]) ||
-                          (sector % 3 == 2 && sector < 3 * sections[2]) ||
-                          (sector % 3 == 0 && sector < 3 * sections[0]);
-            const float th = first3 ? theta : 0.0f;
-            cs[i] = cosf(th);
-            sn[i] = sinf(th);
-            theta *= theta_scale;
-        }
-        float *xr = cpu_row(x, r);
-        for (int64_t h0 = 0; h0 < x->cols; h0 += head_dim) {
-            if (hw)
-                rope_pairs_hw(xr + h0, half, cs, sn);
-            else
-                rope_pairs_libm(xr + h0, half, cs, sn);
-        }
-    }
-    CPU_PROF_END(be, BE_PROF_ROPE);
-}
-
-/* ------------------------------------------------------------------- MoE */
-
-void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, int32_t *sel, be_tensor *w)
-{
-    CPU_PROF_BEGIN(be);
-    (void)be;
-    const int64_t E = logits->cols;
-    assert(k >= 1 && k <= E && E <= 4096 && w->rows == logits->rows && w->cols == k);
-    float p[4096];
-    const int level = cpu_vexp_level(), gw = level == 2 ? 16 : level == 1 ? 8 : 0;
-    for (int64_t r = 0; r < logits->rows; r++) {
-        const float *l = cpu_row(logits, r);
-        float mx = -INFINITY;
-        for (int64_t e = 0; e < E; e++)
-            mx = l[e] > mx ? l[e] : mx;
-        /* ggml_vec_soft_max_f32: full vectors of the lane exp, each
-         * summed as a tree into the double; the tail by libm, one by one */
-        double sum = 0.0;
-        const int64_t nv = gw ? E / gw * gw : 0;
-        for (int64_t e = 0; e < nv; e++)
-            p[e] = l[e] - mx;
-        cpu_gexp_row(level, nv, p, p);
-        for (int64_t e0 = 0; e0 < nv; e0 += gw) {
-            float lanes[16];
-            memcpy(lanes, p + e0, sizeof(float) * (size_t)gw);
-            sum += (double)cpu_lane_sum(lanes, gw);
-        }
-        for (int64_t e = nv; e < E; e++) {
-            p[e] = expf(l[e] - mx);
-            sum += (double)p[e];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int64_t e = 0; e < E; e++)
-            p[e] *= inv;
-        /* top k by selection: largest first, lower index on exact ties */
-        int32_t *s = sel + r * k;
-        for (int64_t i = 0; i < k; i++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++) {
-                bool taken = false;
-                for (int64_t j = 0; j < i; j++)
-                    if (s[j] == e) { taken = true; break; }
-                if (!taken && (best < 0 || p[e] > p[best]))
-                    best = e;
-            }
-            s[i] = (int32_t)best;
-        }
-        double ws = 0.0;
-        for (int64_t i = 0; i < k; i++)
-            ws += (double)p[s[i]];
-        float wsum = (float)ws;
-        if (wsum < 6.103515625e-5f)
-            wsum = 6.103515625e-5f;
-        float *wr = cpu_row(w, r);
-        for (int64_t i = 0; i < k; i++)
-            wr[i] = p[s[i]] / wsum;
-    }
-    CPU_PROF_END(be, BE_PROF_ROUTE);
-}
-
-void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
-                    be_tensor *out)
-{
-    CPU_PROF_BEGIN(be);
-    (void)be;
-    assert(y->rows == out->rows * k && y->cols == out->cols && w->cols == k);
-    for (int64_t t = 0; t < out->rows; t++) {
-        float *o = cpu_row(out, t);
-        const float *wr = cpu_row(w, t);
-        const float *y0 = cpu_row(y, t * k);
-        for (int64_t c = 0; c < out->cols; c++)
-            o[c] = y0[c] * wr[0];
-        for (int64_t i = 1; i < k; i++) {
-            const float *yi = cpu_row(y, t * k + i);
-            for (int64_t c = 0; c < out->cols; c++) {
-                const float prod = yi[c] * wr[i];
-                o[c] = o[c] + prod;
-            }
-        }
-    }
-    CPU_PROF_END(be, BE_PROF_COMBINE);
+    CPU_PROF_END(be, BE_PROF_DELTANET_GATES);
 }

@@ -236,7 +236,7 @@ void cpu_pool_free(cpu_pool *p)
 
 void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
 {
-    cpu_pool *p = be->pool;
+    cpu_pool *p = cpu_ctx_of(be)->pool;
     if (run_on_caller(p, n, &grain, fn, arg))
         return;
     /* publish: no worker is inside (the last join waited for that) */
@@ -295,7 +295,7 @@ void cpu_pool_free(cpu_pool *p)
 
 void cpu_for(be_ctx *be, int64_t n, int64_t grain, cpu_task_fn fn, void *arg)
 {
-    cpu_pool *p = be->pool;
+    cpu_pool *p = cpu_ctx_of(be)->pool;
     if (run_on_caller(p, n, &grain, fn, arg))
         return;
     atomic_store(&p->next, 0);

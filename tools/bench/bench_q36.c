@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../include/q36.h"
-#include "../quant/types.h"
+#include "../../src/include/q36.h"
+#include "../../src/model/model.h"
+#include "../../src/quant/types.h"
 #include "bench_traffic.h"
 
-typedef struct q36_engine {
+typedef struct q36_runner {
     bench_engine base;       /* first: the interface */
     bench_cfg    cfg;
     q36_model   *model;
@@ -22,11 +23,11 @@ typedef struct q36_engine {
     uint64_t     snap_len;
     float       *logits;     /* n_vocab: the row every timed call writes */
     int          n_ctx;      /* of the prepared session */
-} q36_engine;
+} q36_runner;
 
 static void q_release(bench_engine *be)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     q36_session_free(e->sess);
     free(e->snap);
     e->sess = NULL;
@@ -36,7 +37,7 @@ static void q_release(bench_engine *be)
 
 static void q_free(bench_engine *be)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     q_release(be);
     free(e->logits);
     q36_model_free(e->model);
@@ -45,7 +46,7 @@ static void q_free(bench_engine *be)
 
 /* Evaluates ids in calls of n_batch, each asking for the last row's logits,
  * as llama_decode does for a llama_batch_get_one batch. */
-static int append_calls(q36_engine *e, const int32_t *ids, int n, q36_err *err)
+static int append_calls(q36_runner *e, const int32_t *ids, int n, q36_err *err)
 {
     for (int i = 0; i < n; i += e->cfg.n_batch) {
         int k = n - i < e->cfg.n_batch ? n - i : e->cfg.n_batch;
@@ -57,7 +58,7 @@ static int append_calls(q36_engine *e, const int32_t *ids, int n, q36_err *err)
 }
 
 /* Back to the filled depth: a reset, then the snapshot when there is one. */
-static int to_depth(q36_engine *e, q36_err *err)
+static int to_depth(q36_runner *e, q36_err *err)
 {
     q36_session_reset(e->sess);
     return e->snap ? q36_session_restore(e->sess, e->snap, e->snap_len, err) : 0;
@@ -66,7 +67,7 @@ static int to_depth(q36_engine *e, q36_err *err)
 static int q_prepare(bench_engine *be, int n_ctx, const int32_t *warm, int n_warm_prompt, int warm_gen,
                      const int32_t *depth_ids, int depth, q36_err *err)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     q_release(be);
     q36_session_opts o = q36_session_opts_default();
     o.n_threads = e->cfg.n_threads;
@@ -105,7 +106,7 @@ fail:
 
 static int q_time_prompt(bench_engine *be, const int32_t *ids, int n, double *sec, q36_err *err)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     int rc = to_depth(e, err);
     if (rc)
         return rc;
@@ -117,7 +118,7 @@ static int q_time_prompt(bench_engine *be, const int32_t *ids, int n, double *se
 
 static int q_time_gen(bench_engine *be, const int32_t *ids, int n, double *sec, q36_err *err)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     int rc = to_depth(e, err);
     if (rc)
         return rc;
@@ -129,7 +130,7 @@ static int q_time_gen(bench_engine *be, const int32_t *ids, int n, double *sec, 
 }
 
 /* Back to the prepared depth in session s (the timed one or the profiled one). */
-static int depth_of(q36_engine *e, q36_session *s, q36_err *err)
+static int depth_of(q36_runner *e, q36_session *s, q36_err *err)
 {
     q36_session_reset(s);
     return e->snap ? q36_session_restore(s, e->snap, e->snap_len, err) : 0;
@@ -147,7 +148,7 @@ static int copy_profile(q36_session *s, q36_profile *dst, q36_err *err)
 int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, const int32_t *gen,
                       int n_gen, q36_profile *pp, q36_profile *tg, q36_err *err)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     if (!e->sess)
         return q36_err_set(err, Q36_E_ARG, "q36: profile before prepare");
     q36_session_opts o = q36_session_opts_default();
@@ -182,7 +183,7 @@ int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, con
 
 /* "qwen35 0.75B q4_K": the architecture, the parameter count and the type
  * holding most bytes; and the whole mix by type (count and MiB). */
-static void describe(q36_engine *e)
+static void describe(q36_runner *e)
 {
     bench_desc *d = &e->base.desc;
     const gguf_file *f = q36_model_gguf(e->model);
@@ -217,14 +218,14 @@ static void describe(q36_engine *e)
 
 int bench_q36_traffic(bench_engine *be, double ctx_positions, bench_traffic *out, q36_err *err)
 {
-    q36_engine *e = (q36_engine *)be;
+    q36_runner *e = (q36_runner *)be;
     return bench_traffic_of(e->model, e->cfg.type_k, e->cfg.type_v, ctx_positions, out, err);
 }
 
 int bench_q36_open(const char *path, const bench_cfg *cfg, bench_engine **out, q36_err *err)
 {
     *out = NULL;
-    q36_engine *e = calloc(1, sizeof *e);
+    q36_runner *e = calloc(1, sizeof *e);
     if (!e)
         return q36_err_set(err, Q36_E_NOMEM, "q36: out of memory");
     e->base.name = "q36";

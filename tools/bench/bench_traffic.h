@@ -3,7 +3,8 @@
 #ifndef Q36_BENCH_TRAFFIC_H
 #define Q36_BENCH_TRAFFIC_H
 
-#include "../include/q36.h"
+#include "../../src/include/q36.h"
+#include "../../src/model/model.h"
 #include "bench.h"
 
 int bench_traffic_of(const q36_model *m, int type_k, int type_v, double ctx_positions,

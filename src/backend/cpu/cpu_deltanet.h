@@ -1,13 +1,14 @@
-/* cpu_seq.h: the kernels behind be_ssm_conv (cpu_conv.c) and be_deltanet
- * (cpu_seq.c, cpu_gdn.c), and the plain references they are tested against
- * (cpu_seq_ref.c, tests/test_cpu_seq.c). Private to src/backend/cpu/ and
- * its tests.
+/* cpu_deltanet.h: the kernels of the DeltaNet layer's sequence ops: the
+ * conv behind be_ssm_conv (cpu_conv.c) and the delta rule behind
+ * be_deltanet (cpu_deltanet.c, cpu_deltanet_rows.c), and the plain
+ * references they are tested against (cpu_deltanet_ref.c,
+ * tests/test_cpu_deltanet.c). Private to src/backend/cpu/ and its tests.
  *
  * The fast kernels give the same bits as the references: they keep every
  * per-element operation and its order and change only which independent
  * elements run together and how often memory is touched. */
-#ifndef Q36_CPU_SEQ_H
-#define Q36_CPU_SEQ_H
+#ifndef Q36_CPU_DELTANET_H
+#define Q36_CPU_DELTANET_H
 
 #include "cpu_internal.h"
 
@@ -18,7 +19,7 @@
  * y T x C. Each output sums its taps in order i = 0..Kc-1 from 0: the first
  * cpu_conv_nmul(Kc) taps as a rounded product then a rounded sum, the rest
  * as fused multiply-adds: ggml's ssm_conv as GCC built it for the x86
- * variant llama.cpp loads here (cpu_seq_ref.c, tests/test_ggml_conv.c).
+ * variant llama.cpp loads here (cpu_deltanet_ref.c, tests/test_ggml_conv.c).
  * Kc <= 17. */
 void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                   be_tensor *y, int64_t c0, int64_t c1);
@@ -49,7 +50,7 @@ typedef struct {
     int64_t ldo;
     int64_t T, dk;
     float scale;
-} cpu_gdn_head;
+} cpu_deltanet_head;
 
 /* Rows [j0, j1) of the head's state through all T tokens. Row j's
  * recurrence reads only row j of S (and the token vectors), so a block of
@@ -59,8 +60,8 @@ typedef struct {
  * AVX-512, 8: with AVX2; backend.h); the _ref form is plain C for any W,
  * the fast form picks a kernel for W (AVX-512 for 16, AVX2 for 8, else
  * the reference). cpu_dot_vec_ref (cpu_internal.h) is the order. */
-void cpu_gdn_rows_ref(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int W);
-void cpu_gdn_rows(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int W);
+void cpu_deltanet_rows_ref(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1, int W);
+void cpu_deltanet_rows(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1, int W);
 
 /* The whole of be_deltanet as it was first written (one token at a time,
  * passes of cpu_scale, cpu_dot_vec and cpu_axpy over each head's state),

@@ -1,6 +1,6 @@
-/* test_cpu_seq.c: the fast sequence kernels of the CPU backend (the conv
- * and the gated delta rule, src/backend/cpu/cpu_seq.h) against their plain
- * references, bit for bit: the fast forms keep every per-element operation
+/* test_cpu_deltanet.c: the fast DeltaNet kernels of the CPU backend (the
+ * conv and the gated delta rule, src/backend/cpu/cpu_deltanet.h) against
+ * their plain references, bit for bit: the fast forms keep every per-element operation
  * and its order, so any difference at all is a bug. Real Qwen3.5 shapes
  * (dk 128, Hk 16, Hv 16 and 32; 6144 conv channels, kernel 4) over prompt
  * lengths 1, 7, 64, 600, and odd ones (dk 16, 40, 64, 96; channel counts
@@ -8,7 +8,7 @@
  * and through each kernel path the CPU has (the AVX2 forms too, in their
  * own 8-lane order). Each case seeds its RNG from its name.
  *
- * `test_cpu_seq bench` prints (does not assert) one-thread timings of the
+ * `test_cpu_deltanet bench` prints (does not assert) one-thread timings of the
  * ops against the references on the models' shapes (thread CPU time, best
  * of 5; noisy where other jobs share the cores and the caches). */
 #include "test.h"
@@ -18,7 +18,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_seq.h"
+#include "backend/cpu/cpu_deltanet.h"
+#include "test_batch.h"
 #include "quant/quant.h"
 
 static be_ctx *be1, *be2;
@@ -50,7 +51,7 @@ static bool same(const float *a, const float *b, int64_t n, int64_t *at)
 static void test_dot_order(void)
 {
     static const int64_t ns[] = { 1, 7, 8, 9, 31, 64, 96, 128, 130, 257 };
-    t_rng r = t_rng_named("seq.dot_order");
+    t_rng r = t_rng_named("deltanet.dot_order");
     bool ok = true;
     int64_t bad = 0;
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
@@ -63,7 +64,7 @@ static void test_dot_order(void)
         free(x);
         free(y);
     }
-    t_check("seq.dot_vec_ref_is_cpu_dot_vec", ok, "n = %lld differs", (long long)bad);
+    t_check("deltanet.dot_vec_ref_is_cpu_dot_vec", ok, "n = %lld differs", (long long)bad);
 }
 
 /* --------------------------------------------------------------- conv */
@@ -73,7 +74,7 @@ static void test_dot_order(void)
 static void test_conv(int64_t T, int64_t C, int64_t Kc, bool packed)
 {
     char name[96];
-    snprintf(name, sizeof name, "seq.conv_t%lld_c%lld_k%lld%s", (long long)T, (long long)C,
+    snprintf(name, sizeof name, "deltanet.conv_t%lld_c%lld_k%lld%s", (long long)T, (long long)C,
              (long long)Kc, packed ? "_packed" : "_strided");
     t_rng r = t_rng_named(name);
     float *x = t_randv(&r, T * C, 1), *tail0 = t_randv(&r, C * (Kc - 1), 1);
@@ -110,7 +111,9 @@ static void test_conv(int64_t T, int64_t C, int64_t Kc, bool packed)
         if (p < 2) {
             be_weight *bw;
             be_weight_bind(be, &gt, &bw, NULL);
-            be_ssm_conv(be, xt, tl, bw, y);
+            be_batch b = t_batch1(be, be_rows_of(xt), 0, be_rows_of(xt), 0);
+            be_ssm_conv(be, xt, tl, bw, &b, y);
+            be_batch_free(be, &b);
         } else {
             cpu_conv_fast(xt, tl, wv, Kc, y, 0, C, p - 1);
         }
@@ -168,7 +171,7 @@ static void gdn_free(gdn_case *c)
 static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
 {
     char name[96];
-    snprintf(name, sizeof name, "seq.deltanet_t%lld_hk%lld_hv%lld_dk%lld", (long long)T,
+    snprintf(name, sizeof name, "deltanet.rule_t%lld_hk%lld_hv%lld_dk%lld", (long long)T,
              (long long)Hk, (long long)Hv, (long long)dk);
     gdn_case c = { .T = T, .Hk = Hk, .Hv = Hv, .dk = dk };
     gdn_inputs(&c, name);
@@ -189,7 +192,9 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
         be_ctx *be = p ? be2 : be1;
         be_write(be1, St, 0, Hv, c.S0);
         be_zero(be1, po);
-        be_deltanet(be, qt, gt, bt, St, Hk, Hv, dk, ot);
+        be_batch b = t_batch1(be, T, 0, T, 0);
+        be_deltanet(be, qt, gt, bt, St, Hk, Hv, dk, &b, ot);
+        be_batch_free(be, &b);
         be_read(be1, ot, 0, T, og);
         be_read(be1, St, 0, Hv, sg);
         char cname[128];
@@ -206,13 +211,13 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     gdn_free(&c);
 }
 
-/* cpu_gdn_rows against cpu_gdn_rows_ref for one head in a lane order W
+/* cpu_deltanet_rows against cpu_deltanet_rows_ref for one head in a lane order W
  * (8: the AVX2 kernel, which this machine runs but its llama.cpp does not;
  * 16: the AVX-512 kernels), rows split in uneven blocks. */
-static void test_gdn_rows(int64_t T, int64_t dk, int W)
+static void test_deltanet_rows(int64_t T, int64_t dk, int W)
 {
     char name[96];
-    snprintf(name, sizeof name, "seq.gdn_rows_w%d_t%lld_dk%lld", W, (long long)T, (long long)dk);
+    snprintf(name, sizeof name, "deltanet.rows_w%d_t%lld_dk%lld", W, (long long)T, (long long)dk);
     gdn_case c = { .T = T, .Hk = 1, .Hv = 1, .dk = dk };
     gdn_inputs(&c, name);
     float *dec = malloc(sizeof(float) * (size_t)T);
@@ -223,16 +228,16 @@ static void test_gdn_rows(int64_t T, int64_t dk, int W)
         o[p] = calloc((size_t)(T * dk), sizeof(float));
         S[p] = malloc(sizeof(float) * (size_t)(dk * dk));
         memcpy(S[p], c.S0, sizeof(float) * (size_t)(dk * dk));
-        const cpu_gdn_head hd = { .q = c.qkv, .k = c.qkv + dk, .v = c.qkv + 2 * dk, .ld = c.W,
+        const cpu_deltanet_head hd = { .q = c.qkv, .k = c.qkv + dk, .v = c.qkv + 2 * dk, .ld = c.W,
                                   .decay = dec, .dstride = 1, .beta = c.b, .bstride = 1,
                                   .out = o[p], .ldo = dk, .T = T, .dk = dk,
                                   .scale = 1.0f / sqrtf((float)dk) };
         for (int64_t j0 = 0; j0 < dk; j0 += 7) {
             const int64_t j1 = j0 + 7 < dk ? j0 + 7 : dk;
             if (p == 0)
-                cpu_gdn_rows_ref(&hd, S[p], j0, j1, W);
+                cpu_deltanet_rows_ref(&hd, S[p], j0, j1, W);
             else
-                cpu_gdn_rows(&hd, S[p], j0, j1, W);
+                cpu_deltanet_rows(&hd, S[p], j0, j1, W);
         }
     }
     int64_t a1 = 0, a2 = 0;
@@ -273,9 +278,10 @@ static void bench(void)
         be_write(be1, bt, 0, T, c.b);
         be_write(be1, St, 0, Hv, c.S0);
         double bf = 1e30, br = 1e30;
+        be_batch b = t_batch1(be1, T, 0, T, 0);
         for (int r = 0; r < 5; r++) {
             double t0 = cpu_s();
-            be_deltanet(be1, qt, gt, bt, St, Hk, Hv, dk, ot);
+            be_deltanet(be1, qt, gt, bt, St, Hk, Hv, dk, &b, ot);
             double t1 = cpu_s();
             cpu_deltanet_ref(qt, gt, bt, St, Hk, Hv, dk, ot);
             double t2 = cpu_s();
@@ -284,6 +290,7 @@ static void bench(void)
         }
         printf("deltanet T=%-4lld Hk=%lld Hv=%lld: op %8.3f ms  reference %8.3f ms  (%.1fx)\n",
                (long long)T, (long long)Hk, (long long)Hv, 1e3 * bf, 1e3 * br, br / bf);
+        be_batch_free(be1, &b);
         be_tensor *all[] = { qt, gt, bt, St, ot };
         for (int k = 0; k < 5; k++)
             be_tensor_free(be1, all[k]);
@@ -319,7 +326,7 @@ int main(int argc, char **argv)
 {
     q36_err err = { 0 };
     if (be_cpu_new(1, &be1, &err) != 0 || be_cpu_new(2, &be2, &err) != 0) {
-        t_fail("seq.setup", "be_cpu_new: %s", err.msg);
+        t_fail("deltanet.setup", "be_cpu_new: %s", err.msg);
         return t_exit();
     }
     if (argc > 1 && strcmp(argv[1], "bench") == 0) {
@@ -361,9 +368,9 @@ int main(int argc, char **argv)
     static const int64_t dks[] = { 128, 96, 64, 40, 16, 8, 130 };
     for (int W = 8; W <= 16; W += 8)
         for (size_t i = 0; i < sizeof dks / sizeof dks[0]; i++) {
-            test_gdn_rows(1, dks[i], W);
-            test_gdn_rows(3, dks[i], W);
-            test_gdn_rows(64, dks[i], W);
+            test_deltanet_rows(1, dks[i], W);
+            test_deltanet_rows(3, dks[i], W);
+            test_deltanet_rows(64, dks[i], W);
         }
     be_free(be1);
     be_free(be2);

@@ -1,8 +1,8 @@
-/* cpu_seq_ref.c: plain references of the sequence kernels (cpu_seq.h):
+/* cpu_deltanet_ref.c: plain references of the sequence kernels (cpu_deltanet.h):
  * the conv and the delta rule as they were first written, which the fast
- * kernels of cpu_seq.c and cpu_gdn.c must match bit for bit
- * (tests/test_cpu_seq.c). They read like the math and are not fast. */
-#include "cpu_seq.h"
+ * kernels of cpu_deltanet.c and cpu_deltanet_rows.c must match bit for bit
+ * (tests/test_cpu_deltanet.c). They read like the math and are not fast. */
+#include "cpu_deltanet.h"
 
 /* Products are rounded before they are added, as in ggml's build: GCC in
  * ISO C mode does not contract a * b + c into a fused multiply-add; clang
@@ -64,7 +64,7 @@ void cpu_conv_ref(const be_tensor *x, be_tensor *tail, const float *w, int64_t K
 /* -------------------------------------------------------------- delta rule */
 
 /* Row j through every token: decay, predict, correct, read. */
-void cpu_gdn_rows_ref(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int W)
+void cpu_deltanet_rows_ref(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1, int W)
 {
     const int64_t n = hd->dk;
     for (int64_t j = j0; j < j1; j++) {

@@ -1,5 +1,5 @@
-/* cpu_gdn.c: the fast kernels of the gated delta rule (cpu_seq.h,
- * cpu_gdn_rows): one value head, a block of state rows, every token.
+/* cpu_deltanet_rows.c: the fast kernels of the gated delta rule (cpu_deltanet.h,
+ * cpu_deltanet_rows): one value head, a block of state rows, every token.
  *
  * Why rows outside and tokens inside: row j of a head's state evolves on
  * its own (decay, its dot with k, its correction by beta (v_j - S_j.k),
@@ -13,7 +13,7 @@
  * (0+2) + (1+3) and the lane tree, then the tail), the correction one fused
  * multiply-add. Consecutive rows of a block are independent, so the
  * out-of-order core overlaps their dependency chains. */
-#include "cpu_seq.h"
+#include "cpu_deltanet.h"
 
 /* Products are rounded before they are added, as in ggml's build: GCC in
  * ISO C mode does not contract a * b + c into a fused multiply-add; clang
@@ -136,7 +136,7 @@ static inline __m512 tree16x16(const __m512 *v)
  * over the rows and measured slower (~12.5 ns). */
 #define GDN_REG_KERNEL(NAME, NV)                                                         \
 __attribute__((target("avx512f,fma")))                                                   \
-static void NAME(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)               \
+static void NAME(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1)               \
 {                                                                                        \
     const int64_t n = 64 * (NV);                                                         \
     for (int64_t t = 0; t < hd->T; t++) {                                                \
@@ -184,7 +184,7 @@ GDN_REG_KERNEL(rows_avx512_128, 2)
  * last whole step of 4 vectors are the dot's scalar tail. */
 #define GDN_MEM_KERNEL(NAME, TARGET, V, L, LOAD, STORE, MUL, FMA, SET1, ZERO, FINISH)    \
 __attribute__((target(TARGET)))                                                         \
-static void NAME(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)               \
+static void NAME(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1)               \
 {                                                                                        \
     const int64_t n = hd->dk, np = n - n % (4 * (L)), nl = n - n % (L);                  \
     const V z = ZERO();                                                                  \
@@ -248,7 +248,7 @@ GDN_MEM_KERNEL(rows_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_
 
 /* ----------------------------------------------------------- dispatch */
 
-void cpu_gdn_rows(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int W)
+void cpu_deltanet_rows(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1, int W)
 {
     __builtin_cpu_init();
     const bool fma = __builtin_cpu_supports("fma");
@@ -265,5 +265,5 @@ void cpu_gdn_rows(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1, int 
         rows_avx2(hd, S, j0, j1);
         return;
     }
-    cpu_gdn_rows_ref(hd, S, j0, j1, W);
+    cpu_deltanet_rows_ref(hd, S, j0, j1, W);
 }

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/err.h"
+#include "../../src/util/err.h"
 
 /* ---------------------------------------------------------------- machine */
 

@@ -1,0 +1,434 @@
+/* backend.c: the be_* functions of backend.h: thin dispatchers through the
+ * context's table (be_impl.h), and what is the same for every backend:
+ * tensor shapes and types, views (pointer arithmetic on the parent's
+ * device memory, from a pool in the context), the sticky op error, and
+ * batches (two i32 tensors written once per forward pass). */
+#include "be_impl.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ types */
+
+uint64_t be_type_bytes(enum be_type type, int64_t n)
+{
+    switch (type) {
+    case BE_F32: case BE_I32: return 4 * (uint64_t)n;
+    case BE_F16: return 2 * (uint64_t)n;
+    case BE_Q8_0: return (uint64_t)n / 32 * 34;
+    default: return 0;
+    }
+}
+
+const char *be_type_name(enum be_type type)
+{
+    static const char *const n[BE_NTYPES] = { "f32", "f16", "i32", "q8_0" };
+    return (unsigned)type < BE_NTYPES ? n[type] : "?";
+}
+
+/* ----------------------------------------------------------------- errors */
+
+void be_fail(be_ctx *be, int kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    q36_err_vset(&be->err, kind, fmt, ap);
+    va_end(ap);
+}
+
+int be_check(be_ctx *be, q36_err *err)
+{
+    be_sync(be);
+    const int kind = be->err.kind;
+    if (kind)
+        q36_err_set(err, kind, "%s backend: %s", be_name(be), be->err.msg);
+    q36_err_clear(&be->err);
+    return kind;
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+/* The backends built in; a GPU backend adds its line. */
+static const struct {
+    const char *name;
+    int (*new_ctx)(int n_threads, be_ctx **out, q36_err *err);
+    uint64_t (*scratch_bytes)(const be_shape *shape, int n_threads);
+} builtin[] = {
+    { "cpu", be_cpu_new, be_cpu_scratch_bytes },
+};
+
+static int builtin_find(const char *name, q36_err *err)
+{
+    const size_t n = sizeof builtin / sizeof builtin[0];
+    for (size_t i = 0; i < n; i++)
+        if (!name || !strcmp(name, builtin[i].name))
+            return (int)i;
+    return q36_err_set(err, Q36_E_ARG, "backend '%s' is not built into this q36 (built: cpu)",
+                       name);
+}
+
+int be_new(const char *name, int n_threads, be_ctx **out, q36_err *err)
+{
+    *out = NULL;
+    const int i = builtin_find(name, err);
+    return i < 0 ? i : builtin[i].new_ctx(n_threads, out, err);
+}
+
+int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uint64_t *out,
+                     q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i < 0)
+        return i;
+    *out = builtin[i].scratch_bytes(shape, n_threads);
+    return 0;
+}
+
+void be_base_free(be_ctx *be)
+{
+    for (be_vblock *b = be->vblocks, *nx; b; b = nx) {
+        nx = b->next;
+        free(b);
+    }
+    be->vblocks = be->vcur = NULL;
+}
+
+void be_free(be_ctx *be)
+{
+    if (be)
+        be->ops->free(be);
+}
+
+const char *be_name(const be_ctx *be) { return be->ops->name; }
+void be_sync(be_ctx *be) { be->ops->sync(be); }
+
+/* Appends a zeroed block after `b` (or first); NULL when out of memory. */
+static be_vblock *vblock_add(be_ctx *be, be_vblock *b)
+{
+    be_vblock *nb = calloc(1, sizeof *nb);
+    if (nb) {
+        if (b)
+            b->next = nb;
+        else
+            be->vblocks = nb;
+    }
+    return nb;
+}
+
+int be_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
+{
+    /* the view pool: enough blocks for max_views */
+    int64_t have = 0;
+    be_vblock *last = NULL;
+    for (be_vblock *b = be->vblocks; b; b = b->next) {
+        have += BE_VBLOCK;
+        last = b;
+    }
+    while (have < shape->max_views) {
+        if (!(last = vblock_add(be, last)))
+            return q36_err_set(err, Q36_E_NOMEM, "%s backend: out of memory for %lld views",
+                               be_name(be), (long long)shape->max_views);
+        have += BE_VBLOCK;
+    }
+    return be->ops->reserve(be, shape, err);
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+be_tensor *be_tensor_new_type(be_ctx *be, enum be_type type, int64_t rows, int64_t cols)
+{
+    assert((unsigned)type < BE_NTYPES && rows >= 0 && cols >= 0);
+    assert(type != BE_Q8_0 || cols % 32 == 0);
+    return be->ops->tensor_new(be, type, rows, cols);
+}
+
+void be_tensor_free(be_ctx *be, be_tensor *t)
+{
+    if (!t)
+        return;
+    assert(!t->view);
+    be->ops->tensor_free(be, t);
+}
+
+int64_t be_rows_of(const be_tensor *t) { return t->rows; }
+int64_t be_cols_of(const be_tensor *t) { return t->cols; }
+enum be_type be_type_of(const be_tensor *t) { return t->type; }
+
+uint64_t be_tensor_bytes(const be_tensor *t)
+{
+    return t->view ? 0 : (uint64_t)t->rows * be_type_bytes(t->type, t->cols);
+}
+
+/* Views: a generic struct pointing into the parent's memory. Past the
+ * reserved blocks the pool grows; when it cannot, the error is recorded and
+ * the view is made in the context's spare slot (correct for its own use,
+ * overwritten by the next such view: the pass's results are void anyway). */
+static be_tensor *view_new(be_ctx *be, be_tensor *t)
+{
+    be_vblock *b = be->vcur;
+    if (!b || b->n == BE_VBLOCK) {
+        be_vblock *nb = b ? b->next : be->vblocks;
+        if (!nb && !(nb = vblock_add(be, b))) {
+            be_fail(be, Q36_E_NOMEM, "out of memory for views");
+            be->vspare = *t;
+            be->vspare.view = true;
+            return &be->vspare;
+        }
+        nb->n = 0;
+        be->vcur = b = nb;
+    }
+    be_tensor *v = &b->v[b->n++];
+    *v = *t;
+    v->view = true;
+    return v;
+}
+
+be_tensor *be_view(be_ctx *be, be_tensor *t, int64_t col0, int64_t ncols)
+{
+    assert(col0 >= 0 && ncols >= 0 && col0 + ncols <= t->cols);
+    assert(t->type == BE_F32 || t->type == BE_I32);
+    be_tensor *v = view_new(be, t);
+    v->data = (char *)t->data + be_type_bytes(t->type, col0);
+    v->cols = ncols;
+    return v;
+}
+
+be_tensor *be_rows(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows)
+{
+    assert(row0 >= 0 && nrows >= 0 && row0 + nrows <= t->rows);
+    be_tensor *v = view_new(be, t);
+    v->data = (char *)t->data + (size_t)row0 * be_type_bytes(t->type, t->ld);
+    v->rows = nrows;
+    return v;
+}
+
+void be_views_reset(be_ctx *be)
+{
+    for (be_vblock *b = be->vblocks; b; b = b->next)
+        b->n = 0;
+    be->vcur = be->vblocks;
+}
+
+void be_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
+{
+    assert(row0 >= 0 && nrows >= 0 && row0 + nrows <= t->rows);
+    be->ops->write(be, t, row0, nrows, src);
+}
+
+void be_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst)
+{
+    assert(row0 >= 0 && nrows >= 0 && row0 + nrows <= t->rows);
+    be->ops->read(be, t, row0, nrows, dst);
+}
+
+void be_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst)
+{
+    assert(row0 >= 0 && nrows >= 0 && row0 + nrows <= t->rows);
+    be->ops->save(be, t, row0, nrows, dst);
+}
+
+void be_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
+{
+    assert(row0 >= 0 && nrows >= 0 && row0 + nrows <= t->rows);
+    be->ops->load(be, t, row0, nrows, src);
+}
+
+void be_zero(be_ctx *be, be_tensor *t) { be->ops->zero(be, t); }
+
+void be_copy(be_ctx *be, const be_tensor *src, be_tensor *dst)
+{
+    assert(src->rows == dst->rows && src->cols == dst->cols && src->type == dst->type);
+    be->ops->copy(be, src, dst);
+}
+
+/* ---------------------------------------------------------------- batches */
+
+int be_batch_init(be_ctx *be, be_batch *b, int64_t max_rows, int max_seq, int64_t kv_rows,
+                  q36_err *err)
+{
+    memset(b, 0, sizeof *b);
+    b->seq = calloc((size_t)(max_seq > 0 ? max_seq : 1), sizeof *b->seq);
+    b->pos = be_tensor_new_type(be, BE_I32, max_rows, 1);
+    b->runs = be_tensor_new_type(be, BE_I32, max_seq, 4);
+    if (!b->seq || !b->pos || !b->runs) {
+        be_batch_free(be, b);
+        return q36_err_set(err, Q36_E_NOMEM, "batch of %lld rows in %d runs: out of memory",
+                           (long long)max_rows, max_seq);
+    }
+    b->max_rows = max_rows;
+    b->max_seq = max_seq;
+    b->kv_rows = kv_rows;
+    return 0;
+}
+
+void be_batch_set(be_ctx *be, be_batch *b, int n_seq, const be_seq *seq)
+{
+    assert(n_seq >= 1 && n_seq <= b->max_seq);
+    int64_t rows = 0;
+    for (int s = 0; s < n_seq; s++) {
+        assert(seq[s].row0 == rows && seq[s].n_rows >= 0 && seq[s].pos0 >= 0);
+        assert(seq[s].pos0 + seq[s].n_rows <= b->kv_rows);
+        b->seq[s] = seq[s];
+        rows += seq[s].n_rows;
+    }
+    assert(rows <= b->max_rows);
+    b->n_seq = n_seq;
+    b->n_rows = rows;
+    /* positions: written a run at a time from a small host buffer */
+    int32_t buf[256];
+    for (int s = 0; s < n_seq; s++)
+        for (int32_t i = 0; i < seq[s].n_rows; i += 256) {
+            const int32_t n = seq[s].n_rows - i < 256 ? seq[s].n_rows - i : 256;
+            for (int32_t j = 0; j < n; j++)
+                buf[j] = seq[s].pos0 + i + j;
+            be->ops->write(be, b->pos, seq[s].row0 + i, n, buf);
+        }
+    be->ops->write(be, b->runs, 0, n_seq, b->seq);
+}
+
+void be_batch_free(be_ctx *be, be_batch *b)
+{
+    free(b->seq);
+    be_tensor_free(be, b->pos);
+    be_tensor_free(be, b->runs);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---------------------------------------------------------------- weights */
+
+int be_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *err)
+{
+    return be->ops->weight_bind(be, t, out, err);
+}
+
+void be_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out)
+{
+    assert(ids->type == BE_I32 && ids->cols == 1 && out->rows >= ids->rows);
+    be->ops->get_rows(be, w, ids, out);
+}
+
+void be_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
+{
+    be->ops->matmul(be, w, slab, x, y);
+}
+
+void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y)
+{
+    be->ops->matmul_n(be, n, w, x, y);
+}
+
+void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                  be_tensor *y)
+{
+    assert(sel->type == BE_I32);
+    be->ops->matmul_id(be, w, x, sel, y);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                 be_tensor *y)
+{
+    be->ops->rms_norm(be, x, w, eps, group, y);
+}
+
+void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
+{
+    be->ops->l2_norm(be, x, eps, group, y);
+}
+
+void be_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y) { be->ops->add(be, a, b, y); }
+void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y) { be->ops->mul(be, a, b, y); }
+void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y) { be->ops->mul_col(be, a, s, y); }
+void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->silu(be, x, y); }
+void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->sigmoid(be, x, y); }
+void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
+
+void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias, const be_weight *a,
+                  const be_tensor *b, be_tensor *g, be_tensor *beta)
+{
+    be->ops->deltanet_gates(be, alpha, dt_bias, a, b, g, beta);
+}
+
+/* --------------------------------------------------------------- sequence */
+
+void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const int32_t sections[4],
+             float base, const be_tensor *pos)
+{
+    assert(pos->type == BE_I32 && pos->rows == x->rows && pos->cols == 1);
+    be->ops->rope(be, x, head_dim, n_rot, sections, base, pos);
+}
+
+void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v,
+                 const be_batch *b)
+{
+    assert(k->rows == b->n_rows && v->rows == b->n_rows);
+    be->ops->kv_store(be, kc, vc, k, v, b);
+}
+
+void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                  const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                  float scale, be_tensor *out)
+{
+    assert(q->rows == b->n_rows);
+    be->ops->attention(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out);
+}
+
+void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                 const be_batch *b, be_tensor *y)
+{
+    assert(x->rows == b->n_rows);
+    be->ops->ssm_conv(be, x, tails, w, b, y);
+}
+
+void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                 be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                 const be_batch *b, be_tensor *out)
+{
+    assert(qkv->rows == b->n_rows);
+    be->ops->deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+}
+
+void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                         const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
+                         int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
+{
+    assert(qkv->rows == b->n_rows);
+    be->ops->deltanet_chunked(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+}
+
+void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w)
+{
+    assert(sel->type == BE_I32 && sel->rows == logits->rows && sel->cols == k);
+    be->ops->moe_route(be, logits, k, sel, w);
+}
+
+void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out)
+{
+    be->ops->moe_combine(be, y, w, k, out);
+}
+
+/* -------------------------------------------------------------- profiling */
+
+void be_profile_enable(be_ctx *be, int on) { be->ops->profile_enable(be, on); }
+void be_profile_layer(be_ctx *be, enum be_layer_kind kind) { be->ops->profile_layer(be, kind); }
+void be_profile_reset(be_ctx *be) { be->ops->profile_reset(be); }
+
+int be_profile_ops(const be_ctx *be, be_prof_row *rows, int cap)
+{
+    return be->ops->profile_ops(be, rows, cap);
+}
+
+void be_profile_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
+{
+    be->ops->profile_layers(be, rows);
+}
+
+const char *be_layer_name(enum be_layer_kind kind)
+{
+    static const char *const n[BE_LAYER_N] = { "head/embedding", "deltanet", "attention",
+                                               "ffn/moe" };
+    return (unsigned)kind < BE_LAYER_N ? n[kind] : "?";
+}

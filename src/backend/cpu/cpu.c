@@ -1,0 +1,202 @@
+/* cpu.c: the CPU backend as a whole: its context (threads, the kernel
+ * choices made once), the ops table that backend.c dispatches through,
+ * and the scratch reservation. The ops themselves are in the other cpu_*
+ * files, one op family each (cpu.h lists them).
+ *
+ * Numerics (MODEL.md §9). Every matmul first quantizes each activation row
+ * to the weight type's vec_dot_type exactly as ggml's CPU backend does,
+ * then takes block dot products; everything else is float32 with ggml's
+ * accumulation choices where they matter (double sums in norms and
+ * softmax). Bit for bit with llama.cpp's x86 CPU run (tests/
+ * test_ggml_backend.c against libggml-cpu, the logits of tests/
+ * parity.test.sh): activation quantization; Q8_0 and Q6_K block dots;
+ * ggml_vec_dot_f32's order (attention scores, the delta rule); the f32
+ * GEMM's lane order for probabilities x V; RMS norms; the conv; rope with
+ * its repeated-product angles; ggml's lane exp in SiLU, SwiGLU and the
+ * softmaxes; MoE routing. Within a rounding bound of ggml's, not equal:
+ * Q4_0/Q4_K/IQ4_NL/MXFP4 weights that llama.cpp repacks into its own
+ * interleaved GEMV/GEMM, and the K-quant/f16/bf16 kernels of the quant
+ * module. Q4_K matmuls run the tile kernels of cpu_gemm.h (several rows x
+ * tokens per call): the same exact integer block sums, another f32 order
+ * than the quant module's dot, within the same bound. Q8_0 and f32 tiles
+ * (cpu_gemm_q8.h) keep the per-output dot's bits.
+ *
+ * Batch invariance (exact mode). A row's bits never depend on the batch it
+ * is in: matmul tiles give each output from its own weight row and token
+ * alone, and the sequence ops run each run of a batch on its own slot in
+ * the same order as alone (tests/test_model_batch.c). A backend for
+ * another device matches the CPU within float tolerance, not bits.
+ *
+ * Scratch. Ops take their buffers from two pools in the context: one
+ * shared buffer (quantized activations, a matmul's expert tables, the delta
+ * rule's decays, attention's one-row scores) and a float slice per thread.
+ * They grow on demand until be_reserve sizes both for the largest batch
+ * (cpu_*_scratch, the same functions be_cpu_scratch_bytes adds up for the
+ * memory plan) and fixes them; an op that would need more then fails
+ * (be_check) instead of allocating. */
+#include "cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int threads_of(int n_threads)
+{
+    if (n_threads > 0)
+        return n_threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void cpu_free(be_ctx *be)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    be_base_free(be);
+    cpu_pool_free(c->pool);
+    for (be_weight *w = c->weights, *nx; w; w = nx) {
+        nx = w->next;
+        free(w);
+    }
+    free(c->scratch);
+    free(c->tscratch);
+    free(c);
+}
+
+static void cpu_sync(be_ctx *be) { (void)be; }
+
+/* The largest shared bytes and per-thread floats over the op families. */
+static void scratch_need(const be_shape *s, size_t *shared, size_t *tfloats)
+{
+    void (*const fam[])(const be_shape *, size_t *, size_t *) = {
+        cpu_matmul_scratch, cpu_attention_scratch, cpu_deltanet_scratch,
+    };
+    *shared = 0;
+    *tfloats = 0;
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+        size_t sh = 0, tf = 0;
+        fam[i](s, &sh, &tf);
+        *shared = sh > *shared ? sh : *shared;
+        *tfloats = tf > *tfloats ? tf : *tfloats;
+    }
+    *tfloats = (*tfloats + 15) & ~(size_t)15;     /* as cpu_tscratch_reserve */
+}
+
+uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads)
+{
+    size_t sh, tf;
+    scratch_need(shape, &sh, &tf);
+    return (uint64_t)sh + (uint64_t)tf * sizeof(float) * (uint64_t)threads_of(n_threads);
+}
+
+/* Both pools to exactly what the shape needs (or left larger), then fixed:
+ * be_cpu_scratch_bytes is then what a fresh context holds. A failure
+ * leaves them as they were. */
+static int cpu_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    if (shape->n_head && (shape->n_head_kv < 1 || shape->n_head % shape->n_head_kv))
+        return q36_err_set(err, Q36_E_ARG, "cpu backend: %lld query heads over %lld KV heads",
+                           (long long)shape->n_head, (long long)shape->n_head_kv);
+    size_t sh, tf;
+    scratch_need(shape, &sh, &tf);
+    const size_t tbytes = tf * sizeof(float) * (size_t)c->n_threads;
+    void *p = sh > c->scratch_cap ? realloc(c->scratch, sh) : c->scratch;
+    if (!p && sh)
+        goto nomem;
+    if (sh > c->scratch_cap) {
+        c->scratch = p;
+        c->scratch_cap = sh;
+    }
+    if (tf > c->tscratch_n) {
+        float *t = realloc(c->tscratch, tbytes);
+        if (!t)
+            goto nomem;
+        c->tscratch = t;
+        c->tscratch_n = tf;
+    }
+    c->reserved = true;
+    return 0;
+nomem:
+    return q36_err_set(err, Q36_E_NOMEM, "cpu backend: out of memory reserving %.1f MiB of "
+                       "scratch (%.1f MiB shared, %d threads x %.1f MiB)",
+                       ((double)sh + (double)tbytes) / 1048576.0, sh / 1048576.0, c->n_threads,
+                       tf * sizeof(float) / 1048576.0);
+}
+
+static const struct be_ops cpu_ops = {
+    .name = "cpu",
+    .free = cpu_free,
+    .sync = cpu_sync,
+    .reserve = cpu_reserve,
+    .tensor_new = cpu_tensor_new,
+    .tensor_free = cpu_tensor_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .save = cpu_save,
+    .load = cpu_load,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .weight_bind = cpu_weight_bind,
+    .get_rows = cpu_get_rows,
+    .matmul = cpu_matmul,
+    .matmul_n = cpu_matmul_n,
+    .matmul_id = cpu_matmul_id,
+    .rms_norm = cpu_rms_norm,
+    .l2_norm = cpu_l2_norm,
+    .add = cpu_add,
+    .mul = cpu_mul,
+    .mul_col = cpu_mul_col,
+    .silu = cpu_silu,
+    .sigmoid = cpu_sigmoid,
+    .swiglu = cpu_swiglu,
+    .deltanet_gates = cpu_deltanet_gates,
+    .rope = cpu_rope,
+    .kv_store = cpu_kv_store,
+    .attention = cpu_attention,
+    .ssm_conv = cpu_ssm_conv,
+    .deltanet = cpu_deltanet,
+    .deltanet_chunked = cpu_deltanet_chunked,
+    .moe_route = cpu_moe_route,
+    .moe_combine = cpu_moe_combine,
+    .profile_enable = cpu_profile_enable,
+    .profile_layer = cpu_profile_layer,
+    .profile_reset = cpu_profile_reset,
+    .profile_ops = cpu_profile_ops,
+    .profile_layers = cpu_profile_layers,
+};
+
+int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
+{
+    *out = NULL;
+    n_threads = threads_of(n_threads);
+    if (n_threads > 256)
+        return q36_err_set(err, Q36_E_ARG, "cpu backend: %d threads is more than 256", n_threads);
+    cpu_fdot_init();
+    {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
+        float z[8] = { 0 };
+        uint8_t blk[292] = { 0 };
+        (void)cpu_dot_q6_K_ggml(0, blk, z);
+    }
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return q36_err_set(err, Q36_E_NOMEM, "cpu backend: out of memory");
+    c->base.ops = &cpu_ops;
+    c->n_threads = n_threads;
+    /* Q36_DOT_PATH=ref|avx2|avx512: a diagnostic switch that makes every
+     * matmul use one family of the quant module's kernels */
+    __builtin_cpu_init();
+    c->bf16_dp = cpu_avx512_ok() && __builtin_cpu_supports("avx512bf16");
+    const char *dp = getenv("Q36_DOT_PATH");
+    c->dot_path = !dp ? -1 : !strcmp(dp, "ref") ? QUANT_PATH_REF
+                : !strcmp(dp, "avx2") ? QUANT_PATH_AVX2
+                : !strcmp(dp, "avx512") ? QUANT_PATH_AVX512 : -1;
+    if (n_threads > 1) {
+        c->pool = cpu_pool_new(n_threads);
+        if (!c->pool) {
+            free(c);
+            return q36_err_set(err, Q36_E_NOMEM, "cpu backend: cannot start %d threads", n_threads);
+        }
+    }
+    *out = &c->base;
+    return 0;
+}

@@ -1,0 +1,262 @@
+/* engine.c: the engine of include/q36.h: one backend, the model's weights
+ * bound to it once, the state tensors of every slot and the scratch, all
+ * allocated at creation from the plan's table (plan.c); a forward pass
+ * over a batch of rows from several slots (q36_engine_eval checks the
+ * batch, writes the ids and the runs to the device, and advances each
+ * slot's position); and the slots' positions and resets. The order of
+ * operations of a pass is in forward.c. */
+#include "forward.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+q36_engine_opts q36_engine_opts_default(void)
+{
+    q36_engine_opts o = { .n_threads = 1, .n_batch = 512, .n_slots = 1, .type_k = Q36_KV_F16,
+                          .type_v = Q36_KV_F16, .max_bytes = 0, .fast = 0, .profile = 0,
+                          .backend = NULL };
+    return o;
+}
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return UINT64_MAX;
+    char line[256];
+    unsigned long long kb = 0;
+    bool found = false;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            found = true;
+            break;
+        }
+    fclose(f);
+    return found ? (uint64_t)kb * 1024 : UINT64_MAX;
+}
+
+int q36_engine_plan(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
+                    q36_mem_plan *out, q36_err *err)
+{
+    q36_engine_opts o = opts ? *opts : q36_engine_opts_default();
+    return model_plan(m, n_ctx, &o, out, err);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static void free_item(void *ctx, const plan_item *it)
+{
+    q36_engine *e = ctx;
+    if (it->dst) {
+        be_tensor_free(e->be, *it->dst);
+        *it->dst = NULL;
+    }
+}
+
+void q36_engine_free(q36_engine *e)
+{
+    if (!e)
+        return;
+    if (e->be) {
+        const plan_args a = { e->n_ctx, e->n_batch, e->n_slots, e->n_threads, e->type_k,
+                              e->type_v };
+        model_plan_walk(e->hp, &a, e, free_item, e);
+        be_batch_free(e->be, &e->batch);
+    }
+    be_free(e->be);
+    free(e->pos);
+    free(e->seq);
+    free(e->rowbuf);
+    free(e);
+}
+
+typedef struct {
+    q36_engine *e;
+    bool oom;
+} alloc_ctx;
+
+static void alloc_item(void *ctx, const plan_item *it)
+{
+    alloc_ctx *c = ctx;
+    if (!it->dst)       /* the batch's tensors: be_batch_init */
+        return;
+    *it->dst = be_tensor_new_type(c->e->be, it->type, it->rows, it->cols);
+    if (!*it->dst)
+        c->oom = true;
+}
+
+int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
+                   q36_engine **out, q36_err *err)
+{
+    *out = NULL;
+    q36_engine_opts o = opts ? *opts : q36_engine_opts_default();
+    q36_mem_plan plan;
+    int rc = model_plan(m, n_ctx, &o, &plan, err);
+    if (rc)
+        return rc;
+    const model_hparams *hp = q36_model_hparams(m);
+    const uint64_t avail = o.max_bytes ? o.max_bytes : mem_available();
+    if (plan.total > avail)
+        return q36_err_set(err, Q36_E_NOMEM,
+                           "a context of %d tokens in %d slot(s) needs %.1f MiB (K/V %.1f MiB = "
+                           "%llu B/token a slot, DeltaNet state %.1f MiB, scratch %.1f MiB) but "
+                           "%.1f MiB are available", n_ctx, o.n_slots, plan.total / 1048576.0,
+                           plan.kv / 1048576.0, (unsigned long long)plan.kv_per_token,
+                           plan.recurrent / 1048576.0, plan.scratch / 1048576.0,
+                           avail / 1048576.0);
+
+    q36_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory");
+    e->m = m;
+    e->hp = hp;
+    e->n_ctx = n_ctx;
+    e->n_batch = o.n_batch;
+    e->n_slots = o.n_slots;
+    e->n_threads = o.n_threads;
+    e->type_k = o.type_k;
+    e->type_v = o.type_v;
+    e->fast = o.fast != 0;
+    e->profile = o.profile != 0;
+    e->pos = calloc((size_t)o.n_slots, sizeof *e->pos);
+    e->seq = calloc((size_t)o.n_slots, sizeof *e->seq);
+    e->rowbuf = calloc(3 * (size_t)o.n_batch, sizeof *e->rowbuf);
+    if (!e->pos || !e->seq || !e->rowbuf) {
+        rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = be_new(o.backend, o.n_threads, &e->be, err)))
+        goto fail;
+    if ((rc = model_weights_bind(e->be, q36_model_gguf(m), hp, &e->w, err)))
+        goto fail;
+
+    const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v };
+    alloc_ctx ac = { e, false };
+    model_plan_walk(hp, &a, e, alloc_item, &ac);
+    if (ac.oom) {
+        rc = q36_err_set(err, Q36_E_NOMEM, "out of memory allocating %d slots of %d tokens "
+                         "(%.1f MiB planned)", o.n_slots, n_ctx, plan.total / 1048576.0);
+        goto fail;
+    }
+    e->sc.logit_rows = be_rows_of(e->sc.logits);
+    if ((rc = be_batch_init(e->be, &e->batch, o.n_batch, o.n_slots, n_ctx, err)))
+        goto fail;
+    const be_shape sh = model_plan_shape(hp, &a);
+    if ((rc = be_reserve(e->be, &sh, err)))
+        goto fail;
+    *out = e;
+    return 0;
+fail:
+    q36_engine_free(e);
+    return rc;
+}
+
+int q36_engine_n_slots(const q36_engine *e) { return e->n_slots; }
+int q36_engine_n_ctx(const q36_engine *e) { return (int)e->n_ctx; }
+int q36_engine_n_vocab(const q36_engine *e) { return (int)e->hp->n_vocab; }
+int q36_engine_n_embd(const q36_engine *e) { return (int)e->hp->n_embd; }
+
+/* ------------------------------------------------------------------ eval */
+
+/* Checks the batch and splits it into runs (one per slot, in batch order);
+ * fills e->seq and returns their count, or a negative kind. */
+static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
+{
+    if (b->n < 1 || b->n > e->n_batch)
+        return q36_err_set(err, Q36_E_ARG, "batch of %d rows is outside [1, %lld]", b->n,
+                           (long long)e->n_batch);
+    if (b->n_out < 0 || b->n_out > b->n)
+        return q36_err_set(err, Q36_E_ARG, "%d output rows for a batch of %d", b->n_out, b->n);
+    int n_seq = 0;
+    for (int i = 0; i < b->n; i++) {
+        const int32_t id = b->id[i], sl = b->slot[i], p = b->pos[i];
+        if (id < 0 || (uint32_t)id >= e->hp->n_vocab)
+            return q36_err_set(err, Q36_E_ARG, "row %d: token %d is outside the vocabulary of %u",
+                               i, id, e->hp->n_vocab);
+        if (sl < 0 || sl >= e->n_slots)
+            return q36_err_set(err, Q36_E_ARG, "row %d: slot %d is outside [0, %d)", i, sl,
+                               e->n_slots);
+        if (i == 0 || sl != b->slot[i - 1]) {
+            for (int s = 0; s < n_seq; s++)
+                if (e->seq[s].slot == sl)
+                    return q36_err_set(err, Q36_E_ARG, "row %d: the rows of slot %d are not "
+                                       "consecutive in the batch", i, sl);
+            if (p != e->pos[sl])
+                return q36_err_set(err, Q36_E_ARG, "row %d: slot %d is at position %lld, the "
+                                   "row says %d", i, sl, (long long)e->pos[sl], p);
+            e->seq[n_seq++] = (be_seq){ sl, i, 0, p };
+        } else if (p != b->pos[i - 1] + 1) {
+            return q36_err_set(err, Q36_E_ARG, "row %d: slot %d position %d does not follow %d",
+                               i, sl, p, b->pos[i - 1]);
+        }
+        be_seq *r = &e->seq[n_seq - 1];
+        r->n_rows++;
+        if (r->pos0 + r->n_rows > e->n_ctx)
+            return q36_err_set(err, Q36_E_ARG, "row %d: position %d of slot %d does not fit a "
+                               "context of %lld", i, p, sl, (long long)e->n_ctx);
+    }
+    for (int i = 0; i < b->n_out; i++)
+        if (b->out[i] < 0 || b->out[i] >= b->n)
+            return q36_err_set(err, Q36_E_ARG, "output row %d is outside the batch of %d",
+                               b->out[i], b->n);
+    return n_seq;
+}
+
+int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hidden,
+                    q36_err *err)
+{
+    const int n_seq = batch_runs(e, b, err);
+    if (n_seq < 0)
+        return n_seq;
+    be_ctx *be = e->be;
+    const uint64_t t0 = e->profile ? now_ns() : 0;
+    if (e->profile)     /* ops count only inside forward passes */
+        be_profile_enable(be, 1);
+    be_views_reset(be);
+    be_write(be, e->sc.ids, 0, b->n, b->id);
+    be_batch_set(be, &e->batch, n_seq, e->seq);
+    int rc = model_forward(e, b->n, b->out, b->n_out, logits, hidden, err);
+    if (e->profile) {
+        be_profile_enable(be, 0);
+        e->prof_fwd_ns += now_ns() - t0;
+        e->prof_fwd_n++;
+        e->prof_tok += (uint64_t)b->n;
+    }
+    if (rc)
+        return rc;
+    for (int s = 0; s < n_seq; s++)
+        e->pos[e->seq[s].slot] += e->seq[s].n_rows;
+    return 0;
+}
+
+/* ----------------------------------------------------------------- slots */
+
+int q36_slot_pos(const q36_engine *e, int slot)
+{
+    return slot >= 0 && slot < e->n_slots ? (int)e->pos[slot] : -1;
+}
+
+void q36_slot_reset(q36_engine *e, int slot)
+{
+    if (slot < 0 || slot >= e->n_slots)
+        return;
+    const model_hparams *hp = e->hp;
+    be_views_reset(e->be);
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        if (!hp->recurrent[il])
+            continue;      /* K/V rows beyond pos are never read */
+        const int64_t Cc = be_rows_of(e->tail[il]) / e->n_slots;
+        be_zero(e->be, be_rows(e->be, e->tail[il], slot * Cc, Cc));
+        be_zero(e->be, be_rows(e->be, e->S[il], (int64_t)slot * hp->ssm_dt_rank, hp->ssm_dt_rank));
+    }
+    e->pos[slot] = 0;
+}
