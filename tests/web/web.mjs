@@ -217,6 +217,27 @@ try {
     assert(s.thinking === false && s.max_tokens === 8, 'settings not kept');
   });
 
+  await check('web_tools', async () => {
+    // A tools array that is not JSON is refused before any request; a good one is sent.
+    await setField('set-tools', '[{"type": "function"');
+    const n = bodies.length;
+    await page.focus('#input');
+    await page.keyboard.type('Weather in Paris?');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => [...document.querySelectorAll('#messages > .error')].some((e) => /^Tools:/.test(e.textContent)),
+      { timeout: 3000 });
+    assert(bodies.length === n, 'a request went out with broken tools');
+    assert(await page.$eval('#input', (e) => e.value) === 'Weather in Paris?', 'the input was lost');
+    await setField('set-tools', JSON.stringify([{ type: 'function', function: { name: 'get_weather', description: 'The weather of a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }]));
+    await page.focus('#input');
+    await page.keyboard.press('Enter');
+    await until('the reply', async () => (await page.$$('.msg.assistant[data-state=done]')).length === 3, 8000);
+    const b = JSON.parse(bodies[n]);
+    assert(b.tools && b.tools[0].function.name === 'get_weather', 'the tools were not sent');
+    await setField('set-tools', '');
+  });
+
   await check('web_stop', async () => {
     // The model may end a reply on its own before the click (a random
     // model's end token): then another seed, up to four times.
