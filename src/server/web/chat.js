@@ -252,12 +252,16 @@ export async function send() {
   const e = box.lastElementChild;
   setBusy(true);
   save();
-  let pending = false;
+  let pending = false, saved = performance.now();
   const redraw = () => {
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {
       pending = false;
+      if (performance.now() - saved > 2000) {   // a reply cut by a closed tab keeps most of itself
+        save();
+        saved = performance.now();
+      }
       const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
       drawAssistant(e, msg, !!streaming);
       if (stick) box.scrollTop = box.scrollHeight;
