@@ -24,7 +24,7 @@ DEFAULT_MODEL := $(BUILD)/default.gguf
 LIB_SRC  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 TOOL_SRC := $(sort $(wildcard tools/*.c tools/bench/*.c tools/data/*.S))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/server/page_assets.o
 TOOL_OBJ := $(patsubst %.S,$(BUILD)/%.o,$(TOOL_SRC:%.c=$(BUILD)/%.o))
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libq36.a
@@ -78,6 +78,28 @@ $(BUILD)/tools/data/chat_template.o: tools/data/chat_template.jinja
 $(BUILD)/%.o: %.cu $(wildcard src/backend/cuda/*.h) src/backend/be_impl.h src/backend/backend.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# ---- the page q36 serve embeds (GET /) --------------------------------------
+# index.html and style.css are copied; app.js is bundled by esbuild from the
+# page's modules and the pinned npm libraries (markdown-it, highlight.js) that
+# scripts/setup.sh installs into WEB_PKG from its package-lock.json (`setup.sh
+# page`, only those, when `make` finds them missing).
+WEB_SRC := src/server/web
+WEB_PKG := $(WEB_SRC)/node_modules
+WEB_OUT := $(BUILD)/web
+$(WEB_PKG)/.q36-stamp: $(WEB_SRC)/package-lock.json
+	@scripts/setup.sh page
+	@test -x $(WEB_PKG)/.bin/esbuild || { echo "q36: $(WEB_PKG) lacks esbuild: run scripts/setup.sh" >&2; exit 1; }
+$(WEB_OUT)/app.js: $(wildcard $(WEB_SRC)/*.js) $(WEB_PKG)/.q36-stamp
+	@mkdir -p $(dir $@)
+	$(WEB_PKG)/.bin/esbuild $(WEB_SRC)/main.js --bundle --minify --format=iife --target=es2020 \
+	    --legal-comments=eof --log-level=warning --outfile=$@
+$(WEB_OUT)/index.html $(WEB_OUT)/style.css: $(WEB_OUT)/%: $(WEB_SRC)/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/src/server/page_assets.o: src/server/page_assets.S $(addprefix $(WEB_OUT)/,index.html app.js style.css)
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,-I,$(WEB_OUT) $< -o $@
 
 $(LIB): $(LIB_OBJ) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)

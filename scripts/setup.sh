@@ -2,16 +2,24 @@
 # Installs what building and testing q36 need on Debian 12, and nothing when it
 # is all there already (a second run takes well under a second).
 #   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, utf8proc,
-#   libmicrohttpd (q36 serve), xz (the default model), git, node/npm
+#   libmicrohttpd (q36 serve), xz (the default model), git, node/npm, chromium (the page's
+#   browser tests)
 #   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
 #   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine;
-#   (tests/server, pinned the same way): the openai and @anthropic-ai/sdk clients.
+#   (tests/server, pinned the same way): the openai and @anthropic-ai/sdk clients;
+#   (src/server/web): esbuild, markdown-it and highlight.js, bundled into the page;
+#   (tests/web): puppeteer-core, which drives Debian's chromium in tests/web.test.sh.
 # Then it unpacks the llama.cpp headers from the bundle into build/llama.cpp.
+# `scripts/setup.sh page` installs only node/npm if missing and the page's npm
+# packages (src/server/web): what `make` needs to build q36 serve's embedded
+# page, and what the Makefile runs when they are missing.
 set -eu
 cd "$(dirname "$0")/.."
+mode=${1:-all}
 
-pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev xz-utils git ca-certificates"
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev xz-utils git ca-certificates chromium"
 missing=""
+[ "$mode" = page ] && pkgs=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
@@ -47,12 +55,22 @@ npm_pinned() {
     touch "$stamp"
 }
 
+if [ "$mode" = page ]; then
+    npm_pinned src/server/web --ignore-scripts
+    exit 0
+fi
+
 # The oracle: --omit=optional skips node-llama-cpp's other platform builds
 # (CUDA, Vulkan, ARM: about 550 MB); --ignore-scripts skips its post-install
 # step, which would try to download or build.
 npm_pinned tests/oracle --ignore-scripts --omit=optional
 # The official openai and @anthropic-ai/sdk clients that drive q36 serve.
 npm_pinned tests/server --ignore-scripts
+# The page's libraries and its bundler (esbuild's binary comes in its
+# @esbuild/linux-x64 package; its install script only re-checks that).
+npm_pinned src/server/web --ignore-scripts
+# puppeteer-core: no browser download; it drives Debian's chromium.
+npm_pinned tests/web --ignore-scripts
 
 # llama.cpp's source of that exact build, for its headers (and for reading).
 bundle=tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle

@@ -10,24 +10,7 @@ set -u
 SDK=tests/server/node_modules
 [ -d "$SDK/openai" ] && [ -d "$SDK/@anthropic-ai/sdk" ] ||
     { fail server_sdk "$SDK is missing (scripts/setup.sh)"; exit 1; }
-# Where q36 looks for the default model: build/default.gguf beside ./q36,
-# default.gguf beside build*/q36.
-d=$(dirname "$Q36")
-model=$d/build/default.gguf
-[ -f "$model" ] || model=$d/default.gguf
-[ -f "$model" ] || { fail server_model "no default model beside $Q36 (make unpacks it from models/)"; exit 1; }
-# wait_url FILE PID: the URL the server prints as its first stdout line,
-# waited for up to 10 s; empty when it does not start.
-wait_url() {
-    local u=
-    for _ in $(seq 1 100); do
-        u=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$1")
-        [ -n "$u" ] && break
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.1
-    done
-    printf '%s' "$u"
-}
+default_model server_model
 key=test-key-$$
 printf '%s\n' "$key" >"$tmp/key"
 

@@ -247,6 +247,11 @@ static const struct route {
     { "POST", "/tokenize",            route_tokenize,         SRV_OPENAI, false },
     { "POST", "/detokenize",          route_detokenize,       SRV_OPENAI, false },
     { "POST", "/apply-template",      route_apply_template,   SRV_OPENAI, false },
+    { "GET",  "/monitor",             route_monitor,          SRV_OPENAI, false },
+    { "GET",  "/",                    route_page,             SRV_OPENAI, true },
+    { "GET",  "/app.js",              route_page_js,          SRV_OPENAI, true },
+    { "GET",  "/style.css",           route_page_css,         SRV_OPENAI, true },
+    { "HEAD", "/",                    route_page,             SRV_OPENAI, true },
 };
 
 static enum MHD_Result dispatch(srv_conn *c)
@@ -341,6 +346,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
             why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
     if (c->job) {
         atomic_store(&c->job->cancel, 1);    /* a no-op when it has ended */
+        srv_live_remove(c->s, c->job);
         srv_job_unref(c->job);
     }
     if (c->free_state)
@@ -370,6 +376,7 @@ int srv_start(const srv_opts *o, srv **out, q36_err *err)
     s->o = *o;
     s->t_start = srv_now();
     pthread_mutex_init(&s->met.mu, NULL);
+    pthread_mutex_init(&s->live_mu, NULL);
     atomic_init(&s->next_id, 0);
     int rc = q36_model_open(o->model_path, &s->model, err);
     if (rc)
@@ -447,5 +454,9 @@ void srv_stop(srv *s)
     q36_model_free(s->model);
     free(s->api_key);
     pthread_mutex_destroy(&s->met.mu);
+    for (int i = 0; i < s->n_live; i++)
+        srv_job_unref(s->live[i]);
+    free(s->live);
+    pthread_mutex_destroy(&s->live_mu);
     free(s);
 }

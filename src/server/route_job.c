@@ -44,6 +44,7 @@ int srv_route_start(srv_conn *c, srv_error *e, const srv_route_job *rj, int *rc)
         return 0;
     }
     c->job = j;                                 /* the connection's reference now */
+    srv_live_add(s, j);
     c->state = rj->state;
     c->free_state = rj->free_state;
     if (rj->stream) {

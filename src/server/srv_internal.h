@@ -180,6 +180,10 @@ struct srv {
     char        *api_key;
     atomic_ullong next_id;
     double       t_start;
+    /* The jobs of open connections (a reference each), for GET /monitor. */
+    pthread_mutex_t live_mu;
+    srv_job    **live;
+    int          n_live, cap_live;
 };
 
 typedef struct srv_conn srv_conn;
@@ -316,5 +320,16 @@ int route_slots(srv_conn *c);
 int route_tokenize(srv_conn *c);
 int route_detokenize(srv_conn *c);
 int route_apply_template(srv_conn *c);
+/* The embedded page (page.c) and its monitor's data (monitor.c). */
+int route_page(srv_conn *c);
+int route_page_js(srv_conn *c);
+int route_page_css(srv_conn *c);
+int route_monitor(srv_conn *c);
+
+/* ---- live jobs (monitor.c): a queued job is added, and removed when its
+ * connection ends; each entry holds a reference. ------------------------------------------- */
+
+void srv_live_add(srv *s, srv_job *j);
+void srv_live_remove(srv *s, srv_job *j);     /* a job not in the list is ignored */
 
 #endif
