@@ -25,12 +25,16 @@
  * loop gets the registers to itself).
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
  * address order, the same lanes and bits.
- * The AVX2 kernel takes 2 rows (one per 128-bit lane) x up to 4 tokens
- * with vpmaddubsw + vpmaddwd, and one token k4_row1_avx2; their four int32
- * lanes per row hold the same elements (exact), so the float work and the
- * bits are the AVX-512 kernel's. (Under Q36_QUANT_PATH_MAX=avx2 the prompt
- * tile runs at about 19 cycles per row, block and token where its
- * multiplies need 8: the next thing to improve for AVX2-only CPUs.)
+ * The AVX2 kernel takes 2 rows (one per 128-bit lane, as the AVX-512
+ * kernel) x up to 4 tokens with vpmaddubsw + vpmaddwd (k4_pairxT_avx2),
+ * and one token k4_row1_avx2; their four int32 lanes per row hold the same
+ * elements (exact), so the float work and the bits are the AVX-512
+ * kernel's. Under Q36_QUANT_PATH_MAX=avx2 (one thread, min of 20, 16 rows
+ * x 64 tokens, TSC ticks at 2.6 GHz per row, block and token) it takes
+ * 6.2-6.4 at K 1024 N 3584 and K 3584 N 1024, where the previous AVX2 tile
+ * (each row in a whole 256-bit vector, folded per block; 8 int32 sums and
+ * 4 accumulators live, spilled) took 8.9-9.9: its lanes needed a fold and
+ * a float step per row, and each 16-code half its own vpmaddwd.
  *
  * Measured (one thread, min of 15, tiles of 16 rows x 64 tokens as
  * cpu_matmul takes them): this kernel against the previous one (rows in
@@ -408,76 +412,6 @@ XAVX2 static inline __m256i k4_scales2(const uint8_t *const *s)
     return _mm256_blend_epi32(lo, _mm256_or_si256(hl, hh), 0xAA);
 }
 
-/* Per sub-block k (32 elements, one 256-bit vector of codes) the int16
- * scale of row r is broadcast in-lane by vpshufb from that row's lane;
- * lane j of the 8 int32 sums holds elements 32k + 4j..4j+3 (j < 4) and
- * 32k + 16 + 4(j-4).. (j >= 4), so folding the two 128-bit halves gives
- * exactly the AVX-512 kernel's four lanes per row: same bits. */
-XAVX2 __attribute__((always_inline)) static inline void
-k4_block2xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const int T, __m256 *res)
-{
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const __m256i didx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), midx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
-    __m256 acc[4];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++)
-        acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *wb[2] = { w[0] + b * K4_WB, w[1] + b * K4_WB }, *ab[4];
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++)
-            ab[t] = at[t] + b * K4_AB;
-        const __m256i scmn = k4_scales2(wb);
-        const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
-        const __m256i mn16 = _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256());
-        const __m128 dd = _mm_cvtph_ps(_mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), 0, 0));
-        const __m256 dv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx);
-        const __m256 dm = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx);
-        __m256i isum[2][4];
-#pragma GCC unroll 2
-        for (int r = 0; r < 2; r++) {
-#pragma GCC unroll 4
-            for (int t = 0; t < T; t++)
-                isum[r][t] = _mm256_setzero_si256();
-            const __m256i scr = r ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
-                                   : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                const __m256i q = _mm256_loadu_si256((const __m256i *)(wb[r] + 16 + 32 * c));
-#pragma GCC unroll 2
-                for (int hi = 0; hi < 2; hi++) {
-                    const int k = 2 * c + hi;
-                    const __m256i code = hi ? _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) : _mm256_and_si256(q, m4);
-                    const __m256i sc = _mm256_shuffle_epi8(scr, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
-#pragma GCC unroll 4
-                    for (int t = 0; t < T; t++) {
-                        const __m256i p = _mm256_maddubs_epi16(code, _mm256_loadu_si256((const __m256i *)(ab[t] + 4 + 32 * k)));
-                        isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p, sc));
-                    }
-                }
-            }
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(ab[t] + 260)),
-                                                  _mm256_set1_epi16(1));
-            const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
-            const __m256i ms = _mm256_madd_epi16(mn16, _mm256_broadcastsi128_si256(b16));
-            const __m256i is = _mm256_add_epi32(_mm256_permute2x128_si256(isum[0][t], isum[1][t], 0x20),
-                                                _mm256_permute2x128_si256(isum[0][t], isum[1][t], 0x31));
-            float da;
-            memcpy(&da, ab[t], 4);
-            const __m256 f = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), dm, _mm256_mul_ps(_mm256_cvtepi32_ps(is), dv));
-            acc[t] = _mm256_fmadd_ps(f, _mm256_set1_ps(da), acc[t]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        __m256 x = _mm256_add_ps(acc[t], _mm256_shuffle_ps(acc[t], acc[t], 0x4E));
-        res[t] = _mm256_add_ps(x, _mm256_shuffle_ps(x, x, 0xB1));   /* row r in element 4r */
-    }
-}
-
 /* One row, one token (decode) on AVX2, as k4_row1 on AVX-512: per 32
  * codes one vpmaddubsw and one vpmaddwd against the sub-block's scale; int32
  * lane i of the 8 sums elements 4i..4i+3 of each sub-block, so the two
@@ -511,36 +445,118 @@ XAVX2 static inline float k4_row1_avx2(int64_t nb, const uint8_t *w, const uint8
     return k4_sum1(acc);
 }
 
+#define K4_PAIR_TMAX 8
+#define K4_PAIR_T 4     /* tokens per pass: 3 -> 6.7, 4 -> 6.3, 6 -> 6.2 ns-ticks, noisy */
+/* Two rows x T tokens (T <= 4), row r in 128-bit lane r of every vector
+ * (k4_block4xT's layout at half the width): per sub-block k the two
+ * 16-code halves of both rows are two vectors, each taken by one
+ * vpmaddubsw against the token's 16 activations broadcast to both lanes;
+ * the two int16 results are added first (each at most 2 * 15 * 128, the
+ * sum < 2^15: exact) and take one vpmaddwd against the lane's scale, since
+ * elements e and e + 16 of a sub-block fall in the same int32 lane j =
+ * (e mod 16) / 4. The int32 lanes then hold exactly k4_dot_order's four
+ * lanes per row, and the float step (converted, times d, minus mins times
+ * dmin, fused into the accumulator times the token's scale) runs on both
+ * rows at once: the same operations per lane, the same bits. */
+XAVX2 __attribute__((always_inline)) static inline void
+k4_pairxT_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *a, uint64_t arb,
+               const int T, float *y, int64_t ldy, int two)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i didx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), midx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
+    __m256 acc[K4_PAIR_TMAX];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *wb[2] = { w0 + b * K4_WB, w1 + b * K4_WB };
+        const uint8_t *ab = a + b * K4_AB;
+        const __m256i scmn = k4_scales2(wb);
+        const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
+        __m256i isum[K4_PAIR_TMAX];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++)
+            isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i v0 = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 16 + 32 * c))),
+                _mm_loadu_si128((const __m128i *)(wb[1] + 16 + 32 * c)), 1);
+            const __m256i v1 = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 32 + 32 * c))),
+                _mm_loadu_si128((const __m128i *)(wb[1] + 32 + 32 * c)), 1);
+#pragma GCC unroll 2
+            for (int hi = 0; hi < 2; hi++) {
+                const int k = 2 * c + hi;
+                const __m256i c0 = hi ? _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4) : _mm256_and_si256(v0, m4);
+                const __m256i c1 = hi ? _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4) : _mm256_and_si256(v1, m4);
+                const __m256i sc = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
+#pragma GCC unroll 8
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *q8 = ab + (uint64_t)t * arb + 4 + 32 * k;
+                    const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q8)));
+                    const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q8 + 16))));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+                }
+            }
+        }
+        const __m256i mn16 = _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256());
+        const __m128 dd = _mm_cvtph_ps(_mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), 0, 0));
+        const __m256 dv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx);
+        const __m256 dm = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const uint8_t *at = ab + (uint64_t)t * arb;
+            const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(at + 260)), _mm256_set1_epi16(1));
+            const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+            const __m256i ms = _mm256_madd_epi16(mn16, _mm256_broadcastsi128_si256(b16));
+            float da;
+            memcpy(&da, at, 4);
+            const __m256 f = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), dm, _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), dv));
+            acc[t] = _mm256_fmadd_ps(f, _mm256_set1_ps(da), acc[t]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) {
+        __m256 x = _mm256_add_ps(acc[t], _mm256_shuffle_ps(acc[t], acc[t], 0x4E));
+        x = _mm256_add_ps(x, _mm256_shuffle_ps(x, x, 0xB1));
+        y[t * ldy] = _mm256_cvtss_f32(x);
+        if (two)
+            y[t * ldy + 1] = _mm_cvtss_f32(_mm256_extractf128_ps(x, 1));
+    }
+}
+
+#define K4_PAIRX(T)                                                                             \
+    XAVX2 static void k4_pairx##T##_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1,      \
+                                         const uint8_t *a, uint64_t arb, float *y, int64_t ldy, \
+                                         int two)                                               \
+    {                                                                                           \
+        k4_pairxT_avx2(nb, w0, w1, a, arb, T, y, ldy, two);                                     \
+    }
+K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX(7) K4_PAIRX(8)
+
 XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
+    typedef void (*pair_fn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *, uint64_t,
+                            float *, int64_t, int);
+    static const pair_fn tab[K4_PAIR_TMAX] = {
+        k4_pairx1_avx2, k4_pairx2_avx2, k4_pairx3_avx2, k4_pairx4_avx2,
+        k4_pairx5_avx2, k4_pairx6_avx2, k4_pairx7_avx2, k4_pairx8_avx2,
+    };
     const int64_t nb = K / 256;
     if (nt == 1) {
         for (int64_t r = 0; r < nr; r++)
             y[r] = k4_row1_avx2(nb, w + (uint64_t)r * wrb, a);
         return;
     }
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        const int rows = nr - r0 < 2 ? 1 : 2;
-        const uint8_t *wr[2] = { w + (uint64_t)r0 * wrb, w + (uint64_t)(r0 + rows - 1) * wrb };
-        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
-            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
-            const uint8_t *at[4];
-            for (int t = 0; t < T; t++)
-                at[t] = a + (uint64_t)(t0 + t) * arb;
-            __m256 res[4];
-            switch (T) {
-            case 4: k4_block2xT(nb, wr, at, 4, res); break;
-            case 3: k4_block2xT(nb, wr, at, 3, res); break;
-            case 2: k4_block2xT(nb, wr, at, 2, res); break;
-            default: k4_block2xT(nb, wr, at, 1, res); break;
-            }
-            for (int t = 0; t < T; t++) {
-                float *yt = y + (t0 + t) * ldy + r0;
-                yt[0] = _mm256_cvtss_f32(res[t]);
-                if (rows == 2)
-                    yt[1] = _mm256_cvtss_f32(_mm256_permute2f128_ps(res[t], res[t], 0x11));
-            }
+    /* an odd last row runs as a pair with itself, its second result not stored */
+    for (int64_t t0 = 0; t0 < nt; t0 += K4_PAIR_T) {
+        const int64_t u = nt - t0 < K4_PAIR_T ? nt - t0 : K4_PAIR_T;
+        for (int64_t r = 0; r < nr; r += 2) {
+            const int two = nr - r >= 2;
+            tab[u - 1](nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + two) * wrb, a + (uint64_t)t0 * arb,
+                       arb, y + t0 * ldy + r, ldy, two);
         }
     }
 }
