@@ -291,11 +291,22 @@ X512 void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
 
 /* The row's codes of each 32-element group are unpacked once for the T
  * tokens; lane L of a token's 8 int32 lanes is ggml's lane L directly
- * (vpmaddubsw pairs, then vpmaddwd against the group's two scales). */
+ * (vpmaddubsw pairs, then vpmaddwd against the group's two scales: that of
+ * its first 16 elements in the low 128-bit lane, of the next 16 in the
+ * high one). The block's 16 scales are widened once with the even ones in
+ * the low lane and the odd ones in the high lane, so one in-lane vpshufb
+ * gives a group's pair, where two scalar broadcasts and an insert did.
+ * Under Q36_QUANT_PATH_MAX=avx2 (one thread, min of 10-50, TSC ticks at
+ * 2.6 GHz per row, block and token, runs alternating with the previous
+ * kernel on a loaded machine): decode 21.2-22.0 -> 16.3-16.5 from cache,
+ * 22.4-24.1 -> 18.9-22.2 from memory. Two rows per pass at one token gave
+ * no more from cache (16.8: throughput, not the fma chain, bounds it) and,
+ * as two streams, needed software prefetch to stay level from memory. */
 XAVX2 __attribute__((always_inline)) static inline void
 k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, float *res)
 {
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m128i eo = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++)
@@ -305,7 +316,9 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             ab[t] = at[t] + b * K6_AB;
-        const int8_t *sc = (const int8_t *)(w + 192);
+        const __m128i scb = _mm_loadu_si128((const __m128i *)(w + 192));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(scb);
+        const __m256i scp = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scb, eo));
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
@@ -325,7 +338,7 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
                                             : _mm256_srli_epi16(h, 2);
                 const __m256i code = _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
                 const int is = 4 * j + g;
-                const __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[2 * is + 1]), _mm_set1_epi16(sc[2 * is]));
+                const __m256i s16 = _mm256_shuffle_epi8(scp, _mm256_set1_epi16((short)(2 * is | (2 * is + 1) << 8)));
 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++) {
                     const __m256i q = _mm256_maddubs_epi16(
@@ -334,7 +347,6 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
                 }
             }
         }
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         const float dw = _cvtsh_ss(rd16(w + 208));
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
@@ -367,6 +379,8 @@ K6_ROW(4)
 XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
+    typedef void (*fn)(int64_t, const uint8_t *, const uint8_t *const *, float *);
+    static const fn tab[4] = { k6_row1, k6_row2, k6_row3, k6_row4 };
     const int64_t nb = K / 256;
     for (int64_t r = 0; r < nr; r++) {
         const uint8_t *wr = w + (uint64_t)r * wrb;
@@ -376,12 +390,7 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             for (int t = 0; t < T; t++)
                 at[t] = a + (uint64_t)(t0 + t) * arb;
             float res[4];
-            switch (T) {
-            case 4: k6_row4(nb, wr, at, res); break;
-            case 3: k6_row3(nb, wr, at, res); break;
-            case 2: k6_row2(nb, wr, at, res); break;
-            default: k6_row1(nb, wr, at, res); break;
-            }
+            tab[T - 1](nb, wr, at, res);
             for (int t = 0; t < T; t++)
                 y[(t0 + t) * ldy + r] = res[t];
         }
