@@ -26,15 +26,16 @@
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
  * address order, the same lanes and bits.
  * The AVX2 kernel takes 2 rows (one per 128-bit lane, as the AVX-512
- * kernel) x up to 4 tokens with vpmaddubsw + vpmaddwd (k4_pairxT_avx2),
- * and one token k4_row1_avx2; their four int32 lanes per row hold the same
- * elements (exact), so the float work and the bits are the AVX-512
- * kernel's. Under Q36_QUANT_PATH_MAX=avx2 (one thread, min of 20, 16 rows
- * x 64 tokens, TSC ticks at 2.6 GHz per row, block and token) it takes
- * 6.2-6.4 at K 1024 N 3584 and K 3584 N 1024, where the previous AVX2 tile
- * (each row in a whole 256-bit vector, folded per block; 8 int32 sums and
- * 4 accumulators live, spilled) took 8.9-9.9: its lanes needed a fold and
- * a float step per row, and each 16-code half its own vpmaddwd.
+ * kernel) x up to 4 tokens with vpmaddubsw + vpmaddwd (k4_pairxT_avx2,
+ * and k4p_pairxT on a per-call pack), one token included; its four int32
+ * lanes per row hold the same elements (exact), so the float work and the
+ * bits are the AVX-512 kernel's. Under Q36_QUANT_PATH_MAX=avx2 (one
+ * thread, min of 20, 16 rows x 64 tokens, TSC ticks at 2.6 GHz per row,
+ * block and token) the unpacked form takes 6.2-6.4 at K 1024 N 3584 and
+ * K 3584 N 1024, where the previous AVX2 tile (each row in a whole 256-bit
+ * vector, folded per block; 8 int32 sums and 4 accumulators live, spilled)
+ * took 8.9-9.9: its lanes needed a fold and a float step per row, and each
+ * 16-code half its own vpmaddwd.
  *
  * Measured (one thread, min of 15, tiles of 16 rows x 64 tokens as
  * cpu_matmul takes them): this kernel against the previous one (rows in
@@ -279,7 +280,7 @@ K4_PASS(6)
 K4_PASS(7)
 K4_PASS(8)
 
-/* ---- pieces of the one-row (decode) kernels, k4_row1 and k4_row1_avx2 ---- */
+/* ---- pieces of the one-row (decode) kernel k4_row1 ---- */
 
 #define XAVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -412,40 +413,20 @@ XAVX2 static inline __m256i k4_scales2(const uint8_t *const *s)
     return _mm256_blend_epi32(lo, _mm256_or_si256(hl, hh), 0xAA);
 }
 
-/* One row, one token (decode) on AVX2, as k4_row1 on AVX-512: per 32
- * codes one vpmaddubsw and one vpmaddwd against the sub-block's scale; int32
- * lane i of the 8 sums elements 4i..4i+3 of each sub-block, so the two
- * 128-bit halves fold to k4_dot_order's four lanes (exact); the float work
- * is k4_row1's. Decode streams each weight row once: the 2-row x T-token
- * kernel at one token spent its time on per-block work that no token
- * shared (measured under Q36_QUANT_PATH_MAX=avx2: matmul 21.7 ms per
- * decode step of the 0.8B Q4_K file against 12.4 on the AVX-512 path). */
-XAVX2 static inline float k4_row1_avx2(int64_t nb, const uint8_t *w, const uint8_t *a)
-{
-    const __m256i m4 = _mm256_set1_epi8(15);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += K4_WB, a += K4_AB) {
-        const __m128i scmn = k4_scmn1(w);
-        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
-        const __m128i mn16 = _mm_unpackhi_epi8(scmn, _mm_setzero_si128());
-        __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * c));
-            const __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            const __m256i s0 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(4 * c | (4 * c + 1) << 8)));
-            const __m256i s1 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)((4 * c + 2) | (4 * c + 3) << 8)));
-            const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256((const __m256i *)(a + 4 + 64 * c)));
-            const __m256i p1 = _mm256_maddubs_epi16(qh, _mm256_loadu_si256((const __m256i *)(a + 36 + 64 * c)));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
-        }
-        const __m128i is = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
-        acc = k4_acc1(acc, is, mn16, w, a);
-    }
-    return k4_sum1(acc);
-}
 
 #define K4_PAIR_TMAX 8
+/* One token (decode): the pair kernel at T = 1 reads two rows, two
+ * streams, which the hardware prefetcher follows badly here (as
+ * cpu_gemm_q8.c's q8d_block): it prefetches in address order, 2 * 144
+ * bytes per block, K4_DEC_AHEAD bytes past the pair. Under
+ * Q36_QUANT_PATH_MAX=avx2 (one thread, min of 10-50, TSC ticks per row and
+ * block): 10.6-11.0 from memory at K 1024 and 3584 and 10.7 from cache,
+ * where k4_row1_avx2 (one row at a time, its codes' scales shuffled per 32
+ * codes, its lanes folded and its float step per row) took 13.9-14.6 and
+ * 13.4-13.6; 16 KiB ahead measured the same or a little slower. In an
+ * expert's 16-row tiles the prefetch runs up to 8 KiB into rows the next
+ * tile reads, or past the expert's slab once per slab. */
+#define K4_DEC_AHEAD 8192
 #define K4_PAIR_T 4     /* tokens per pass: 3 -> 6.7, 4 -> 6.3, 6 -> 6.2 ns-ticks, noisy */
 /* Two rows x T tokens (T <= 4), row r in 128-bit lane r of every vector
  * (k4_block4xT's layout at half the width): per sub-block k the two
@@ -490,8 +471,14 @@ k4_pairxT_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
+    const uint8_t *pf = w1 + (w1 - w0) + K4_DEC_AHEAD;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *wb[2] = { w0 + b * K4_WB, w1 + b * K4_WB };
+        if (T == 1) {
+#pragma GCC unroll 5
+            for (int i = 0; i < 5; i++)
+                _mm_prefetch((const char *)(pf + 2 * K4_WB * b + 64 * i), _MM_HINT_T0);
+        }
         const uint8_t *ab = a + b * K4_AB;
         const __m256i scmn = k4_scales2(wb);
         const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
@@ -663,10 +650,13 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     };
     const int64_t nb = K / 256;
     if (nt == 1) {
-        for (int64_t r = 0; r < nr; r++)
-            y[r] = k4_row1_avx2(nb, w + (uint64_t)r * wrb, a);
+        for (int64_t r = 0; r < nr; r += 2) {
+            const int two = nr - r >= 2;
+            k4_pairx1_avx2(nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + two) * wrb, a, arb, y + r, 1, two);
+        }
         return;
     }
+
     /* an odd last row runs as a pair with itself, its second result not stored */
     /* the pack pays where a pair meets several groups of tokens */
     const int64_t pairs = K4P_PACK / (K4P_BYTES * nb);
