@@ -302,6 +302,25 @@ X512 void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
  * 22.4-24.1 -> 18.9-22.2 from memory. Two rows per pass at one token gave
  * no more from cache (16.8: throughput, not the fma chain, bounds it) and,
  * as two streams, needed software prefetch to stay level from memory. */
+/* A token's block step: the int32 lanes minus 32 x the bsums' scaled
+ * sums, converted, into the accumulator times d = da * dw. */
+XAVX2 static inline __m256 k6_tok_acc(__m256 acc, __m256i isum, __m256i sc16, float dw, const uint8_t *ab)
+{
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(ab + 260));
+    const __m256i lanes = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+    float da;
+    memcpy(&da, ab, 4);
+    return _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+/* The eight lanes' end: cpu_lane_sum's tree. */
+XAVX2 static inline float k6_end(__m256 acc)
+{
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    return cpu_lane_sum(l, 8);
+}
+
 XAVX2 __attribute__((always_inline)) static inline void
 k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, float *res)
 {
@@ -349,20 +368,12 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
         }
         const float dw = _cvtsh_ss(rd16(w + 208));
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)(ab[t] + 260));
-            const __m256i lanes = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
-            float da;
-            memcpy(&da, ab[t], 4);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, ab[t]);
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        float l[8];
-        _mm256_storeu_ps(l, acc[t]);
-        res[t] = cpu_lane_sum(l, 8);
-    }
+    for (int t = 0; t < T; t++)
+        res[t] = k6_end(acc[t]);
 }
 
 #define K6_ROW(T)                                                                                \
@@ -450,20 +461,12 @@ k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *const *at, const int T,
         const __m256i sc16 = _mm256_load_si256(v + 16);
         const float dw = ((const float *)(v + 17))[0];
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)(ab[t] + 260));
-            const __m256i lanes = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
-            float da;
-            memcpy(&da, ab[t], 4);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, ab[t]);
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        float l[8];
-        _mm256_storeu_ps(l, acc[t]);
-        res[t] = cpu_lane_sum(l, 8);
-    }
+    for (int t = 0; t < T; t++)
+        res[t] = k6_end(acc[t]);
 }
 
 #define K6P_ROW(T)                                                                               \
