@@ -5,8 +5,9 @@
  * Qwen3.5/3.6 files (1024, 2048, 3584, 6144) and short ones (32, 96), tile
  * shapes that are not multiples of any kernel's register block, one token
  * (decode), K past the AVX-512 kernel's pack limit (8224), more rows than
- * one pack meets (70), padded row strides and a padded output stride (whose padding
- * must stay untouched). Every kernel this CPU runs is checked; a kernel
+ * one pack meets (70; 33 at K 8224 for the AVX2 kernel's scale pack), K past
+ * the AVX2 kernels' packs (65568 for a prompt, 262176 for one token), padded
+ * row strides and a padded output stride (whose padding must stay untouched). Every kernel this CPU runs is checked; a kernel
  * the CPU lacks is a skip, and so are the Q8_0 cases on a CPU without
  * AVX2: the order being checked is that of an AVX2 kernel.
  *
@@ -309,6 +310,9 @@ int main(int argc, char **argv)
     test_q8_0(3584, 16, 64, 0);
     test_q8_0(1024, 70, 9, 0);       /* more rows than one pack meets */
     test_q8_0(8224, 5, 3, 0);        /* K past the pack limit: unpacked kernel */
+    test_q8_0(8224, 33, 5, 1);       /* AVX2: more rows than one scale pack holds (30) */
+    test_q8_0(65568, 3, 2, 0);       /* AVX2: K past the scale packs: the unpacked kernel */
+    test_q8_0(262176, 5, 1, 0);      /* AVX2: one token, K past the decode kernel's pack */
 
     static const int64_t Kf[] = { 1024, 3584, 2048, 6144, 32, 96, 48 };
     for (size_t k = 0; k < sizeof Kf / sizeof Kf[0]; k++)

@@ -9,7 +9,8 @@
 # record needs goes to OUT: the machine, the commit, each command and its raw
 # output.
 # Usage: bench/cpu/run.sh OUT_DIR [reps (5)] [threads (2)] [depths (0,4096)]
-# Env: Q36 (default ./build/q36), MODELS (default build/models), FILES (3 or 4, default 4).
+# Env: Q36 (default ./build/q36), MODELS (default build/models), FILES (3 or 4, default 4),
+# LLAMA_LIB (a folder of llama.cpp libraries for --llama-lib; bench/cpu/avx2.sh sets it).
 set -eu
 cd "$(dirname "$0")/../.."
 out=${1:?usage: bench/cpu/run.sh OUT_DIR [reps] [threads] [depths]}
@@ -37,14 +38,16 @@ files=("$q4" "$q8" "$moe")
     echo "lscpu:"; lscpu | grep -vE '^(Flags|Vulnerability)'
     echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -oE 'avx512[a-z_0-9]*|avx2|fma|f16c|avx_vnni' | sort -u | tr '\n' ' ')"
     echo "memory:"; free -m
+    echo "Q36_QUANT_PATH_MAX: ${Q36_QUANT_PATH_MAX:-(unset)}"
+    echo "llama.cpp libraries: ${LLAMA_LIB:-the pinned folder (every CPU variant)}"
     echo "load before: $(cat /proc/loadavg)"
 } >"$out/machine.txt"
 
 for m in "${files[@]}"; do
     name=$(basename "$m" .gguf)
     cmd=("$Q36" bench -m "$m" -p 512 -n 128 -d "$depths" -r "$reps" -t "$threads" --baseline llama.cpp
-         --bandwidth --progress)
-    echo "${cmd[*]}" >"$out/$name.cmd"
+         ${LLAMA_LIB:+--llama-lib "$LLAMA_LIB"} --bandwidth --progress)
+    echo "${Q36_QUANT_PATH_MAX:+Q36_QUANT_PATH_MAX=$Q36_QUANT_PATH_MAX }${cmd[*]}" >"$out/$name.cmd"
     echo "load before: $(cat /proc/loadavg)" >"$out/$name.stderr"
     "${cmd[@]}" >"$out/$name.md" 2>>"$out/$name.stderr"
     echo "load after: $(cat /proc/loadavg)" >>"$out/$name.stderr"
@@ -52,7 +55,7 @@ done
 for m in "${files[@]}"; do
     name=$(basename "$m" .gguf)
     cmd=("$Q36" bench -m "$m" -p 512 -n 64 -d "$depths" -r 1 -t "$threads" --profile)
-    echo "${cmd[*]}" >"$out/$name.profile.cmd"
+    echo "${Q36_QUANT_PATH_MAX:+Q36_QUANT_PATH_MAX=$Q36_QUANT_PATH_MAX }${cmd[*]}" >"$out/$name.profile.cmd"
     "${cmd[@]}" >"$out/$name.profile.md" 2>&1
 done
 echo "done: $out"

@@ -36,7 +36,8 @@ typedef void (*cpu_tile_fn)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t n
  * dmin and the activation scale, one lane sum at the end; cpu_gemm_k4.c
  * spells the order out):
  *  _ref:        plain C, one output at a time;
- *  _avx2:       blocks of 2 rows x up to 4 tokens, AVX2 + FMA + F16C; call
+ *  _avx2:       blocks of 2 rows x up to 4 tokens (one token: row by
+ *               row), AVX2 + FMA + F16C; call
  *               only where quant_path_available(QUANT_PATH_AVX2);
  *  _avx512vnni: blocks of 4 rows x up to 6 tokens (one token: row by row),
  *               AVX-512 F/BW/VL + VNNI;

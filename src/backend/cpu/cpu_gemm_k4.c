@@ -25,12 +25,17 @@
  * loop gets the registers to itself).
  * A one-token tile (decode) runs k4_row1 instead: one row at a time, in
  * address order, the same lanes and bits.
- * The AVX2 kernel takes 2 rows (one per 128-bit lane) x up to 4 tokens
- * with vpmaddubsw + vpmaddwd, and one token k4_row1_avx2; their four int32
+ * The AVX2 kernel takes 2 rows (one per 128-bit lane, as the AVX-512
+ * kernel) x up to 4 tokens with vpmaddubsw + vpmaddwd (k4_pairxT_avx2,
+ * and k4p_pairxT on a per-call pack), one token included; its four int32
  * lanes per row hold the same elements (exact), so the float work and the
- * bits are the AVX-512 kernel's. (Under Q36_QUANT_PATH_MAX=avx2 the prompt
- * tile runs at about 19 cycles per row, block and token where its
- * multiplies need 8: the next thing to improve for AVX2-only CPUs.)
+ * bits are the AVX-512 kernel's. Under Q36_QUANT_PATH_MAX=avx2 (one
+ * thread, min of 20, 16 rows x 64 tokens, TSC ticks at 2.6 GHz per row,
+ * block and token) the unpacked form takes 6.2-6.4 at K 1024 N 3584 and
+ * K 3584 N 1024, where the previous AVX2 tile (each row in a whole 256-bit
+ * vector, folded per block; 8 int32 sums and 4 accumulators live, spilled)
+ * took 8.9-9.9: its lanes needed a fold and a float step per row, and each
+ * 16-code half its own vpmaddwd.
  *
  * Measured (one thread, min of 15, tiles of 16 rows x 64 tokens as
  * cpu_matmul takes them): this kernel against the previous one (rows in
@@ -275,7 +280,7 @@ K4_PASS(6)
 K4_PASS(7)
 K4_PASS(8)
 
-/* ---- pieces of the one-row (decode) kernels, k4_row1 and k4_row1_avx2 ---- */
+/* ---- pieces of the one-row (decode) kernel k4_row1 ---- */
 
 #define XAVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -408,139 +413,282 @@ XAVX2 static inline __m256i k4_scales2(const uint8_t *const *s)
     return _mm256_blend_epi32(lo, _mm256_or_si256(hl, hh), 0xAA);
 }
 
-/* Per sub-block k (32 elements, one 256-bit vector of codes) the int16
- * scale of row r is broadcast in-lane by vpshufb from that row's lane;
- * lane j of the 8 int32 sums holds elements 32k + 4j..4j+3 (j < 4) and
- * 32k + 16 + 4(j-4).. (j >= 4), so folding the two 128-bit halves gives
- * exactly the AVX-512 kernel's four lanes per row: same bits. */
+
+#define K4_PAIR_TMAX 8
+/* One token (decode): the pair kernel at T = 1 reads two rows, two
+ * streams, which the hardware prefetcher follows badly here (as
+ * cpu_gemm_q8.c's q8d_block): it prefetches in address order, 2 * 144
+ * bytes per block, K4_DEC_AHEAD bytes past the pair. Under
+ * Q36_QUANT_PATH_MAX=avx2 (one thread, min of 10-50, TSC ticks per row and
+ * block): 10.6-11.0 from memory at K 1024 and 3584 and 10.7 from cache,
+ * where k4_row1_avx2 (one row at a time, its codes' scales shuffled per 32
+ * codes, its lanes folded and its float step per row) took 13.9-14.6 and
+ * 13.4-13.6; 16 KiB ahead measured the same or a little slower. In an
+ * expert's 16-row tiles the prefetch runs up to 8 KiB into rows the next
+ * tile reads, or past the expert's slab once per slab. */
+#define K4_DEC_AHEAD 8192
+#define K4_PAIR_T 4     /* tokens per pass: 3 -> 6.7, 4 -> 6.3, 6 -> 6.2 ns-ticks, noisy */
+/* Two rows x T tokens (T <= 4), row r in 128-bit lane r of every vector
+ * (k4_block4xT's layout at half the width): per sub-block k the two
+ * 16-code halves of both rows are two vectors, each taken by one
+ * vpmaddubsw against the token's 16 activations broadcast to both lanes;
+ * the two int16 results are added first (each at most 2 * 15 * 128, the
+ * sum < 2^15: exact) and take one vpmaddwd against the lane's scale, since
+ * elements e and e + 16 of a sub-block fall in the same int32 lane j =
+ * (e mod 16) / 4. The int32 lanes then hold exactly k4_dot_order's four
+ * lanes per row, and the float step (converted, times d, minus mins times
+ * dmin, fused into the accumulator times the token's scale) runs on both
+ * rows at once: the same operations per lane, the same bits. */
+/* A pair's block step for one token: is the int32 code-sum lanes, ms
+ * the mins x sub-block sums, dv/dm d and dmin per lane, at the token's
+ * activation block (its f32 scale first). */
+XAVX2 static inline __m256 k4_pair_acc(__m256 acc, __m256i is, __m256i ms, __m256 dv, __m256 dm,
+                                       const uint8_t *at)
+{
+    float da;
+    memcpy(&da, at, 4);
+    const __m256 f = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), dm, _mm256_mul_ps(_mm256_cvtepi32_ps(is), dv));
+    return _mm256_fmadd_ps(f, _mm256_set1_ps(da), acc);
+}
+
+/* The pair's two results: (l0 + l2) + (l1 + l3) per 128-bit lane. */
+XAVX2 static inline void k4_pair_end(__m256 acc, float *y, int two)
+{
+    __m256 x = _mm256_add_ps(acc, _mm256_shuffle_ps(acc, acc, 0x4E));
+    x = _mm256_add_ps(x, _mm256_shuffle_ps(x, x, 0xB1));
+    y[0] = _mm256_cvtss_f32(x);
+    if (two)
+        y[1] = _mm_cvtss_f32(_mm256_extractf128_ps(x, 1));
+}
+
 XAVX2 __attribute__((always_inline)) static inline void
-k4_block2xT(int64_t nb, const uint8_t *const *w, const uint8_t *const *at, const int T, __m256 *res)
+k4_pairxT_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *a, uint64_t arb,
+               const int T, float *y, int64_t ldy, int two)
 {
     const __m256i m4 = _mm256_set1_epi8(15);
     const __m256i didx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), midx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
-    __m256 acc[4];
-#pragma GCC unroll 4
+    __m256 acc[K4_PAIR_TMAX];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
+    const uint8_t *pf = w1 + (w1 - w0) + K4_DEC_AHEAD;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *wb[2] = { w[0] + b * K4_WB, w[1] + b * K4_WB }, *ab[4];
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++)
-            ab[t] = at[t] + b * K4_AB;
+        const uint8_t *wb[2] = { w0 + b * K4_WB, w1 + b * K4_WB };
+        if (T == 1) {
+#pragma GCC unroll 5
+            for (int i = 0; i < 5; i++)
+                _mm_prefetch((const char *)(pf + 2 * K4_WB * b + 64 * i), _MM_HINT_T0);
+        }
+        const uint8_t *ab = a + b * K4_AB;
         const __m256i scmn = k4_scales2(wb);
         const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
+        __m256i isum[K4_PAIR_TMAX];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++)
+            isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i v0 = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 16 + 32 * c))),
+                _mm_loadu_si128((const __m128i *)(wb[1] + 16 + 32 * c)), 1);
+            const __m256i v1 = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 32 + 32 * c))),
+                _mm_loadu_si128((const __m128i *)(wb[1] + 32 + 32 * c)), 1);
+#pragma GCC unroll 2
+            for (int hi = 0; hi < 2; hi++) {
+                const int k = 2 * c + hi;
+                const __m256i c0 = hi ? _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4) : _mm256_and_si256(v0, m4);
+                const __m256i c1 = hi ? _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4) : _mm256_and_si256(v1, m4);
+                const __m256i sc = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
+#pragma GCC unroll 8
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *q8 = ab + (uint64_t)t * arb + 4 + 32 * k;
+                    const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q8)));
+                    const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q8 + 16))));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+                }
+            }
+        }
         const __m256i mn16 = _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256());
         const __m128 dd = _mm_cvtph_ps(_mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), 0, 0));
         const __m256 dv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx);
         const __m256 dm = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx);
-        __m256i isum[2][4];
-#pragma GCC unroll 2
-        for (int r = 0; r < 2; r++) {
-#pragma GCC unroll 4
-            for (int t = 0; t < T; t++)
-                isum[r][t] = _mm256_setzero_si256();
-            const __m256i scr = r ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
-                                   : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                const __m256i q = _mm256_loadu_si256((const __m256i *)(wb[r] + 16 + 32 * c));
-#pragma GCC unroll 2
-                for (int hi = 0; hi < 2; hi++) {
-                    const int k = 2 * c + hi;
-                    const __m256i code = hi ? _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) : _mm256_and_si256(q, m4);
-                    const __m256i sc = _mm256_shuffle_epi8(scr, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
-#pragma GCC unroll 4
-                    for (int t = 0; t < T; t++) {
-                        const __m256i p = _mm256_maddubs_epi16(code, _mm256_loadu_si256((const __m256i *)(ab[t] + 4 + 32 * k)));
-                        isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p, sc));
-                    }
-                }
-            }
-        }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
-            const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(ab[t] + 260)),
-                                                  _mm256_set1_epi16(1));
+            const uint8_t *at = ab + (uint64_t)t * arb;
+            const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(at + 260)), _mm256_set1_epi16(1));
             const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
             const __m256i ms = _mm256_madd_epi16(mn16, _mm256_broadcastsi128_si256(b16));
-            const __m256i is = _mm256_add_epi32(_mm256_permute2x128_si256(isum[0][t], isum[1][t], 0x20),
-                                                _mm256_permute2x128_si256(isum[0][t], isum[1][t], 0x31));
-            float da;
-            memcpy(&da, ab[t], 4);
-            const __m256 f = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), dm, _mm256_mul_ps(_mm256_cvtepi32_ps(is), dv));
-            acc[t] = _mm256_fmadd_ps(f, _mm256_set1_ps(da), acc[t]);
+            acc[t] = k4_pair_acc(acc[t], isum[t], ms, dv, dm, at);
         }
     }
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        __m256 x = _mm256_add_ps(acc[t], _mm256_shuffle_ps(acc[t], acc[t], 0x4E));
-        res[t] = _mm256_add_ps(x, _mm256_shuffle_ps(x, x, 0xB1));   /* row r in element 4r */
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++)
+        k4_pair_end(acc[t], y + t * ldy, two);
+}
+
+#define K4_PAIRX(T)                                                                             \
+    XAVX2 static void k4_pairx##T##_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1,      \
+                                         const uint8_t *a, uint64_t arb, float *y, int64_t ldy, \
+                                         int two)                                               \
+    {                                                                                           \
+        k4_pairxT_avx2(nb, w0, w1, a, arb, T, y, ldy, two);                                     \
+    }
+K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX(7) K4_PAIRX(8)
+
+/* The same pair kernel with its per-block work done once per call: a
+ * 16-row x 64-token tile meets each pair of rows in 16 groups of 4 tokens,
+ * and each group would decode the pair's scales, interleave its rows'
+ * code bytes and split their nibbles again. k4p_pack writes that once
+ * per pair and block (K4P_BYTES: the 16 code vectors, the 8 scale
+ * vectors, the mins, d and dmin), k4p_bsums the activations' sub-block
+ * sums as int16 once per group of 4 tokens, and k4p_pairxT runs on those:
+ * the same integer lanes and float operations as k4_pairxT_avx2, the same
+ * bits. Rows whose pack would pass K4P_PACK (K > 14336), and tiles of one
+ * group of tokens, take k4_pairxT_avx2. Measured (as above, runs alternating): 6.1-6.6 -> 5.9-6.0
+ * ticks; broadcasting the activations into a pack as well measured slower
+ * (6.2-7.2: the packs then crowd L1 at K 3584). */
+#define K4P_BYTES 864
+#define K4P_PACK (48 * 1024)    /* bytes of weight pack on the stack */
+
+XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uint8_t *pk)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i didx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), midx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
+    for (int64_t b = 0; b < nb; b++, pk += K4P_BYTES) {
+        const uint8_t *wb[2] = { w0 + b * K4_WB, w1 + b * K4_WB };
+        __m256i *v = (__m256i *)pk;
+        const __m256i scmn = k4_scales2(wb);
+        const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
+        for (int c = 0; c < 4; c++)
+            for (int h = 0; h < 2; h++) {
+                const __m256i q = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 16 + 32 * c + 16 * h))),
+                    _mm_loadu_si128((const __m128i *)(wb[1] + 16 + 32 * c + 16 * h)), 1);
+                _mm256_store_si256(v + 2 * (2 * c) + h, _mm256_and_si256(q, m4));
+                _mm256_store_si256(v + 2 * (2 * c + 1) + h, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            }
+        for (int k = 0; k < 8; k++)
+            _mm256_store_si256(v + 16 + k, _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8))));
+        _mm256_store_si256(v + 24, _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256()));
+        const __m128 dd = _mm_cvtph_ps(_mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), 0, 0));
+        _mm256_store_ps((float *)(v + 25), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx));
+        _mm256_store_ps((float *)(v + 26), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx));
     }
 }
 
-/* One row, one token (decode) on AVX2, as k4_row1 on AVX-512: per 32
- * codes one vpmaddubsw and one vpmaddwd against the sub-block's scale; int32
- * lane i of the 8 sums elements 4i..4i+3 of each sub-block, so the two
- * 128-bit halves fold to k4_dot_order's four lanes (exact); the float work
- * is k4_row1's. Decode streams each weight row once: the 2-row x T-token
- * kernel at one token spent its time on per-block work that no token
- * shared (measured under Q36_QUANT_PATH_MAX=avx2: matmul 21.7 ms per
- * decode step of the 0.8B Q4_K file against 12.4 on the AVX-512 path). */
-XAVX2 static inline float k4_row1_avx2(int64_t nb, const uint8_t *w, const uint8_t *a)
+/* B_k of u tokens (k4_acc1's b16), 16 bytes per token and block at
+ * bs + (4 * b + t) * 16 */
+XAVX2 static void k4p_bsums(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u, uint8_t *bs)
 {
-    const __m256i m4 = _mm256_set1_epi8(15);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += K4_WB, a += K4_AB) {
-        const __m128i scmn = k4_scmn1(w);
-        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
-        const __m128i mn16 = _mm_unpackhi_epi8(scmn, _mm_setzero_si128());
-        __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * c));
-            const __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            const __m256i s0 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(4 * c | (4 * c + 1) << 8)));
-            const __m256i s1 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)((4 * c + 2) | (4 * c + 3) << 8)));
-            const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256((const __m256i *)(a + 4 + 64 * c)));
-            const __m256i p1 = _mm256_maddubs_epi16(qh, _mm256_loadu_si256((const __m256i *)(a + 36 + 64 * c)));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+    for (int64_t t = 0; t < u; t++)
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256i b32 = _mm256_madd_epi16(
+                _mm256_loadu_si256((const __m256i *)(a + (uint64_t)t * arb + b * K4_AB + 260)), _mm256_set1_epi16(1));
+            _mm_store_si128((__m128i *)(bs + (4 * b + t) * 16),
+                            _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1)));
         }
-        const __m128i is = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
-        acc = k4_acc1(acc, is, mn16, w, a);
-    }
-    return k4_sum1(acc);
 }
+
+XAVX2 __attribute__((always_inline)) static inline void
+k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const uint8_t *bs,
+           const int T, float *y, int64_t ldy, int two)
+{
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, pk += K4P_BYTES) {
+        const __m256i *v = (const __m256i *)pk;
+        const uint8_t *ab = a + b * K4_AB;
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m256i c0 = _mm256_load_si256(v + 2 * k), c1 = _mm256_load_si256(v + 2 * k + 1);
+            const __m256i sc = _mm256_load_si256(v + 16 + k);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const uint8_t *q8 = ab + (uint64_t)t * arb + 4 + 32 * k;
+                const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q8)));
+                const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q8 + 16))));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+            }
+        }
+        const __m256i mn16 = _mm256_load_si256(v + 24);
+        const __m256 dv = _mm256_load_ps((const float *)(v + 25)), dm = _mm256_load_ps((const float *)(v + 26));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const __m256i ms = _mm256_madd_epi16(
+                mn16, _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(bs + (4 * b + t) * 16))));
+            acc[t] = k4_pair_acc(acc[t], isum[t], ms, dv, dm, ab + (uint64_t)t * arb);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        k4_pair_end(acc[t], y + t * ldy, two);
+}
+
+#define K4P_PAIRX(T)                                                                            \
+    XAVX2 static void k4p_pairx##T(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, \
+                                   const uint8_t *bs, float *y, int64_t ldy, int two)           \
+    {                                                                                           \
+        k4p_pairxT(nb, pk, a, arb, bs, T, y, ldy, two);                                         \
+    }
+K4P_PAIRX(1) K4P_PAIRX(2) K4P_PAIRX(3) K4P_PAIRX(4)
 
 XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
+    typedef void (*pair_fn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *, uint64_t,
+                            float *, int64_t, int);
+    static const pair_fn tab[K4_PAIR_TMAX] = {
+        k4_pairx1_avx2, k4_pairx2_avx2, k4_pairx3_avx2, k4_pairx4_avx2,
+        k4_pairx5_avx2, k4_pairx6_avx2, k4_pairx7_avx2, k4_pairx8_avx2,
+    };
     const int64_t nb = K / 256;
     if (nt == 1) {
-        for (int64_t r = 0; r < nr; r++)
-            y[r] = k4_row1_avx2(nb, w + (uint64_t)r * wrb, a);
+        for (int64_t r = 0; r < nr; r += 2) {
+            const int two = nr - r >= 2;
+            k4_pairx1_avx2(nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + two) * wrb, a, arb, y + r, 1, two);
+        }
         return;
     }
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        const int rows = nr - r0 < 2 ? 1 : 2;
-        const uint8_t *wr[2] = { w + (uint64_t)r0 * wrb, w + (uint64_t)(r0 + rows - 1) * wrb };
-        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
-            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
-            const uint8_t *at[4];
-            for (int t = 0; t < T; t++)
-                at[t] = a + (uint64_t)(t0 + t) * arb;
-            __m256 res[4];
-            switch (T) {
-            case 4: k4_block2xT(nb, wr, at, 4, res); break;
-            case 3: k4_block2xT(nb, wr, at, 3, res); break;
-            case 2: k4_block2xT(nb, wr, at, 2, res); break;
-            default: k4_block2xT(nb, wr, at, 1, res); break;
+
+    /* an odd last row runs as a pair with itself, its second result not stored */
+    /* the pack pays where a pair meets several groups of tokens */
+    const int64_t pairs = K4P_PACK / (K4P_BYTES * nb);
+    if (pairs >= 1 && nt > K4_PAIR_T) {
+        typedef void (*pk_fn)(int64_t, const uint8_t *, const uint8_t *, uint64_t, const uint8_t *, float *,
+                              int64_t, int);
+        static const pk_fn ptab[4] = { k4p_pairx1, k4p_pairx2, k4p_pairx3, k4p_pairx4 };
+        _Alignas(32) uint8_t pk[K4P_PACK];
+        _Alignas(32) uint8_t bs[K4P_PACK / K4P_BYTES * 4 * 16];
+        for (int64_t r0 = 0; r0 < nr; r0 += 2 * pairs) {
+            const int64_t r1 = nr - r0 < 2 * pairs ? nr : r0 + 2 * pairs;
+            for (int64_t r = r0; r < r1; r += 2) {
+                const int two = r1 - r >= 2;
+                k4p_pack(nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + two) * wrb,
+                         pk + (r - r0) / 2 * nb * K4P_BYTES);
             }
-            for (int t = 0; t < T; t++) {
-                float *yt = y + (t0 + t) * ldy + r0;
-                yt[0] = _mm256_cvtss_f32(res[t]);
-                if (rows == 2)
-                    yt[1] = _mm256_cvtss_f32(_mm256_permute2f128_ps(res[t], res[t], 0x11));
+            for (int64_t t0 = 0; t0 < nt; t0 += 4) {
+                const int64_t u = nt - t0 < 4 ? nt - t0 : 4;
+                k4p_bsums(nb, a + (uint64_t)t0 * arb, arb, u, bs);
+                for (int64_t r = r0; r < r1; r += 2)
+                    ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, bs,
+                                y + t0 * ldy + r, ldy, r1 - r >= 2);
             }
+        }
+        return;
+    }
+    for (int64_t t0 = 0; t0 < nt; t0 += K4_PAIR_T) {
+        const int64_t u = nt - t0 < K4_PAIR_T ? nt - t0 : K4_PAIR_T;
+        for (int64_t r = 0; r < nr; r += 2) {
+            const int two = nr - r >= 2;
+            tab[u - 1](nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + two) * wrb, a + (uint64_t)t0 * arb,
+                       arb, y + t0 * ldy + r, ldy, two);
         }
     }
 }

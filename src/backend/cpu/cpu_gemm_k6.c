@@ -291,11 +291,41 @@ X512 void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
 
 /* The row's codes of each 32-element group are unpacked once for the T
  * tokens; lane L of a token's 8 int32 lanes is ggml's lane L directly
- * (vpmaddubsw pairs, then vpmaddwd against the group's two scales). */
+ * (vpmaddubsw pairs, then vpmaddwd against the group's two scales: that of
+ * its first 16 elements in the low 128-bit lane, of the next 16 in the
+ * high one). The block's 16 scales are widened once with the even ones in
+ * the low lane and the odd ones in the high lane, so one in-lane vpshufb
+ * gives a group's pair, where two scalar broadcasts and an insert did.
+ * Under Q36_QUANT_PATH_MAX=avx2 (one thread, min of 10-50, TSC ticks at
+ * 2.6 GHz per row, block and token, runs alternating with the previous
+ * kernel on a loaded machine): decode 21.2-22.0 -> 16.3-16.5 from cache,
+ * 22.4-24.1 -> 18.9-22.2 from memory. Two rows per pass at one token gave
+ * no more from cache (16.8: throughput, not the fma chain, bounds it) and,
+ * as two streams, needed software prefetch to stay level from memory. */
+/* A token's block step: the int32 lanes minus 32 x the bsums' scaled
+ * sums, converted, into the accumulator times d = da * dw. */
+XAVX2 static inline __m256 k6_tok_acc(__m256 acc, __m256i isum, __m256i sc16, float dw, const uint8_t *ab)
+{
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)(ab + 260));
+    const __m256i lanes = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+    float da;
+    memcpy(&da, ab, 4);
+    return _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc);
+}
+
+/* The eight lanes' end: cpu_lane_sum's tree. */
+XAVX2 static inline float k6_end(__m256 acc)
+{
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    return cpu_lane_sum(l, 8);
+}
+
 XAVX2 __attribute__((always_inline)) static inline void
 k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, float *res)
 {
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m128i eo = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++)
@@ -305,7 +335,9 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             ab[t] = at[t] + b * K6_AB;
-        const int8_t *sc = (const int8_t *)(w + 192);
+        const __m128i scb = _mm_loadu_si128((const __m128i *)(w + 192));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(scb);
+        const __m256i scp = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scb, eo));
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
@@ -325,7 +357,7 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
                                             : _mm256_srli_epi16(h, 2);
                 const __m256i code = _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
                 const int is = 4 * j + g;
-                const __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[2 * is + 1]), _mm_set1_epi16(sc[2 * is]));
+                const __m256i s16 = _mm256_shuffle_epi8(scp, _mm256_set1_epi16((short)(2 * is | (2 * is + 1) << 8)));
 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++) {
                     const __m256i q = _mm256_maddubs_epi16(
@@ -334,23 +366,14 @@ k6_row1xT(int64_t nb, const uint8_t *w, const uint8_t *const *at, const int T, f
                 }
             }
         }
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
         const float dw = _cvtsh_ss(rd16(w + 208));
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)(ab[t] + 260));
-            const __m256i lanes = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
-            float da;
-            memcpy(&da, ab[t], 4);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, ab[t]);
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) {
-        float l[8];
-        _mm256_storeu_ps(l, acc[t]);
-        res[t] = cpu_lane_sum(l, 8);
-    }
+    for (int t = 0; t < T; t++)
+        res[t] = k6_end(acc[t]);
 }
 
 #define K6_ROW(T)                                                                                \
@@ -364,10 +387,129 @@ K6_ROW(2)
 K6_ROW(3)
 K6_ROW(4)
 
+/* The same kernel with the row's per-block work done once per call: a
+ * 16-row x 64-token tile meets each row in 16 groups of 4 tokens, and each
+ * group unpacked the row's 6-bit codes and shuffled its scales again.
+ * k6p_pack writes, per row and block (K6P_BYTES), the 8 groups' codes as
+ * bytes, their 8 scale pairs, the 16 scales widened and the f32 d;
+ * k6p_row1xT runs on that: the same lanes and float operations as
+ * k6_row1xT, the same bits. Rows whose pack would pass K6P_PACK (K >
+ * 21760) and tiles of one group of tokens keep k6_row1xT. Measured (as
+ * above, 16 x 64 tiles, alternating runs): K 3584 N 1024 11.9-12.0 ->
+ * 10.4-10.7, K 2048 N 1024 11.6-11.7 -> 10.5-10.9, K 1024 N 3584
+ * 13.9-14.1 -> 12.7-13.2; packs of 12 and 24 KiB measured the same or
+ * slower. */
+#define K6P_BYTES 576
+#define K6P_PACK (48 * 1024)    /* bytes of weight pack on the stack */
+
+XAVX2 static void k6p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m128i eo = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (int64_t b = 0; b < nb; b++, w += K6_WB, pk += K6P_BYTES) {
+        __m256i *v = (__m256i *)pk;
+        const __m128i scb = _mm_loadu_si128((const __m128i *)(w + 192));
+        const __m256i scp = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scb, eo));
+        for (int j = 0; j < 2; j++) {
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(w + 64 * j));
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w + 64 * j + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * j));
+            for (int g = 0; g < 4; g++) {
+                const __m256i l = g & 1 ? l1 : l0;
+                const __m256i lo = g < 2 ? _mm256_and_si256(l, m4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), m4);
+                const __m256i hi = g == 0   ? _mm256_slli_epi16(h, 4)
+                                   : g == 1 ? _mm256_slli_epi16(h, 2)
+                                   : g == 2 ? h
+                                            : _mm256_srli_epi16(h, 2);
+                const int is = 4 * j + g;
+                _mm256_store_si256(v + is, _mm256_or_si256(lo, _mm256_and_si256(hi, m30)));
+                _mm256_store_si256(v + 8 + is, _mm256_shuffle_epi8(scp, _mm256_set1_epi16((short)(2 * is | (2 * is + 1) << 8))));
+            }
+        }
+        _mm256_store_si256(v + 16, _mm256_cvtepi8_epi16(scb));
+        _mm256_store_ps((float *)(v + 17), _mm256_set1_ps(_cvtsh_ss(rd16(w + 208))));
+    }
+}
+
+XAVX2 __attribute__((always_inline)) static inline void
+k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *const *at, const int T, float *res)
+{
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, pk += K6P_BYTES) {
+        const __m256i *v = (const __m256i *)pk;
+        const uint8_t *ab[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            ab[t] = at[t] + b * K6_AB;
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int is = 0; is < 8; is++) {
+            const __m256i code = _mm256_load_si256(v + is), s16 = _mm256_load_si256(v + 8 + is);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const __m256i q = _mm256_maddubs_epi16(
+                    code, _mm256_loadu_si256((const __m256i *)(ab[t] + 4 + 32 * is)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, q));
+            }
+        }
+        const __m256i sc16 = _mm256_load_si256(v + 16);
+        const float dw = ((const float *)(v + 17))[0];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, ab[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        res[t] = k6_end(acc[t]);
+}
+
+#define K6P_ROW(T)                                                                               \
+    XAVX2 __attribute__((noinline)) static void k6p_row##T(int64_t nb, const uint8_t *pk,        \
+                                                          const uint8_t *const *at, float *res)  \
+    {                                                                                            \
+        k6p_row1xT(nb, pk, at, T, res);                                                          \
+    }
+K6P_ROW(1)
+K6P_ROW(2)
+K6P_ROW(3)
+K6P_ROW(4)
+
 XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
+    typedef void (*fn)(int64_t, const uint8_t *, const uint8_t *const *, float *);
+    static const fn tab[4] = { k6_row1, k6_row2, k6_row3, k6_row4 };
     const int64_t nb = K / 256;
+    /* the pack pays where a row meets several groups of tokens */
+    const int64_t rows = K6P_PACK / (K6P_BYTES * nb);
+    if (rows >= 1 && nt > 4) {
+        static const fn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
+        _Alignas(32) uint8_t pk[K6P_PACK];
+        for (int64_t r0 = 0; r0 < nr; r0 += rows) {
+            const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
+            for (int64_t r = r0; r < r1; r++)
+                k6p_pack(nb, w + (uint64_t)r * wrb, pk + (r - r0) * nb * K6P_BYTES);
+            for (int64_t t0 = 0; t0 < nt; t0 += 4) {
+                const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
+                const uint8_t *at[4];
+                for (int t = 0; t < T; t++)
+                    at[t] = a + (uint64_t)(t0 + t) * arb;
+                for (int64_t r = r0; r < r1; r++) {
+                    float res[4];
+                    ptab[T - 1](nb, pk + (r - r0) * nb * K6P_BYTES, at, res);
+                    for (int t = 0; t < T; t++)
+                        y[(t0 + t) * ldy + r] = res[t];
+                }
+            }
+        }
+        return;
+    }
     for (int64_t r = 0; r < nr; r++) {
         const uint8_t *wr = w + (uint64_t)r * wrb;
         for (int64_t t0 = 0; t0 < nt; t0 += 4) {
@@ -376,12 +518,7 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             for (int t = 0; t < T; t++)
                 at[t] = a + (uint64_t)(t0 + t) * arb;
             float res[4];
-            switch (T) {
-            case 4: k6_row4(nb, wr, at, res); break;
-            case 3: k6_row3(nb, wr, at, res); break;
-            case 2: k6_row2(nb, wr, at, res); break;
-            default: k6_row1(nb, wr, at, res); break;
-            }
+            tab[T - 1](nb, wr, at, res);
             for (int t = 0; t < T; t++)
                 y[(t0 + t) * ldy + r] = res[t];
         }
