@@ -261,7 +261,7 @@ GDN_MEM_KERNEL(rows_avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_storeu_
  * a stack array and every fused multiply-add went through memory (29 ms
  * before). */
 __attribute__((target("avx2,fma")))
-static void rows_avx2_pair(const cpu_gdn_head *hd, float *S, int64_t j0, int64_t j1)
+static void rows_avx2_pair(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1)
 {
     const int64_t n = hd->dk, np = n - n % 32, nl = n - n % 8;
     const __m256 z = _mm256_setzero_ps();
