@@ -98,6 +98,9 @@ typedef struct q36_mem_plan {
 
 int q36_engine_plan(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
                     q36_mem_plan *out, q36_err *err);
+/* MemAvailable of the machine now, in bytes (UINT64_MAX when unknown): what
+ * plans are checked against when opts.max_bytes is 0. */
+uint64_t q36_mem_available(void);
 
 /* opts may be NULL for the defaults. n_ctx in [1, 2^24] positions per slot.
  * Every slot starts empty (position 0). */

@@ -38,6 +38,8 @@ void srv_opts_default(srv_opts *o)
     o->max_conn = 256;
     o->timeout_s = 600;
     o->max_queue = 256;
+    o->cache_mib = 2048;
+    o->cache_every = -1;
 }
 
 void srv_make_id(srv *s, const char *prefix, char *out, size_t cap)
@@ -428,6 +430,7 @@ fail:
 }
 
 int srv_port(const srv *s) { return s->port; }
+const char *srv_memory_plan(const srv *s) { return sched_plan_text(s->sched); }
 const char *srv_url(const srv *s) { return s->url; }
 
 void srv_stop(srv *s)

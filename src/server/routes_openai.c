@@ -198,7 +198,7 @@ static cJSON *usage(oa *a)
     cJSON_AddNumberToObject(u, "prompt_tokens", a->job->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", a->take.n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", a->job->n_prompt + a->take.n_gen);
-    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "cached_tokens", a->take.n_cached);
     cJSON_AddItemToObject(u, "prompt_tokens_details", d);
     return u;
 }
