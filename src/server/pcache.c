@@ -4,8 +4,18 @@
  *
  * A node's edge is the run of tokens from its parent's depth to its own;
  * children are a sibling list found by their first token (a conversation
- * forks a few ways at most, so a list beats a table). Every leaf holds a
- * checkpoint: a branch that loses its checkpoints is removed with them.
+ * forks a few ways at most, so a list beats a table).
+ *
+ * Two kinds of checkpoint share the K/V rows of a prefix: a full one holds
+ * the K/V rows of its whole path besides the recurrent state; a state one
+ * holds the recurrent state alone (0.8 MiB on the default model, whatever
+ * the depth). A state checkpoint at depth d is restored by loading a full
+ * checkpoint below it (whose first d K/V rows are those of the same tokens)
+ * and then the state. So the K/V rows of a conversation are held once, at
+ * its deepest point, and the checkpoints every C tokens cost the state
+ * only. Every leaf should hold a full checkpoint: a branch whose last full
+ * checkpoint is evicted goes with it, up to its fork or its next full
+ * checkpoint.
  */
 #include "pcache.h"
 
@@ -19,6 +29,7 @@ typedef struct pc_node {
     int32_t  *tok;                          /* the edge: n tokens */
     int       n, depth;                     /* depth: tokens from the root to its end */
     q36_ckpt *ck;                           /* the state after depth tokens, or NULL */
+    bool      kv;                           /* ck holds the K/V rows [0, depth) too */
     uint64_t  ck_bytes;
     uint64_t  used;                         /* clock of its last use */
 } pc_node;
@@ -103,20 +114,36 @@ int pcache_has(const pcache *c, const int32_t *ids, int pos)
     return x->depth == pos && x->ck != NULL;
 }
 
+/* A node with a full checkpoint in x's subtree (x included), or NULL. */
+static pc_node *full_below(pc_node *x)
+{
+    if (x->ck && x->kv)
+        return x;
+    for (pc_node *k = x->child; k; k = k->next) {
+        pc_node *f = full_below(k);
+        if (f)
+            return f;
+    }
+    return NULL;
+}
+
 int pcache_restore(pcache *c, int slot, const int32_t *ids, int n, int max, q36_err *err)
 {
     q36_slot_reset(c->e, slot);
     c->st.lookups++;
     int lcp;
-    pc_node *x = walk(c, ids, n, &lcp);
-    while (x != &c->root && (!x->ck || x->depth > max))
-        x = x->parent;
+    pc_node *x = walk(c, ids, n, &lcp), *f = NULL;
+    for (; x != &c->root; x = x->parent)
+        if (x->ck && x->depth <= max && (f = full_below(x)))
+            break;
     if (x == &c->root)
         return 0;
     c->clock++;
-    for (pc_node *y = x; y != &c->root; y = y->parent)
+    for (pc_node *y = f; y != &c->root; y = y->parent)   /* x is on f's path */
         y->used = c->clock;
-    int rc = q36_slot_load(c->e, slot, x->ck, err);
+    int rc = q36_slot_load(c->e, slot, f->ck, err);
+    if (!rc && f != x)
+        rc = q36_slot_load_state(c->e, slot, x->ck, err);
     if (rc) {
         q36_slot_reset(c->e, slot);
         return rc;
@@ -145,11 +172,15 @@ static void remove_leaf(pcache *c, pc_node *x)
 }
 
 /* The most recent use on the branch that ends at leaf x: the leaf and its
- * ancestors that have no other child. */
+ * ancestors up to its fork or the next full checkpoint. A leaf without a
+ * full checkpoint (a prompt that failed before its end) restores nothing
+ * and goes first. */
 static uint64_t branch_used(const pc_node *x, const pcache *c)
 {
+    if (!x->kv)
+        return 0;
     uint64_t u = x->used;
-    for (x = x->parent; x != &c->root && !x->child->next; x = x->parent)
+    for (x = x->parent; x != &c->root && !x->child->next && !x->kv; x = x->parent)
         u = x->used > u ? x->used : u;
     return u;
 }
@@ -170,7 +201,9 @@ static void find_lru(pcache *c, pc_node *x, pc_node **best, uint64_t *best_used)
         find_lru(c, k, best, best_used);
 }
 
-/* Evicts the least recently used branch; false when the tree is empty. */
+/* Evicts the least recently used branch: its leaf and the ancestors left
+ * without a full checkpoint below them (up to a fork or a full
+ * checkpoint). False when the tree is empty. */
 static bool evict_one(pcache *c)
 {
     pc_node *leaf = NULL;
@@ -178,13 +211,11 @@ static bool evict_one(pcache *c)
     find_lru(c, &c->root, &leaf, &u);
     if (!leaf)
         return false;
-    while (leaf != &c->root && !leaf->child) {
+    do {
         pc_node *p = leaf->parent;
         remove_leaf(c, leaf);
         leaf = p;
-        if (leaf->ck)                   /* a checkpoint ends the branch upwards */
-            break;
-    }
+    } while (leaf != &c->root && !leaf->child && !leaf->kv);
     return true;
 }
 
@@ -267,40 +298,47 @@ static void prune(pcache *c, pc_node *x)
     }
 }
 
-int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, q36_err *err)
+int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err)
 {
     if (pos < 1)
         return 0;
-    const uint64_t need = q36_ckpt_bytes(c->e, pos) + sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
+    const uint64_t ck_bytes = q36_ckpt_bytes(c->e, kv ? pos : 0);
+    const uint64_t need = ck_bytes + sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
     if (need > c->st.budget)
         return 0;
     c->clock++;
-    if (pcache_has(c, ids, pos)) {
-        int lcp;
-        for (pc_node *y = walk(c, ids, pos, &lcp); y != &c->root; y = y->parent)
-            y->used = c->clock;
+    int lcp;
+    pc_node *x = walk(c, ids, pos, &lcp);
+    if (x->depth == pos && x->ck && (x->kv || !kv)) {     /* held already */
+        for (; x != &c->root; x = x->parent)
+            x->used = c->clock;
         return 0;
     }
     while (c->st.bytes + need > c->st.budget && evict_one(c))
         ;
-    pc_node *x = insert(c, ids, pos);
-    if (!x)
+    if (!(x = insert(c, ids, pos)))
         return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
     q36_ckpt *ck = NULL;
-    int rc = q36_ckpt_new(c->e, pos, &ck, err);
+    int rc = q36_ckpt_new(c->e, kv ? pos : 0, &ck, err);
     if (!rc && (rc = q36_slot_save(c->e, slot, ck, err)))
         q36_ckpt_free(ck);
     if (rc) {
         prune(c, x);
         return rc;
     }
+    if (x->ck) {                               /* a state checkpoint becomes a full one */
+        c->st.bytes -= x->ck_bytes;
+        c->st.ckpts--;
+        q36_ckpt_free(x->ck);
+    }
     x->ck = ck;
-    x->ck_bytes = q36_ckpt_bytes(c->e, pos);
-    c->st.bytes += x->ck_bytes;
+    x->kv = kv;
+    x->ck_bytes = ck_bytes;
+    c->st.bytes += ck_bytes;
     c->st.ckpts++;
     c->st.saves++;
-    for (pc_node *y = x; y != &c->root; y = y->parent)
-        y->used = c->clock;
+    for (; x != &c->root; x = x->parent)
+        x->used = c->clock;
     return 0;
 }
 
@@ -316,6 +354,7 @@ static int check_node(const pcache *c, const pc_node *x, uint64_t *bytes, int *n
         }
         if (!k->child && !k->ck) {
             snprintf(why, (size_t)cap, "leaf at depth %d holds no checkpoint", k->depth);
+
             return -1;
         }
         for (const pc_node *o = k->next; o; o = o->next)

@@ -3,8 +3,10 @@
  *
  * A radix tree over token ids (the ids actually evaluated: prompts as
  * tokenized and the tokens generated, never re-tokenized text); a node may
- * hold a checkpoint (q36_ckpt with K/V rows) of the state after its path's
- * tokens. A request restores the deepest checkpoint on the path of its
+ * hold a checkpoint (q36_ckpt) of the state after its path's tokens: a full
+ * one (recurrent state and the path's K/V rows) or a state one (recurrent
+ * state only; restored with the K/V rows of a full checkpoint below it, so
+ * that a prefix's K/V rows are held once, pcache.c). A request restores the deepest checkpoint on the path of its
  * prompt, at or before the longest common prefix with anything cached, and
  * evaluates only the rest. A hybrid model needs a checkpoint at or before
  * the first changed token: a DeltaNet state cannot be rewound, so the
@@ -26,6 +28,7 @@
 #ifndef Q36_PCACHE_H
 #define Q36_PCACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../include/q36.h"
@@ -49,11 +52,13 @@ void pcache_free(pcache *c);                                 /* accepts NULL */
  * the slot is reset), or a negative kind with err (the slot is reset). */
 int  pcache_restore(pcache *c, int slot, const int32_t *ids, int n, int max, q36_err *err);
 
-/* Saves the state of `slot`, at position pos with tokens ids[0..pos),
- * unless that prefix holds a checkpoint already (then it only counts as
- * used). Evicts for room; a checkpoint over the budget is skipped (0).
- * Returns 0 or a negative kind (out of device memory: nothing saved). */
-int  pcache_save(pcache *c, int slot, const int32_t *ids, int pos, q36_err *err);
+/* Saves the state of `slot`, at position pos with tokens ids[0..pos), with
+ * its K/V rows (kv: a full checkpoint) or without, unless that prefix holds
+ * such a checkpoint already (then it only counts as used; a state
+ * checkpoint is replaced by a full one). Evicts for room; a checkpoint over
+ * the budget is skipped (0). Returns 0 or a negative kind (out of device
+ * memory: nothing saved). */
+int  pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err);
 
 /* Whether ids[0..pos) holds a checkpoint. */
 int  pcache_has(const pcache *c, const int32_t *ids, int pos);

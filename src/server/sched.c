@@ -13,12 +13,13 @@
  * streams beside it for more than one pass nor starves other prompts.
  *
  * A prompt chunk also ends at each position where the prefix cache saves
- * the state: every cache_every tokens, before each turn of the chat
- * template (<|im_start|>), and one token before the prompt's end (a request
- * sent again, or with other sampling, restores all but its last token). A
- * job that ends without a failure saves its slot's state once more, after
- * its last evaluated token (the next turn of a conversation starts with
- * it).
+ * the state: every cache_every tokens and before each turn of the chat
+ * template (<|im_start|>) the recurrent state alone, and one token before
+ * the prompt's end a full checkpoint with the K/V rows (a request sent
+ * again, or with other sampling, restores all but its last token; the
+ * state checkpoints before it restore with its K/V rows). A job that ends
+ * without a failure saves a full checkpoint once more, after its last
+ * evaluated token (the next turn of a conversation starts with it).
  *
  * The job is the only thing shared with the HTTP threads: its input is
  * read-only once queued; its output is written here under its mutex and
@@ -102,7 +103,7 @@ static void job_end(sched *s, slot *sl, enum gen_stop stop, int stop_word, const
     int i = (int)(sl - s->slots), pos = sched_engine_pos(s->eng, i);
     if (s->cache && !fail && pos > sl->n_cached) {
         q36_err err = { 0 };
-        if (pcache_save(s->cache, i, sl->hist, pos, &err))
+        if (pcache_save(s->cache, i, sl->hist, pos, true, &err))
             fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
     }
     sched_engine_reset(s->eng, i);
@@ -322,7 +323,8 @@ static void *engine_main(void *arg)
             n_prompt_tok += r->n;
             if (sl->i_save < sl->n_saves && sl->n_read == sl->saves[sl->i_save]) {
                 q36_err err = { 0 };
-                if (pcache_save(s->cache, r->slot, sl->hist, sl->n_read, &err))
+                bool kv = sl->n_read == sl->job->n_prompt - 1;   /* the K/V rows of the prompt */
+                if (pcache_save(s->cache, r->slot, sl->hist, sl->n_read, kv, &err))
                     fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
                 sl->i_save++;
             }
