@@ -10,6 +10,7 @@ clients=${1:-8}; secs=${2:-30}; maxtok=${3:-64}
 shift $(( $# < 3 ? $# : 3 ))
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
+: >"$out/server.out"             # before the server starts: the loop below reads it at once
 "${Q36:-./q36}" serve --port 0 -np "$clients" "$@" >"$out/server.out" 2>"$out/server.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
