@@ -172,23 +172,19 @@ static void remove_leaf(pcache *c, pc_node *x)
 }
 
 /* The most recent use on the branch that ends at leaf x: the leaf and its
- * ancestors up to its fork or the next full checkpoint. A leaf without a
- * full checkpoint (a prompt that failed before its end) restores nothing
- * and goes first. */
+ * ancestors up to its fork or the next full checkpoint. */
 static uint64_t branch_used(const pc_node *x, const pcache *c)
 {
-    if (!x->kv)
-        return 0;
     uint64_t u = x->used;
     for (x = x->parent; x != &c->root && !x->child->next && !x->kv; x = x->parent)
         u = x->used > u ? x->used : u;
     return u;
 }
 
-static void find_lru(pcache *c, pc_node *x, pc_node **best, uint64_t *best_used)
+static void find_lru(pcache *c, pc_node *x, const pc_node *keep, pc_node **best, uint64_t *best_used)
 {
     if (!x->child) {
-        if (x == &c->root)
+        if (x == &c->root || x == keep)
             return;
         uint64_t u = branch_used(x, c);
         if (!*best || u < *best_used) {
@@ -198,17 +194,18 @@ static void find_lru(pcache *c, pc_node *x, pc_node **best, uint64_t *best_used)
         return;
     }
     for (pc_node *k = x->child; k; k = k->next)
-        find_lru(c, k, best, best_used);
+        find_lru(c, k, keep, best, best_used);
 }
 
-/* Evicts the least recently used branch: its leaf and the ancestors left
- * without a full checkpoint below them (up to a fork or a full
- * checkpoint). False when the tree is empty. */
-static bool evict_one(pcache *c)
+/* Evicts the least recently used branch but the one that ends at `keep`
+ * (the path a save extends): its leaf and the ancestors left without a
+ * full checkpoint below them (up to a fork or a full checkpoint). False
+ * when there is nothing else to evict. */
+static bool evict_one(pcache *c, const pc_node *keep)
 {
     pc_node *leaf = NULL;
     uint64_t u = 0;
-    find_lru(c, &c->root, &leaf, &u);
+    find_lru(c, &c->root, keep, &leaf, &u);
     if (!leaf)
         return false;
     do {
@@ -314,7 +311,8 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
             x->used = c->clock;
         return 0;
     }
-    while (c->st.bytes + need > c->st.budget && evict_one(c))
+    /* other branches first; the one this save extends when nothing else is left */
+    while (c->st.bytes + need > c->st.budget && (evict_one(c, x) || evict_one(c, NULL)))
         ;
     if (!(x = insert(c, ids, pos)))
         return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
