@@ -122,14 +122,7 @@ static void slot_fail(sched *s, slot *sl, const char *what, const q36_err *err)
     job_end(s, sl, GEN_STOP_USER, -1, &e);
 }
 
-/* Starts a queued job in an idle slot. */
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* The positions in (from, n_prompt) where the prompt's state is saved. */
+/* The positions in (from, n), ascending, where the prompt's state is saved. */
 static void plan_saves(sched *s, slot *sl, const int32_t *ids, int n, int from)
 {
     int k = 0;
@@ -140,24 +133,24 @@ static void plan_saves(sched *s, slot *sl, const int32_t *ids, int n, int from)
     }
     sl->n_saves = k;
     sl->i_save = 0;
-    qsort(sl->saves, (size_t)k, sizeof *sl->saves, cmp_int);
 }
 
+/* Starts a queued job in an idle slot, on the deepest cached prefix of its
+ * prompt. */
 static void admit(sched *s, slot *sl, srv_job *j)
 {
     q36_err err = { 0 };
-    int i = (int)(sl - s->slots);              /* sl->job was set when reserved */
-    sl->n_read = sl->n_cached = 0;
+    int i = (int)(sl - s->slots), d = 0;       /* sl->job was set when reserved */
     memcpy(sl->hist, j->prompt, (size_t)j->n_prompt * sizeof *sl->hist);
-    if (s->cache) {
-        int d = pcache_restore(s->cache, i, j->prompt, j->n_prompt, j->n_prompt - 1, &err);
-        if (d < 0) {
-            fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
-            d = 0;
-            err = (q36_err){ 0 };
-        }
-        sl->n_read = sl->n_cached = d;
+    if (s->cache && (d = pcache_restore(s->cache, i, j->prompt, j->n_prompt, j->n_prompt - 1, &err)) < 0) {
+        fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);   /* the slot starts empty */
+        d = 0;
+        err = (q36_err){ 0 };
     }
+    sl->n_read = d;
+    pthread_mutex_lock(&s->mu);                /* /slots reads it */
+    sl->n_cached = d;
+    pthread_mutex_unlock(&s->mu);
     plan_saves(s, sl, j->prompt, j->n_prompt, sl->n_read);
     pthread_mutex_lock(&j->mu);
     j->slot = i;
