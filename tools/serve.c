@@ -23,7 +23,7 @@ static void usage(FILE *o)
 "  --port N             port (default 8080; 0 = any free port)\n"
 "  -np N                slots: requests decoded at once (default 4)\n"
 "  -c N                 context per slot (default: training context, at most 4096)\n"
-"  -t N                 threads of the engine, all slots together (default 1; 0: every CPU)\n"
+"  -t N                 threads of the engine, all slots together (default 0: every online CPU)\n"
 "  -b N                 rows per forward pass: decode rows and prompt chunks of all\n"
 "                       slots together (default 512)\n"
 "  -ub N                prompt tokens of one slot per pass at most (default: -b)\n"

@@ -33,7 +33,8 @@ void srv_opts_default(srv_opts *o)
     o->host = "127.0.0.1";
     o->port = 8080;
     o->n_slots = 4;
-    o->sess = q36_session_opts_default();
+    o->sess = q36_engine_opts_default();
+    o->sess.n_threads = 0;          /* one engine for every slot: all online CPUs */
     o->max_body = 8u << 20;
     o->max_conn = 256;
     o->timeout_s = 600;

@@ -22,8 +22,9 @@ typedef struct srv_opts {
     int         port;           /* default 8080; 0: any free port (srv_port says which) */
     int         n_slots;        /* sequences decoded at once (default 4) */
     int         n_ctx;          /* context per slot; 0: training context capped at 4096 */
-    q36_engine_opts sess;       /* the one engine: threads, rows per pass (n_batch), K/V
-                                   types (n_slots is the field above) */
+    q36_engine_opts sess;       /* the one engine: threads (default 0: every online CPU),
+                                   rows per pass (n_batch), K/V types (n_slots is the field
+                                   above) */
     int         n_ubatch;       /* prompt tokens of one slot per pass (default n_batch) */
     int64_t     cache_mib;      /* prefix cache budget in MiB (default 2048; 0: off) */
     int         cache_every;    /* save prompt states every this many tokens (default -1:
