@@ -29,7 +29,25 @@ TOOL_OBJ := $(patsubst %.S,$(BUILD)/%.o,$(TOOL_SRC:%.c=$(BUILD)/%.o))
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB      := $(BUILD)/libq36.a
 
-.PHONY: all help deps test check check-avx2 asan fuzz run demo clean oracle
+# ---- the CUDA backend: built when nvcc is found (NVCC= builds without it) -----
+# sm_90a machine code for Hopper plus compute_90 PTX that newer cards compile
+# at start. cudart is linked statically; cuBLAS from the toolkit's lib64.
+ifeq ($(origin NVCC),undefined)
+NVCC     := $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+endif
+ifneq ($(strip $(NVCC)),)
+CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_SRC    := $(sort $(wildcard src/backend/cuda/*.cu))
+CUDA_OBJ    := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
+CUDA_ARCH   ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
+NVFLAGS     ?= -std=c++17 -O2 -g $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
+               -D_GNU_SOURCE
+CFLAGS      += -DQ36_CUDA
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
+               -ldl -lrt -lstdc++
+endif
+
+.PHONY: all help deps test check check-avx2 asan fuzz run demo clean oracle gpu-tests
 all: q36
 
 help:
@@ -42,6 +60,7 @@ help:
 	@echo "make fuzz       build the GGUF reader fuzz target and run it for FUZZ_SECONDS (default 60)"
 	@echo "                (tests/fuzz_server.test.sh: the tool-call parser and request-to-prompt targets)"
 	@echo "make oracle     build the llama.cpp oracle harness ($(BUILD)/oracle)"
+	@echo "make gpu-tests  build the GPU tests (tests/gpu/run.sh runs them where a CUDA device is)"
 	@echo "make clean      remove build outputs"
 
 deps:
@@ -56,7 +75,11 @@ $(BUILD)/%.o: %.S
 	$(CC) -c $< -o $@
 $(BUILD)/tools/data/chat_template.o: tools/data/chat_template.jinja
 
-$(LIB): $(LIB_OBJ)
+$(BUILD)/%.o: %.cu $(wildcard src/backend/cuda/*.h) src/backend/be_impl.h src/backend/backend.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -64,7 +87,7 @@ q36: $(BUILD)/q36
 	cp $< $@
 
 $(BUILD)/q36: $(TOOL_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS) $(CUDA_LDLIBS)
 
 # ---- the oracle: a C harness over the pinned prebuilt libllama -------------
 ORACLE_CFLAGS := -I$(LLAMA_SRC)/include -I$(LLAMA_SRC)/ggml/include
@@ -103,10 +126,18 @@ TEST_H := $(wildcard tests/*.h)
 $(BUILD)/tests/test_ggml_%: tests/test_ggml_%.c $(LIB) $(TEST_H) $(LLAMA_SRC)/include/llama.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc $(ORACLE_CFLAGS) -DQ36_ORACLE_LIB='"$(abspath $(ORACLE_LIB))"' \
-	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS) -Wl,--exclude-libs,libq36.a
+	    -o $@ $< $(LIB) $(ORACLE_LIBS) $(LDLIBS) $(CUDA_LDLIBS) -Wl,--exclude-libs,libq36.a
 $(BUILD)/tests/%: tests/%.c $(LIB) $(TEST_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LDLIBS)
+
+# ---- the GPU tests: not part of `make test` (CI has no GPU) ------------------
+# tests/gpu/run.sh runs them on a machine with a CUDA device.
+GPU_TESTS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu/test_*.c))
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB) tests/test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -Itests -o $@ $< $(LIB) $(LDLIBS) $(CUDA_LDLIBS)
+gpu-tests: $(BUILD)/q36 $(GPU_TESTS)
 
 check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(DEFAULT_MODEL)
 	BUILD=$(BUILD) Q36=$(BUILD)/q36 tests/run.sh $(BUILD)
@@ -126,11 +157,17 @@ check-avx2: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(AVX2_LIB) $(DEFAULT_MODEL)
 	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_QUANT_PATH_MAX=avx2 Q36_ORACLE_LIB=$(abspath $(AVX2_LIB)) \
 	    tests/run.sh $(BUILD)
 
+# On an AVX-512 CPU the suite runs twice: natively, then as an AVX2-only CPU
+# would run it, so that a change made on one kind of machine cannot break the
+# other (the fuzz cases run 10 s the second time).
 test: deps
 	@$(MAKE) --no-print-directory check
+	@if grep -qw avx512f /proc/cpuinfo; then \
+	    echo "# again as on a CPU without AVX-512 (make check-avx2)"; \
+	    FUZZ_SECONDS=10 FUZZ_SERVER_SECONDS=5 $(MAKE) --no-print-directory check-avx2; fi
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang \
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang NVCC= \
 	    OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    LDLIBS="-lcjson -lpcre2-8 -lutf8proc -lmicrohttpd -lm -pthread -fsanitize=address,undefined" check
 

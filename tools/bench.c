@@ -46,7 +46,7 @@ static void usage(FILE *o)
 "usage: q36 bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0,4096] [-r 5] [-t N]\n"
 "                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
-"                 [--profile] [--bandwidth]\n"
+"                 [--profile] [--bandwidth] [-ngl N] [--device D]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -81,10 +81,13 @@ static void usage(FILE *o)
 "                      (median of 5 passes over 1 GiB), then set every tg test\n"
 "                      against it: bytes per decode step (weights read, K/V rows\n"
 "                      read, DeltaNet state read and written) x t/s = GB/s moved\n"
+"%s"
+"                      (q36 only: a --baseline llama.cpp runs on the CPU)\n"
 "\n"
 "Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
 "AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
-"libggml-cpu-haswell.so among the CPU variants to time llama.cpp's AVX2 build too.\n");
+"libggml-cpu-haswell.so among the CPU variants to time llama.cpp's AVX2 build too.\n",
+            cli_device_help);
 }
 
 /* ------------------------------------------------------------------ flags */
@@ -123,6 +126,11 @@ static int parse(int argc, char **argv, bench_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
+        const int dv = cli_device_flag("bench", argc, argv, &i, &o->cfg.backend);
+        if (dv < 0)
+            return CLI_USAGE;
+        if (dv)
+            continue;
 #define INT(flag, lo, hi, dst) \
         if (!strcmp(a, flag)) { if (cli_int("bench", flag, v, lo, hi, &x)) return CLI_USAGE; dst = (int)x; i++; continue; }
         INT("-p", 0, 1 << 22, o->n_prompt);
@@ -265,7 +273,7 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
     cJSON_AddNumberToObject(j, "n_cpus", R->mach.n_cpus);
     cJSON_AddNumberToObject(j, "n_cores", R->mach.n_cores);
     cJSON_AddNumberToObject(j, "load_avg_1m", R->mach.load1);
-    cJSON_AddStringToObject(j, "backends", "CPU");
+    cJSON_AddStringToObject(j, "backends", o->cfg.backend ? "CUDA" : "CPU");
     cJSON_AddStringToObject(j, "engine_detail", d->detail);
     cJSON_AddStringToObject(j, "model_filename", o->model);
     cJSON_AddStringToObject(j, "model_type", d->model_type);

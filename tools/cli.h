@@ -39,6 +39,21 @@ int cli_float(const char *cmd, const char *flag, const char *s, double *out);
  * array. Returns 0, or CLI_USAGE after printing which part is not an id. */
 int cli_parse_ids(const char *cmd, const char *s, int32_t **out, int *n);
 
+/* The device flags (device.c): -ngl N, --gpu-layers N, --n-gpu-layers N,
+ * -dev/--device D. Consumes argv[*i] and its value into *backend (NULL:
+ * the CPU; "cuda"); returns 1, 0 when argv[*i] is not one of them, or -1
+ * after printing a usage error. cli_device_help: their --help lines. */
+int cli_device_flag(const char *cmd, int argc, char **argv, int *i, const char **backend);
+extern const char cli_device_help[];
+/* For a GPU backend in o: the memory the model and the engine need on the
+ * device against what is free there, printed as a plan when `print`, and
+ * Q36_E_NOMEM with the numbers when it does not fit (before anything is
+ * uploaded). 0 for the CPU. */
+struct q36_model;
+struct q36_engine_opts;
+int cli_device_check(const struct q36_model *m, int n_ctx, const struct q36_engine_opts *o,
+                     int print, q36_err *err);
+
 /* The model used when -m is not given: build/default.gguf beside the q36
  * binary (made by `make run`). Returns a static string. */
 const char *cli_default_model(void);

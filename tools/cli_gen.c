@@ -55,7 +55,10 @@ const char cli_gen_flags_help[] =
 "  --repeat-penalty R   (default 1.0 = off)      --repeat-last-n N (default 64)\n"
 "  --presence-penalty P --frequency-penalty F    (default 0 = off)\n"
 "  --seed S             random seed (default: random)\n"
-"  --print-ids          print generated token ids on one line instead of text\n";
+"  --print-ids          print generated token ids on one line instead of text\n"
+"  -ngl N               layers on the GPU (llama.cpp's flag): 0 = the CPU (default),\n"
+"                       any N > 0 = the whole model on the CUDA device\n"
+"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n";
 
 static int kv_type(const char *s)
 {
@@ -76,6 +79,9 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
         o->print_ids = true;
         return CLI_FLAG_TAKEN;
     }
+    const int dv = cli_device_flag(cmd, argc, argv, i, &o->sess.backend);
+    if (dv)
+        return dv < 0 ? CLI_USAGE + 100 : 1;
 #define INT(flag, lo, hi, dst) \
     if (!strcmp(a, flag)) { if (cli_int(cmd, flag, v, lo, hi, &x)) return CLI_FLAG_BAD; dst = (int)x; ++*i; return CLI_FLAG_TAKEN; }
 #define FLT(flag, dst) \
@@ -144,7 +150,8 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
     fprintf(stderr, "q36: %s, %u layers, vocab %u; context %d: K/V %.1f MiB + state %.1f MiB + scratch %.1f MiB\n",
             hp->arch_name, hp->n_layer, hp->n_vocab, n_ctx, plan.kv / 1048576.0,
             plan.recurrent / 1048576.0, plan.scratch / 1048576.0);
-    if ((rc = q36_session_new(g->model, n_ctx, &o->sess, &g->sess, err)))
+    if ((rc = cli_device_check(g->model, n_ctx, &o->sess, 0, err)) ||
+        (rc = q36_session_new(g->model, n_ctx, &o->sess, &g->sess, err)))
         goto fail;
     g->n_vocab = q36_session_n_vocab(g->sess);
     if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))

@@ -20,7 +20,8 @@
 static void usage(FILE *o)
 {
     fprintf(o,
-"usage: q36 info [-m MODEL.gguf] [-c N] [-np N] [--tensors] [--keys] [--dump TENSOR -o OUT.f32]\n"
+"usage: q36 info [-m MODEL.gguf] [-c N] [-np N] [-ngl N] [--device D] [--tensors] [--keys]\n"
+"                [--dump TENSOR -o OUT.f32]\n"
 "\n"
 "Prints the architecture, the geometry (each value with the GGUF key it came\n"
 "from, or the default used when the key is absent), the parameter count, the\n"
@@ -33,7 +34,10 @@ static void usage(FILE *o)
 "  --tensors   list every tensor (name, type, shape, bytes)\n"
 "  --keys      list every metadata key with its type and value (arrays abbreviated)\n"
 "  --dump T    write tensor T dequantized to float32 (row-major, ne0 fastest) to -o OUT;\n"
-"              prints its shape and type and nothing else\n");
+"              prints its shape and type and nothing else\n"
+"%s"
+"              with a GPU: the GPU memory plan too (weights uploaded, K/V, state,\n"
+"              scratch against the device's free memory)\n", cli_device_help);
 }
 
 static void print_value(const gguf_file *f, const gguf_value *v)
@@ -137,8 +141,14 @@ int cmd_info(int argc, char **argv)
     const char *path = NULL, *dump = NULL, *out = NULL;
     int64_t n_ctx = 4096, n_slots = 1;
     int list_tensors = 0, list_keys = 0, rc;
+    const char *backend = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const int dv = cli_device_flag("info", argc, argv, &i, &backend);
+        if (dv < 0)
+            return CLI_USAGE;
+        if (dv)
+            continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -259,6 +269,13 @@ int cmd_info(int argc, char **argv)
     }
     if (m)
         memory_plan(m, (uint64_t)n_ctx, n_slots);
+    if (m && backend) {
+        q36_engine_opts o = q36_engine_opts_default();
+        o.n_slots = (int)n_slots;
+        o.backend = backend;
+        if (cli_device_check(m, (int)n_ctx, &o, 1, &err))
+            printf("GPU memory plan: %s\n", err.msg);
+    }
     q36_model_free(m);
     gguf_close(own);
     return 0;

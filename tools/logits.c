@@ -23,7 +23,7 @@ static void usage(FILE *o)
     fprintf(o,
 "usage: q36 logits [-m MODEL.gguf] (--ids \"1 2 3\" | --ids-file F) -o OUT.f32 [--all]\n"
 "                  [-t N] [-c N] [-b N] [-ctk f32|f16] [-ctv f32|f16] [--split N]\n"
-"                  [--greedy N] [--fast] [--profile]\n"
+"                  [--greedy N] [--fast] [--profile] [-ngl N] [--device D]\n"
 "\n"
 "Evaluates the ids from position 0 and writes float32 logits [positions][n_vocab]\n"
 "(row-major) of the last position, or of every position with --all. Prints\n"
@@ -41,7 +41,8 @@ static void usage(FILE *o)
 "  --fast         fast mode: chunked DeltaNet for prompt batches (default: exact)\n"
 "  --profile      time every backend op (a diagnostic: the logits do not change)\n"
 "  --greedy N     then generate N tokens greedily: print their ids, write the\n"
-"                N rows [N][n_vocab] they were chosen from\n");
+"                N rows [N][n_vocab] they were chosen from\n"
+"%s", cli_device_help);
 }
 
 static char *read_file(const char *path)
@@ -81,6 +82,11 @@ int cmd_logits(int argc, char **argv)
     q36_session_opts o = q36_session_opts_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *nx = i + 1 < argc ? argv[i + 1] : NULL;
+        int dv = cli_device_flag(C, argc, argv, &i, &o.backend);
+        if (dv < 0)
+            return CLI_USAGE;
+        if (dv)
+            continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -151,6 +157,7 @@ int cmd_logits(int argc, char **argv)
     FILE *f = NULL;
     int rc = CLI_ERROR;
     if (q36_model_open(model, &m, &err) ||
+        cli_device_check(m, n_ctx ? (int)n_ctx : n + (int)greedy, &o, 0, &err) ||
         q36_session_new(m, n_ctx ? (int)n_ctx : n + (int)greedy, &o, &s, &err)) {
         cli_fail(&err);
         goto done;

@@ -18,6 +18,7 @@ for f in build/q36 build/oracle build/tests/test_*; do
 done
 cp "$bins"/lib*.so "$st/$bins/"
 cp "$vocab" "$st/$vocab"
+mkdir -p "$st/build/llama.cpp/models" && cp -r build/llama.cpp/models/templates "$st/build/llama.cpp/models/"
 cp build/commit.txt "$st/build/" 2>/dev/null || git rev-parse --short HEAD >"$st/build/commit.txt"
 for l in libcjson.so.1 libutf8proc.so.2 libmicrohttpd.so.12; do
     cp -L "/lib/x86_64-linux-gnu/$l" "$st/syslib/"

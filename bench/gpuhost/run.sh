@@ -13,6 +13,7 @@ out=${2:?out dir}; mkdir -p "$out"
 bins=$PWD/tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 export LD_LIBRARY_PATH=$PWD/syslib:$bins Q36_ORACLE_LIB=$bins
 mkdir -p build && xz -dc models/q36-tiny-moe.gguf.xz >build/default.gguf
+ln -sf build/q36 q36   # the unit tests that make models run ./q36
 {
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: $(cat build/commit.txt 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"

@@ -55,9 +55,20 @@ static const struct {
     const char *name;
     int (*new_ctx)(int n_threads, be_ctx **out, q36_err *err);
     uint64_t (*scratch_bytes)(const be_shape *shape, int n_threads);
+    int (*device_info)(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
+                       q36_err *err);
 } builtin[] = {
-    { "cpu", be_cpu_new, be_cpu_scratch_bytes },
+    { "cpu", be_cpu_new, be_cpu_scratch_bytes, NULL },
+#ifdef Q36_CUDA
+    { "cuda", be_cuda_new, be_cuda_scratch_bytes, be_cuda_device_info },
+#endif
 };
+
+#ifdef Q36_CUDA
+#define BUILT "cpu, cuda"
+#else
+#define BUILT "cpu"
+#endif
 
 static int builtin_find(const char *name, q36_err *err)
 {
@@ -65,7 +76,7 @@ static int builtin_find(const char *name, q36_err *err)
     for (size_t i = 0; i < n; i++)
         if (!name || !strcmp(name, builtin[i].name))
             return (int)i;
-    return q36_err_set(err, Q36_E_ARG, "backend '%s' is not built into this q36 (built: cpu)",
+    return q36_err_set(err, Q36_E_ARG, "backend '%s' is not built into this q36 (built: " BUILT ")",
                        name);
 }
 
@@ -84,6 +95,18 @@ int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uin
         return i;
     *out = builtin[i].scratch_bytes(shape, n_threads);
     return 0;
+}
+
+int be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
+                   uint64_t *total_b, q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i < 0)
+        return i;
+    if (!builtin[i].device_info)
+        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
+                           builtin[i].name);
+    return builtin[i].device_info(desc, desc_n, free_b, total_b, err);
 }
 
 void be_base_free(be_ctx *be)

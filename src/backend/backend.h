@@ -97,6 +97,24 @@ int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uin
 int  be_cpu_new(int n_threads, be_ctx **out, q36_err *err);
 uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads);
 
+/* The CUDA backend (built when the Makefile finds nvcc; Q36_CUDA): the
+ * device Q36_CUDA_DEVICE names (default 0), one stream, weights uploaded
+ * at bind. be_cuda_device_info: "CUDA0 <name> (sm_XY)" into name (may be
+ * NULL), free and total device bytes; Q36_E_UNSUP when no device is there. */
+int  be_cuda_new(int n_threads, be_ctx **out, q36_err *err);
+uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads);
+int  be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
+                         q36_err *err);
+/* Device bytes be_weight_bind of the CUDA backend takes for t (types
+ * without device kernels are uploaded as f32). */
+uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
+
+/* The device of a built-in backend by name, for memory plans: as
+ * be_cuda_device_info; Q36_E_UNSUP for the CPU (host memory is the
+ * engine's own check), Q36_E_ARG for a name not built in. */
+int  be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
+                    uint64_t *total_b, q36_err *err);
+
 void be_free(be_ctx *be);                                  /* accepts NULL */
 const char *be_name(const be_ctx *be);                     /* "cpu" */
 

@@ -333,7 +333,10 @@ struct llama_model *orc_load(const orc_opts *o, enum orc_load_what what)
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
     mp.vocab_only = what == ORC_LOAD_VOCAB;
-    mp.use_extra_bufts = what == ORC_LOAD_FULL;
+    /* Q36_ORACLE_NO_EXTRA_BUFTS=1: no repacked or AMX weight buffers, to tell
+     * their summation orders from the plain CPU kernels' (diagnostic only). */
+    const char *nx = getenv("Q36_ORACLE_NO_EXTRA_BUFTS");
+    mp.use_extra_bufts = what == ORC_LOAD_FULL && !(nx && strcmp(nx, "1") == 0);
     mp.load_mtp = o->mtp;
     struct llama_model *m = llama_model_load_from_file(o->model, mp);
     if (!m)

@@ -69,6 +69,7 @@ typedef struct bench_cfg {
     int n_ubatch;      /* tokens per forward pass: llama.cpp's n_ubatch, q36's session n_batch */
     int type_k, type_v;   /* enum bench_kv */
     int fast;          /* q36 only: q36_session_opts.fast */
+    const char *backend;   /* q36 only: q36_session_opts.backend (NULL: the CPU; -ngl/--device) */
 } bench_cfg;
 
 /* What an engine says about itself and the model it loaded. */

@@ -75,6 +75,7 @@ static int q_prepare(bench_engine *be, int n_ctx, const int32_t *warm, int n_war
     o.type_k = e->cfg.type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.type_v = e->cfg.type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.fast = e->cfg.fast;
+    o.backend = e->cfg.backend;
     int rc = q36_session_new(e->model, n_ctx, &o, &e->sess, err);
     if (rc)
         return rc;
@@ -157,6 +158,7 @@ int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, con
     o.type_k = e->cfg.type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.type_v = e->cfg.type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.fast = e->cfg.fast;
+    o.backend = e->cfg.backend;
     o.profile = 1;
     q36_session *timed = e->sess, *s = NULL;
     int rc = q36_session_new(e->model, e->n_ctx, &o, &s, err);

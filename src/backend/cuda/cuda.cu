@@ -1,0 +1,558 @@
+/* cuda.cu: the CUDA backend as a whole: its context (one device, one
+ * stream, one cuBLAS handle), the ops table backend.c dispatches through,
+ * tensors in device memory, weights uploaded once in their GGUF block
+ * formats, and the scratch reservation. The ops are in cuda_matmul.cu,
+ * cuda_ops.cu and cuda_seq.cu (one op family each).
+ *
+ * Numerics. Matmuls multiply the dequantized weight by the f32 activation
+ * row (no activation quantization, unlike the CPU's ggml recipe), sums in
+ * f32; norms sum squares in double as the CPU does; softmaxes use expf.
+ * Results match the CPU backend within float tolerance, not bit for bit
+ * (tests/gpu/test_backend_cuda.c derives the bounds). The chunked delta
+ * rule of fast mode runs the recurrence here (same result up to rounding).
+ *
+ * Weights. Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16 and F32 are uploaded as they
+ * are in the file and read by the kernels in that form; every other type
+ * (the slower, documented path) is dequantized to f32 on the host at bind
+ * time by the quant module and uploaded as f32 (4 bytes a weight). A tied
+ * head binds the same GGUF tensor twice: it is uploaded once (a weight's
+ * `impl` holds the host address it came from, the key with the tensor).
+ *
+ * Device choice: Q36_CUDA_DEVICE (an index, default 0) is read here, the
+ * one environment variable of this backend. */
+#include "cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "../../quant/quant.h"
+#include "../../quant/types.h"
+#include "../../quant/fp16.h"
+}
+
+bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int line)
+{
+    if (e == cudaSuccess)
+        return true;
+    be_fail(be, Q36_E_IO, "%s at %s:%d: %s (%s)", call, file, line, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    return false;
+}
+
+bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return true;
+    be_fail(be, Q36_E_IO, "%s at %s:%d: cuBLAS status %d", call, file, line, (int)s);
+    return false;
+}
+
+bool cuda_type_native(uint32_t type)
+{
+    switch (type) {
+    case QT_F32: case QT_F16: case QT_BF16: case QT_Q8_0: case QT_Q4_K: case QT_Q5_K:
+    case QT_Q6_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static void cuda_free(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    cudaSetDevice(c->device);
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    be_base_free(be);
+    for (be_weight *w = c->weights, *nx; w; w = nx) {
+        nx = w->next;
+        cudaFree((void *)w->data);
+        free(w);
+    }
+    cudaFree(c->deq);
+    cudaFree(c->part);
+    cudaFreeHost(c->stage);
+    if (c->blas)
+        cublasDestroy(c->blas);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static void cuda_sync(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    CUDA_OK(be, cudaStreamSynchronize(c->stream));
+}
+
+static size_t scratch_floats(const be_shape *s, size_t *deq, size_t *part)
+{
+    *deq = cuda_matmul_scratch(s);
+    *part = cuda_attention_scratch(s);
+    return *deq + *part;
+}
+
+static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
+{
+    (void)n_threads;
+    size_t d, p;
+    return (uint64_t)scratch_floats(shape, &d, &p) * sizeof(float);
+}
+
+static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (shape->n_head && (shape->n_head_kv < 1 || shape->n_head % shape->n_head_kv))
+        return q36_err_set(err, Q36_E_ARG, "cuda backend: %lld query heads over %lld KV heads",
+                           (long long)shape->n_head, (long long)shape->n_head_kv);
+    if (shape->head_dim > 512 || shape->ssm_dim > 256)
+        return q36_err_set(err, Q36_E_UNSUP, "cuda backend: head dim %lld / DeltaNet dim %lld "
+                           "above the kernels' 512 / 256", (long long)shape->head_dim,
+                           (long long)shape->ssm_dim);
+    size_t d, p;
+    scratch_floats(shape, &d, &p);
+    if (d > c->deq_floats) {
+        float *n = NULL;
+        cudaError_t e = cudaMalloc(&n, d * sizeof(float));
+        if (e != cudaSuccess)
+            goto nomem;
+        cudaFree(c->deq);
+        c->deq = n;
+        c->deq_floats = d;
+    }
+    if (p > c->part_floats) {
+        float *n = NULL;
+        cudaError_t e = cudaMalloc(&n, p * sizeof(float));
+        if (e != cudaSuccess)
+            goto nomem;
+        cudaFree(c->part);
+        c->part = n;
+        c->part_floats = p;
+    }
+    c->reserved = true;
+    return 0;
+nomem:
+    cudaGetLastError();
+    {
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f MiB of scratch "
+                           "(dequantized weight rows %.1f MiB, attention partials %.1f MiB) on "
+                           "%s: %.1f MiB free of %.1f MiB", (d + p) * 4.0 / 1048576.0,
+                           d * 4.0 / 1048576.0, p * 4.0 / 1048576.0, c->dev_name,
+                           fr / 1048576.0, tot / 1048576.0);
+    }
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, int64_t cols)
+{
+    be_tensor *t = (be_tensor *)calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->rows = rows;
+    t->cols = cols;
+    t->ld = cols;
+    t->type = type;
+    t->f16 = type == BE_F16;
+    const size_t bytes = (size_t)rows * be_type_bytes(type, cols);
+    if (bytes) {
+        if (cudaMalloc(&t->data, bytes) != cudaSuccess) {
+            cudaGetLastError();
+            free(t);
+            return NULL;
+        }
+        /* zero-filled by contract; the stream is where later ops run */
+        if (!CUDA_OK(be, cudaMemsetAsync(t->data, 0, bytes, cuda_ctx_of(be)->stream)) ||
+            !CUDA_OK(be, cudaStreamSynchronize(cuda_ctx_of(be)->stream))) {
+            cudaFree(t->data);
+            free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static void cuda_tensor_free(be_ctx *be, be_tensor *t)
+{
+    (void)be;
+    cudaFree(t->data);
+    free(t);
+}
+
+/* bytes of one row's elements and the row pitch of a tensor */
+static size_t row_bytes(const be_tensor *t) { return be_type_bytes(t->type, t->cols); }
+static size_t pitch(const be_tensor *t) { return be_type_bytes(t->type, t->ld); }
+static char *row_ptr(const be_tensor *t, int64_t r) { return (char *)t->data + (size_t)r * pitch(t); }
+
+/* Raw rows between host (packed) and device (pitched), waiting. */
+static void copy_rows(be_ctx *be, void *dst, size_t dpitch, const void *src, size_t spitch,
+                      size_t width, int64_t nrows, cudaMemcpyKind kind)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (!nrows || !width)
+        return;
+    if (CUDA_OK(be, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, (size_t)nrows, kind,
+                                      c->stream)))
+        CUDA_OK(be, cudaStreamSynchronize(c->stream));
+}
+
+/* Device rows to the host through the pinned staging buffer (a pageable
+ * destination copies at a fraction of the bus's rate: the logits of every
+ * decode step come this way), in pieces of whole rows; rows wider than
+ * the buffer go straight. */
+#define STAGE_BYTES ((size_t)4 << 20)
+static void cuda_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t rb = row_bytes(t);
+    if (!c->stage || !rb || rb > STAGE_BYTES) {
+        copy_rows(be, dst, rb, row_ptr(t, row0), pitch(t), rb, nrows, cudaMemcpyDeviceToHost);
+        return;
+    }
+    const int64_t per = (int64_t)(STAGE_BYTES / rb);
+    for (int64_t r = 0; r < nrows; r += per) {
+        const int64_t n = nrows - r < per ? nrows - r : per;
+        copy_rows(be, c->stage, rb, row_ptr(t, row0 + r), pitch(t), rb, n, cudaMemcpyDeviceToHost);
+        memcpy((char *)dst + (size_t)r * rb, c->stage, (size_t)n * rb);
+    }
+}
+
+static void cuda_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
+{
+    copy_rows(be, row_ptr(t, row0), pitch(t), src, row_bytes(t), row_bytes(t), nrows,
+              cudaMemcpyHostToDevice);
+}
+
+static void cuda_write(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
+{
+    if (t->type != BE_F16) {
+        cuda_load(be, t, row0, nrows, src);
+        return;
+    }
+    /* f16: the floats converted on the host (round to nearest even) */
+    const size_t n = (size_t)nrows * (size_t)t->cols;
+    uint16_t *h = (uint16_t *)malloc(n * 2 + 1);
+    if (!h) {
+        be_fail(be, Q36_E_NOMEM, "be_write: out of host memory for %zu f16 values", n);
+        return;
+    }
+    const float *f = (const float *)src;
+    for (size_t i = 0; i < n; i++)
+        h[i] = quant_f32_to_f16(f[i]);
+    cuda_load(be, t, row0, nrows, h);
+    free(h);
+}
+
+static void cuda_read(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrows, void *dst)
+{
+    if (t->type != BE_F16) {
+        cuda_save(be, t, row0, nrows, dst);
+        return;
+    }
+    const size_t n = (size_t)nrows * (size_t)t->cols;
+    uint16_t *h = (uint16_t *)malloc(n * 2 + 1);
+    if (!h) {
+        be_fail(be, Q36_E_NOMEM, "be_read: out of host memory for %zu f16 values", n);
+        return;
+    }
+    cuda_save(be, t, row0, nrows, h);
+    float *f = (float *)dst;
+    for (size_t i = 0; i < n; i++)
+        f[i] = quant_f16_to_f32(h[i]);
+    free(h);
+}
+
+static void cuda_zero(be_ctx *be, be_tensor *t)
+{
+    if (!t->rows || !t->cols)
+        return;
+    CUDA_OK(be, cudaMemset2DAsync(t->data, pitch(t), 0, row_bytes(t), (size_t)t->rows,
+                                  cuda_ctx_of(be)->stream));
+}
+
+
+/* ---------------------------------------------------------------- weights */
+
+static int cuda_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *err)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    *out = NULL;
+    if (!t)
+        return 0;
+    /* the same tensor of the same mapping (impl keeps the host address) */
+    for (be_weight *w = c->weights; w; w = w->next)
+        if (w->t == t && w->impl == t->data) {
+            *out = w;
+            return 0;
+        }
+    const uint64_t ne0 = t->ne[0], nrows = gguf_tensor_nelements(t) / (ne0 ? ne0 : 1);
+    const bool native = cuda_type_native(t->type);
+    const uint32_t type = native ? t->type : (uint32_t)QT_F32;
+    const uint64_t rb = quant_row_bytes(type, ne0);
+    if (!rb)
+        return q36_err_set(err, Q36_E_UNSUP, "cuda backend: tensor '%s' of type %s: no row size",
+                           t->name, quant_type_name(t->type));
+    const uint64_t bytes = rb * nrows;
+    be_weight *w = (be_weight *)calloc(1, sizeof *w);
+    if (!w)
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        free(w);
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: tensor '%s' (%s, %.1f MiB on the "
+                           "device) does not fit: %s has %.1f MiB free of %.1f MiB", t->name,
+                           quant_type_name(type), bytes / 1048576.0, c->dev_name, fr / 1048576.0,
+                           tot / 1048576.0);
+    }
+    cudaError_t e = cudaSuccess;
+    if (native) {
+        e = cudaMemcpy(d, t->data, bytes, cudaMemcpyHostToDevice);
+    } else {
+        /* the slower path: f32 rows dequantized on the host, a slab at a time */
+        const uint64_t srb = quant_row_bytes(t->type, ne0);
+        const uint64_t chunk = nrows < 4096 ? nrows : 4096;
+        float *buf = (float *)malloc(chunk * rb);
+        if (!buf || !srb) {
+            free(buf);
+            cudaFree(d);
+            free(w);
+            return q36_err_set(err, Q36_E_UNSUP, "cuda backend: tensor '%s': cannot dequantize "
+                               "type %s", t->name, quant_type_name(t->type));
+        }
+        for (uint64_t r0 = 0; r0 < nrows && e == cudaSuccess; r0 += chunk) {
+            const uint64_t n = nrows - r0 < chunk ? nrows - r0 : chunk;
+            for (uint64_t r = 0; r < n; r++)
+                if (quant_dequant_row(t->type, (const uint8_t *)t->data + (r0 + r) * srb,
+                                      buf + r * ne0, (int64_t)ne0)) {
+                    free(buf);
+                    cudaFree(d);
+                    free(w);
+                    return q36_err_set(err, Q36_E_UNSUP, "cuda backend: tensor '%s': cannot "
+                                       "dequantize type %s", t->name, quant_type_name(t->type));
+                }
+            e = cudaMemcpy((char *)d + r0 * rb, buf, n * rb, cudaMemcpyHostToDevice);
+        }
+        free(buf);
+    }
+    if (e != cudaSuccess) {
+        cudaFree(d);
+        free(w);
+        return q36_err_set(err, Q36_E_IO, "cuda backend: uploading '%s': %s", t->name,
+                           cudaGetErrorString(e));
+    }
+    w->t = t;
+    w->type = type;
+    w->act_type = (int)QT_F32;
+    w->row_bytes = rb;
+    w->act_row_bytes = ne0 * 4;
+    w->data = d;
+    w->impl = (void *)t->data;
+    w->next = c->weights;
+    c->weights = w;
+    *out = w;
+    return 0;
+}
+
+/* -------------------------------------------------------------- profiling */
+
+/* Not timed yet on this backend: the rows stay empty. */
+static void prof_enable(be_ctx *be, int on) { (void)be; (void)on; }
+static void prof_layer(be_ctx *be, enum be_layer_kind kind) { (void)be; (void)kind; }
+static void prof_reset(be_ctx *be) { (void)be; }
+static int prof_ops(const be_ctx *be, be_prof_row *rows, int cap)
+{
+    (void)be; (void)rows; (void)cap;
+    return 0;
+}
+static void prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
+{
+    (void)be;
+    for (int i = 0; i < BE_LAYER_N; i++) {
+        memset(&rows[i], 0, sizeof rows[i]);
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", be_layer_name((enum be_layer_kind)i));
+    }
+}
+
+/* the chunked rule: the recurrence (same arguments, same results up to
+ * rounding, independent of where chunks start) */
+static void cuda_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                                  const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
+                                  int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
+{
+    cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+}
+
+/* The table's entries: each launches the queued copies first
+ * (cuda_copy.cu), then does its work; be_copy itself queues. */
+#define FLUSHED(name, params, args)                  \
+    static void f_##name params                      \
+    {                                                \
+        cuda_copy_flush(be);                         \
+        name args;                                   \
+    }
+FLUSHED(cuda_free, (be_ctx *be), (be))
+FLUSHED(cuda_sync, (be_ctx *be), (be))
+FLUSHED(cuda_tensor_free, (be_ctx *be, be_tensor *t), (be, t))
+FLUSHED(cuda_write, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+FLUSHED(cuda_read, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+FLUSHED(cuda_save, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+FLUSHED(cuda_load, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+FLUSHED(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
+FLUSHED(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
+FLUSHED(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
+FLUSHED(cuda_matmul_n, (be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y), (be, n, w, x, y))
+FLUSHED(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
+FLUSHED(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
+FLUSHED(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
+FLUSHED(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+FLUSHED(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+FLUSHED(cuda_mul_col, (be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y), (be, a, s, y))
+FLUSHED(cuda_silu, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+FLUSHED(cuda_sigmoid, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+FLUSHED(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y), (be, g, u, y))
+FLUSHED(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
+FLUSHED(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
+FLUSHED(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
+FLUSHED(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
+FLUSHED(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
+FLUSHED(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+FLUSHED(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+FLUSHED(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
+FLUSHED(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
+#undef FLUSHED
+
+static const struct be_ops cuda_ops = {
+    .name = "cuda",
+    .free = f_cuda_free,
+    .sync = f_cuda_sync,
+    .reserve = cuda_reserve,
+    .tensor_new = cuda_tensor_new,
+    .tensor_free = f_cuda_tensor_free,
+    .write = f_cuda_write,
+    .read = f_cuda_read,
+    .save = f_cuda_save,
+    .load = f_cuda_load,
+    .zero = f_cuda_zero,
+    .copy = cuda_copy_queue,
+    .weight_bind = cuda_weight_bind,
+    .get_rows = f_cuda_get_rows,
+    .matmul = f_cuda_matmul,
+    .matmul_n = f_cuda_matmul_n,
+    .matmul_id = f_cuda_matmul_id,
+    .rms_norm = f_cuda_rms_norm,
+    .l2_norm = f_cuda_l2_norm,
+    .add = f_cuda_add,
+    .mul = f_cuda_mul,
+    .mul_col = f_cuda_mul_col,
+    .silu = f_cuda_silu,
+    .sigmoid = f_cuda_sigmoid,
+    .swiglu = f_cuda_swiglu,
+    .deltanet_gates = f_cuda_deltanet_gates,
+    .rope = f_cuda_rope,
+    .kv_store = f_cuda_kv_store,
+    .attention = f_cuda_attention,
+    .ssm_conv = f_cuda_ssm_conv,
+    .deltanet = f_cuda_deltanet,
+    .deltanet_chunked = f_cuda_deltanet_chunked,
+    .moe_route = f_cuda_moe_route,
+    .moe_combine = f_cuda_moe_combine,
+    .profile_enable = prof_enable,
+    .profile_layer = prof_layer,
+    .profile_reset = prof_reset,
+    .profile_ops = prof_ops,
+    .profile_layers = prof_layers,
+};
+
+static int device_index(void)
+{
+    const char *s = getenv("Q36_CUDA_DEVICE");
+    return s && *s ? atoi(s) : 0;
+}
+
+extern "C" int be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
+                                   q36_err *err)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return q36_err_set(err, Q36_E_UNSUP, "cuda backend: no CUDA device (%s)",
+                           e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    }
+    const int dev = device_index();
+    if (dev < 0 || dev >= n)
+        return q36_err_set(err, Q36_E_ARG, "cuda backend: Q36_CUDA_DEVICE=%d but %d device(s)",
+                           dev, n);
+    cudaDeviceProp p;
+    size_t fr = 0, tot = 0;
+    if ((e = cudaSetDevice(dev)) != cudaSuccess || (e = cudaGetDeviceProperties(&p, dev)) ||
+        (e = cudaMemGetInfo(&fr, &tot)) != cudaSuccess) {
+        cudaGetLastError();
+        return q36_err_set(err, Q36_E_IO, "cuda backend: device %d: %s", dev,
+                           cudaGetErrorString(e));
+    }
+    if (name)
+        snprintf(name, name_n, "CUDA%d %s (sm_%d%d)", dev, p.name, p.major, p.minor);
+    *free_b = fr;
+    *total_b = tot;
+    return 0;
+}
+
+extern "C" uint64_t be_cuda_weight_bytes(const gguf_tensor *t)
+{
+    const uint64_t ne0 = t->ne[0], nrows = gguf_tensor_nelements(t) / (ne0 ? ne0 : 1);
+    return quant_row_bytes(cuda_type_native(t->type) ? t->type : (uint32_t)QT_F32, ne0) * nrows;
+}
+
+extern "C" uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads)
+{
+    return scratch_bytes(shape, n_threads);
+}
+
+extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
+{
+    (void)n_threads;
+    *out = NULL;
+    uint64_t fr, tot;
+    char name[160];
+    int rc = be_cuda_device_info(name, sizeof name, &fr, &tot, err);
+    if (rc)
+        return rc;
+    cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
+    c->base.ops = &cuda_ops;
+    c->device = device_index();
+    snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
+    cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
+    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        free(c);
+        return q36_err_set(err, Q36_E_IO, "cuda backend: cudaStreamCreate: %s",
+                           cudaGetErrorString(e));
+    }
+    cublasStatus_t s = cublasCreate(&c->blas);
+    if (s != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->blas, c->stream) != CUBLAS_STATUS_SUCCESS) {
+        cudaStreamDestroy(c->stream);
+        free(c);
+        return q36_err_set(err, Q36_E_IO, "cuda backend: cublasCreate: status %d", (int)s);
+    }
+    /* plain f32 products (no TF32): the CPU is the reference */
+    cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH);
+    if (cudaMallocHost(&c->stage, STAGE_BYTES) != cudaSuccess) {
+        cudaGetLastError();
+        c->stage = NULL;        /* reads go straight to pageable memory */
+    }
+    *out = &c->base;
+    return 0;
+}

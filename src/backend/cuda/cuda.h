@@ -1,0 +1,126 @@
+/* cuda.h: the inside of the CUDA backend (not a public header): its
+ * context, the error helpers every .cu file uses, and the op entries of
+ * each op family file. The table itself is in cuda.cu.
+ *
+ * Streams and sync. Every op is queued on the context's one stream and
+ * returns without waiting; be_read, be_save and be_sync wait. Host to
+ * device writes (be_write, be_load: the ids and the batch, once a pass)
+ * wait too, since the caller's buffer is pageable and may go away.
+ *
+ * Errors. A CUDA call that fails records "call at file:line: message"
+ * in the context (be_fail, the first one winning) through CUDA_OK; a
+ * kernel launch is checked with cudaGetLastError right after it; errors
+ * raised while a kernel runs surface at the next sync, which be_check
+ * does once per pass. A sticky device error (an illegal address) makes
+ * every later call fail, so the first message is the one that counts. */
+#ifndef Q36_CUDA_H
+#define Q36_CUDA_H
+
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+extern "C" {
+#include "../be_impl.h"
+}
+
+/* A device copy waiting in the queue (cuda_copy.cu): rows of `width`
+ * bytes, each row at its pitch. */
+#define CUDA_COPY_QUEUE 32
+typedef struct cuda_copy_job {
+    const char *src;
+    char       *dst;
+    int64_t     spitch, dpitch, width, rows;
+} cuda_copy_job;
+
+struct cuda_ctx {
+    be_ctx          base;          /* first: backend.c sees this */
+    int             device;
+    cudaStream_t    stream;
+    cublasHandle_t  blas;
+    be_weight      *weights;       /* bound weights, a list */
+    /* scratch, reserved once (be_reserve): the f32 rows of a dequantized
+     * weight for cuBLAS, attention's split partials */
+    float          *deq;           /* deq_floats */
+    size_t          deq_floats;
+    float          *part;          /* attention partials */
+    size_t          part_floats;
+    void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
+    cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
+    int             n_copies;
+    bool            reserved;
+    int             n_sm;
+    char            dev_name[160];
+};
+
+static inline cuda_ctx *cuda_ctx_of(be_ctx *be) { return (cuda_ctx *)be; }
+
+/* Records a failing CUDA runtime call; returns true when `e` is success. */
+bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int line);
+bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line);
+#define CUDA_OK(be, call) cuda_ok((be), (call), #call, __FILE__, __LINE__)
+#define CUBLAS_OK(be, call) cublas_ok((be), (call), #call, __FILE__, __LINE__)
+/* After a kernel launch: records a launch error. */
+#define CUDA_LAUNCHED(be, what) cuda_ok((be), cudaGetLastError(), (what), __FILE__, __LINE__)
+
+/* The grid-stride 1-D launch size for n items. */
+static inline unsigned cuda_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+
+/* Quantized types with device kernels (matvec and dequantization); any
+ * other type is dequantized to f32 on the host at bind time. */
+bool cuda_type_native(uint32_t type);
+
+/* Floats of scratch each family reserves for batches up to `s`. */
+size_t cuda_matmul_scratch(const be_shape *s);
+size_t cuda_attention_scratch(const be_shape *s);
+
+/* ---- cuda_copy.cu: be_copy calls queue small copies, and every other
+ * entry of the table launches the queue first (cuda.cu's wrappers), so
+ * that the per-head splits of a pass cost one launch, not 2 x heads. */
+void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
+void cuda_copy_flush(be_ctx *be);
+
+/* ---- cuda_matmul.cu */
+void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
+void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
+void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
+                   be_tensor *const *y);
+void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                    be_tensor *y);
+
+/* ---- cuda_ops.cu */
+void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                   be_tensor *y);
+void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
+void cuda_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
+void cuda_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
+void cuda_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
+void cuda_silu(be_ctx *be, const be_tensor *x, be_tensor *y);
+void cuda_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
+void cuda_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
+void cuda_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+                         const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
+void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const int32_t sections[4],
+               float base, const be_tensor *pos);
+void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
+void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                      be_tensor *out);
+
+/* ---- cuda_seq.cu */
+void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                   const be_tensor *v, const be_batch *b);
+void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                    const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                    float scale, be_tensor *out);
+void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                   const be_batch *b, be_tensor *y);
+void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                   be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                   const be_batch *b, be_tensor *out);
+
+#endif

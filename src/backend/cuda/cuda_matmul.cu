@@ -1,0 +1,412 @@
+/* cuda_matmul.cu: the CUDA backend's weight products and embedding rows:
+ * be_matmul, be_matmul_n, be_matmul_id (the MoE experts, the expert of each
+ * row read from the device's selection tensor) and be_get_rows.
+ *
+ * Weights stay in their GGUF block formats (cuda.cu). One dequantizer per
+ * type, deq8, turns 8 consecutive elements of a row into floats exactly
+ * as the quant module's reference does (the scale products first, then
+ * the code), so every kernel here sees the same weight values as the CPU.
+ *
+ * Decode and small batches (at most MATVEC_ROWS rows): one warp per
+ * output row, each lane 8 elements at a time, up to 4 activation rows per
+ * pass over the weight row, a shuffle sum. Larger batches: the weight is
+ * dequantized to f32 in slabs of rows (the reserved scratch) and
+ * multiplied by cuBLAS in plain f32 (no TF32). Expert products run the
+ * warp kernel for every (token, rank) row whatever the batch; a grouped
+ * prompt path is still to come. */
+#include "cuda.h"
+
+#include <assert.h>
+#include <string.h>
+
+extern "C" {
+#include "../../quant/types.h"
+}
+
+#define MATVEC_ROWS 8
+#define MATVEC_RB   4      /* activation rows per pass over a weight row */
+#define MV_WARPS    4      /* output rows (warps) per block */
+
+/* ------------------------------------------------------------ dequantize */
+
+__device__ __forceinline__ float f16f(const uint8_t *p)
+{
+    return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8)));
+}
+
+/* scale and min of sub-block j of the 12 packed K-quant scale bytes */
+__device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Elements i0..i0+7 of a row (i0 a multiple of 8); past K they are 0. */
+template <int T>
+__device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, float v[8])
+{
+    if constexpr (T == QT_F32) {
+        const float *p = (const float *)row;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            v[j] = i0 + j < K ? p[i0 + j] : 0.0f;
+    } else if constexpr (T == QT_F16) {
+        const __half *p = (const __half *)row;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            v[j] = i0 + j < K ? __half2float(p[i0 + j]) : 0.0f;
+    } else if constexpr (T == QT_BF16) {
+        const __nv_bfloat16 *p = (const __nv_bfloat16 *)row;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            v[j] = i0 + j < K ? __bfloat162float(p[i0 + j]) : 0.0f;
+    } else if constexpr (T == QT_Q8_0) {
+        /* 34-byte blocks: 2-byte aligned, the 8 codes as 4 halfwords */
+        const uint8_t *b = row + (i0 / 32) * 34;
+        const float d = f16f(b);
+        const uint16_t *q = (const uint16_t *)(b + 2 + (i0 % 32));
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint16_t u = q[j];
+            v[2 * j] = d * (float)(int8_t)(u & 0xFF);
+            v[2 * j + 1] = d * (float)(int8_t)(u >> 8);
+        }
+    } else if constexpr (T == QT_Q4_K) {
+        /* 144-byte blocks, 16-byte aligned: the 8 code bytes as one uint2 */
+        const uint8_t *b = row + (i0 / 256) * 144;
+        const int i = (int)(i0 % 256), c = i / 64, w = i % 64;
+        int sc, m;
+        k4_scale_min(2 * c + (w >= 32), b + 4, &sc, &m);
+        const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
+        const uint2 u = *(const uint2 *)(b + 16 + 32 * c + (w & 31));
+        const int sh = w >= 32 ? 4 : 0;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            v[j] = dl * (float)((((j < 4 ? u.x : u.y) >> (8 * (j & 3))) >> sh) & 15) - ml;
+    } else if constexpr (T == QT_Q5_K) {
+        /* 176-byte blocks, 16-byte aligned */
+        const uint8_t *b = row + (i0 / 256) * 176;
+        const int i = (int)(i0 % 256), c = i / 64, w = i % 64, hi = w >= 32;
+        int sc, m;
+        k4_scale_min(2 * c + hi, b + 4, &sc, &m);
+        const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
+        const uint2 h = *(const uint2 *)(b + 16 + (w & 31));
+        const uint2 u = *(const uint2 *)(b + 48 + 32 * c + (w & 31));
+        const int sh = hi ? 4 : 0, hb = 2 * c + hi;
+        #pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const unsigned q = ((j < 4 ? u.x : u.y) >> (8 * (j & 3))) & 0xFF;
+            const unsigned qh = ((j < 4 ? h.x : h.y) >> (8 * (j & 3))) & 0xFF;
+            v[j] = dl * (float)(((q >> sh) & 15) | ((qh >> hb) & 1) << 4) - ml;
+        }
+    } else if constexpr (T == QT_Q6_K) {
+        /* 210-byte blocks, 2-byte aligned: codes and high bits as halfwords */
+        const uint8_t *b = row + (i0 / 256) * 210;
+        const int i = (int)(i0 % 256), n = i / 128, r = i % 128, qu = r / 32, l = r % 32;
+        const float d = f16f(b + 208);
+        const float dl = d * (float)((const int8_t *)(b + 192))[8 * n + l / 16 + 2 * qu];
+        const uint16_t *ql = (const uint16_t *)(b + 64 * n + l + (qu & 1) * 32);
+        const uint16_t *qh = (const uint16_t *)(b + 128 + 32 * n + l);
+        const int sh = (qu >> 1) * 4, hs = 2 * qu;
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const unsigned a = ql[j], h = qh[j];
+            v[2 * j] = dl * (float)((int)(((a >> sh) & 15) | ((h >> hs) & 3) << 4) - 32);
+            v[2 * j + 1] = dl * (float)((int)((((a >> 8) >> sh) & 15) | (((h >> 8) >> hs) & 3) << 4) - 32);
+        }
+    }
+}
+
+/* -------------------------------------------------------------- kernels */
+
+__device__ __forceinline__ float warp_sum(float s)
+{
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+/* Up to MV_JOBS weights of one type and width that read the same x (the
+ * projections of be_matmul_n): their output rows are one range, weight j
+ * owning rows [start[j], start[j+1]). */
+#define MV_JOBS 4
+typedef struct mv_jobs {
+    const uint8_t *W[MV_JOBS];
+    float         *y[MV_JOBS];
+    int64_t        ldy[MV_JOBS];
+    int64_t        start[MV_JOBS + 1];
+    int            n;
+} mv_jobs;
+
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+ * warp per output row of the joint range */
+template <int T, int RB>
+__global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restrict__ x,
+                         int64_t ldx, int64_t R, bool xvec)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t g = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (g >= J.start[J.n])
+        return;
+    int jb = 0;
+    while (jb + 1 < J.n && g >= J.start[jb + 1])
+        jb++;
+    const int64_t n = g - J.start[jb];
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    const uint8_t *row = J.W[jb] + (uint64_t)n * rb;
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    #pragma unroll 2
+    for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
+        float v[8];
+        deq8<T>(row, i0, K, v);
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r0 + r < R) {
+                const float *xr = x + (r0 + r) * ldx + i0;
+                if (xvec && i0 + 8 <= K) {      /* 16-byte aligned rows */
+                    const float4 a = *(const float4 *)xr, b = *(const float4 *)(xr + 4);
+                    acc[r] += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
+                              v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+                } else {
+                    #pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        if (i0 + j < K)
+                            acc[r] += v[j] * xr[j];
+                }
+            }
+        }
+    }
+    float *y = J.y[jb];
+    const int64_t ldy = J.ldy[jb];
+    #pragma unroll
+    for (int r = 0; r < RB; r++) {
+        const float s = warp_sum(acc[r]);
+        if (lane == 0 && r0 + r < R)
+            y[(r0 + r) * ldy + n] = s;
+    }
+}
+
+/* Expert rows: output row q = t*k + i takes expert sel[t][i]; x row t
+ * (x_per_tok) or q. */
+template <int T>
+__global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
+                            int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
+                            bool xvec,
+                            const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
+                            float *__restrict__ y, int64_t ldy)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (n >= N)
+        return;
+    const int64_t q = blockIdx.y, t = q / k, i = q % k;
+    int64_t e = sel[t * ldsel + i];
+    if (e < 0 || e >= n_exp)
+        e = 0;      /* a corrupt choice must not read outside the weight */
+    const uint8_t *row = W + ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    const float *xr = x + (x_per_tok ? t : q) * ldx;
+    float acc = 0.0f;
+    #pragma unroll 2
+    for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
+        float v[8];
+        deq8<T>(row, i0, K, v);
+        if (xvec && i0 + 8 <= K) {
+            const float4 a = *(const float4 *)(xr + i0), b = *(const float4 *)(xr + i0 + 4);
+            acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
+                   v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+        } else {
+            #pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (i0 + j < K)
+                    acc += v[j] * xr[i0 + j];
+        }
+    }
+    acc = warp_sum(acc);
+    if (lane == 0)
+        y[q * ldy + n] = acc;
+}
+
+/* out[r][c] = row ids[r] of W, or rows n0..n0+rows of W when ids is NULL
+ * (dequantization for cuBLAS); one thread per 8 elements */
+template <int T>
+__global__ void k_dequant(const uint8_t *__restrict__ W, uint64_t rb, int64_t K,
+                          const int32_t *__restrict__ ids, int64_t ldids, int64_t n0, int64_t rows,
+                          int64_t n_rows_w, float *__restrict__ out, int64_t ldo)
+{
+    const int64_t per = (K + 7) / 8;
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < per * rows;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = g / per, i0 = (g % per) * 8;
+        int64_t src = ids ? ids[r * ldids] : n0 + r;
+        if (src < 0 || src >= n_rows_w)
+            src = 0;
+        float v[8];
+        deq8<T>(W + (uint64_t)src * rb, i0, K, v);
+        float *o = out + r * ldo + i0;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (i0 + j < K)
+                o[j] = v[j];
+    }
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+#define TYPE_SWITCH(type, ...)                                                   \
+    switch (type) {                                                              \
+    case QT_F32:  { constexpr int TT = QT_F32;  __VA_ARGS__; } break;            \
+    case QT_F16:  { constexpr int TT = QT_F16;  __VA_ARGS__; } break;            \
+    case QT_BF16: { constexpr int TT = QT_BF16; __VA_ARGS__; } break;            \
+    case QT_Q8_0: { constexpr int TT = QT_Q8_0; __VA_ARGS__; } break;            \
+    case QT_Q4_K: { constexpr int TT = QT_Q4_K; __VA_ARGS__; } break;            \
+    case QT_Q5_K: { constexpr int TT = QT_Q5_K; __VA_ARGS__; } break;            \
+    case QT_Q6_K: { constexpr int TT = QT_Q6_K; __VA_ARGS__; } break;            \
+    default: be_fail(be, Q36_E_UNSUP, "cuda backend: weight type %u has no kernel", \
+                     (unsigned)(type));                                          \
+    }
+
+size_t cuda_matmul_scratch(const be_shape *s)
+{
+    if (s->n_rows <= MATVEC_ROWS)
+        return 0;
+    const size_t w = (size_t)(s->max_in > 0 ? s->max_in : 1);
+    const size_t f = (size_t)1 << 24;              /* 64 MiB of f32 rows */
+    return f > w * 64 ? f : w * 64;
+}
+
+static void matvec(be_ctx *be, uint32_t type, const mv_jobs *J, uint64_t rb, int64_t K,
+                   const be_tensor *x)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = x->rows, N = J->start[J->n];
+    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
+    /* float4 reads of x when every row starts 16-byte aligned */
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
+    if (R == 1) {
+        TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
+    } else {
+        TYPE_SWITCH(type, k_matvec<TT, MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
+    }
+    CUDA_LAUNCHED(be, "k_matvec");
+}
+
+/* y = x · W^T by slabs of dequantized rows and cuBLAS */
+static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
+                 const be_tensor *x, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = x->rows;
+    if (!c->deq || c->deq_floats < (size_t)K) {
+        be_fail(be, Q36_E_NOMEM, "cuda matmul: %lld rows need the dequantization scratch "
+                "(%lld floats a weight row, %zu reserved)", (long long)R, (long long)K,
+                c->deq_floats);
+        return;
+    }
+    const int64_t chunk = (int64_t)(c->deq_floats / (size_t)K) < N
+                              ? (int64_t)(c->deq_floats / (size_t)K) : N;
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+        const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
+        const int64_t items = (K + 7) / 8 * nc;
+        TYPE_SWITCH(type, k_dequant<TT><<<cuda_blocks(items, 256), 256, 0, c->stream>>>(
+                    W, rb, K, NULL, 0, n0, nc, N, c->deq, K));
+        if (!CUDA_LAUNCHED(be, "k_dequant"))
+            return;
+        /* column-major: C (nc x R, ld y) = A^T (A: K x nc, ld K) * B (K x R, ld x) */
+        if (!CUBLAS_OK(be, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)R, (int)K,
+                                       &one, c->deq, (int)K, (const float *)x->data, (int)x->ld,
+                                       &zero, (float *)y->data + n0, (int)y->ld)))
+            return;
+    }
+}
+
+void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
+{
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1];
+    assert(x->cols == K && y->cols == N && y->rows >= x->rows && !x->f16 && !y->f16);
+    assert(slab >= 0 && (uint64_t)slab < w->t->ne[2]);
+    if (!x->rows)
+        return;
+    const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
+    if (x->rows <= MATVEC_ROWS) {
+        mv_jobs J = { { W }, { (float *)y->data }, { y->ld }, { 0, N }, 1 };
+        matvec(be, w->type, &J, w->row_bytes, K, x);
+    } else {
+        gemm(be, w->type, W, w->row_bytes, K, N, x, y);
+    }
+}
+
+/* Decode rows: weights of one type (so one row size) share one launch,
+ * in groups of MV_JOBS; otherwise one matmul each. */
+void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
+                   be_tensor *const *y)
+{
+    bool same = x->rows <= MATVEC_ROWS;
+    for (int i = 1; i < n && same; i++)
+        same = w[i]->type == w[0]->type && w[i]->t->ne[0] == w[0]->t->ne[0];
+    if (!same) {
+        for (int i = 0; i < n; i++)
+            cuda_matmul(be, w[i], 0, x, y[i]);
+        return;
+    }
+    for (int i0 = 0; i0 < n; i0 += MV_JOBS) {
+        mv_jobs J;
+        memset(&J, 0, sizeof J);
+        J.n = n - i0 < MV_JOBS ? n - i0 : MV_JOBS;
+        for (int j = 0; j < J.n; j++) {
+            const be_weight *wj = w[i0 + j];
+            assert(x->cols == (int64_t)wj->t->ne[0] && y[i0 + j]->cols == (int64_t)wj->t->ne[1]);
+            assert(y[i0 + j]->rows >= x->rows && !y[i0 + j]->f16);
+            J.W[j] = (const uint8_t *)wj->data;
+            J.y[j] = (float *)y[i0 + j]->data;
+            J.ldy[j] = y[i0 + j]->ld;
+            J.start[j + 1] = J.start[j] + (int64_t)wj->t->ne[1];
+        }
+        if (x->rows)
+            matvec(be, w[0]->type, &J, w[0]->row_bytes, (int64_t)w[0]->t->ne[0], x);
+    }
+}
+
+void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                    be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
+    const int64_t T = sel->rows, k = sel->cols;
+    assert(x->cols == K && y->cols == N && y->rows >= T * k);
+    assert(x->rows == T || x->rows == T * k);
+    if (!T)
+        return;
+    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
+    TYPE_SWITCH(w->type, k_matvec_id<TT><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
+                x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
+                (float *)y->data, y->ld));
+    CUDA_LAUNCHED(be, "k_matvec_id");
+}
+
+void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], NR = (int64_t)(w->t->ne[1] * w->t->ne[2]);
+    assert(out->cols == K && !out->f16);
+    const int64_t rows = ids->rows, items = (K + 7) / 8 * rows;
+    if (!rows)
+        return;
+    TYPE_SWITCH(w->type, k_dequant<TT><<<cuda_blocks(items, 256), 256, 0, c->stream>>>(
+                (const uint8_t *)w->data, w->row_bytes, K, (const int32_t *)ids->data, ids->ld,
+                0, rows, NR, (float *)out->data, out->ld));
+    CUDA_LAUNCHED(be, "k_dequant(get_rows)");
+}

@@ -1,0 +1,339 @@
+/* cuda_ops.cu: the CUDA backend's row-wise ops: RMS and L2 norms,
+ * elementwise add / mul / activations, the DeltaNet gates, rope, and the
+ * MoE router and combine. Every tensor may be a view (its own row pitch).
+ *
+ * Formulas are the CPU backend's float formulas (cpu_ops.c, cpu_norm.c,
+ * cpu_rope.c, cpu_moe.c) with libdevice's expf/logf/cosf/sinf instead of
+ * ggml's lane exp: norms sum float squares in double; rope forms its
+ * angles by repeated float multiplication and rotates with one fused
+ * multiply-add; the router's top k takes the lower index on exact ties;
+ * the combine rounds each product before adding it, in rank order. */
+#include "cuda.h"
+
+#include <assert.h>
+
+/* ---------------------------------------------------------------- norms */
+
+/* One block per (row, group): y = x * (1/sqrtf(mean + eps)) [* w] * post */
+__global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, int64_t gpr,
+                       const float *__restrict__ w, float eps, float post, float *y, int64_t ldy)
+{
+    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
+    const float *xr = x + r * ldx + g0;
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
+        s += (double)(xr[i] * xr[i]);
+    __shared__ double red[32];
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0)
+        red[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.0;
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0)
+            red[0] = s;
+    }
+    __syncthreads();
+    const float mean = (float)(red[0] / (double)group);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    float *yr = y + r * ldy + g0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+        float v = xr[i] * scale;
+        if (w)
+            v = v * w[i];
+        if (post != 1.0f)
+            v = v * post;
+        yr[i] = v;
+    }
+}
+
+static void norm(be_ctx *be, const be_tensor *x, const float *w, float eps, float post,
+                 int64_t group, be_tensor *y, const char *what)
+{
+    assert(x->rows == y->rows && x->cols == y->cols && x->cols % group == 0);
+    assert(!x->f16 && !y->f16);
+    if (!x->rows)
+        return;
+    const int64_t gpr = x->cols / group;
+    const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
+    k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)x->data, x->ld, group, gpr, w, eps, post, (float *)y->data, y->ld);
+    CUDA_LAUNCHED(be, what);
+}
+
+void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                   be_tensor *y)
+{
+    assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
+    norm(be, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
+}
+
+void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
+{
+    const float n = (float)group;
+    norm(be, x, NULL, eps / n, 1.0f / sqrtf(n), group, y, "k_norm(l2)");
+}
+
+/* ----------------------------------------------------------- elementwise */
+
+enum ew_kind { EW_ADD, EW_MUL, EW_MUL_COL, EW_SILU, EW_SIGMOID, EW_SWIGLU };
+
+__global__ void k_ew(int kind, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float *y, int64_t ldy, int64_t rows, int64_t cols)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / cols, c = i % cols;
+        const float x = a[r * lda + c];
+        float v;
+        switch (kind) {
+        case EW_ADD: v = x + b[r * ldb + c]; break;
+        case EW_MUL: v = x * b[r * ldb + c]; break;
+        case EW_MUL_COL: v = x * b[r * ldb]; break;
+        case EW_SILU: v = x / (1.0f + expf(-x)); break;
+        case EW_SIGMOID: v = 1.0f / (1.0f + expf(-x)); break;
+        default: v = x / (1.0f + expf(-x)) * b[r * ldb + c]; break;
+        }
+        y[r * ldy + c] = v;
+    }
+}
+
+static void ew(be_ctx *be, enum ew_kind kind, const be_tensor *a, const be_tensor *b, be_tensor *y)
+{
+    assert(a->rows == y->rows && a->cols == y->cols && !a->f16 && !y->f16);
+    assert(!b || b->rows == a->rows);
+    assert(!b || b->cols == (kind == EW_MUL_COL ? 1 : a->cols));
+    const int64_t n = a->rows * a->cols;
+    if (!n)
+        return;
+    k_ew<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+        (int)kind, (const float *)a->data, a->ld, b ? (const float *)b->data : NULL,
+        b ? b->ld : 0, (float *)y->data, y->ld, a->rows, a->cols);
+    CUDA_LAUNCHED(be, "k_ew");
+}
+
+void cuda_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y) { ew(be, EW_ADD, a, b, y); }
+void cuda_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y) { ew(be, EW_MUL, a, b, y); }
+void cuda_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y) { ew(be, EW_MUL_COL, a, s, y); }
+void cuda_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { ew(be, EW_SILU, x, NULL, y); }
+void cuda_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { ew(be, EW_SIGMOID, x, NULL, y); }
+void cuda_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { ew(be, EW_SWIGLU, g, u, y); }
+
+/* g = softplus(alpha + dt_bias) * a, beta = sigmoid(b) (in place allowed) */
+__global__ void k_gates(const float *alpha, int64_t lda, const float *dt, const float *A,
+                        const float *b, int64_t ldb, float *g, int64_t ldg, float *beta,
+                        int64_t ldbeta, int64_t rows, int64_t H)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * H;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / H, h = i % H;
+        const float biased = alpha[r * lda + h] + dt[h];
+        const float sp = biased > 20.0f ? biased : logf(1.0f + expf(biased));
+        const float bb = b[r * ldb + h];
+        g[r * ldg + h] = sp * A[h];
+        beta[r * ldbeta + h] = 1.0f / (1.0f + expf(-bb));
+    }
+}
+
+void cuda_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
+                         const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta)
+{
+    assert(alpha->rows == g->rows && alpha->cols == g->cols && b->rows == beta->rows);
+    assert(b->cols == beta->cols && alpha->rows == b->rows && alpha->cols == b->cols);
+    assert(dt_bias->type == 0 && a->type == 0);
+    const int64_t n = alpha->rows * alpha->cols;
+    if (!n)
+        return;
+    k_gates<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)alpha->data, alpha->ld, (const float *)dt_bias->data,
+        (const float *)a->data, (const float *)b->data, b->ld, (float *)g->data, g->ld,
+        (float *)beta->data, beta->ld, alpha->rows, alpha->cols);
+    CUDA_LAUNCHED(be, "k_gates");
+}
+
+/* ------------------------------------------------------------------ rope */
+
+/* One block per row; thread per (head, pair). */
+__global__ void k_rope(float *x, int64_t ldx, int64_t cols, int64_t hd, int64_t half,
+                       const int32_t *pos, int64_t ldpos, float theta_scale, int s0, int s1,
+                       int s2, int sect_dims)
+{
+    const int64_t r = blockIdx.x;
+    const float p = (float)pos[r * ldpos];
+    const int64_t heads = cols / hd;
+    float *xr = x + r * ldx;
+    for (int64_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
+        const int64_t h = j / half, i = j % half;
+        float theta = p;
+        for (int64_t m = 0; m < i; m++)
+            theta *= theta_scale;
+        const int sector = (int)(i % sect_dims);
+        const bool first3 = (sector % 3 == 1 && sector < 3 * s1) ||
+                            (sector % 3 == 2 && sector < 3 * s2) ||
+                            (sector % 3 == 0 && sector < 3 * s0);
+        const float th = first3 ? theta : 0.0f;
+        const float cs = cosf(th), sn = sinf(th);
+        float *v = xr + h * hd;
+        const float x0 = v[i], x1 = v[i + half];
+        v[i] = fmaf(x0, cs, -(x1 * sn));
+        v[i + half] = fmaf(x0, sn, x1 * cs);
+    }
+}
+
+void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const int32_t sections[4],
+               float base, const be_tensor *pos)
+{
+    assert(!x->f16 && x->cols % head_dim == 0 && n_rot % 2 == 0 && n_rot <= head_dim);
+    const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+    assert(sect_dims > 0);
+    if (!x->rows)
+        return;
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    k_rope<<<(unsigned)x->rows, 128, 0, cuda_ctx_of(be)->stream>>>(
+        (float *)x->data, x->ld, x->cols, head_dim, n_rot / 2, (const int32_t *)pos->data,
+        pos->ld, theta_scale, sections[0], sections[1], sections[2], sect_dims);
+    CUDA_LAUNCHED(be, "k_rope");
+}
+
+/* ------------------------------------------------------------------- MoE */
+
+#define ROUTE_THREADS 256
+
+/* One block per row: softmax over E, the top k (largest first, lower
+ * index on ties), weights renormalized over the k. */
+__global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, int32_t *sel,
+                        int64_t lds, float *w, int64_t ldw)
+{
+    extern __shared__ float p[];               /* E floats */
+    __shared__ float rf[ROUTE_THREADS / 32];
+    __shared__ double rd[ROUTE_THREADS / 32];
+    __shared__ int ri[ROUTE_THREADS / 32];
+    __shared__ float best_p[64];
+    __shared__ int best_i[64];
+    const int64_t r = blockIdx.x;
+    const float *l = logits + r * ldl;
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid / 32, nw = blockDim.x / 32;
+    float mx = -INFINITY;
+    for (int64_t e = tid; e < E; e += blockDim.x)
+        mx = fmaxf(mx, l[e]);
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (!lane)
+        rf[wid] = mx;
+    __syncthreads();
+    mx = rf[0];
+    for (int i = 1; i < nw; i++)
+        mx = fmaxf(mx, rf[i]);
+    double s = 0.0;
+    for (int64_t e = tid; e < E; e += blockDim.x) {
+        const float v = expf(l[e] - mx);
+        p[e] = v;
+        s += (double)v;
+    }
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (!lane)
+        rd[wid] = s;
+    __syncthreads();
+    s = 0.0;
+    for (int i = 0; i < nw; i++)
+        s += rd[i];
+    const float inv = (float)(1.0 / s);
+    for (int64_t e = tid; e < E; e += blockDim.x)
+        p[e] *= inv;
+    __syncthreads();
+    for (int64_t i = 0; i < k; i++) {
+        float bp = -1.0f;
+        int bi = 0x7fffffff;
+        for (int64_t e = tid; e < E; e += blockDim.x)
+            if (p[e] > bp || (p[e] == bp && e < bi)) {
+                bp = p[e];
+                bi = (int)e;
+            }
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float op = __shfl_xor_sync(0xffffffffu, bp, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (op > bp || (op == bp && oi < bi)) {
+                bp = op;
+                bi = oi;
+            }
+        }
+        if (!lane) {
+            rf[wid] = bp;
+            ri[wid] = bi;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            float b = rf[0];
+            int bix = ri[0];
+            for (int j = 1; j < nw; j++)
+                if (rf[j] > b || (rf[j] == b && ri[j] < bix)) {
+                    b = rf[j];
+                    bix = ri[j];
+                }
+            best_p[i] = b;
+            best_i[i] = bix;
+            p[bix] = -2.0f;                    /* taken */
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        double ws = 0.0;
+        for (int64_t i = 0; i < k; i++)
+            ws += (double)best_p[i];
+        float wsum = (float)ws;
+        if (wsum < 6.103515625e-5f)
+            wsum = 6.103515625e-5f;
+        for (int64_t i = 0; i < k; i++) {
+            sel[r * lds + i] = best_i[i];
+            w[r * ldw + i] = best_p[i] / wsum;
+        }
+    }
+}
+
+void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w)
+{
+    const int64_t E = logits->cols;
+    assert(k >= 1 && k <= 64 && k <= E && E <= 8192 && w->rows == logits->rows && w->cols == k);
+    if (!logits->rows)
+        return;
+    k_route<<<(unsigned)logits->rows, ROUTE_THREADS, (size_t)E * sizeof(float),
+              cuda_ctx_of(be)->stream>>>((const float *)logits->data, logits->ld, E, k,
+                                         (int32_t *)sel->data, sel->ld, (float *)w->data, w->ld);
+    CUDA_LAUNCHED(be, "k_route");
+}
+
+__global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
+                          float *out, int64_t ldo, int64_t rows, int64_t cols)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / cols, c = i % cols;
+        const float *wr = w + t * ldw;
+        float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
+        for (int64_t j = 1; j < k; j++)
+            o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
+        out[t * ldo + c] = o;
+    }
+}
+
+void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                      be_tensor *out)
+{
+    assert(y->rows >= out->rows * k && y->cols == out->cols && w->cols == k);
+    const int64_t n = out->rows * out->cols;
+    if (!n)
+        return;
+    k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (float *)out->data,
+        out->ld, out->rows, out->cols);
+    CUDA_LAUNCHED(be, "k_combine");
+}

@@ -1,0 +1,431 @@
+/* cuda_seq.cu: the CUDA backend's sequence ops, which read each run of a
+ * batch on its own slot: the K/V cache write, causal GQA attention
+ * (split along the K/V length, flash-decoding style), the DeltaNet causal
+ * conv with its tails, and the gated delta rule recurrence.
+ *
+ * The runs are read on the device (the batch's `runs` tensor: slot, first
+ * row, rows, first position); the host's copy only sizes the launches
+ * (the number of runs, the longest K/V length), so a decode step queues
+ * no host data.
+ *
+ * Attention: one block per (split, head, query row); its four warps take
+ * every fourth key of the split, each with an online softmax over its
+ * keys (a lane holds head_dim/32 consecutive dims, read 16 bytes at a
+ * time), merge in shared memory and write (max, sum, unnormalized output)
+ * to the reserved partials; a second kernel merges the splits. Splits are
+ * as many as keep about ATT_BLOCKS blocks in flight for short batches
+ * (decode), at least ATT_MIN_KEYS keys each, one for long batches. f16
+ * caches: q is rounded to f16 before the scores and the probabilities
+ * before they weigh V, as the CPU does.
+ *
+ * The delta rule: one warp per value column j of a head, each lane holding
+ * dk/32 rows of that column of the state in registers for the whole run;
+ * four columns a block, grid (value heads, runs, dv/4). */
+#include "cuda.h"
+
+#include <assert.h>
+
+#define ATT_THREADS  128
+#define ATT_MIN_KEYS 32      /* keys a split takes at least */
+#define ATT_BLOCKS   4096
+
+/* The run of row r (slot, first row, rows, first position). */
+__device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r)
+{
+    for (int s = 0; s < n_seq; s++) {
+        const int4 q = make_int4(runs[4 * s], runs[4 * s + 1], runs[4 * s + 2], runs[4 * s + 3]);
+        if (r >= q.y && r < q.y + q.z)
+            return q;
+    }
+    return make_int4(-1, 0, 0, 0);
+}
+
+template <typename C> __device__ __forceinline__ C to_cache(float v);
+template <> __device__ __forceinline__ float to_cache<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half to_cache<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ float from_cache(float v) { return v; }
+__device__ __forceinline__ float from_cache(__half v) { return __half2float(v); }
+
+/* ------------------------------------------------------------- K/V store */
+
+template <typename CK, typename CV>
+__global__ void k_kv_store(CK *kc, int64_t ldkc, CV *vc, int64_t ldvc, const float *k, int64_t ldk,
+                           const float *v, int64_t ldv, const int32_t *runs, int n_seq,
+                           int64_t kv_rows, int64_t T, int64_t cols)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < T * cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / cols, c = i % cols;
+        const int4 q = run_of(runs, n_seq, r);
+        if (q.x < 0)
+            continue;
+        const int64_t cr = (int64_t)q.x * kv_rows + q.w + (r - q.y);
+        kc[cr * ldkc + c] = to_cache<CK>(k[r * ldk + c]);
+        vc[cr * ldvc + c] = to_cache<CV>(v[r * ldv + c]);
+    }
+}
+
+void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                   const be_tensor *v, const be_batch *b)
+{
+    assert(k->cols == kc->cols && v->cols == vc->cols && k->cols == v->cols);
+    const int64_t T = k->rows, n = T * k->cols;
+    if (!n)
+        return;
+    cudaStream_t st = cuda_ctx_of(be)->stream;
+    const unsigned g = cuda_blocks(n, 256);
+    const int32_t *runs = (const int32_t *)b->runs->data;
+#define KV(CK, CV) k_kv_store<CK, CV><<<g, 256, 0, st>>>((CK *)kc->data, kc->ld, (CV *)vc->data, \
+        vc->ld, (const float *)k->data, k->ld, (const float *)v->data, v->ld, runs, b->n_seq,   \
+        b->kv_rows, T, k->cols)
+    if (kc->f16 && vc->f16)
+        KV(__half, __half);
+    else if (kc->f16)
+        KV(__half, float);
+    else if (vc->f16)
+        KV(float, __half);
+    else
+        KV(float, float);
+#undef KV
+    CUDA_LAUNCHED(be, "k_kv_store");
+}
+
+/* ------------------------------------------------------------- attention */
+
+size_t cuda_attention_scratch(const be_shape *s)
+{
+    if (!s->n_head)
+        return 0;
+    const int64_t items = s->n_rows * s->n_head > ATT_BLOCKS ? s->n_rows * s->n_head : ATT_BLOCKS;
+    return (size_t)items * (size_t)(s->head_dim + 2);
+}
+
+/* NPL consecutive elements of a cache row at lane * NPL, as floats: one
+ * 16-byte load per 8 halves (or 4 floats) where the row allows it */
+template <typename C, int NPL>
+__device__ __forceinline__ void load_lane(const C *p, float *out)
+{
+    if constexpr (sizeof(C) == 2 && NPL % 8 == 0) {
+        #pragma unroll
+        for (int i = 0; i < NPL; i += 8) {
+            const uint4 u = *(const uint4 *)(p + i);
+            const __half2 *h = (const __half2 *)&u;
+            #pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float2 f = __half22float2(h[k]);
+                out[i + 2 * k] = f.x;
+                out[i + 2 * k + 1] = f.y;
+            }
+        }
+    } else if constexpr (sizeof(C) == 4 && NPL % 4 == 0) {
+        #pragma unroll
+        for (int i = 0; i < NPL; i += 4) {
+            const float4 f = *(const float4 *)((const float *)p + i);
+            out[i] = f.x; out[i + 1] = f.y; out[i + 2] = f.z; out[i + 3] = f.w;
+        }
+    } else {
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            out[i] = from_cache(p[i]);
+    }
+}
+
+/* One block per (split, head, query row); each of its 4 warps walks every
+ * 4th key of the split with its own online softmax (lane l holds dims
+ * [l*NPL, (l+1)*NPL) of q and of the output), then the warps merge in
+ * shared memory into the block's partial. */
+template <typename CK, typename CV, int NPL>
+__global__ void __launch_bounds__(ATT_THREADS)
+k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *vc, int64_t ldvc,
+             const int32_t *runs, int n_seq, int64_t kv_rows, int64_t group, float scale,
+             int64_t chunk, int nsplit, float *part)
+{
+    constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
+    __shared__ float wm[NW], wl[NW], wacc[NW][HD];
+    const int s = blockIdx.x;
+    const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
+    const int4 run = run_of(runs, n_seq, r);
+    const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
+    const int64_t j0 = (int64_t)s * chunk, j1 = j0 + chunk < L ? j0 + chunk : L;
+    const int64_t hk = h / group, slot = run.x < 0 ? 0 : run.x;
+    const CK *kb = kc + slot * kv_rows * ldkc + hk * HD + lane * NPL;
+    const CV *vb = vc + slot * kv_rows * ldvc + hk * HD + lane * NPL;
+    float qv[NPL], acc[NPL];
+    #pragma unroll
+    for (int i = 0; i < NPL; i++) {
+        const float v = q[r * ldq + h * HD + lane * NPL + i];
+        qv[i] = sizeof(CK) == 2 ? __half2float(__float2half_rn(v)) : v;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    #pragma unroll 2
+    for (int64_t j = j0 + wid; j < j1; j += NW) {
+        float kv[NPL], vv[NPL];
+        load_lane<CK, NPL>(kb + j * ldkc, kv);
+        load_lane<CV, NPL>(vb + j * ldvc, vv);
+        float d = 0.0f;
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            d += qv[i] * kv[i];
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            d += __shfl_xor_sync(0xffffffffu, d, o);
+        const float sc = d * scale, mn = fmaxf(m, sc);
+        const float f = expf(m - mn);
+        float p = expf(sc - mn);
+        l = l * f + p;
+        if (sizeof(CV) == 2)
+            p = __half2float(__float2half_rn(p));
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            acc[i] = acc[i] * f + p * vv[i];
+        m = mn;
+    }
+    if (lane == 0) {
+        wm[wid] = m;
+        wl[wid] = l;
+    }
+    #pragma unroll
+    for (int i = 0; i < NPL; i++)
+        wacc[wid][lane * NPL + i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < NW; w++)
+        if (wl[w] > 0.0f)
+            M = fmaxf(M, wm[w]);
+    float *o = part + ((r * Hq + h) * nsplit + s) * (HD + 2);
+    float Ls = 0.0f;
+    for (int w = 0; w < NW; w++)
+        if (wl[w] > 0.0f)
+            Ls += wl[w] * expf(wm[w] - M);
+    if (threadIdx.x == 0) {
+        o[0] = M;
+        o[1] = Ls;
+    }
+    for (int d = threadIdx.x; d < HD; d += ATT_THREADS) {
+        float a = 0.0f;
+        for (int w = 0; w < NW; w++)
+            if (wl[w] > 0.0f)
+                a += wacc[w][d] * expf(wm[w] - M);
+        o[2 + d] = a;
+    }
+}
+
+__global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo)
+{
+    const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
+    const float *p = part + (r * Hq + h) * nsplit * (hd + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; s++)
+        if (p[s * (hd + 2) + 1] > 0.0f)
+            M = fmaxf(M, p[s * (hd + 2)]);
+    float L = 0.0f;
+    for (int s = 0; s < nsplit; s++) {
+        const float l = p[s * (hd + 2) + 1];
+        if (l > 0.0f)
+            L += l * expf(p[s * (hd + 2)] - M);
+    }
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int s = 0; s < nsplit; s++) {
+            const float l = p[s * (hd + 2) + 1];
+            if (l > 0.0f)
+                a += p[s * (hd + 2) + 2 + d] * expf(p[s * (hd + 2)] - M);
+        }
+        out[r * ldo + h * hd + d] = a * inv;
+    }
+}
+
+void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                    const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                    float scale, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
+    assert(kc->cols == n_head_kv * head_dim && n_head % n_head_kv == 0);
+    assert(head_dim % 32 == 0 && head_dim <= 512);
+    const int64_t T = q->rows;
+    if (!T)
+        return;
+    int64_t maxL = 1;
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
+            maxL = b->seq[s].pos0 + b->seq[s].n_rows;
+    int64_t nsplit = ATT_BLOCKS / (T * n_head);
+    const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
+    nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
+    const int64_t chunk = (maxL + nsplit - 1) / nsplit;
+    const size_t need = (size_t)(T * n_head * nsplit) * (size_t)(head_dim + 2);
+    if (need > c->part_floats) {
+        be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
+                "%zu floats of partials, %zu reserved", (long long)T, (long long)n_head,
+                (long long)nsplit, need, c->part_floats);
+        return;
+    }
+    dim3 grid((unsigned)nsplit, (unsigned)n_head, (unsigned)T);
+    const int32_t *runs = (const int32_t *)b->runs->data;
+    const int64_t group = n_head / n_head_kv;
+#define ATT1(CK, CV, NPL) k_attn_split<CK, CV, NPL><<<grid, ATT_THREADS, 0, c->stream>>>(       \
+        (const float *)q->data, q->ld, (const CK *)kc->data, kc->ld, (const CV *)vc->data,      \
+        vc->ld, runs, b->n_seq, b->kv_rows, group, scale, chunk, (int)nsplit, c->part)
+#define ATT(CK, CV)                                                                              \
+    switch (head_dim / 32) {                                                                     \
+    case 1: ATT1(CK, CV, 1); break;                                                              \
+    case 2: ATT1(CK, CV, 2); break;                                                              \
+    case 4: ATT1(CK, CV, 4); break;                                                              \
+    case 8: ATT1(CK, CV, 8); break;                                                              \
+    case 16: ATT1(CK, CV, 16); break;                                                            \
+    default: be_fail(be, Q36_E_UNSUP, "cuda attention: head dim %lld (32, 64, 128, 256, 512)", \
+                     (long long)head_dim);                                                       \
+        return;                                                                                  \
+    }
+    if (kc->f16 && vc->f16)
+        ATT(__half, __half)
+    else if (kc->f16)
+        ATT(__half, float)
+    else if (vc->f16)
+        ATT(float, __half)
+    else
+        ATT(float, float)
+#undef ATT
+#undef ATT1
+    if (!CUDA_LAUNCHED(be, "k_attn_split"))
+        return;
+    k_attn_merge<<<dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream>>>(
+        c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
+    CUDA_LAUNCHED(be, "k_attn_merge");
+}
+
+/* ------------------------------------------------------------------ conv */
+
+#define CONV_MAX_K 8
+
+/* Thread per (run, channel): the run's rows in order over a window of the
+ * Kc-1 previous raw values, then the tail is the window's last values. */
+__global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
+                       int Kc, const int32_t *runs, int64_t C, float *y, int64_t ldy)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    const int s = blockIdx.y;
+    const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
+    float win[CONV_MAX_K], wc[CONV_MAX_K];
+    float *tl = tails + ((int64_t)slot * C + c) * ldt;
+    for (int j = 0; j < Kc - 1; j++)
+        win[j] = tl[j];
+    for (int j = 0; j < Kc; j++)
+        wc[j] = w[c * Kc + j];
+    for (int t = 0; t < n; t++) {
+        const int64_t r = row0 + t;
+        win[Kc - 1] = x[r * ldx + c];
+        float acc = 0.0f;
+        for (int j = 0; j < Kc; j++)
+            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
+        y[r * ldy + c] = acc;
+        for (int j = 0; j < Kc - 1; j++)
+            win[j] = win[j + 1];
+    }
+    for (int j = 0; j < Kc - 1; j++)
+        tl[j] = win[j];
+}
+
+void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                   const be_batch *b, be_tensor *y)
+{
+    const int64_t C = x->cols, Kc = (int64_t)w->t->ne[0];
+    assert(w->type == 0 && (int64_t)w->t->ne[1] == C && tails->cols == Kc - 1);
+    assert(y->rows == x->rows && y->cols == C && Kc >= 2 && Kc <= CONV_MAX_K);
+    if (!x->rows || !b->n_seq)
+        return;
+    dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
+    k_conv<<<grid, 128, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
+        (int)Kc, (const int32_t *)b->runs->data, C, (float *)y->data, y->ld);
+    CUDA_LAUNCHED(be, "k_conv");
+}
+
+/* ------------------------------------------------------------- delta rule */
+
+template <int NPL>   /* state rows per lane: dk / 32 */
+__global__ void __launch_bounds__(128)
+k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const float *beta,
+           int64_t ldb, float *S, int64_t ldS, int64_t Hk, int64_t Hv, const int32_t *runs,
+           float *out, int64_t ldo)
+{
+    constexpr int DK = NPL * 32;
+    const int lane = threadIdx.x & 31;
+    const int64_t h = blockIdx.x, j = (int64_t)blockIdx.z * 4 + threadIdx.x / 32;
+    const int s = blockIdx.y;
+    if (j >= DK)
+        return;
+    const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
+    const int64_t hk = h % Hk;
+    float *Sc = S + ((int64_t)slot * Hv + h) * ldS + j * DK;
+    float st[NPL];
+    #pragma unroll
+    for (int m = 0; m < NPL; m++)
+        st[m] = Sc[lane + 32 * m];
+    const float oscale = 1.0f / sqrtf((float)DK);
+    for (int t = 0; t < n; t++) {
+        const int64_t r = row0 + t;
+        const float *qr = qkv + r * ldq + hk * DK;
+        const float *kr = qkv + r * ldq + Hk * DK + hk * DK;
+        const float vj = qkv[r * ldq + 2 * Hk * DK + h * DK + j];
+        const float decay = expf(g[r * ldg + h]), bt = beta[r * ldb + h];
+        float kk[NPL], e = 0.0f;
+        #pragma unroll
+        for (int m = 0; m < NPL; m++) {
+            kk[m] = kr[lane + 32 * m];
+            st[m] *= decay;
+            e += st[m] * kk[m];
+        }
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            e += __shfl_xor_sync(0xffffffffu, e, o);
+        const float delta = bt * (vj - e);
+        float o_ = 0.0f;
+        #pragma unroll
+        for (int m = 0; m < NPL; m++) {
+            st[m] += kk[m] * delta;
+            o_ += st[m] * qr[lane + 32 * m];
+        }
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            o_ += __shfl_xor_sync(0xffffffffu, o_, o);
+        if (!lane)
+            out[r * ldo + h * DK + j] = o_ * oscale;
+    }
+    #pragma unroll
+    for (int m = 0; m < NPL; m++)
+        Sc[lane + 32 * m] = st[m];
+}
+
+void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                   be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                   const be_batch *b, be_tensor *out)
+{
+    assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk && out->cols == n_v_heads * dk);
+    assert(g->cols == n_v_heads && beta->cols == n_v_heads && S->cols == dk * dk);
+    if (!qkv->rows || !b->n_seq)
+        return;
+    dim3 grid((unsigned)n_v_heads, (unsigned)b->n_seq, (unsigned)((dk + 3) / 4));
+    cudaStream_t st = cuda_ctx_of(be)->stream;
+#define DN(NPL) k_deltanet<NPL><<<grid, 128, 0, st>>>((const float *)qkv->data, qkv->ld,           \
+        (const float *)g->data, g->ld, (const float *)beta->data, beta->ld, (float *)S->data,     \
+        S->ld, n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld)
+    switch (dk) {
+    case 32: DN(1); break;
+    case 64: DN(2); break;
+    case 128: DN(4); break;
+    case 256: DN(8); break;
+    default:
+        be_fail(be, Q36_E_UNSUP, "cuda deltanet: state dim %lld (32, 64, 128 or 256)",
+                (long long)dk);
+        return;
+    }
+#undef DN
+    CUDA_LAUNCHED(be, "k_deltanet");
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Decode and prompt speed of the CUDA backend on the GPU machine: q36 bench
+# -ngl 99 on the synthetic 0.8B dense file (Q4_K_M mix), on the trained
+# default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
+# geometry. Raw output goes to LOG (default /tmp/q36-gpu) with the
+# commands, the machine and the commit; bench/results/<date>-cuda/ keeps
+# what a run printed.
+#
+# Usage: tests/gpu/bench.sh [BIN_DIR] [TRAINED.gguf]
+set -u
+bin=${1:-build}
+trained=${2:-}
+q36=$bin/q36
+log=${LOG:-/tmp/q36-gpu}
+mkdir -p "$log/models"
+out=${BENCH_OUT:-$log/bench.txt}
+run() {    # run TIMEOUT CMD...: the command line, then its output
+    local t=$1; shift
+    echo "\$ $*" | tee -a "$out"
+    timeout "$t" "$@" 2>&1 | tee -a "$out"
+    echo "(exit ${PIPESTATUS[0]})" | tee -a "$out"
+}
+{
+    echo "# q36 CUDA bench, $(date -u +%FT%TZ)"
+    echo "# commit: $(cat "$bin/commit.txt" 2>/dev/null || echo unknown)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    echo "# cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+} | tee -a "$out"
+
+m08=$log/models/0.8b-q4km.gguf
+run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
+run 150 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3
+[ -n "$trained" ] && run 90 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
+if [ "${BENCH_35B:-1}" = 1 ]; then
+    m35=$log/models/35b-a3b-q4km.gguf
+    run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
+        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2
+    rm -f "$m35"
+fi

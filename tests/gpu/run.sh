@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The GPU test script: runs where a CUDA device is (not part of tests/run.sh:
+# CI has no GPU). Every op of the CUDA backend against the CPU backend, then
+# whole models (synthetic files of both architectures and odd geometries,
+# and the trained default model when given): prompt logits, 64 greedy
+# tokens, slots batched together, CUDA against CPU; then the device flags:
+# the GPU memory plan, a context too large for the device refused up front.
+# Ends with "N passed, N failed".
+#
+# Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
+#   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
+#   LOG (default /tmp/q36-gpu) receives the logs and the synthetic models.
+set -u
+bin=${1:-}
+trained=${2:-}
+q36=${bin:+$bin/q36}; q36=${q36:-build/q36}
+tbc=${bin:+$bin/test_backend_cuda}; tbc=${tbc:-build/tests/gpu/test_backend_cuda}
+log=${LOG:-/tmp/q36-gpu}
+mkdir -p "$log/models"
+passed=0 failed=0
+count() {   # count FILE: adds its ok/FAIL lines
+    local p f
+    p=$(grep -c '^ok ' "$1"); f=$(grep -c '^FAIL ' "$1")
+    passed=$((passed + p)); failed=$((failed + f))
+}
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv || true
+
+# ---- synthetic models: both architectures, the device weight types, odd
+# geometries (head dims 64/128/256, 1-3 KV heads, experts top-1/3/8)
+models=()
+synth() {   # synth NAME ARGS...
+    local name=$1; shift
+    if "$q36" synth "$@" -o "$log/models/$name.gguf" >"$log/models/$name.log" 2>&1; then
+        models+=("$log/models/$name.gguf")
+    else
+        fail "synth.$name" "$(tail -n 3 "$log/models/$name.log")"
+    fi
+}
+synth dense-q4km  --arch qwen35    --hidden 256 --ffn 512 --ssm-head-dim 64 --type q4_K_M --seed 2
+synth dense-q5k   --arch qwen35    --hidden 256 --ffn 512 --heads 6 --kv-heads 3 --type q5_K --seed 3
+synth dense-q6k   --arch qwen35    --hidden 256 --ffn 512 --head-dim 128 --rope-dims 32 --type q6_K --seed 4
+synth dense-q8hd256 --arch qwen35  --hidden 256 --ffn 512 --heads 2 --kv-heads 1 --head-dim 256 --rope-dims 64 --ssm-head-dim 128 --type q8_0 --seed 5
+synth dense-f16   --arch qwen35    --type f16 --seed 6
+synth dense-bf16  --arch qwen35    --type bf16 --seed 7
+synth dense-f32   --arch qwen35    --type f32 --attn-interval 2 --seed 8
+synth dense-iq4xs --arch qwen35    --hidden 256 --ffn 512 --type iq4_xs --seed 9
+synth moe-q4k-top8 --arch qwen35moe --hidden 256 --experts 16 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K --seed 10
+synth moe-q8-top3 --arch qwen35moe --experts 8 --experts-used 3 --kv-heads 1 --type q8_0 --attn-interval 3 --seed 11
+synth moe-top1    --arch qwen35moe --experts 4 --experts-used 1 --type q8_0 --seed 12
+synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K_M --seed 13
+[ -n "$trained" ] && [ -f "$trained" ] && models+=("$trained")
+
+# ---- the ops, then each model in a process of its own, against the CPU
+one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
+    local name=$1; shift
+    timeout 150 "$tbc" "$@" >"$log/$name.log" 2>&1
+    local rc=$?
+    grep -E '^(ok|FAIL|#) ' "$log/$name.log"
+    count "$log/$name.log"
+    if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log/$name.log"; then
+        fail "test_backend_cuda.$name" "exited $rc: $(tail -n 5 "$log/$name.log")"
+    fi
+}
+one ops
+for m in "${models[@]}"; do
+    one "model-$(basename "$m" .gguf)" --no-ops "$m"
+done
+
+# ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
+# GPU memory plan, and a context that cannot fit refused before loading
+m=${models[0]:-}
+if [ -n "$m" ]; then
+    ids="1 2 3 4 5 6 7 8 9 10 11 12"
+    if "$q36" logits -m "$m" --ids "$ids" -o "$log/cpu.f32" -t 0 >/dev/null 2>"$log/cli.err" &&
+       "$q36" logits -m "$m" --ids "$ids" -o "$log/gpu.f32" -ngl 99 >/dev/null 2>>"$log/cli.err"; then
+        ok cli.logits_ngl99_runs
+    else
+        fail cli.logits_ngl99_runs "$(tail -n 2 "$log/cli.err")"
+    fi
+    "$q36" info -m "$m" -ngl 99 -c 4096 >"$log/info.txt" 2>&1
+    if grep -q 'GPU memory plan on CUDA0' "$log/info.txt" && grep -q 'fits' "$log/info.txt"; then
+        ok cli.info_gpu_plan
+    else
+        fail cli.info_gpu_plan "$(tail -n 3 "$log/info.txt")"
+    fi
+    sed -n '/GPU memory plan/,$p' "$log/info.txt"
+    # 4 layers of 64 KV heads of 256: 256 KiB of f16 K/V a token, 4 TiB at 16M
+    "$q36" synth --arch qwen35 --heads 64 --kv-heads 64 --head-dim 256 --attn-interval 1 \
+        -o "$log/models/bigkv.gguf" >/dev/null 2>&1
+    if "$q36" logits -m "$log/models/bigkv.gguf" --ids "1 2" -o "$log/x.f32" -c 16777216 -ngl 99 \
+        >/dev/null 2>"$log/big.err"; then
+        fail cli.refuses_what_does_not_fit "a 16M-token context was accepted"
+    elif grep -q 'MiB are free' "$log/big.err"; then
+        ok cli.refuses_what_does_not_fit
+        cat "$log/big.err"
+    else
+        fail cli.refuses_what_does_not_fit "$(cat "$log/big.err")"
+    fi
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
