@@ -32,6 +32,7 @@ static void usage(FILE *o)
 "  --cache-every N      save the prompt's state every N tokens besides each chat turn\n"
 "                       and each prompt's and reply's end (default: -ub; 0: only those)\n"
 "  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
+"%s"
 "  --api-key KEY        require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (not on /health)\n"
 "  --api-key-file FILE  the same, the key read from FILE's first line\n"
 "  --alias NAME         another model name requests may use (repeatable, up to 8;\n"
@@ -39,7 +40,9 @@ static void usage(FILE *o)
 "  --max-body N         request body limit in bytes (default 8388608)\n"
 "  --max-conn N         concurrent connections (default 256)\n"
 "  --max-tokens N       generated tokens per request at most (default: the context)\n"
-"  --timeout S          idle connection timeout in seconds (default 600)\n");
+"  --timeout S          idle connection timeout in seconds (default 600)\n"
+"With a GPU (-ngl N > 0), the slots' state and the prefix cache's checkpoints are on it.\n",
+            cli_device_help);
 }
 
 static char *read_key(const char *path)
@@ -71,6 +74,13 @@ int cmd_serve(int argc, char **argv)
     int64_t x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const int dv = cli_device_flag("serve", argc, argv, &i, &o.sess.backend);
+        if (dv) {
+            if (dv > 0)
+                continue;
+            free(key);
+            return CLI_USAGE;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;

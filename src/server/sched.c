@@ -28,6 +28,7 @@
 #include "srv_internal.h"
 #include "pcache.h"
 #include "sched.h"
+#include "../backend/backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,23 +368,31 @@ static int plan(sched *s, const q36_model *m, const srv_opts *o, int n_ctx, q36_
         return rc;
     const double MiB = 1048576.0;
     const uint64_t cache = o->cache_mib > 0 ? (uint64_t)o->cache_mib << 20 : 0;
-    const uint64_t avail = o->sess.max_bytes ? o->sess.max_bytes : q36_mem_available();
-    if (p.total + cache > avail)
+    /* On a GPU the engine's state and the cache's checkpoints are device
+     * memory, beside the weights (counted at their file size). */
+    const bool gpu = o->sess.backend && strcmp(o->sess.backend, "cpu");
+    char where[160] = "host";
+    uint64_t avail = o->sess.max_bytes ? o->sess.max_bytes : q36_mem_available(), total = 0;
+    const uint64_t w = gpu ? q36_model_n_bytes(m) : 0;
+    if (gpu && (rc = be_device_info(o->sess.backend, where, sizeof where, &avail, &total, err)))
+        return rc;
+    if (w + p.total + cache > avail)
         return q36_err_set(err, Q36_E_NOMEM,
                            "-np %d -c %d --cache-ram %lld: the engine needs %.1f MiB (K/V %.1f, "
-                           "DeltaNet state %.1f, scratch %.1f) and the prefix cache %.1f MiB, "
-                           "%.1f MiB in all, but %.1f MiB are available",
-                           o->n_slots, n_ctx, (long long)o->cache_mib, p.total / MiB, p.kv / MiB,
-                           p.recurrent / MiB, p.scratch / MiB, cache / MiB, (p.total + cache) / MiB,
-                           avail / MiB);
+                           "DeltaNet state %.1f, scratch %.1f%s) and the prefix cache %.1f MiB, "
+                           "%.1f MiB in all, but %.1f MiB are available on %s",
+                           o->n_slots, n_ctx, (long long)o->cache_mib, (w + p.total) / MiB, p.kv / MiB,
+                           p.recurrent / MiB, p.scratch / MiB, gpu ? ", weights" : "", cache / MiB,
+                           (w + p.total + cache) / MiB, avail / MiB, where);
     snprintf(s->plan_text, sizeof s->plan_text,
-             "memory plan: weights %.1f MiB (mapped); %d slots of %d tokens: K/V %.1f MiB "
+             "memory plan on %s: weights %.1f MiB (%s); %d slots of %d tokens: K/V %.1f MiB "
              "(%llu B/token), DeltaNet state %.1f MiB, scratch %.1f MiB; prefix cache %.1f MiB "
-             "(a checkpoint: %.2f MiB + %llu B/token; every %d tokens and at turns); "
-             "%.1f MiB in all of %.1f MiB available",
-             p.weights / MiB, o->n_slots, n_ctx, p.kv / MiB, (unsigned long long)p.kv_per_token,
-             p.recurrent / MiB, p.scratch / MiB, cache / MiB, p.recurrent / (double)o->n_slots / MiB,
-             (unsigned long long)p.kv_per_token, s->cache_every, (p.total + cache) / MiB, avail / MiB);
+             "(state checkpoints of %.2f MiB every %d tokens and at turns, + %llu B/token at "
+             "prompt and reply ends); %.1f MiB in all of %.1f MiB available",
+             where, p.weights / MiB, gpu ? "uploaded" : "mapped", o->n_slots, n_ctx, p.kv / MiB,
+             (unsigned long long)p.kv_per_token, p.recurrent / MiB, p.scratch / MiB, cache / MiB,
+             p.recurrent / (double)o->n_slots / MiB, s->cache_every, (unsigned long long)p.kv_per_token,
+             (w + p.total + cache) / MiB, avail / MiB);
     return 0;
 }
 
