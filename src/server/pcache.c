@@ -300,7 +300,8 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
     if (pos < 1)
         return 0;
     const uint64_t ck_bytes = q36_ckpt_bytes(c->e, kv ? pos : 0);
-    const uint64_t need = ck_bytes + sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
+    /* at most two new nodes (a split and a leaf) and pos tokens of edges */
+    const uint64_t need = ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
     if (need > c->st.budget)
         return 0;
     c->clock++;
