@@ -46,7 +46,27 @@ else
 fi
 kill -TERM $pid; wait $pid
 
-# Refusals at start: a bad address, a missing model, a bad flag.
+# Continuous batching and the prefix cache: a server without a cache (the
+# cold replies, 8 slots) and one with a small cache that evicts (4 slots,
+# a checkpoint every 32 tokens).
+"$Q36" serve --port 0 -np 8 -c 2048 --cache-ram 0 >"$tmp/out3" 2>"$tmp/err3" &
+pid_cold=$!
+"$Q36" serve --port 0 -np 4 -c 2048 --cache-ram 40 --cache-every 32 >"$tmp/out4" 2>"$tmp/err4" &
+pid_hot=$!
+url_cold=$(wait_url "$tmp/out3" $pid_cold)
+url_hot=$(wait_url "$tmp/out4" $pid_hot)
+if [ -n "$url_cold" ] && [ -n "$url_hot" ]; then
+    grep -q "prefix cache 40.0 MiB" "$tmp/out4" && ok serve_prints_memory_plan || fail serve_prints_memory_plan "$(cat "$tmp/out4")"
+    node tests/server/batch.mjs "$url_cold" "$url_hot" "${Q36_TEST_SEED:-$$}"
+else
+    fail batch_servers "did not start: $(cat "$tmp/err3" "$tmp/err4")"
+fi
+kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
+
+# Refusals at start: a bad address, a missing model, a bad flag, a prefix
+# cache that does not fit in memory (named with its numbers).
+expect serve_cache_too_big 1 "$Q36" serve --port 0 --cache-ram 1000000000
+grep -q "prefix cache .* MiB are available" "$tmp/err" && ok serve_cache_too_big_numbers || fail serve_cache_too_big_numbers "$(cat "$tmp/err")"
 expect serve_bad_host 1 "$Q36" serve --host not-an-ip --port 0
 expect serve_missing_model 1 "$Q36" serve -m "$tmp/none.gguf" --port 0
 grep -q "none.gguf" "$tmp/err" && ok serve_missing_model_named || fail serve_missing_model_named "$(cat "$tmp/err")"

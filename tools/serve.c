@@ -23,9 +23,16 @@ static void usage(FILE *o)
 "  --port N             port (default 8080; 0 = any free port)\n"
 "  -np N                slots: requests decoded at once (default 4)\n"
 "  -c N                 context per slot (default: training context, at most 4096)\n"
-"  -t N                 threads per slot (default 1)\n"
-"  -b N                 prompt tokens per step of one slot (default 512)\n"
+"  -t N                 threads of the engine, all slots together (default 0: every online CPU)\n"
+"  -b N                 rows per forward pass: decode rows and prompt chunks of all\n"
+"                       slots together (default 512)\n"
+"  -ub N                prompt tokens of one slot per pass at most (default: -b)\n"
+"  --cache-ram MiB      prefix cache budget (default 2048; 0: no prefix cache); refused\n"
+"                       at start when the engine and the cache do not fit in memory\n"
+"  --cache-every N      save the prompt's state every N tokens besides each chat turn\n"
+"                       and each prompt's and reply's end (default: -ub; 0: only those)\n"
 "  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
+"%s"
 "  --api-key KEY        require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (not on /health)\n"
 "  --api-key-file FILE  the same, the key read from FILE's first line\n"
 "  --alias NAME         another model name requests may use (repeatable, up to 8;\n"
@@ -33,7 +40,9 @@ static void usage(FILE *o)
 "  --max-body N         request body limit in bytes (default 8388608)\n"
 "  --max-conn N         concurrent connections (default 256)\n"
 "  --max-tokens N       generated tokens per request at most (default: the context)\n"
-"  --timeout S          idle connection timeout in seconds (default 600)\n");
+"  --timeout S          idle connection timeout in seconds (default 600)\n"
+"With a GPU (-ngl N > 0), the slots' state and the prefix cache's checkpoints are on it.\n",
+            cli_device_help);
 }
 
 static char *read_key(const char *path)
@@ -65,6 +74,13 @@ int cmd_serve(int argc, char **argv)
     int64_t x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const int dv = cli_device_flag("serve", argc, argv, &i, &o.sess.backend);
+        if (dv) {
+            if (dv > 0)
+                continue;
+            free(key);
+            return CLI_USAGE;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -80,6 +96,9 @@ int cmd_serve(int argc, char **argv)
         INT("-c", 16, 1 << 24, o.n_ctx);
         INT("-t", 0, 1024, o.sess.n_threads);
         INT("-b", 1, 1 << 16, o.sess.n_batch);
+        INT("-ub", 1, 1 << 16, o.n_ubatch);
+        INT("--cache-ram", 0, (int64_t)1 << 30, o.cache_mib);
+        INT("--cache-every", 0, 1 << 24, o.cache_every);
         INT("--max-body", 1024, (int64_t)1 << 34, o.max_body);
         INT("--max-conn", 1, 65536, o.max_conn);
         INT("--max-tokens", 1, 1 << 24, o.max_tokens);
@@ -137,6 +156,7 @@ int cmd_serve(int argc, char **argv)
         return cli_fail(&err);
     }
     printf("q36 serve: listening on %s (model %s, %d slots)\n", srv_url(s), o.model_path, o.n_slots);
+    printf("q36 serve: %s\n", srv_memory_plan(s));
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);

@@ -2,7 +2,7 @@
 # load.sh: starts q36 serve on a model and runs CLIENTS streaming clients for
 # SECONDS against it (load.mjs), then stops it; the summary line is JSON.
 # Bounded: at most 256 clients, 3600 s. Writes nothing unless OUT is set
-# (then OUT/load.log and OUT/server.log).
+# (then OUT/load.log and OUT/server.log). Q36 names the binary (default ./q36).
 # Usage: bench/server/load.sh [CLIENTS=8] [SECONDS=30] [MAX_TOKENS=64] [q36 serve flags...]
 set -eu
 cd "$(dirname "$0")/../.."
@@ -10,7 +10,8 @@ clients=${1:-8}; secs=${2:-30}; maxtok=${3:-64}
 shift $(( $# < 3 ? $# : 3 ))
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-./q36 serve --port 0 -np "$clients" "$@" >"$out/server.out" 2>"$out/server.log" &
+: >"$out/server.out"             # before the server starts: the loop below reads it at once
+"${Q36:-./q36}" serve --port 0 -np "$clients" "$@" >"$out/server.out" 2>"$out/server.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=

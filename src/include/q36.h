@@ -98,6 +98,9 @@ typedef struct q36_mem_plan {
 
 int q36_engine_plan(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
                     q36_mem_plan *out, q36_err *err);
+/* MemAvailable of the machine now, in bytes (UINT64_MAX when unknown): what
+ * plans are checked against when opts.max_bytes is 0. */
+uint64_t q36_mem_available(void);
 
 /* opts may be NULL for the defaults. n_ctx in [1, 2^24] positions per slot.
  * Every slot starts empty (position 0). */
@@ -158,6 +161,13 @@ void q36_ckpt_free(q36_ckpt *c);                             /* accepts NULL */
 int  q36_ckpt_pos(const q36_ckpt *c);
 int  q36_slot_save(q36_engine *e, int slot, q36_ckpt *c, q36_err *err);
 int  q36_slot_load(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err);
+/* Loads only the recurrent state (conv tails, DeltaNet matrices) and the
+ * position of c, into any slot, and leaves the slot's K/V rows as they are:
+ * the caller vouches that the slot's K/V rows [0, q36_ckpt_pos(c)) are
+ * those of the tokens c was saved after (a prefix cache that has just
+ * loaded a deeper checkpoint with K/V rows of the same tokens: exact mode
+ * makes those rows the same bits). */
+int  q36_slot_load_state(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err);
 /* Slot dst becomes a copy of slot src (K/V rows [0, pos), tails, state
  * matrices, position), on the device: a fork of a sequence. */
 int  q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err);

@@ -156,6 +156,21 @@ int q36_slot_load(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err)
     return 0;
 }
 
+int q36_slot_load_state(q36_engine *e, int slot, const q36_ckpt *c, q36_err *err)
+{
+    if (slot < 0 || slot >= e->n_slots || c->e != e)
+        return q36_err_set(err, Q36_E_ARG, "checkpoint state load: slot %d is outside [0, %d) or "
+                           "the checkpoint is another engine's", slot, e->n_slots);
+    if (c->pos < 0)
+        return q36_err_set(err, Q36_E_ARG, "checkpoint state load: nothing was saved in it");
+    copy_state(e, slot, (q36_ckpt *)c, 0, false);
+    int rc = be_check(e->be, err);
+    if (rc)
+        return rc;
+    e->pos[slot] = c->pos;
+    return 0;
+}
+
 int q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err)
 {
     if (src < 0 || src >= e->n_slots || dst < 0 || dst >= e->n_slots)

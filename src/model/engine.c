@@ -27,7 +27,7 @@ q36_engine_opts q36_engine_opts_default(void)
     return o;
 }
 
-static uint64_t mem_available(void)
+uint64_t q36_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f)
@@ -104,7 +104,7 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     if (rc)
         return rc;
     const model_hparams *hp = q36_model_hparams(m);
-    const uint64_t avail = o.max_bytes ? o.max_bytes : mem_available();
+    const uint64_t avail = o.max_bytes ? o.max_bytes : q36_mem_available();
     if (plan.total > avail)
         return q36_err_set(err, Q36_E_NOMEM,
                            "a context of %d tokens in %d slot(s) needs %.1f MiB (K/V %.1f MiB = "

@@ -33,11 +33,14 @@ void srv_opts_default(srv_opts *o)
     o->host = "127.0.0.1";
     o->port = 8080;
     o->n_slots = 4;
-    o->sess = q36_session_opts_default();
+    o->sess = q36_engine_opts_default();
+    o->sess.n_threads = 0;          /* one engine for every slot: all online CPUs */
     o->max_body = 8u << 20;
     o->max_conn = 256;
     o->timeout_s = 600;
     o->max_queue = 256;
+    o->cache_mib = 2048;
+    o->cache_every = -1;
 }
 
 void srv_make_id(srv *s, const char *prefix, char *out, size_t cap)
@@ -435,6 +438,7 @@ fail:
 }
 
 int srv_port(const srv *s) { return s->port; }
+const char *srv_memory_plan(const srv *s) { return sched_plan_text(s->sched); }
 const char *srv_url(const srv *s) { return s->url; }
 
 void srv_stop(srv *s)

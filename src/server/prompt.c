@@ -18,6 +18,7 @@
 #include "srv_internal.h"
 #include "../chat/chat.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +92,48 @@ static cJSON *msg(const char *role, const char *content)
     return m;
 }
 
+/* The length of the volatile stamp at the start of a system prompt: some
+ * clients (Claude Code) open it with a per-request billing stamp,
+ * "x-anthropic-billing-header: cc_version=...; cc_entrypoint=cli; cch=XXXXX;"
+ * (often a system block of its own, so that the text after it may follow on
+ * the same line), which differs on every request and would end the cached
+ * prefix at the system prompt's first tokens. It means nothing to the
+ * model: the stamp (its key=value; fields) and the white space after it are
+ * dropped from the prompt. */
+static size_t volatile_head(const char *t, size_t n)
+{
+    static const char stamp[] = "x-anthropic-billing-header:";
+    size_t i = 0;
+    while (n - i >= sizeof stamp - 1 && !strncmp(t + i, stamp, sizeof stamp - 1)) {
+        i += sizeof stamp - 1;
+        for (;;) {                           /* fields: " key=value;" */
+            size_t k = i;
+            while (k < n && t[k] == ' ')
+                k++;
+            size_t key = k;
+            while (k < n && (isalnum((unsigned char)t[k]) || t[k] == '_' || t[k] == '-' || t[k] == '.'))
+                k++;
+            if (k == key || k == n || t[k] != '=')
+                break;
+            while (k < n && t[k] != ';' && t[k] != '\n')
+                k++;
+            if (k == n || t[k] != ';')
+                break;
+            i = k + 1;
+        }
+        while (i < n && isspace((unsigned char)t[i]))
+            i++;
+    }
+    return i;
+}
+
 static void finish_messages(srv_error *e, srv_prompt *p, cJSON *list, q36_buf *sys)
 {
     if (sys->oom)
         srv_fail(e, 500, "server_error", "", "out of memory");
-    if (sys->n)
-        cJSON_InsertItemInArray(list, 0, msg("system", sys->p));
+    size_t skip = sys->n ? volatile_head(sys->p, sys->n) : 0;
+    if (sys->n > skip)
+        cJSON_InsertItemInArray(list, 0, msg("system", sys->p + skip));
     p->messages = list;
     q36_buf_free(sys);
 }
@@ -189,6 +226,7 @@ static void openai_tools(srv_error *e, const cJSON *body, srv_prompt *p)
 void srv_prompt_openai(srv_error *e, const cJSON *body, srv_prompt *p)
 {
     p->enable_thinking = -1;
+    p->preserve_thinking = true;
     const cJSON *msgs = rq_get(e, body, "", "messages", RQ_ARR, true);
     if (msgs && cJSON_GetArraySize(msgs) == 0)
         srv_fail(e, 400, "invalid_request_error", "messages", "'messages': expected at least one message, found none");
@@ -432,6 +470,7 @@ static void anthropic_message(srv_error *e, const cJSON *m, const char *mp, cJSO
 void srv_prompt_anthropic(srv_error *e, const cJSON *body, srv_prompt *p)
 {
     p->enable_thinking = -1;
+    p->preserve_thinking = true;
     q36_buf sys = { 0 };
     const cJSON *system = rq_get(e, body, "", "system", RQ_STR | RQ_ARR, false);
     if (system) {

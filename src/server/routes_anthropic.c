@@ -66,9 +66,9 @@ static cJSON *typed(const char *type)
 static cJSON *usage(am *a, bool start)
 {
     cJSON *u = cJSON_CreateObject();
-    cJSON_AddNumberToObject(u, "input_tokens", a->job->n_prompt);
+    cJSON_AddNumberToObject(u, "input_tokens", a->job->n_prompt - a->take.n_cached);
     cJSON_AddNumberToObject(u, "output_tokens", start ? 0 : a->take.n_gen);
-    cJSON_AddNumberToObject(u, "cache_read_input_tokens", 0);
+    cJSON_AddNumberToObject(u, "cache_read_input_tokens", a->take.n_cached);
     cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
     return u;
 }
@@ -246,8 +246,10 @@ static bool fill(srv_conn *c, q36_buf *out)
     cJSON_AddStringToObject(d, "stop_reason", stop_reason(a));
     add_stop_sequence(a, d);
     cJSON_AddItemToObject(md, "delta", d);
-    cJSON_AddNumberToObject(u, "input_tokens", a->job->n_prompt);
+    cJSON_AddNumberToObject(u, "input_tokens", a->job->n_prompt - a->take.n_cached);
     cJSON_AddNumberToObject(u, "output_tokens", a->take.n_gen);
+    cJSON_AddNumberToObject(u, "cache_read_input_tokens", a->take.n_cached);
+    cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
     cJSON_AddItemToObject(md, "usage", u);
     sse_event(out, "message_delta", md);
     sse_event(out, "message_stop", typed("message_stop"));

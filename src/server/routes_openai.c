@@ -198,9 +198,26 @@ static cJSON *usage(oa *a)
     cJSON_AddNumberToObject(u, "prompt_tokens", a->job->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", a->take.n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", a->job->n_prompt + a->take.n_gen);
-    cJSON_AddNumberToObject(d, "cached_tokens", 0);
+    cJSON_AddNumberToObject(d, "cached_tokens", a->take.n_cached);
     cJSON_AddItemToObject(u, "prompt_tokens_details", d);
     return u;
+}
+
+/* llama-server's timings: the prompt tokens read from the prefix cache
+ * (cache_n) and those evaluated (prompt_n), with their times. */
+static cJSON *timings(oa *a)
+{
+    cJSON *t = cJSON_CreateObject();
+    const double pn = a->job->n_prompt - a->take.n_cached, pms = a->take.t_prompt * 1e3;
+    const double gms = a->take.t_gen * 1e3;
+    cJSON_AddNumberToObject(t, "cache_n", a->take.n_cached);
+    cJSON_AddNumberToObject(t, "prompt_n", pn);
+    cJSON_AddNumberToObject(t, "prompt_ms", pms);
+    cJSON_AddNumberToObject(t, "prompt_per_second", pms > 0 ? pn / (pms / 1e3) : 0);
+    cJSON_AddNumberToObject(t, "predicted_n", a->take.n_gen);
+    cJSON_AddNumberToObject(t, "predicted_ms", gms);
+    cJSON_AddNumberToObject(t, "predicted_per_second", gms > 0 ? a->take.n_gen / (gms / 1e3) : 0);
+    return t;
 }
 
 /* Feeds new text to the parser (chat) or straight out (completions). */
@@ -253,6 +270,7 @@ static bool fill(srv_conn *c, q36_buf *out)
         cJSON *u = chunk(a, cJSON_CreateObject(), NULL);
         cJSON_ReplaceItemInObject(u, "choices", cJSON_CreateArray());
         cJSON_AddItemToObject(u, "usage", usage(a));
+        cJSON_AddItemToObject(u, "timings", timings(a));
         sse_data(out, u);
     }
     q36_buf_str(out, "data: [DONE]\n\n");
@@ -305,6 +323,7 @@ static cJSON *whole_reply(oa *a)
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(r, "choices", choices);
     cJSON_AddItemToObject(r, "usage", usage(a));
+    cJSON_AddItemToObject(r, "timings", timings(a));
     return r;
 }
 

@@ -410,7 +410,7 @@ static cJSON *response(rs *r, const char *status)
     if (done) {
         cJSON *u = cJSON_CreateObject(), *id = cJSON_CreateObject(), *od = cJSON_CreateObject();
         cJSON_AddNumberToObject(u, "input_tokens", r->job->n_prompt);
-        cJSON_AddNumberToObject(id, "cached_tokens", 0);
+        cJSON_AddNumberToObject(id, "cached_tokens", r->take.n_cached);
         cJSON_AddItemToObject(u, "input_tokens_details", id);
         cJSON_AddNumberToObject(u, "output_tokens", r->take.n_gen);
         cJSON_AddNumberToObject(od, "reasoning_tokens", 0);

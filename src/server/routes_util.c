@@ -35,6 +35,8 @@ int route_metrics(srv_conn *c)
 #define GAUGE(name, help, v) \
     srv_buf_fmt(&b, "# HELP %s%s %s\n# TYPE %s%s gauge\n%s%s %.17g\n", P, name, help, P, name, P, name, (double)(v))
     COUNTER("prompt_tokens_total", "Number of prompt tokens processed.", m.prompt_tokens);
+    COUNTER("prompt_tokens_cached_total", "Number of prompt tokens restored from the prefix cache.",
+            m.prompt_tokens_cached);
     COUNTER("prompt_seconds_total", "Prompt process time", m.prompt_seconds);
     COUNTER("tokens_predicted_total", "Number of generation tokens processed.", m.tokens_predicted);
     COUNTER("tokens_predicted_seconds_total", "Predict process time", m.predicted_seconds);
@@ -49,12 +51,20 @@ int route_metrics(srv_conn *c)
           m.busy_slots_last);
 #undef COUNTER
 #undef GAUGE
-    srv_buf_fmt(&b, "# HELP q36:requests_total Generation requests queued.\n# TYPE q36:requests_total counter\nq36:requests_total %llu\n",
-                (unsigned long long)m.requests);
-    srv_buf_fmt(&b, "# HELP q36:errors_total Requests answered with an error.\n# TYPE q36:errors_total counter\nq36:errors_total %llu\n",
-                (unsigned long long)m.errors);
-    srv_buf_fmt(&b, "# HELP q36:cancelled_total Requests whose client left before the end.\n# TYPE q36:cancelled_total counter\nq36:cancelled_total %llu\n",
-                (unsigned long long)m.cancelled);
+#define Q36M(name, type, help, v) \
+    srv_buf_fmt(&b, "# HELP q36:%s %s\n# TYPE q36:%s %s\nq36:%s %llu\n", name, help, name, type, name, \
+                (unsigned long long)(v))
+    Q36M("requests_total", "counter", "Generation requests queued.", m.requests);
+    Q36M("errors_total", "counter", "Requests answered with an error.", m.errors);
+    Q36M("cancelled_total", "counter", "Requests whose client left before the end.", m.cancelled);
+    Q36M("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds (checkpoints and tree).", m.cache_bytes);
+    Q36M("prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-ram).", m.cache_budget);
+    Q36M("prefix_cache_checkpoints", "gauge", "Checkpoints the prefix cache holds.", m.cache_ckpts);
+    Q36M("prefix_cache_saves_total", "counter", "Checkpoints saved into the prefix cache.", m.cache_saves);
+    Q36M("prefix_cache_evictions_total", "counter", "Checkpoints evicted for room.", m.cache_evictions);
+    Q36M("prefix_cache_hits_total", "counter", "Requests that restored a cached prefix.", m.cache_hits);
+    Q36M("prefix_cache_lookups_total", "counter", "Requests that looked in the prefix cache.", m.cache_lookups);
+#undef Q36M
     int rc = b.oom ? srv_reply_text(c, 500, "text/plain", "out of memory\n", 14)
                    : srv_reply_text(c, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.n);
     q36_buf_free(&b);

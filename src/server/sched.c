@@ -1,21 +1,36 @@
 /* sched.c: the engine thread: the queue of jobs from the HTTP threads, the
- * slots, and the step loop (continuous batching).
+ * slots, the prefix cache, and the step loop (continuous batching).
  *
- * A step admits queued jobs into idle slots, drops the slots whose client is
- * gone, samples the next token of every decoding slot (gen_next) and hands
- * the job its text, then evaluates one row per slot in one
- * sched_engine_forward call: a decode token for each decoding slot and a
- * prompt chunk of at most n_batch tokens for each slot still reading its
- * prompt. Prompt chunks are cut so that a long prompt does not stall the
- * streams of the other slots for more than one chunk per step.
+ * A step admits queued jobs into idle slots (restoring each prompt's
+ * deepest cached prefix, pcache.h), drops the slots whose client is gone,
+ * samples the next token of every decoding slot (gen_next) and hands the
+ * job its text, then evaluates one row per slot in one sched_engine_forward
+ * call, one forward pass of the one engine: a decode token for each
+ * decoding slot and a prompt chunk for slots still reading their prompt.
+ * Decode rows go first; prompt chunks share what is left of the engine's
+ * batch (n_batch rows), at most n_ubatch tokens each, the first chunk
+ * taken in turn from slot to slot, so that a long prompt neither stalls the
+ * streams beside it for more than one pass nor starves other prompts.
+ *
+ * A prompt chunk also ends at each position where the prefix cache saves
+ * the state: every cache_every tokens and before each turn of the chat
+ * template (<|im_start|>) the recurrent state alone, and one token before
+ * the prompt's end a full checkpoint with the K/V rows (a request sent
+ * again, or with other sampling, restores all but its last token; the
+ * state checkpoints before it restore with its K/V rows). A job that ends
+ * without a failure saves a full checkpoint once more, after its last
+ * evaluated token (the next turn of a conversation starts with it).
  *
  * The job is the only thing shared with the HTTP threads: its input is
  * read-only once queued; its output is written here under its mutex and
  * signalled on its condition variable.
  */
 #include "srv_internal.h"
+#include "pcache.h"
 #include "sched.h"
+#include "../backend/backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,15 +41,24 @@ typedef struct slot {
     srv_job *job;
     gen     *gen;
     float   *logits;
-    int      n_read;          /* prompt tokens evaluated */
+    int      n_read;          /* prompt tokens evaluated (restored ones included) */
+    int      n_cached;        /* prompt tokens restored from the prefix cache */
     int32_t  next;            /* the token to evaluate in this step */
+    int32_t *hist;            /* n_ctx: the tokens evaluated in the slot, in order */
+    int     *saves;           /* prompt positions to save at, ascending */
+    int      n_saves, i_save;
 } slot;
 
 struct sched {
     sched_engine   *eng;
     const tok_vocab *tok;
     srv_metrics    *met;
-    int             n_slots, n_ctx, n_vocab, n_batch, max_queue;
+    int             n_slots, n_ctx, n_vocab, n_batch, n_ubatch, max_queue;
+    int             cache_every;  /* save the prompt state every this many tokens (0: no) */
+    int32_t         turn;         /* <|im_start|>: a turn of the template starts (-1: none) */
+    int             rr;           /* the slot whose prompt chunk comes first next step */
+    pcache         *cache;        /* NULL: no prefix cache */
+    char            plan_text[512];
     slot           *slots;
     sched_row      *rows;
     pthread_t       thread;
@@ -77,7 +101,13 @@ static void job_end(sched *s, slot *sl, enum gen_stop stop, int stop_word, const
     pthread_mutex_unlock(&s->met->mu);
     gen_free(sl->gen);
     sl->gen = NULL;
-    sched_engine_reset(s->eng, (int)(sl - s->slots));
+    int i = (int)(sl - s->slots), pos = sched_engine_pos(s->eng, i);
+    if (s->cache && !fail && pos > sl->n_cached) {
+        q36_err err = { 0 };
+        if (pcache_save(s->cache, i, sl->hist, pos, true, &err))
+            fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
+    }
+    sched_engine_reset(s->eng, i);
     pthread_mutex_lock(&s->mu);
     sl->job = NULL;
     sl->st = SLOT_IDLE;
@@ -93,18 +123,45 @@ static void slot_fail(sched *s, slot *sl, const char *what, const q36_err *err)
     job_end(s, sl, GEN_STOP_USER, -1, &e);
 }
 
-/* Starts a queued job in an idle slot. */
+/* The positions in (from, n), ascending, where the prompt's state is saved. */
+static void plan_saves(sched *s, slot *sl, const int32_t *ids, int n, int from)
+{
+    int k = 0;
+    if (s->cache) {
+        for (int p = from + 1; p < n; p++)
+            if ((s->cache_every && p % s->cache_every == 0) || ids[p] == s->turn || p == n - 1)
+                sl->saves[k++] = p;
+    }
+    sl->n_saves = k;
+    sl->i_save = 0;
+}
+
+/* Starts a queued job in an idle slot, on the deepest cached prefix of its
+ * prompt. */
 static void admit(sched *s, slot *sl, srv_job *j)
 {
     q36_err err = { 0 };
-    sl->n_read = 0;                            /* sl->job was set when reserved */
+    int i = (int)(sl - s->slots), d = 0;       /* sl->job was set when reserved */
+    memcpy(sl->hist, j->prompt, (size_t)j->n_prompt * sizeof *sl->hist);
+    if (s->cache && (d = pcache_restore(s->cache, i, j->prompt, j->n_prompt, j->n_prompt - 1, &err)) < 0) {
+        fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);   /* the slot starts empty */
+        d = 0;
+        err = (q36_err){ 0 };
+    }
+    sl->n_read = d;
+    pthread_mutex_lock(&s->mu);                /* /slots reads it */
+    sl->n_cached = d;
+    pthread_mutex_unlock(&s->mu);
+    plan_saves(s, sl, j->prompt, j->n_prompt, sl->n_read);
     pthread_mutex_lock(&j->mu);
-    j->slot = (int)(sl - s->slots);
+    j->slot = i;
+    j->n_cached = sl->n_cached;
     j->t_start = srv_now();
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&s->met->mu);
     s->met->deferred--;
     s->met->processing++;
+    s->met->prompt_tokens_cached += (uint64_t)sl->n_cached;
     pthread_mutex_unlock(&s->met->mu);
     if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err))
         slot_fail(s, sl, "sampler", &err);      /* the slot was reserved as SLOT_PREFILL */
@@ -196,8 +253,9 @@ static void *engine_main(void *arg)
                 k++;
             }
 
-        /* Drop the slots whose client is gone; sample the decoding ones. */
-        int n_rows = 0, busy = 0;
+        /* Drop the slots whose client is gone; sample the decoding ones:
+         * their rows come first. */
+        int n_rows = 0, busy = 0, n_tok = 0;
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
             if (sl->st == SLOT_IDLE)
@@ -207,19 +265,37 @@ static void *engine_main(void *arg)
                 continue;
             }
             busy++;
-            sched_row *r = &s->rows[n_rows];
             if (sl->st == SLOT_DECODE) {
                 if (!sample(s, sl))
                     continue;
-                *r = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
-            } else {
-                int left = sl->job->n_prompt - sl->n_read;
-                int n = left < s->n_batch ? left : s->n_batch;
-                *r = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
-                                  .logits = sl->logits };
+                s->rows[n_rows++] = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
+                n_tok++;
             }
-            n_rows++;
         }
+        /* Prompt chunks in what is left of the batch, from slot rr on; one
+         * chunk at least, so that prompts advance when decode rows alone
+         * fill a pass. */
+        for (int k = 0, chunks = 0; k < s->n_slots; k++) {
+            int i = (s->rr + k) % s->n_slots;
+            slot *sl = &s->slots[i];
+            if (sl->st != SLOT_PREFILL || !sl->gen)
+                continue;
+            int room = s->n_batch - n_tok;
+            if (room <= 0) {
+                if (chunks)
+                    break;
+                room = s->n_batch;
+            }
+            int end = sl->i_save < sl->n_saves ? sl->saves[sl->i_save] : sl->job->n_prompt;
+            int n = end - sl->n_read;
+            n = n < s->n_ubatch ? n : s->n_ubatch;
+            n = n < room ? n : room;
+            s->rows[n_rows++] = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
+                                             .logits = sl->logits };
+            n_tok += n;
+            chunks++;
+        }
+        s->rr = (s->rr + 1) % s->n_slots;
         if (!n_rows)
             continue;
         double t0 = srv_now();
@@ -233,17 +309,36 @@ static void *engine_main(void *arg)
                 slot_fail(s, sl, "evaluation", &r->err);
                 continue;
             }
-            if (sl->st == SLOT_PREFILL) {
-                sl->n_read += r->n;
-                n_prompt_tok += r->n;
-                if (sl->n_read == sl->job->n_prompt) {
-                    pthread_mutex_lock(&s->mu);  /* /slots reads the state */
-                    sl->st = SLOT_DECODE;
-                    pthread_mutex_unlock(&s->mu);
-                }
+            if (sl->st == SLOT_DECODE) {
+                sl->hist[sched_engine_pos(s->eng, r->slot) - 1] = sl->next;
+                continue;
+            }
+            sl->n_read += r->n;
+            n_prompt_tok += r->n;
+            if (sl->i_save < sl->n_saves && sl->n_read == sl->saves[sl->i_save]) {
+                q36_err err = { 0 };
+                bool kv = sl->n_read == sl->job->n_prompt - 1;   /* the K/V rows of the prompt */
+                if (pcache_save(s->cache, r->slot, sl->hist, sl->n_read, kv, &err))
+                    fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
+                sl->i_save++;
+            }
+            if (sl->n_read == sl->job->n_prompt) {
+                pthread_mutex_lock(&s->mu);  /* /slots reads the state */
+                sl->st = SLOT_DECODE;
+                pthread_mutex_unlock(&s->mu);
             }
         }
+        pcache_stats cs = { 0 };
+        if (s->cache)
+            pcache_get_stats(s->cache, &cs);
         pthread_mutex_lock(&s->met->mu);
+        s->met->cache_bytes = cs.bytes;
+        s->met->cache_budget = cs.budget;
+        s->met->cache_ckpts = cs.ckpts;
+        s->met->cache_saves = cs.saves;
+        s->met->cache_evictions = cs.evictions;
+        s->met->cache_hits = cs.hits;
+        s->met->cache_lookups = cs.lookups;
         s->met->n_decode++;
         s->met->busy_slots_last = busy;
         s->met->prompt_tokens += (uint64_t)n_prompt_tok;
@@ -260,6 +355,47 @@ static void *engine_main(void *arg)
 
 /* ---- the interface the HTTP side uses ------------------------------------------------------ */
 
+/* The memory plan of the engine and the prefix cache, refused with the
+ * numbers when the two do not fit in the memory available now (the engine
+ * checks its own part again when it is made). */
+static int plan(sched *s, const q36_model *m, const srv_opts *o, int n_ctx, q36_err *err)
+{
+    q36_engine_opts eo = o->sess;
+    eo.n_slots = o->n_slots;
+    q36_mem_plan p;
+    int rc = q36_engine_plan(m, n_ctx, &eo, &p, err);
+    if (rc)
+        return rc;
+    const double MiB = 1048576.0;
+    const uint64_t cache = o->cache_mib > 0 ? (uint64_t)o->cache_mib << 20 : 0;
+    /* On a GPU the engine's state and the cache's checkpoints are device
+     * memory, beside the weights (counted at their file size). */
+    const bool gpu = o->sess.backend && strcmp(o->sess.backend, "cpu");
+    char where[160] = "host";
+    uint64_t avail = o->sess.max_bytes ? o->sess.max_bytes : q36_mem_available(), total = 0;
+    const uint64_t w = gpu ? q36_model_n_bytes(m) : 0;
+    if (gpu && (rc = be_device_info(o->sess.backend, where, sizeof where, &avail, &total, err)))
+        return rc;
+    if (w + p.total + cache > avail)
+        return q36_err_set(err, Q36_E_NOMEM,
+                           "-np %d -c %d --cache-ram %lld: the engine needs %.1f MiB (K/V %.1f, "
+                           "DeltaNet state %.1f, scratch %.1f%s) and the prefix cache %.1f MiB, "
+                           "%.1f MiB in all, but %.1f MiB are available on %s",
+                           o->n_slots, n_ctx, (long long)o->cache_mib, (w + p.total) / MiB, p.kv / MiB,
+                           p.recurrent / MiB, p.scratch / MiB, gpu ? ", weights" : "", cache / MiB,
+                           (w + p.total + cache) / MiB, avail / MiB, where);
+    snprintf(s->plan_text, sizeof s->plan_text,
+             "memory plan on %s: weights %.1f MiB (%s); %d slots of %d tokens: K/V %.1f MiB "
+             "(%llu B/token), DeltaNet state %.1f MiB, scratch %.1f MiB; prefix cache %.1f MiB "
+             "(state checkpoints of %.2f MiB every %d tokens and at turns, + %llu B/token at "
+             "prompt and reply ends); %.1f MiB in all of %.1f MiB available",
+             where, p.weights / MiB, gpu ? "uploaded" : "mapped", o->n_slots, n_ctx, p.kv / MiB,
+             (unsigned long long)p.kv_per_token, p.recurrent / MiB, p.scratch / MiB, cache / MiB,
+             p.recurrent / (double)o->n_slots / MiB, s->cache_every, (unsigned long long)p.kv_per_token,
+             (w + p.total + cache) / MiB, avail / MiB);
+    return 0;
+}
+
 int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n_ctx,
               srv_metrics *met, sched **out, q36_err *err)
 {
@@ -272,13 +408,21 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_slots = o->n_slots;
     s->n_ctx = n_ctx;
     s->n_batch = o->sess.n_batch > 0 ? o->sess.n_batch : 512;
+    s->n_ubatch = o->n_ubatch > 0 && o->n_ubatch < s->n_batch ? o->n_ubatch : s->n_batch;
+    s->cache_every = o->cache_every >= 0 ? o->cache_every : s->n_ubatch;
+    s->turn = tok_find(tok, "<|im_start|>", 12);
     s->max_queue = o->max_queue > 0 ? o->max_queue : 256;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    int rc = sched_engine_new(m, o->n_slots, n_ctx, &o->sess, &s->eng, err);
+    int rc = plan(s, m, o, n_ctx, err);
     if (rc)
         goto fail;
+    if ((rc = sched_engine_new(m, o->n_slots, n_ctx, &o->sess, &s->eng, err)))
+        goto fail;
     s->n_vocab = sched_engine_n_vocab(s->eng);
+    if (o->cache_mib > 0 &&
+        (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))
+        goto fail;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->rows = calloc((size_t)s->n_slots, sizeof *s->rows);
     s->queue = calloc((size_t)s->max_queue, sizeof *s->queue);
@@ -287,7 +431,9 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
         goto fail;
     }
     for (int i = 0; i < s->n_slots; i++)
-        if (!(s->slots[i].logits = malloc((size_t)s->n_vocab * sizeof(float)))) {
+        if (!(s->slots[i].logits = malloc((size_t)s->n_vocab * sizeof(float))) ||
+            !(s->slots[i].hist = malloc((size_t)n_ctx * sizeof(int32_t))) ||
+            !(s->slots[i].saves = malloc((size_t)n_ctx * sizeof(int)))) {
             rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for the logits of %d slots", s->n_slots);
             goto fail;
         }
@@ -336,11 +482,15 @@ void sched_free(sched *s)
     if (!s)
         return;
     sched_stop(s);
-    for (int i = 0; s->slots && i < s->n_slots; i++)
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
         free(s->slots[i].logits);
+        free(s->slots[i].hist);
+        free(s->slots[i].saves);
+    }
     free(s->slots);
     free(s->rows);
     free(s->queue);
+    pcache_free(s->cache);
     sched_engine_free(s->eng);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -368,6 +518,7 @@ int sched_submit(sched *s, srv_job *j, srv_error *e)
 }
 
 int sched_n_ctx(const sched *s) { return s->n_ctx; }
+const char *sched_plan_text(const sched *s) { return s->plan_text; }
 int sched_n_slots(const sched *s) { return s->n_slots; }
 
 cJSON *sched_slots_json(sched *s)
@@ -382,6 +533,7 @@ cJSON *sched_slots_json(sched *s)
         cJSON_AddBoolToObject(o, "is_processing", sl->st != SLOT_IDLE);
         cJSON_AddStringToObject(o, "state", sl->st == SLOT_IDLE ? "idle" :
                                             sl->st == SLOT_PREFILL ? "prompt" : "generating");
+        cJSON_AddNumberToObject(o, "n_cached", sl->job ? sl->n_cached : 0);
         if (sl->job)
             cJSON_AddNumberToObject(o, "id_task", (double)sl->job->id);
         else

@@ -8,19 +8,13 @@
  * depend on which other rows share its step (exact mode); a failure is
  * reported per row (row->rc, row->err).
  *
- * Today (sched_forward.c) every slot is a q36_session and a step runs its
- * rows one after another. With the engine's batch API (an engine of n_slots
- * slots and one evaluation call over rows that carry token, slot and
- * position, returning the logits of the rows asked for) the same call
- * becomes one forward pass: row r's tokens become batch rows (id, slot
- * r->slot, positions from the slot's position on), its last row goes into
- * the list of rows whose logits come back, and those rows are copied (or
- * written) to each row's logits. sched_engine_reset / _pos map to the
- * engine's slot reset and position. A failure inside such a pass fails
- * every row of the step (the engine leaves those slots' state undefined);
- * the scheduler then ends each of their jobs with the error and resets
- * the slots, as it does for one failed row today. The scheduler does not
- * change.
+ * sched_forward.c runs a step as one forward pass of one engine
+ * (q36_engine_eval): row r's tokens become batch rows of slot r->slot at
+ * the slot's positions, and its last token's logits come back into
+ * r->logits. A step of more tokens than the engine's batch is cut into
+ * passes of whole rows. A failure inside a pass fails every row of that pass
+ * (the engine leaves those slots' state undefined); the scheduler ends each
+ * of their jobs with the error and resets the slots.
  *
  * Threads: one thread (the engine thread) makes every call.
  */
@@ -42,7 +36,8 @@ typedef struct sched_row {
 
 typedef struct sched_engine sched_engine;
 
-int  sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_session_opts *o,
+/* One engine of n_slots slots (o->n_slots is ignored). */
+int  sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engine_opts *o,
                       sched_engine **out, q36_err *err);
 void sched_engine_free(sched_engine *e);                    /* accepts NULL */
 /* Evaluates the rows of one step (each slot at most once). */
@@ -51,5 +46,10 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n);
 void sched_engine_reset(sched_engine *e, int slot);
 int  sched_engine_pos(const sched_engine *e, int slot);
 int  sched_engine_n_vocab(const sched_engine *e);
+/* Rows per forward pass: a step's prompt chunks and decode rows together
+ * should not exceed it. */
+int  sched_engine_n_batch(const sched_engine *e);
+/* The engine itself, for the prefix cache's checkpoints (same thread). */
+q36_engine *sched_engine_q36(sched_engine *e);
 
 #endif

@@ -22,7 +22,13 @@ typedef struct srv_opts {
     int         port;           /* default 8080; 0: any free port (srv_port says which) */
     int         n_slots;        /* sequences decoded at once (default 4) */
     int         n_ctx;          /* context per slot; 0: training context capped at 4096 */
-    q36_session_opts sess;      /* threads, batch, K/V types for every slot */
+    q36_engine_opts sess;       /* the one engine: threads (default 0: every online CPU),
+                                   rows per pass (n_batch), K/V types (n_slots is the field
+                                   above) */
+    int         n_ubatch;       /* prompt tokens of one slot per pass (default n_batch) */
+    int64_t     cache_mib;      /* prefix cache budget in MiB (default 2048; 0: off) */
+    int         cache_every;    /* save prompt states every this many tokens (default -1:
+                                   n_ubatch; 0: only at turns and ends) */
     const char *api_key;        /* NULL: no key required */
     const char *aliases[SRV_MAX_ALIASES]; /* model names accepted besides the file's */
     int         n_aliases;
@@ -40,6 +46,8 @@ void srv_opts_default(srv_opts *o);
 /* Loads the model, makes the slots, binds and starts serving. Returns 0 or a
  * negative kind with err naming what failed (the file, the address). */
 int  srv_start(const srv_opts *o, srv **out, q36_err *err);
+/* One line: the memory plan (engine and prefix cache). */
+const char *srv_memory_plan(const srv *s);
 /* The bound port and the base URL ("http://127.0.0.1:8080"). */
 int         srv_port(const srv *s);
 const char *srv_url(const srv *s);

@@ -74,6 +74,9 @@ const char *rq_type_name(const cJSON *v);
 typedef struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t prompt_tokens, tokens_predicted, n_decode, requests, errors, cancelled;
+    uint64_t prompt_tokens_cached;          /* restored from the prefix cache */
+    uint64_t cache_bytes, cache_budget, cache_saves, cache_evictions, cache_hits, cache_lookups;
+    int      cache_ckpts;                   /* the prefix cache, as of the last step */
     double   prompt_seconds, predicted_seconds;
     int      processing, deferred, busy_slots_last;
     uint64_t n_tokens_max;
@@ -106,6 +109,7 @@ typedef struct srv_job {
     srv_tok        *toks;               /* per token when gp.n_probs >= 0 */
     int             n_toks, cap_toks;
     int             n_gen;
+    int             n_cached;           /* prompt tokens restored from the prefix cache */
     int             slot;               /* -1 until started */
     bool            done;
     enum gen_stop   stop;
@@ -129,6 +133,7 @@ typedef struct srv_take {
     srv_tok  *toks;             /* new tokens (off relative to text) */
     int       n_toks;
     int       n_gen;            /* tokens generated so far */
+    int       n_cached;         /* prompt tokens restored from the prefix cache */
     bool      done;
     enum gen_stop stop;
     int       stop_word;
@@ -161,6 +166,9 @@ void sched_free(sched *s);
 int  sched_submit(sched *s, srv_job *j, srv_error *e);
 int  sched_n_ctx(const sched *s);
 int  sched_n_slots(const sched *s);
+/* One line: the memory plan of the engine and the prefix cache. */
+const char *sched_plan_text(const sched *s);
+
 /* [{id, state, n_ctx, n_past, task}] for GET /slots. */
 cJSON *sched_slots_json(sched *s);
 
@@ -240,7 +248,9 @@ typedef struct srv_prompt {
     cJSON  *messages;        /* normalized: one leading system turn at most */
     cJSON  *tools;           /* OpenAI-style function tools, or NULL */
     int     enable_thinking; /* -1 default (on), 0, 1 */
-    bool    preserve_thinking; /* chat_template_kwargs.preserve_thinking */
+    bool    preserve_thinking; /* chat_template_kwargs.preserve_thinking (default true: past
+                                  reasoning stays in the prompt, so the next turn's prompt
+                                  extends this one's tokens and the prefix cache holds) */
     bool    parse_tools;     /* tool_choice != none and tools given */
     char    forced_tool[128];/* named tool_choice: its name; "" otherwise */
     char    prefix[160];     /* what the prompt ends with of the reply (a forced call's

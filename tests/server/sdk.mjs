@@ -191,7 +191,10 @@ await kase("error_responses_previous_id", async () => {
 await kase("anthropic_message", async () => {
   const r = await an.messages.create({ model, max_tokens: 8, messages: user("Hello") });
   if (r.type !== "message" || r.role !== "assistant" || !r.id.startsWith("msg_")) return JSON.stringify(r);
-  return (r.stop_reason === "max_tokens" && r.usage.output_tokens === 8 && r.usage.input_tokens > 0) || JSON.stringify(r);
+  // No seed: a random sample may end the turn before max_tokens.
+  const ended = (r.stop_reason === "max_tokens" && r.usage.output_tokens === 8) ||
+    (r.stop_reason === "end_turn" && r.usage.output_tokens <= 8);
+  return (ended && r.usage.input_tokens > 0) || JSON.stringify(r);
 });
 
 await kase("anthropic_stream_thinking", async () => {
@@ -262,18 +265,32 @@ const history = [{ role: "user", content: "Q1" }, { role: "assistant", content: 
   { role: "system", content: "Late system text." }, { role: "user", content: "Q2" }];
 await kase("apply_template_merges_system", async () => {
   const t = (await post("/apply-template", { messages: history })).prompt;
-  return (t.startsWith("<|im_start|>system\nLate system text.<|im_end|>") && !t.includes("R1") &&
+  return (t.startsWith("<|im_start|>system\nLate system text.<|im_end|>") &&
     t.endsWith("<|im_start|>assistant\n<think>\n")) || JSON.stringify(t);
 });
-await kase("apply_template_preserve_thinking", async () => {
-  const t = (await post("/apply-template", { messages: history, chat_template_kwargs: { preserve_thinking: true } })).prompt;
+// preserve_thinking is on by default: past reasoning stays, so a turn's prompt
+// extends the previous turn's tokens and the prefix cache holds.
+await kase("apply_template_preserve_thinking_default", async () => {
+  const t = (await post("/apply-template", { messages: history })).prompt;
   return t.includes("<think>\nR1\n</think>\n\nA1") || JSON.stringify(t);
+});
+await kase("apply_template_drop_thinking", async () => {
+  const t = (await post("/apply-template", { messages: history, chat_template_kwargs: { preserve_thinking: false } })).prompt;
+  return !t.includes("R1") || JSON.stringify(t);
+});
+// A volatile billing stamp at the start of the system prompt is dropped.
+await kase("apply_template_drops_billing_stamp", async () => {
+  const t = (await post("/apply-template", { messages: [
+    { role: "system", content: "x-anthropic-billing-header: cc_version=2.1.3; cc_entrypoint=cli; cch=a1b2c;\nYou are terse." },
+    { role: "user", content: "Hi" }] })).prompt;
+  return t.startsWith("<|im_start|>system\nYou are terse.<|im_end|>") || JSON.stringify(t);
 });
 
 // ---- errors, while a stream on another slot keeps going -------------------------------------
 const long = await fetch(`${base}/v1/chat/completions`, { method: "POST",
   headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-  body: JSON.stringify({ model, messages: user("Go on"), max_tokens: 400, stream: true,
+  // seed 1: a sample that runs the 400 tokens (exact mode: the same beside any other slot)
+  body: JSON.stringify({ model, messages: user("Go on"), max_tokens: 400, stream: true, seed: 1,
     stream_options: { include_usage: true } }) });
 const longText = long.text();
 
