@@ -127,6 +127,14 @@ int main(void)
     t_check("gen.end_of_generation", eog >= 0 && o.stop == GEN_STOP_EOG && !strcmp(o.text, "Hello"),
             "stop %d text '%s'", o.stop, o.text);
 
+    /* ignore_eos: a row whose best token ends the turn gives the next best,
+     * and the reply goes on (feed stops when the id is not the one asked) */
+    p.ignore_eos = true;
+    feed(&p, two, 2, &o);
+    t_check("gen.ignore_eos", o.stop == GEN_GOING && o.n_tokens == 1 && !strcmp(o.text, "Hello"),
+            "stop %d after %d, text '%s'", o.stop, o.n_tokens, o.text);
+    p.ignore_eos = false;
+
     /* "é" is C3 A9; as byte tokens they are "Ã" and "©" in the byte alphabet. */
     int32_t b1 = tok_find(vocab, "\xC3\x83", 2), b2 = tok_find(vocab, "\xC2\xA9", 2);
     int32_t bytes[2] = { b1, b2 };

@@ -30,6 +30,9 @@ struct gen {
     int              n_gen;
     bool             done;
     gen_prob         top[GEN_MAX_PROBS];
+    int32_t         *eog;        /* ignore_eos: the end-of-generation ids, n_eog of them */
+    int32_t          n_eog;
+    float           *masked;     /* ignore_eos: the row sampled, those ids at -inf */
 };
 
 gen_params gen_params_default(void)
@@ -40,6 +43,22 @@ gen_params gen_params_default(void)
     p.n_predict = -1;
     p.n_probs = -1;
     return p;
+}
+
+/* ignore_eos: the ids tok_is_eog names, and the row they are masked in */
+static int eog_list(gen *g, q36_err *err)
+{
+    for (int32_t i = 0; i < g->n_vocab; i++)
+        g->n_eog += tok_is_eog(g->tok, i);
+    g->eog = malloc(((size_t)g->n_eog + 1) * sizeof *g->eog);
+    g->masked = malloc((size_t)g->n_vocab * sizeof *g->masked);
+    if (!g->eog || !g->masked)
+        return q36_err_set(err, Q36_E_NOMEM, "out of memory for a generator's masked row");
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->n_vocab; i++)
+        if (tok_is_eog(g->tok, i))
+            g->eog[n++] = i;
+    return 0;
 }
 
 int gen_new(const gen_params *p, const tok_vocab *v, int32_t n_vocab, gen **out, q36_err *err)
@@ -74,6 +93,8 @@ int gen_new(const gen_params *p, const tok_vocab *v, int32_t n_vocab, gen **out,
     int rc = smp_new(&p->smp, n_vocab, &g->smp, err);
     if (!rc && (!(g->hold = malloc(g->cap)) || !(g->out = malloc(g->cap))))
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for a generator");
+    if (!rc && p->ignore_eos)
+        rc = eog_list(g, err);
     if (rc) {
         gen_free(g);
         return rc;
@@ -89,6 +110,8 @@ void gen_free(gen *g)
     if (!g)
         return;
     smp_free(g->smp);
+    free(g->eog);
+    free(g->masked);
     free(g->hold);
     free(g->out);
     free(g);
@@ -184,7 +207,14 @@ int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
     t->text = g->out;
     if (g->done)
         return q36_err_set(err, Q36_E_ARG, "the reply has ended; no next token");
-    int32_t id = smp_sample(g->smp, logits, g->n_vocab);
+    const float *row = logits;
+    if (g->masked) {
+        memcpy(g->masked, logits, (size_t)g->n_vocab * sizeof *g->masked);
+        for (int32_t i = 0; i < g->n_eog; i++)
+            g->masked[g->eog[i]] = -INFINITY;
+        row = g->masked;
+    }
+    int32_t id = smp_sample(g->smp, row, g->n_vocab);
     if (id < 0)
         return q36_err_set(err, Q36_E_ARG, "sampler failed on a row of %d logits", g->n_vocab);
     smp_accept(g->smp, id);

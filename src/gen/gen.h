@@ -49,6 +49,10 @@ typedef struct gen_params {
                                  llama.cpp prints them without --special */
     int          n_probs;     /* -1: no log-probabilities (default); 0..GEN_MAX_PROBS:
                                  the chosen token's and that many alternatives */
+    bool         ignore_eos;  /* end-of-generation tokens are never sampled (their logits
+                                 count as -inf; log-probabilities stay the raw ones), so
+                                 the reply runs to n_predict or a stop string:
+                                 llama.cpp's ignore_eos */
 } gen_params;
 
 /* Why a reply ended. */

@@ -92,6 +92,8 @@ void srv_gen_fields(srv_error *e, srv *s, const cJSON *body, srv_job *j, enum sr
     else if (d != -1)
         sp->seed = (uint32_t)(long long)d;
 
+    rq_bool(e, body, "", "ignore_eos", &j->gp.ignore_eos);
+
     int n_predict = -1;
     if (f == SRV_ANTHROPIC) {
         rq_int(e, body, "", "max_tokens", 1, 1 << 30, &n_predict);

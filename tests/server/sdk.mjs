@@ -43,7 +43,7 @@ await kase("openai_chat_seed_reproduces", async () => {
 });
 
 await kase("openai_stream_usage", async () => {
-  const s = await oa.chat.completions.create({ model, messages: user("Hi"), max_tokens: 10, stream: true,
+  const s = await oa.chat.completions.create({ model, messages: user("Hi"), max_tokens: 10, stream: true, ignore_eos: true,
     stream_options: { include_usage: true } });
   let chunks = 0, usage = null, finish = null, role = null;
   for await (const ch of s) {
@@ -57,7 +57,7 @@ await kase("openai_stream_usage", async () => {
 });
 
 await kase("openai_stream_helper_final", async () => {
-  const s = oa.chat.completions.stream({ model, messages: user("Hi"), max_tokens: 6 });
+  const s = oa.chat.completions.stream({ model, messages: user("Hi"), max_tokens: 6, ignore_eos: true });
   const f = await s.finalChatCompletion();
   return (f.choices[0].message.role === "assistant" && f.choices[0].finish_reason === "length") || JSON.stringify(f);
 });
@@ -121,13 +121,13 @@ await kase("openai_stop_string", async () => {
 });
 
 await kase("openai_completions", async () => {
-  const r = await oa.completions.create({ model, prompt: "The capital of France is", max_tokens: 5 });
+  const r = await oa.completions.create({ model, prompt: "The capital of France is", max_tokens: 5, ignore_eos: true });
   return (r.object === "text_completion" && typeof r.choices[0].text === "string" && r.usage.completion_tokens === 5) ||
     JSON.stringify(r);
 });
 
 await kase("openai_completions_stream", async () => {
-  const s = await oa.completions.create({ model, prompt: "Once", max_tokens: 5, stream: true });
+  const s = await oa.completions.create({ model, prompt: "Once", max_tokens: 5, stream: true, ignore_eos: true });
   let n = 0, fin = null;
   for await (const ch of s) { n++; if (ch.choices[0]?.finish_reason) fin = ch.choices[0].finish_reason; }
   return (fin === "length" && n >= 2) || `${n} chunks, finish ${fin}`;
@@ -198,7 +198,7 @@ await kase("anthropic_message", async () => {
 });
 
 await kase("anthropic_stream_thinking", async () => {
-  const s = an.messages.stream({ model, max_tokens: 12, thinking: { type: "enabled", budget_tokens: 1024 },
+  const s = an.messages.stream({ model, max_tokens: 12, ignore_eos: true, thinking: { type: "enabled", budget_tokens: 1024 },
     system: [{ type: "text", text: "You are terse." }], messages: user("Think, then answer.") });
   const events = [];
   s.on("streamEvent", (e) => events.push(e));
