@@ -6,7 +6,7 @@
  * slot table (/slots) names each slot's job by id, and the job carries its
  * prompt length, tokens and times.
  *
- * What q36 does not have yet is reported as null (prefix_cache, mtp, gpu),
+ * What q36 does not have yet is reported as null (mtp, gpu; prefix_cache when off),
  * never as a made-up number; the page shows "not available" for a null.
  */
 #include "srv_internal.h"
@@ -185,8 +185,20 @@ int route_monitor(srv_conn *c)
     cJSON_AddItemToObject(r, "slots", slots);
     free(jv);
 
-    /* Not measured by q36 yet: null until the server reports them. */
-    cJSON_AddNullToObject(r, "prefix_cache");
+    /* The prefix cache as /metrics reports it; null when it is off (--cache-ram 0).
+     * Not measured by q36 yet: null until the server reports them. */
+    if (m.cache_budget > 0) {
+        cJSON *pc = cJSON_AddObjectToObject(r, "prefix_cache");
+        cJSON_AddNumberToObject(pc, "bytes", (double)m.cache_bytes);
+        cJSON_AddNumberToObject(pc, "budget_bytes", (double)m.cache_budget);
+        cJSON_AddNumberToObject(pc, "checkpoints", m.cache_ckpts);
+        cJSON_AddNumberToObject(pc, "lookups", (double)m.cache_lookups);
+        cJSON_AddNumberToObject(pc, "hits", (double)m.cache_hits);
+        cJSON_AddNumberToObject(pc, "tokens_reused", (double)m.prompt_tokens_cached);
+        cJSON_AddNumberToObject(pc, "evictions", (double)m.cache_evictions);
+    } else {
+        cJSON_AddNullToObject(r, "prefix_cache");
+    }
     cJSON_AddNullToObject(r, "mtp");
     cJSON_AddNullToObject(r, "gpu");
     return srv_reply_json(c, 200, r);

@@ -61,7 +61,10 @@ await check('web_monitor_needs_key', async () => {
   const m = await (await fetch(`${url}/monitor`, { headers: auth })).json();
   assert(m.slots && m.slots.length === 2, `slots: ${JSON.stringify(m.slots)}`);
   assert(m.memory.per_slot > 0 && m.model.n_params > 0, 'no memory plan or model');
-  assert(m.prefix_cache === null && m.mtp === null && m.gpu === null, 'an unmeasured field is not null');
+  assert(m.mtp === null && m.gpu === null, 'an unmeasured field is not null');
+  const pc = m.prefix_cache;
+  assert(pc && pc.budget_bytes > 0 && pc.bytes <= pc.budget_bytes && pc.hits <= pc.lookups,
+    `prefix cache: ${JSON.stringify(pc)}`);
 });
 
 // ---- the browser ----------------------------------------------------------------------------

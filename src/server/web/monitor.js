@@ -96,7 +96,7 @@ function draw(r) {
     });
     tb.append(tr);
   }
-  optional('mon-prefix', r.prefix_cache, 'q36 serve has no prefix cache yet');
+  optional('mon-prefix', r.prefix_cache, 'the prefix cache is off (--cache-ram 0)');
   optional('mon-mtp', r.mtp, 'q36 serve does not decode with MTP yet');
   optional('mon-gpu', r.gpu, r.server.backend === 'cpu' ? 'no GPU backend (CPU)' : 'not reported');
 
