@@ -76,6 +76,8 @@ typedef struct q36_engine_opts {
                                no result. 0 (default): one branch per op. */
     const char *backend;    /* the device: NULL or "cpu" (default; the only one built
                                today) */
+    int mtp;                /* 1: also bind the model's MTP block and hold its K/V rows
+                               per slot (q36_mtp_eval); 0 (default): the trunk only */
 } q36_engine_opts;
 
 /* A session's options are its private engine's (n_slots is ignored: 1). */
@@ -135,6 +137,35 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */
 void q36_slot_reset(q36_engine *e, int slot);
+
+/* --------------------------------------------------------------------- MTP
+ *
+ * The multi-token-prediction block (MODEL.md §5) of an engine made with
+ * opts.mtp = 1 on a model that has one: from the embedding of token x at
+ * position p and a hidden row h of position p-1, it predicts the token at
+ * p+1. It is a gated-attention layer with its own K/V rows per slot: MTP
+ * row p of a slot holds the block's K/V for (x_p, h_{p-1}); rows below a
+ * pass's first position are read, rows above it are never read, so
+ * rejected drafts need no rollback beyond starting the next pass lower.
+ *
+ * q36_mtp_eval: row i is token id[i] of slot slot[i] at MTP position
+ * pos[i], paired with h[i*n_embd ..]: with h_src Q36_MTP_H_TRUNK, a hidden
+ * row as q36_engine_eval returns it (before the final norm; the pass
+ * applies output_norm, so it reads what llama.cpp's h_nextn holds); with
+ * Q36_MTP_H_MTP, a hidden row as this function returns it (before
+ * shared_head_norm, which the pass applies). A zero row stands for "no
+ * hidden state" (position 0, as llama.cpp pairs it). A slot's rows are
+ * consecutive, at consecutive positions, the first at most the slot's MTP
+ * position (q36_mtp_pos: one past the last MTP row written); the pass sets
+ * it to one past its last row. logits (n_out rows of n_vocab) and hidden
+ * (n_out rows of n_embd, before shared_head_norm; may be NULL) for the rows
+ * listed in b->out. Errors like q36_engine_eval's; Q36_E_ARG when the
+ * engine holds no MTP block. */
+enum q36_mtp_h { Q36_MTP_H_TRUNK = 0, Q36_MTP_H_MTP = 1 };
+int q36_engine_has_mtp(const q36_engine *e);
+int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                 float *logits, float *hidden, q36_err *err);
+int q36_mtp_pos(const q36_engine *e, int slot);
 
 /* ------------------------------------------------------------- checkpoints
  *

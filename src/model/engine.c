@@ -68,7 +68,7 @@ void q36_engine_free(q36_engine *e)
         return;
     if (e->be) {
         const plan_args a = { e->n_ctx, e->n_batch, e->n_slots, e->n_threads, e->type_k,
-                              e->type_v };
+                              e->type_v, e->mtp };
         model_plan_walk(e->hp, &a, e, free_item, e);
         be_batch_free(e->be, &e->batch);
     }
@@ -76,6 +76,7 @@ void q36_engine_free(q36_engine *e)
     free(e->pos);
     free(e->seq);
     free(e->rowbuf);
+    free(e->mtp_pos);
     free(e);
 }
 
@@ -127,10 +128,12 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->type_v = o.type_v;
     e->fast = o.fast != 0;
     e->profile = o.profile != 0;
+    e->mtp = o.mtp != 0;
     e->pos = calloc((size_t)o.n_slots, sizeof *e->pos);
     e->seq = calloc((size_t)o.n_slots, sizeof *e->seq);
     e->rowbuf = calloc(3 * (size_t)o.n_batch, sizeof *e->rowbuf);
-    if (!e->pos || !e->seq || !e->rowbuf) {
+    e->mtp_pos = calloc((size_t)o.n_slots, sizeof *e->mtp_pos);
+    if (!e->pos || !e->seq || !e->rowbuf || !e->mtp_pos) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -138,8 +141,10 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         goto fail;
     if ((rc = model_weights_bind(e->be, q36_model_gguf(m), hp, &e->w, err)))
         goto fail;
+    if (e->mtp && (rc = model_weights_bind_mtp(e->be, q36_model_gguf(m), hp, &e->w, err)))
+        goto fail;
 
-    const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v };
+    const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v, e->mtp };
     alloc_ctx ac = { e, false };
     model_plan_walk(hp, &a, e, alloc_item, &ac);
     if (ac.oom) {
@@ -259,4 +264,5 @@ void q36_slot_reset(q36_engine *e, int slot)
         be_zero(e->be, be_rows(e->be, e->S[il], (int64_t)slot * hp->ssm_dt_rank, hp->ssm_dt_rank));
     }
     e->pos[slot] = 0;
+    e->mtp_pos[slot] = 0;
 }

@@ -69,6 +69,11 @@ struct q36_engine {
     be_batch       batch;         /* the pass being evaluated */
     be_seq        *seq;           /* host: its runs (n_slots) */
     int32_t       *rowbuf;        /* host: 3 x n_batch, a session's slots/positions/rows */
+    /* MTP (opts.mtp): its K/V are kc/vc[w.mtp.il]; mtp.c */
+    bool           mtp;
+    int64_t       *mtp_pos;       /* per slot: one past the last MTP row written */
+    be_tensor     *mtp_h;         /* B x D: the hidden rows uploaded */
+    be_tensor     *mtp_cat;       /* B x 2D: [enorm(embedding) | hnorm(h)] */
 };
 
 /* ----------------------------------------------------------------- plan.c */
@@ -87,6 +92,7 @@ typedef struct plan_item {
 typedef struct plan_args {
     int64_t n_ctx, n_batch;
     int     n_slots, n_threads, type_k, type_v;
+    int     mtp;           /* the MTP block's K/V rows and scratch too */
 } plan_args;
 
 /* Calls fn for every tensor an engine of these arguments holds; e (may be
@@ -108,6 +114,11 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
  * op errors are checked once, at the end. */
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
                   float *hidden, q36_err *err);
+
+/* The MTP pass over the T rows set up like model_forward's, with the
+ * hidden rows already in e->mtp_h (mtp.c). */
+int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
+                      float *logits, float *hidden, q36_err *err);
 
 /* One block each: input h (T rows, normed), output into `out`. */
 void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
