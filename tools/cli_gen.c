@@ -59,7 +59,9 @@ const char cli_gen_flags_help[] =
 "  --print-ids          print generated token ids on one line instead of text\n"
 "  --spec-type T        speculative decoding: none (default) or draft-mtp (drafts from\n"
 "                       the model's MTP block; the output is the same tokens)\n"
-"  --draft-max N        tokens drafted per verify pass (default 3)\n";
+"  --draft-max N        tokens drafted per verify pass (default 3)\n"
+"  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
+"                       head row); 0 = all (default, as llama.cpp)\n";
 
 static int kv_type(const char *s)
 {
@@ -90,6 +92,7 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
     INT("-b", 1, 1 << 16, o->sess.n_batch);
     INT("--top-k", 0, 1 << 24, sp->top_k);
     INT("--draft-max", 1, SPEC_MAX_DRAFT, o->draft_max);
+    INT("--draft-vocab", 0, 1 << 24, o->draft_vocab);
     INT("--repeat-last-n", 0, 1 << 24, sp->penalty_last_n);
     FLT("--temp", sp->temp);
     FLT("--top-p", sp->top_p);
@@ -164,6 +167,8 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
         goto fail;
     if (o->spec_mtp && (rc = spec_new(q36_session_engine(g->sess), q36_session_slot(g->sess),
                                       o->draft_max, &g->spec, err)))
+        goto fail;
+    if (o->spec_mtp && (rc = q36_mtp_draft_vocab(q36_session_engine(g->sess), o->draft_vocab, err)))
         goto fail;
     g->n_vocab = q36_session_n_vocab(g->sess);
     if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))

@@ -26,6 +26,7 @@ typedef struct cli_gen_opts {
     gen_params  gen;             /* sampling and n_predict */
     bool        spec_mtp;        /* --spec-type draft-mtp */
     int         draft_max;       /* --draft-max (default 3) */
+    int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all) */
 } cli_gen_opts;
 
 typedef struct cli_gen {

@@ -166,6 +166,15 @@ int q36_engine_has_mtp(const q36_engine *e);
 int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                  float *logits, float *hidden, q36_err *err);
 int q36_mtp_pos(const q36_engine *e, int slot);
+/* A draft vocabulary: the MTP head restricted to at most n ids, the lowest
+ * ids whose head row is not all zero (BPE ids follow merge order, so the
+ * frequent tokens come first; a trained model's unused ids have zero rows).
+ * q36_mtp_eval's logits then have q36_mtp_vocab(e, &ids) columns, column j
+ * for id ids[j]. A draft is only a guess: the verify pass decides, so this
+ * changes speed and acceptance, never the output. n <= 0: the full head
+ * (the default, as llama.cpp drafts). */
+int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
+int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 
 /* ------------------------------------------------------------- checkpoints
  *

@@ -73,6 +73,7 @@ void q36_engine_free(q36_engine *e)
         be_batch_free(e->be, &e->batch);
     }
     be_free(e->be);
+    model_mtp_free(e);
     free(e->pos);
     free(e->seq);
     free(e->rowbuf);

@@ -74,6 +74,12 @@ struct q36_engine {
     int64_t       *mtp_pos;       /* per slot: one past the last MTP row written */
     be_tensor     *mtp_h;         /* B x D: the hidden rows uploaded */
     be_tensor     *mtp_cat;       /* B x 2D: [enorm(embedding) | hnorm(h)] */
+    /* a draft vocabulary (q36_mtp_draft_vocab): the head's rows of those ids */
+    gguf_tensor    dv_t;          /* describes dv_buf for be_weight_bind */
+    void          *dv_buf;
+    be_weight     *dv_head;       /* NULL: the full head */
+    int32_t       *dv_ids;
+    int            dv_n;
 };
 
 /* ----------------------------------------------------------------- plan.c */
@@ -119,6 +125,9 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
  * hidden rows already in e->mtp_h (mtp.c). */
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
                       float *logits, float *hidden, q36_err *err);
+
+/* Frees what the MTP pass allocated outside the plan (after be_free). */
+void model_mtp_free(q36_engine *e);
 
 /* One block each: input h (T rows, normed), output into `out`. */
 void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);

@@ -11,7 +11,11 @@
  * pass (forward.c) never runs this block. */
 #include "forward.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../quant/types.h"
 
 int q36_engine_has_mtp(const q36_engine *e) { return e->mtp; }
 
@@ -122,18 +126,79 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
     be_add(be, o, x, x);
 
     /* the head for the rows asked for, one at a time through o (an MTP
-     * pass returns a row or a few) */
+     * pass returns a row or a few); a draft vocabulary's rows only */
+    const be_weight *head = e->dv_head ? e->dv_head : M->head;
+    const int64_t Vh = e->dv_head ? e->dv_n : V;
     for (int i = 0; i < n_out; i++) {
         be_tensor *xr = be_rows(be, x, out[i], 1);
         if (hidden)
             be_read(be, xr, 0, 1, hidden + (int64_t)i * D);
         if (logits) {
             be_tensor *hr = be_rows(be, o, 0, 1);
-            be_tensor *lr = be_rows(be, sc->logits, 0, 1);
+            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, 1), 0, Vh);
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
-            be_matmul(be, M->head, 0, hr, lr);
-            be_read(be, lr, 0, 1, logits + (int64_t)i * V);
+            be_matmul(be, head, 0, hr, lr);
+            be_read(be, lr, 0, 1, logits + (int64_t)i * Vh);
         }
     }
     return be_check(be, err);
+}
+
+/* ------------------------------------------------------- draft vocabulary */
+
+void model_mtp_free(q36_engine *e)
+{
+    free(e->dv_buf);
+    free(e->dv_ids);
+}
+
+int q36_mtp_vocab(const q36_engine *e, const int32_t **ids)
+{
+    *ids = e->dv_head ? e->dv_ids : NULL;
+    return e->dv_head ? e->dv_n : (int)e->hp->n_vocab;
+}
+
+int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err)
+{
+    if (!e->mtp)
+        return q36_err_set(err, Q36_E_ARG, "draft vocabulary: the engine holds no MTP block");
+    if (e->dv_buf)
+        return q36_err_set(err, Q36_E_ARG, "draft vocabulary: already set for this engine");
+    const int64_t V = e->hp->n_vocab;
+    if (n <= 0 || n >= V)
+        return 0;
+    /* the head's tensor in the file, as the weights bound it */
+    const gguf_file *f = q36_model_gguf(e->m);
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.nextn.shared_head_head.weight", e->w.mtp.il);
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t)
+        t = gguf_find_tensor(f, "output.weight");
+    if (!t)
+        t = gguf_find_tensor(f, "token_embd.weight");
+    const uint64_t rb = quant_row_bytes(t->type, t->ne[0]);
+    e->dv_ids = malloc((size_t)n * sizeof *e->dv_ids);
+    e->dv_buf = malloc((size_t)n * rb);
+    if (!e->dv_ids || !e->dv_buf) {
+        free(e->dv_ids), free(e->dv_buf);
+        e->dv_ids = NULL, e->dv_buf = NULL;
+        return q36_err_set(err, Q36_E_NOMEM, "draft vocabulary of %d ids: out of memory", n);
+    }
+    int k = 0;
+    for (int64_t id = 0; id < V && k < n; id++) {
+        const uint8_t *row = (const uint8_t *)t->data + (uint64_t)id * rb;
+        bool zero = true;
+        for (uint64_t j = 0; j < rb && zero; j++)
+            zero = row[j] == 0;
+        if (zero)
+            continue;
+        memcpy((uint8_t *)e->dv_buf + (uint64_t)k * rb, row, rb);
+        e->dv_ids[k++] = (int32_t)id;
+    }
+    e->dv_t = *t;
+    e->dv_t.ne[1] = (uint64_t)k;
+    e->dv_t.nbytes = (uint64_t)k * rb;
+    e->dv_t.data = e->dv_buf;
+    e->dv_n = k;
+    return be_weight_bind(e->be, &e->dv_t, &e->dv_head, err);
 }

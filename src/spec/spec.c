@@ -210,8 +210,12 @@ static int draft(spec *s, int32_t x, int P, int k, int32_t *d, q36_err *err)
     memcpy(s->hbuf + s->n_pend * D, s->hlast, (size_t)D * sizeof *s->hbuf);
     int rc = mtp(s, ids, n, P - s->n_pend, s->hbuf, Q36_MTP_H_TRUNK, true, err);
     s->n_pend = 0;
+    const int32_t *vid;
+    const int nv = q36_mtp_vocab(s->e, &vid);
     for (int i = 0; i < k && !rc; i++) {
-        d[i] = argmax(s->mlog, s->V);
+        d[i] = argmax(s->mlog, nv);
+        if (vid)
+            d[i] = vid[d[i]];
         if (i + 1 < k) {
             memcpy(s->hbuf, s->mh, (size_t)D * sizeof *s->hbuf);
             rc = mtp(s, &d[i], 1, P + 1 + i, s->hbuf, Q36_MTP_H_MTP, true, err);
