@@ -154,7 +154,10 @@ int spec_prefill(spec *s, const int32_t *ids, int n, float *logits, q36_err *err
         return q36_err_set(err, Q36_E_ARG, "the prompt is empty: nothing to continue from");
     const int64_t D = s->D;
     int rc = 0;
-    /* the MTP rows still pending from the last reply first */
+    /* the MTP rows still pending from the last reply first (none when the
+     * slot starts a new sequence) */
+    if (q36_slot_pos(s->e, s->slot) == 0)
+        s->n_pend = 0;
     if (s->n_pend) {
         const int p0 = q36_slot_pos(s->e, s->slot) - s->n_pend;
         if ((rc = mtp(s, s->pend_id, s->n_pend, p0, s->pend_h, Q36_MTP_H_TRUNK, false, err)))
