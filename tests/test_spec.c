@@ -2,7 +2,8 @@
  *
  * - exact mode: the tokens generated with drafts (--draft-max 1, 3, 5)
  *   are the plain decoder's, greedy and at temperature 0.8 with the same
- *   seed, and the slot ends with the same logits bits, on q36 synth models
+ *   seed, also when the context fills up at any phase of a round, and the
+ *   slot ends with the same logits bits, on q36 synth models
  *   with an MTP block (qwen35, qwen35moe; random weights accept little, so
  *   the rollback path runs nearly every round) and on the trained default
  *   model (build/default.gguf, skipped when absent), where acceptance must
@@ -52,7 +53,7 @@ typedef struct {
 /* Prompt + n_gen tokens with sampling params sp: plain (k = 0) or with k
  * drafts and a draft vocabulary of dv ids (0: all). */
 static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *prompt, int n_prompt,
-                     int n_gen, float temp, int k, int dv, result *r, const char *name)
+                     int n_gen, float temp, int k, int dv, int n_ctx, result *r, const char *name)
 {
     q36_engine_opts o = q36_engine_opts_default();
     o.mtp = k > 0;
@@ -68,7 +69,7 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
     gp.n_predict = n_gen;
     gp.smp.temp = temp;
     gp.smp.seed = 1234;
-    int rc = q36_engine_new(m, CTX, &o, &e, &err);
+    int rc = q36_engine_new(m, n_ctx, &o, &e, &err);
     if (!rc)
         rc = gen_new(&gp, tv, V, &g, &err);
     gen_result res = { 0 };
@@ -100,15 +101,19 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
 
 /* Plain vs drafted generation, token for token and the last logits bit
  * for bit. Returns the drafted run's acceptance (accepted / drafted). */
-static double same_tokens(const q36_model *m, const tok_vocab *tv, const int32_t *prompt, int np,
-                          int n_gen, float temp, int k, int dv, const char *tag)
+static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int32_t *prompt,
+                              int np, int n_gen, float temp, int k, int dv, int n_ctx,
+                              const char *tag)
 {
     char name[160];
-    snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d", tag, temp, k, dv);
+    char cx[32] = "";
+    if (n_ctx < CTX)
+        snprintf(cx, sizeof cx, ".ctx%d_full", n_ctx);
+    snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d%s", tag, temp, k, dv, cx);
     result a, b;
     double acc = -1;
-    if (generate(m, tv, prompt, np, n_gen, temp, 0, 0, &a, name) &&
-        generate(m, tv, prompt, np, n_gen, temp, k, dv, &b, name)) {
+    if (generate(m, tv, prompt, np, n_gen, temp, 0, 0, n_ctx, &a, name) &&
+        generate(m, tv, prompt, np, n_gen, temp, k, dv, n_ctx, &b, name)) {
         const int V = (int)q36_model_hparams(m)->n_vocab;
         int first = -1;
         for (int i = 0; i < a.out.n && i < b.out.n && first < 0; i++)
@@ -129,6 +134,12 @@ static double same_tokens(const q36_model *m, const tok_vocab *tv, const int32_t
     free(a.logits);
     free(b.logits);
     return acc;
+}
+
+static double same_tokens(const q36_model *m, const tok_vocab *tv, const int32_t *prompt, int np,
+                          int n_gen, float temp, int k, int dv, const char *tag)
+{
+    return same_tokens_ctx(m, tv, prompt, np, n_gen, temp, k, dv, CTX, tag);
 }
 
 /* MTP rows in one pass equal the rows one pass each (exact mode). */
@@ -207,6 +218,7 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 5, 64, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.8f, 3, 0, tag);
+        same_tokens_ctx(m, tv, prompt, 24, 100, 0.0f, 3, 0, 24 + 13, tag);
     } else {
         /* a prefix of the model's own greedy continuation of 'import os' */
         static const int32_t code[] = { 474, 2643, 198, 474, 5708, 198, 474, 54819, 198, 474,
@@ -219,6 +231,8 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
         same_tokens(m, tv, code, nc, 120, 0.8f, 3, 16384, tag);
         same_tokens(m, tv, prompt, 24, 120, 0.0f, 5, 0, tag);
+        for (int c = 30; c < 36; c++)       /* the context ends at each phase of a round */
+            same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
     }
     tok_free(tv);
     q36_model_free(m);

@@ -259,15 +259,17 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
             res->stop = GEN_STOP_USER;
             break;
         }
+        /* x fits at P; a token after it would not: plain decoding
+         * evaluates x, then stops (below) */
         if (P + 1 >= n_ctx) {
             res->stop = GEN_STOP_CTX;
             break;
         }
+        /* every verify row's token must be one plain decoding samples:
+         * rows P..P+k, the last sampled only when P+k+1 < n_ctx */
         int k = s->k;
-        if (P + 1 + k > n_ctx - 1)
-            k = n_ctx - 1 - (P + 1);
-        if (k < 0)
-            k = 0;
+        if (k > n_ctx - 2 - P)
+            k = n_ctx - 2 - P;
         int32_t d[SPEC_MAX_DRAFT];
         double ta = now();
         if (k > 0 && (rc = draft(s, x, P, k, d, err)))
@@ -345,8 +347,9 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
             res->stop = GEN_STOP_USER;
     }
     /* as gen_run: the last token is evaluated too (the end of generation
-     * included), so the slot holds the whole reply and logits the next row */
-    if (res->stop != GEN_STOP_CTX && P < n_ctx) {
+     * included, and before a full context or an interrupt), so the slot
+     * holds the whole reply and logits the next row */
+    if (P < n_ctx) {
         const int32_t zero = 0;
         if ((rc = trunk(s, &x, 1, &zero, 1, logits, s->vh, err)))
             return rc;
