@@ -111,6 +111,7 @@ int q36_engine_n_slots(const q36_engine *e);
 int q36_engine_n_ctx(const q36_engine *e);
 int q36_engine_n_vocab(const q36_engine *e);
 int q36_engine_n_embd(const q36_engine *e);
+int q36_engine_n_batch(const q36_engine *e);                 /* rows per pass at most */
 
 /* One forward pass. Row i is token id[i] of slot slot[i] at position
  * pos[i]. A slot's rows are consecutive in the batch, at consecutive

@@ -170,6 +170,7 @@ int q36_engine_n_slots(const q36_engine *e) { return e->n_slots; }
 int q36_engine_n_ctx(const q36_engine *e) { return (int)e->n_ctx; }
 int q36_engine_n_vocab(const q36_engine *e) { return (int)e->hp->n_vocab; }
 int q36_engine_n_embd(const q36_engine *e) { return (int)e->hp->n_embd; }
+int q36_engine_n_batch(const q36_engine *e) { return (int)e->n_batch; }
 
 /* ------------------------------------------------------------------ eval */
 

@@ -66,6 +66,9 @@ int spec_new(q36_engine *e, int slot, int n_draft, spec **out, q36_err *err)
     if (slot < 0 || slot >= q36_engine_n_slots(e))
         return q36_err_set(err, Q36_E_ARG, "draft-mtp: slot %d is outside [0, %d)", slot,
                            q36_engine_n_slots(e));
+    if (q36_engine_n_batch(e) < n_draft + 2)
+        return q36_err_set(err, Q36_E_ARG, "draft-mtp: %d drafts need passes of %d rows; the "
+                           "engine takes %d (-b)", n_draft, n_draft + 2, q36_engine_n_batch(e));
     spec *s = calloc(1, sizeof *s);
     if (!s)
         return q36_err_set(err, Q36_E_NOMEM, "draft-mtp: out of memory");
@@ -74,9 +77,9 @@ int spec_new(q36_engine *e, int slot, int n_draft, spec **out, q36_err *err)
     s->k = n_draft;
     s->V = q36_engine_n_vocab(e);
     s->D = q36_engine_n_embd(e);
-    /* the engine's n_batch is not public: the largest batch spec makes is
-     * the verify pass (k+1 rows) or a prompt chunk, which it keeps at 64 */
-    s->B = 64;
+    /* prompt chunks of at most 64 rows (each needs its hidden rows on the
+     * host); draft and verify passes take k+2 rows at most */
+    s->B = q36_engine_n_batch(e) < 64 ? q36_engine_n_batch(e) : 64;
     const size_t B = (size_t)s->B, D = (size_t)s->D, V = (size_t)s->V, K1 = (size_t)n_draft + 1;
     s->ids = malloc(B * sizeof *s->ids);
     s->slots = malloc(B * sizeof *s->slots);
