@@ -110,6 +110,11 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
         return CLI_FLAG_TAKEN;
     }
     if (!strcmp(a, "--spec-type")) {
+        /* chat restores its history from snapshots, which hold no MTP rows */
+        if (strcmp(cmd, "run") && v && strcmp(v, "none")) {
+            cli_usage(cmd, "--spec-type draft-mtp is for q36 run (and q36 bench) only today");
+            return CLI_FLAG_BAD;
+        }
         if (v && (!strcmp(v, "draft-mtp") || !strcmp(v, "none"))) {
             o->spec_mtp = !strcmp(v, "draft-mtp");
             ++*i;
