@@ -10,7 +10,13 @@
  * the tokens are the same, acceptance by draft position (the share of
  * rounds whose drafts up to there were all kept), tokens per verify pass,
  * and the window cost: a plain decode step, a verify pass of k+1 rows, the
- * drafting and the rollback per round, in milliseconds. */
+ * drafting and the rollback per round, in milliseconds.
+ *
+ * Acceptance in rounds depends on where rounds start (a rejection starts
+ * the next round right after the token the drafts missed), so the report
+ * adds the training record's measure too: at every 8th position p of the
+ * plain continuation, drafts from (y_p, h_{p-1}) chained draft-max deep,
+ * against the continuation itself (probe_positions). */
 #include "bench.h"
 
 #include <stdio.h>
@@ -61,6 +67,69 @@ static int one(q36_engine *e, spec *sp, const tok_vocab *tv, const int32_t *prom
     q36_session_free(s);
     gen_free(g);
     return rc;
+}
+
+/* The training record's acceptance (tools/train/train.py mtp_acceptance):
+ * the trunk over prompt + continuation y (its hidden rows), then at every
+ * 8th position p of the continuation, the MTP rows up to p (catch-up) and
+ * k drafts chained from there; ok[i] counts probes whose drafts 1..i+1 all
+ * equal y. Returns the number of probes, or a negative kind. */
+static int probe_positions(q36_engine *e, const int32_t *y, int np, int N, int k, int64_t *ok,
+                           q36_err *err)
+{
+    const int64_t D = q36_engine_n_embd(e), V = q36_engine_n_vocab(e);
+    const int B = q36_engine_n_batch(e) < 64 ? q36_engine_n_batch(e) : 64;
+    float *h = calloc((size_t)(N + 1) * D, sizeof *h), *lg = malloc((size_t)V * sizeof *lg);
+    float *mh = malloc((size_t)D * sizeof *mh);
+    int32_t *slot = calloc((size_t)B, sizeof *slot), *pos = malloc((size_t)B * sizeof *pos);
+    int32_t *out = malloc((size_t)B * sizeof *out);
+    int rc = !h || !lg || !mh || !slot || !pos || !out
+                 ? q36_err_set(err, Q36_E_NOMEM, "bench: out of memory") : 0;
+    q36_slot_reset(e, 0);
+    /* h row j+1 = the trunk's hidden row of position j; row 0 stays zero */
+    for (int a = 0; a < N && !rc; a += B) {
+        const int n = N - a < B ? N - a : B;
+        for (int i = 0; i < n; i++)
+            pos[i] = a + i, out[i] = i;
+        const q36_batch b = { n, y + a, slot, pos, n, out };
+        rc = q36_engine_eval(e, &b, NULL, h + (int64_t)(a + 1) * D, err);
+    }
+    const int32_t *vid;
+    const int nv = q36_mtp_vocab(e, &vid);
+    int probes = 0, done = 0;   /* MTP rows [0, done) hold the catch-up */
+    for (int p = np; p + k < N && !rc; p += 8) {
+        /* catch-up rows done..p: (y_j, h_{j-1}); the last one gives draft 1 */
+        while (done <= p && !rc) {
+            const int n = p + 1 - done < B ? p + 1 - done : B;
+            for (int i = 0; i < n; i++)
+                pos[i] = done + i;
+            const int32_t last = n - 1;
+            const bool end = done + n == p + 1;
+            const q36_batch b = { n, y + done, slot, pos, end, &last };
+            rc = q36_mtp_eval(e, &b, h + (int64_t)done * D, Q36_MTP_H_TRUNK, end ? lg : NULL,
+                              end ? mh : NULL, err);
+            done += n;
+        }
+        bool alive = true;
+        for (int i = 0; i < k && !rc; i++) {
+            int32_t best = 0;
+            for (int j = 1; j < nv; j++)
+                if (lg[j] > lg[best])
+                    best = j;
+            const int32_t d = vid ? vid[best] : best;
+            alive = alive && d == y[p + 1 + i];
+            ok[i] += alive;
+            if (i + 1 < k) {
+                const int32_t dp = p + 1 + i, z = 0;
+                const q36_batch b = { 1, &d, slot, &dp, 1, &z };
+                rc = q36_mtp_eval(e, &b, mh, Q36_MTP_H_MTP, lg, mh, err);
+            }
+        }
+        done = p + 1;    /* the draft rows above p are rewritten by the next catch-up */
+        probes++;
+    }
+    free(h), free(lg), free(mh), free(slot), free(pos), free(out);
+    return rc ? rc : probes;
 }
 
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
@@ -164,6 +233,25 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
                "(%.2f replays, %.2f rows); a plain decode step %.3f\n", 1e3 * tot.t_draft / R,
                1e3 * tot.t_verify / R, draft_max + 1, 1e3 * tot.t_rollback / R,
                tot.replays / R, tot.replay_rows / R, plain_ms);
+        /* the plain continuation after the prompt, probed every 8th position */
+        int32_t *y = malloc((np + (size_t)a.n) * sizeof *y);
+        int64_t ok[SPEC_MAX_DRAFT] = { 0 };
+        int probes = y ? 0 : q36_err_set(err, Q36_E_NOMEM, "bench: out of memory");
+        if (y) {
+            memcpy(y, prompt, np * sizeof *y);
+            memcpy(y + np, a.ids, (size_t)a.n * sizeof *y);
+            probes = probe_positions(e, y, (int)np, (int)np + a.n, draft_max, ok, err);
+            free(y);
+        }
+        if (probes < 0) {
+            rc = probes;
+        } else {
+            printf("at every 8th position of the plain continuation (%d probes), drafts 1..i all "
+                   "right:", probes);
+            for (int i = 0; i < draft_max; i++)
+                printf(" %.3f", probes ? (double)ok[i] / probes : 0.0);
+            printf("\n");
+        }
     }
     free(ta);
     free(tb);
