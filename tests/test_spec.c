@@ -8,6 +8,10 @@
  *   the rollback path runs nearly every round) and on the trained default
  *   model (build/default.gguf, skipped when absent), where acceptance must
  *   also be high (a wrong MTP block accepts almost nothing);
+ * - every round's drafts are the ones a plain reference computes at its
+ *   position: the trunk over the final sequence, the MTP rows (y_j, h_{j-1})
+ *   up to the round's position in one clean pass, drafts chained from
+ *   there (so catch-up after kept and rejected drafts is right);
  * - the MTP pass is batch invariant: rows evaluated in one pass equal the
  *   rows evaluated one pass each;
  * - spec_accept, the general speculative-sampling rule, leaves the output
@@ -142,6 +146,118 @@ static double same_tokens(const q36_model *m, const tok_vocab *tv, const int32_t
     return same_tokens_ctx(m, tv, prompt, np, n_gen, temp, k, dv, CTX, tag);
 }
 
+/* ------------------------------------------------ drafts against a reference */
+
+enum { MAXROUND = 256 };
+typedef struct {
+    collect out;
+    spec   *sp;
+    int     n;
+    int32_t pos[MAXROUND], k[MAXROUND], d[MAXROUND][SPEC_MAX_DRAFT];
+} rounds;
+
+static int on_token_round(void *user, const gen_token *t)
+{
+    rounds *r = user;
+    on_token(&r->out, t);
+    int32_t P;
+    const int32_t *d;
+    const int k = spec_round(r->sp, &P, &d);
+    if (k > 0 && r->n < MAXROUND && (r->n == 0 || r->pos[r->n - 1] != P)) {
+        r->pos[r->n] = P;
+        r->k[r->n] = k;
+        memcpy(r->d[r->n], d, (size_t)k * sizeof *d);
+        r->n++;
+    }
+    return 0;
+}
+
+static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int32_t *prompt,
+                             int np, int n_gen, int k, int dv, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d", tag, k, dv);
+    q36_engine_opts o = q36_engine_opts_default();
+    o.mtp = 1;
+    q36_engine *e = NULL, *r = NULL;
+    gen *g = NULL;
+    q36_err err = { 0 };
+    rounds *R = calloc(1, sizeof *R);
+    const int V = (int)q36_model_hparams(m)->n_vocab, D = (int)q36_model_hparams(m)->n_embd;
+    float *logits = malloc((size_t)V * sizeof *logits), *lg = malloc((size_t)V * sizeof *lg);
+    float *mh = malloc((size_t)D * sizeof *mh);
+    float *h = calloc((size_t)(np + n_gen + 2) * D, sizeof *h);
+    int32_t *y = malloc((size_t)(np + n_gen + 2) * sizeof *y);
+    gen_params gp = gen_params_default();
+    gp.n_predict = n_gen;
+    gp.smp.temp = 0.0f;
+    int rc = q36_engine_new(m, CTX, &o, &e, &err);
+    if (!rc)
+        rc = q36_engine_new(m, CTX, &o, &r, &err);
+    if (!rc)
+        rc = q36_mtp_draft_vocab(e, dv, &err);
+    if (!rc)
+        rc = q36_mtp_draft_vocab(r, dv, &err);
+    if (!rc)
+        rc = gen_new(&gp, tv, V, &g, &err);
+    if (!rc)
+        rc = spec_new(e, 0, k, &R->sp, &err);
+    if (!rc)
+        rc = spec_prefill(R->sp, prompt, np, logits, &err);
+    gen_result res = { 0 };
+    if (!rc)
+        rc = spec_run(R->sp, g, logits, NULL, on_token_round, R, &res, &err);
+    /* the reference: the trunk over prompt + reply (h row j+1 = hidden of j) */
+    const int N = np + R->out.n;
+    memcpy(y, prompt, (size_t)np * sizeof *y);
+    memcpy(y + np, R->out.ids, (size_t)R->out.n * sizeof *y);
+    int32_t slot[CTX] = { 0 }, pos[CTX], out[CTX];
+    for (int i = 0; i < N; i++)
+        pos[i] = i, out[i] = i;
+    if (!rc) {
+        const q36_batch b = { N, y, slot, pos, N, out };
+        rc = q36_engine_eval(r, &b, NULL, h + D, &err);
+    }
+    const int32_t *vid;
+    const int nv = rc ? 0 : q36_mtp_vocab(r, &vid);
+    int bad = -1, checked = 0;
+    for (int i = 0; i < R->n && !rc && bad < 0; i++) {
+        const int P = R->pos[i];
+        if (P >= N)
+            break;
+        q36_slot_reset(r, 0);      /* MTP position back to 0: the rows rewritten clean */
+        const int32_t last = P;
+        const q36_batch b = { P + 1, y, slot, pos, 1, &last };
+        rc = q36_mtp_eval(r, &b, h, Q36_MTP_H_TRUNK, lg, mh, &err);
+        for (int j = 0; j < R->k[i] && !rc && bad < 0; j++) {
+            int32_t best = 0;
+            for (int v = 1; v < nv; v++)
+                if (lg[v] > lg[best])
+                    best = v;
+            const int32_t d = vid ? vid[best] : best;
+            if (d != R->d[i][j])
+                bad = i;
+            const int32_t dp = P + 1 + j, z = 0;
+            const q36_batch b1 = { 1, &d, slot, &dp, 1, &z };
+            if (j + 1 < R->k[i])
+                rc = q36_mtp_eval(r, &b1, mh, Q36_MTP_H_MTP, lg, mh, &err);
+        }
+        checked++;
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else if (bad >= 0)
+        t_fail(name, "round %d at position %d: drafts differ from the reference", bad,
+               R->pos[bad]);
+    else
+        t_check(name, checked > 3, "only %d rounds checked", checked);
+    spec_free(R->sp);
+    gen_free(g);
+    q36_engine_free(e);
+    q36_engine_free(r);
+    free(R), free(logits), free(lg), free(mh), free(h), free(y);
+}
+
 /* MTP rows in one pass equal the rows one pass each (exact mode). */
 static void mtp_invariance(const q36_model *m, const char *tag)
 {
@@ -219,6 +335,7 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 5, 64, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.8f, 3, 0, tag);
         same_tokens_ctx(m, tv, prompt, 24, 100, 0.0f, 3, 0, 24 + 13, tag);
+        drafts_reference(m, tv, prompt, 24, 40, 3, 0, tag);
     } else {
         /* a prefix of the model's own greedy continuation of 'import os' */
         static const int32_t code[] = { 474, 2643, 198, 474, 5708, 198, 474, 54819, 198, 474,
@@ -231,6 +348,8 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
         same_tokens(m, tv, code, nc, 120, 0.8f, 3, 16384, tag);
         same_tokens(m, tv, prompt, 24, 120, 0.0f, 5, 0, tag);
+        drafts_reference(m, tv, code, nc, 160, 3, 16384, tag);
+        drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
         for (int c = 30; c < 36; c++)       /* the context ends at each phase of a round */
             same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
     }

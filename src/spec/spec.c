@@ -25,6 +25,8 @@ struct spec {
     int32_t     pend_id[SPEC_MAX_DRAFT + 1];
     float      *pend_h;       /* (k+1) x D */
     int         n_pend, pend_pos;
+    int32_t     round_pos, round_d[SPEC_MAX_DRAFT];   /* spec_round */
+    int         round_k;
     spec_stats  st;
 };
 
@@ -109,6 +111,13 @@ int spec_new(q36_engine *e, int slot, int n_draft, spec **out, q36_err *err)
 }
 
 const spec_stats *spec_get_stats(const spec *s) { return &s->st; }
+
+int spec_round(const spec *s, int32_t *pos, const int32_t **drafts)
+{
+    *pos = s->round_pos;
+    *drafts = s->round_d;
+    return s->round_k;
+}
 void spec_reset_stats(spec *s) { memset(&s->st, 0, sizeof s->st); }
 
 /* One trunk pass of n rows (ids at the slot's position on), results for the
@@ -279,6 +288,9 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
             return rc;
         double tb = now();
         s->st.t_draft += tb - ta;
+        s->round_pos = P;
+        s->round_k = k;
+        memcpy(s->round_d, d, (size_t)k * sizeof *d);
 
         /* verify: x and the drafts in one pass, every row's logits */
         if ((rc = q36_slot_save(s->e, s->slot, s->ck, err)))

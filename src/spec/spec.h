@@ -65,6 +65,11 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
              gen_emit_fn emit, void *user, gen_result *res, q36_err *err);
 
 const spec_stats *spec_get_stats(const spec *s);
+/* The round being accepted (or the last one): the position P of the token
+ * the drafts follow, and its k drafts (*drafts valid until the next round).
+ * Returns k (0 before the first round). For tests and traces: an emit
+ * callback sees the drafts its tokens are checked against. */
+int spec_round(const spec *s, int32_t *pos, const int32_t **drafts);
 void spec_reset_stats(spec *s);
 
 /* The standard speculative-sampling rule for one position: a draft d drawn
