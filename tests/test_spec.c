@@ -35,6 +35,8 @@
 
 enum { CTX = 512, MAXGEN = 512 };
 
+static float g_p_min;      /* --draft-p-min of the drafted runs */
+
 typedef struct {
     int32_t ids[MAXGEN];
     int     n;
@@ -88,6 +90,8 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
         if (!rc)
             rc = q36_mtp_draft_vocab(e, dv, &err);
         if (!rc)
+            spec_set_p_min(sp, g_p_min);
+        if (!rc)
             rc = spec_prefill(sp, prompt, n_prompt, r->logits, &err);
         if (!rc)
             rc = spec_run(sp, g, r->logits, NULL, on_token, &r->out, &res, &err);
@@ -113,6 +117,8 @@ static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int
     char cx[32] = "";
     if (n_ctx < CTX)
         snprintf(cx, sizeof cx, ".ctx%d_full", n_ctx);
+    if (g_p_min > 0)
+        snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".pmin%.1f", g_p_min);
     snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d%s", tag, temp, k, dv, cx);
     result a, b;
     double acc = -1;
@@ -176,7 +182,8 @@ static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int3
                              int np, int n_gen, int k, int dv, const char *tag)
 {
     char name[128];
-    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d", tag, k, dv);
+    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d%s", tag, k, dv,
+             g_p_min > 0 ? ".pmin" : "");
     q36_engine_opts o = q36_engine_opts_default();
     o.mtp = 1;
     q36_engine *e = NULL, *r = NULL;
@@ -202,6 +209,8 @@ static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int3
         rc = gen_new(&gp, tv, V, &g, &err);
     if (!rc)
         rc = spec_new(e, 0, k, &R->sp, &err);
+    if (!rc)
+        spec_set_p_min(R->sp, g_p_min);
     if (!rc)
         rc = spec_prefill(R->sp, prompt, np, logits, &err);
     gen_result res = { 0 };
@@ -349,6 +358,13 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, code, nc, 120, 0.8f, 3, 16384, tag);
         same_tokens(m, tv, prompt, 24, 120, 0.0f, 5, 0, tag);
         drafts_reference(m, tv, code, nc, 160, 3, 16384, tag);
+        g_p_min = 0.5f;      /* rounds of fewer drafts, some of none */
+        double a = same_tokens(m, tv, prompt, 24, 120, 0.0f, 4, 16384, tag);
+        same_tokens(m, tv, prompt, 24, 120, 0.8f, 4, 16384, tag);
+        drafts_reference(m, tv, code, nc, 160, 4, 16384, tag);
+        g_p_min = 0;
+        snprintf(name, sizeof name, "spec.%s.p_min_keeps_more", tag);
+        t_check(name, a > 0.8, "acceptance %.3f with --draft-p-min 0.5", a);
         drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
         for (int c = 30; c < 36; c++)       /* the context ends at each phase of a round */
             same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);

@@ -40,6 +40,7 @@ typedef struct bench_opts {
     int bandwidth;                /* --bandwidth */
     int spec_mtp;                 /* --spec-type draft-mtp */
     int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all) */
+    float draft_p_min;            /* --draft-p-min (0) */
     const char *prompt_file;      /* -f: the prompt of a draft-mtp run */
 } bench_opts;
 
@@ -51,7 +52,7 @@ static void usage(FILE *o)
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
 "                 [--profile] [--bandwidth]\n"
 "       q36 bench --spec-type draft-mtp [-f PROMPT.txt | -p N] [-n N] [-r N] [-t N]\n"
-"                 [--draft-max 3] [--draft-vocab N]\n"
+"                 [--draft-max 3] [--draft-vocab N] [--draft-p-min P]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -93,6 +94,7 @@ static void usage(FILE *o)
 "                      per verify pass, window cost (draft, verify, rollback)\n"
 "  --draft-max N       drafts per verify pass (default 3)\n"
 "  --draft-vocab N     the MTP head over N ids (default 0: all; q36 run's flag)\n"
+"  --draft-p-min P     stop a round's drafts below probability P (default 0)\n"
 "\n"
 "Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
 "AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
@@ -202,6 +204,12 @@ static int parse(int argc, char **argv, bench_opts *o)
             if (!v || (strcmp(v, "draft-mtp") && strcmp(v, "none")))
                 return cli_usage("bench", "--spec-type expects none or draft-mtp, got '%s'", v ? v : "(nothing)");
             o->spec_mtp = !strcmp(v, "draft-mtp");
+            i++;
+        } else if (!strcmp(a, "--draft-p-min")) {
+            double d;
+            if (cli_float("bench", a, v, &d))
+                return CLI_USAGE;
+            o->draft_p_min = (float)d;
             i++;
         } else if (!strcmp(a, "-f")) {
             if (!v)
@@ -610,7 +618,7 @@ int cmd_bench(int argc, char **argv)
         if (o.n_gen < 1)
             return cli_usage("bench", "--spec-type draft-mtp needs -n N >= 1");
         rc = bench_spec(o.model, &o.cfg, o.prompt_file, o.n_prompt, o.n_gen, o.reps, o.draft_max,
-                        o.draft_vocab, o.seed, &err);
+                        o.draft_vocab, o.draft_p_min, o.seed, &err);
         return rc ? cli_fail(&err) : 0;
     }
     run R = { .o = &o };

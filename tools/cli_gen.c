@@ -61,7 +61,9 @@ const char cli_gen_flags_help[] =
 "                       the model's MTP block; the output is the same tokens)\n"
 "  --draft-max N        tokens drafted per verify pass (default 3)\n"
 "  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
-"                       head row); 0 = all (default, as llama.cpp)\n";
+"                       head row); 0 = all (default, as llama.cpp)\n"
+"  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
+"                       head's 10 best is below P (default 0)\n";
 
 static int kv_type(const char *s)
 {
@@ -97,6 +99,7 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
     FLT("--temp", sp->temp);
     FLT("--top-p", sp->top_p);
     FLT("--min-p", sp->min_p);
+    FLT("--draft-p-min", o->draft_p_min);
     FLT("--repeat-penalty", sp->repeat_penalty);
     FLT("--presence-penalty", sp->presence_penalty);
     FLT("--frequency-penalty", sp->frequency_penalty);
@@ -175,6 +178,8 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
         goto fail;
     if (o->spec_mtp && (rc = q36_mtp_draft_vocab(q36_session_engine(g->sess), o->draft_vocab, err)))
         goto fail;
+    if (g->spec)
+        spec_set_p_min(g->spec, o->draft_p_min);
     g->n_vocab = q36_session_n_vocab(g->sess);
     if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))
         goto fail;

@@ -27,6 +27,7 @@ typedef struct cli_gen_opts {
     bool        spec_mtp;        /* --spec-type draft-mtp */
     int         draft_max;       /* --draft-max (default 3) */
     int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all) */
+    float       draft_p_min;     /* --draft-p-min P (0: always --draft-max drafts) */
 } cli_gen_opts;
 
 typedef struct cli_gen {

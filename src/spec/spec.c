@@ -5,6 +5,7 @@
  * q36_slot_save/load for the rollback); the gen samples. */
 #include "spec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,7 @@ struct spec {
     int         n_pend, pend_pos;
     int32_t     round_pos, round_d[SPEC_MAX_DRAFT];   /* spec_round */
     int         round_k;
+    float       p_min;        /* spec_set_p_min */
     spec_stats  st;
 };
 
@@ -158,6 +160,32 @@ static int32_t argmax(const float *x, int64_t n)
     return (int32_t)best;
 }
 
+/* The probability of x[best] among the 10 largest of x[0..n), as llama.cpp's
+ * draft sampler (top-k 10) gives it. */
+static float top10_p(const float *x, int64_t n, int32_t best)
+{
+    float top[10];
+    int m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (m < 10) {
+            top[m++] = x[i];
+            continue;
+        }
+        int lo = 0;
+        for (int j = 1; j < 10; j++)
+            if (top[j] < top[lo])
+                lo = j;
+        if (x[i] > top[lo])
+            top[lo] = x[i];
+    }
+    double z = 0;
+    for (int j = 0; j < m; j++)
+        z += exp((double)top[j] - x[best]);
+    return (float)(1.0 / z);
+}
+
+void spec_set_p_min(spec *s, float p_min) { s->p_min = p_min; }
+
 /* ----------------------------------------------------------------- prompt */
 
 int spec_prefill(spec *s, const int32_t *ids, int n, float *logits, q36_err *err)
@@ -211,10 +239,11 @@ int spec_prefill(spec *s, const int32_t *ids, int n, float *logits, q36_err *err
 
 /* ------------------------------------------------------------------ rounds */
 
-/* Drafts up to k tokens after x (at position P, paired with s->hlast): the
+/* Drafts up to *k tokens after x (at position P, paired with s->hlast): the
  * first MTP pass writes the pending rows and x's; each draft is the MTP
- * head's argmax, chained through the block's own hidden row. */
-static int draft(spec *s, int32_t x, int P, int k, int32_t *d, q36_err *err)
+ * head's argmax, chained through the block's own hidden row, until one's
+ * top-10 probability falls below p_min (*k: the drafts made). */
+static int draft(spec *s, int32_t x, int P, int *k, int32_t *d, q36_err *err)
 {
     const int64_t D = s->D;
     int32_t ids[SPEC_MAX_DRAFT + 2];
@@ -227,11 +256,14 @@ static int draft(spec *s, int32_t x, int P, int k, int32_t *d, q36_err *err)
     s->n_pend = 0;
     const int32_t *vid;
     const int nv = q36_mtp_vocab(s->e, &vid);
-    for (int i = 0; i < k && !rc; i++) {
-        d[i] = argmax(s->mlog, nv);
-        if (vid)
-            d[i] = vid[d[i]];
-        if (i + 1 < k) {
+    for (int i = 0; i < *k && !rc; i++) {
+        const int32_t best = argmax(s->mlog, nv);
+        if (s->p_min > 0 && top10_p(s->mlog, nv, best) < s->p_min) {
+            *k = i;
+            break;
+        }
+        d[i] = vid ? vid[best] : best;
+        if (i + 1 < *k) {
             memcpy(s->hbuf, s->mh, (size_t)D * sizeof *s->hbuf);
             rc = mtp(s, &d[i], 1, P + 1 + i, s->hbuf, Q36_MTP_H_MTP, true, err);
         }
@@ -284,7 +316,9 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
             k = n_ctx - 2 - P;
         int32_t d[SPEC_MAX_DRAFT];
         double ta = now();
-        if (k > 0 && (rc = draft(s, x, P, k, d, err)))
+        /* MTP row P (x) is written whenever a draft is tried */
+        const bool wrote = k > 0;
+        if (k > 0 && (rc = draft(s, x, P, &k, d, err)))
             return rc;
         double tb = now();
         s->st.t_draft += tb - ta;
@@ -293,7 +327,7 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
         memcpy(s->round_d, d, (size_t)k * sizeof *d);
 
         /* verify: x and the drafts in one pass, every row's logits */
-        if ((rc = q36_slot_save(s->e, s->slot, s->ck, err)))
+        if (k > 0 && (rc = q36_slot_save(s->e, s->slot, s->ck, err)))
             return rc;
         int32_t vids[SPEC_MAX_DRAFT + 1], outs[SPEC_MAX_DRAFT + 1];
         vids[0] = x;
@@ -345,7 +379,7 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
 
         /* the MTP rows of the kept drafts, with the trunk's hidden rows,
          * are written by the next round's first MTP pass */
-        const int from = k > 0 ? 1 : 0;
+        const int from = wrote ? 1 : 0;
         s->n_pend = 0;
         for (int j = from; j <= m; j++) {
             s->pend_id[s->n_pend] = vids[j];

@@ -64,6 +64,11 @@ int spec_prefill(spec *s, const int32_t *ids, int n, float *logits, q36_err *err
 int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interrupt,
              gen_emit_fn emit, void *user, gen_result *res, q36_err *err);
 
+/* llama.cpp's --draft-p-min: a round stops drafting at the first draft
+ * whose probability among the MTP head's 10 best is below p_min (default
+ * 0: always k drafts). */
+void spec_set_p_min(spec *s, float p_min);
+
 const spec_stats *spec_get_stats(const spec *s);
 /* The round being accepted (or the last one): the position P of the token
  * the drafts follow, and its k drafts (*drafts valid until the next round).

@@ -133,7 +133,8 @@ static int probe_positions(q36_engine *e, const int32_t *y, int np, int N, int k
 }
 
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
-               int n_gen, int reps, int draft_max, int draft_vocab, uint64_t seed, q36_err *err)
+               int n_gen, int reps, int draft_max, int draft_vocab, float p_min, uint64_t seed,
+               q36_err *err)
 {
     q36_model *m = NULL;
     tok_vocab *tv = NULL;
@@ -179,6 +180,8 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
         rc = spec_new(e, 0, draft_max, &sp, err);
     if (!rc)
         rc = q36_mtp_draft_vocab(e, draft_vocab, err);
+    if (!rc)
+        spec_set_p_min(sp, p_min);
     if (!rc && (!ta || !tb || !prompt || !(logits = malloc((size_t)q36_engine_n_vocab(e) * sizeof *logits)) ||
                 !(a.ids = malloc((size_t)n_gen * sizeof *a.ids)) ||
                 !(b.ids = malloc((size_t)n_gen * sizeof *b.ids))))
@@ -212,10 +215,10 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
         bench_stats_of(ta, reps, &sa);
         bench_stats_of(tb, reps, &sb);
         printf("q36 %s, %s; %d threads, load %.2f at start; %s; prompt %zu tokens (%s), %d greedy "
-               "tokens, %d repetitions; --draft-max %d, draft vocabulary %d\n\n", bench_commit(),
-               mach.cpu_model, cfg->n_threads, mach.load1, path, np,
+               "tokens, %d repetitions; --draft-max %d, draft vocabulary %d, --draft-p-min %g\n\n",
+               bench_commit(), mach.cpu_model, cfg->n_threads, mach.load1, path, np,
                prompt_file ? prompt_file : "seeded random ids", n_gen, reps, draft_max,
-               q36_mtp_vocab(e, &(const int32_t *){ NULL }));
+               q36_mtp_vocab(e, &(const int32_t *){ NULL }), p_min);
         printf("| decoding | t/s median | min - max | speed-up | same tokens |\n");
         printf("| --- | ---: | ---: | ---: | --- |\n");
         printf("| plain | %.2f | %.2f - %.2f | 1.00 | |\n", sa.median, sa.min, sa.max);
@@ -229,7 +232,7 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
                tot.rounds ? (double)tot.emitted / tot.rounds : 0.0, (long long)tot.rounds);
         const double R = tot.rounds ? (double)tot.rounds : 1.0;
         const double plain_ms = 1e3 * tot.t_catchup / ((double)a.n * reps);
-        printf("window cost per round, ms: draft %.3f, verify %.3f (%d rows), rollback %.3f "
+        printf("window cost per round, ms: draft %.3f, verify %.3f (up to %d rows), rollback %.3f "
                "(%.2f replays, %.2f rows); a plain decode step %.3f\n", 1e3 * tot.t_draft / R,
                1e3 * tot.t_verify / R, draft_max + 1, 1e3 * tot.t_rollback / R,
                tot.replays / R, tot.replay_rows / R, plain_ms);
