@@ -173,7 +173,9 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * q36_mtp_eval's logits then have q36_mtp_vocab(e, &ids) columns, column j
  * for id ids[j]. A draft is only a guess: the verify pass decides, so this
  * changes speed and acceptance, never the output. n <= 0: the full head
- * (the default, as llama.cpp drafts). */
+ * (the default, as llama.cpp drafts). Once per engine; the copy of those
+ * rows (n x the head's row bytes) is allocated here, outside the plan, and
+ * freed with the engine. */
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 
