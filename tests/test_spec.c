@@ -36,6 +36,7 @@
 enum { CTX = 512, MAXGEN = 512 };
 
 static float g_p_min;      /* --draft-p-min of the drafted runs */
+static bool  g_rewind;     /* --draft-rollback states */
 
 typedef struct {
     int32_t ids[MAXGEN];
@@ -63,6 +64,7 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
 {
     q36_engine_opts o = q36_engine_opts_default();
     o.mtp = k > 0;
+    o.n_keep = k > 0 && g_rewind ? k + 1 : 0;
     q36_engine *e = NULL;
     q36_session *s = NULL;
     spec *sp = NULL;
@@ -92,6 +94,8 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
         if (!rc)
             spec_set_p_min(sp, g_p_min);
         if (!rc)
+            spec_set_rewind(sp, g_rewind);
+        if (!rc)
             rc = spec_prefill(sp, prompt, n_prompt, r->logits, &err);
         if (!rc)
             rc = spec_run(sp, g, r->logits, NULL, on_token, &r->out, &res, &err);
@@ -119,6 +123,8 @@ static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int
         snprintf(cx, sizeof cx, ".ctx%d_full", n_ctx);
     if (g_p_min > 0)
         snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".pmin%.1f", g_p_min);
+    if (g_rewind)
+        snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".rewind");
     snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d%s", tag, temp, k, dv, cx);
     result a, b;
     double acc = -1;
@@ -136,8 +142,9 @@ static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int
         else if (memcmp(a.logits, b.logits, (size_t)V * sizeof *a.logits))
             t_fail(name, "same %d tokens but the logits after them differ", a.out.n);
         else {
-            printf("# %s: %d tokens, %lld passes, acceptance %.3f, %lld replays\n", name, a.out.n,
-                   (long long)b.st.rounds, acc, (long long)b.st.replays);
+            printf("# %s: %d tokens, %lld passes, acceptance %.3f, %lld replays, %lld rewinds\n",
+                   name, a.out.n, (long long)b.st.rounds, acc, (long long)b.st.replays,
+                   (long long)b.st.rewinds);
             t_ok(name);
         }
     }
@@ -182,10 +189,11 @@ static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int3
                              int np, int n_gen, int k, int dv, const char *tag)
 {
     char name[128];
-    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d%s", tag, k, dv,
-             g_p_min > 0 ? ".pmin" : "");
+    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d%s%s", tag, k, dv,
+             g_p_min > 0 ? ".pmin" : "", g_rewind ? ".rewind" : "");
     q36_engine_opts o = q36_engine_opts_default();
     o.mtp = 1;
+    o.n_keep = g_rewind ? k + 1 : 0;
     q36_engine *e = NULL, *r = NULL;
     gen *g = NULL;
     q36_err err = { 0 };
@@ -211,6 +219,8 @@ static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int3
         rc = spec_new(e, 0, k, &R->sp, &err);
     if (!rc)
         spec_set_p_min(R->sp, g_p_min);
+    if (!rc)
+        spec_set_rewind(R->sp, g_rewind);
     if (!rc)
         rc = spec_prefill(R->sp, prompt, np, logits, &err);
     gen_result res = { 0 };
@@ -265,6 +275,77 @@ static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int3
     q36_engine_free(e);
     q36_engine_free(r);
     free(R), free(logits), free(lg), free(mh), free(h), free(y);
+}
+
+/* Kept per-row states: a rewind to row r equals the slot after only r rows
+ * (the next row's logits, bit for bit); the refusals. */
+static void keep_api(const q36_model *m, const char *tag)
+{
+    char name[128];
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_keep = 6;
+    o.n_slots = 2;
+    q36_engine *e = NULL;
+    q36_err err = { 0 };
+    snprintf(name, sizeof name, "spec.%s.rewind_equals_shorter_pass", tag);
+    if (q36_engine_new(m, 64, &o, &e, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const int V = q36_engine_n_vocab(e);
+    int32_t ids[8] = { 5, 9, 2, 11, 7, 3, 8, 1 }, sl0[8] = { 0 }, sl1[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    int32_t pos[8], z = 0;
+    for (int i = 0; i < 8; i++)
+        pos[i] = i;
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    bool same = true;
+    int rc = 0;
+    for (int r = 1; r <= 6 && !rc; r++) {
+        q36_slot_reset(e, 0);
+        q36_slot_reset(e, 1);
+        /* slot 0: 2 rows, then 6 rows kept, rewound to r, then one more row;
+         * slot 1: the same 2 + r rows plainly, then the same row */
+        const q36_batch p2 = { 2, ids, sl0, pos, 0, &z }, p6 = { 6, ids + 2, sl0, pos + 2, 0, &z };
+        const q36_batch q = { 2 + r, ids, sl1, pos, 0, &z };
+        const int32_t nx = 4, np = 2 + r;
+        const q36_batch n0 = { 1, &nx, sl0, &np, 1, &z }, n1 = { 1, &nx, sl1, &np, 1, &z };
+        rc = q36_engine_eval(e, &p2, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_engine_keep_states(e, 0, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &p6, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_slot_rewind(e, 0, r, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &n0, a, NULL, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &q, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &n1, b, NULL, &err);
+        same &= !rc && !memcmp(a, b, (size_t)V * sizeof *a);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, same, "the row after a rewind differs from the row after a shorter pass");
+    /* refusals: rewind after a pass that kept nothing; a kept pass with another slot's
+     * rows or more rows than n_keep; rows outside the pass */
+    snprintf(name, sizeof name, "spec.%s.keep_refusals", tag);
+    q36_slot_reset(e, 0);
+    q36_slot_reset(e, 1);
+    int32_t mix_sl[4] = { 0, 0, 1, 1 }, mix_pos[4] = { 0, 1, 0, 1 };
+    const q36_batch mix = { 4, ids, mix_sl, mix_pos, 0, &z }, big = { 7, ids, sl0, pos, 0, &z };
+    const q36_batch three = { 3, ids, sl0, pos, 0, &z };
+    bool ok = q36_slot_rewind(e, 0, 1, &err) == Q36_E_ARG;
+    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &mix, NULL, NULL, &err) == Q36_E_ARG;
+    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &big, NULL, NULL, &err) == Q36_E_ARG;
+    ok &= q36_slot_pos(e, 0) == 0;
+    ok &= !q36_engine_keep_states(e, 0, &err) && !q36_engine_eval(e, &three, NULL, NULL, &err);
+    ok &= q36_slot_rewind(e, 0, 4, &err) == Q36_E_ARG && q36_slot_rewind(e, 0, 0, &err) == Q36_E_ARG;
+    ok &= !q36_slot_rewind(e, 0, 2, &err) && q36_slot_pos(e, 0) == 2;
+    t_check(name, ok, "a refusal was not refused, or a good call failed: %s", err.msg);
+    free(a), free(b);
+    q36_engine_free(e);
 }
 
 /* MTP rows in one pass equal the rows one pass each (exact mode). */
@@ -345,6 +426,11 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 48, 0.8f, 3, 0, tag);
         same_tokens_ctx(m, tv, prompt, 24, 100, 0.0f, 3, 0, 24 + 13, tag);
         drafts_reference(m, tv, prompt, 24, 40, 3, 0, tag);
+        g_rewind = true;
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.8f, 5, 0, tag);
+        g_rewind = false;
+        keep_api(m, tag);
     } else {
         /* a prefix of the model's own greedy continuation of 'import os' */
         static const int32_t code[] = { 474, 2643, 198, 474, 5708, 198, 474, 54819, 198, 474,
@@ -363,6 +449,14 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 120, 0.8f, 4, 16384, tag);
         drafts_reference(m, tv, code, nc, 160, 4, 16384, tag);
         g_p_min = 0;
+        g_rewind = true;
+        same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
+        same_tokens(m, tv, prompt, 24, 120, 0.8f, 4, 0, tag);
+        drafts_reference(m, tv, code, nc, 160, 3, 16384, tag);
+        drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
+        for (int c = 30; c < 33; c++)
+            same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
+        g_rewind = false;
         snprintf(name, sizeof name, "spec.%s.p_min_keeps_more", tag);
         t_check(name, a > 0.8, "acceptance %.3f with --draft-p-min 0.5", a);
         drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);

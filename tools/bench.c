@@ -41,6 +41,7 @@ typedef struct bench_opts {
     int spec_mtp;                 /* --spec-type draft-mtp */
     int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all) */
     float draft_p_min;            /* --draft-p-min (0) */
+    int draft_rewind;             /* --draft-rollback states */
     const char *prompt_file;      /* -f: the prompt of a draft-mtp run */
 } bench_opts;
 
@@ -52,7 +53,7 @@ static void usage(FILE *o)
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
 "                 [--profile] [--bandwidth]\n"
 "       q36 bench --spec-type draft-mtp [-f PROMPT.txt | -p N] [-n N] [-r N] [-t N]\n"
-"                 [--draft-max 3] [--draft-vocab N] [--draft-p-min P]\n"
+"                 [--draft-max 3] [--draft-vocab N] [--draft-p-min P] [--draft-rollback R]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -95,6 +96,7 @@ static void usage(FILE *o)
 "  --draft-max N       drafts per verify pass (default 3)\n"
 "  --draft-vocab N     the MTP head over N ids (default 0: all; q36 run's flag)\n"
 "  --draft-p-min P     stop a round's drafts below probability P (default 0)\n"
+"  --draft-rollback R  replay (default) or states (the verify pass keeps each row's state)\n"
 "\n"
 "Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
 "AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
@@ -204,6 +206,11 @@ static int parse(int argc, char **argv, bench_opts *o)
             if (!v || (strcmp(v, "draft-mtp") && strcmp(v, "none")))
                 return cli_usage("bench", "--spec-type expects none or draft-mtp, got '%s'", v ? v : "(nothing)");
             o->spec_mtp = !strcmp(v, "draft-mtp");
+            i++;
+        } else if (!strcmp(a, "--draft-rollback")) {
+            if (!v || (strcmp(v, "replay") && strcmp(v, "states")))
+                return cli_usage("bench", "--draft-rollback expects replay or states, got '%s'", v ? v : "(nothing)");
+            o->draft_rewind = !strcmp(v, "states");
             i++;
         } else if (!strcmp(a, "--draft-p-min")) {
             double d;
@@ -618,7 +625,7 @@ int cmd_bench(int argc, char **argv)
         if (o.n_gen < 1)
             return cli_usage("bench", "--spec-type draft-mtp needs -n N >= 1");
         rc = bench_spec(o.model, &o.cfg, o.prompt_file, o.n_prompt, o.n_gen, o.reps, o.draft_max,
-                        o.draft_vocab, o.draft_p_min, o.seed, &err);
+                        o.draft_vocab, o.draft_p_min, o.draft_rewind, o.seed, &err);
         return rc ? cli_fail(&err) : 0;
     }
     run R = { .o = &o };

@@ -63,7 +63,9 @@ const char cli_gen_flags_help[] =
 "  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
 "                       head row); 0 = all (default, as llama.cpp)\n"
 "  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
-"                       head's 10 best is below P (default 0)\n";
+"                       head's 10 best is below P (default 0)\n"
+"  --draft-rollback R   replay (default: checkpoint, then evaluate the kept rows again)\n"
+"                       or states (the verify pass keeps the state after each row)\n";
 
 static int kv_type(const char *s)
 {
@@ -111,6 +113,15 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
         sp->seed = (uint32_t)x;
         ++*i;
         return CLI_FLAG_TAKEN;
+    }
+    if (!strcmp(a, "--draft-rollback")) {
+        if (v && (!strcmp(v, "states") || !strcmp(v, "replay"))) {
+            o->draft_rewind = !strcmp(v, "states");
+            ++*i;
+            return CLI_FLAG_TAKEN;
+        }
+        cli_usage(cmd, "--draft-rollback expects replay or states, got '%s'", v ? v : "(nothing)");
+        return CLI_FLAG_BAD;
     }
     if (!strcmp(a, "--spec-type")) {
         /* chat restores its history from snapshots, which hold no MTP rows */
@@ -165,6 +176,8 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
     int n_ctx = o->n_ctx ? o->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     q36_session_opts so = o->sess;
     so.mtp = o->spec_mtp;
+    if (o->spec_mtp && o->draft_rewind)
+        so.n_keep = o->draft_max + 1;
     q36_mem_plan plan;
     if ((rc = q36_session_plan(g->model, n_ctx, &so, &plan, err)))
         goto fail;
@@ -178,8 +191,10 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
         goto fail;
     if (o->spec_mtp && (rc = q36_mtp_draft_vocab(q36_session_engine(g->sess), o->draft_vocab, err)))
         goto fail;
-    if (g->spec)
+    if (g->spec) {
         spec_set_p_min(g->spec, o->draft_p_min);
+        spec_set_rewind(g->spec, o->draft_rewind);
+    }
     g->n_vocab = q36_session_n_vocab(g->sess);
     if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))
         goto fail;
@@ -303,6 +318,7 @@ void cli_gen_report_spec(const spec *s)
     for (int i = 0; i < SPEC_MAX_DRAFT && t->drafted_at[i]; i++)
         fprintf(stderr, " %.3f", (double)t->accepted_at[i] / t->drafted_at[i]);
     fprintf(stderr, "\nq36: draft-mtp time: draft %.3f s, verify %.3f s, rollback %.3f s "
-            "(%lld replays, %lld rows), prompt MTP rows %.3f s\n", t->t_draft, t->t_verify,
-            t->t_rollback, (long long)t->replays, (long long)t->replay_rows, t->t_catchup);
+            "(%lld replays, %lld rows; %lld rewinds), prompt MTP rows %.3f s\n", t->t_draft,
+            t->t_verify, t->t_rollback, (long long)t->replays, (long long)t->replay_rows,
+            (long long)t->rewinds, t->t_catchup);
 }

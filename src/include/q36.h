@@ -78,6 +78,9 @@ typedef struct q36_engine_opts {
                                today) */
     int mtp;                /* 1: also bind the model's MTP block and hold its K/V rows
                                per slot (q36_mtp_eval); 0 (default): the trunk only */
+    int n_keep;             /* room to keep the DeltaNet state after each of the first
+                               n_keep rows of a pass (q36_engine_keep_states), for a
+                               rollback without replay; 0 (default): none */
 } q36_engine_opts;
 
 /* A session's options are its private engine's (n_slots is ignored: 1). */
@@ -178,6 +181,20 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * freed with the engine. */
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
+
+/* --------------------------------------------------- kept per-row states
+ *
+ * A rollback without replay (speculative decoding): q36_engine_keep_states
+ * asks the next q36_engine_eval, whose batch must be that slot's rows
+ * alone, at most opts.n_keep of them, to keep the slot's DeltaNet state and
+ * conv tail after each row (the delta rule and the conv then run row by row
+ * on the device, the same bits). q36_slot_rewind(e, slot, rows) then makes
+ * the slot what it was after the first `rows` rows of that pass: their
+ * state, position pass start + rows (K/V rows above are never read).
+ * Valid until the slot's next pass. Q36_E_ARG when nothing was kept for the
+ * slot or rows is outside [1, the pass's rows]. */
+int q36_engine_keep_states(q36_engine *e, int slot, q36_err *err);
+int q36_slot_rewind(q36_engine *e, int slot, int rows, q36_err *err);
 
 /* ------------------------------------------------------------- checkpoints
  *

@@ -1,6 +1,7 @@
 /* spec.c: MTP speculative decoding of one slot (spec.h): the prompt's MTP
- * rows, the rounds of draft -> verify -> accept -> rollback, and the
- * general speculative-sampling rule. The engine does the passes
+ * rows, the rounds of draft -> verify -> accept -> rollback (checkpoint +
+ * replay, or a rewind to a state the verify pass kept), and the general
+ * speculative-sampling rule. The engine does the passes
  * (q36_engine_eval for the trunk, q36_mtp_eval for the MTP block,
  * q36_slot_save/load for the rollback); the gen samples. */
 #include "spec.h"
@@ -29,6 +30,7 @@ struct spec {
     int32_t     round_pos, round_d[SPEC_MAX_DRAFT];   /* spec_round */
     int         round_k;
     float       p_min;        /* spec_set_p_min */
+    bool        rewind;       /* spec_set_rewind */
     spec_stats  st;
 };
 
@@ -185,6 +187,7 @@ static float top10_p(const float *x, int64_t n, int32_t best)
 }
 
 void spec_set_p_min(spec *s, float p_min) { s->p_min = p_min; }
+void spec_set_rewind(spec *s, bool on) { s->rewind = on; }
 
 /* ----------------------------------------------------------------- prompt */
 
@@ -327,7 +330,8 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
         memcpy(s->round_d, d, (size_t)k * sizeof *d);
 
         /* verify: x and the drafts in one pass, every row's logits */
-        if (k > 0 && (rc = q36_slot_save(s->e, s->slot, s->ck, err)))
+        if (k > 0 && (rc = s->rewind ? q36_engine_keep_states(s->e, s->slot, err)
+                                     : q36_slot_save(s->e, s->slot, s->ck, err)))
             return rc;
         int32_t vids[SPEC_MAX_DRAFT + 1], outs[SPEC_MAX_DRAFT + 1];
         vids[0] = x;
@@ -367,7 +371,11 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
 
         /* rollback: the slot keeps x and the m drafts kept */
         double td = now();
-        if (m < k) {
+        if (m < k && s->rewind) {
+            if ((rc = q36_slot_rewind(s->e, s->slot, m + 1, err)))
+                return rc;
+            s->st.rewinds++;
+        } else if (m < k) {
             if ((rc = q36_slot_load(s->e, s->slot, s->ck, err)))
                 return rc;
             if ((rc = trunk(s, vids, m + 1, NULL, 0, NULL, NULL, err)))

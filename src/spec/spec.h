@@ -28,6 +28,7 @@
 #define Q36_SPEC_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../gen/gen.h"
@@ -43,6 +44,7 @@ typedef struct spec_stats {
                                              every one before it was) */
     int64_t emitted;                      /* tokens generated */
     int64_t replays, replay_rows;         /* rollbacks and the rows evaluated again */
+    int64_t rewinds;                      /* rollbacks to a kept state (no replay) */
     double  t_draft, t_verify, t_rollback, t_catchup; /* seconds */
 } spec_stats;
 
@@ -68,6 +70,12 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
  * whose probability among the MTP head's 10 best is below p_min (default
  * 0: always k drafts). */
 void spec_set_p_min(spec *s, float p_min);
+
+/* Rollback by kept per-row states instead of checkpoint + replay: the
+ * verify pass keeps the DeltaNet state after each row (the engine made
+ * with opts.n_keep >= n_draft + 1) and a rejection rewinds to the kept
+ * row (q36_slot_rewind). */
+void spec_set_rewind(spec *s, bool on);
 
 const spec_stats *spec_get_stats(const spec *s);
 /* The round being accepted (or the last one): the position P of the token

@@ -133,8 +133,8 @@ static int probe_positions(q36_engine *e, const int32_t *y, int np, int N, int k
 }
 
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
-               int n_gen, int reps, int draft_max, int draft_vocab, float p_min, uint64_t seed,
-               q36_err *err)
+               int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
+               uint64_t seed, q36_err *err)
 {
     q36_model *m = NULL;
     tok_vocab *tv = NULL;
@@ -174,14 +174,17 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
     o.type_k = cfg->type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.type_v = cfg->type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.mtp = 1;
+    o.n_keep = rewind ? draft_max + 1 : 0;
     if (!rc)
         rc = q36_engine_new(m, (int)np + n_gen + draft_max + 8, &o, &e, err);
     if (!rc)
         rc = spec_new(e, 0, draft_max, &sp, err);
     if (!rc)
         rc = q36_mtp_draft_vocab(e, draft_vocab, err);
-    if (!rc)
+    if (!rc) {
         spec_set_p_min(sp, p_min);
+        spec_set_rewind(sp, rewind != 0);
+    }
     if (!rc && (!ta || !tb || !prompt || !(logits = malloc((size_t)q36_engine_n_vocab(e) * sizeof *logits)) ||
                 !(a.ids = malloc((size_t)n_gen * sizeof *a.ids)) ||
                 !(b.ids = malloc((size_t)n_gen * sizeof *b.ids))))
@@ -203,6 +206,7 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
         const spec_stats *st = spec_get_stats(sp);
         tot.rounds += st->rounds, tot.drafted += st->drafted, tot.accepted += st->accepted;
         tot.emitted += st->emitted, tot.replays += st->replays, tot.replay_rows += st->replay_rows;
+        tot.rewinds += st->rewinds;
         tot.t_draft += st->t_draft, tot.t_verify += st->t_verify, tot.t_rollback += st->t_rollback;
         for (int i = 0; i < SPEC_MAX_DRAFT; i++)
             tot.drafted_at[i] += st->drafted_at[i], tot.accepted_at[i] += st->accepted_at[i];
@@ -215,10 +219,11 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
         bench_stats_of(ta, reps, &sa);
         bench_stats_of(tb, reps, &sb);
         printf("q36 %s, %s; %d threads, load %.2f at start; %s; prompt %zu tokens (%s), %d greedy "
-               "tokens, %d repetitions; --draft-max %d, draft vocabulary %d, --draft-p-min %g\n\n",
-               bench_commit(), mach.cpu_model, cfg->n_threads, mach.load1, path, np,
-               prompt_file ? prompt_file : "seeded random ids", n_gen, reps, draft_max,
-               q36_mtp_vocab(e, &(const int32_t *){ NULL }), p_min);
+               "tokens, %d repetitions; --draft-max %d, draft vocabulary %d, --draft-p-min %g, "
+               "--draft-rollback %s\n\n", bench_commit(), mach.cpu_model, cfg->n_threads,
+               mach.load1, path, np, prompt_file ? prompt_file : "seeded random ids", n_gen, reps,
+               draft_max, q36_mtp_vocab(e, &(const int32_t *){ NULL }), p_min,
+               rewind ? "states" : "replay");
         printf("| decoding | t/s median | min - max | speed-up | same tokens |\n");
         printf("| --- | ---: | ---: | ---: | --- |\n");
         printf("| plain | %.2f | %.2f - %.2f | 1.00 | |\n", sa.median, sa.min, sa.max);
@@ -233,9 +238,10 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
         const double R = tot.rounds ? (double)tot.rounds : 1.0;
         const double plain_ms = 1e3 * tot.t_catchup / ((double)a.n * reps);
         printf("window cost per round, ms: draft %.3f, verify %.3f (up to %d rows), rollback %.3f "
-               "(%.2f replays, %.2f rows); a plain decode step %.3f\n", 1e3 * tot.t_draft / R,
-               1e3 * tot.t_verify / R, draft_max + 1, 1e3 * tot.t_rollback / R,
-               tot.replays / R, tot.replay_rows / R, plain_ms);
+               "(%.2f replays, %.2f rows, %.2f rewinds); a plain decode step %.3f\n",
+               1e3 * tot.t_draft / R, 1e3 * tot.t_verify / R, draft_max + 1,
+               1e3 * tot.t_rollback / R, tot.replays / R, tot.replay_rows / R, tot.rewinds / R,
+               plain_ms);
         /* the plain continuation after the prompt, probed every 8th position */
         int32_t *y = malloc((np + (size_t)a.n) * sizeof *y);
         int64_t ok[SPEC_MAX_DRAFT] = { 0 };
