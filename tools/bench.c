@@ -41,7 +41,7 @@ typedef struct bench_opts {
     int spec_mtp;                 /* --spec-type draft-mtp */
     int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all) */
     float draft_p_min;            /* --draft-p-min (0) */
-    int draft_rewind;             /* --draft-rollback states */
+    int draft_rewind;             /* --draft-rollback states (1, default) | replay (0) */
     const char *prompt_file;      /* -f: the prompt of a draft-mtp run */
 } bench_opts;
 
@@ -96,7 +96,7 @@ static void usage(FILE *o)
 "  --draft-max N       drafts per verify pass (default 3)\n"
 "  --draft-vocab N     the MTP head over N ids (default 0: all; q36 run's flag)\n"
 "  --draft-p-min P     stop a round's drafts below probability P (default 0)\n"
-"  --draft-rollback R  replay (default) or states (the verify pass keeps each row's state)\n"
+"  --draft-rollback R  states (default: the verify pass keeps each row's state) or replay\n"
 "\n"
 "Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
 "AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
@@ -134,6 +134,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->n_depths = 1;
     o->seed = 1;
     o->draft_max = 3;
+    o->draft_rewind = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,
                           .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16 };

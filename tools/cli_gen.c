@@ -41,6 +41,7 @@ void cli_gen_opts_default(cli_gen_opts *o)
     o->sess = q36_session_opts_default();
     o->gen = gen_params_default();
     o->draft_max = 3;
+    o->draft_rewind = true;
 }
 
 const char cli_gen_flags_help[] =
@@ -64,8 +65,8 @@ const char cli_gen_flags_help[] =
 "                       head row); 0 = all (default, as llama.cpp)\n"
 "  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
 "                       head's 10 best is below P (default 0)\n"
-"  --draft-rollback R   replay (default: checkpoint, then evaluate the kept rows again)\n"
-"                       or states (the verify pass keeps the state after each row)\n";
+"  --draft-rollback R   states (default: the verify pass keeps the DeltaNet state after\n"
+"                       each row) or replay (a checkpoint, then the kept rows again)\n";
 
 static int kv_type(const char *s)
 {

@@ -28,7 +28,7 @@ typedef struct cli_gen_opts {
     int         draft_max;       /* --draft-max (default 3) */
     int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all) */
     float       draft_p_min;     /* --draft-p-min P (0: always --draft-max drafts) */
-    bool        draft_rewind;    /* --draft-rollback states (default replay) */
+    bool        draft_rewind;    /* --draft-rollback states (default) | replay */
 } cli_gen_opts;
 
 typedef struct cli_gen {

@@ -14,10 +14,12 @@
  * and on rejection a draw from (p - q)+ renormalized = p without d. The
  * general rule (any q) is spec_accept, for drafters that sample.
  *
- * Rollback: before the verify pass the slot's DeltaNet state is saved in a
- * device checkpoint (no K/V rows: rows past the position are never read);
- * when a draft is rejected the checkpoint is loaded and the kept rows are
- * evaluated again (a replay). The MTP block's K/V rows need no rollback:
+ * Rollback: the verify pass keeps the DeltaNet state after each row and a
+ * rejection rewinds to the last kept row (spec_set_rewind, the engine made
+ * with opts.n_keep >= n_draft + 1); or, by default here, the slot's state
+ * is saved in a device checkpoint before the pass (no K/V rows: rows past
+ * the position are never read) and a rejection loads it and evaluates the
+ * kept rows again (a replay). The MTP block's K/V rows need no rollback:
  * the next round's first MTP pass rewrites the kept positions with the
  * trunk's hidden rows (llama.cpp's catch-up) before drafting.
  *
