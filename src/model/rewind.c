@@ -7,8 +7,9 @@
  * slot's rows, from the plan). The other ops of the pass run on the whole
  * batch as usual. The fused recurrence steps one token at a time in any
  * case, so the rows come out with the same bits; the cost is the copies
- * (per row: every DeltaNet layer's state, Hv x dk x dv floats) and the
- * per-row calls. Rewinding copies one kept row back: no replay. */
+ * (per row but the last, whose state stays the slot's: every DeltaNet
+ * layer's state, Hv x dk x dv floats) and the per-row calls. Rewinding
+ * copies one kept row back: no replay. */
 #include "forward.h"
 
 int q36_engine_keep_states(q36_engine *e, int slot, q36_err *err)
@@ -67,6 +68,8 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
         be_l2_norm(be, qk, hp->eps, dk, qk);
         be_deltanet(be, ct, be_rows(be, g, t, 1), be_rows(be, beta, t, 1), e->S[il], Hk, Hv, dk,
                     &e->row_batch, be_rows(be, core, t, 1));
+        if (t + 1 == T)
+            break;         /* the last row's state is the slot's own */
         be_copy(be, tail, be_rows(be, e->keep_tail[il], t * Cc, Cc));
         be_copy(be, S, be_rows(be, e->keep_S[il], t * Hv, Hv));
     }
@@ -80,6 +83,10 @@ int q36_slot_rewind(q36_engine *e, int slot, int rows, q36_err *err)
     if (rows < 1 || rows > e->kept_rows)
         return q36_err_set(err, Q36_E_ARG, "rewind: %d rows is outside [1, %lld]", rows,
                            (long long)e->kept_rows);
+    if (rows == e->kept_rows) {
+        e->pos[slot] = e->kept_pos0 + rows;     /* the state is the pass's own */
+        return 0;
+    }
     be_ctx *be = e->be;
     const model_hparams *hp = e->hp;
     const int64_t Hv = hp->ssm_dt_rank, t = rows - 1;
