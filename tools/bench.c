@@ -38,6 +38,11 @@ typedef struct bench_opts {
     int progress;
     int profile;                  /* --profile */
     int bandwidth;                /* --bandwidth */
+    int spec_mtp;                 /* --spec-type draft-mtp */
+    int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all) */
+    float draft_p_min;            /* --draft-p-min (0) */
+    int draft_rewind;             /* --draft-rollback states (1, default) | replay (0) */
+    const char *prompt_file;      /* -f: the prompt of a draft-mtp run */
 } bench_opts;
 
 static void usage(FILE *o)
@@ -47,6 +52,9 @@ static void usage(FILE *o)
 "                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
 "                 [--profile] [--bandwidth] [-ngl N] [--device D]\n"
+"                 [--profile] [--bandwidth]\n"
+"       q36 bench --spec-type draft-mtp [-f PROMPT.txt | -p N] [-n N] [-r N] [-t N]\n"
+"                 [--draft-max 3] [--draft-vocab N] [--draft-p-min P] [--draft-rollback R]\n"
 "\n"
 "Times prompt processing (pp: N tokens evaluated in calls of -b tokens) and\n"
 "generation (tg: N single-token decodes) after filling the context with D\n"
@@ -83,6 +91,15 @@ static void usage(FILE *o)
 "                      read, DeltaNet state read and written) x t/s = GB/s moved\n"
 "%s"
 "                      (q36 only: a --baseline llama.cpp runs on the CPU)\n"
+"  --spec-type draft-mtp  instead: greedy generation of -n tokens after a prompt (-f\n"
+"                      FILE, or -p seeded ids), plain decoding against drafts from\n"
+"                      the model's MTP block, repetitions interleaved: t/s of each,\n"
+"                      speed-up, same tokens, acceptance per draft position, tokens\n"
+"                      per verify pass, window cost (draft, verify, rollback)\n"
+"  --draft-max N       drafts per verify pass (default 3)\n"
+"  --draft-vocab N     the MTP head over N ids (default 0: all; q36 run's flag)\n"
+"  --draft-p-min P     stop a round's drafts below probability P (default 0)\n"
+"  --draft-rollback R  states (default: the verify pass keeps each row's state) or replay\n"
 "\n"
 "Environment: Q36_QUANT_PATH_MAX=avx2 runs q36's CPU kernels as on a CPU without\n"
 "AVX-512 (the machine line says so); pair it with --llama-lib DIR holding only\n"
@@ -120,6 +137,8 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->reps = 5;
     o->n_depths = 1;
     o->seed = 1;
+    o->draft_max = 3;
+    o->draft_rewind = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,
                           .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16 };
@@ -139,6 +158,8 @@ static int parse(int argc, char **argv, bench_opts *o)
         INT("-t", 1, 1024, o->cfg.n_threads);
         INT("-b", 1, 1 << 20, o->cfg.n_batch);
         INT("-ub", 1, 1 << 16, o->cfg.n_ubatch);
+        INT("--draft-max", 1, 16, o->draft_max);
+        INT("--draft-vocab", 0, 1 << 24, o->draft_vocab);
 #undef INT
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
@@ -191,6 +212,27 @@ static int parse(int argc, char **argv, bench_opts *o)
             i++;
         } else if (!strcmp(a, "--progress")) {
             o->progress = 1;
+        } else if (!strcmp(a, "--spec-type")) {
+            if (!v || (strcmp(v, "draft-mtp") && strcmp(v, "none")))
+                return cli_usage("bench", "--spec-type expects none or draft-mtp, got '%s'", v ? v : "(nothing)");
+            o->spec_mtp = !strcmp(v, "draft-mtp");
+            i++;
+        } else if (!strcmp(a, "--draft-rollback")) {
+            if (!v || (strcmp(v, "replay") && strcmp(v, "states")))
+                return cli_usage("bench", "--draft-rollback expects replay or states, got '%s'", v ? v : "(nothing)");
+            o->draft_rewind = !strcmp(v, "states");
+            i++;
+        } else if (!strcmp(a, "--draft-p-min")) {
+            double d;
+            if (cli_float("bench", a, v, &d))
+                return CLI_USAGE;
+            o->draft_p_min = (float)d;
+            i++;
+        } else if (!strcmp(a, "-f")) {
+            if (!v)
+                return cli_usage("bench", "-f needs a file");
+            o->prompt_file = v;
+            i++;
         } else {
             return cli_usage("bench", "unknown flag '%s'", a);
         }
@@ -589,6 +631,13 @@ int cmd_bench(int argc, char **argv)
         o.model = cli_default_model();
 
     q36_err err = { 0 };
+    if (o.spec_mtp) {
+        if (o.n_gen < 1)
+            return cli_usage("bench", "--spec-type draft-mtp needs -n N >= 1");
+        rc = bench_spec(o.model, &o.cfg, o.prompt_file, o.n_prompt, o.n_gen, o.reps, o.draft_max,
+                        o.draft_vocab, o.draft_p_min, o.draft_rewind, o.seed, &err);
+        return rc ? cli_fail(&err) : 0;
+    }
     run R = { .o = &o };
     result res[N_ENGINES];
     memset(res, 0, sizeof res);

@@ -40,6 +40,8 @@ void cli_gen_opts_default(cli_gen_opts *o)
     memset(o, 0, sizeof *o);
     o->sess = q36_session_opts_default();
     o->gen = gen_params_default();
+    o->draft_max = 3;
+    o->draft_rewind = true;
 }
 
 const char cli_gen_flags_help[] =
@@ -58,7 +60,16 @@ const char cli_gen_flags_help[] =
 "  --print-ids          print generated token ids on one line instead of text\n"
 "  -ngl N               layers on the GPU (llama.cpp's flag): 0 = the CPU (default),\n"
 "                       any N > 0 = the whole model on the CUDA device\n"
-"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n";
+"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n"
+"  --spec-type T        speculative decoding: none (default) or draft-mtp (drafts from\n"
+"                       the model's MTP block; the output is the same tokens)\n"
+"  --draft-max N        tokens drafted per verify pass (default 3)\n"
+"  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
+"                       head row); 0 = all (default, as llama.cpp)\n"
+"  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
+"                       head's 10 best is below P (default 0)\n"
+"  --draft-rollback R   states (default: the verify pass keeps the DeltaNet state after\n"
+"                       each row) or replay (a checkpoint, then the kept rows again)\n";
 
 static int kv_type(const char *s)
 {
@@ -91,10 +102,13 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
     INT("-t", 0, 1024, o->sess.n_threads);
     INT("-b", 1, 1 << 16, o->sess.n_batch);
     INT("--top-k", 0, 1 << 24, sp->top_k);
+    INT("--draft-max", 1, SPEC_MAX_DRAFT, o->draft_max);
+    INT("--draft-vocab", 0, 1 << 24, o->draft_vocab);
     INT("--repeat-last-n", 0, 1 << 24, sp->penalty_last_n);
     FLT("--temp", sp->temp);
     FLT("--top-p", sp->top_p);
     FLT("--min-p", sp->min_p);
+    FLT("--draft-p-min", o->draft_p_min);
     FLT("--repeat-penalty", sp->repeat_penalty);
     FLT("--presence-penalty", sp->presence_penalty);
     FLT("--frequency-penalty", sp->frequency_penalty);
@@ -106,6 +120,29 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
         sp->seed = (uint32_t)x;
         ++*i;
         return CLI_FLAG_TAKEN;
+    }
+    if (!strcmp(a, "--draft-rollback")) {
+        if (v && (!strcmp(v, "states") || !strcmp(v, "replay"))) {
+            o->draft_rewind = !strcmp(v, "states");
+            ++*i;
+            return CLI_FLAG_TAKEN;
+        }
+        cli_usage(cmd, "--draft-rollback expects replay or states, got '%s'", v ? v : "(nothing)");
+        return CLI_FLAG_BAD;
+    }
+    if (!strcmp(a, "--spec-type")) {
+        /* chat restores its history from snapshots, which hold no MTP rows */
+        if (strcmp(cmd, "run") && v && strcmp(v, "none")) {
+            cli_usage(cmd, "--spec-type draft-mtp is for q36 run (and q36 bench) only today");
+            return CLI_FLAG_BAD;
+        }
+        if (v && (!strcmp(v, "draft-mtp") || !strcmp(v, "none"))) {
+            o->spec_mtp = !strcmp(v, "draft-mtp");
+            ++*i;
+            return CLI_FLAG_TAKEN;
+        }
+        cli_usage(cmd, "--spec-type expects none or draft-mtp, got '%s'", v ? v : "(nothing)");
+        return CLI_FLAG_BAD;
     }
     if (!strcmp(a, "-m")) {
         if (!v) {
@@ -144,15 +181,28 @@ int cli_gen_open(const cli_gen_opts *o, cli_gen *g, q36_err *err)
     if ((rc = tok_new_from_gguf(q36_model_gguf(g->model), &g->tok, err)))
         goto fail;
     int n_ctx = o->n_ctx ? o->n_ctx : (int)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    q36_session_opts so = o->sess;
+    so.mtp = o->spec_mtp;
+    if (o->spec_mtp && o->draft_rewind)
+        so.n_keep = o->draft_max + 1;
     q36_mem_plan plan;
-    if ((rc = q36_session_plan(g->model, n_ctx, &o->sess, &plan, err)))
+    if ((rc = q36_session_plan(g->model, n_ctx, &so, &plan, err)))
         goto fail;
     fprintf(stderr, "q36: %s, %u layers, vocab %u; context %d: K/V %.1f MiB + state %.1f MiB + scratch %.1f MiB\n",
             hp->arch_name, hp->n_layer, hp->n_vocab, n_ctx, plan.kv / 1048576.0,
             plan.recurrent / 1048576.0, plan.scratch / 1048576.0);
-    if ((rc = cli_device_check(g->model, n_ctx, &o->sess, 0, err)) ||
-        (rc = q36_session_new(g->model, n_ctx, &o->sess, &g->sess, err)))
+    if ((rc = cli_device_check(g->model, n_ctx, &so, 0, err)) ||
+        (rc = q36_session_new(g->model, n_ctx, &so, &g->sess, err)))
         goto fail;
+    if (o->spec_mtp && (rc = spec_new(q36_session_engine(g->sess), q36_session_slot(g->sess),
+                                      o->draft_max, &g->spec, err)))
+        goto fail;
+    if (o->spec_mtp && (rc = q36_mtp_draft_vocab(q36_session_engine(g->sess), o->draft_vocab, err)))
+        goto fail;
+    if (g->spec) {
+        spec_set_p_min(g->spec, o->draft_p_min);
+        spec_set_rewind(g->spec, o->draft_rewind);
+    }
     g->n_vocab = q36_session_n_vocab(g->sess);
     if ((rc = gen_new(&o->gen, g->tok, g->n_vocab, &g->gen, err)))
         goto fail;
@@ -170,6 +220,7 @@ fail:
 void cli_gen_close(cli_gen *g)
 {
     free(g->logits);
+    spec_free(g->spec);
     gen_free(g->gen);
     q36_session_free(g->sess);
     tok_free(g->tok);
@@ -185,7 +236,8 @@ int cli_gen_prefill(cli_gen *g, const int32_t *ids, int n, cli_gen_stats *st, q3
         return q36_err_set(err, Q36_E_ARG, "the prompt (%d tokens, %d already in context) does not fit a context of %d; raise -c",
                            n, q36_session_pos(g->sess), q36_session_n_ctx(g->sess));
     double t0 = now();
-    int rc = q36_session_append(g->sess, ids, n, g->logits, Q36_LOGITS_LAST, err);
+    int rc = g->spec ? spec_prefill(g->spec, ids, n, g->logits, err)
+                     : q36_session_append(g->sess, ids, n, g->logits, Q36_LOGITS_LAST, err);
     st->t_prompt += now() - t0;
     st->n_prompt += n;
     return rc;
@@ -246,7 +298,8 @@ int cli_gen_generate(cli_gen *g, const cli_gen_opts *o, cli_gen_stats *st, char 
     }
     gen_restart(g->gen);
     gen_result res = { 0 };
-    int rc = gen_run(g->gen, g->sess, g->logits, &cli_gen_interrupted, emit, &k, &res, err);
+    int rc = g->spec ? spec_run(g->spec, g->gen, g->logits, &cli_gen_interrupted, emit, &k, &res, err)
+                     : gen_run(g->gen, g->sess, g->logits, &cli_gen_interrupted, emit, &k, &res, err);
     st->n_gen += res.n_gen;
     st->t_gen += res.t_gen;
     st->stop = res.stop;
@@ -260,4 +313,20 @@ void cli_gen_report(const cli_gen_stats *st)
             st->n_gen, st->t_gen, st->t_gen > 0 ? st->n_gen / st->t_gen : 0.0,
             st->stop == GEN_STOP_USER ? " (stopped by Ctrl-C)" : st->stop == GEN_STOP_CTX ? " (context full)" :
             st->stop == GEN_STOP_EOG ? " (end of generation)" : "");
+}
+
+void cli_gen_report_spec(const spec *s)
+{
+    const spec_stats *t = spec_get_stats(s);
+    fprintf(stderr, "q36: draft-mtp: %lld verify passes, %lld drafted, %lld accepted (%.1f%%), "
+            "%.2f tokens per pass; acceptance by position:",
+            (long long)t->rounds, (long long)t->drafted, (long long)t->accepted,
+            t->drafted ? 100.0 * t->accepted / t->drafted : 0.0,
+            t->rounds ? (double)t->emitted / t->rounds : 0.0);
+    for (int i = 0; i < SPEC_MAX_DRAFT && t->drafted_at[i]; i++)
+        fprintf(stderr, " %.3f", (double)t->accepted_at[i] / t->drafted_at[i]);
+    fprintf(stderr, "\nq36: draft-mtp time: draft %.3f s, verify %.3f s, rollback %.3f s "
+            "(%lld replays, %lld rows; %lld rewinds), prompt MTP rows %.3f s\n", t->t_draft,
+            t->t_verify, t->t_rollback, (long long)t->replays, (long long)t->replay_rows,
+            (long long)t->rewinds, t->t_catchup);
 }

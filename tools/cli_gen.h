@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../src/gen/gen.h"
+#include "../src/spec/spec.h"
 #include "../src/include/q36.h"
 #include "../src/sampler/sampler.h"
 #include "../src/tokenizer/tok.h"
@@ -23,6 +24,11 @@ typedef struct cli_gen_opts {
     bool        print_ids;
     q36_session_opts sess;
     gen_params  gen;             /* sampling and n_predict */
+    bool        spec_mtp;        /* --spec-type draft-mtp */
+    int         draft_max;       /* --draft-max (default 3) */
+    int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all) */
+    float       draft_p_min;     /* --draft-p-min P (0: always --draft-max drafts) */
+    bool        draft_rewind;    /* --draft-rollback states (default) | replay */
 } cli_gen_opts;
 
 typedef struct cli_gen {
@@ -32,6 +38,7 @@ typedef struct cli_gen {
     gen         *gen;            /* sampler and stop state, restarted per reply */
     float       *logits;         /* n_vocab: the row the next token is drawn from */
     int32_t      n_vocab;
+    spec        *spec;           /* --spec-type draft-mtp: drafts from the MTP block */
 } cli_gen;
 
 typedef struct cli_gen_stats {
@@ -52,7 +59,7 @@ enum cli_flag {
 };
 /* Common flags: -m -c -t -b -n -ctk -ctv --temp --top-k --top-p --min-p
  * --repeat-penalty --presence-penalty --frequency-penalty --repeat-last-n
- * --seed --print-ids. */
+ * --seed --print-ids --spec-type --draft-max. */
 enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_gen_opts *o);
 /* The common flags' help lines. */
 extern const char cli_gen_flags_help[];
@@ -73,5 +80,8 @@ int  cli_gen_prefill(cli_gen *g, const int32_t *ids, int n, cli_gen_stats *st, q
 int  cli_gen_generate(cli_gen *g, const cli_gen_opts *o, cli_gen_stats *st, char **out,
                       size_t *out_len, q36_err *err);
 void cli_gen_report(const cli_gen_stats *st);
+/* --spec-type draft-mtp: acceptance per draft position, tokens per verify
+ * pass, where the time went (stderr). */
+void cli_gen_report_spec(const spec *s);
 
 #endif

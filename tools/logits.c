@@ -7,7 +7,9 @@
  * --greedy N then decodes N tokens one at a time, each the argmax (ties to
  * the lower id) of the previous logits, prints their ids on one line and
  * writes the N rows they were chosen from instead (as `oracle greedy
- * --logits` does). */
+ * --logits` does). --mtp writes the MTP head's logits of every row instead:
+ * row p from (id p, the trunk's hidden row of p-1, zeros at p = 0), as
+ * `oracle mtp` does. */
 #include "cli.h"
 
 #include <errno.h>
@@ -23,7 +25,7 @@ static void usage(FILE *o)
     fprintf(o,
 "usage: q36 logits [-m MODEL.gguf] (--ids \"1 2 3\" | --ids-file F) -o OUT.f32 [--all]\n"
 "                  [-t N] [-c N] [-b N] [-ctk f32|f16] [-ctv f32|f16] [--split N]\n"
-"                  [--greedy N] [--fast] [--profile] [-ngl N] [--device D]\n"
+"                  [--greedy N] [--fast] [--profile] [--mtp] [-ngl N] [--device D]\n"
 "\n"
 "Evaluates the ids from position 0 and writes float32 logits [positions][n_vocab]\n"
 "(row-major) of the last position, or of every position with --all. Prints\n"
@@ -42,6 +44,8 @@ static void usage(FILE *o)
 "  --profile      time every backend op (a diagnostic: the logits do not change)\n"
 "  --greedy N     then generate N tokens greedily: print their ids, write the\n"
 "                N rows [N][n_vocab] they were chosen from\n"
+"  --mtp          the MTP head's logits of every row instead: row p from id p and\n"
+"                the trunk's hidden row of p-1 (zeros at p = 0), [n][n_vocab]\n"
 "%s", cli_device_help);
 }
 
@@ -73,11 +77,58 @@ static int kv_type(const char *s)
     return -1;
 }
 
+/* --mtp: the trunk over every id (its hidden rows), then the MTP block
+ * over (id p, hidden row p-1) for every p, in one pass each. */
+static int mtp_logits(const char *model, const int32_t *ids, int n, q36_engine_opts *o,
+                      const char *outp)
+{
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    q36_engine *e = NULL;
+    int rc = CLI_ERROR;
+    o->mtp = 1;
+    if (o->n_batch < n)
+        o->n_batch = n;
+    float *h = NULL, *logits = NULL;
+    int32_t *slot = calloc((size_t)n, sizeof *slot), *pos = malloc((size_t)n * sizeof *pos);
+    if (q36_model_open(model, &m, &err) || q36_engine_new(m, n, o, &e, &err)) {
+        cli_fail(&err);
+        goto done;
+    }
+    const int64_t V = q36_engine_n_vocab(e), D = q36_engine_n_embd(e);
+    h = calloc((size_t)(n + 1) * D, sizeof *h);
+    logits = malloc((size_t)n * V * sizeof *logits);
+    if (!h || !logits || !slot || !pos) {
+        fprintf(stderr, "q36: out of memory for %d rows\n", n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        pos[i] = i;
+    const q36_batch b = { n, ids, slot, pos, n, pos };
+    if (q36_engine_eval(e, &b, NULL, h + D, &err) ||
+        q36_mtp_eval(e, &b, h, Q36_MTP_H_TRUNK, logits, NULL, &err)) {
+        cli_fail(&err);
+        goto done;
+    }
+    FILE *f = fopen(outp, "wb");
+    if (!f || fwrite(logits, sizeof(float), (size_t)n * V, f) != (size_t)n * V || fclose(f)) {
+        fprintf(stderr, "q36: %s: cannot write: %s\n", outp, strerror(errno));
+        goto done;
+    }
+    printf("%d %lld\n", n, (long long)V);
+    rc = CLI_OK;
+done:
+    free(h), free(logits), free(slot), free(pos);
+    q36_engine_free(e);
+    q36_model_free(m);
+    return rc;
+}
+
 int cmd_logits(int argc, char **argv)
 {
     const char *C = "logits";
     const char *model = NULL, *ids_s = NULL, *ids_file = NULL, *outp = NULL;
-    bool all = false;
+    bool all = false, mtp = false;
     int64_t v, n_ctx = 0, split = 0, greedy = 0;
     q36_session_opts o = q36_session_opts_default();
     for (int i = 1; i < argc; i++) {
@@ -100,6 +151,8 @@ int cmd_logits(int argc, char **argv)
             outp = argv[++i];
         } else if (!strcmp(a, "--all")) {
             all = true;
+        } else if (!strcmp(a, "--mtp")) {
+            mtp = true;
         } else if (!strcmp(a, "--fast")) {
             o.fast = 1;
         } else if (!strcmp(a, "--profile")) {
@@ -151,6 +204,13 @@ int cmd_logits(int argc, char **argv)
     }
     free(owned);
 
+    if (mtp) {
+        if (greedy || split)
+            return cli_usage(C, "--mtp goes with neither --greedy nor --split");
+        int r = mtp_logits(model, ids, n, &o, outp);
+        free(ids);
+        return r;
+    }
     q36_model *m = NULL;
     q36_session *s = NULL;
     float *logits = NULL;

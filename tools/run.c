@@ -112,6 +112,8 @@ int cmd_run(int argc, char **argv)
         printf("\n");
     fflush(stdout);
     cli_gen_report(&st);
+    if (g.spec)
+        cli_gen_report_spec(g.spec);
     free(ids);
     cli_gen_close(&g);
     return 0;

@@ -76,6 +76,11 @@ typedef struct q36_engine_opts {
                                no result. 0 (default): one branch per op. */
     const char *backend;    /* the device: NULL or "cpu" (default; the only one built
                                today) */
+    int mtp;                /* 1: also bind the model's MTP block and hold its K/V rows
+                               per slot (q36_mtp_eval); 0 (default): the trunk only */
+    int n_keep;             /* room to keep the DeltaNet state after each of the first
+                               n_keep rows of a pass (q36_engine_keep_states), for a
+                               rollback without replay; 0 (default): none */
 } q36_engine_opts;
 
 /* A session's options are its private engine's (n_slots is ignored: 1). */
@@ -112,6 +117,7 @@ int q36_engine_n_slots(const q36_engine *e);
 int q36_engine_n_ctx(const q36_engine *e);
 int q36_engine_n_vocab(const q36_engine *e);
 int q36_engine_n_embd(const q36_engine *e);
+int q36_engine_n_batch(const q36_engine *e);                 /* rows per pass at most */
 
 /* One forward pass. Row i is token id[i] of slot slot[i] at position
  * pos[i]. A slot's rows are consecutive in the batch, at consecutive
@@ -138,6 +144,60 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */
 void q36_slot_reset(q36_engine *e, int slot);
+
+/* --------------------------------------------------------------------- MTP
+ *
+ * The multi-token-prediction block (MODEL.md §5) of an engine made with
+ * opts.mtp = 1 on a model that has one: from the embedding of token x at
+ * position p and a hidden row h of position p-1, it predicts the token at
+ * p+1. It is a gated-attention layer with its own K/V rows per slot: MTP
+ * row p of a slot holds the block's K/V for (x_p, h_{p-1}); rows below a
+ * pass's first position are read, rows above it are never read, so
+ * rejected drafts need no rollback beyond starting the next pass lower.
+ *
+ * q36_mtp_eval: row i is token id[i] of slot slot[i] at MTP position
+ * pos[i], paired with h[i*n_embd ..]: with h_src Q36_MTP_H_TRUNK, a hidden
+ * row as q36_engine_eval returns it (before the final norm; the pass
+ * applies output_norm, so it reads what llama.cpp's h_nextn holds); with
+ * Q36_MTP_H_MTP, a hidden row as this function returns it (before
+ * shared_head_norm, which the pass applies). A zero row stands for "no
+ * hidden state" (position 0, as llama.cpp pairs it). A slot's rows are
+ * consecutive, at consecutive positions, the first at most the slot's MTP
+ * position (q36_mtp_pos: one past the last MTP row written); the pass sets
+ * it to one past its last row. logits (n_out rows of n_vocab) and hidden
+ * (n_out rows of n_embd, before shared_head_norm; may be NULL) for the rows
+ * listed in b->out. Errors like q36_engine_eval's; Q36_E_ARG when the
+ * engine holds no MTP block. */
+enum q36_mtp_h { Q36_MTP_H_TRUNK = 0, Q36_MTP_H_MTP = 1 };
+int q36_engine_has_mtp(const q36_engine *e);
+int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                 float *logits, float *hidden, q36_err *err);
+int q36_mtp_pos(const q36_engine *e, int slot);
+/* A draft vocabulary: the MTP head restricted to at most n ids, the lowest
+ * ids whose head row is not all zero (BPE ids follow merge order, so the
+ * frequent tokens come first; a trained model's unused ids have zero rows).
+ * q36_mtp_eval's logits then have q36_mtp_vocab(e, &ids) columns, column j
+ * for id ids[j]. A draft is only a guess: the verify pass decides, so this
+ * changes speed and acceptance, never the output. n <= 0: the full head
+ * (the default, as llama.cpp drafts). Once per engine; the copy of those
+ * rows (n x the head's row bytes) is allocated here, outside the plan, and
+ * freed with the engine. */
+int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
+int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
+
+/* --------------------------------------------------- kept per-row states
+ *
+ * A rollback without replay (speculative decoding): q36_engine_keep_states
+ * asks the next q36_engine_eval, whose batch must be that slot's rows
+ * alone, at most opts.n_keep of them, to keep the slot's DeltaNet state and
+ * conv tail after each row (the delta rule and the conv then run row by row
+ * on the device, the same bits). q36_slot_rewind(e, slot, rows) then makes
+ * the slot what it was after the first `rows` rows of that pass: their
+ * state, position pass start + rows (K/V rows above are never read).
+ * Valid until the slot's next pass. Q36_E_ARG when nothing was kept for the
+ * slot or rows is outside [1, the pass's rows]. */
+int q36_engine_keep_states(q36_engine *e, int slot, q36_err *err);
+int q36_slot_rewind(q36_engine *e, int slot, int rows, q36_err *err);
 
 /* ------------------------------------------------------------- checkpoints
  *

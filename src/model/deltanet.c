@@ -29,15 +29,20 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
     be_matmul_n(be, 4, win, h, yin);
     be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
 
-    be_ssm_conv(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
-    be_silu(be, conv, conv);
-    be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);
-    be_l2_norm(be, qk, hp->eps, dk, qk);
+    if (e->keep_slot >= 0) {
+        /* a pass that keeps the state after each row (rewind.c) */
+        model_deltanet_rows(e, il, T, mixed, conv, g, beta, core);
+    } else {
+        be_ssm_conv(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
+        be_silu(be, conv, conv);
+        be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);
+        be_l2_norm(be, qk, hp->eps, dk, qk);
 
-    if (e->fast && T > 1)
-        be_deltanet_chunked(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
-    else
-        be_deltanet(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
+        if (e->fast && T > 1)
+            be_deltanet_chunked(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
+        else
+            be_deltanet(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
+    }
 
     be_rms_norm(be, core, L->ssm_norm, hp->eps, dk, core);
     be_gate_silu(be, core, z, core);

@@ -68,14 +68,17 @@ void q36_engine_free(q36_engine *e)
         return;
     if (e->be) {
         const plan_args a = { e->n_ctx, e->n_batch, e->n_slots, e->n_threads, e->type_k,
-                              e->type_v };
+                              e->type_v, e->mtp, e->n_keep };
         model_plan_walk(e->hp, &a, e, free_item, e);
         be_batch_free(e->be, &e->batch);
+        be_batch_free(e->be, &e->row_batch);
     }
     be_free(e->be);
+    model_mtp_free(e);
     free(e->pos);
     free(e->seq);
     free(e->rowbuf);
+    free(e->mtp_pos);
     free(e);
 }
 
@@ -127,10 +130,14 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->type_v = o.type_v;
     e->fast = o.fast != 0;
     e->profile = o.profile != 0;
+    e->mtp = o.mtp != 0;
+    e->n_keep = o.n_keep;
+    e->keep_slot = e->kept_slot = -1;
     e->pos = calloc((size_t)o.n_slots, sizeof *e->pos);
     e->seq = calloc((size_t)o.n_slots, sizeof *e->seq);
     e->rowbuf = calloc(3 * (size_t)o.n_batch, sizeof *e->rowbuf);
-    if (!e->pos || !e->seq || !e->rowbuf) {
+    e->mtp_pos = calloc((size_t)o.n_slots, sizeof *e->mtp_pos);
+    if (!e->pos || !e->seq || !e->rowbuf || !e->mtp_pos) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -138,8 +145,11 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         goto fail;
     if ((rc = model_weights_bind(e->be, q36_model_gguf(m), hp, &e->w, err)))
         goto fail;
+    if (e->mtp && (rc = model_weights_bind_mtp(e->be, q36_model_gguf(m), hp, &e->w, err)))
+        goto fail;
 
-    const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v };
+    const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v, e->mtp,
+                          e->n_keep };
     alloc_ctx ac = { e, false };
     model_plan_walk(hp, &a, e, alloc_item, &ac);
     if (ac.oom) {
@@ -149,6 +159,8 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     }
     e->sc.logit_rows = be_rows_of(e->sc.logits);
     if ((rc = be_batch_init(e->be, &e->batch, o.n_batch, o.n_slots, n_ctx, err)))
+        goto fail;
+    if (e->n_keep && (rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err)))
         goto fail;
     const be_shape sh = model_plan_shape(hp, &a);
     if ((rc = be_reserve(e->be, &sh, err)))
@@ -164,6 +176,7 @@ int q36_engine_n_slots(const q36_engine *e) { return e->n_slots; }
 int q36_engine_n_ctx(const q36_engine *e) { return (int)e->n_ctx; }
 int q36_engine_n_vocab(const q36_engine *e) { return (int)e->hp->n_vocab; }
 int q36_engine_n_embd(const q36_engine *e) { return (int)e->hp->n_embd; }
+int q36_engine_n_batch(const q36_engine *e) { return (int)e->n_batch; }
 
 /* ------------------------------------------------------------------ eval */
 
@@ -218,6 +231,11 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
     if (n_seq < 0)
         return n_seq;
     be_ctx *be = e->be;
+    if (e->keep_slot >= 0) {
+        const int rk = model_keep_check(e, n_seq, err);
+        if (rk)
+            return rk;
+    }
     const uint64_t t0 = e->profile ? now_ns() : 0;
     if (e->profile)     /* ops count only inside forward passes */
         be_profile_enable(be, 1);
@@ -231,6 +249,7 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
         e->prof_fwd_n++;
         e->prof_tok += (uint64_t)b->n;
     }
+    model_keep_done(e, rc ? 0 : n_seq);
     if (rc)
         return rc;
     for (int s = 0; s < n_seq; s++)
@@ -259,4 +278,7 @@ void q36_slot_reset(q36_engine *e, int slot)
         be_zero(e->be, be_rows(e->be, e->S[il], (int64_t)slot * hp->ssm_dt_rank, hp->ssm_dt_rank));
     }
     e->pos[slot] = 0;
+    e->mtp_pos[slot] = 0;
+    if (e->kept_slot == slot)
+        e->kept_slot = -1;
 }

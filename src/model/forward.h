@@ -69,6 +69,26 @@ struct q36_engine {
     be_batch       batch;         /* the pass being evaluated */
     be_seq        *seq;           /* host: its runs (n_slots) */
     int32_t       *rowbuf;        /* host: 3 x n_batch, a session's slots/positions/rows */
+    /* MTP (opts.mtp): its K/V are kc/vc[w.mtp.il]; mtp.c */
+    bool           mtp;
+    int64_t       *mtp_pos;       /* per slot: one past the last MTP row written */
+    be_tensor     *mtp_h;         /* B x D: the hidden rows uploaded */
+    be_tensor     *mtp_cat;       /* B x 2D: [enorm(embedding) | hnorm(h)] */
+    /* kept per-row states (rewind.c): the DeltaNet state and conv tail after
+     * each of the first n_keep rows of the pass that asked for them */
+    int            n_keep;
+    be_tensor     *keep_S[MODEL_MAX_BLOCKS];     /* n_keep*Hv rows */
+    be_tensor     *keep_tail[MODEL_MAX_BLOCKS];  /* n_keep*Cc rows */
+    be_batch       row_batch;     /* one row of the kept slot, for the row-by-row ops */
+    int            keep_slot;     /* the slot the next pass keeps states of; -1: none */
+    int            kept_slot;     /* the slot whose states are kept; -1: none */
+    int64_t        kept_pos0, kept_rows;
+    /* a draft vocabulary (q36_mtp_draft_vocab): the head's rows of those ids */
+    gguf_tensor    dv_t;          /* describes dv_buf for be_weight_bind */
+    void          *dv_buf;
+    be_weight     *dv_head;       /* NULL: the full head */
+    int32_t       *dv_ids;
+    int            dv_n;
 };
 
 /* ----------------------------------------------------------------- plan.c */
@@ -87,6 +107,8 @@ typedef struct plan_item {
 typedef struct plan_args {
     int64_t n_ctx, n_batch;
     int     n_slots, n_threads, type_k, type_v;
+    int     mtp;           /* the MTP block's K/V rows and scratch too */
+    int     n_keep;        /* rows of kept per-row states (rewind.c) */
 } plan_args;
 
 /* Calls fn for every tensor an engine of these arguments holds; e (may be
@@ -108,6 +130,22 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
  * op errors are checked once, at the end. */
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
                   float *hidden, q36_err *err);
+
+/* The MTP pass over the T rows set up like model_forward's, with the
+ * hidden rows already in e->mtp_h (mtp.c). */
+int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
+                      float *logits, float *hidden, q36_err *err);
+
+/* The delta rule and the conv of a pass that keeps per-row states
+ * (rewind.c): row by row, each state copied out after its row. */
+void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
+                         be_tensor *g, be_tensor *beta, be_tensor *core);
+/* Checks a pass that keeps states, before it runs; after it, records it. */
+int  model_keep_check(q36_engine *e, int n_seq, q36_err *err);
+void model_keep_done(q36_engine *e, int n_seq);
+
+/* Frees what the MTP pass allocated outside the plan (after be_free). */
+void model_mtp_free(q36_engine *e);
 
 /* One block each: input h (T rows, normed), output into `out`. */
 void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);

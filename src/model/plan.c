@@ -35,6 +35,21 @@ void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
             ITEM("V cache", PLAN_KV, tv, S * a->n_ctx, kvw, &e->vc[il]);
         }
     }
+    if (a->n_keep)
+        for (uint32_t il = 0; il < hp->n_layer; il++)
+            if (hp->recurrent[il]) {
+                ITEM("kept conv tails", PLAN_STATE, BE_F32, a->n_keep * Cc, hp->ssm_conv - 1,
+                     &e->keep_tail[il]);
+                ITEM("kept deltanet states", PLAN_STATE, BE_F32, a->n_keep * Hv, dv * dv,
+                     &e->keep_S[il]);
+            }
+    if (a->mtp) {
+        const uint32_t il = hp->n_layer;
+        ITEM("MTP K cache", PLAN_KV, tk, S * a->n_ctx, kvw, &e->kc[il]);
+        ITEM("MTP V cache", PLAN_KV, tv, S * a->n_ctx, kvw, &e->vc[il]);
+        ITEM("MTP hidden", PLAN_SCRATCH, BE_F32, B, D, &e->mtp_h);
+        ITEM("MTP concat", PLAN_SCRATCH, BE_F32, B, 2 * D, &e->mtp_cat);
+    }
     ITEM("ids", PLAN_SCRATCH, BE_I32, B, 1, &sc->ids);
     ITEM("x", PLAN_SCRATCH, BE_F32, B, D, &sc->x);
     ITEM("h", PLAN_SCRATCH, BE_F32, B, D, &sc->h);
@@ -97,6 +112,8 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
     w = max64(w, (int64_t)hp->n_head * hp->head_dim);
     w = max64(w, max64(hp->n_ff, hp->n_ff_shexp));
     w = max64(w, hp->n_ff_exp);
+    if (a->mtp)
+        w = max64(w, 2 * (int64_t)hp->n_embd);     /* eh_proj */
     s.max_in = w;
     /* experts read the normed input (D) or their own SwiGLU rows (Fe) */
     if (hp->arch == MODEL_QWEN35MOE)
@@ -105,6 +122,8 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
      * column views (attention: two copies of views per head to split q and
      * the gate), then the head: two per gathered row */
     s.max_views = (int64_t)hp->n_layer * (64 + 4 * (int64_t)hp->n_head) + 64 + 2 * a->n_batch;
+    /* a pass that keeps per-row states: 12 views per row and DeltaNet layer */
+    s.max_views += (int64_t)hp->n_layer * a->n_keep * 12;
     return s;
 }
 
@@ -147,7 +166,14 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
     if (rc)
         return rc;
     const model_hparams *hp = q36_model_hparams(m);
-    const plan_args a = { n_ctx, o->n_batch, o->n_slots, o->n_threads, o->type_k, o->type_v };
+    if (o->mtp && !hp->n_nextn)
+        return q36_err_set(err, Q36_E_ARG, "MTP asked for, but the model has no MTP block "
+                           "(%s.nextn_predict_layers is 0)", hp->arch_name);
+    if (o->n_keep < 0 || o->n_keep > o->n_batch)
+        return q36_err_set(err, Q36_E_ARG, "n_keep %d is outside [0, n_batch %d]", o->n_keep,
+                           o->n_batch);
+    const plan_args a = { n_ctx, o->n_batch, o->n_slots, o->n_threads, o->type_k, o->type_v,
+                          o->mtp != 0, o->n_keep };
     memset(out, 0, sizeof *out);
     out->weights = q36_model_n_bytes(m);
     sum_ctx c = { out };

@@ -64,6 +64,8 @@ static const orc_cmd commands[] = {
       "-m M -f FILE [-c 512] [-n CHUNKS]   llama-perplexity's method: [1]x,... Final estimate" },
     { "dequant", orc_cmd_dequant, F_M | F_TENSOR | F_O | F_GGML,
       "-m M --tensor NAME -o OUT.f32 [--ggml-load]   ggml's to_float of one tensor" },
+    { "mtp", orc_cmd_mtp, F_EVAL | F_IDS | F_IDSF | F_O,
+      "-m M (--ids .. | --ids-file F) -o OUT.f32   the MTP head's logits of every row, [pos][n_vocab]" },
     { "cpu", orc_cmd_cpu, 0,
       "                           the libggml-cpu variant llama.cpp loads here (haswell, zen4, ...)" },
     { "compare", orc_cmd_compare, F_POS | F_N,

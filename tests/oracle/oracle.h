@@ -119,5 +119,6 @@ int orc_cmd_dequant(const orc_opts *o);
 int orc_cmd_cpu(const orc_opts *o);
 int orc_cmd_compare(const orc_opts *o);
 int orc_cmd_argmax(const orc_opts *o);
+int orc_cmd_mtp(const orc_opts *o);
 
 #endif

@@ -148,6 +148,13 @@ int bench_q36_traffic(bench_engine *e, double ctx_positions, bench_traffic *out,
  * one (bench_membw.c). */
 int bench_membw(int n_threads, size_t bytes, int passes, bench_stats *gbps, q36_err *err);
 
+/* --spec-type draft-mtp: plain greedy decoding against MTP speculative
+ * decoding from a prompt (text file, or n_prompt seeded ids), -r
+ * repetitions interleaved; a markdown report on stdout (bench_spec.c). */
+int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
+               int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
+               uint64_t seed, q36_err *err);
+
 /* Monotonic wall clock in seconds. */
 double bench_now(void);
 

@@ -1,0 +1,204 @@
+/* mtp.c: the MTP ("nextn") block of qwen35/qwen35moe (MODEL.md §5) as a
+ * pass of its own (include/q36.h, q36_mtp_eval): the embedding of each
+ * row's token and the hidden row it is paired with are each RMS-normed
+ * (enorm, hnorm), concatenated embedding first, projected by eh_proj to D,
+ * then run through one gated-attention layer with its FFN (attention.c,
+ * ffn.c, on the block's own K/V rows), and normed by shared_head_norm for
+ * the LM head. The hidden rows come from the host: the trunk's (before the
+ * final norm, which this pass applies, so the block reads the post-norm
+ * state llama.cpp calls h_nextn) or the block's own from the previous
+ * draft step (before shared_head_norm, applied here likewise). The trunk's
+ * pass (forward.c) never runs this block. */
+#include "forward.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../quant/types.h"
+
+int q36_engine_has_mtp(const q36_engine *e) { return e->mtp; }
+
+int q36_mtp_pos(const q36_engine *e, int slot)
+{
+    return slot >= 0 && slot < e->n_slots ? (int)e->mtp_pos[slot] : -1;
+}
+
+/* Checks the batch and splits it into runs, as q36_engine_eval does,
+ * except that a slot's first row may start at or below its MTP position. */
+static int mtp_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
+{
+    if (!e->mtp)
+        return q36_err_set(err, Q36_E_ARG, "MTP pass: the engine was made without opts.mtp");
+    if (b->n < 1 || b->n > e->n_batch)
+        return q36_err_set(err, Q36_E_ARG, "MTP batch of %d rows is outside [1, %lld]", b->n,
+                           (long long)e->n_batch);
+    if (b->n_out < 0 || b->n_out > b->n)
+        return q36_err_set(err, Q36_E_ARG, "%d output rows for an MTP batch of %d", b->n_out,
+                           b->n);
+    int n_seq = 0;
+    for (int i = 0; i < b->n; i++) {
+        const int32_t id = b->id[i], sl = b->slot[i], p = b->pos[i];
+        if (id < 0 || (uint32_t)id >= e->hp->n_vocab)
+            return q36_err_set(err, Q36_E_ARG, "MTP row %d: token %d is outside the vocabulary "
+                               "of %u", i, id, e->hp->n_vocab);
+        if (sl < 0 || sl >= e->n_slots)
+            return q36_err_set(err, Q36_E_ARG, "MTP row %d: slot %d is outside [0, %d)", i, sl,
+                               e->n_slots);
+        if (i == 0 || sl != b->slot[i - 1]) {
+            for (int s = 0; s < n_seq; s++)
+                if (e->seq[s].slot == sl)
+                    return q36_err_set(err, Q36_E_ARG, "MTP row %d: the rows of slot %d are not "
+                                       "consecutive in the batch", i, sl);
+            if (p < 0 || p > e->mtp_pos[sl])
+                return q36_err_set(err, Q36_E_ARG, "MTP row %d: slot %d holds MTP rows below %lld, "
+                                   "the row says %d", i, sl, (long long)e->mtp_pos[sl], p);
+            e->seq[n_seq++] = (be_seq){ sl, i, 0, p };
+        } else if (p != b->pos[i - 1] + 1) {
+            return q36_err_set(err, Q36_E_ARG, "MTP row %d: slot %d position %d does not follow "
+                               "%d", i, sl, p, b->pos[i - 1]);
+        }
+        be_seq *r = &e->seq[n_seq - 1];
+        r->n_rows++;
+        if (r->pos0 + r->n_rows > e->n_ctx)
+            return q36_err_set(err, Q36_E_ARG, "MTP row %d: position %d of slot %d does not fit "
+                               "a context of %lld", i, p, sl, (long long)e->n_ctx);
+    }
+    for (int i = 0; i < b->n_out; i++)
+        if (b->out[i] < 0 || b->out[i] >= b->n)
+            return q36_err_set(err, Q36_E_ARG, "MTP output row %d is outside the batch of %d",
+                               b->out[i], b->n);
+    return n_seq;
+}
+
+int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                 float *logits, float *hidden, q36_err *err)
+{
+    const int n_seq = mtp_runs(e, b, err);
+    if (n_seq < 0)
+        return n_seq;
+    be_ctx *be = e->be;
+    be_views_reset(be);
+    be_write(be, e->sc.ids, 0, b->n, b->id);
+    be_write(be, e->mtp_h, 0, b->n, h);
+    be_batch_set(be, &e->batch, n_seq, e->seq);
+    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, b->out, b->n_out, logits, hidden,
+                               err);
+    if (rc)
+        return rc;
+    for (int s = 0; s < n_seq; s++)
+        e->mtp_pos[e->seq[s].slot] = e->seq[s].pos0 + e->seq[s].n_rows;
+    return 0;
+}
+
+int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
+                      float *logits, float *hidden, q36_err *err)
+{
+    const model_hparams *hp = e->hp;
+    const model_mtp_w *M = &e->w.mtp;
+    const model_layer_w *L = &e->w.layer[M->il];
+    be_ctx *be = e->be;
+    model_scratch *sc = &e->sc;
+    const int64_t D = hp->n_embd, V = hp->n_vocab;
+
+    /* the hidden rows as llama.cpp hands them over: after the norm of the
+     * head that produced them */
+    be_tensor *hin = model_rows(e, e->mtp_h, T);
+    be_rms_norm(be, hin, h_from_mtp ? M->head_norm : e->w.output_norm, hp->eps, D, hin);
+
+    be_tensor *x = model_rows(e, sc->x, T);
+    be_tensor *h = model_rows(e, sc->h, T);
+    be_tensor *o = model_rows(e, sc->o, T);
+    be_tensor *cat = model_rows(e, e->mtp_cat, T);
+    be_get_rows(be, M->embd, model_rows(e, sc->ids, T), h);
+    be_rms_norm(be, h, M->enorm, hp->eps, D, be_view(be, cat, 0, D));
+    be_rms_norm(be, hin, M->hnorm, hp->eps, D, be_view(be, cat, D, D));
+    be_matmul(be, M->eh_proj, 0, cat, x);
+
+    be_rms_norm(be, x, L->attn_norm, hp->eps, D, h);
+    model_attention(e, M->il, T, h, o);
+    be_add(be, o, x, x);
+    be_rms_norm(be, x, L->post_norm, hp->eps, D, h);
+    if (hp->arch == MODEL_QWEN35)
+        model_ffn_dense(e, M->il, T, h, o);
+    else
+        model_ffn_moe(e, M->il, T, h, o);
+    be_add(be, o, x, x);
+
+    /* the head for the rows asked for, one at a time through o (an MTP
+     * pass returns a row or a few); a draft vocabulary's rows only */
+    const be_weight *head = e->dv_head ? e->dv_head : M->head;
+    const int64_t Vh = e->dv_head ? e->dv_n : V;
+    for (int i = 0; i < n_out; i++) {
+        be_tensor *xr = be_rows(be, x, out[i], 1);
+        if (hidden)
+            be_read(be, xr, 0, 1, hidden + (int64_t)i * D);
+        if (logits) {
+            be_tensor *hr = be_rows(be, o, 0, 1);
+            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, 1), 0, Vh);
+            be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
+            be_matmul(be, head, 0, hr, lr);
+            be_read(be, lr, 0, 1, logits + (int64_t)i * Vh);
+        }
+    }
+    return be_check(be, err);
+}
+
+/* ------------------------------------------------------- draft vocabulary */
+
+void model_mtp_free(q36_engine *e)
+{
+    free(e->dv_buf);
+    free(e->dv_ids);
+}
+
+int q36_mtp_vocab(const q36_engine *e, const int32_t **ids)
+{
+    *ids = e->dv_head ? e->dv_ids : NULL;
+    return e->dv_head ? e->dv_n : (int)e->hp->n_vocab;
+}
+
+int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err)
+{
+    if (!e->mtp)
+        return q36_err_set(err, Q36_E_ARG, "draft vocabulary: the engine holds no MTP block");
+    if (e->dv_buf)
+        return q36_err_set(err, Q36_E_ARG, "draft vocabulary: already set for this engine");
+    const int64_t V = e->hp->n_vocab;
+    if (n <= 0 || n >= V)
+        return 0;
+    /* the head's tensor in the file, as the weights bound it */
+    const gguf_file *f = q36_model_gguf(e->m);
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.nextn.shared_head_head.weight", e->w.mtp.il);
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t)
+        t = gguf_find_tensor(f, "output.weight");
+    if (!t)
+        t = gguf_find_tensor(f, "token_embd.weight");
+    const uint64_t rb = quant_row_bytes(t->type, t->ne[0]);
+    e->dv_ids = malloc((size_t)n * sizeof *e->dv_ids);
+    e->dv_buf = malloc((size_t)n * rb);
+    if (!e->dv_ids || !e->dv_buf) {
+        free(e->dv_ids), free(e->dv_buf);
+        e->dv_ids = NULL, e->dv_buf = NULL;
+        return q36_err_set(err, Q36_E_NOMEM, "draft vocabulary of %d ids: out of memory", n);
+    }
+    int k = 0;
+    for (int64_t id = 0; id < V && k < n; id++) {
+        const uint8_t *row = (const uint8_t *)t->data + (uint64_t)id * rb;
+        bool zero = true;
+        for (uint64_t j = 0; j < rb && zero; j++)
+            zero = row[j] == 0;
+        if (zero)
+            continue;
+        memcpy((uint8_t *)e->dv_buf + (uint64_t)k * rb, row, rb);
+        e->dv_ids[k++] = (int32_t)id;
+    }
+    e->dv_t = *t;
+    e->dv_t.ne[1] = (uint64_t)k;
+    e->dv_t.nbytes = (uint64_t)k * rb;
+    e->dv_t.data = e->dv_buf;
+    e->dv_n = k;
+    return be_weight_bind(e->be, &e->dv_t, &e->dv_head, err);
+}

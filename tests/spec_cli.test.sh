@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# spec_cli.test.sh: `q36 run --spec-type draft-mtp` prints the same ids as
+# plain decoding (greedy, sampled with a seed, and with the replay rollback)
+# on the default model;
+# `q36 bench --spec-type draft-mtp` reports the same tokens; a model
+# without an MTP block, a bad --spec-type or --draft-max, a batch too small
+# for the drafts, and `q36 chat --spec-type draft-mtp` are refused (the
+# error named on the last line). Env: BUILD (default build), Q36 (default ./q36). Run from the repo root.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+M=$BUILD/default.gguf
+if [ ! -f "$M" ]; then
+    fail spec_cli.setup "$M is missing (make $M)"; exit 1
+fi
+P=bench/results/2026-12-01-trained-model/code-prompt.txt
+for args in "--temp 0|greedy" "--temp 0.8 --seed 7|sampled" "--temp 0 --draft-rollback replay|replay"; do
+    flags=${args%%|*}; name=${args#*|}
+    a=$("$Q36" run -m "$M" -f "$P" -n 96 $flags --print-ids 2>/dev/null)
+    b=$("$Q36" run -m "$M" -f "$P" -n 96 $flags --print-ids --spec-type draft-mtp --draft-vocab 16384 2>"$tmp/err")
+    if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "draft-mtp: .* verify passes" "$tmp/err"; then
+        ok "spec_cli.run_same_ids_$name"
+    else
+        fail "spec_cli.run_same_ids_$name" "plain '${a:0:80}' drafted '${b:0:80}' $(tail -n 1 "$tmp/err")"
+    fi
+done
+"$Q36" bench -m "$M" --spec-type draft-mtp -f "$P" -n 48 -r 1 -t 1 --draft-vocab 16384 >"$tmp/b" 2>&1
+if grep -q "^| draft-mtp | .* | yes |$" "$tmp/b" && grep -q "^acceptance by draft position" "$tmp/b"; then
+    ok spec_cli.bench
+else
+    fail spec_cli.bench "$(head -c 400 "$tmp/b")"
+fi
+"$Q36" synth --arch qwen35 --preset tiny --seed 5 -o "$tmp/nomtp.gguf" >/dev/null 2>&1
+# refused NAME PATTERN CMD...: exit 1, the last stderr line matching PATTERN
+# (q36 run prints its loading lines first)
+refused() {
+    local name=$1 pat=$2; shift 2
+    "$@" >/dev/null 2>"$tmp/err"; local rc=$?
+    if [ "$rc" -eq 1 ] && tail -n 1 "$tmp/err" | grep -q "$pat"; then ok "$name"
+    else fail "$name" "exit $rc: $(tail -n 1 "$tmp/err")"; fi
+}
+refused spec_cli.refuse_no_mtp "has no MTP block" "$Q36" run -m "$tmp/nomtp.gguf" --ids "1 2 3" -n 4 --spec-type draft-mtp
+expect spec_cli.refuse_bad_type 2 "$Q36" run -m "$M" --ids "1 2 3" -n 4 --spec-type ngram
+expect spec_cli.refuse_draft_max 2 "$Q36" run -m "$M" --ids "1 2 3" -n 4 --spec-type draft-mtp --draft-max 0
+refused spec_cli.refuse_small_batch "need passes of 5 rows" "$Q36" run -m "$M" --ids "1 2 3" -n 4 --spec-type draft-mtp -b 4
+expect spec_cli.refuse_chat 2 "$Q36" chat -m "$M" --spec-type draft-mtp

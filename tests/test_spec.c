@@ -1,0 +1,541 @@
+/* test_spec.c: MTP speculative decoding (src/spec/spec.h, q36_mtp_eval).
+ *
+ * - exact mode: the tokens generated with drafts (--draft-max 1, 3, 5)
+ *   are the plain decoder's, greedy and at temperature 0.8 with the same
+ *   seed, also when the context fills up at any phase of a round, and the
+ *   slot ends with the same logits bits, on q36 synth models
+ *   with an MTP block (qwen35, qwen35moe; random weights accept little, so
+ *   the rollback path runs nearly every round) and on the trained default
+ *   model (build/default.gguf, skipped when absent), where acceptance must
+ *   also be high (a wrong MTP block accepts almost nothing);
+ * - every round's drafts are the ones a plain reference computes at its
+ *   position: the trunk over the final sequence, the MTP rows (y_j, h_{j-1})
+ *   up to the round's position in one clean pass, drafts chained from
+ *   there (so catch-up after kept and rejected drafts is right);
+ * - the MTP pass is batch invariant: rows evaluated in one pass equal the
+ *   rows evaluated one pass each;
+ * - spec_accept, the general speculative-sampling rule, leaves the output
+ *   distributed as the target: chi-square over 200,000 seeded draws on
+ *   6-token distributions.
+ * Synth models are made with `$Q36 synth` (default ./q36). */
+#include "test.h"
+#include "test_synth.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "include/q36.h"
+#include "gen/gen.h"
+#include "model/model.h"
+#include "spec/spec.h"
+#include "tokenizer/tok.h"
+
+enum { CTX = 512, MAXGEN = 512 };
+
+static float g_p_min;      /* --draft-p-min of the drafted runs */
+static bool  g_rewind;     /* --draft-rollback states */
+
+typedef struct {
+    int32_t ids[MAXGEN];
+    int     n;
+} collect;
+
+static int on_token(void *user, const gen_token *t)
+{
+    collect *c = user;
+    if (t->id >= 0 && c->n < MAXGEN)
+        c->ids[c->n++] = t->id;
+    return 0;
+}
+
+typedef struct {
+    collect out;
+    float  *logits;          /* the row after the reply */
+    spec_stats st;
+} result;
+
+/* Prompt + n_gen tokens with sampling params sp: plain (k = 0) or with k
+ * drafts and a draft vocabulary of dv ids (0: all). */
+static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *prompt, int n_prompt,
+                     int n_gen, float temp, int k, int dv, int n_ctx, result *r, const char *name)
+{
+    q36_engine_opts o = q36_engine_opts_default();
+    o.mtp = k > 0;
+    o.n_keep = k > 0 && g_rewind ? k + 1 : 0;
+    q36_engine *e = NULL;
+    q36_session *s = NULL;
+    spec *sp = NULL;
+    gen *g = NULL;
+    q36_err err = { 0 };
+    memset(r, 0, sizeof *r);
+    const int V = (int)q36_model_hparams(m)->n_vocab;
+    r->logits = malloc((size_t)V * sizeof *r->logits);
+    gen_params gp = gen_params_default();
+    gp.n_predict = n_gen;
+    gp.smp.temp = temp;
+    gp.smp.seed = 1234;
+    int rc = q36_engine_new(m, n_ctx, &o, &e, &err);
+    if (!rc)
+        rc = gen_new(&gp, tv, V, &g, &err);
+    gen_result res = { 0 };
+    if (!rc && k == 0) {
+        rc = q36_session_open(e, 0, &s, &err);
+        if (!rc)
+            rc = q36_session_append(s, prompt, n_prompt, r->logits, Q36_LOGITS_LAST, &err);
+        if (!rc)
+            rc = gen_run(g, s, r->logits, NULL, on_token, &r->out, &res, &err);
+    } else if (!rc) {
+        rc = spec_new(e, 0, k, &sp, &err);
+        if (!rc)
+            rc = q36_mtp_draft_vocab(e, dv, &err);
+        if (!rc)
+            spec_set_p_min(sp, g_p_min);
+        if (!rc)
+            spec_set_rewind(sp, g_rewind);
+        if (!rc)
+            rc = spec_prefill(sp, prompt, n_prompt, r->logits, &err);
+        if (!rc)
+            rc = spec_run(sp, g, r->logits, NULL, on_token, &r->out, &res, &err);
+        if (!rc)
+            r->st = *spec_get_stats(sp);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    spec_free(sp);
+    q36_session_free(s);
+    gen_free(g);
+    q36_engine_free(e);
+    return rc == 0;
+}
+
+/* Plain vs drafted generation, token for token and the last logits bit
+ * for bit. Returns the drafted run's acceptance (accepted / drafted). */
+static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int32_t *prompt,
+                              int np, int n_gen, float temp, int k, int dv, int n_ctx,
+                              const char *tag)
+{
+    char name[160];
+    char cx[32] = "";
+    if (n_ctx < CTX)
+        snprintf(cx, sizeof cx, ".ctx%d_full", n_ctx);
+    if (g_p_min > 0)
+        snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".pmin%.1f", g_p_min);
+    if (g_rewind)
+        snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".rewind");
+    snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d%s", tag, temp, k, dv, cx);
+    result a, b;
+    double acc = -1;
+    if (generate(m, tv, prompt, np, n_gen, temp, 0, 0, n_ctx, &a, name) &&
+        generate(m, tv, prompt, np, n_gen, temp, k, dv, n_ctx, &b, name)) {
+        const int V = (int)q36_model_hparams(m)->n_vocab;
+        int first = -1;
+        for (int i = 0; i < a.out.n && i < b.out.n && first < 0; i++)
+            if (a.out.ids[i] != b.out.ids[i])
+                first = i;
+        acc = b.st.drafted ? (double)b.st.accepted / b.st.drafted : 0;
+        if (a.out.n != b.out.n || first >= 0)
+            t_fail(name, "plain made %d tokens, drafted %d; first difference at %d", a.out.n,
+                   b.out.n, first);
+        else if (memcmp(a.logits, b.logits, (size_t)V * sizeof *a.logits))
+            t_fail(name, "same %d tokens but the logits after them differ", a.out.n);
+        else {
+            printf("# %s: %d tokens, %lld passes, acceptance %.3f, %lld replays, %lld rewinds\n",
+                   name, a.out.n, (long long)b.st.rounds, acc, (long long)b.st.replays,
+                   (long long)b.st.rewinds);
+            t_ok(name);
+        }
+    }
+    free(a.logits);
+    free(b.logits);
+    return acc;
+}
+
+static double same_tokens(const q36_model *m, const tok_vocab *tv, const int32_t *prompt, int np,
+                          int n_gen, float temp, int k, int dv, const char *tag)
+{
+    return same_tokens_ctx(m, tv, prompt, np, n_gen, temp, k, dv, CTX, tag);
+}
+
+/* ------------------------------------------------ drafts against a reference */
+
+enum { MAXROUND = 256 };
+typedef struct {
+    collect out;
+    spec   *sp;
+    int     n;
+    int32_t pos[MAXROUND], k[MAXROUND], d[MAXROUND][SPEC_MAX_DRAFT];
+} rounds;
+
+static int on_token_round(void *user, const gen_token *t)
+{
+    rounds *r = user;
+    on_token(&r->out, t);
+    int32_t P;
+    const int32_t *d;
+    const int k = spec_round(r->sp, &P, &d);
+    if (k > 0 && r->n < MAXROUND && (r->n == 0 || r->pos[r->n - 1] != P)) {
+        r->pos[r->n] = P;
+        r->k[r->n] = k;
+        memcpy(r->d[r->n], d, (size_t)k * sizeof *d);
+        r->n++;
+    }
+    return 0;
+}
+
+static void drafts_reference(const q36_model *m, const tok_vocab *tv, const int32_t *prompt,
+                             int np, int n_gen, int k, int dv, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.drafts_match_reference.k%d.dv%d%s%s", tag, k, dv,
+             g_p_min > 0 ? ".pmin" : "", g_rewind ? ".rewind" : "");
+    q36_engine_opts o = q36_engine_opts_default();
+    o.mtp = 1;
+    o.n_keep = g_rewind ? k + 1 : 0;
+    q36_engine *e = NULL, *r = NULL;
+    gen *g = NULL;
+    q36_err err = { 0 };
+    rounds *R = calloc(1, sizeof *R);
+    const int V = (int)q36_model_hparams(m)->n_vocab, D = (int)q36_model_hparams(m)->n_embd;
+    float *logits = malloc((size_t)V * sizeof *logits), *lg = malloc((size_t)V * sizeof *lg);
+    float *mh = malloc((size_t)D * sizeof *mh);
+    float *h = calloc((size_t)(np + n_gen + 2) * D, sizeof *h);
+    int32_t *y = malloc((size_t)(np + n_gen + 2) * sizeof *y);
+    gen_params gp = gen_params_default();
+    gp.n_predict = n_gen;
+    gp.smp.temp = 0.0f;
+    int rc = q36_engine_new(m, CTX, &o, &e, &err);
+    if (!rc)
+        rc = q36_engine_new(m, CTX, &o, &r, &err);
+    if (!rc)
+        rc = q36_mtp_draft_vocab(e, dv, &err);
+    if (!rc)
+        rc = q36_mtp_draft_vocab(r, dv, &err);
+    if (!rc)
+        rc = gen_new(&gp, tv, V, &g, &err);
+    if (!rc)
+        rc = spec_new(e, 0, k, &R->sp, &err);
+    if (!rc)
+        spec_set_p_min(R->sp, g_p_min);
+    if (!rc)
+        spec_set_rewind(R->sp, g_rewind);
+    if (!rc)
+        rc = spec_prefill(R->sp, prompt, np, logits, &err);
+    gen_result res = { 0 };
+    if (!rc)
+        rc = spec_run(R->sp, g, logits, NULL, on_token_round, R, &res, &err);
+    /* the reference: the trunk over prompt + reply (h row j+1 = hidden of j) */
+    const int N = np + R->out.n;
+    memcpy(y, prompt, (size_t)np * sizeof *y);
+    memcpy(y + np, R->out.ids, (size_t)R->out.n * sizeof *y);
+    int32_t slot[CTX] = { 0 }, pos[CTX], out[CTX];
+    for (int i = 0; i < N; i++)
+        pos[i] = i, out[i] = i;
+    if (!rc) {
+        const q36_batch b = { N, y, slot, pos, N, out };
+        rc = q36_engine_eval(r, &b, NULL, h + D, &err);
+    }
+    const int32_t *vid;
+    const int nv = rc ? 0 : q36_mtp_vocab(r, &vid);
+    int bad = -1, checked = 0;
+    for (int i = 0; i < R->n && !rc && bad < 0; i++) {
+        const int P = R->pos[i];
+        if (P >= N)
+            break;
+        q36_slot_reset(r, 0);      /* MTP position back to 0: the rows rewritten clean */
+        const int32_t last = P;
+        const q36_batch b = { P + 1, y, slot, pos, 1, &last };
+        rc = q36_mtp_eval(r, &b, h, Q36_MTP_H_TRUNK, lg, mh, &err);
+        for (int j = 0; j < R->k[i] && !rc && bad < 0; j++) {
+            int32_t best = 0;
+            for (int v = 1; v < nv; v++)
+                if (lg[v] > lg[best])
+                    best = v;
+            const int32_t d = vid ? vid[best] : best;
+            if (d != R->d[i][j])
+                bad = i;
+            const int32_t dp = P + 1 + j, z = 0;
+            const q36_batch b1 = { 1, &d, slot, &dp, 1, &z };
+            if (j + 1 < R->k[i])
+                rc = q36_mtp_eval(r, &b1, mh, Q36_MTP_H_MTP, lg, mh, &err);
+        }
+        checked++;
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else if (bad >= 0)
+        t_fail(name, "round %d at position %d: drafts differ from the reference", bad,
+               R->pos[bad]);
+    else
+        t_check(name, checked > 3, "only %d rounds checked", checked);
+    spec_free(R->sp);
+    gen_free(g);
+    q36_engine_free(e);
+    q36_engine_free(r);
+    free(R), free(logits), free(lg), free(mh), free(h), free(y);
+}
+
+/* Kept per-row states: a rewind to row r equals the slot after only r rows
+ * (the next row's logits, bit for bit); the refusals. */
+static void keep_api(const q36_model *m, const char *tag)
+{
+    char name[128];
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_keep = 6;
+    o.n_slots = 2;
+    q36_engine *e = NULL;
+    q36_err err = { 0 };
+    snprintf(name, sizeof name, "spec.%s.rewind_equals_shorter_pass", tag);
+    if (q36_engine_new(m, 64, &o, &e, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const int V = q36_engine_n_vocab(e);
+    int32_t ids[8] = { 5, 9, 2, 11, 7, 3, 8, 1 }, sl0[8] = { 0 }, sl1[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    int32_t pos[8], z = 0;
+    for (int i = 0; i < 8; i++)
+        pos[i] = i;
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    bool same = true;
+    int rc = 0;
+    for (int r = 1; r <= 6 && !rc; r++) {
+        q36_slot_reset(e, 0);
+        q36_slot_reset(e, 1);
+        /* slot 0: 2 rows, then 6 rows kept, rewound to r, then one more row;
+         * slot 1: the same 2 + r rows plainly, then the same row */
+        const q36_batch p2 = { 2, ids, sl0, pos, 0, &z }, p6 = { 6, ids + 2, sl0, pos + 2, 0, &z };
+        const q36_batch q = { 2 + r, ids, sl1, pos, 0, &z };
+        const int32_t nx = 4, np = 2 + r;
+        const q36_batch n0 = { 1, &nx, sl0, &np, 1, &z }, n1 = { 1, &nx, sl1, &np, 1, &z };
+        rc = q36_engine_eval(e, &p2, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_engine_keep_states(e, 0, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &p6, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_slot_rewind(e, 0, r, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &n0, a, NULL, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &q, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &n1, b, NULL, &err);
+        same &= !rc && !memcmp(a, b, (size_t)V * sizeof *a);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, same, "the row after a rewind differs from the row after a shorter pass");
+    /* refusals: rewind after a pass that kept nothing; a kept pass with another slot's
+     * rows or more rows than n_keep; rows outside the pass */
+    snprintf(name, sizeof name, "spec.%s.keep_refusals", tag);
+    q36_slot_reset(e, 0);
+    q36_slot_reset(e, 1);
+    int32_t mix_sl[4] = { 0, 0, 1, 1 }, mix_pos[4] = { 0, 1, 0, 1 };
+    const q36_batch mix = { 4, ids, mix_sl, mix_pos, 0, &z }, big = { 7, ids, sl0, pos, 0, &z };
+    const q36_batch three = { 3, ids, sl0, pos, 0, &z };
+    bool ok = q36_slot_rewind(e, 0, 1, &err) == Q36_E_ARG;
+    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &mix, NULL, NULL, &err) == Q36_E_ARG;
+    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &big, NULL, NULL, &err) == Q36_E_ARG;
+    ok &= q36_slot_pos(e, 0) == 0;
+    ok &= !q36_engine_keep_states(e, 0, &err) && !q36_engine_eval(e, &three, NULL, NULL, &err);
+    ok &= q36_slot_rewind(e, 0, 4, &err) == Q36_E_ARG && q36_slot_rewind(e, 0, 0, &err) == Q36_E_ARG;
+    ok &= !q36_slot_rewind(e, 0, 2, &err) && q36_slot_pos(e, 0) == 2;
+    t_check(name, ok, "a refusal was not refused, or a good call failed: %s", err.msg);
+    free(a), free(b);
+    q36_engine_free(e);
+}
+
+/* MTP rows in one pass equal the rows one pass each (exact mode). */
+static void mtp_invariance(const q36_model *m, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.mtp_rows_batch_invariant", tag);
+    q36_engine_opts o = q36_engine_opts_default();
+    o.mtp = 1;
+    o.n_slots = 2;
+    q36_engine *e = NULL;
+    q36_err err = { 0 };
+    if (q36_engine_new(m, 64, &o, &e, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    enum { N = 9 };
+    const int V = q36_engine_n_vocab(e), D = q36_engine_n_embd(e);
+    t_rng r = t_rng_named(name);
+    int32_t ids[N], slot[N], pos[N], out[N];
+    float *h = t_randv(&r, (int64_t)N * D, 1.0f);
+    float *la = malloc((size_t)N * V * sizeof *la), *lb = malloc((size_t)N * V * sizeof *lb);
+    float *ha = malloc((size_t)N * D * sizeof *ha), *hb = malloc((size_t)N * D * sizeof *hb);
+    for (int i = 0; i < N; i++) {
+        ids[i] = (int32_t)(t_next(&r) % (uint64_t)V);
+        pos[i] = i;
+        out[i] = i;
+    }
+    int rc = 0;
+    for (int i = 0; i < N; i++)
+        slot[i] = 0;
+    const q36_batch all = { N, ids, slot, pos, N, out };
+    rc = q36_mtp_eval(e, &all, h, Q36_MTP_H_TRUNK, la, ha, &err);
+    for (int i = 0; i < N && !rc; i++) {
+        const int32_t s1 = 1, z = 0;
+        const q36_batch one = { 1, &ids[i], &s1, &pos[i], 1, &z };
+        rc = q36_mtp_eval(e, &one, h + (int64_t)i * D, Q36_MTP_H_TRUNK, lb + (int64_t)i * V,
+                          hb + (int64_t)i * D, &err);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !memcmp(la, lb, (size_t)N * V * sizeof *la) &&
+                      !memcmp(ha, hb, (size_t)N * D * sizeof *ha),
+                "rows differ between one pass and a pass each");
+    /* a row above the MTP position is refused */
+    const int32_t s0 = 0, p = 20, z = 0;
+    const q36_batch gap = { 1, &ids[0], &s0, &p, 1, &z };
+    snprintf(name, sizeof name, "spec.%s.mtp_refuses_gap", tag);
+    t_check(name, q36_mtp_eval(e, &gap, h, Q36_MTP_H_TRUNK, la, NULL, &err) == Q36_E_ARG,
+            "a row at 20 above MTP position %d was accepted", q36_mtp_pos(e, 0));
+    free(h), free(la), free(lb), free(ha), free(hb);
+    q36_engine_free(e);
+}
+
+static void run_model(const char *tag, const char *path, bool trained)
+{
+    q36_model *m = NULL;
+    tok_vocab *tv = NULL;
+    q36_err err = { 0 };
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.open", tag);
+    if (q36_model_open(path, &m, &err) || tok_new_from_gguf(q36_model_gguf(m), &tv, &err)) {
+        t_fail(name, "%s", err.msg);
+        q36_model_free(m);
+        return;
+    }
+    mtp_invariance(m, tag);
+    const int V = (int)q36_model_hparams(m)->n_vocab;
+    int32_t prompt[24];
+    t_rng r = t_rng_named(tag);
+    for (int i = 0; i < 24; i++)
+        prompt[i] = (int32_t)(t_next(&r) % (uint64_t)V);
+    if (!trained) {
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 1, 0, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 5, 64, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.8f, 3, 0, tag);
+        same_tokens_ctx(m, tv, prompt, 24, 100, 0.0f, 3, 0, 24 + 13, tag);
+        drafts_reference(m, tv, prompt, 24, 40, 3, 0, tag);
+        g_rewind = true;
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.8f, 5, 0, tag);
+        g_rewind = false;
+        keep_api(m, tag);
+    } else {
+        /* a prefix of the model's own greedy continuation of 'import os' */
+        static const int32_t code[] = { 474, 2643, 198, 474, 5708, 198, 474, 54819, 198, 474,
+                                        18993, 198, 1499, 19496, 1159, 2399, 262 };
+        const int nc = (int)(sizeof code / sizeof code[0]);
+        double acc = same_tokens(m, tv, code, nc, 200, 0.0f, 3, 0, tag);
+        snprintf(name, sizeof name, "spec.%s.greedy_acceptance_above_0.5", tag);
+        t_check(name, acc > 0.5, "acceptance %.3f: the MTP block is not computing what it was "
+                "trained to", acc);
+        same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
+        same_tokens(m, tv, code, nc, 120, 0.8f, 3, 16384, tag);
+        same_tokens(m, tv, prompt, 24, 120, 0.0f, 5, 0, tag);
+        drafts_reference(m, tv, code, nc, 160, 3, 16384, tag);
+        g_p_min = 0.5f;      /* rounds of fewer drafts, some of none */
+        double a = same_tokens(m, tv, prompt, 24, 120, 0.0f, 4, 16384, tag);
+        same_tokens(m, tv, prompt, 24, 120, 0.8f, 4, 16384, tag);
+        drafts_reference(m, tv, code, nc, 160, 4, 16384, tag);
+        g_p_min = 0;
+        g_rewind = true;
+        same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
+        same_tokens(m, tv, prompt, 24, 120, 0.8f, 4, 0, tag);
+        drafts_reference(m, tv, code, nc, 160, 3, 16384, tag);
+        drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
+        for (int c = 30; c < 33; c++)
+            same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
+        g_rewind = false;
+        snprintf(name, sizeof name, "spec.%s.p_min_keeps_more", tag);
+        t_check(name, a > 0.8, "acceptance %.3f with --draft-p-min 0.5", a);
+        drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
+        for (int c = 30; c < 36; c++)       /* the context ends at each phase of a round */
+            same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
+    }
+    tok_free(tv);
+    q36_model_free(m);
+}
+
+/* The rule keeps the output distributed as p whatever q proposes. */
+static void accept_rule(void)
+{
+    enum { N = 6, DRAWS = 200000 };
+    for (int c = 0; c < 4; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "spec.accept_rule.case%d", c);
+        t_rng r = t_rng_named(name);
+        float p[N], q[N];
+        double sp = 0, sq = 0;
+        for (int i = 0; i < N; i++) {
+            p[i] = t_uniform(&r) + (c == 3 && i == 0 ? 5.0f : 0.05f);
+            q[i] = t_uniform(&r) + (c == 2 && i == N - 1 ? 5.0f : 0.05f);
+            if (c == 1 && i == 2)
+                q[i] = 0;          /* the drafter never proposes id 2 */
+            sp += p[i], sq += q[i];
+        }
+        for (int i = 0; i < N; i++)
+            p[i] = (float)(p[i] / sp), q[i] = (float)(q[i] / sq);
+        long cnt[N] = { 0 };
+        for (int n = 0; n < DRAWS; n++) {
+            double u = t_uniform(&r), a = 0;
+            int d = N - 1;
+            for (int i = 0; i < N; i++)
+                if (u < (a += q[i])) {
+                    d = i;
+                    break;
+                }
+            if (q[d] == 0)
+                d = 0;
+            cnt[spec_accept(p, q, N, d, t_uniform(&r), t_uniform(&r))]++;
+        }
+        double chi = 0;
+        for (int i = 0; i < N; i++) {
+            const double ex = (double)DRAWS * p[i];
+            chi += (cnt[i] - ex) * (cnt[i] - ex) / ex;
+        }
+        /* 5 degrees of freedom: P(chi2 > 20.5) = 0.001 */
+        t_check(name, chi < 20.5, "chi-square %.2f over %d ids (p = %.3f %.3f %.3f ...)", chi, N,
+                p[0], p[1], p[2]);
+    }
+}
+
+int main(void)
+{
+    accept_rule();
+    char dir[] = "/tmp/q36_spec_XXXXXX";
+    if (!mkdtemp(dir)) {
+        t_fail("spec.setup", "mkdtemp failed");
+        return t_exit();
+    }
+    char p1[256], p2[256];
+    int r1 = t_synth_model(dir, "dense", "--arch qwen35 --preset tiny --seed 13 --mtp on", p1,
+                           sizeof p1);
+    int r2 = t_synth_model(dir, "moe", "--arch qwen35moe --preset tiny --seed 14 --layers 5 "
+                           "--attn-interval 2 --mtp on", p2, sizeof p2);
+    if (r1 || r2) {
+        t_fail("spec.setup", "q36 synth failed; is ./q36 built (or $Q36 set)?");
+    } else {
+        run_model("qwen35", p1, false);
+        run_model("qwen35moe", p2, false);
+    }
+    unlink(p1);
+    unlink(p2);
+    rmdir(dir);
+    const char *dm = getenv("Q36_DEFAULT_MODEL") ? getenv("Q36_DEFAULT_MODEL") : "build/default.gguf";
+    if (access(dm, R_OK) == 0)
+        run_model("trained", dm, true);
+    else
+        t_skip("spec.trained", "build/default.gguf is absent (make build/default.gguf)");
+    return t_exit();
+}
