@@ -31,7 +31,8 @@ static void plan_case(const q36_model *m, int threads, int batch)
     }
     /* everything else in the scratch is sized by the batch alone: what
      * the context adds to it is the attention's */
-    plan_args a = { 1000, batch, 1, threads, Q36_KV_F16, Q36_KV_F16 };
+    plan_args a = { .n_ctx = 1000, .n_batch = batch, .n_slots = 1, .n_threads = threads,
+                    .type_k = Q36_KV_F16, .type_v = Q36_KV_F16 };
     be_shape sh = model_plan_shape(hp, &a);
     const uint64_t a1 = be_cpu_scratch_bytes(&sh, threads);
     sh.n_ctx = 9000;
