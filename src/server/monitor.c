@@ -187,10 +187,10 @@ int route_monitor(srv_conn *c)
 
     /* The prefix cache as /metrics reports it; null when it is off (--cache-ram 0).
      * Not measured by q36 yet: null until the server reports them. */
-    if (m.cache_budget > 0) {
+    if (s->o.cache_mib > 0) {
         cJSON *pc = cJSON_AddObjectToObject(r, "prefix_cache");
         cJSON_AddNumberToObject(pc, "bytes", (double)m.cache_bytes);
-        cJSON_AddNumberToObject(pc, "budget_bytes", (double)m.cache_budget);
+        cJSON_AddNumberToObject(pc, "budget_bytes", (double)((uint64_t)s->o.cache_mib << 20));
         cJSON_AddNumberToObject(pc, "checkpoints", m.cache_ckpts);
         cJSON_AddNumberToObject(pc, "lookups", (double)m.cache_lookups);
         cJSON_AddNumberToObject(pc, "hits", (double)m.cache_hits);

@@ -254,7 +254,10 @@ try {
       await page.keyboard.type(`A long one ${seed}`);
       await page.keyboard.press('Enter');
       await until('the reply starts', async () => ((await lastReply()) || {}).text > 0, 5000, 20);
-      assert(await page.$eval('#stop', (e) => !e.disabled), 'Stop is disabled while streaming');
+      if (await page.$eval('#stop', (e) => e.disabled)) { // it ended on its own already
+        r = await lastReply();
+        continue;
+      }
       const t0 = Date.now();
       await page.click('#stop');
       await page.waitForSelector('.msg.assistant:last-of-type[data-state=done]', { timeout: 3000 });
@@ -264,7 +267,7 @@ try {
       if (/stopped/.test(r.meta) || !/stop$/.test(r.meta)) break;
     }
     await setField('set-seed', '');
-    assert(/stopped/.test(r.meta), `meta after Stop: '${r.meta}'`);
+    assert(r && /stopped/.test(r.meta), `meta after Stop: '${r && r.meta}' (every seed's reply ended on its own before the click)`);
     assert(await page.$eval('#send', (e) => !e.disabled), 'Send stays disabled');
     const m = await (await fetch(`${url}/monitor`, { headers: auth })).json();
     assert(m.totals.cancelled >= 1, `cancelled: ${m.totals.cancelled}`);
@@ -319,7 +322,7 @@ try {
     const text = await page.$eval('#view-monitor', (e) => e.textContent);
     assert(/default\.gguf/.test(text) && /K\/V per slot/.test(text), 'model or memory plan missing');
     const na = await page.$$eval('.card.unavailable', (c) => c.map((x) => x.querySelector('h2').textContent));
-    assert(na.length === 3, `not-available cards: ${na}`);
+    assert(na.length === 2, `not-available cards (MTP and GPU power expected): ${na}`);
     // Long requests from outside the page, one after another (a reply may
     // end early on the model's end token), until the monitor shows a slot
     // generating; then the last one is cut.
