@@ -17,7 +17,7 @@ ca=${2:?commit A} cb=${3:?commit B}
 reps=${4:-5} threads=${5:-2} depths=${6:-0,4096}
 MODELS=${MODELS:-build/models} P=${P:-512} N=${N:-128}
 mkdir -p "$out" "$MODELS"
-tmp=$(mktemp -d /tmp/q36_ab_XXXXXX)
+tmp=$(mktemp -d -t q36_ab_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 build() { # commit, folder: q36 of that commit at folder/build/q36

@@ -4,10 +4,10 @@
  * decode step's long runs), min of REPS; prints ns and TSC ticks per row,
  * block and token (a block: 32 elements for Q8_0, 256 for the K-quants).
  * Build from the repository root after `make`:
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -o /tmp/kbench \
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -o build/kbench \
  *      bench/results/2026-12-01-cpu-avx2-kernels/kbench.c build/libq36.a \
  *      -lcjson -lpcre2-8 -lutf8proc -lm -pthread
- * Run: [Q36_QUANT_PATH_MAX=avx2] /tmp/kbench q8|q8loop|q4|q6 K N T REPS */
+ * Run: [Q36_QUANT_PATH_MAX=avx2] build/kbench q8|q8loop|q4|q6 K N T REPS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
