@@ -36,7 +36,14 @@ ifeq ($(origin NVCC),undefined)
 NVCC     := $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
 endif
 ifneq ($(strip $(NVCC)),)
-CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
+# The toolkit is the folder above nvcc's bin/ when nvcc is the real one; a
+# wrapper script in /usr/local/bin (as on CI) points elsewhere, so look for
+# cuBLAS there and in the usual homes. CUDA_HOME=... in the environment wins.
+CUDA_HOME   ?= $(firstword $(foreach d,$(patsubst %/bin/nvcc,%,$(NVCC)) /usr/local/cuda \
+                 $(sort $(wildcard /usr/local/cuda-*)) /usr/lib/cuda,$(if $(wildcard $(d)/lib64/libcublas.so),$(d))))
+ifeq ($(strip $(CUDA_HOME)),)
+$(error nvcc is at $(NVCC) but no CUDA toolkit with lib64/libcublas.so was found beside it or in /usr/local/cuda*; set CUDA_HOME=<toolkit folder>, or NVCC= to build without CUDA)
+endif
 CUDA_SRC    := $(sort $(wildcard src/backend/cuda/*.cu))
 CUDA_OBJ    := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 CUDA_ARCH   ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
