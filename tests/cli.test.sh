@@ -13,6 +13,13 @@ grep -q "nope.gguf" "$tmp/err" && ok info_missing_file_named || fail info_missin
 printf 'not a gguf file at all' >"$tmp/text.gguf"
 expect info_not_gguf 1 "$Q36" info -m "$tmp/text.gguf"
 grep -q "text.gguf" "$tmp/err" && grep -qi "magic" "$tmp/err" && ok info_not_gguf_message || fail info_not_gguf_message "$(cat "$tmp/err")"
+# Every subcommand that reads a whole file names it when it cannot.
+for sub in "tokenize -f" "run -n 1 -f" "perplexity -f" "logits -o $tmp/l.bin --ids-file" "synth -o $tmp/v.gguf --vocab"; do
+    name=read_missing_${sub%% *}
+    expect "$name" 1 "$Q36" $sub "$tmp/absent.txt"
+    grep -q "absent.txt: cannot open" "$tmp/err" && ok "${name}_named" || fail "${name}_named" "$(cat "$tmp/err")"
+done
+printf 'hi there' | "$Q36" tokenize -f - 2>/dev/null | grep -q "'hi'" && ok tokenize_stdin || fail tokenize_stdin "no 'hi' token from standard input"
 expect info_bad_flag 2 "$Q36" info --frob
 expect info_bad_ctx 2 "$Q36" info -c -5
 expect synth_no_output 2 "$Q36" synth --preset tiny

@@ -7,6 +7,7 @@
 #ifndef Q36_CLI_H
 #define Q36_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "../src/util/err.h"
 
@@ -53,6 +54,11 @@ struct q36_model;
 struct q36_engine_opts;
 int cli_device_check(const struct q36_model *m, int n_ctx, const struct q36_engine_opts *o,
                      int print, q36_err *err);
+
+/* The whole of file `path` ("-": standard input), NUL-terminated, in a
+ * malloc'd buffer, its length in *len (may be NULL); NULL with err set
+ * ("PATH: cannot open: why", a read error, out of memory). cli_file.c. */
+char *cli_read_file(const char *path, size_t *len, q36_err *err);
 
 /* The model used when -m is not given: build/default.gguf beside the q36
  * binary (made by `make run`). Returns a static string. */

@@ -49,25 +49,6 @@ static void usage(FILE *o)
 "%s", cli_device_help);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 static int kv_type(const char *s)
 {
     if (s && !strcmp(s, "f32"))
@@ -190,10 +171,8 @@ int cmd_logits(int argc, char **argv)
 
     q36_err err = { 0 };
     char *owned = NULL;
-    if (ids_file && !(owned = read_file(ids_file))) {
-        fprintf(stderr, "q36: %s: cannot read: %s\n", ids_file, strerror(errno));
-        return CLI_ERROR;
-    }
+    if (ids_file && !(owned = cli_read_file(ids_file, NULL, &err)))
+        return cli_fail(&err);
     int32_t *ids = NULL;
     int n = 0;
     int prc = cli_parse_ids(C, ids_s ? ids_s : owned, &ids, &n);

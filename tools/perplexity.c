@@ -51,33 +51,6 @@ static int kv_type(const char *s)
     return -1;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    for (size_t r; b && (r = fread(b + n, 1, cap - n, f)) > 0;) {
-        n += r;
-        if (n == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-            }
-            b = nb;
-        }
-    }
-    if (ferror(f)) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
 /* llama.cpp's log_softmax of one row at `tok`: max in float, sum in double. */
 static double log_softmax_at(const float *l, int64_t V, int32_t tok)
 {
@@ -134,11 +107,9 @@ int cmd_perplexity(int argc, char **argv)
 
     q36_err err = { 0 };
     size_t len = 0;
-    char *text = read_all(file, &len);
-    if (!text) {
-        fprintf(stderr, "q36: %s: cannot read: %s\n", file, strerror(errno));
-        return CLI_ERROR;
-    }
+    char *text = cli_read_file(file, &len, &err);
+    if (!text)
+        return cli_fail(&err);
     tok_vocab *voc = NULL;
     int32_t *ids = NULL, *toks = NULL;
     size_t n_ids = 0;

@@ -22,33 +22,6 @@ static void usage(FILE *o)
 "%s", cli_gen_flags_help);
 }
 
-static char *read_all(const char *path, size_t *len, q36_err *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        q36_err_set(err, Q36_E_IO, "%s: cannot open", path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, k;
-    char *b = malloc(cap);
-    while (b && (k = fread(b + n, 1, cap - n, fp)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *c = realloc(b, cap *= 2);
-            if (!c) {
-                free(b);
-                b = NULL;
-            }
-            b = c;
-        }
-    }
-    fclose(fp);
-    if (!b)
-        q36_err_set(err, Q36_E_NOMEM, "%s: out of memory", path);
-    *len = n;
-    return b;
-}
-
 int cmd_run(int argc, char **argv)
 {
     cli_gen_opts o;
@@ -81,24 +54,28 @@ int cmd_run(int argc, char **argv)
     int n_ids = 0, rc;
     if (ids_arg && (rc = cli_parse_ids("run", ids_arg, &ids, &n_ids)))
         return rc;
+    /* the prompt file is read before the model loads: a missing file is
+     * reported at once */
+    size_t len = prompt ? strlen(prompt) : 0;
+    char *text = file ? cli_read_file(file, &len, &err) : (char *)prompt;
+    if (file && !text)
+        return cli_fail(&err);
     cli_gen g;
     if (cli_gen_open(&o, &g, &err)) {
         free(ids);
+        if (file)
+            free(text);
         return cli_fail(&err);
     }
     if (!ids) {
-        size_t len = 0;
-        char *text = file ? read_all(file, &len, &err) : (char *)prompt;
-        if (!file)
-            len = strlen(prompt);
         size_t n = 0;
-        if (text && tok_encode(g.tok, text, len, true, &ids, &n, &err) == 0)
+        if (tok_encode(g.tok, text, len, true, &ids, &n, &err) == 0)
             n_ids = (int)n;
-        if (file)
-            free(text);
-        if (err.kind)
-            goto fail;
     }
+    if (file)
+        free(text);
+    if (err.kind)
+        goto fail;
     for (int i = 0; i < n_ids; i++)
         if (ids[i] >= g.n_vocab) {
             q36_err_set(&err, Q36_E_ARG, "--ids: id %d is outside the vocabulary of %d", ids[i], g.n_vocab);

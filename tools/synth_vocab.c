@@ -4,6 +4,7 @@
  * Token types follow llama.cpp's converter: vocabulary entries are NORMAL;
  * added tokens are CONTROL when flagged special or spelled <|...|>, else
  * USER_DEFINED; ids without a token become "[PAD<i>]" UNUSED. */
+#include "cli.h"
 #include "synth.h"
 
 #include <cjson/cJSON.h>
@@ -112,30 +113,9 @@ static int builtin(synth_vocab *v, q36_err *err)
     return 0;
 }
 
-static char *read_file(const char *path, q36_err *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        q36_err_set(err, Q36_E_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, fp) == (size_t)n) {
-        buf[n] = 0;
-    } else {
-        free(buf);
-        buf = NULL;
-        q36_err_set(err, Q36_E_IO, "%s: cannot read", path);
-    }
-    fclose(fp);
-    return buf;
-}
-
 static int from_json(synth_vocab *v, const char *path, q36_err *err)
 {
-    char *text = read_file(path, err);
+    char *text = cli_read_file(path, NULL, err);
     if (!text)
         return Q36_E_IO;
     cJSON *root = cJSON_Parse(text);

@@ -40,32 +40,6 @@ static void usage_detokenize(FILE *o)
 "  --no-special   leave control tokens out\n");
 }
 
-static char *read_all(FILE *f, size_t *len)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (k == 0)
-            break;
-        if (n == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                return NULL;
-            }
-            buf = b;
-        }
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *file = NULL;
@@ -93,21 +67,9 @@ int cmd_tokenize(int argc, char **argv)
 
     char *owned = NULL;
     size_t len = prompt ? strlen(prompt) : 0;
-    if (file) {
-        FILE *f = strcmp(file, "-") ? fopen(file, "rb") : stdin;
-        if (!f) {
-            fprintf(stderr, "q36: %s: %s\n", file, strerror(errno));
-            return CLI_ERROR;
-        }
-        owned = read_all(f, &len);
-        if (f != stdin)
-            fclose(f);
-        if (!owned) {
-            fprintf(stderr, "q36: %s: cannot read\n", file);
-            return CLI_ERROR;
-        }
-    }
     q36_err err = { 0 };
+    if (file && !(owned = cli_read_file(file, &len, &err)))
+        return cli_fail(&err);
     tok_vocab *v = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
