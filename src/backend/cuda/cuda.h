@@ -50,6 +50,9 @@ struct cuda_ctx {
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
     bool            reserved;
+    bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
+    float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
+    size_t          chunk_floats;
     int             n_sm;
     char            dev_name[160];
 };
@@ -122,5 +125,13 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
+
+/* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
+ * switched on) and its scratch, reserved beside the others */
+size_t cuda_chunk_scratch(const be_shape *s);
+int  cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err);
+void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                         const be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
+                         int64_t dk, const be_batch *b, be_tensor *out);
 
 #endif
