@@ -2,7 +2,8 @@
 # Decode and prompt speed of the CUDA backend on the GPU machine: q36 bench
 # -ngl 99 on the synthetic 0.8B dense file (Q4_K_M mix), on the trained
 # default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
-# geometry. Raw output goes to LOG (default /tmp/q36-gpu) with the
+# geometry; prompt speed (pp512, pp4096 in one pass) in exact mode, fast
+# mode, and fast mode with the chunked delta rule (Q36_CUDA_CHUNKED=1). Raw output goes to LOG (default /tmp/q36-gpu) with the
 # commands, the machine and the commit; bench/results/<date>-cuda/ keeps
 # what a run printed.
 #
@@ -30,10 +31,21 @@ run() {    # run TIMEOUT CMD...: the command line, then its output
 m08=$log/models/0.8b-q4km.gguf
 run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 run 150 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3
+# prompt speed both ways: exact (the recurrence), fast with the recurrence,
+# fast with the chunked delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h); -ub
+# 4096 so that pp4096 is one pass
+for p in 512 4096; do
+    run 150 "$q36" bench -m "$m08" -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096
+    run 150 "$q36" bench -m "$m08" -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096 --fast
+    run 150 env Q36_CUDA_CHUNKED=1 "$q36" bench -m "$m08" -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096 --fast
+done
 [ -n "$trained" ] && run 90 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
 if [ "${BENCH_35B:-1}" = 1 ]; then
     m35=$log/models/35b-a3b-q4km.gguf
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
-        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2
+        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
+        run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 &&
+        run 300 env Q36_CUDA_CHUNKED=1 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 \
+            -ub 4096 --fast
     rm -f "$m35"
 fi

@@ -4,9 +4,10 @@
  * batched together, and 64 greedy tokens, CUDA against CPU.
  *
  * Runs only where a CUDA device is (tests/gpu/run.sh; not in tests/run.sh,
- * CI has no GPU). Usage: test_backend_cuda [--no-ops] [MODEL.gguf ...]: the
- * op cases (unless --no-ops), then the model cases for each file given;
- * test_backend_cuda --bench: op timings at decode shapes instead.
+ * CI has no GPU). Usage: test_backend_cuda [--no-ops] [--fast] [MODEL.gguf
+ * ...]: the op cases (unless --no-ops), then the model cases for each file
+ * given (--fast: the GPU side in fast mode); test_backend_cuda --bench: op
+ * timings at decode shapes instead.
  *
  * Tolerances. The two backends compute the same formulas in different
  * orders and, for matmuls, on different activations: the CPU quantizes
@@ -30,6 +31,7 @@
 #include "backend/backend.h"
 #include "include/q36.h"
 #include "test_batch.h"
+#include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "quant/fp16.h"
@@ -38,6 +40,11 @@
 #define U 0x1p-24
 
 static be_ctx *cpu, *gpu;
+/* --fast: the GPU's sessions and engines in fast mode (the CPU, the
+ * reference, stays exact); with Q36_CUDA_CHUNKED=1 their prompt runs take
+ * the chunked delta rule. Case names then read cuda.model.fast.* */
+static int gpu_fast;
+static const char *mode_tag = "";
 static double worst_ratio_all;
 static char worst_name[128];
 
@@ -793,6 +800,136 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
     free(qkv); free(g); free(beta); free(S0);
 }
 
+/* ---------------------------------------------------- chunked delta rule */
+
+/* The chunked kernels (cuda_chunk.cu) in a CUDA context of their own, made
+ * with Q36_CUDA_CHUNKED=1, against the true recurrence in double precision
+ * within the bound B of tests/deltanet_ref.h (the CPU suite runs the same
+ * kernels' code emulated on the host against the same bound:
+ * tests/test_deltanet_chunk.c). */
+static be_ctx *gpc;
+
+/* Rows [r0, r0+T) of the case as one pass of runs (first rows counted
+ * from r0) on gpc: their outputs into out's rows r0.., S in and out. */
+static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs, int n_seq,
+                    float *out, float *S, q36_err *err)
+{
+    const int64_t Hv = c->Hv, dk = c->dk, nS = c->n_slots * Hv;
+    be_tensor *qt = be_tensor_new(gpc, T, c->W), *gt = be_tensor_new(gpc, T, Hv);
+    be_tensor *bt = be_tensor_new(gpc, T, Hv), *St = be_tensor_new(gpc, nS, dk * dk);
+    be_tensor *ot = be_tensor_new(gpc, T, Hv * dk);
+    be_write(gpc, qt, 0, T, c->qkv + r0 * c->W);
+    be_write(gpc, gt, 0, T, c->g + r0 * Hv);
+    be_write(gpc, bt, 0, T, c->beta + r0 * Hv);
+    be_write(gpc, St, 0, nS, S);
+    be_seq seq[DN_MAX_SEQ];
+    for (int s = 0; s < n_seq; s++)
+        seq[s] = (be_seq){ runs[4 * s], runs[4 * s + 1], runs[4 * s + 2], runs[4 * s + 3] };
+    be_batch b;
+    int rc = be_batch_init(gpc, &b, T, n_seq, 1 << 20, err);
+    if (!rc) {
+        be_batch_set(gpc, &b, n_seq, seq);
+        be_deltanet_chunked(gpc, qt, gt, bt, St, c->Hk, Hv, dk, &b, ot);
+        be_read(gpc, ot, 0, T, out + r0 * Hv * dk);
+        be_read(gpc, St, 0, nS, S);
+        be_batch_free(gpc, &b);
+        rc = be_check(gpc, err);
+    }
+    be_tensor *all[] = { qt, gt, bt, St, ot };
+    for (int i = 0; i < 5; i++)
+        be_tensor_free(gpc, all[i]);
+    return rc;
+}
+
+/* One case as one pass, or (cut > 0, one run) as two passes cut there:
+ * the state at the cut is a chunk-boundary state when cut % 64 == 0. */
+static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *len, int gates,
+                       float s0, int cut)
+{
+    char name[160];
+    int n = snprintf(name, sizeof name, "cuda.deltanet_chunk_hk%lld_hv%lld_dk%lld_g%d_s%g_t",
+                     (long long)Hk, (long long)Hv, (long long)dk, gates, s0);
+    for (int i = 0; i < n_seq && n < (int)sizeof name - 16; i++)
+        n += snprintf(name + n, sizeof name - (size_t)n, i ? "+%d" : "%d", len[i]);
+    if (cut)
+        snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
+    dn_case c;
+    dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
+    const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
+    double *out_t = calloc((size_t)no + 1, sizeof(double)), *S_t = malloc(sizeof(double) * (size_t)ns);
+    double *S_c = malloc(sizeof(double) * (size_t)ns);
+    for (int64_t i = 0; i < ns; i++)
+        S_t[i] = S_c[i] = c.S0[i];
+    const double M = dn_truth(&c, c.runs, n_seq, out_t, S_t);
+    const double B = dn_bound(dk, dn_max_len(c.runs, n_seq), M);
+    float *out = calloc((size_t)no + 1, sizeof(float)), *S = malloc(sizeof(float) * (size_t)ns);
+    memcpy(S, c.S0, sizeof(float) * (size_t)ns);
+    q36_err err = { 0 };
+    double wc = 0;
+    int64_t ic = 0, io, is;
+    int rc;
+    if (!cut) {
+        rc = gpc_pass(&c, 0, c.T, c.runs, n_seq, out, S, &err);
+    } else {
+        const int32_t r1[4] = { c.runs[0], 0, cut, 7 }, r2[4] = { c.runs[0], 0, len[0] - cut, 7 + cut };
+        double *o_c = calloc((size_t)no + 1, sizeof(double));
+        dn_truth(&c, r1, 1, o_c, S_c);
+        free(o_c);
+        rc = gpc_pass(&c, 0, cut, r1, 1, out, S, &err);
+        wc = dn_worst(S, S_c, ns, B, &ic);
+        rc = rc ? rc : gpc_pass(&c, cut, len[0] - cut, r2, 1, out, S, &err);
+    }
+    const double wo = dn_worst(out, out_t, no, B, &io), ws = dn_worst(S, S_t, ns, B, &is);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, wc <= 1 && wo <= 1 && ws <= 1, "output %lld: %.9g, true %.9g (%.3g of B); "
+                "state %lld: %.9g, true %.9g (%.3g of B); state at the cut %.3g of B; B = %.3g",
+                (long long)io, out[io], out_t[io], wo, (long long)is, S[is], S_t[is], ws, wc, B);
+    printf("#   worst output error %.3g of B, state %.3g, state at the cut %.3g (B = %.3g, "
+           "M = %.3g)\n", wo, ws, wc, B, M);
+    free(out); free(S); free(out_t); free(S_t); free(S_c);
+    dn_case_free(&c);
+}
+
+static void test_chunk_ops(const be_shape *sh)
+{
+    q36_err err = { 0 };
+    setenv("Q36_CUDA_CHUNKED", "1", 1);
+    const int rc = be_new("cuda", 0, &gpc, &err) || be_reserve(gpc, sh, &err);
+    unsetenv("Q36_CUDA_CHUNKED");
+    if (rc) {
+        t_fail("cuda.deltanet_chunk_context", "%s", err.msg);
+        return;
+    }
+    const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
+              l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
+              l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
+    /* the Qwen3.5/3.6 geometry (16 key heads, 32 value heads, dk 128) */
+    test_chunk(16, 32, 128, 1, l512, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(16, 32, 128, 4, l4, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(16, 16, 128, 8, l8, DN_GATES_MIXED, 0.3f, 0);
+    /* lengths around a chunk */
+    test_chunk(2, 4, 128, 1, l1, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l5, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l63, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l64, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l65, DN_GATES_MIXED, 0.1f, 0);
+    /* head dims, runs, gates, states */
+    test_chunk(2, 4, 64, 3, l3, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(1, 3, 64, 4, l4, DN_GATES_STRONG, 1.0f, 0);
+    test_chunk(1, 3, 64, 4, l4, DN_GATES_WEAK, 0.3f, 0);
+    test_chunk(3, 3, 32, 3, l3, DN_GATES_WEAK, 0.0f, 0);
+    test_chunk(1, 2, 256, 1, l200, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 3, l3, DN_GATES_STRONG, 0.3f, 0);
+    /* passes cut at a chunk boundary and off one */
+    test_chunk(16, 32, 128, 1, l512, DN_GATES_MIXED, 0.1f, 256);
+    test_chunk(2, 4, 128, 1, l200, DN_GATES_MIXED, 0.3f, 128);
+    test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
+    be_free(gpc);
+    gpc = NULL;
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static void test_tensors(void)
@@ -1007,6 +1144,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
     q36_session_opts oc = q36_session_opts_default(), og = oc;
     oc.n_threads = 0;
     og.backend = "cuda";
+    og.fast = gpu_fast;
     q36_session *sc = NULL, *sg = NULL;
     if ((r.rc = q36_session_new(mc, n_ctx, &oc, &sc, &r.err)) ||
         (r.rc = q36_session_new(mg, n_ctx, &og, &sg, &r.err))) {
@@ -1065,7 +1203,7 @@ static void test_model(const char *path)
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     q36_err err = { 0 };
     q36_model *m = NULL, *mt = NULL;
-    snprintf(name, sizeof name, "cuda.model.%s.open", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.open", mode_tag, base);
     if (q36_model_open(path, &m, &err) || f32_twin(path, twin, sizeof twin, &err) ||
         q36_model_open(twin, &mt, &err)) {
         t_fail(name, "%s", err.msg);
@@ -1073,7 +1211,7 @@ static void test_model(const char *path)
         return;
     }
     /* the check: the CPU on the f32 twin */
-    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_f32_twin", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_f32_twin", mode_tag, base);
     model_cmp r = compare_sessions(mt, m, name, MODEL_TOL);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
@@ -1085,7 +1223,7 @@ static void test_model(const char *path)
            "%d other; worst %.4g std\n", name, r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad,
            r.worst_rel);
     /* reported: the CPU on the file itself (its own activation rounding) */
-    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_same_file", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_same_file", mode_tag, base);
     r = compare_sessions(m, m, name, 0.05);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
@@ -1106,7 +1244,7 @@ static void test_model_slots(const char *path)
 {
     char name[256], twin[4096];
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(name, sizeof name, "cuda.model.%s.slots4_batched", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.slots4_batched", mode_tag, base);
     snprintf(twin, sizeof twin, "%s.f32.gguf", path);
     q36_err err = { 0 };
     q36_model *m = NULL, *mt = NULL;
@@ -1120,6 +1258,7 @@ static void test_model_slots(const char *path)
     oc.n_threads = 0;
     og = oc;
     og.backend = "cuda";
+    og.fast = gpu_fast;
     q36_engine *ec = NULL, *eg = NULL;
     if (q36_engine_new(mt, 128, &oc, &ec, &err) || q36_engine_new(m, 128, &og, &eg, &err)) {
         t_fail(name, "%s", err.msg);
@@ -1472,11 +1611,24 @@ int main(int argc, char **argv)
         be_free(gpu);
         return 0;
     }
-    const bool ops = !(argc > 1 && !strcmp(argv[1], "--no-ops"));
-    const int a0 = ops ? 1 : 2;
+    bool ops = true;
+    int a0 = 1;
+    for (; a0 < argc && !strncmp(argv[a0], "--", 2); a0++) {
+        if (!strcmp(argv[a0], "--no-ops"))
+            ops = false;
+        else if (!strcmp(argv[a0], "--fast")) {
+            gpu_fast = 1;
+            mode_tag = ".fast";
+        } else {
+            t_fail("cuda.args", "unknown option %s (--no-ops, --fast, --bench)", argv[a0]);
+            return t_exit();
+        }
+    }
 
-    if (ops)
+    if (ops) {
         test_ops();
+        test_chunk_ops(&sh);
+    }
 
     for (int i = a0; i < argc; i++) {
         test_model(argv[i]);
