@@ -930,6 +930,94 @@ static void test_chunk_ops(const be_shape *sh)
     gpc = NULL;
 }
 
+/* ------------------------------------------------ f16 tensor-core matmul */
+
+/* Q36_CUDA_GEMM16=1 (cuda_matmul.cu) in a context of its own: batches of
+ * more than 8 rows through f16 tiles. Against the exact product in double
+ * of the same dequantized weights and f32 rows: each product w x gains at
+ * most two f16 roundings, 2 * 2^-11 |w x| (plus 2^-24 |x| or |w| where a
+ * value falls below f16's normal range), and the f32 sum of K products
+ * at most K * 2^-22 sum |w x| whatever order and accumulator rounding the
+ * tensor cores use. So per output, with S = sum_k |w_k x_k|:
+ *     (2^-10 + (K + 1) 2^-22) S + 2^-24 sum_k (|x_k| + |w_k|).
+ * A wrong row, column or slab gives errors of order S. */
+static be_ctx *gpg;
+
+static void test_gemm16(uint32_t type, int64_t K, int64_t N, int64_t R)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.gemm16_%s_%lldx%lld_r%lld", quant_type_name(type),
+             (long long)K, (long long)N, (long long)R);
+    t_rng r = t_rng_named(name);
+    wt w;
+    make_weight(&w, &r, type, K, N, 2);
+    be_weight *wg = NULL;
+    q36_err err = { 0 };
+    if (be_weight_bind(gpg, &w.t, &wg, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    float *x = t_randv(&r, R * K, 1), *y = malloc(sizeof(float) * (size_t)(R * N));
+    be_tensor *xt = be_tensor_new(gpg, R, K), *yt = be_tensor_new(gpg, R, N);
+    be_write(gpg, xt, 0, R, x);
+    be_matmul(gpg, wg, 1, xt, yt);
+    be_read(gpg, yt, 0, R, y);
+    if (be_check(gpg, &err)) {
+        t_fail(name, "%s", err.msg);
+    } else {
+        double *truth = malloc(sizeof(double) * (size_t)(R * N)), *b = malloc(sizeof(double) * (size_t)(R * N));
+        float *yd = malloc(sizeof(float) * (size_t)(R * N));
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t n = 0; n < N; n++) {
+                const float *wr = w.deq + (N + n) * K, *xr = x + i * K;
+                double t = 0, S = 0, small = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    t += (double)wr[k] * xr[k];
+                    S += fabs((double)wr[k] * xr[k]);
+                    small += fabs((double)xr[k]) + fabs((double)wr[k]);
+                }
+                truth[i * N + n] = t;
+                yd[i * N + n] = (float)t;
+                b[i * N + n] = (0x1p-10 + (double)(K + 1) * 0x1p-22) * S + 0x1p-24 * small;
+            }
+        /* verdict compares floats: the truth rounded to f32 adds u |t| <= u S */
+        for (int64_t i = 0; i < R * N; i++)
+            b[i] += fabs(truth[i]) * U;
+        verdict(name, yd, y, R * N, b, 0);
+        free(truth);
+        free(b);
+        free(yd);
+    }
+    be_tensor_free(gpg, xt);
+    be_tensor_free(gpg, yt);
+    free(x);
+    free(y);
+    free(w.deq);
+}
+
+static void test_gemm16_ops(const be_shape *sh)
+{
+    q36_err err = { 0 };
+    setenv("Q36_CUDA_GEMM16", "1", 1);
+    const int rc = be_new("cuda", 0, &gpg, &err) || be_reserve(gpg, sh, &err);
+    unsetenv("Q36_CUDA_GEMM16");
+    if (rc) {
+        t_fail("cuda.gemm16_context", "%s", err.msg);
+        return;
+    }
+    const uint32_t types[] = { QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        test_gemm16(types[i], 256, 100, 9);
+        test_gemm16(types[i], 2048, 257, 64);
+        test_gemm16(types[i], 1024, 96, 512);
+    }
+    test_gemm16(QT_Q4_K, 4096, 8200, 9);        /* 33.6M weights: two slabs of the scratch */
+    test_gemm16(QT_Q6_K, 4096, 1000, 512);      /* activations take most of the scratch */
+    test_gemm16(QT_F16, 40, 31, 17);            /* K no 8 divides */
+    be_free(gpg);
+    gpg = NULL;
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static void test_tensors(void)
@@ -1628,6 +1716,7 @@ int main(int argc, char **argv)
     if (ops) {
         test_ops();
         test_chunk_ops(&sh);
+        test_gemm16_ops(&sh);
     }
 
     for (int i = a0; i < argc; i++) {

@@ -21,7 +21,8 @@
  *
  * Environment, read when a context is made: Q36_CUDA_DEVICE (an index,
  * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
- * prompt runs to the chunked delta rule (cuda_chunk.h). */
+ * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
+ * prompt batches' weight products to f16 tensor cores (cuda_matmul.cu). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 
@@ -545,6 +546,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->base.ops = &cuda_ops;
     c->device = device_index();
     c->chunked = cuda_chunk_enabled();
+    c->gemm16 = cuda_gemm16_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

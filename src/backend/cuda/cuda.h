@@ -51,6 +51,7 @@ struct cuda_ctx {
     int             n_copies;
     bool            reserved;
     bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
+    bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_matmul.cu) */
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
     size_t          chunk_floats;
     int             n_sm;
@@ -89,6 +90,8 @@ void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
 void cuda_copy_flush(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
+/* Q36_CUDA_GEMM16 is "1": prompt batches' products in f16 on tensor cores */
+bool cuda_gemm16_enabled(void);
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
