@@ -6,7 +6,8 @@
 # tokens, slots batched together, CUDA against CPU; then the device flags:
 # the GPU memory plan, a context too large for the device refused up front.
 # Ends with "N passed, N failed". Whole models run twice: as they are, and
-# with the GPU in fast mode and the chunked delta rule on (Q36_CUDA_CHUNKED=1).
+# with the GPU in fast mode and the new prompt paths on (Q36_CUDA_CHUNKED=1,
+# Q36_CUDA_GEMM16=1).
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
 #   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
@@ -69,15 +70,16 @@ one ops
 for m in "${models[@]}"; do
     one "model-$(basename "$m" .gguf)" --no-ops "$m"
 done
-# fast mode on the GPU with the chunked delta rule switched on
-# (Q36_CUDA_CHUNKED=1, cuda_chunk.h), against the CPU in exact mode: the
-# same checks, case names cuda.model.fast.*. (The op cases above already ran
-# the chunked kernels in a context of their own.)
-export Q36_CUDA_CHUNKED=1
+# fast mode on the GPU with the new prompt paths switched on: the chunked
+# delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h) and f16 tensor-core
+# products (Q36_CUDA_GEMM16=1, cuda_matmul.cu), against the CPU in exact
+# mode: the same checks, case names cuda.model.fast.*. (The op cases above
+# already ran both in contexts of their own.)
+export Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1
 for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
-unset Q36_CUDA_CHUNKED
+unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading
