@@ -137,7 +137,9 @@ template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nth
 }
 
 /* Phase 2: A (strictly lower) in shared memory, P (lower with the
- * diagonal, zero above, full rows of C) and G to the scratch. */
+ * diagonal, zero above, full rows of C) and G to the scratch. A thread
+ * takes a 4 x 4 tile of (t, u) pairs; a tile wholly above the diagonal
+ * only writes P's zeros. */
 template <int DK> HD void prep_gram(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
@@ -145,20 +147,34 @@ template <int DK> HD void prep_gram(const ck_args &a, ck_blk b, int tid, int nth
         return;
     prep_sh<DK> s(sm);
     const int64_t h = b.y, LD = prep_sh<DK>::LD, LA = prep_sh<DK>::LA;
-    for (int e = tid; e < CK_C * CK_C; e += nthr) {
-        const int t = e / CK_C, u = e % CK_C;
-        if (t >= c.nc)
+    for (int e = tid; e < (CK_C / 4) * (CK_C / 4); e += nthr) {
+        const int t0 = e / (CK_C / 4) * 4, u0 = e % (CK_C / 4) * 4;
+        if (t0 >= c.nc)
             continue;
-        float kk = 0.0f, qk = 0.0f, d = 0.0f;
-        if (u <= t) {
+        float kk[4][4], qk[4][4];
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++)
+                kk[r][q] = qk[r][q] = 0.0f;
+        if (u0 <= t0 + 3)
             for (int i = 0; i < DK; i++) {
-                kk += s.K[t * LD + i] * s.K[u * LD + i];
-                qk += s.Q[t * LD + i] * s.K[u * LD + i];
+                float ku[4];
+                for (int q = 0; q < 4; q++)
+                    ku[q] = s.K[(u0 + q) * LD + i];
+                for (int r = 0; r < 4; r++) {
+                    const float kt = s.K[(t0 + r) * LD + i], qt = s.Q[(t0 + r) * LD + i];
+                    for (int q = 0; q < 4; q++) {
+                        kk[r][q] += kt * ku[q];
+                        qk[r][q] += qt * ku[q];
+                    }
+                }
             }
-            d = expf(s.G[t] - s.G[u]);
-        }
-        s.A[t * LA + u] = u < t ? s.bt[t] * kk * d : 0.0f;
-        a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] = u <= t ? qk * d : 0.0f;
+        for (int r = 0; r < 4 && t0 + r < c.nc; r++)
+            for (int q = 0; q < 4; q++) {
+                const int t = t0 + r, u = u0 + q;
+                const float d = u <= t ? expf(s.G[t] - s.G[u]) : 0.0f;
+                s.A[t * LA + u] = u < t ? s.bt[t] * kk[r][q] * d : 0.0f;
+                a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] = u <= t ? qk[r][q] * d : 0.0f;
+            }
     }
     if (tid < c.nc)
         a.G[(c.r0 + tid) * a.Hv + h] = s.G[tid];
@@ -166,7 +182,9 @@ template <int DK> HD void prep_gram(const ck_args &a, ck_blk b, int tid, int nth
 
 /* Phase 3: (I + A) X = B by forward substitution, one thread per column
  * (columns 0..DK-1 of W over B = beta e^G K, in place of K; DK..2DK-1 of
- * U over B = beta V, in place of V), then the rows to the scratch. */
+ * U over B = beta V, in place of V), then the rows to the scratch. Each
+ * row's sum over the rows before it runs in four partial sums (a shorter
+ * chain of dependent adds). */
 template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
@@ -179,10 +197,16 @@ template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nt
         const int j = isw ? col : col - DK;
         float *X = (isw ? s.K : s.V) + j;
         for (int t = 0; t < c.nc; t++) {
-            float acc = (isw ? s.bt[t] * expf(s.G[t]) : s.bt[t]) * X[t * LD];
-            for (int u = 0; u < t; u++)
-                acc -= s.A[t * LA + u] * X[u * LD];
-            X[t * LD] = acc;
+            const float *At = s.A + t * LA;
+            float p[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            int u = 0;
+            for (; u + 4 <= t; u += 4)
+                for (int q = 0; q < 4; q++)
+                    p[q] += At[u + q] * X[(u + q) * LD];
+            for (; u < t; u++)
+                p[0] += At[u] * X[u * LD];
+            const float b0 = (isw ? s.bt[t] * expf(s.G[t]) : s.bt[t]) * X[t * LD];
+            X[t * LD] = b0 - ((p[0] + p[1]) + (p[2] + p[3]));
         }
         float *dst = isw ? a.W : a.U;
         for (int t = 0; t < c.nc; t++)
@@ -193,17 +217,19 @@ template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nt
 /* ----------------------------------------------------------------- state */
 
 /* Shared memory of k_chunk_state: the state's columns (S[i][jl], pitch
- * CK_BV + 1), one chunk of W, Q or K rows (X), U then V' (V), P, G and the
- * update weights e^(G_last - G_t). */
+ * CK_BV + 1), one chunk of W, Q or K rows (X, pitch DK + 4), U then V'
+ * (V, pitch CK_BV), P (pitch C + 4), G and the update weights
+ * e^(G_last - G_t). The pitches keep the tiles' reads of one warp off a
+ * single bank. */
 template <int DK> struct st_sh {
-    static constexpr int LS = CK_BV + 1;
-    static constexpr size_t floats = (size_t)DK * LS + (size_t)CK_C * DK + CK_C * CK_BV +
-                                     CK_C * CK_C + 2 * CK_C;
+    static constexpr int LS = CK_BV + 1, LX = DK + 4, LP = CK_C + 4;
+    static constexpr size_t floats = (size_t)DK * LS + (size_t)CK_C * LX + CK_C * CK_BV +
+                                     CK_C * LP + 2 * CK_C;
     float *S, *X, *V, *P, *G, *dec;
     HD explicit st_sh(float *s)
-        : S(s), X(s + DK * LS), V(s + DK * LS + CK_C * DK), P(s + DK * LS + CK_C * DK + CK_C * CK_BV),
-          G(s + DK * LS + CK_C * DK + CK_C * CK_BV + CK_C * CK_C),
-          dec(s + DK * LS + CK_C * DK + CK_C * CK_BV + CK_C * CK_C + CK_C) {}
+        : S(s), X(s + DK * LS), V(s + DK * LS + CK_C * LX), P(s + DK * LS + CK_C * LX + CK_C * CK_BV),
+          G(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP),
+          dec(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP + CK_C) {}
 };
 
 /* Block (value head x, run y, column block z). */
@@ -234,14 +260,14 @@ template <int DK> HD void st_fini(const ck_args &a, ck_blk b, int tid, int nthr,
     }
 }
 
-/* X = DK columns from col0 of rows r0..r0+nc of src (pitch ld), zero rows
- * after them */
+/* X (pitch LX) = DK columns from col0 of rows r0..r0+nc of src (pitch
+ * ld), zero rows after them */
 template <int DK> HD void load_rows(float *X, const float *src, int64_t ld, int64_t col0,
                                     const ck_chunk &c, int tid, int nthr)
 {
     for (int e = tid; e < CK_C * DK; e += nthr) {
         const int t = e / DK, i = e % DK;
-        X[t * DK + i] = t < c.nc ? src[(c.r0 + t) * ld + col0 + i] : 0.0f;
+        X[t * st_sh<DK>::LX + i] = t < c.nc ? src[(c.r0 + t) * ld + col0 + i] : 0.0f;
     }
 }
 
@@ -265,20 +291,46 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
     }
 }
 
+/* The (t, j) tiles of phases 2 and 4: 4 rows x 2 columns each, C/4 x
+ * CK_BV/2 = 256 of them. Rows past the chunk's end are zero in X, V and P,
+ * so a tile that straddles the end computes zeros there. */
+#define TT 4
+#define TJ 2
+#define N_TJ ((CK_C / TT) * (CK_BV / TJ))
+
+/* sums over i of X[t][i] S[i][j] for the tile at (t0, j0) */
+template <int DK> HD void tile_xs(const st_sh<DK> &s, int t0, int j0, float acc[TT][TJ])
+{
+    for (int a = 0; a < TT; a++)
+        for (int q = 0; q < TJ; q++)
+            acc[a][q] = 0.0f;
+    for (int i = 0; i < DK; i++) {
+        float sv[TJ];
+        for (int q = 0; q < TJ; q++)
+            sv[q] = s.S[i * st_sh<DK>::LS + j0 + q];
+        for (int a = 0; a < TT; a++) {
+            const float x = s.X[(t0 + a) * st_sh<DK>::LX + i];
+            for (int q = 0; q < TJ; q++)
+                acc[a][q] += x * sv[q];
+        }
+    }
+}
+
 /* Chunk phase 2: V' = U - W S (in place of U). */
 template <int DK> HD void st_vprime(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                     float *sm)
 {
     st_sh<DK> s(sm);
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
-    for (int e = tid; e < CK_C * CK_BV; e += nthr) {
-        const int t = e / CK_BV, jl = e % CK_BV;
-        if (t >= c.nc)
+    for (int e = tid; e < N_TJ; e += nthr) {
+        const int t0 = e / (CK_BV / TJ) * TT, j0 = e % (CK_BV / TJ) * TJ;
+        if (t0 >= c.nc)
             continue;
-        float acc = 0.0f;
-        for (int i = 0; i < DK; i++)
-            acc += s.X[t * DK + i] * s.S[i * st_sh<DK>::LS + jl];
-        s.V[e] -= acc;
+        float acc[TT][TJ];
+        tile_xs<DK>(s, t0, j0, acc);
+        for (int r = 0; r < TT; r++)
+            for (int q = 0; q < TJ; q++)
+                s.V[(t0 + r) * CK_BV + j0 + q] -= acc[r][q];
     }
 }
 
@@ -291,30 +343,45 @@ template <int DK> HD void st_load_q(const ck_args &a, ck_blk b, int64_t c0, int 
     const int64_t h = b.x;
     load_rows<DK>(s.X, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid, nthr);
     for (int e = tid; e < CK_C * CK_C; e += nthr) {
-        const int t = e / CK_C;
-        s.P[e] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + e % CK_C] : 0.0f;
+        const int t = e / CK_C, u = e % CK_C;
+        s.P[t * st_sh<DK>::LP + u] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] : 0.0f;
     }
 }
 
-/* Chunk phase 4: the outputs of this block's columns. */
+/* Chunk phase 4: the outputs of this block's columns. P is zero above its
+ * diagonal, so the sum over u may run to the tile's last row. */
 template <int DK> HD void st_out(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                  float *sm)
 {
     st_sh<DK> s(sm);
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
-    const int64_t h = b.x, j0 = (int64_t)b.z * CK_BV;
+    const int64_t h = b.x, jb = (int64_t)b.z * CK_BV;
     const float scale = 1.0f / sqrtf((float)DK);
-    for (int e = tid; e < CK_C * CK_BV; e += nthr) {
-        const int t = e / CK_BV, jl = e % CK_BV;
-        if (t >= c.nc)
+    for (int e = tid; e < N_TJ; e += nthr) {
+        const int t0 = e / (CK_BV / TJ) * TT, j0 = e % (CK_BV / TJ) * TJ;
+        if (t0 >= c.nc)
             continue;
-        float qs = 0.0f;
-        for (int i = 0; i < DK; i++)
-            qs += s.X[t * DK + i] * s.S[i * st_sh<DK>::LS + jl];
-        float o = expf(s.G[t]) * qs;
-        for (int u = 0; u <= t; u++)
-            o += s.P[t * CK_C + u] * s.V[u * CK_BV + jl];
-        a.out[(c.r0 + t) * a.ldo + h * DK + j0 + jl] = o * scale;
+        float o[TT][TJ];
+        tile_xs<DK>(s, t0, j0, o);
+        for (int r = 0; r < TT; r++) {
+            const float eg = expf(s.G[t0 + r]);
+            for (int q = 0; q < TJ; q++)
+                o[r][q] *= eg;
+        }
+        const int ue = t0 + TT < c.nc ? t0 + TT : c.nc;
+        for (int u = 0; u < ue; u++) {
+            float v[TJ];
+            for (int q = 0; q < TJ; q++)
+                v[q] = s.V[u * CK_BV + j0 + q];
+            for (int r = 0; r < TT; r++) {
+                const float p = s.P[(t0 + r) * st_sh<DK>::LP + u];
+                for (int q = 0; q < TJ; q++)
+                    o[r][q] += p * v[q];
+            }
+        }
+        for (int r = 0; r < TT && t0 + r < c.nc; r++)
+            for (int q = 0; q < TJ; q++)
+                a.out[(c.r0 + t0 + r) * a.ldo + h * DK + jb + j0 + q] = o[r][q] * scale;
     }
 }
 
@@ -327,22 +394,43 @@ template <int DK> HD void st_load_k(const ck_args &a, ck_blk b, int64_t c0, int 
     load_rows<DK>(s.X, a.qkv, a.ldq, (a.Hk + b.x % a.Hk) * DK, c, tid, nthr);
 }
 
-/* Chunk phase 6: S <- e^G_last S + sum_t dec_t k_t v'_t^T. */
+/* Chunk phase 6: S <- e^G_last S + sum_t dec_t k_t v'_t^T, a tile of
+ * DK/32 rows (i) x 4 columns (j) per thread, 32 x CK_BV/4 = 256 tiles. */
 template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                     float *sm)
 {
+    constexpr int TI = DK / 32, UJ = 4;
     st_sh<DK> s(sm);
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const float el = expf(s.G[c.nc - 1]);
-    for (int e = tid; e < DK * CK_BV; e += nthr) {
-        const int i = e / CK_BV, jl = e % CK_BV;
-        float acc = 0.0f;
-        for (int t = 0; t < c.nc; t++)
-            acc += s.dec[t] * s.X[t * DK + i] * s.V[t * CK_BV + jl];
-        float *sp = &s.S[i * st_sh<DK>::LS + jl];
-        *sp = el * *sp + acc;
+    for (int e = tid; e < 32 * (CK_BV / UJ); e += nthr) {
+        const int i0 = e / (CK_BV / UJ) * TI, j0 = e % (CK_BV / UJ) * UJ;
+        float acc[TI][UJ];
+        for (int r = 0; r < TI; r++)
+            for (int q = 0; q < UJ; q++)
+                acc[r][q] = 0.0f;
+        for (int t = 0; t < c.nc; t++) {
+            const float d = s.dec[t];
+            float v[UJ];
+            for (int q = 0; q < UJ; q++)
+                v[q] = s.V[t * CK_BV + j0 + q];
+            for (int r = 0; r < TI; r++) {
+                const float x = d * s.X[t * st_sh<DK>::LX + i0 + r];
+                for (int q = 0; q < UJ; q++)
+                    acc[r][q] += x * v[q];
+            }
+        }
+        for (int r = 0; r < TI; r++)
+            for (int q = 0; q < UJ; q++) {
+                float *sp = &s.S[(i0 + r) * st_sh<DK>::LS + j0 + q];
+                *sp = el * *sp + acc[r][q];
+            }
     }
 }
+
+#undef TT
+#undef TJ
+#undef N_TJ
 
 /* --------------------------------------------------------------- kernels */
 
