@@ -932,7 +932,7 @@ static void test_chunk_ops(const be_shape *sh)
 
 /* ------------------------------------------------ f16 tensor-core matmul */
 
-/* Q36_CUDA_GEMM16=1 (cuda_matmul.cu) in a context of its own: batches of
+/* Q36_CUDA_GEMM16=1 (cuda_gemm.cu) in a context of its own: batches of
  * more than 8 rows through f16 tiles. Against the exact product in double
  * of the same dequantized weights and f32 rows: each product w x gains at
  * most two f16 roundings, 2 * 2^-11 |w x| (plus 2^-24 |x| or |w| where a

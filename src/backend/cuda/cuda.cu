@@ -1,8 +1,9 @@
 /* cuda.cu: the CUDA backend as a whole: its context (one device, one
  * stream, one cuBLAS handle), the ops table backend.c dispatches through,
  * tensors in device memory, weights uploaded once in their GGUF block
- * formats, and the scratch reservation. The ops are in cuda_matmul.cu,
- * cuda_ops.cu and cuda_seq.cu (one op family each).
+ * formats, and the scratch reservation. The ops are in cuda_matmul.cu
+ * (with cuda_gemm.cu; cuda_deq.h dequantizes), cuda_ops.cu, cuda_seq.cu and
+ * cuda_chunk.cu (one op family each).
  *
  * Numerics. Matmuls multiply the dequantized weight by the f32 activation
  * row (no activation quantization, unlike the CPU's ggml recipe), sums in
@@ -22,7 +23,7 @@
  * Environment, read when a context is made: Q36_CUDA_DEVICE (an index,
  * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
  * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
- * prompt batches' weight products to f16 tensor cores (cuda_matmul.cu). */
+ * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 

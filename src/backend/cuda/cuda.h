@@ -90,8 +90,7 @@ void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
 void cuda_copy_flush(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
-/* Q36_CUDA_GEMM16 is "1": prompt batches' products in f16 on tensor cores */
-bool cuda_gemm16_enabled(void);
+
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
@@ -128,6 +127,12 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
+
+/* ---- cuda_gemm.cu: Q36_CUDA_GEMM16 is "1"; y = x W^T through f16 tiles on
+ * tensor cores, or false when not taken (F32 weights, no room) */
+bool cuda_gemm16_enabled(void);
+bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
+                 const be_tensor *x, be_tensor *y);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */
