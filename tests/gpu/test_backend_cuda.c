@@ -239,7 +239,13 @@ static void act_view(uint32_t type, const float *x, float *xq, int64_t K)
     free(q);
 }
 
-/* bound of output (r, n): CPU activation quantization + two f32 orders */
+/* set while the grouped expert products run the matmul_id cases: their
+ * sums are sequential over K (cuda_moe.cu), their names end in _grouped */
+static bool mm_sequential;
+static const char *id_tag = "";
+
+/* bound of output (r, n): CPU activation quantization + two f32 orders
+ * (the GPU's: 8-term lane chunks then a tree, or K sequential terms) */
 static double mm_bound(const float *wrow, const float *x, const float *xq, int64_t K)
 {
     double q = 0, mag = 0;
@@ -247,7 +253,7 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
         q += fabs((double)wrow[k]) * fabs((double)x[k] - xq[k]);
         mag += fabs((double)wrow[k] * x[k]);
     }
-    return q + 2.0 * (double)(K / 8 + 64) * U * mag;
+    return q + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
 }
 
 /* ----------------------------------------------------------------- matmul */
@@ -343,9 +349,9 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
                            bool per_rank)
 {
     char name[112];
-    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s",
+    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s",
              quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
-             (long long)T, per_rank ? "_rank_rows" : "");
+             (long long)T, per_rank ? "_rank_rows" : "", id_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, E);
@@ -1016,6 +1022,45 @@ static void test_gemm16_ops(const be_shape *sh)
     test_gemm16(QT_F16, 40, 31, 17);            /* K no 8 divides */
     be_free(gpg);
     gpg = NULL;
+}
+
+/* ------------------------------------------------ grouped expert products */
+
+/* Q36_CUDA_MOEGEMM=1 (cuda_moe.cu): the matmul_id cases above, run on a
+ * context made with it in place of `gpu`, at prompt sizes (at least 64
+ * (token, rank) rows, the grouped path's threshold), against the CPU with
+ * mm_bound's sequential-sum order term. Experts with no rows, one tile and
+ * several; top-1/3/8; x per token or per (token, rank). */
+static void test_moe_ops(const be_shape *sh)
+{
+    q36_err err = { 0 };
+    be_ctx *gpm = NULL, *saved = gpu;
+    setenv("Q36_CUDA_MOEGEMM", "1", 1);
+    const int rc = be_new("cuda", 0, &gpm, &err) || be_reserve(gpm, sh, &err);
+    unsetenv("Q36_CUDA_MOEGEMM");
+    if (rc) {
+        t_fail("cuda.moe_gemm_context", "%s", err.msg);
+        return;
+    }
+    gpu = gpm;
+    mm_sequential = true;
+    id_tag = "_grouped";
+    const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
+    for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
+        test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
+        test_matmul_id(etypes[i], 512, 96, 16, 8, 33, false);
+        test_matmul_id(etypes[i], 256, 512, 16, 8, 70, true);
+        test_matmul_id(etypes[i], 256, 100, 256, 8, 10, false);   /* most experts: no rows */
+    }
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 200, false);      /* 35B-A3B expert shapes */
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 100, true);
+    test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 130, false);         /* top-1: 2 tiles an expert */
+    test_matmul_id(QT_Q8_0, 256, 64, 8, 3, 30, false);
+    test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
+    gpu = saved;
+    mm_sequential = false;
+    id_tag = "";
+    be_free(gpm);
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -1717,6 +1762,7 @@ int main(int argc, char **argv)
         test_ops();
         test_chunk_ops(&sh);
         test_gemm16_ops(&sh);
+        test_moe_ops(&sh);
     }
 
     for (int i = a0; i < argc; i++) {

@@ -2,8 +2,8 @@
  * stream, one cuBLAS handle), the ops table backend.c dispatches through,
  * tensors in device memory, weights uploaded once in their GGUF block
  * formats, and the scratch reservation. The ops are in cuda_matmul.cu
- * (with cuda_gemm.cu; cuda_deq.h dequantizes), cuda_ops.cu, cuda_seq.cu and
- * cuda_chunk.cu (one op family each).
+ * (with cuda_gemm.cu and cuda_moe.cu; cuda_deq.h dequantizes), cuda_ops.cu,
+ * cuda_seq.cu and cuda_chunk.cu (one op family each).
  *
  * Numerics. Matmuls multiply the dequantized weight by the f32 activation
  * row (no activation quantization, unlike the CPU's ggml recipe), sums in
@@ -23,9 +23,12 @@
  * Environment, read when a context is made: Q36_CUDA_DEVICE (an index,
  * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
  * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
- * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu). */
+ * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
+ * Q36_CUDA_MOEGEMM=1 prompt batches' expert products to grouped tiles
+ * (cuda_moe.h). */
 #include "cuda.h"
 #include "cuda_chunk.h"
+#include "cuda_moe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +85,7 @@ static void cuda_free(be_ctx *be)
     cudaFree(c->deq);
     cudaFree(c->part);
     cudaFree(c->chunk);
+    cudaFree(c->moe);
     cudaFreeHost(c->stage);
     if (c->blas)
         cublasDestroy(c->blas);
@@ -107,7 +111,8 @@ static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
 {
     (void)n_threads;
     size_t d, p;
-    return (uint64_t)(scratch_floats(shape, &d, &p) + cuda_chunk_scratch(shape)) * sizeof(float);
+    return (uint64_t)(scratch_floats(shape, &d, &p) + cuda_chunk_scratch(shape)) * sizeof(float) +
+           cuda_moe_scratch_bytes(shape);
 }
 
 static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
@@ -138,10 +143,11 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
             goto nomem;
         cudaFree(c->part);
     cudaFree(c->chunk);
+    cudaFree(c->moe);
         c->part = n;
         c->part_floats = p;
     }
-    if (cuda_chunk_reserve(be, shape, err))
+    if (cuda_chunk_reserve(be, shape, err) || cuda_moe_reserve(be, shape, err))
         return Q36_E_NOMEM;
     c->reserved = true;
     return 0;
@@ -548,6 +554,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->device = device_index();
     c->chunked = cuda_chunk_enabled();
     c->gemm16 = cuda_gemm16_enabled();
+    c->moegemm = cuda_moe_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

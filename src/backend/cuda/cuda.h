@@ -51,7 +51,10 @@ struct cuda_ctx {
     int             n_copies;
     bool            reserved;
     bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
-    bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_matmul.cu) */
+    bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
+    bool            moegemm;       /* Q36_CUDA_MOEGEMM=1 at creation (cuda_moe.h) */
+    int32_t        *moe;           /* the grouped expert products' routing scratch */
+    size_t          moe_ints;
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
     size_t          chunk_floats;
     int             n_sm;
@@ -133,6 +136,14 @@ void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
 bool cuda_gemm16_enabled(void);
 bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
                  const be_tensor *x, be_tensor *y);
+
+/* ---- cuda_moe.cu: grouped expert products for prompt batches (when switched
+ * on); false when not taken (too few rows, no scratch): the caller's
+ * matrix-vector path runs */
+size_t cuda_moe_scratch_bytes(const be_shape *s);
+int  cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err);
+bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                   be_tensor *y);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

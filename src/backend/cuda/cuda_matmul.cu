@@ -13,8 +13,8 @@
  * dequantized to f32 in slabs of rows (the reserved scratch) and
  * multiplied by cuBLAS in plain f32 (no TF32), or with Q36_CUDA_GEMM16=1 in
  * f16 on tensor cores (cuda_gemm.cu). Expert products run the
- * warp kernel for every (token, rank) row whatever the batch; a grouped
- * prompt path is still to come. */
+ * warp kernel for every (token, rank) row, or with Q36_CUDA_MOEGEMM=1,
+ * for prompt batches, grouped by expert (cuda_moe.cu). */
 #include "cuda.h"
 #include "cuda_deq.h"
 
@@ -277,6 +277,8 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
     assert(x->cols == K && y->cols == N && y->rows >= T * k);
     assert(x->rows == T || x->rows == T * k);
     if (!T)
+        return;
+    if (c->moegemm && cuda_moe_gemm(be, w, x, sel, y))
         return;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
