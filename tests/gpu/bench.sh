@@ -4,7 +4,7 @@
 # default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
 # geometry; prompt speed (pp512, pp4096 in one pass) in exact mode, fast
 # mode, and with the new prompt paths (Q36_CUDA_CHUNKED=1,
-# Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1 on the MoE file). Raw output goes to LOG (default /tmp/q36-gpu) with
+# Q36_CUDA_GEMM16=1, Q36_CUDA_FATTN=1, Q36_CUDA_MOEGEMM=1 on the MoE file). Raw output goes to LOG (default /tmp/q36-gpu) with
 # the commands, the machine and the commit; bench/results/<date>-cuda/
 # keeps what a run printed.
 #
@@ -42,7 +42,8 @@ for p in 512 4096; do
     run 150 "$q36" bench $pp --fast
     run 150 env Q36_CUDA_CHUNKED=1 "$q36" bench $pp --fast
     run 150 env Q36_CUDA_GEMM16=1 "$q36" bench $pp
-    run 150 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 "$q36" bench $pp --fast
+    run 150 env Q36_CUDA_FATTN=1 "$q36" bench $pp
+    run 150 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_FATTN=1 "$q36" bench $pp --fast
 done
 [ -n "$trained" ] && run 90 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
 if [ "${BENCH_35B:-1}" = 1 ]; then
@@ -50,9 +51,9 @@ if [ "${BENCH_35B:-1}" = 1 ]; then
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
         run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 "$q36" bench \
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 "$q36" bench \
             -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 "$q36" bench \
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 "$q36" bench \
             -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
     rm -f "$m35"
 fi

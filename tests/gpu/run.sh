@@ -7,7 +7,7 @@
 # the GPU memory plan, a context too large for the device refused up front.
 # Ends with "N passed, N failed". Whole models run twice: as they are, and
 # with the GPU in fast mode and the new prompt paths on (Q36_CUDA_CHUNKED=1,
-# Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1).
+# Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1, Q36_CUDA_FATTN=1).
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
 #   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
@@ -72,15 +72,16 @@ for m in "${models[@]}"; do
 done
 # fast mode on the GPU with the new prompt paths switched on: the chunked
 # delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h), f16 tensor-core products
-# (Q36_CUDA_GEMM16=1, cuda_gemm.cu) and grouped expert products
-# (Q36_CUDA_MOEGEMM=1, cuda_moe.h), against the CPU in exact mode: the same
+# (Q36_CUDA_GEMM16=1, cuda_gemm.cu), grouped expert products
+# (Q36_CUDA_MOEGEMM=1, cuda_moe.h) and tiled prompt attention
+# (Q36_CUDA_FATTN=1, cuda_fattn.h), against the CPU in exact mode: the same
 # checks, case names cuda.model.fast.*. (The op cases above already ran
 # each in a context of its own.)
-export Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1
+export Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1
 for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
-unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM
+unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading

@@ -240,9 +240,10 @@ static void act_view(uint32_t type, const float *x, float *xq, int64_t K)
 }
 
 /* set while the grouped expert products run the matmul_id cases: their
- * sums are sequential over K (cuda_moe.cu), their names end in _grouped */
+ * sums are sequential over K (cuda_moe.cu); case_tag ends the names of
+ * cases run again on a context with a new path switched on */
 static bool mm_sequential;
-static const char *id_tag = "";
+static const char *case_tag = "";
 
 /* bound of output (r, n): CPU activation quantization + two f32 orders
  * (the GPU's: 8-term lane chunks then a tree, or K sequential terms) */
@@ -351,7 +352,7 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
     char name[112];
     snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s",
              quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
-             (long long)T, per_rank ? "_rank_rows" : "", id_tag);
+             (long long)T, per_rank ? "_rank_rows" : "", case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, E);
@@ -629,9 +630,9 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_
         T += len[i];
         maxp = pos0[i] + len[i] > maxp ? pos0[i] + len[i] : maxp;
     }
-    snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld",
+    snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld%s",
              (long long)Hq, (long long)Hkv, (long long)hd, f16 ? "f16" : "f32", n_seq,
-             (long long)T, (long long)maxp);
+             (long long)T, (long long)maxp, case_tag);
     t_rng r = t_rng_named(name);
     const int64_t kv_rows = maxp + 3, n_slots = 8;
     const enum be_type ct = f16 ? BE_F16 : BE_F32;
@@ -1044,7 +1045,7 @@ static void test_moe_ops(const be_shape *sh)
     }
     gpu = gpm;
     mm_sequential = true;
-    id_tag = "_grouped";
+    case_tag = "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
         test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
@@ -1059,8 +1060,46 @@ static void test_moe_ops(const be_shape *sh)
     test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
     gpu = saved;
     mm_sequential = false;
-    id_tag = "";
+    case_tag = "";
     be_free(gpm);
+}
+
+/* ----------------------------------------------------- tiled prompt attention */
+
+/* Q36_CUDA_FATTN=1 (cuda_fattn.cu): the attention cases, run on a context
+ * made with it in place of `gpu`, at prompt sizes (at least 64 query rows,
+ * the tiled path's threshold), with test_attention's bound; names end in
+ * _tiled. Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
+ * with a prefix in the cache, a decode row beside prompts, rows not a
+ * multiple of the 32-row tiles. */
+static void test_fattn_ops(const be_shape *sh)
+{
+    q36_err err = { 0 };
+    be_ctx *gpf = NULL, *saved = gpu;
+    setenv("Q36_CUDA_FATTN", "1", 1);
+    const int rc = be_new("cuda", 0, &gpf, &err) || be_reserve(gpf, sh, &err);
+    unsetenv("Q36_CUDA_FATTN");
+    if (rc) {
+        t_fail("cuda.fattn_context", "%s", err.msg);
+        return;
+    }
+    gpu = gpf;
+    case_tag = "_tiled";
+    const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
+    const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
+    const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
+                                  { 24, 3, 128 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p1);
+            test_attention(Hq, Hkv, hd, f16, 2, l2, p2);
+            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
+            test_attention(Hq, Hkv, hd, f16, 1, l4, p4);
+        }
+    gpu = saved;
+    case_tag = "";
+    be_free(gpf);
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -1763,6 +1802,7 @@ int main(int argc, char **argv)
         test_chunk_ops(&sh);
         test_gemm16_ops(&sh);
         test_moe_ops(&sh);
+        test_fattn_ops(&sh);
     }
 
     for (int i = a0; i < argc; i++) {

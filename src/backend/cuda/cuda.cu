@@ -3,7 +3,7 @@
  * tensors in device memory, weights uploaded once in their GGUF block
  * formats, and the scratch reservation. The ops are in cuda_matmul.cu
  * (with cuda_gemm.cu and cuda_moe.cu; cuda_deq.h dequantizes), cuda_ops.cu,
- * cuda_seq.cu and cuda_chunk.cu (one op family each).
+ * cuda_seq.cu (with cuda_fattn.cu and cuda_chunk.cu), one op family each.
  *
  * Numerics. Matmuls multiply the dequantized weight by the f32 activation
  * row (no activation quantization, unlike the CPU's ggml recipe), sums in
@@ -25,10 +25,12 @@
  * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
  * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
  * Q36_CUDA_MOEGEMM=1 prompt batches' expert products to grouped tiles
- * (cuda_moe.h). */
+ * (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
+ * query rows (cuda_fattn.h). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
+#include "cuda_fattn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -555,6 +557,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->chunked = cuda_chunk_enabled();
     c->gemm16 = cuda_gemm16_enabled();
     c->moegemm = cuda_moe_enabled();
+    c->fattn = cuda_fattn_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

@@ -53,6 +53,7 @@ struct cuda_ctx {
     bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
     bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
     bool            moegemm;       /* Q36_CUDA_MOEGEMM=1 at creation (cuda_moe.h) */
+    bool            fattn;         /* Q36_CUDA_FATTN=1 at creation (cuda_fattn.h) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
@@ -144,6 +145,12 @@ size_t cuda_moe_scratch_bytes(const be_shape *s);
 int  cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err);
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                    be_tensor *y);
+
+/* ---- cuda_fattn.cu: tiled attention for prompt batches (when switched on);
+ * false when not taken (a head dim other than 64, 128, 256) */
+bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                float scale, be_tensor *out);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */
