@@ -4,9 +4,10 @@
 # default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
 # geometry; prompt speed (pp512, pp4096 in one pass) in exact mode, fast
 # mode, and with the new prompt paths (Q36_CUDA_CHUNKED=1,
-# Q36_CUDA_GEMM16=1, Q36_CUDA_FATTN=1, Q36_CUDA_MOEGEMM=1 on the MoE file). Raw output goes to LOG (default /tmp/q36-gpu) with
-# the commands, the machine and the commit; bench/results/<date>-cuda/
-# keeps what a run printed.
+# Q36_CUDA_GEMM16=1, Q36_CUDA_FATTN=1, and Q36_CUDA_MOEGEMM=1 on the MoE
+# file). Raw output goes to LOG (default /tmp/q36-gpu) with the commands,
+# the machine and the commit; bench/results/<date>-cuda/ keeps what a run
+# printed.
 #
 # Usage: tests/gpu/bench.sh [BIN_DIR] [TRAINED.gguf]
 set -u
@@ -51,9 +52,9 @@ if [ "${BENCH_35B:-1}" = 1 ]; then
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
         run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 "$q36" bench \
-            -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 "$q36" bench \
-            -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
     rm -f "$m35"
 fi
