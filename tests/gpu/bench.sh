@@ -55,6 +55,8 @@ if [ "${BENCH_35B:-1}" = 1 ]; then
         run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
             "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
         run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast &&
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=2 Q36_CUDA_FATTN=1 \
             "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
     rm -f "$m35"
 fi

@@ -244,17 +244,22 @@ static void act_view(uint32_t type, const float *x, float *xq, int64_t K)
  * cases run again on a context with a new path switched on */
 static bool mm_sequential;
 static const char *case_tag = "";
+/* set while the grouped expert products run on tensor cores: their inputs
+ * are rounded to f16 (gemm16's terms, test_gemm16) */
+static bool mm_f16;
 
 /* bound of output (r, n): CPU activation quantization + two f32 orders
  * (the GPU's: 8-term lane chunks then a tree, or K sequential terms) */
 static double mm_bound(const float *wrow, const float *x, const float *xq, int64_t K)
 {
-    double q = 0, mag = 0;
+    double q = 0, mag = 0, small = 0;
     for (int64_t k = 0; k < K; k++) {
         q += fabs((double)wrow[k]) * fabs((double)x[k] - xq[k]);
         mag += fabs((double)wrow[k] * x[k]);
+        small += fabs((double)wrow[k]) + fabs((double)x[k]);
     }
-    return q + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
+    const double f16 = mm_f16 ? (0x1p-10 + (double)(K + 1) * 0x1p-22) * mag + 0x1p-24 * small : 0;
+    return q + f16 + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
 }
 
 /* ----------------------------------------------------------------- matmul */
@@ -1027,16 +1032,17 @@ static void test_gemm16_ops(const be_shape *sh)
 
 /* ------------------------------------------------ grouped expert products */
 
-/* Q36_CUDA_MOEGEMM=1 (cuda_moe.cu): the matmul_id cases above, run on a
- * context made with it in place of `gpu`, at prompt sizes (at least 64
- * (token, rank) rows, the grouped path's threshold), against the CPU with
- * mm_bound's sequential-sum order term. Experts with no rows, one tile and
+/* Q36_CUDA_MOEGEMM=1 and =2 (cuda_moe.cu): the matmul_id cases above, run
+ * on a context made with it in place of `gpu`, at prompt sizes (at least
+ * 64 (token, rank) rows, the grouped path's threshold), against the CPU
+ * with mm_bound's sequential-sum order term (and, for =2, the f16
+ * roundings of test_gemm16's bound). Experts with no rows, one tile and
  * several; top-1/3/8; x per token or per (token, rank). */
-static void test_moe_ops(const be_shape *sh)
+static void test_moe_ops(const be_shape *sh, const char *mode)
 {
     q36_err err = { 0 };
     be_ctx *gpm = NULL, *saved = gpu;
-    setenv("Q36_CUDA_MOEGEMM", "1", 1);
+    setenv("Q36_CUDA_MOEGEMM", mode, 1);
     const int rc = be_new("cuda", 0, &gpm, &err) || be_reserve(gpm, sh, &err);
     unsetenv("Q36_CUDA_MOEGEMM");
     if (rc) {
@@ -1045,7 +1051,8 @@ static void test_moe_ops(const be_shape *sh)
     }
     gpu = gpm;
     mm_sequential = true;
-    case_tag = "_grouped";
+    mm_f16 = !strcmp(mode, "2");
+    case_tag = mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
         test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
@@ -1059,7 +1066,7 @@ static void test_moe_ops(const be_shape *sh)
     test_matmul_id(QT_Q8_0, 256, 64, 8, 3, 30, false);
     test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
     gpu = saved;
-    mm_sequential = false;
+    mm_sequential = mm_f16 = false;
     case_tag = "";
     be_free(gpm);
 }
@@ -1801,7 +1808,8 @@ int main(int argc, char **argv)
         test_ops();
         test_chunk_ops(&sh);
         test_gemm16_ops(&sh);
-        test_moe_ops(&sh);
+        test_moe_ops(&sh, "1");
+        test_moe_ops(&sh, "2");
         test_fattn_ops(&sh);
     }
 

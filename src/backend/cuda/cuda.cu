@@ -24,8 +24,8 @@
  * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
  * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
  * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
- * Q36_CUDA_MOEGEMM=1 prompt batches' expert products to grouped tiles
- * (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
+ * Q36_CUDA_MOEGEMM=1 (f32) or 2 (f16 tensor cores) prompt batches' expert
+ * products to grouped tiles (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
  * query rows (cuda_fattn.h). */
 #include "cuda.h"
 #include "cuda_chunk.h"
@@ -556,7 +556,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->device = device_index();
     c->chunked = cuda_chunk_enabled();
     c->gemm16 = cuda_gemm16_enabled();
-    c->moegemm = cuda_moe_enabled();
+    c->moegemm = cuda_moe_mode();
     c->fattn = cuda_fattn_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);

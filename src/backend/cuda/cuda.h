@@ -52,7 +52,7 @@ struct cuda_ctx {
     bool            reserved;
     bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
     bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
-    bool            moegemm;       /* Q36_CUDA_MOEGEMM=1 at creation (cuda_moe.h) */
+    int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
     bool            fattn;         /* Q36_CUDA_FATTN=1 at creation (cuda_fattn.h) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;

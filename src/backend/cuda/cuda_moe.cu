@@ -19,7 +19,8 @@
  *     of x and of MG_BN dequantized weight rows in shared memory, and each
  *     thread accumulates a 4 x 4 tile of outputs in f32, in k order.
  * Results: each output a sequential f32 sum over k of the CPU's weight
- * values times the f32 activations.
+ * values times the f32 activations; or, with Q36_CUDA_MOEGEMM=2
+ * (k_moe_gemm_tc), tensor-core sums of both rounded to f16.
  *
  * As in cuda_chunk.cu, the kernels are phase functions that also run on
  * the host: cuda_moe_emulate checks their arithmetic on the CPU, with the
@@ -29,6 +30,7 @@
 #include "cuda_moe.h"
 
 #include <assert.h>
+#include <mma.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +45,10 @@
 
 #define HD __host__ __device__ inline
 
-extern "C" bool cuda_moe_enabled(void)
+extern "C" int cuda_moe_mode(void)
 {
     const char *s = getenv("Q36_CUDA_MOEGEMM");
-    return s && !strcmp(s, "1");
+    return s && !strcmp(s, "1") ? 1 : s && !strcmp(s, "2") ? 2 : 0;
 }
 
 typedef struct mg_args {
@@ -250,6 +252,76 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
     mg_store(a, t, tid, acc);
 }
 
+/* The same tiles with their products on tensor cores (Q36_CUDA_MOEGEMM=2):
+ * each k step stages the tile's x rows (Xh[m][kk]) and weight rows
+ * (Wh[n][kk]) as f16, rounded to nearest; warp w multiplies rows
+ * 16 (w % 4) .. + 16 by outputs 32 (w / 4) .. + 32 as two 16 x 16 WMMA
+ * accumulators in f32 (A = Xh row-major, B = W^T: Wh read column-major),
+ * two 16-wide k steps a stage. At the end the accumulators go through
+ * shared memory (Cs) to the rows' outputs. Device only: the host
+ * emulation runs the f32 tiles, which share mg_tile_of and the routing. */
+#define MG_LH (MG_BK + 8)      /* f16 pitch: a multiple of 8, rows 32-byte aligned */
+#define MG_LC (MG_BN + 4)
+
+template <int T>
+__global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
+{
+    using namespace nvcuda;
+    __shared__ __align__(32) __half Xh[MG_BM * MG_LH];
+    __shared__ __align__(32) __half Wh[MG_BN * MG_LH];
+    __shared__ __align__(32) float Cs[MG_BM * MG_LC];
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
+    if (!t.rows)
+        return;
+    const int tid = threadIdx.x, w = tid / 32, wm = w % 4, wn = w / 4;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+    wmma::fill_fragment(acc[0], 0.0f);
+    wmma::fill_fragment(acc[1], 0.0f);
+    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK) {
+        for (int e = tid; e < MG_BM * MG_BK; e += MG_THREADS) {
+            const int m = e / MG_BK, kk = e % MG_BK;
+            float v = 0.0f;
+            if (m < t.rows && k0 + kk < a.K) {
+                const int64_t q = a.perm[t.p0 + m];
+                v = a.x[(a.x_per_tok ? q / a.k : q) * a.ldx + k0 + kk];
+            }
+            Xh[m * MG_LH + kk] = __float2half_rn(v);
+        }
+        for (int e = tid; e < MG_BN * (MG_BK / 8); e += MG_THREADS) {
+            const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
+            float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+            if (t.n0 + n < a.N)
+                deq8<T>(a.W + (uint64_t)(t.e * a.N + t.n0 + n) * a.rb, k0 + 8 * g, a.K, v);
+            #pragma unroll
+            for (int j = 0; j < 8; j++)
+                Wh[n * MG_LH + 8 * g + j] = __float2half_rn(v[j]);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int kk = 0; kk < MG_BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+            wmma::load_matrix_sync(fa, Xh + 16 * wm * MG_LH + kk, MG_LH);
+            #pragma unroll
+            for (int f = 0; f < 2; f++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+                wmma::load_matrix_sync(fb, Wh + (32 * wn + 16 * f) * MG_LH + kk, MG_LH);
+                wmma::mma_sync(acc[f], fa, fb, acc[f]);
+            }
+        }
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int f = 0; f < 2; f++)
+        wmma::store_matrix_sync(Cs + 16 * wm * MG_LC + 32 * wn + 16 * f, acc[f], MG_LC,
+                                wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < MG_BM * MG_BN; e += MG_THREADS) {
+        const int m = e / MG_BN, n = e % MG_BN;
+        if (m < t.rows && t.n0 + n < a.N)
+            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + t.n0 + n] = Cs[m * MG_LC + n];
+    }
+}
+
 /* ------------------------------------------------------------------ the op */
 
 static size_t scratch_ints(int64_t Q, int64_t E) { return (size_t)(4 * E + 2 + Q); }
@@ -272,7 +344,7 @@ static int64_t tile_slots(int64_t Q, int64_t E)
 
 size_t cuda_moe_scratch_bytes(const be_shape *s)
 {
-    if (!cuda_moe_enabled() || !s->n_expert)
+    if (!cuda_moe_mode() || !s->n_expert)
         return 0;
     return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t);
 }
@@ -332,7 +404,10 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
         return true;
     const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + MG_BN - 1) / MG_BN));
-    TYPE_SWITCH(w->type, k_moe_gemm<TT><<<grid, MG_THREADS, 0, st>>>(a));
+    if (c->moegemm == 2)
+        TYPE_SWITCH(w->type, k_moe_gemm_tc<TT><<<grid, MG_THREADS, 0, st>>>(a))
+    else
+        TYPE_SWITCH(w->type, k_moe_gemm<TT><<<grid, MG_THREADS, 0, st>>>(a));
     CUDA_LAUNCHED(be, "k_moe_gemm");
     return true;
 }

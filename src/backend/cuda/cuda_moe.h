@@ -6,9 +6,13 @@
  * made sends that context's be_matmul_id calls of at least MG_MIN_ROWS
  * (token, rank) rows (prompt batches) to the grouped kernels: rows sorted
  * by expert on the device, each expert's rows multiplied as tiles of a
- * matrix product. Unset, or for fewer rows, every row runs the
- * matrix-vector kernel of cuda_matmul.cu (the default until a GPU run has
- * validated the grouped path). */
+ * matrix product, in f32 on the CUDA cores; Q36_CUDA_MOEGEMM=2 the same
+ * with the tiles' products in f16 on tensor cores (WMMA, f32
+ * accumulators: the inputs rounded to f16, 2^-11 relative each). Unset,
+ * or for fewer rows, every row runs the matrix-vector kernel of
+ * cuda_matmul.cu (the default until a GPU run has validated the grouped
+ * path). The emulation covers the f32 form and everything the two share
+ * (routing, tiles, loads); only the GPU tests check the WMMA product. */
 #ifndef Q36_CUDA_MOE_H
 #define Q36_CUDA_MOE_H
 
@@ -21,8 +25,8 @@ extern "C" {
 
 #define MG_MIN_ROWS 64
 
-/* Q36_CUDA_MOEGEMM is "1". */
-bool cuda_moe_enabled(void);
+/* Q36_CUDA_MOEGEMM: 1 or 2 as above, otherwise 0. */
+int cuda_moe_mode(void);
 
 /* The grouped kernels run on the host (cuda_chunk.h says how: block by
  * block, phase by phase, every thread index of a phase in turn, shared
