@@ -88,6 +88,25 @@ static bool gpu_ok(const char *name)
     return true;
 }
 
+/* A CUDA context made with the environment variable `var` set to `val`
+ * (the backend reads its switches when a context is made), reserved for
+ * sh; NULL (and a failed case `what`) when it cannot be made. */
+static be_ctx *ctx_with(const char *var, const char *val, const be_shape *sh, const char *what)
+{
+    q36_err err = { 0 };
+    be_ctx *c = NULL;
+    setenv(var, val, 1);
+    const int rc = be_new("cuda", 0, &c, &err) || be_reserve(c, sh, &err);
+    unsetenv(var);
+    if (rc) {
+        t_fail(what, "%s", err.msg);
+        if (c)
+            be_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* Records the worst ratio of a case; bound[i] per element (or `b` for all
  * when bound is NULL). */
 static void verdict(const char *name, const float *c, const float *g, int64_t n,
@@ -244,8 +263,8 @@ static void act_view(uint32_t type, const float *x, float *xq, int64_t K)
  * cases run again on a context with a new path switched on */
 static bool mm_sequential;
 static const char *case_tag = "";
-/* set while the grouped expert products run on tensor cores: their inputs
- * are rounded to f16 (gemm16's terms, test_gemm16) */
+/* set while products run on tensor cores: their inputs are rounded to f16
+ * (the terms are derived at test_gemm16_ops) */
 static bool mm_f16;
 
 /* bound of output (r, n): CPU activation quantization + two f32 orders
@@ -267,8 +286,8 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
 static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld", quant_type_name(type),
-             (long long)K, (long long)N, (long long)R);
+    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld%s", quant_type_name(type),
+             (long long)K, (long long)N, (long long)R, case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, 2);
@@ -906,14 +925,8 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 
 static void test_chunk_ops(const be_shape *sh)
 {
-    q36_err err = { 0 };
-    setenv("Q36_CUDA_CHUNKED", "1", 1);
-    const int rc = be_new("cuda", 0, &gpc, &err) || be_reserve(gpc, sh, &err);
-    unsetenv("Q36_CUDA_CHUNKED");
-    if (rc) {
-        t_fail("cuda.deltanet_chunk_context", "%s", err.msg);
+    if (!(gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context")))
         return;
-    }
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
               l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
               l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
@@ -944,90 +957,35 @@ static void test_chunk_ops(const be_shape *sh)
 
 /* ------------------------------------------------ f16 tensor-core matmul */
 
-/* Q36_CUDA_GEMM16=1 (cuda_gemm.cu) in a context of its own: batches of
- * more than 8 rows through f16 tiles. Against the exact product in double
- * of the same dequantized weights and f32 rows: each product w x gains at
- * most two f16 roundings, 2 * 2^-11 |w x| (plus 2^-24 |x| or |w| where a
- * value falls below f16's normal range), and the f32 sum of K products
- * at most K * 2^-22 sum |w x| whatever order and accumulator rounding the
- * tensor cores use. So per output, with S = sum_k |w_k x_k|:
- *     (2^-10 + (K + 1) 2^-22) S + 2^-24 sum_k (|x_k| + |w_k|).
- * A wrong row, column or slab gives errors of order S. */
-static be_ctx *gpg;
-
-static void test_gemm16(uint32_t type, int64_t K, int64_t N, int64_t R)
-{
-    char name[96];
-    snprintf(name, sizeof name, "cuda.gemm16_%s_%lldx%lld_r%lld", quant_type_name(type),
-             (long long)K, (long long)N, (long long)R);
-    t_rng r = t_rng_named(name);
-    wt w;
-    make_weight(&w, &r, type, K, N, 2);
-    be_weight *wg = NULL;
-    q36_err err = { 0 };
-    if (be_weight_bind(gpg, &w.t, &wg, &err)) {
-        t_fail(name, "%s", err.msg);
-        return;
-    }
-    float *x = t_randv(&r, R * K, 1), *y = malloc(sizeof(float) * (size_t)(R * N));
-    be_tensor *xt = be_tensor_new(gpg, R, K), *yt = be_tensor_new(gpg, R, N);
-    be_write(gpg, xt, 0, R, x);
-    be_matmul(gpg, wg, 1, xt, yt);
-    be_read(gpg, yt, 0, R, y);
-    if (be_check(gpg, &err)) {
-        t_fail(name, "%s", err.msg);
-    } else {
-        double *truth = malloc(sizeof(double) * (size_t)(R * N)), *b = malloc(sizeof(double) * (size_t)(R * N));
-        float *yd = malloc(sizeof(float) * (size_t)(R * N));
-        for (int64_t i = 0; i < R; i++)
-            for (int64_t n = 0; n < N; n++) {
-                const float *wr = w.deq + (N + n) * K, *xr = x + i * K;
-                double t = 0, S = 0, small = 0;
-                for (int64_t k = 0; k < K; k++) {
-                    t += (double)wr[k] * xr[k];
-                    S += fabs((double)wr[k] * xr[k]);
-                    small += fabs((double)xr[k]) + fabs((double)wr[k]);
-                }
-                truth[i * N + n] = t;
-                yd[i * N + n] = (float)t;
-                b[i * N + n] = (0x1p-10 + (double)(K + 1) * 0x1p-22) * S + 0x1p-24 * small;
-            }
-        /* verdict compares floats: the truth rounded to f32 adds u |t| <= u S */
-        for (int64_t i = 0; i < R * N; i++)
-            b[i] += fabs(truth[i]) * U;
-        verdict(name, yd, y, R * N, b, 0);
-        free(truth);
-        free(b);
-        free(yd);
-    }
-    be_tensor_free(gpg, xt);
-    be_tensor_free(gpg, yt);
-    free(x);
-    free(y);
-    free(w.deq);
-}
-
+/* Q36_CUDA_GEMM16=1 (cuda_gemm.cu): the matmul cases on a context made
+ * with it in place of `gpu`, at batch sizes above 8 rows, against the CPU
+ * with mm_bound's f16 terms: each product w x gains at most two f16
+ * roundings, 2 * 2^-11 |w x| (plus 2^-24 |x| or |w| below f16's normal
+ * range), and the f32 sum of K products at most K 2^-22 sum |w x| in
+ * whatever order and accumulator rounding the tensor cores use. A wrong
+ * row, column or slab gives errors of order sum |w x|. Names end in _f16. */
 static void test_gemm16_ops(const be_shape *sh)
 {
-    q36_err err = { 0 };
-    setenv("Q36_CUDA_GEMM16", "1", 1);
-    const int rc = be_new("cuda", 0, &gpg, &err) || be_reserve(gpg, sh, &err);
-    unsetenv("Q36_CUDA_GEMM16");
-    if (rc) {
-        t_fail("cuda.gemm16_context", "%s", err.msg);
+    be_ctx *gpg = ctx_with("Q36_CUDA_GEMM16", "1", sh, "cuda.gemm16_context"), *saved = gpu;
+    if (!gpg)
         return;
-    }
+    gpu = gpg;
+    mm_f16 = true;
+    case_tag = "_f16";
     const uint32_t types[] = { QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        test_gemm16(types[i], 256, 100, 9);
-        test_gemm16(types[i], 2048, 257, 64);
-        test_gemm16(types[i], 1024, 96, 512);
+        test_matmul(types[i], 256, 100, 9);
+        test_matmul(types[i], 2048, 257, 64);
+        test_matmul(types[i], 1024, 96, 512);
     }
-    test_gemm16(QT_Q4_K, 4096, 8200, 9);        /* 33.6M weights: two slabs of the scratch */
-    test_gemm16(QT_Q6_K, 4096, 1000, 512);      /* activations take most of the scratch */
-    test_gemm16(QT_F16, 40, 31, 17);            /* K no 8 divides */
+    test_matmul(QT_Q4_K, 4096, 8200, 9);        /* 33.6M weights: two slabs of the scratch */
+    test_matmul(QT_Q6_K, 4096, 1000, 512);      /* activations take most of the scratch */
+    test_matmul(QT_F16, 40, 31, 17);            /* K no 8 divides */
+    test_matmul(QT_F32, 256, 100, 64);          /* F32 keeps the f32 path */
+    gpu = saved;
+    mm_f16 = false;
+    case_tag = "";
     be_free(gpg);
-    gpg = NULL;
 }
 
 /* ------------------------------------------------ grouped expert products */
@@ -1040,15 +998,9 @@ static void test_gemm16_ops(const be_shape *sh)
  * several; top-1/3/8; x per token or per (token, rank). */
 static void test_moe_ops(const be_shape *sh, const char *mode)
 {
-    q36_err err = { 0 };
-    be_ctx *gpm = NULL, *saved = gpu;
-    setenv("Q36_CUDA_MOEGEMM", mode, 1);
-    const int rc = be_new("cuda", 0, &gpm, &err) || be_reserve(gpm, sh, &err);
-    unsetenv("Q36_CUDA_MOEGEMM");
-    if (rc) {
-        t_fail("cuda.moe_gemm_context", "%s", err.msg);
+    be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
+    if (!gpm)
         return;
-    }
     gpu = gpm;
     mm_sequential = true;
     mm_f16 = !strcmp(mode, "2");
@@ -1081,15 +1033,9 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
  * multiple of the 32-row tiles. */
 static void test_fattn_ops(const be_shape *sh)
 {
-    q36_err err = { 0 };
-    be_ctx *gpf = NULL, *saved = gpu;
-    setenv("Q36_CUDA_FATTN", "1", 1);
-    const int rc = be_new("cuda", 0, &gpf, &err) || be_reserve(gpf, sh, &err);
-    unsetenv("Q36_CUDA_FATTN");
-    if (rc) {
-        t_fail("cuda.fattn_context", "%s", err.msg);
+    be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
+    if (!gpf)
         return;
-    }
     gpu = gpf;
     case_tag = "_tiled";
     const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };

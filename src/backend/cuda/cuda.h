@@ -20,6 +20,8 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 #include "../be_impl.h"
@@ -63,6 +65,13 @@ struct cuda_ctx {
 };
 
 static inline cuda_ctx *cuda_ctx_of(be_ctx *be) { return (cuda_ctx *)be; }
+
+/* The environment variable `name` is `value` (the backend's switches). */
+static inline bool cuda_env_is(const char *name, const char *value)
+{
+    const char *s = getenv(name);
+    return s && !strcmp(s, value);
+}
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */
 bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int line);

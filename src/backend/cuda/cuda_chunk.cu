@@ -53,8 +53,7 @@
 
 extern "C" bool cuda_chunk_enabled(void)
 {
-    const char *s = getenv("Q36_CUDA_CHUNKED");
-    return s && !strcmp(s, "1");
+    return cuda_env_is("Q36_CUDA_CHUNKED", "1");
 }
 
 typedef struct ck_args {

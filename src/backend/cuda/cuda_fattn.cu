@@ -32,8 +32,7 @@
 
 extern "C" bool cuda_fattn_enabled(void)
 {
-    const char *s = getenv("Q36_CUDA_FATTN");
-    return s && !strcmp(s, "1");
+    return cuda_env_is("Q36_CUDA_FATTN", "1");
 }
 
 typedef struct fa_args {

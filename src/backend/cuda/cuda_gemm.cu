@@ -18,8 +18,7 @@
  * activations leave no room for 64 weight rows, the f32 path runs. */
 bool cuda_gemm16_enabled(void)
 {
-    const char *s = getenv("Q36_CUDA_GEMM16");
-    return s && !strcmp(s, "1");
+    return cuda_env_is("Q36_CUDA_GEMM16", "1");
 }
 
 template <int T>

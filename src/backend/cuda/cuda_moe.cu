@@ -47,8 +47,7 @@
 
 extern "C" int cuda_moe_mode(void)
 {
-    const char *s = getenv("Q36_CUDA_MOEGEMM");
-    return s && !strcmp(s, "1") ? 1 : s && !strcmp(s, "2") ? 2 : 0;
+    return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : cuda_env_is("Q36_CUDA_MOEGEMM", "2") ? 2 : 0;
 }
 
 typedef struct mg_args {
@@ -151,6 +150,15 @@ struct mg_deq_host {
     }
 };
 
+/* x at column kcol of the tile's row m (0 past its rows or K) */
+HD float mg_xval(const mg_args &a, const mg_tile &t, int m, int64_t kcol)
+{
+    if (m >= t.rows || kcol >= a.K)
+        return 0.0f;
+    const int64_t q = a.perm[t.p0 + m];
+    return a.x[(a.x_per_tok ? q / a.k : q) * a.ldx + kcol];
+}
+
 /* Phase 1 of a k step: columns k0..k0+MG_BK of the tile's x rows (Xs[kk][m])
  * and weight rows (Ws[kk][n]); zero past the rows, outputs and K. */
 template <class D>
@@ -158,15 +166,8 @@ HD void mg_load(const mg_args &a, const D &deq, const mg_tile &t, int64_t k0, in
                 float *sm)
 {
     float *Xs = sm, *Ws = sm + MG_BK * MG_LX;
-    for (int e = tid; e < MG_BM * MG_BK; e += nthr) {
-        const int m = e / MG_BK, kk = e % MG_BK;
-        float v = 0.0f;
-        if (m < t.rows && k0 + kk < a.K) {
-            const int64_t q = a.perm[t.p0 + m];
-            v = a.x[(a.x_per_tok ? q / a.k : q) * a.ldx + k0 + kk];
-        }
-        Xs[kk * MG_LX + m] = v;
-    }
+    for (int e = tid; e < MG_BM * MG_BK; e += nthr)
+        Xs[e % MG_BK * MG_LX + e / MG_BK] = mg_xval(a, t, e / MG_BK, k0 + e % MG_BK);
     for (int e = tid; e < MG_BN * (MG_BK / 8); e += nthr) {
         const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
         float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -278,15 +279,9 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
     wmma::fill_fragment(acc[0], 0.0f);
     wmma::fill_fragment(acc[1], 0.0f);
     for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK) {
-        for (int e = tid; e < MG_BM * MG_BK; e += MG_THREADS) {
-            const int m = e / MG_BK, kk = e % MG_BK;
-            float v = 0.0f;
-            if (m < t.rows && k0 + kk < a.K) {
-                const int64_t q = a.perm[t.p0 + m];
-                v = a.x[(a.x_per_tok ? q / a.k : q) * a.ldx + k0 + kk];
-            }
-            Xh[m * MG_LH + kk] = __float2half_rn(v);
-        }
+        for (int e = tid; e < MG_BM * MG_BK; e += MG_THREADS)
+            Xh[e / MG_BK * MG_LH + e % MG_BK] =
+                __float2half_rn(mg_xval(a, t, e / MG_BK, k0 + e % MG_BK));
         for (int e = tid; e < MG_BN * (MG_BK / 8); e += MG_THREADS) {
             const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
             float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -335,6 +330,29 @@ static void args_scratch(mg_args *a, int32_t *base)
     a->perm = a->cur + a->E;
 }
 
+/* The arguments but the weight (W, rb on the device; Wf on the host). */
+static mg_args mg_make(int64_t K, int64_t N, int64_t E, const float *x, int64_t ldx, bool per_tok,
+                       const int32_t *sel, int64_t ldsel, int64_t k, int64_t Q, float *y,
+                       int64_t ldy, int32_t *scratch)
+{
+    mg_args a;
+    memset(&a, 0, sizeof a);
+    a.K = K;
+    a.N = N;
+    a.E = E;
+    a.x = x;
+    a.ldx = ldx;
+    a.x_per_tok = per_tok;
+    a.sel = sel;
+    a.ldsel = ldsel;
+    a.k = k;
+    a.Q = Q;
+    a.y = y;
+    a.ldy = ldy;
+    args_scratch(&a, scratch);
+    return a;
+}
+
 /* tile slots: every expert's rows in tiles of MG_BM, at most */
 static int64_t tile_slots(int64_t Q, int64_t E)
 {
@@ -378,23 +396,10 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     const int64_t T = sel->rows, k = sel->cols, Q = T * k;
     if (Q < MG_MIN_ROWS || !cuda_type_native(w->type) || scratch_ints(Q, E) > c->moe_ints)
         return false;
-    mg_args a;
-    memset(&a, 0, sizeof a);
+    mg_args a = mg_make(K, N, E, (const float *)x->data, x->ld, x->rows == T && k > 1,
+                        (const int32_t *)sel->data, sel->ld, k, Q, (float *)y->data, y->ld, c->moe);
     a.W = (const uint8_t *)w->data;
     a.rb = w->row_bytes;
-    a.K = K;
-    a.N = N;
-    a.E = E;
-    a.x = (const float *)x->data;
-    a.ldx = x->ld;
-    a.x_per_tok = x->rows == T && k > 1;
-    a.sel = (const int32_t *)sel->data;
-    a.ldsel = sel->ld;
-    a.k = k;
-    a.Q = Q;
-    a.y = (float *)y->data;
-    a.ldy = y->ld;
-    args_scratch(&a, c->moe);
     cudaStream_t st = c->stream;
     if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)E, st)))
         return true;
@@ -428,22 +433,8 @@ extern "C" int cuda_moe_emulate(const float *Wf, int64_t K, int64_t N, int64_t E
         free(acc);
         return -1;
     }
-    mg_args a;
-    memset(&a, 0, sizeof a);
+    mg_args a = mg_make(K, N, E, x, ldx, XR == T && k > 1, sel, ldsel, k, Q, y, ldy, scr);
     a.Wf = Wf;
-    a.K = K;
-    a.N = N;
-    a.E = E;
-    a.x = x;
-    a.ldx = ldx;
-    a.x_per_tok = XR == T && k > 1;
-    a.sel = sel;
-    a.ldsel = ldsel;
-    a.k = k;
-    a.Q = Q;
-    a.y = y;
-    a.ldy = ldy;
-    args_scratch(&a, scr);
     memset(a.cnt, 0, sizeof(int32_t) * (size_t)E);
     for (int64_t q = 0; q < Q; q++)
         mg_count(a, q);
