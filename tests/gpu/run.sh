@@ -58,7 +58,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout 150 "$tbc" "$@" >"$log/$name.log" 2>&1
+    timeout "${limit:-150}" "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
     count "$log/$name.log"
@@ -66,7 +66,9 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
         fail "test_backend_cuda.$name" "exited $rc: $(tail -n 5 "$log/$name.log")"
     fi
 }
-one ops
+# the op cases: the switched prompt paths' cases (contexts of their own, host
+# references in double) take minutes, not seconds
+limit=600 one ops
 for m in "${models[@]}"; do
     one "model-$(basename "$m" .gguf)" --no-ops "$m"
 done
