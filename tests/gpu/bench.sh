@@ -30,6 +30,10 @@ run() {    # run TIMEOUT CMD...: the command line, then its output
     echo "# cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 } | tee -a "$out"
 
+# each prompt path's op against the default one at prompt shapes (512 rows)
+tbc=$bin/tests/gpu/test_backend_cuda
+[ -x "$tbc" ] || tbc=$bin/test_backend_cuda
+[ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
 run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 run 150 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3

@@ -7,7 +7,8 @@
  * CI has no GPU). Usage: test_backend_cuda [--no-ops] [--fast] [MODEL.gguf
  * ...]: the op cases (unless --no-ops), then the model cases for each file
  * given (--fast: the GPU side in fast mode); test_backend_cuda --bench: op
- * timings at decode shapes instead.
+ * timings at decode shapes instead; --bench-prompt: at prompt shapes, with
+ * and without each of the backend's prompt switches.
  *
  * Tolerances. The two backends compute the same formulas in different
  * orders and, for matmuls, on different activations: the CPU quantizes
@@ -1710,6 +1711,104 @@ static void run_bench(void)
     }
 }
 
+/* --bench-prompt: ops at prompt shapes (512 rows of one sequence), each
+ * on the default context and on contexts made with each prompt switch
+ * (the op a switch changes is the one to compare; the CUDA backend has no
+ * per-op profile yet). Mean of `reps` calls queued back to back, then one
+ * sync. Not a test: "#" lines only. */
+static void dnc_call(void *p)
+{
+    dn_arg *a = p;
+    be_deltanet_chunked(gpu, a->qkv.g, a->g.g, a->beta.g, a->S.g, a->Hk, a->Hv, a->dk, &a->b.g,
+                        a->out.g);
+}
+
+static void bench_prompt_ops(const char *tag)
+{
+    const int T = 512, reps = 20, zero[1] = { 0 }, lenT[1] = { 512 };
+    t_rng r = t_rng_named("bench-prompt");
+    {   /* the delta rule, 35B-A3B heads */
+        dn_arg a = { .Hk = 16, .Hv = 32, .dk = 128 };
+        a.b = batch_of(1, zero, lenT, zero, 64);
+        float *qkv = t_randv(&r, T * 64 * 128, 0.1f);
+        a.qkv = up(qkv, T, 64 * 128);
+        a.g = up(NULL, T, 32);
+        a.beta = up(NULL, T, 32);
+        a.S = up(NULL, 32, 128 * 128);
+        a.out = up(NULL, T, 32 * 128);
+        printf("# bench [%s] deltanet_chunked 16/32 x 128, %d rows: %9.1f us\n", tag, T,
+               time_ops(dnc_call, &a, reps) * 1e6);
+        pfree(a.qkv); pfree(a.g); pfree(a.beta); pfree(a.S); pfree(a.out);
+        bfree(&a.b);
+        free(qkv);
+    }
+    {   /* a dense product and the experts, 35B-A3B shapes */
+        wt w, we;
+        make_weight(&w, &r, QT_Q4_K, 2048, 8192, 1);
+        make_weight(&we, &r, QT_Q4_K, 2048, 512, 256);
+        float *x = t_randv(&r, T * 2048, 1);
+        int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * 8));
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < 8; i++)
+                sel[t * 8 + i] = (int32_t)((t * 97 + i * 31) % 256);   /* distinct in a row */
+        mm_arg a = { &w, up(x, T, 2048), up(NULL, T, 8192), { NULL, NULL } };
+        const double t1 = time_ops(run_mm, &a, reps);
+        printf("# bench [%s] matmul q4_K 2048 x 8192, %d rows: %9.1f us  %6.1f TFLOP/s\n", tag,
+               T, t1 * 1e6, 2.0 * T * 2048 * 8192 / t1 / 1e12);
+        pfree(a.y);
+        mm_arg b = { &we, a.x, up(NULL, T * 8, 512), { NULL, t_i32(gpu, sel, T, 8) } };
+        const double t2 = time_ops(run_mm_id, &b, reps);
+        printf("# bench [%s] matmul_id q4_K 2048 x 512, 256 experts, top-8, %d rows: %9.1f us  "
+               "%6.1f TFLOP/s\n", tag, T, t2 * 1e6, 2.0 * T * 8 * 2048 * 512 / t2 / 1e12);
+        pfree(b.x); pfree(b.y);
+        be_tensor_free(gpu, b.s.g);
+        free(x);
+        free(sel);
+        free(w.deq);
+        free(we.deq);
+    }
+    for (int depth = 0; depth <= 3584; depth += 3584) {   /* attention, 16/2 x 256, f16 */
+        att_arg a = { .Hq = 16, .Hkv = 2, .hd = 256 };
+        const int pos[1] = { depth };
+        a.b = batch_of(1, zero, lenT, pos, depth + T);
+        float *q = t_randv(&r, T * 16 * 256, 1);
+        a.q = up(q, T, 16 * 256);
+        a.out = up(NULL, T, 16 * 256);
+        a.kc = (pair){ NULL, be_tensor_new_f16(gpu, depth + T, 512) };
+        a.vc = (pair){ NULL, be_tensor_new_f16(gpu, depth + T, 512) };
+        printf("# bench [%s] attention 16/2 x 256 f16, %d rows after %d: %9.1f us\n", tag, T,
+               depth, time_ops(run_att, &a, reps) * 1e6);
+        be_tensor_free(gpu, a.kc.g);
+        be_tensor_free(gpu, a.vc.g);
+        pfree(a.q);
+        pfree(a.out);
+        bfree(&a.b);
+        free(q);
+    }
+}
+
+static void bench_prompt(const be_shape *sh)
+{
+    static const char *const sw[][2] = { { "Q36_CUDA_CHUNKED", "1" }, { "Q36_CUDA_GEMM16", "1" },
+                                         { "Q36_CUDA_MOEGEMM", "1" }, { "Q36_CUDA_MOEGEMM", "2" },
+                                         { "Q36_CUDA_FATTN", "1" } };
+    be_ctx *saved = gpu;
+    no_deq = true;
+    printf("# bench: ops at prompt shapes, default context and one per switch\n");
+    bench_prompt_ops("default");
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%s=%s", sw[i][0], sw[i][1]);
+        if (!(gpu = ctx_with(sw[i][0], sw[i][1], sh, "cuda.bench_context"))) {
+            gpu = saved;
+            continue;
+        }
+        bench_prompt_ops(tag);
+        be_free(gpu);
+        gpu = saved;
+    }
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -1733,8 +1832,11 @@ int main(int argc, char **argv)
     }
     t_ok("cuda.backend_new_reserve");
 
-    if (argc > 1 && !strcmp(argv[1], "--bench")) {
-        run_bench();
+    if (argc > 1 && (!strcmp(argv[1], "--bench") || !strcmp(argv[1], "--bench-prompt"))) {
+        if (!strcmp(argv[1], "--bench"))
+            run_bench();
+        else
+            bench_prompt(&sh);
         be_free(cpu);
         be_free(gpu);
         return 0;
