@@ -10,7 +10,8 @@
  *    on the CPU, so their index arithmetic, scratch layout and algebra are
  *    checked on a machine without a GPU (the GPU itself runs them in
  *    tests/gpu/test_backend_cuda.c), including passes split at and off a
- *    chunk boundary, whose state at the cut is what a prefix cache keeps.
+ *    chunk boundary, and the states the kernels write at every chunk
+ *    boundary (what a prefix cache keeps).
  * The f32 recurrence (be_deltanet) is reported beside them. */
 #include "test.h"
 #include "deltanet_ref.h"
@@ -36,7 +37,7 @@ static int run_impl(enum impl m, const dn_case *c, const int32_t *runs, int n_se
     if (m == CUDA_EMULATED) {
 #ifdef Q36_CUDA
         return cuda_chunk_emulate(c->qkv, c->W, c->g, Hv, c->beta, Hv, S, dk * dk, c->Hk, Hv, dk,
-                                  runs, n_seq, T, out, Hv * dk);
+                                  runs, n_seq, T, out, Hv * dk, NULL);
 #else
         return -1;
 #endif
@@ -156,11 +157,11 @@ static void test_split(int64_t Hk, int64_t Hv, int64_t dk, int len, int cut, int
     const double B = dn_bound(dk, len, M);
     float *out = calloc((size_t)no + 1, sizeof(float)), *S = copy_f(c.S0, ns);
     int rc = cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, dk * dk, Hk, Hv, dk, r1, 1,
-                                c.T, out, Hv * dk);
+                                c.T, out, Hv * dk, NULL);
     int64_t ic, io, is;
     const double wc = dn_worst(S, S_c, ns, B, &ic);
     rc = rc ? rc : cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, dk * dk, Hk, Hv, dk, r2,
-                                      1, c.T, out, Hv * dk);
+                                      1, c.T, out, Hv * dk, NULL);
     const double wo = dn_worst(out, out_t, no, B, &io), ws = dn_worst(S, S_t, ns, B, &is);
     if (rc)
         t_fail(name, "the emulation returned %d", rc);
@@ -174,6 +175,51 @@ static void test_split(int64_t Hk, int64_t Hv, int64_t dk, int len, int cut, int
     dn_case_free(&c);
 }
 #endif
+
+/* Two runs in one batch through the emulated kernels with the
+ * checkpoints on: the state after every chunk of each run against the
+ * true state after that many rows. */
+static void test_checkpoints(int64_t Hk, int64_t Hv, int64_t dk, int gates)
+{
+    char name[128];
+    snprintf(name, sizeof name, "deltanet_chunk.checkpoints_hk%lld_hv%lld_dk%lld_%s_t200+70"
+             ".cuda_emulated", (long long)Hk, (long long)Hv, (long long)dk, gates_name(gates));
+    const int len[2] = { 200, 70 }, C_max = 4;
+    dn_case c;
+    dn_case_make(&c, name, Hk, Hv, dk, 2, len, gates, 0.3f);
+    const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk, st = dk * dk;
+    double *out_t = calloc((size_t)no + 1, sizeof(double)), *S_t = to_double(c.S0, ns);
+    const double B = dn_bound(dk, 200, dn_truth(&c, c.runs, 2, out_t, S_t));
+    float *out = calloc((size_t)no + 1, sizeof(float)), *S = copy_f(c.S0, ns);
+    float *ck = malloc(sizeof(float) * (size_t)(2 * C_max * Hv * st));
+    for (int64_t i = 0; i < 2 * C_max * Hv * st; i++)
+        ck[i] = NAN;
+    int rc = cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, st, Hk, Hv, dk, c.runs, 2, c.T,
+                                out, Hv * dk, ck);
+    double worst = 0;
+    int n_ck = 0;
+    for (int s = 0; s < 2 && !rc; s++)
+        for (int ch = 0; ch * 64 < len[s]; ch++) {
+            const int rows = (ch + 1) * 64 < len[s] ? (ch + 1) * 64 : len[s];
+            const int32_t r1[4] = { c.runs[4 * s], c.runs[4 * s + 1], rows, c.runs[4 * s + 3] };
+            double *o = calloc((size_t)no + 1, sizeof(double)), *Sx = to_double(c.S0, ns);
+            dn_truth(&c, r1, 1, o, Sx);
+            int64_t at;
+            for (int64_t h = 0; h < Hv; h++)
+                worst = fmax(worst, dn_worst(ck + ((int64_t)(s * C_max + ch) * Hv + h) * st,
+                                             Sx + ((int64_t)c.runs[4 * s] * Hv + h) * st, st, B, &at));
+            n_ck++;
+            free(o);
+            free(Sx);
+        }
+    if (rc)
+        t_fail(name, "the emulation returned %d", rc);
+    else
+        t_check(name, worst <= 1.0 && n_ck == 6, "%d checkpoints, worst %.3g of B", n_ck, worst);
+    printf("#   %d checkpoints, worst error %.3g of B\n", n_ck, worst);
+    free(out); free(S); free(ck); free(out_t); free(S_t);
+    dn_case_free(&c);
+}
 
 int main(void)
 {
@@ -203,6 +249,8 @@ int main(void)
     test_split(2, 4, 128, 200, 128, DN_GATES_MIXED);
     test_split(2, 2, 64, 150, 100, DN_GATES_WEAK);
     test_split(1, 2, 128, 70, 64, DN_GATES_STRONG);
+    test_checkpoints(2, 4, 128, DN_GATES_MIXED);
+    test_checkpoints(1, 2, 64, DN_GATES_WEAK);
 #else
     printf("# built without CUDA: the emulated CUDA kernels are not checked\n");
 #endif

@@ -27,8 +27,9 @@
  *    the run's chunks go by in order (columns of S never mix: V', O and
  *    the update of column j read only column j of S, U, V'). Per chunk it
  *    forms V', the outputs and the next state. The state after each chunk
- *    is in shared memory at the end of the update phase: the place a
- *    prefix cache's chunk-boundary checkpoint would be written from.
+ *    is in shared memory at the end of the update phase, and is written
+ *    out there when ck_args.ck is set: a prefix cache's chunk-boundary
+ *    checkpoints (the host emulation fills them; no op asks for them yet).
  * Plain f32 on the CUDA cores (no tensor cores yet), sums in a fixed
  * order within a thread; results agree with the recurrence to float
  * rounding.
@@ -66,6 +67,8 @@ typedef struct ck_args {
     const int32_t *runs;     /* n_seq x (slot, row0, n_rows, pos0) */
     int64_t Hk, Hv;
     float *U, *W, *P, *G;    /* scratch (the file's comment) */
+    float *ck;               /* NULL, or each run's state after each chunk (cuda_chunk.h) */
+    int64_t ck_chunks;       /* chunks a run has room for in ck */
 } ck_args;
 
 typedef struct ck_blk { int x, y, z; } ck_blk;
@@ -423,6 +426,9 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
             for (int q = 0; q < UJ; q++) {
                 float *sp = &s.S[(i0 + r) * st_sh<DK>::LS + j0 + q];
                 *sp = el * *sp + acc[r][q];
+                if (a.ck)       /* the chunk-boundary state, laid out as S */
+                    a.ck[(((int64_t)b.y * a.ck_chunks + c0 / CK_C) * a.Hv + b.x) * DK * DK +
+                         (int64_t)(b.z * CK_BV + j0 + q) * DK + i0 + r] = *sp;
             }
     }
 }
@@ -562,7 +568,8 @@ void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
     }
     ck_args a = { (const float *)qkv->data, (const float *)g->data, (const float *)beta->data,
                   qkv->ld, g->ld, beta->ld, (float *)S->data, S->ld, (float *)out->data, out->ld,
-                  (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL };
+                  (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL,
+                  NULL, 0 };
     args_scratch(&a, c->chunk, T, n_v_heads, dk);
     switch (dk) {
     case 32: launch<32>(be, a, b->n_seq, max_chunks); break;
@@ -626,7 +633,7 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
                                   const float *beta, int64_t ldb, float *S, int64_t ldS,
                                   int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                                   const int32_t *runs, int n_seq, int64_t T, float *out,
-                                  int64_t ldo)
+                                  int64_t ldo, float *ckpt)
 {
     if (dk != 32 && dk != 64 && dk != 128 && dk != 256)
         return -1;
@@ -645,8 +652,9 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
         return -1;
     }
     ck_args a = { qkv, g, beta, ldq, ldg, ldb, S, ldS, out, ldo, runs, n_k_heads, n_v_heads,
-                  NULL, NULL, NULL, NULL };
+                  NULL, NULL, NULL, NULL, ckpt, 0 };
     args_scratch(&a, scratch, T, n_v_heads, dk);
+    a.ck_chunks = max_chunks;
     switch (dk) {
     case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats); break;
     case 64: emulate<64>(a, n_seq, max_chunks, sm, sm_floats); break;

@@ -31,12 +31,17 @@ bool cuda_chunk_enabled(void);
  * arrays with their row pitches: qkv T x ldq, g and beta T x ld, S one row
  * of ldS floats per (slot, value head), out T x ldo; runs holds n_seq
  * records (slot, first row, rows, first position) as the batch's runs
- * tensor does. dk is 32, 64, 128 or 256. Returns 0, or -1 for another dk
- * or no memory. Slow (plain loops): for tests. */
+ * tensor does. dk is 32, 64, 128 or 256. ckpt: NULL, or room for
+ * n_seq x C_max x n_v_heads states of dk*dk floats (C_max: the chunks of
+ * the longest run), which receives run s's state after its chunk c (64
+ * tokens from the run's first row; the last one may be shorter) at
+ * [(s*C_max + c)*n_v_heads + h]*dk*dk, laid out as S: the kernel's
+ * chunk-boundary checkpoints. Returns 0, or -1 for another dk or no
+ * memory. Slow (plain loops): for tests. */
 int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g, int64_t ldg,
                        const float *beta, int64_t ldb, float *S, int64_t ldS, int64_t n_k_heads,
                        int64_t n_v_heads, int64_t dk, const int32_t *runs, int n_seq, int64_t T,
-                       float *out, int64_t ldo);
+                       float *out, int64_t ldo, float *ckpt);
 
 #ifdef __cplusplus
 }
