@@ -176,6 +176,7 @@ static void test_split(int64_t Hk, int64_t Hv, int64_t dk, int len, int cut, int
 }
 #endif
 
+#ifdef Q36_CUDA
 /* Two runs in one batch through the emulated kernels with the
  * checkpoints on: the state after every chunk of each run against the
  * true state after that many rows. */
@@ -220,6 +221,7 @@ static void test_checkpoints(int64_t Hk, int64_t Hv, int64_t dk, int gates)
     free(out); free(S); free(ck); free(out_t); free(S_t);
     dn_case_free(&c);
 }
+#endif
 
 int main(void)
 {
