@@ -52,6 +52,9 @@ NVFLAGS     ?= -std=c++17 -O2 -g $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unus
 CFLAGS      += -DQ36_CUDA
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
                -ldl -lrt -lstdc++
+else
+# tests/test_cuda_*.c run host emulations of the CUDA kernels: CUDA builds only
+TESTS    := $(filter-out $(BUILD)/tests/test_cuda_%,$(TESTS))
 endif
 
 .PHONY: all help deps test check check-avx2 asan fuzz run demo clean oracle gpu-tests

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
 #include "test_batch.h"
+#include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/fp16.h"
 
@@ -391,44 +392,23 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     float *o = malloc(sizeof(float) * (size_t)(T * Hv * dk)), *Sg = malloc(sizeof(float) * (size_t)(Hv * dk * dk));
     be_read(be3, ot, 0, T, o);
     be_read(be3, St, 0, Hv, Sg);
-    double worst = 0, *S = malloc(sizeof(double) * (size_t)(dk * dk)), *e = malloc(sizeof(double) * (size_t)dk);
-    for (int64_t h = 0; h < Hv; h++) {
-        for (int64_t i = 0; i < dk * dk; i++)
-            S[i] = S0[h * dk * dk + i];          /* [j*dk + i] = S[i][j] */
-        int64_t kh = h % Hk;
-        for (int64_t t = 0; t < T; t++) {
-            const float *q = qkv + t * W + kh * dk, *k = qkv + t * W + (Hk + kh) * dk;
-            const float *v = qkv + t * W + (2 * Hk + h) * dk;
-            double dec = exp(g[t * Hv + h]), be_ = b[t * Hv + h];
-            for (int64_t i = 0; i < dk * dk; i++)
-                S[i] *= dec;
-            for (int64_t j = 0; j < dk; j++) {
-                double s = 0;
-                for (int64_t i = 0; i < dk; i++)
-                    s += S[j * dk + i] * k[i];
-                e[j] = be_ * (v[j] - s);
-            }
-            for (int64_t j = 0; j < dk; j++)
-                for (int64_t i = 0; i < dk; i++)
-                    S[j * dk + i] += k[i] * e[j];
-            for (int64_t j = 0; j < dk; j++) {
-                double s = 0;
-                for (int64_t i = 0; i < dk; i++)
-                    s += S[j * dk + i] * q[i];
-                double d = fabs(o[(t * Hv + h) * dk + j] - s / sqrt((double)dk));
-                worst = d > worst ? d : worst;
-            }
-        }
-        for (int64_t i = 0; i < dk * dk; i++) {
-            double d = fabs(Sg[h * dk * dk + i] - S[i]);
-            worst = d > worst ? d : worst;
-        }
-    }
+    /* the recurrence in double (tests/deltanet_ref.h) on the same arrays */
+    const dn_case c = { .Hk = Hk, .Hv = Hv, .dk = dk, .W = W, .T = T, .n_slots = 1, .n_seq = 1,
+                        .runs = { 0, 0, (int32_t)T, 0 }, .qkv = qkv, .g = g, .beta = b, .S0 = S0 };
+    double *S = malloc(sizeof(double) * (size_t)(Hv * dk * dk)), *ot_ = malloc(sizeof(double) * (size_t)(T * Hv * dk));
+    for (int64_t i = 0; i < Hv * dk * dk; i++)
+        S[i] = S0[i];
+    dn_truth(&c, c.runs, 1, ot_, S);
+    double worst = 0;
+    for (int64_t i = 0; i < T * Hv * dk; i++)
+        worst = fmax(worst, fabs(o[i] - ot_[i]));
+    for (int64_t i = 0; i < Hv * dk * dk; i++)
+        worst = fmax(worst, fabs(Sg[i] - S[i]));
     t_check(name, worst < 1e-4, "worst abs error %.3g (output and state)", worst);
     be_tensor *all[] = { qt, gt, bt, St, ot };
     for (int i = 0; i < 5; i++)
         be_tensor_free(be3, all[i]);
-    free(qkv); free(g); free(b); free(S0); free(o); free(Sg); free(S); free(e);
+    free(qkv); free(g); free(b); free(S0); free(o); free(Sg); free(S); free(ot_);
 }
 
 /* The chunked form against the recurrence on the same inputs, both from a

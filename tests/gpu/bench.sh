@@ -2,9 +2,12 @@
 # Decode and prompt speed of the CUDA backend on the GPU machine: q36 bench
 # -ngl 99 on the synthetic 0.8B dense file (Q4_K_M mix), on the trained
 # default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
-# geometry. Raw output goes to LOG (default /tmp/q36-gpu) with the
-# commands, the machine and the commit; bench/results/<date>-cuda/ keeps
-# what a run printed.
+# geometry; prompt speed (pp512, pp4096 in one pass) in exact mode, fast
+# mode, and with the new prompt paths (Q36_CUDA_CHUNKED=1,
+# Q36_CUDA_GEMM16=1, Q36_CUDA_FATTN=1, and Q36_CUDA_MOEGEMM=1 on the MoE
+# file). Raw output goes to LOG (default /tmp/q36-gpu) with the commands,
+# the machine and the commit; bench/results/<date>-cuda/ keeps what a run
+# printed.
 #
 # Usage: tests/gpu/bench.sh [BIN_DIR] [TRAINED.gguf]
 set -u
@@ -27,13 +30,37 @@ run() {    # run TIMEOUT CMD...: the command line, then its output
     echo "# cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 } | tee -a "$out"
 
+# each prompt path's op against the default one at prompt shapes (512 rows)
+tbc=$bin/tests/gpu/test_backend_cuda
+[ -x "$tbc" ] || tbc=$bin/test_backend_cuda
+[ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
 run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 run 150 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3
+# prompt speed with and without the new paths: exact (the recurrence, f32
+# products), fast (the same kernels), fast with the chunked delta rule
+# (Q36_CUDA_CHUNKED=1, cuda_chunk.h), and with f16 tensor-core products too
+# (Q36_CUDA_GEMM16=1, cuda_matmul.cu); -ub 4096 so that pp4096 is one pass
+for p in 512 4096; do
+    pp="-m $m08 -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096"
+    run 150 "$q36" bench $pp
+    run 150 "$q36" bench $pp --fast
+    run 150 env Q36_CUDA_CHUNKED=1 "$q36" bench $pp --fast
+    run 150 env Q36_CUDA_GEMM16=1 "$q36" bench $pp
+    run 150 env Q36_CUDA_FATTN=1 "$q36" bench $pp
+    run 150 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_FATTN=1 "$q36" bench $pp --fast
+done
 [ -n "$trained" ] && run 90 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
 if [ "${BENCH_35B:-1}" = 1 ]; then
     m35=$log/models/35b-a3b-q4km.gguf
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
-        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2
+        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
+        run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 &&
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast &&
+        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=2 Q36_CUDA_FATTN=1 \
+            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
     rm -f "$m35"
 fi

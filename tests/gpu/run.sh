@@ -5,7 +5,9 @@
 # and the trained default model when given): prompt logits, 64 greedy
 # tokens, slots batched together, CUDA against CPU; then the device flags:
 # the GPU memory plan, a context too large for the device refused up front.
-# Ends with "N passed, N failed".
+# Ends with "N passed, N failed". Whole models run twice: as they are, and
+# with the GPU in fast mode and the new prompt paths on (Q36_CUDA_CHUNKED=1,
+# Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1, Q36_CUDA_FATTN=1).
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
 #   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
@@ -56,7 +58,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout 150 "$tbc" "$@" >"$log/$name.log" 2>&1
+    timeout "${limit:-150}" "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
     count "$log/$name.log"
@@ -64,10 +66,24 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
         fail "test_backend_cuda.$name" "exited $rc: $(tail -n 5 "$log/$name.log")"
     fi
 }
-one ops
+# the op cases: the switched prompt paths' cases (contexts of their own, host
+# references in double) take minutes, not seconds
+limit=600 one ops
 for m in "${models[@]}"; do
     one "model-$(basename "$m" .gguf)" --no-ops "$m"
 done
+# fast mode on the GPU with the new prompt paths switched on: the chunked
+# delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h), f16 tensor-core products
+# (Q36_CUDA_GEMM16=1, cuda_gemm.cu), grouped expert products
+# (Q36_CUDA_MOEGEMM=1, cuda_moe.h) and tiled prompt attention
+# (Q36_CUDA_FATTN=1, cuda_fattn.h), against the CPU in exact mode: the same
+# checks, case names cuda.model.fast.*. (The op cases above already ran
+# each in a context of its own.)
+export Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1
+for m in "${models[@]}"; do
+    one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
+done
+unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading

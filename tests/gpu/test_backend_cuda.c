@@ -4,9 +4,11 @@
  * batched together, and 64 greedy tokens, CUDA against CPU.
  *
  * Runs only where a CUDA device is (tests/gpu/run.sh; not in tests/run.sh,
- * CI has no GPU). Usage: test_backend_cuda [--no-ops] [MODEL.gguf ...]: the
- * op cases (unless --no-ops), then the model cases for each file given;
- * test_backend_cuda --bench: op timings at decode shapes instead.
+ * CI has no GPU). Usage: test_backend_cuda [--no-ops] [--fast] [MODEL.gguf
+ * ...]: the op cases (unless --no-ops), then the model cases for each file
+ * given (--fast: the GPU side in fast mode); test_backend_cuda --bench: op
+ * timings at decode shapes instead; --bench-prompt: at prompt shapes, with
+ * and without each of the backend's prompt switches.
  *
  * Tolerances. The two backends compute the same formulas in different
  * orders and, for matmuls, on different activations: the CPU quantizes
@@ -30,6 +32,7 @@
 #include "backend/backend.h"
 #include "include/q36.h"
 #include "test_batch.h"
+#include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "quant/fp16.h"
@@ -38,6 +41,11 @@
 #define U 0x1p-24
 
 static be_ctx *cpu, *gpu;
+/* --fast: the GPU's sessions and engines in fast mode (the CPU, the
+ * reference, stays exact); with Q36_CUDA_CHUNKED=1 their prompt runs take
+ * the chunked delta rule. Case names then read cuda.model.fast.* */
+static int gpu_fast;
+static const char *mode_tag = "";
 static double worst_ratio_all;
 static char worst_name[128];
 
@@ -79,6 +87,25 @@ static bool gpu_ok(const char *name)
         return false;
     }
     return true;
+}
+
+/* A CUDA context made with the environment variable `var` set to `val`
+ * (the backend reads its switches when a context is made), reserved for
+ * sh; NULL (and a failed case `what`) when it cannot be made. */
+static be_ctx *ctx_with(const char *var, const char *val, const be_shape *sh, const char *what)
+{
+    q36_err err = { 0 };
+    be_ctx *c = NULL;
+    setenv(var, val, 1);
+    const int rc = be_new("cuda", 0, &c, &err) || be_reserve(c, sh, &err);
+    unsetenv(var);
+    if (rc) {
+        t_fail(what, "%s", err.msg);
+        if (c)
+            be_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Records the worst ratio of a case; bound[i] per element (or `b` for all
@@ -232,15 +259,27 @@ static void act_view(uint32_t type, const float *x, float *xq, int64_t K)
     free(q);
 }
 
-/* bound of output (r, n): CPU activation quantization + two f32 orders */
+/* set while the grouped expert products run the matmul_id cases: their
+ * sums are sequential over K (cuda_moe.cu); case_tag ends the names of
+ * cases run again on a context with a new path switched on */
+static bool mm_sequential;
+static const char *case_tag = "";
+/* set while products run on tensor cores: their inputs are rounded to f16
+ * (the terms are derived at test_gemm16_ops) */
+static bool mm_f16;
+
+/* bound of output (r, n): CPU activation quantization + two f32 orders
+ * (the GPU's: 8-term lane chunks then a tree, or K sequential terms) */
 static double mm_bound(const float *wrow, const float *x, const float *xq, int64_t K)
 {
-    double q = 0, mag = 0;
+    double q = 0, mag = 0, small = 0;
     for (int64_t k = 0; k < K; k++) {
         q += fabs((double)wrow[k]) * fabs((double)x[k] - xq[k]);
         mag += fabs((double)wrow[k] * x[k]);
+        small += fabs((double)wrow[k]) + fabs((double)x[k]);
     }
-    return q + 2.0 * (double)(K / 8 + 64) * U * mag;
+    const double f16 = mm_f16 ? (0x1p-10 + (double)(K + 1) * 0x1p-22) * mag + 0x1p-24 * small : 0;
+    return q + f16 + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
 }
 
 /* ----------------------------------------------------------------- matmul */
@@ -248,8 +287,8 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
 static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld", quant_type_name(type),
-             (long long)K, (long long)N, (long long)R);
+    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld%s", quant_type_name(type),
+             (long long)K, (long long)N, (long long)R, case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, 2);
@@ -336,9 +375,9 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
                            bool per_rank)
 {
     char name[112];
-    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s",
+    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s",
              quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
-             (long long)T, per_rank ? "_rank_rows" : "");
+             (long long)T, per_rank ? "_rank_rows" : "", case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, E);
@@ -616,9 +655,9 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_
         T += len[i];
         maxp = pos0[i] + len[i] > maxp ? pos0[i] + len[i] : maxp;
     }
-    snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld",
+    snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld%s",
              (long long)Hq, (long long)Hkv, (long long)hd, f16 ? "f16" : "f32", n_seq,
-             (long long)T, (long long)maxp);
+             (long long)T, (long long)maxp, case_tag);
     t_rng r = t_rng_named(name);
     const int64_t kv_rows = maxp + 3, n_slots = 8;
     const enum be_type ct = f16 ? BE_F16 : BE_F32;
@@ -791,6 +830,230 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
     pfree(qt); pfree(gt); pfree(bt); pfree(S); pfree(out);
     bfree(&b);
     free(qkv); free(g); free(beta); free(S0);
+}
+
+/* ---------------------------------------------------- chunked delta rule */
+
+/* The chunked kernels (cuda_chunk.cu) in a CUDA context of their own, made
+ * with Q36_CUDA_CHUNKED=1, against the true recurrence in double precision
+ * within the bound B of tests/deltanet_ref.h (the CPU suite runs the same
+ * kernels' code emulated on the host against the same bound:
+ * tests/test_deltanet_chunk.c). */
+static be_ctx *gpc;
+
+/* Rows [r0, r0+T) of the case as one pass of runs (first rows counted
+ * from r0) on gpc: their outputs into out's rows r0.., S in and out. */
+static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs, int n_seq,
+                    float *out, float *S, q36_err *err)
+{
+    const int64_t Hv = c->Hv, dk = c->dk, nS = c->n_slots * Hv;
+    be_tensor *qt = be_tensor_new(gpc, T, c->W), *gt = be_tensor_new(gpc, T, Hv);
+    be_tensor *bt = be_tensor_new(gpc, T, Hv), *St = be_tensor_new(gpc, nS, dk * dk);
+    be_tensor *ot = be_tensor_new(gpc, T, Hv * dk);
+    be_write(gpc, qt, 0, T, c->qkv + r0 * c->W);
+    be_write(gpc, gt, 0, T, c->g + r0 * Hv);
+    be_write(gpc, bt, 0, T, c->beta + r0 * Hv);
+    be_write(gpc, St, 0, nS, S);
+    be_seq seq[DN_MAX_SEQ];
+    for (int s = 0; s < n_seq; s++)
+        seq[s] = (be_seq){ runs[4 * s], runs[4 * s + 1], runs[4 * s + 2], runs[4 * s + 3] };
+    be_batch b;
+    int rc = be_batch_init(gpc, &b, T, n_seq, 1 << 20, err);
+    if (!rc) {
+        be_batch_set(gpc, &b, n_seq, seq);
+        be_deltanet_chunked(gpc, qt, gt, bt, St, c->Hk, Hv, dk, &b, ot);
+        be_read(gpc, ot, 0, T, out + r0 * Hv * dk);
+        be_read(gpc, St, 0, nS, S);
+        be_batch_free(gpc, &b);
+        rc = be_check(gpc, err);
+    }
+    be_tensor *all[] = { qt, gt, bt, St, ot };
+    for (int i = 0; i < 5; i++)
+        be_tensor_free(gpc, all[i]);
+    return rc;
+}
+
+/* One case as one pass, or (cut > 0, one run) as two passes cut there:
+ * the state at the cut is a chunk-boundary state when cut % 64 == 0. */
+static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *len, int gates,
+                       float s0, int cut)
+{
+    char name[160];
+    int n = snprintf(name, sizeof name, "cuda.deltanet_chunk_hk%lld_hv%lld_dk%lld_g%d_s%g_t",
+                     (long long)Hk, (long long)Hv, (long long)dk, gates, s0);
+    for (int i = 0; i < n_seq && n < (int)sizeof name - 16; i++)
+        n += snprintf(name + n, sizeof name - (size_t)n, i ? "+%d" : "%d", len[i]);
+    if (cut)
+        snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
+    dn_case c;
+    dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
+    const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
+    double *out_t = calloc((size_t)no + 1, sizeof(double)), *S_t = malloc(sizeof(double) * (size_t)ns);
+    double *S_c = malloc(sizeof(double) * (size_t)ns);
+    for (int64_t i = 0; i < ns; i++)
+        S_t[i] = S_c[i] = c.S0[i];
+    const double M = dn_truth(&c, c.runs, n_seq, out_t, S_t);
+    const double B = dn_bound(dk, dn_max_len(c.runs, n_seq), M);
+    float *out = calloc((size_t)no + 1, sizeof(float)), *S = malloc(sizeof(float) * (size_t)ns);
+    memcpy(S, c.S0, sizeof(float) * (size_t)ns);
+    q36_err err = { 0 };
+    double wc = 0;
+    int64_t ic = 0, io, is;
+    int rc;
+    if (!cut) {
+        rc = gpc_pass(&c, 0, c.T, c.runs, n_seq, out, S, &err);
+    } else {
+        const int32_t r1[4] = { c.runs[0], 0, cut, 7 }, r2[4] = { c.runs[0], 0, len[0] - cut, 7 + cut };
+        double *o_c = calloc((size_t)no + 1, sizeof(double));
+        dn_truth(&c, r1, 1, o_c, S_c);
+        free(o_c);
+        rc = gpc_pass(&c, 0, cut, r1, 1, out, S, &err);
+        wc = dn_worst(S, S_c, ns, B, &ic);
+        rc = rc ? rc : gpc_pass(&c, cut, len[0] - cut, r2, 1, out, S, &err);
+    }
+    const double wo = dn_worst(out, out_t, no, B, &io), ws = dn_worst(S, S_t, ns, B, &is);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, wc <= 1 && wo <= 1 && ws <= 1, "output %lld: %.9g, true %.9g (%.3g of B); "
+                "state %lld: %.9g, true %.9g (%.3g of B); state at the cut %.3g of B; B = %.3g",
+                (long long)io, out[io], out_t[io], wo, (long long)is, S[is], S_t[is], ws, wc, B);
+    printf("#   worst output error %.3g of B, state %.3g, state at the cut %.3g (B = %.3g, "
+           "M = %.3g)\n", wo, ws, wc, B, M);
+    free(out); free(S); free(out_t); free(S_t); free(S_c);
+    dn_case_free(&c);
+}
+
+static void test_chunk_ops(const be_shape *sh)
+{
+    if (!(gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context")))
+        return;
+    const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
+              l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
+              l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
+    /* the Qwen3.5/3.6 geometry (16 key heads, 32 value heads, dk 128) */
+    test_chunk(16, 32, 128, 1, l512, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(16, 32, 128, 4, l4, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(16, 16, 128, 8, l8, DN_GATES_MIXED, 0.3f, 0);
+    /* lengths around a chunk */
+    test_chunk(2, 4, 128, 1, l1, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l5, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l63, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l64, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 1, l65, DN_GATES_MIXED, 0.1f, 0);
+    /* head dims, runs, gates, states */
+    test_chunk(2, 4, 64, 3, l3, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(1, 3, 64, 4, l4, DN_GATES_STRONG, 1.0f, 0);
+    test_chunk(1, 3, 64, 4, l4, DN_GATES_WEAK, 0.3f, 0);
+    test_chunk(3, 3, 32, 3, l3, DN_GATES_WEAK, 0.0f, 0);
+    test_chunk(1, 2, 256, 1, l200, DN_GATES_MIXED, 0.1f, 0);
+    test_chunk(2, 4, 128, 3, l3, DN_GATES_STRONG, 0.3f, 0);
+    /* passes cut at a chunk boundary and off one */
+    test_chunk(16, 32, 128, 1, l512, DN_GATES_MIXED, 0.1f, 256);
+    test_chunk(2, 4, 128, 1, l200, DN_GATES_MIXED, 0.3f, 128);
+    test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
+    be_free(gpc);
+    gpc = NULL;
+}
+
+/* ------------------------------------------------ f16 tensor-core matmul */
+
+/* Q36_CUDA_GEMM16=1 (cuda_gemm.cu): the matmul cases on a context made
+ * with it in place of `gpu`, at batch sizes above 8 rows, against the CPU
+ * with mm_bound's f16 terms: each product w x gains at most two f16
+ * roundings, 2 * 2^-11 |w x| (plus 2^-24 |x| or |w| below f16's normal
+ * range), and the f32 sum of K products at most K 2^-22 sum |w x| in
+ * whatever order and accumulator rounding the tensor cores use. A wrong
+ * row, column or slab gives errors of order sum |w x|. Names end in _f16. */
+static void test_gemm16_ops(const be_shape *sh)
+{
+    be_ctx *gpg = ctx_with("Q36_CUDA_GEMM16", "1", sh, "cuda.gemm16_context"), *saved = gpu;
+    if (!gpg)
+        return;
+    gpu = gpg;
+    mm_f16 = true;
+    case_tag = "_f16";
+    const uint32_t types[] = { QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        test_matmul(types[i], 256, 100, 9);
+        test_matmul(types[i], 2048, 257, 64);
+        test_matmul(types[i], 1024, 96, 512);
+    }
+    test_matmul(QT_Q4_K, 4096, 8200, 9);        /* 33.6M weights: two slabs of the scratch */
+    test_matmul(QT_Q6_K, 4096, 1000, 512);      /* activations take most of the scratch */
+    test_matmul(QT_F16, 40, 31, 17);            /* K no 8 divides */
+    test_matmul(QT_F32, 256, 100, 64);          /* F32 keeps the f32 path */
+    gpu = saved;
+    mm_f16 = false;
+    case_tag = "";
+    be_free(gpg);
+}
+
+/* ------------------------------------------------ grouped expert products */
+
+/* Q36_CUDA_MOEGEMM=1 and =2 (cuda_moe.cu): the matmul_id cases above, run
+ * on a context made with it in place of `gpu`, at prompt sizes (at least
+ * 64 (token, rank) rows, the grouped path's threshold), against the CPU
+ * with mm_bound's sequential-sum order term (and, for =2, the f16
+ * roundings of test_gemm16's bound). Experts with no rows, one tile and
+ * several; top-1/3/8; x per token or per (token, rank). */
+static void test_moe_ops(const be_shape *sh, const char *mode)
+{
+    be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
+    if (!gpm)
+        return;
+    gpu = gpm;
+    mm_sequential = true;
+    mm_f16 = !strcmp(mode, "2");
+    case_tag = mm_f16 ? "_grouped_f16" : "_grouped";
+    const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
+    for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
+        test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
+        test_matmul_id(etypes[i], 512, 96, 16, 8, 33, false);
+        test_matmul_id(etypes[i], 256, 512, 16, 8, 70, true);
+        test_matmul_id(etypes[i], 256, 100, 256, 8, 10, false);   /* most experts: no rows */
+    }
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 200, false);      /* 35B-A3B expert shapes */
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 100, true);
+    test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 130, false);         /* top-1: 2 tiles an expert */
+    test_matmul_id(QT_Q8_0, 256, 64, 8, 3, 30, false);
+    test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
+    gpu = saved;
+    mm_sequential = mm_f16 = false;
+    case_tag = "";
+    be_free(gpm);
+}
+
+/* ----------------------------------------------------- tiled prompt attention */
+
+/* Q36_CUDA_FATTN=1 (cuda_fattn.cu): the attention cases, run on a context
+ * made with it in place of `gpu`, at prompt sizes (at least 64 query rows,
+ * the tiled path's threshold), with test_attention's bound; names end in
+ * _tiled. Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
+ * with a prefix in the cache, a decode row beside prompts, rows not a
+ * multiple of the 32-row tiles. */
+static void test_fattn_ops(const be_shape *sh)
+{
+    be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
+    if (!gpf)
+        return;
+    gpu = gpf;
+    case_tag = "_tiled";
+    const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
+    const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
+    const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
+                                  { 24, 3, 128 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p1);
+            test_attention(Hq, Hkv, hd, f16, 2, l2, p2);
+            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
+            test_attention(Hq, Hkv, hd, f16, 1, l4, p4);
+        }
+    gpu = saved;
+    case_tag = "";
+    be_free(gpf);
 }
 
 /* ---------------------------------------------------------------- tensors */
@@ -1003,10 +1266,13 @@ typedef struct {
 static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol)
 {
     model_cmp r = { 0 };
-    const int n_ctx = 256, P = 40, G = 64;
+    /* fast mode: a prompt long enough for the prompt paths' thresholds (64
+     * rows of attention, cuda_fattn.h) */
+    const int n_ctx = 256, P = gpu_fast ? 100 : 40, G = 64;
     q36_session_opts oc = q36_session_opts_default(), og = oc;
     oc.n_threads = 0;
     og.backend = "cuda";
+    og.fast = gpu_fast;
     q36_session *sc = NULL, *sg = NULL;
     if ((r.rc = q36_session_new(mc, n_ctx, &oc, &sc, &r.err)) ||
         (r.rc = q36_session_new(mg, n_ctx, &og, &sg, &r.err))) {
@@ -1015,7 +1281,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
     }
     const int V = q36_session_n_vocab(sc);
     t_rng rng = t_rng_named(label);
-    int32_t ids[40];
+    int32_t ids[100];
     for (int i = 0; i < P; i++)
         ids[i] = (int32_t)(t_next(&rng) % (uint64_t)(V < 256 ? V : 256));
     float *lc = malloc(sizeof(float) * (size_t)V * P), *lg = malloc(sizeof(float) * (size_t)V * P);
@@ -1065,7 +1331,7 @@ static void test_model(const char *path)
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     q36_err err = { 0 };
     q36_model *m = NULL, *mt = NULL;
-    snprintf(name, sizeof name, "cuda.model.%s.open", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.open", mode_tag, base);
     if (q36_model_open(path, &m, &err) || f32_twin(path, twin, sizeof twin, &err) ||
         q36_model_open(twin, &mt, &err)) {
         t_fail(name, "%s", err.msg);
@@ -1073,7 +1339,7 @@ static void test_model(const char *path)
         return;
     }
     /* the check: the CPU on the f32 twin */
-    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_f32_twin", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_f32_twin", mode_tag, base);
     model_cmp r = compare_sessions(mt, m, name, MODEL_TOL);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
@@ -1081,19 +1347,20 @@ static void test_model(const char *path)
         t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0,
                 "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
                 "tokens differ beyond a near-tie", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad);
-    printf("#   %s: prompt of 40 max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, "
-           "%d other; worst %.4g std\n", name, r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad,
-           r.worst_rel);
+    printf("#   %s: prompt of %d max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, "
+           "%d other; worst %.4g std\n", name, gpu_fast ? 100 : 40, r.prompt_abs, r.prompt_rel,
+           r.same, r.ties, r.bad, r.worst_rel);
     /* reported: the CPU on the file itself (its own activation rounding) */
-    snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_same_file", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_same_file", mode_tag, base);
     r = compare_sessions(m, m, name, 0.05);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
         printf("#   %s (reported): prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d "
-               "near-ties within 5%% std, %d other; worst %.4g std; prompt of 40: cpu %.1f ms, "
+               "near-ties within 5%% std, %d other; worst %.4g std; prompt of %d: cpu %.1f ms, "
                "cuda %.1f ms; decode: cpu %.2f ms/token, cuda %.2f ms/token\n", name,
-               r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad, r.worst_rel, r.t_cpu * 1e3,
+               r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad, r.worst_rel,
+               gpu_fast ? 100 : 40, r.t_cpu * 1e3,
                r.t_gpu * 1e3, r.tok_cpu * 1e3, r.tok_gpu * 1e3);
     q36_model_free(m);
     q36_model_free(mt);
@@ -1106,7 +1373,7 @@ static void test_model_slots(const char *path)
 {
     char name[256], twin[4096];
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(name, sizeof name, "cuda.model.%s.slots4_batched", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.slots4_batched", mode_tag, base);
     snprintf(twin, sizeof twin, "%s.f32.gguf", path);
     q36_err err = { 0 };
     q36_model *m = NULL, *mt = NULL;
@@ -1120,6 +1387,7 @@ static void test_model_slots(const char *path)
     oc.n_threads = 0;
     og = oc;
     og.backend = "cuda";
+    og.fast = gpu_fast;
     q36_engine *ec = NULL, *eg = NULL;
     if (q36_engine_new(mt, 128, &oc, &ec, &err) || q36_engine_new(m, 128, &og, &eg, &err)) {
         t_fail(name, "%s", err.msg);
@@ -1443,6 +1711,104 @@ static void run_bench(void)
     }
 }
 
+/* --bench-prompt: ops at prompt shapes (512 rows of one sequence), each
+ * on the default context and on contexts made with each prompt switch
+ * (the op a switch changes is the one to compare; the CUDA backend has no
+ * per-op profile yet). Mean of `reps` calls queued back to back, then one
+ * sync. Not a test: "#" lines only. */
+static void dnc_call(void *p)
+{
+    dn_arg *a = p;
+    be_deltanet_chunked(gpu, a->qkv.g, a->g.g, a->beta.g, a->S.g, a->Hk, a->Hv, a->dk, &a->b.g,
+                        a->out.g);
+}
+
+static void bench_prompt_ops(const char *tag)
+{
+    const int T = 512, reps = 20, zero[1] = { 0 }, lenT[1] = { 512 };
+    t_rng r = t_rng_named("bench-prompt");
+    {   /* the delta rule, 35B-A3B heads */
+        dn_arg a = { .Hk = 16, .Hv = 32, .dk = 128 };
+        a.b = batch_of(1, zero, lenT, zero, 64);
+        float *qkv = t_randv(&r, T * 64 * 128, 0.1f);
+        a.qkv = up(qkv, T, 64 * 128);
+        a.g = up(NULL, T, 32);
+        a.beta = up(NULL, T, 32);
+        a.S = up(NULL, 32, 128 * 128);
+        a.out = up(NULL, T, 32 * 128);
+        printf("# bench [%s] deltanet_chunked 16/32 x 128, %d rows: %9.1f us\n", tag, T,
+               time_ops(dnc_call, &a, reps) * 1e6);
+        pfree(a.qkv); pfree(a.g); pfree(a.beta); pfree(a.S); pfree(a.out);
+        bfree(&a.b);
+        free(qkv);
+    }
+    {   /* a dense product and the experts, 35B-A3B shapes */
+        wt w, we;
+        make_weight(&w, &r, QT_Q4_K, 2048, 8192, 1);
+        make_weight(&we, &r, QT_Q4_K, 2048, 512, 256);
+        float *x = t_randv(&r, T * 2048, 1);
+        int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * 8));
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < 8; i++)
+                sel[t * 8 + i] = (int32_t)((t * 97 + i * 31) % 256);   /* distinct in a row */
+        mm_arg a = { &w, up(x, T, 2048), up(NULL, T, 8192), { NULL, NULL } };
+        const double t1 = time_ops(run_mm, &a, reps);
+        printf("# bench [%s] matmul q4_K 2048 x 8192, %d rows: %9.1f us  %6.1f TFLOP/s\n", tag,
+               T, t1 * 1e6, 2.0 * T * 2048 * 8192 / t1 / 1e12);
+        pfree(a.y);
+        mm_arg b = { &we, a.x, up(NULL, T * 8, 512), { NULL, t_i32(gpu, sel, T, 8) } };
+        const double t2 = time_ops(run_mm_id, &b, reps);
+        printf("# bench [%s] matmul_id q4_K 2048 x 512, 256 experts, top-8, %d rows: %9.1f us  "
+               "%6.1f TFLOP/s\n", tag, T, t2 * 1e6, 2.0 * T * 8 * 2048 * 512 / t2 / 1e12);
+        pfree(b.x); pfree(b.y);
+        be_tensor_free(gpu, b.s.g);
+        free(x);
+        free(sel);
+        free(w.deq);
+        free(we.deq);
+    }
+    for (int depth = 0; depth <= 3584; depth += 3584) {   /* attention, 16/2 x 256, f16 */
+        att_arg a = { .Hq = 16, .Hkv = 2, .hd = 256 };
+        const int pos[1] = { depth };
+        a.b = batch_of(1, zero, lenT, pos, depth + T);
+        float *q = t_randv(&r, T * 16 * 256, 1);
+        a.q = up(q, T, 16 * 256);
+        a.out = up(NULL, T, 16 * 256);
+        a.kc = (pair){ NULL, be_tensor_new_f16(gpu, depth + T, 512) };
+        a.vc = (pair){ NULL, be_tensor_new_f16(gpu, depth + T, 512) };
+        printf("# bench [%s] attention 16/2 x 256 f16, %d rows after %d: %9.1f us\n", tag, T,
+               depth, time_ops(run_att, &a, reps) * 1e6);
+        be_tensor_free(gpu, a.kc.g);
+        be_tensor_free(gpu, a.vc.g);
+        pfree(a.q);
+        pfree(a.out);
+        bfree(&a.b);
+        free(q);
+    }
+}
+
+static void bench_prompt(const be_shape *sh)
+{
+    static const char *const sw[][2] = { { "Q36_CUDA_CHUNKED", "1" }, { "Q36_CUDA_GEMM16", "1" },
+                                         { "Q36_CUDA_MOEGEMM", "1" }, { "Q36_CUDA_MOEGEMM", "2" },
+                                         { "Q36_CUDA_FATTN", "1" } };
+    be_ctx *saved = gpu;
+    no_deq = true;
+    printf("# bench: ops at prompt shapes, default context and one per switch\n");
+    bench_prompt_ops("default");
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%s=%s", sw[i][0], sw[i][1]);
+        if (!(gpu = ctx_with(sw[i][0], sw[i][1], sh, "cuda.bench_context"))) {
+            gpu = saved;
+            continue;
+        }
+        bench_prompt_ops(tag);
+        be_free(gpu);
+        gpu = saved;
+    }
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -1466,17 +1832,37 @@ int main(int argc, char **argv)
     }
     t_ok("cuda.backend_new_reserve");
 
-    if (argc > 1 && !strcmp(argv[1], "--bench")) {
-        run_bench();
+    if (argc > 1 && (!strcmp(argv[1], "--bench") || !strcmp(argv[1], "--bench-prompt"))) {
+        if (!strcmp(argv[1], "--bench"))
+            run_bench();
+        else
+            bench_prompt(&sh);
         be_free(cpu);
         be_free(gpu);
         return 0;
     }
-    const bool ops = !(argc > 1 && !strcmp(argv[1], "--no-ops"));
-    const int a0 = ops ? 1 : 2;
+    bool ops = true;
+    int a0 = 1;
+    for (; a0 < argc && !strncmp(argv[a0], "--", 2); a0++) {
+        if (!strcmp(argv[a0], "--no-ops"))
+            ops = false;
+        else if (!strcmp(argv[a0], "--fast")) {
+            gpu_fast = 1;
+            mode_tag = ".fast";
+        } else {
+            t_fail("cuda.args", "unknown option %s (--no-ops, --fast, --bench)", argv[a0]);
+            return t_exit();
+        }
+    }
 
-    if (ops)
+    if (ops) {
         test_ops();
+        test_chunk_ops(&sh);
+        test_gemm16_ops(&sh);
+        test_moe_ops(&sh, "1");
+        test_moe_ops(&sh, "2");
+        test_fattn_ops(&sh);
+    }
 
     for (int i = a0; i < argc; i++) {
         test_model(argv[i]);

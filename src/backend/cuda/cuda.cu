@@ -1,15 +1,17 @@
 /* cuda.cu: the CUDA backend as a whole: its context (one device, one
  * stream, one cuBLAS handle), the ops table backend.c dispatches through,
  * tensors in device memory, weights uploaded once in their GGUF block
- * formats, and the scratch reservation. The ops are in cuda_matmul.cu,
- * cuda_ops.cu and cuda_seq.cu (one op family each).
+ * formats, and the scratch reservation. The ops are in cuda_matmul.cu
+ * (with cuda_gemm.cu and cuda_moe.cu; cuda_deq.h dequantizes), cuda_ops.cu,
+ * cuda_seq.cu (with cuda_fattn.cu and cuda_chunk.cu), one op family each.
  *
  * Numerics. Matmuls multiply the dequantized weight by the f32 activation
  * row (no activation quantization, unlike the CPU's ggml recipe), sums in
  * f32; norms sum squares in double as the CPU does; softmaxes use expf.
  * Results match the CPU backend within float tolerance, not bit for bit
  * (tests/gpu/test_backend_cuda.c derives the bounds). The chunked delta
- * rule of fast mode runs the recurrence here (same result up to rounding).
+ * rule of fast mode runs the recurrence (same result up to rounding) unless
+ * Q36_CUDA_CHUNKED=1 picks the chunked kernels of cuda_chunk.cu.
  *
  * Weights. Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16 and F32 are uploaded as they
  * are in the file and read by the kernels in that form; every other type
@@ -18,9 +20,17 @@
  * head binds the same GGUF tensor twice: it is uploaded once (a weight's
  * `impl` holds the host address it came from, the key with the tensor).
  *
- * Device choice: Q36_CUDA_DEVICE (an index, default 0) is read here, the
- * one environment variable of this backend. */
+ * Environment, read when a context is made: Q36_CUDA_DEVICE (an index,
+ * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
+ * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
+ * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
+ * Q36_CUDA_MOEGEMM=1 (f32) or 2 (f16 tensor cores) prompt batches' expert
+ * products to grouped tiles (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
+ * query rows (cuda_fattn.h). */
 #include "cuda.h"
+#include "cuda_chunk.h"
+#include "cuda_moe.h"
+#include "cuda_fattn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +86,8 @@ static void cuda_free(be_ctx *be)
     }
     cudaFree(c->deq);
     cudaFree(c->part);
+    cudaFree(c->chunk);
+    cudaFree(c->moe);
     cudaFreeHost(c->stage);
     if (c->blas)
         cublasDestroy(c->blas);
@@ -101,7 +113,8 @@ static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
 {
     (void)n_threads;
     size_t d, p;
-    return (uint64_t)scratch_floats(shape, &d, &p) * sizeof(float);
+    return (uint64_t)(scratch_floats(shape, &d, &p) + cuda_chunk_scratch(shape)) * sizeof(float) +
+           cuda_moe_scratch_bytes(shape);
 }
 
 static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
@@ -131,9 +144,13 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
         if (e != cudaSuccess)
             goto nomem;
         cudaFree(c->part);
+    cudaFree(c->chunk);
+    cudaFree(c->moe);
         c->part = n;
         c->part_floats = p;
     }
+    if (cuda_chunk_reserve(be, shape, err) || cuda_moe_reserve(be, shape, err))
+        return Q36_E_NOMEM;
     c->reserved = true;
     return 0;
 nomem:
@@ -383,13 +400,17 @@ static void prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
     }
 }
 
-/* the chunked rule: the recurrence (same arguments, same results up to
- * rounding, independent of where chunks start) */
+/* the chunked rule: the chunked kernels when switched on (cuda_chunk.h),
+ * else the recurrence (same arguments, same results up to rounding,
+ * independent of where chunks start) */
 static void cuda_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                                   const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
                                   int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
 {
-    cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+    if (cuda_ctx_of(be)->chunked)
+        cuda_deltanet_chunk(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+    else
+        cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
 /* The table's entries: each launches the queued copies first
@@ -533,6 +554,10 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
     c->base.ops = &cuda_ops;
     c->device = device_index();
+    c->chunked = cuda_chunk_enabled();
+    c->gemm16 = cuda_gemm16_enabled();
+    c->moegemm = cuda_moe_mode();
+    c->fattn = cuda_fattn_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

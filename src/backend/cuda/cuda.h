@@ -20,6 +20,8 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 #include "../be_impl.h"
@@ -50,11 +52,26 @@ struct cuda_ctx {
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
     bool            reserved;
+    bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
+    bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
+    int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
+    bool            fattn;         /* Q36_CUDA_FATTN=1 at creation (cuda_fattn.h) */
+    int32_t        *moe;           /* the grouped expert products' routing scratch */
+    size_t          moe_ints;
+    float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
+    size_t          chunk_floats;
     int             n_sm;
     char            dev_name[160];
 };
 
 static inline cuda_ctx *cuda_ctx_of(be_ctx *be) { return (cuda_ctx *)be; }
+
+/* The environment variable `name` is `value` (the backend's switches). */
+static inline bool cuda_env_is(const char *name, const char *value)
+{
+    const char *s = getenv(name);
+    return s && !strcmp(s, value);
+}
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */
 bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int line);
@@ -86,6 +103,7 @@ void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
 void cuda_copy_flush(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
+
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
@@ -122,5 +140,33 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
+
+/* ---- cuda_gemm.cu: Q36_CUDA_GEMM16 is "1"; y = x W^T through f16 tiles on
+ * tensor cores, or false when not taken (F32 weights, no room) */
+bool cuda_gemm16_enabled(void);
+bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
+                 const be_tensor *x, be_tensor *y);
+
+/* ---- cuda_moe.cu: grouped expert products for prompt batches (when switched
+ * on); false when not taken (too few rows, no scratch): the caller's
+ * matrix-vector path runs */
+size_t cuda_moe_scratch_bytes(const be_shape *s);
+int  cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err);
+bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                   be_tensor *y);
+
+/* ---- cuda_fattn.cu: tiled attention for prompt batches (when switched on);
+ * false when not taken (a head dim other than 64, 128, 256) */
+bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                float scale, be_tensor *out);
+
+/* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
+ * switched on) and its scratch, reserved beside the others */
+size_t cuda_chunk_scratch(const be_shape *s);
+int  cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err);
+void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                         const be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
+                         int64_t dk, const be_batch *b, be_tensor *out);
 
 #endif

@@ -2,125 +2,28 @@
  * be_matmul, be_matmul_n, be_matmul_id (the MoE experts, the expert of each
  * row read from the device's selection tensor) and be_get_rows.
  *
- * Weights stay in their GGUF block formats (cuda.cu). One dequantizer per
- * type, deq8, turns 8 consecutive elements of a row into floats exactly
- * as the quant module's reference does (the scale products first, then
- * the code), so every kernel here sees the same weight values as the CPU.
+ * Weights stay in their GGUF block formats (cuda.cu). The dequantizer of
+ * cuda_deq.h, deq8, turns 8 consecutive elements of a row into floats
+ * exactly as the quant module's reference does, so every kernel here sees
+ * the same weight values as the CPU.
  *
  * Decode and small batches (at most MATVEC_ROWS rows): one warp per
  * output row, each lane 8 elements at a time, up to 4 activation rows per
  * pass over the weight row, a shuffle sum. Larger batches: the weight is
  * dequantized to f32 in slabs of rows (the reserved scratch) and
- * multiplied by cuBLAS in plain f32 (no TF32). Expert products run the
- * warp kernel for every (token, rank) row whatever the batch; a grouped
- * prompt path is still to come. */
+ * multiplied by cuBLAS in plain f32 (no TF32), or with Q36_CUDA_GEMM16=1 in
+ * f16 on tensor cores (cuda_gemm.cu). Expert products run the
+ * warp kernel for every (token, rank) row, or with Q36_CUDA_MOEGEMM=1,
+ * for prompt batches, grouped by expert (cuda_moe.cu). */
 #include "cuda.h"
+#include "cuda_deq.h"
 
 #include <assert.h>
 #include <string.h>
 
-extern "C" {
-#include "../../quant/types.h"
-}
-
 #define MATVEC_ROWS 8
 #define MATVEC_RB   4      /* activation rows per pass over a weight row */
 #define MV_WARPS    4      /* output rows (warps) per block */
-
-/* ------------------------------------------------------------ dequantize */
-
-__device__ __forceinline__ float f16f(const uint8_t *p)
-{
-    return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8)));
-}
-
-/* scale and min of sub-block j of the 12 packed K-quant scale bytes */
-__device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int *sc, int *m)
-{
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
-/* Elements i0..i0+7 of a row (i0 a multiple of 8); past K they are 0. */
-template <int T>
-__device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, float v[8])
-{
-    if constexpr (T == QT_F32) {
-        const float *p = (const float *)row;
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = i0 + j < K ? p[i0 + j] : 0.0f;
-    } else if constexpr (T == QT_F16) {
-        const __half *p = (const __half *)row;
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = i0 + j < K ? __half2float(p[i0 + j]) : 0.0f;
-    } else if constexpr (T == QT_BF16) {
-        const __nv_bfloat16 *p = (const __nv_bfloat16 *)row;
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = i0 + j < K ? __bfloat162float(p[i0 + j]) : 0.0f;
-    } else if constexpr (T == QT_Q8_0) {
-        /* 34-byte blocks: 2-byte aligned, the 8 codes as 4 halfwords */
-        const uint8_t *b = row + (i0 / 32) * 34;
-        const float d = f16f(b);
-        const uint16_t *q = (const uint16_t *)(b + 2 + (i0 % 32));
-        #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint16_t u = q[j];
-            v[2 * j] = d * (float)(int8_t)(u & 0xFF);
-            v[2 * j + 1] = d * (float)(int8_t)(u >> 8);
-        }
-    } else if constexpr (T == QT_Q4_K) {
-        /* 144-byte blocks, 16-byte aligned: the 8 code bytes as one uint2 */
-        const uint8_t *b = row + (i0 / 256) * 144;
-        const int i = (int)(i0 % 256), c = i / 64, w = i % 64;
-        int sc, m;
-        k4_scale_min(2 * c + (w >= 32), b + 4, &sc, &m);
-        const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
-        const uint2 u = *(const uint2 *)(b + 16 + 32 * c + (w & 31));
-        const int sh = w >= 32 ? 4 : 0;
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = dl * (float)((((j < 4 ? u.x : u.y) >> (8 * (j & 3))) >> sh) & 15) - ml;
-    } else if constexpr (T == QT_Q5_K) {
-        /* 176-byte blocks, 16-byte aligned */
-        const uint8_t *b = row + (i0 / 256) * 176;
-        const int i = (int)(i0 % 256), c = i / 64, w = i % 64, hi = w >= 32;
-        int sc, m;
-        k4_scale_min(2 * c + hi, b + 4, &sc, &m);
-        const float dl = f16f(b) * (float)sc, ml = f16f(b + 2) * (float)m;
-        const uint2 h = *(const uint2 *)(b + 16 + (w & 31));
-        const uint2 u = *(const uint2 *)(b + 48 + 32 * c + (w & 31));
-        const int sh = hi ? 4 : 0, hb = 2 * c + hi;
-        #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const unsigned q = ((j < 4 ? u.x : u.y) >> (8 * (j & 3))) & 0xFF;
-            const unsigned qh = ((j < 4 ? h.x : h.y) >> (8 * (j & 3))) & 0xFF;
-            v[j] = dl * (float)(((q >> sh) & 15) | ((qh >> hb) & 1) << 4) - ml;
-        }
-    } else if constexpr (T == QT_Q6_K) {
-        /* 210-byte blocks, 2-byte aligned: codes and high bits as halfwords */
-        const uint8_t *b = row + (i0 / 256) * 210;
-        const int i = (int)(i0 % 256), n = i / 128, r = i % 128, qu = r / 32, l = r % 32;
-        const float d = f16f(b + 208);
-        const float dl = d * (float)((const int8_t *)(b + 192))[8 * n + l / 16 + 2 * qu];
-        const uint16_t *ql = (const uint16_t *)(b + 64 * n + l + (qu & 1) * 32);
-        const uint16_t *qh = (const uint16_t *)(b + 128 + 32 * n + l);
-        const int sh = (qu >> 1) * 4, hs = 2 * qu;
-        #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const unsigned a = ql[j], h = qh[j];
-            v[2 * j] = dl * (float)((int)(((a >> sh) & 15) | ((h >> hs) & 3) << 4) - 32);
-            v[2 * j + 1] = dl * (float)((int)((((a >> 8) >> sh) & 15) | (((h >> 8) >> hs) & 3) << 4) - 32);
-        }
-    }
-}
 
 /* -------------------------------------------------------------- kernels */
 
@@ -261,19 +164,6 @@ __global__ void k_dequant(const uint8_t *__restrict__ W, uint64_t rb, int64_t K,
 
 /* ------------------------------------------------------------- dispatch */
 
-#define TYPE_SWITCH(type, ...)                                                   \
-    switch (type) {                                                              \
-    case QT_F32:  { constexpr int TT = QT_F32;  __VA_ARGS__; } break;            \
-    case QT_F16:  { constexpr int TT = QT_F16;  __VA_ARGS__; } break;            \
-    case QT_BF16: { constexpr int TT = QT_BF16; __VA_ARGS__; } break;            \
-    case QT_Q8_0: { constexpr int TT = QT_Q8_0; __VA_ARGS__; } break;            \
-    case QT_Q4_K: { constexpr int TT = QT_Q4_K; __VA_ARGS__; } break;            \
-    case QT_Q5_K: { constexpr int TT = QT_Q5_K; __VA_ARGS__; } break;            \
-    case QT_Q6_K: { constexpr int TT = QT_Q6_K; __VA_ARGS__; } break;            \
-    default: be_fail(be, Q36_E_UNSUP, "cuda backend: weight type %u has no kernel", \
-                     (unsigned)(type));                                          \
-    }
-
 size_t cuda_matmul_scratch(const be_shape *s)
 {
     if (s->n_rows <= MATVEC_ROWS)
@@ -342,7 +232,7 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     if (x->rows <= MATVEC_ROWS) {
         mv_jobs J = { { W }, { (float *)y->data }, { y->ld }, { 0, N }, 1 };
         matvec(be, w->type, &J, w->row_bytes, K, x);
-    } else {
+    } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
     }
 }
@@ -387,6 +277,8 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
     assert(x->cols == K && y->cols == N && y->rows >= T * k);
     assert(x->rows == T || x->rows == T * k);
     if (!T)
+        return;
+    if (c->moegemm && cuda_moe_gemm(be, w, x, sel, y))
         return;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;

@@ -22,6 +22,7 @@
  * dk/32 rows of that column of the state in registers for the whole run;
  * four columns a block, grid (value heads, runs, dv/4). */
 #include "cuda.h"
+#include "cuda_fattn.h"
 
 #include <assert.h>
 
@@ -248,6 +249,9 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     assert(head_dim % 32 == 0 && head_dim <= 512);
     const int64_t T = q->rows;
     if (!T)
+        return;
+    if (c->fattn && T >= FA_MIN_ROWS &&
+        cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
         return;
     int64_t maxL = 1;
     for (int s = 0; s < b->n_seq; s++)

@@ -1,0 +1,667 @@
+/* cuda_chunk.cu: the CUDA backend's chunked gated delta rule (MODEL.md
+ * §2.6), the prompt path of fast mode behind be_deltanet_chunked when
+ * Q36_CUDA_CHUNKED=1 (cuda_chunk.h); otherwise that entry runs the
+ * recurrence of cuda_seq.cu.
+ *
+ * Per value head and chunk of up to C = 64 tokens of a run (chunks start
+ * at the run's first row, as the CPU's do), with G_t the prefix sum of the
+ * chunk's g, and the state S (dk x dv, S[i][j], i a key index, j a value
+ * index; stored as backend.h says, element [j*dk + i]):
+ *   A_ts = beta_t (k_t . k_s) e^(G_t - G_s)       s < t
+ *   U = (I + A)^-1 diag(beta) V,  W = (I + A)^-1 diag(beta e^G) K
+ *   P_ts = (q_t . k_s) e^(G_t - G_s)              s <= t
+ *   V' = U - W S
+ *   O = (diag(e^G) Q S + P V') / sqrt(dk)
+ *   S <- e^G_last S + sum_t e^(G_last - G_t) k_t v'_t^T
+ * Every exponent is <= 0 (g <= 0), so nothing overflows; strong gates
+ * underflow to 0, which is the limit.
+ *
+ * Two kernels:
+ *  - k_chunk_prep, one block per (chunk, value head, run): everything that
+ *    does not depend on the state: G, A, P and, by forward substitution
+ *    (one thread per column of W and U, rows in order), W and U. They go
+ *    to the reserved scratch (c->chunk), per row of the batch:
+ *    U, W: T x Hv x dk; P: T x Hv x C; G: T x Hv.
+ *  - k_chunk_state, one block per (value head, run, block of CK_BV value
+ *    columns): the state's columns j0..j0+CK_BV stay in shared memory while
+ *    the run's chunks go by in order (columns of S never mix: V', O and
+ *    the update of column j read only column j of S, U, V'). Per chunk it
+ *    forms V', the outputs and the next state. The state after each chunk
+ *    is in shared memory at the end of the update phase, and is written
+ *    out there when ck_args.ck is set: a prefix cache's chunk-boundary
+ *    checkpoints (the host emulation fills them; no op asks for them yet).
+ * Plain f32 on the CUDA cores (no tensor cores yet), sums in a fixed
+ * order within a thread; results agree with the recurrence to float
+ * rounding.
+ *
+ * The kernels are written as phase functions (the code between two
+ * barriers, for one thread index) that run on the device and on the host:
+ * cuda_chunk_emulate runs them on the CPU, which is how the CPU test suite
+ * checks the index arithmetic without a GPU (tests/test_deltanet_chunk.c). */
+#include "cuda.h"
+#include "cuda_chunk.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK_C       64      /* tokens per chunk */
+#define CK_BV      32      /* value columns of the state per block of k_chunk_state */
+#define CK_THREADS 256
+
+#define HD __host__ __device__ inline
+
+extern "C" bool cuda_chunk_enabled(void)
+{
+    return cuda_env_is("Q36_CUDA_CHUNKED", "1");
+}
+
+typedef struct ck_args {
+    const float *qkv, *g, *beta;
+    int64_t ldq, ldg, ldb;
+    float *S;
+    int64_t ldS;
+    float *out;
+    int64_t ldo;
+    const int32_t *runs;     /* n_seq x (slot, row0, n_rows, pos0) */
+    int64_t Hk, Hv;
+    float *U, *W, *P, *G;    /* scratch (the file's comment) */
+    float *ck;               /* NULL, or each run's state after each chunk (cuda_chunk.h) */
+    int64_t ck_chunks;       /* chunks a run has room for in ck */
+} ck_args;
+
+typedef struct ck_blk { int x, y, z; } ck_blk;
+
+/* The chunk of run s that starts c0 rows into it: its first batch row and
+ * its length (0 past the run's end). */
+typedef struct ck_chunk { int64_t r0; int nc; int slot; } ck_chunk;
+
+HD ck_chunk chunk_of(const int32_t *runs, int s, int64_t c0)
+{
+    const int64_t n = runs[4 * s + 2];
+    ck_chunk c;
+    c.slot = runs[4 * s];
+    c.r0 = runs[4 * s + 1] + c0;
+    c.nc = c0 < n ? (int)(n - c0 < CK_C ? n - c0 : CK_C) : 0;
+    return c;
+}
+
+/* ------------------------------------------------------------------ prep */
+
+/* Shared memory of k_chunk_prep: K, V, Q rows of the chunk (row pitch
+ * DK + 1: the Gram phase reads K down a column across a warp), A (pitch
+ * C + 1), G, beta. */
+template <int DK> struct prep_sh {
+    static constexpr int LD = DK + 1, LA = CK_C + 1;
+    static constexpr size_t floats = (size_t)3 * CK_C * LD + (size_t)CK_C * LA + 2 * CK_C;
+    float *K, *V, *Q, *A, *G, *bt;
+    HD explicit prep_sh(float *s)
+        : K(s), V(s + CK_C * LD), Q(s + 2 * CK_C * LD), A(s + 3 * CK_C * LD),
+          G(s + 3 * CK_C * LD + CK_C * LA), bt(s + 3 * CK_C * LD + CK_C * LA + CK_C) {}
+};
+
+/* Block (chunk x, value head y, run z). Phase 1: the chunk's q, k, v rows
+ * (zero past its end), G (the prefix sum, thread 0, in token order) and
+ * beta. */
+template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
+{
+    const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
+    if (!c.nc)
+        return;
+    prep_sh<DK> s(sm);
+    const int64_t h = b.y, kh = h % a.Hk, LD = prep_sh<DK>::LD;
+    for (int e = tid; e < CK_C * DK; e += nthr) {
+        const int t = e / DK, i = e % DK;
+        float q = 0.0f, k = 0.0f, v = 0.0f;
+        if (t < c.nc) {
+            const float *row = a.qkv + (c.r0 + t) * a.ldq;
+            q = row[kh * DK + i];
+            k = row[(a.Hk + kh) * DK + i];
+            v = row[2 * a.Hk * DK + h * DK + i];
+        }
+        s.Q[t * LD + i] = q;
+        s.K[t * LD + i] = k;
+        s.V[t * LD + i] = v;
+    }
+    if (tid == 0) {
+        float acc = 0.0f;
+        for (int t = 0; t < CK_C; t++) {
+            float bt = 0.0f;
+            if (t < c.nc) {
+                acc += a.g[(c.r0 + t) * a.ldg + h];
+                bt = a.beta[(c.r0 + t) * a.ldb + h];
+            }
+            s.G[t] = acc;
+            s.bt[t] = bt;
+        }
+    }
+}
+
+/* Phase 2: A (strictly lower) in shared memory, P (lower with the
+ * diagonal, zero above, full rows of C) and G to the scratch. A thread
+ * takes a 4 x 4 tile of (t, u) pairs; a tile wholly above the diagonal
+ * only writes P's zeros. */
+template <int DK> HD void prep_gram(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
+{
+    const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
+    if (!c.nc)
+        return;
+    prep_sh<DK> s(sm);
+    const int64_t h = b.y, LD = prep_sh<DK>::LD, LA = prep_sh<DK>::LA;
+    for (int e = tid; e < (CK_C / 4) * (CK_C / 4); e += nthr) {
+        const int t0 = e / (CK_C / 4) * 4, u0 = e % (CK_C / 4) * 4;
+        if (t0 >= c.nc)
+            continue;
+        float kk[4][4], qk[4][4];
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++)
+                kk[r][q] = qk[r][q] = 0.0f;
+        if (u0 <= t0 + 3)
+            for (int i = 0; i < DK; i++) {
+                float ku[4];
+                for (int q = 0; q < 4; q++)
+                    ku[q] = s.K[(u0 + q) * LD + i];
+                for (int r = 0; r < 4; r++) {
+                    const float kt = s.K[(t0 + r) * LD + i], qt = s.Q[(t0 + r) * LD + i];
+                    for (int q = 0; q < 4; q++) {
+                        kk[r][q] += kt * ku[q];
+                        qk[r][q] += qt * ku[q];
+                    }
+                }
+            }
+        for (int r = 0; r < 4 && t0 + r < c.nc; r++)
+            for (int q = 0; q < 4; q++) {
+                const int t = t0 + r, u = u0 + q;
+                const float d = u <= t ? expf(s.G[t] - s.G[u]) : 0.0f;
+                s.A[t * LA + u] = u < t ? s.bt[t] * kk[r][q] * d : 0.0f;
+                a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] = u <= t ? qk[r][q] * d : 0.0f;
+            }
+    }
+    if (tid < c.nc)
+        a.G[(c.r0 + tid) * a.Hv + h] = s.G[tid];
+}
+
+/* Phase 3: (I + A) X = B by forward substitution, one thread per column
+ * (columns 0..DK-1 of W over B = beta e^G K, in place of K; DK..2DK-1 of
+ * U over B = beta V, in place of V), then the rows to the scratch. Each
+ * row's sum over the rows before it runs in four partial sums (a shorter
+ * chain of dependent adds). */
+template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
+{
+    const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
+    if (!c.nc)
+        return;
+    prep_sh<DK> s(sm);
+    const int64_t h = b.y, LD = prep_sh<DK>::LD, LA = prep_sh<DK>::LA;
+    for (int col = tid; col < 2 * DK; col += nthr) {
+        const bool isw = col < DK;
+        const int j = isw ? col : col - DK;
+        float *X = (isw ? s.K : s.V) + j;
+        for (int t = 0; t < c.nc; t++) {
+            const float *At = s.A + t * LA;
+            float p[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            int u = 0;
+            for (; u + 4 <= t; u += 4)
+                for (int q = 0; q < 4; q++)
+                    p[q] += At[u + q] * X[(u + q) * LD];
+            for (; u < t; u++)
+                p[0] += At[u] * X[u * LD];
+            const float b0 = (isw ? s.bt[t] * expf(s.G[t]) : s.bt[t]) * X[t * LD];
+            X[t * LD] = b0 - ((p[0] + p[1]) + (p[2] + p[3]));
+        }
+        float *dst = isw ? a.W : a.U;
+        for (int t = 0; t < c.nc; t++)
+            dst[((c.r0 + t) * a.Hv + h) * DK + j] = X[t * LD];
+    }
+}
+
+/* ----------------------------------------------------------------- state */
+
+/* Shared memory of k_chunk_state: the state's columns (S[i][jl], pitch
+ * CK_BV + 1), one chunk of W, Q or K rows (X, pitch DK + 4), U then V'
+ * (V, pitch CK_BV), P (pitch C + 4), G and the update weights
+ * e^(G_last - G_t). The pitches keep the tiles' reads of one warp off a
+ * single bank. */
+template <int DK> struct st_sh {
+    static constexpr int LS = CK_BV + 1, LX = DK + 4, LP = CK_C + 4;
+    static constexpr size_t floats = (size_t)DK * LS + (size_t)CK_C * LX + CK_C * CK_BV +
+                                     CK_C * LP + 2 * CK_C;
+    float *S, *X, *V, *P, *G, *dec;
+    HD explicit st_sh(float *s)
+        : S(s), X(s + DK * LS), V(s + DK * LS + CK_C * LX), P(s + DK * LS + CK_C * LX + CK_C * CK_BV),
+          G(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP),
+          dec(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP + CK_C) {}
+};
+
+/* Block (value head x, run y, column block z). */
+HD float *state_row(const ck_args &a, ck_blk b)
+{
+    return a.S + ((int64_t)a.runs[4 * b.y] * a.Hv + b.x) * a.ldS;
+}
+
+template <int DK> HD void st_init(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
+{
+    st_sh<DK> s(sm);
+    const float *Sg = state_row(a, b);
+    const int j0 = b.z * CK_BV;
+    for (int e = tid; e < DK * CK_BV; e += nthr) {
+        const int jl = e / DK, i = e % DK;
+        s.S[i * st_sh<DK>::LS + jl] = Sg[(int64_t)(j0 + jl) * DK + i];
+    }
+}
+
+template <int DK> HD void st_fini(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
+{
+    st_sh<DK> s(sm);
+    float *Sg = state_row(a, b);
+    const int j0 = b.z * CK_BV;
+    for (int e = tid; e < DK * CK_BV; e += nthr) {
+        const int jl = e / DK, i = e % DK;
+        Sg[(int64_t)(j0 + jl) * DK + i] = s.S[i * st_sh<DK>::LS + jl];
+    }
+}
+
+/* X (pitch LX) = DK columns from col0 of rows r0..r0+nc of src (pitch
+ * ld), zero rows after them */
+template <int DK> HD void load_rows(float *X, const float *src, int64_t ld, int64_t col0,
+                                    const ck_chunk &c, int tid, int nthr)
+{
+    for (int e = tid; e < CK_C * DK; e += nthr) {
+        const int t = e / DK, i = e % DK;
+        X[t * st_sh<DK>::LX + i] = t < c.nc ? src[(c.r0 + t) * ld + col0 + i] : 0.0f;
+    }
+}
+
+/* Chunk phase 1: W rows, this block's columns of U, G, the decays. */
+template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                    float *sm)
+{
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const int64_t h = b.x, j0 = (int64_t)b.z * CK_BV;
+    load_rows<DK>(s.X, a.W, a.Hv * DK, h * DK, c, tid, nthr);
+    for (int e = tid; e < CK_C * CK_BV; e += nthr) {
+        const int t = e / CK_BV, jl = e % CK_BV;
+        s.V[e] = t < c.nc ? a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + jl] : 0.0f;
+    }
+    const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
+    for (int t = tid; t < CK_C; t += nthr) {
+        const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
+        s.G[t] = gt;
+        s.dec[t] = t < c.nc ? expf(gl - gt) : 0.0f;
+    }
+}
+
+/* The (t, j) tiles of phases 2 and 4: 4 rows x 2 columns each, C/4 x
+ * CK_BV/2 = 256 of them. Rows past the chunk's end are zero in X, V and P,
+ * so a tile that straddles the end computes zeros there. */
+#define TT 4
+#define TJ 2
+#define N_TJ ((CK_C / TT) * (CK_BV / TJ))
+
+/* sums over i of X[t][i] S[i][j] for the tile at (t0, j0) */
+template <int DK> HD void tile_xs(const st_sh<DK> &s, int t0, int j0, float acc[TT][TJ])
+{
+    for (int a = 0; a < TT; a++)
+        for (int q = 0; q < TJ; q++)
+            acc[a][q] = 0.0f;
+    for (int i = 0; i < DK; i++) {
+        float sv[TJ];
+        for (int q = 0; q < TJ; q++)
+            sv[q] = s.S[i * st_sh<DK>::LS + j0 + q];
+        for (int a = 0; a < TT; a++) {
+            const float x = s.X[(t0 + a) * st_sh<DK>::LX + i];
+            for (int q = 0; q < TJ; q++)
+                acc[a][q] += x * sv[q];
+        }
+    }
+}
+
+/* Chunk phase 2: V' = U - W S (in place of U). */
+template <int DK> HD void st_vprime(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                    float *sm)
+{
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    for (int e = tid; e < N_TJ; e += nthr) {
+        const int t0 = e / (CK_BV / TJ) * TT, j0 = e % (CK_BV / TJ) * TJ;
+        if (t0 >= c.nc)
+            continue;
+        float acc[TT][TJ];
+        tile_xs<DK>(s, t0, j0, acc);
+        for (int r = 0; r < TT; r++)
+            for (int q = 0; q < TJ; q++)
+                s.V[(t0 + r) * CK_BV + j0 + q] -= acc[r][q];
+    }
+}
+
+/* Chunk phase 3: Q rows, P. */
+template <int DK> HD void st_load_q(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                    float *sm)
+{
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const int64_t h = b.x;
+    load_rows<DK>(s.X, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid, nthr);
+    for (int e = tid; e < CK_C * CK_C; e += nthr) {
+        const int t = e / CK_C, u = e % CK_C;
+        s.P[t * st_sh<DK>::LP + u] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] : 0.0f;
+    }
+}
+
+/* Chunk phase 4: the outputs of this block's columns. P is zero above its
+ * diagonal, so the sum over u may run to the tile's last row. */
+template <int DK> HD void st_out(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                 float *sm)
+{
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const int64_t h = b.x, jb = (int64_t)b.z * CK_BV;
+    const float scale = 1.0f / sqrtf((float)DK);
+    for (int e = tid; e < N_TJ; e += nthr) {
+        const int t0 = e / (CK_BV / TJ) * TT, j0 = e % (CK_BV / TJ) * TJ;
+        if (t0 >= c.nc)
+            continue;
+        float o[TT][TJ];
+        tile_xs<DK>(s, t0, j0, o);
+        for (int r = 0; r < TT; r++) {
+            const float eg = expf(s.G[t0 + r]);
+            for (int q = 0; q < TJ; q++)
+                o[r][q] *= eg;
+        }
+        const int ue = t0 + TT < c.nc ? t0 + TT : c.nc;
+        for (int u = 0; u < ue; u++) {
+            float v[TJ];
+            for (int q = 0; q < TJ; q++)
+                v[q] = s.V[u * CK_BV + j0 + q];
+            for (int r = 0; r < TT; r++) {
+                const float p = s.P[(t0 + r) * st_sh<DK>::LP + u];
+                for (int q = 0; q < TJ; q++)
+                    o[r][q] += p * v[q];
+            }
+        }
+        for (int r = 0; r < TT && t0 + r < c.nc; r++)
+            for (int q = 0; q < TJ; q++)
+                a.out[(c.r0 + t0 + r) * a.ldo + h * DK + jb + j0 + q] = o[r][q] * scale;
+    }
+}
+
+/* Chunk phase 5: K rows. */
+template <int DK> HD void st_load_k(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                    float *sm)
+{
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    load_rows<DK>(s.X, a.qkv, a.ldq, (a.Hk + b.x % a.Hk) * DK, c, tid, nthr);
+}
+
+/* Chunk phase 6: S <- e^G_last S + sum_t dec_t k_t v'_t^T, a tile of
+ * DK/32 rows (i) x 4 columns (j) per thread, 32 x CK_BV/4 = 256 tiles. */
+template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
+                                    float *sm)
+{
+    constexpr int TI = DK / 32, UJ = 4;
+    st_sh<DK> s(sm);
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const float el = expf(s.G[c.nc - 1]);
+    for (int e = tid; e < 32 * (CK_BV / UJ); e += nthr) {
+        const int i0 = e / (CK_BV / UJ) * TI, j0 = e % (CK_BV / UJ) * UJ;
+        float acc[TI][UJ];
+        for (int r = 0; r < TI; r++)
+            for (int q = 0; q < UJ; q++)
+                acc[r][q] = 0.0f;
+        for (int t = 0; t < c.nc; t++) {
+            const float d = s.dec[t];
+            float v[UJ];
+            for (int q = 0; q < UJ; q++)
+                v[q] = s.V[t * CK_BV + j0 + q];
+            for (int r = 0; r < TI; r++) {
+                const float x = d * s.X[t * st_sh<DK>::LX + i0 + r];
+                for (int q = 0; q < UJ; q++)
+                    acc[r][q] += x * v[q];
+            }
+        }
+        for (int r = 0; r < TI; r++)
+            for (int q = 0; q < UJ; q++) {
+                float *sp = &s.S[(i0 + r) * st_sh<DK>::LS + j0 + q];
+                *sp = el * *sp + acc[r][q];
+                if (a.ck)       /* the chunk-boundary state, laid out as S */
+                    a.ck[(((int64_t)b.y * a.ck_chunks + c0 / CK_C) * a.Hv + b.x) * DK * DK +
+                         (int64_t)(b.z * CK_BV + j0 + q) * DK + i0 + r] = *sp;
+            }
+    }
+}
+
+#undef TT
+#undef TJ
+#undef N_TJ
+
+/* --------------------------------------------------------------- kernels */
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_prep(ck_args a)
+{
+    extern __shared__ float sm[];
+    const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
+    const int tid = threadIdx.x, nt = blockDim.x;
+    prep_load<DK>(a, b, tid, nt, sm);
+    __syncthreads();
+    prep_gram<DK>(a, b, tid, nt, sm);
+    __syncthreads();
+    prep_solve<DK>(a, b, tid, nt, sm);
+}
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_state(ck_args a)
+{
+    extern __shared__ float sm[];
+    const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const int64_t n = a.runs[4 * b.y + 2];
+    st_init<DK>(a, b, tid, nt, sm);
+    __syncthreads();
+    for (int64_t c0 = 0; c0 < n; c0 += CK_C) {
+        st_load_w<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+        st_vprime<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+        st_load_q<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+        st_out<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+        st_load_k<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+        st_update<DK>(a, b, c0, tid, nt, sm);
+        __syncthreads();
+    }
+    st_fini<DK>(a, b, tid, nt, sm);
+}
+
+/* ------------------------------------------------------------ the op */
+
+/* Floats of scratch for T rows: U, W (dk each), P (C), G (1) per value head. */
+static size_t scratch_for(int64_t T, int64_t Hv, int64_t dk)
+{
+    return (size_t)T * (size_t)Hv * (size_t)(2 * dk + CK_C + 1);
+}
+
+static void args_scratch(ck_args *a, float *base, int64_t T, int64_t Hv, int64_t dk)
+{
+    a->U = base;
+    a->W = a->U + T * Hv * dk;
+    a->P = a->W + T * Hv * dk;
+    a->G = a->P + T * Hv * CK_C;
+}
+
+size_t cuda_chunk_scratch(const be_shape *s)
+{
+    if (!cuda_chunk_enabled() || !s->ssm_v_heads || s->n_rows < 2)
+        return 0;
+    return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim);
+}
+
+int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t need = c->chunked ? cuda_chunk_scratch(s) : 0;
+    if (need <= c->chunk_floats)
+        return 0;
+    float *p = NULL;
+    if (cudaMalloc(&p, need * sizeof(float)) != cudaSuccess) {
+        cudaGetLastError();
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f MiB for the "
+                           "chunked delta rule (Q36_CUDA_CHUNKED=1: %lld rows x %lld value heads) "
+                           "on %s: %.1f MiB free of %.1f MiB", need * 4.0 / 1048576.0,
+                           (long long)s->n_rows, (long long)s->ssm_v_heads, c->dev_name,
+                           fr / 1048576.0, tot / 1048576.0);
+    }
+    cudaFree(c->chunk);
+    c->chunk = p;
+    c->chunk_floats = need;
+    return 0;
+}
+
+template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)
+{
+    cudaStream_t st = cuda_ctx_of(be)->stream;
+    const size_t bp = prep_sh<DK>::floats * sizeof(float), bs = st_sh<DK>::floats * sizeof(float);
+    /* above the default 48 KB of dynamic shared memory (every call: a
+     * host-side setting, cheap beside a prompt pass) */
+    if (!CUDA_OK(be, cudaFuncSetAttribute(k_chunk_prep<DK>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bp)) ||
+        !CUDA_OK(be, cudaFuncSetAttribute(k_chunk_state<DK>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bs)))
+        return false;
+    k_chunk_prep<DK><<<dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
+                       st>>>(a);
+    if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
+        return false;
+    k_chunk_state<DK><<<dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
+                        bs, st>>>(a);
+    return CUDA_LAUNCHED(be, "k_chunk_state");
+}
+
+void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                         const be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
+                         int64_t dk, const be_batch *b, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk && out->cols == n_v_heads * dk);
+    assert(g->cols == n_v_heads && beta->cols == n_v_heads && S->cols == dk * dk);
+    const int64_t T = qkv->rows;
+    if (!T || !b->n_seq)
+        return;
+    const size_t need = scratch_for(T, n_v_heads, dk);
+    if (need > c->chunk_floats) {
+        be_fail(be, Q36_E_NOMEM, "cuda chunked delta rule: %lld rows x %lld value heads need %zu "
+                "floats of scratch, %zu reserved", (long long)T, (long long)n_v_heads, need,
+                c->chunk_floats);
+        return;
+    }
+    int64_t max_chunks = 1;
+    for (int s = 0; s < b->n_seq; s++) {
+        const int64_t nch = (b->seq[s].n_rows + CK_C - 1) / CK_C;
+        max_chunks = nch > max_chunks ? nch : max_chunks;
+    }
+    ck_args a = { (const float *)qkv->data, (const float *)g->data, (const float *)beta->data,
+                  qkv->ld, g->ld, beta->ld, (float *)S->data, S->ld, (float *)out->data, out->ld,
+                  (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL,
+                  NULL, 0 };
+    args_scratch(&a, c->chunk, T, n_v_heads, dk);
+    switch (dk) {
+    case 32: launch<32>(be, a, b->n_seq, max_chunks); break;
+    case 64: launch<64>(be, a, b->n_seq, max_chunks); break;
+    case 128: launch<128>(be, a, b->n_seq, max_chunks); break;
+    case 256: launch<256>(be, a, b->n_seq, max_chunks); break;
+    default:
+        be_fail(be, Q36_E_UNSUP, "cuda chunked delta rule: state dim %lld (32, 64, 128 or 256)",
+                (long long)dk);
+    }
+}
+
+/* ------------------------------------------------------- host emulation */
+
+template <int DK>
+static void emulate(const ck_args &a, int n_seq, int64_t max_chunks, float *sm, size_t sm_floats)
+{
+    const int nt = CK_THREADS;
+    for (int z = 0; z < n_seq; z++)
+        for (int y = 0; y < a.Hv; y++)
+            for (int x = 0; x < max_chunks; x++) {
+                const ck_blk b = { x, y, z };
+                for (size_t i = 0; i < sm_floats; i++)
+                    sm[i] = NAN;
+                for (int t = 0; t < nt; t++)
+                    prep_load<DK>(a, b, t, nt, sm);
+                for (int t = 0; t < nt; t++)
+                    prep_gram<DK>(a, b, t, nt, sm);
+                for (int t = 0; t < nt; t++)
+                    prep_solve<DK>(a, b, t, nt, sm);
+            }
+    for (int z = 0; z < DK / CK_BV; z++)
+        for (int y = 0; y < n_seq; y++)
+            for (int x = 0; x < a.Hv; x++) {
+                const ck_blk b = { x, y, z };
+                for (size_t i = 0; i < sm_floats; i++)
+                    sm[i] = NAN;
+                for (int t = 0; t < nt; t++)
+                    st_init<DK>(a, b, t, nt, sm);
+                const int64_t n = a.runs[4 * y + 2];
+                for (int64_t c0 = 0; c0 < n; c0 += CK_C) {
+                    for (int t = 0; t < nt; t++)
+                        st_load_w<DK>(a, b, c0, t, nt, sm);
+                    for (int t = 0; t < nt; t++)
+                        st_vprime<DK>(a, b, c0, t, nt, sm);
+                    for (int t = 0; t < nt; t++)
+                        st_load_q<DK>(a, b, c0, t, nt, sm);
+                    for (int t = 0; t < nt; t++)
+                        st_out<DK>(a, b, c0, t, nt, sm);
+                    for (int t = 0; t < nt; t++)
+                        st_load_k<DK>(a, b, c0, t, nt, sm);
+                    for (int t = 0; t < nt; t++)
+                        st_update<DK>(a, b, c0, t, nt, sm);
+                }
+                for (int t = 0; t < nt; t++)
+                    st_fini<DK>(a, b, t, nt, sm);
+            }
+}
+
+extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g, int64_t ldg,
+                                  const float *beta, int64_t ldb, float *S, int64_t ldS,
+                                  int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                                  const int32_t *runs, int n_seq, int64_t T, float *out,
+                                  int64_t ldo, float *ckpt)
+{
+    if (dk != 32 && dk != 64 && dk != 128 && dk != 256)
+        return -1;
+    int64_t max_chunks = 1;
+    for (int s = 0; s < n_seq; s++) {
+        const int64_t nch = (runs[4 * s + 2] + CK_C - 1) / CK_C;
+        max_chunks = nch > max_chunks ? nch : max_chunks;
+    }
+    const size_t sm_floats = prep_sh<256>::floats > st_sh<256>::floats ? prep_sh<256>::floats
+                                                                        : st_sh<256>::floats;
+    float *scratch = (float *)malloc(sizeof(float) * (scratch_for(T, n_v_heads, dk) + 1));
+    float *sm = (float *)malloc(sizeof(float) * sm_floats);
+    if (!scratch || !sm) {
+        free(scratch);
+        free(sm);
+        return -1;
+    }
+    ck_args a = { qkv, g, beta, ldq, ldg, ldb, S, ldS, out, ldo, runs, n_k_heads, n_v_heads,
+                  NULL, NULL, NULL, NULL, ckpt, 0 };
+    args_scratch(&a, scratch, T, n_v_heads, dk);
+    a.ck_chunks = max_chunks;
+    switch (dk) {
+    case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats); break;
+    case 64: emulate<64>(a, n_seq, max_chunks, sm, sm_floats); break;
+    case 128: emulate<128>(a, n_seq, max_chunks, sm, sm_floats); break;
+    default: emulate<256>(a, n_seq, max_chunks, sm, sm_floats); break;
+    }
+    free(scratch);
+    free(sm);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* cuda_gemm.cu: the CUDA backend's f16 tensor-core weight products for
+ * prompt batches (behind Q36_CUDA_GEMM16=1; cuda_matmul.cu calls
+ * cuda_gemm16 for batches above its matrix-vector rows). */
+#include "cuda.h"
+#include "cuda_deq.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Q36_CUDA_GEMM16=1 (read when a context is made; default off until a GPU
+ * run has validated it): batches above 8 rows (MATVEC_ROWS) of a weight of a
+ * type other than F32 take tensor cores instead of the f32 cuBLAS product:
+ * the activation rows rounded to f16 once, the weight dequantized to f16
+ * in slabs of rows (deq8's values, then rounded to nearest), cuBLAS
+ * GemmEx with f32 accumulation. Each product gains up to two f16
+ * roundings (2^-11 relative each) over the f32 path; |x| above 65504
+ * becomes inf. Both parts share the dequantization scratch; when the
+ * activations leave no room for 64 weight rows, the f32 path runs. */
+bool cuda_gemm16_enabled(void)
+{
+    return cuda_env_is("Q36_CUDA_GEMM16", "1");
+}
+
+template <int T>
+__global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t n0,
+                            int64_t rows, __half *__restrict__ out)
+{
+    const int64_t per = (K + 7) / 8;
+    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < per * rows;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = g / per, i0 = (g % per) * 8;
+        float v[8];
+        deq8<T>(W + (uint64_t)(n0 + r) * rb, i0, K, v);
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (i0 + j < K)
+                out[r * K + i0 + j] = __float2half_rn(v[j]);
+    }
+}
+
+__global__ void k_to_half(const float *__restrict__ x, int64_t ldx, int64_t R, int64_t K,
+                          __half *__restrict__ out)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < R * K;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = __float2half_rn(x[(i / K) * ldx + i % K]);
+}
+
+/* y = x · W^T through f16 tiles; false: not taken (the caller runs gemm) */
+bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
+                   const be_tensor *x, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = x->rows;
+    const size_t halves = c->deq ? c->deq_floats * 2 : 0;
+    const size_t xh = ((size_t)(R * K) + 7) & ~(size_t)7;     /* 16-byte aligned after x */
+    if (type == QT_F32 || !cuda_type_native(type) || halves < xh + (size_t)K * 64)
+        return false;
+    __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
+    const int64_t fit = (int64_t)((halves - xh) / (size_t)K), chunk = fit < N ? fit : N;
+    cudaStream_t st = c->stream;
+    k_to_half<<<cuda_blocks(R * K, 256), 256, 0, st>>>((const float *)x->data, x->ld, R, K, x16);
+    if (!CUDA_LAUNCHED(be, "k_to_half"))
+        return true;
+    const float one = 1.0f, zero = 0.0f;
+    /* tensor cores: the handle's pedantic f32 mode is for the f32 path */
+    if (!CUBLAS_OK(be, cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)))
+        return true;
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+        const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
+        TYPE_SWITCH(type, k_dequant_h<TT><<<cuda_blocks((K + 7) / 8 * nc, 256), 256, 0, st>>>(
+                    W, rb, K, n0, nc, w16));
+        if (!CUDA_LAUNCHED(be, "k_dequant_h"))
+            break;
+        /* column-major: C (nc x R, ld y) = A^T (A: K x nc) * B (K x R), f32 sums */
+        if (!CUBLAS_OK(be, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)R, (int)K,
+                                        &one, w16, CUDA_R_16F, (int)K, x16, CUDA_R_16F, (int)K,
+                                        &zero, (float *)y->data + n0, CUDA_R_32F, (int)y->ld,
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
+            break;
+    }
+    CUBLAS_OK(be, cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH));
+    return true;
+}
+

@@ -1,0 +1,468 @@
+/* cuda_moe.cu: the CUDA backend's grouped expert products for prompt
+ * batches (be_matmul_id of at least MG_MIN_ROWS (token, rank) rows, when
+ * Q36_CUDA_MOEGEMM=1: cuda_moe.h). The matrix-vector kernel of
+ * cuda_matmul.cu reads a whole expert weight row for every (token, rank)
+ * row, so a prompt reads each expert's weights once per token routed to
+ * it; here each expert's rows share its weights, tile by tile.
+ *
+ * All on the device, no host sync (the routing stays in the selection
+ * tensor):
+ *  1. count: rows per expert (atomic adds);
+ *  2. scan (one thread): each expert's first row in the sorted order
+ *     (off), its first tile of MG_BM rows (toff), a cursor;
+ *  3. scatter: perm[] lists the rows q = t*k + i expert after expert (the
+ *     order inside an expert is whatever the atomics gave: each row's
+ *     result does not depend on it);
+ *  4. k_moe_gemm, grid (tile slots, output blocks of MG_BN): block x finds
+ *     its expert by a binary search of toff (slots past the last tile
+ *     return), stages MG_BK columns at a time of its (at most) MG_BM rows
+ *     of x and of MG_BN dequantized weight rows in shared memory, and each
+ *     thread accumulates a 4 x 4 tile of outputs in f32, in k order.
+ * Results: each output a sequential f32 sum over k of the CPU's weight
+ * values times the f32 activations; or, with Q36_CUDA_MOEGEMM=2
+ * (k_moe_gemm_tc), tensor-core sums of both rounded to f16.
+ *
+ * As in cuda_chunk.cu, the kernels are phase functions that also run on
+ * the host: cuda_moe_emulate checks their arithmetic on the CPU, with the
+ * weight dequantized there by the quant module (deq8's values). */
+#include "cuda.h"
+#include "cuda_deq.h"
+#include "cuda_moe.h"
+
+#include <assert.h>
+#include <mma.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MG_BM      64      /* rows of a tile */
+#define MG_BN      64      /* outputs of a tile */
+#define MG_BK      32      /* columns staged at a time */
+#define MG_THREADS 256     /* 16 x 16 threads, 4 x 4 outputs each */
+#define MG_LX      (MG_BM + 1)
+#define MG_LW      (MG_BN + 1)
+#define MG_SMEM    (MG_BK * MG_LX + MG_BK * MG_LW)
+
+#define HD __host__ __device__ inline
+
+extern "C" int cuda_moe_mode(void)
+{
+    return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : cuda_env_is("Q36_CUDA_MOEGEMM", "2") ? 2 : 0;
+}
+
+typedef struct mg_args {
+    const uint8_t *W;        /* device: the weight in its block format */
+    const float *Wf;         /* host emulation: the dequantized weight */
+    uint64_t rb;
+    int64_t K, N, E;
+    const float *x;
+    int64_t ldx;
+    int x_per_tok;
+    const int32_t *sel;
+    int64_t ldsel, k, Q;     /* Q = T * k rows */
+    float *y;
+    int64_t ldy;
+    int32_t *cnt, *off, *toff, *cur, *perm;   /* scratch: E, E+1, E+1, E, Q */
+} mg_args;
+
+/* ---------------------------------------------------------------- routing */
+
+HD int mg_expert(const mg_args &a, int64_t q)
+{
+    const int e = a.sel[(q / a.k) * a.ldsel + q % a.k];
+    return e < 0 || e >= a.E ? 0 : e;
+}
+
+HD int mg_fetch_add(int32_t *p, int v)
+{
+#ifdef __CUDA_ARCH__
+    return atomicAdd(p, v);
+#else
+    const int old = *p;
+    *p += v;
+    return old;
+#endif
+}
+
+HD void mg_count(const mg_args &a, int64_t q) { mg_fetch_add(&a.cnt[mg_expert(a, q)], 1); }
+
+HD void mg_scan(const mg_args &a)
+{
+    a.off[0] = a.toff[0] = 0;
+    for (int64_t e = 0; e < a.E; e++) {
+        a.off[e + 1] = a.off[e] + a.cnt[e];
+        a.toff[e + 1] = a.toff[e] + (a.cnt[e] + MG_BM - 1) / MG_BM;
+        a.cur[e] = a.off[e];
+    }
+}
+
+HD void mg_scatter(const mg_args &a, int64_t q)
+{
+    a.perm[mg_fetch_add(&a.cur[mg_expert(a, q)], 1)] = (int32_t)q;
+}
+
+/* ------------------------------------------------------------------ tiles */
+
+/* Tile slot bx, output block by: the expert, its rows perm[p0 .. p0+rows)
+ * (rows 0: a slot past the last tile), the first output. */
+typedef struct mg_tile { int64_t e, p0, n0; int rows; } mg_tile;
+
+HD mg_tile mg_tile_of(const mg_args &a, int bx, int by)
+{
+    mg_tile t = { 0, 0, (int64_t)by * MG_BN, 0 };
+    if (bx >= a.toff[a.E])
+        return t;
+    /* the largest e with toff[e] <= bx: it has a tile there (toff[e+1] > bx) */
+    int64_t lo = 0, hi = a.E - 1;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (a.toff[mid] <= bx)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const int64_t local = (bx - a.toff[lo]) * MG_BM;
+    t.e = lo;
+    t.p0 = a.off[lo] + local;
+    t.rows = (int)(a.cnt[lo] - local < MG_BM ? a.cnt[lo] - local : MG_BM);
+    return t;
+}
+
+/* Dequantizers of 8 weights (row e*N + n, columns i0..i0+7, zero past K):
+ * the device's deq8 on the block format, or the host's dequantized rows. */
+template <int T> struct mg_deq_dev {
+    HD void operator()(const mg_args &a, int64_t row, int64_t i0, float v[8]) const
+    {
+#ifdef __CUDA_ARCH__
+        deq8<T>(a.W + (uint64_t)row * a.rb, i0, a.K, v);
+#else
+        (void)a; (void)row; (void)i0;
+        for (int j = 0; j < 8; j++)
+            v[j] = NAN;          /* never run: the host uses mg_deq_host */
+#endif
+    }
+};
+struct mg_deq_host {
+    HD void operator()(const mg_args &a, int64_t row, int64_t i0, float v[8]) const
+    {
+        for (int j = 0; j < 8; j++)
+            v[j] = i0 + j < a.K ? a.Wf[row * a.K + i0 + j] : 0.0f;
+    }
+};
+
+/* x at column kcol of the tile's row m (0 past its rows or K) */
+HD float mg_xval(const mg_args &a, const mg_tile &t, int m, int64_t kcol)
+{
+    if (m >= t.rows || kcol >= a.K)
+        return 0.0f;
+    const int64_t q = a.perm[t.p0 + m];
+    return a.x[(a.x_per_tok ? q / a.k : q) * a.ldx + kcol];
+}
+
+/* Phase 1 of a k step: columns k0..k0+MG_BK of the tile's x rows (Xs[kk][m])
+ * and weight rows (Ws[kk][n]); zero past the rows, outputs and K. */
+template <class D>
+HD void mg_load(const mg_args &a, const D &deq, const mg_tile &t, int64_t k0, int tid, int nthr,
+                float *sm)
+{
+    float *Xs = sm, *Ws = sm + MG_BK * MG_LX;
+    for (int e = tid; e < MG_BM * MG_BK; e += nthr)
+        Xs[e % MG_BK * MG_LX + e / MG_BK] = mg_xval(a, t, e / MG_BK, k0 + e % MG_BK);
+    for (int e = tid; e < MG_BN * (MG_BK / 8); e += nthr) {
+        const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
+        float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        if (t.n0 + n < a.N)
+            deq(a, t.e * a.N + t.n0 + n, k0 + 8 * g, v);
+        for (int j = 0; j < 8; j++)
+            Ws[(8 * g + j) * MG_LW + n] = v[j];
+    }
+}
+
+/* Phase 2 of a k step: thread tid's 4 x 4 outputs (rows 4 (tid / 16) ..,
+ * outputs 4 (tid % 16) ..) gain the staged columns, in k order. */
+HD void mg_mma(const float *sm, int tid, float acc[16])
+{
+    const float *Xs = sm, *Ws = sm + MG_BK * MG_LX;
+    const int m0 = tid / 16 * 4, n0 = tid % 16 * 4;
+    for (int kk = 0; kk < MG_BK; kk++) {
+        float xv[4], wv[4];
+        for (int r = 0; r < 4; r++) {
+            xv[r] = Xs[kk * MG_LX + m0 + r];
+            wv[r] = Ws[kk * MG_LW + n0 + r];
+        }
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 4; c++)
+                acc[r * 4 + c] += xv[r] * wv[c];
+    }
+}
+
+HD void mg_store(const mg_args &a, const mg_tile &t, int tid, const float acc[16])
+{
+    const int m0 = tid / 16 * 4, n0 = tid % 16 * 4;
+    for (int r = 0; r < 4; r++) {
+        if (m0 + r >= t.rows)
+            continue;
+        const int64_t q = a.perm[t.p0 + m0 + r];
+        for (int c = 0; c < 4; c++)
+            if (t.n0 + n0 + c < a.N)
+                a.y[q * a.ldy + t.n0 + n0 + c] = acc[r * 4 + c];
+    }
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+__global__ void k_mg_count(mg_args a)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < a.Q;
+         q += (int64_t)gridDim.x * blockDim.x)
+        mg_count(a, q);
+}
+
+__global__ void k_mg_scan(mg_args a)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        mg_scan(a);
+}
+
+__global__ void k_mg_scatter(mg_args a)
+{
+    for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < a.Q;
+         q += (int64_t)gridDim.x * blockDim.x)
+        mg_scatter(a, q);
+}
+
+template <int T>
+__global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
+{
+    __shared__ float sm[MG_SMEM];
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
+    if (!t.rows)
+        return;
+    const int tid = threadIdx.x;
+    const mg_deq_dev<T> deq;
+    float acc[16];
+    #pragma unroll
+    for (int i = 0; i < 16; i++)
+        acc[i] = 0.0f;
+    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK) {
+        mg_load(a, deq, t, k0, tid, MG_THREADS, sm);
+        __syncthreads();
+        mg_mma(sm, tid, acc);
+        __syncthreads();
+    }
+    mg_store(a, t, tid, acc);
+}
+
+/* The same tiles with their products on tensor cores (Q36_CUDA_MOEGEMM=2):
+ * each k step stages the tile's x rows (Xh[m][kk]) and weight rows
+ * (Wh[n][kk]) as f16, rounded to nearest; warp w multiplies rows
+ * 16 (w % 4) .. + 16 by outputs 32 (w / 4) .. + 32 as two 16 x 16 WMMA
+ * accumulators in f32 (A = Xh row-major, B = W^T: Wh read column-major),
+ * two 16-wide k steps a stage. At the end the accumulators go through
+ * shared memory (Cs) to the rows' outputs. Device only: the host
+ * emulation runs the f32 tiles, which share mg_tile_of and the routing. */
+#define MG_LH (MG_BK + 8)      /* f16 pitch: a multiple of 8, rows 32-byte aligned */
+#define MG_LC (MG_BN + 4)
+
+template <int T>
+__global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
+{
+    using namespace nvcuda;
+    __shared__ __align__(32) __half Xh[MG_BM * MG_LH];
+    __shared__ __align__(32) __half Wh[MG_BN * MG_LH];
+    __shared__ __align__(32) float Cs[MG_BM * MG_LC];
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
+    if (!t.rows)
+        return;
+    const int tid = threadIdx.x, w = tid / 32, wm = w % 4, wn = w / 4;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+    wmma::fill_fragment(acc[0], 0.0f);
+    wmma::fill_fragment(acc[1], 0.0f);
+    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK) {
+        for (int e = tid; e < MG_BM * MG_BK; e += MG_THREADS)
+            Xh[e / MG_BK * MG_LH + e % MG_BK] =
+                __float2half_rn(mg_xval(a, t, e / MG_BK, k0 + e % MG_BK));
+        for (int e = tid; e < MG_BN * (MG_BK / 8); e += MG_THREADS) {
+            const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
+            float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+            if (t.n0 + n < a.N)
+                deq8<T>(a.W + (uint64_t)(t.e * a.N + t.n0 + n) * a.rb, k0 + 8 * g, a.K, v);
+            #pragma unroll
+            for (int j = 0; j < 8; j++)
+                Wh[n * MG_LH + 8 * g + j] = __float2half_rn(v[j]);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int kk = 0; kk < MG_BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+            wmma::load_matrix_sync(fa, Xh + 16 * wm * MG_LH + kk, MG_LH);
+            #pragma unroll
+            for (int f = 0; f < 2; f++) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+                wmma::load_matrix_sync(fb, Wh + (32 * wn + 16 * f) * MG_LH + kk, MG_LH);
+                wmma::mma_sync(acc[f], fa, fb, acc[f]);
+            }
+        }
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int f = 0; f < 2; f++)
+        wmma::store_matrix_sync(Cs + 16 * wm * MG_LC + 32 * wn + 16 * f, acc[f], MG_LC,
+                                wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < MG_BM * MG_BN; e += MG_THREADS) {
+        const int m = e / MG_BN, n = e % MG_BN;
+        if (m < t.rows && t.n0 + n < a.N)
+            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + t.n0 + n] = Cs[m * MG_LC + n];
+    }
+}
+
+/* ------------------------------------------------------------------ the op */
+
+static size_t scratch_ints(int64_t Q, int64_t E) { return (size_t)(4 * E + 2 + Q); }
+
+static void args_scratch(mg_args *a, int32_t *base)
+{
+    a->cnt = base;
+    a->off = a->cnt + a->E;
+    a->toff = a->off + a->E + 1;
+    a->cur = a->toff + a->E + 1;
+    a->perm = a->cur + a->E;
+}
+
+/* The arguments but the weight (W, rb on the device; Wf on the host). */
+static mg_args mg_make(int64_t K, int64_t N, int64_t E, const float *x, int64_t ldx, bool per_tok,
+                       const int32_t *sel, int64_t ldsel, int64_t k, int64_t Q, float *y,
+                       int64_t ldy, int32_t *scratch)
+{
+    mg_args a;
+    memset(&a, 0, sizeof a);
+    a.K = K;
+    a.N = N;
+    a.E = E;
+    a.x = x;
+    a.ldx = ldx;
+    a.x_per_tok = per_tok;
+    a.sel = sel;
+    a.ldsel = ldsel;
+    a.k = k;
+    a.Q = Q;
+    a.y = y;
+    a.ldy = ldy;
+    args_scratch(&a, scratch);
+    return a;
+}
+
+/* tile slots: every expert's rows in tiles of MG_BM, at most */
+static int64_t tile_slots(int64_t Q, int64_t E)
+{
+    const int64_t used = E < Q ? E : Q;
+    return Q / MG_BM + used;
+}
+
+size_t cuda_moe_scratch_bytes(const be_shape *s)
+{
+    if (!cuda_moe_mode() || !s->n_expert)
+        return 0;
+    return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t);
+}
+
+int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (!c->moegemm || !s->n_expert)
+        return 0;
+    const size_t need = scratch_ints(s->n_rows * s->n_expert_used, s->n_expert);
+    if (need <= c->moe_ints)
+        return 0;
+    int32_t *p = NULL;
+    if (cudaMalloc(&p, need * sizeof(int32_t)) != cudaSuccess) {
+        cudaGetLastError();
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f KiB for the "
+                           "grouped expert products (Q36_CUDA_MOEGEMM=1) on %s",
+                           need * 4.0 / 1024.0, c->dev_name);
+    }
+    cudaFree(c->moe);
+    c->moe = p;
+    c->moe_ints = need;
+    return 0;
+}
+
+bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                   be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
+    const int64_t T = sel->rows, k = sel->cols, Q = T * k;
+    if (Q < MG_MIN_ROWS || !cuda_type_native(w->type) || scratch_ints(Q, E) > c->moe_ints)
+        return false;
+    mg_args a = mg_make(K, N, E, (const float *)x->data, x->ld, x->rows == T && k > 1,
+                        (const int32_t *)sel->data, sel->ld, k, Q, (float *)y->data, y->ld, c->moe);
+    a.W = (const uint8_t *)w->data;
+    a.rb = w->row_bytes;
+    cudaStream_t st = c->stream;
+    if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)E, st)))
+        return true;
+    k_mg_count<<<cuda_blocks(Q, 256), 256, 0, st>>>(a);
+    k_mg_scan<<<1, 32, 0, st>>>(a);
+    k_mg_scatter<<<cuda_blocks(Q, 256), 256, 0, st>>>(a);
+    if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
+        return true;
+    const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + MG_BN - 1) / MG_BN));
+    if (c->moegemm == 2)
+        TYPE_SWITCH(w->type, k_moe_gemm_tc<TT><<<grid, MG_THREADS, 0, st>>>(a))
+    else
+        TYPE_SWITCH(w->type, k_moe_gemm<TT><<<grid, MG_THREADS, 0, st>>>(a));
+    CUDA_LAUNCHED(be, "k_moe_gemm");
+    return true;
+}
+
+/* -------------------------------------------------------- host emulation */
+
+extern "C" int cuda_moe_emulate(const float *Wf, int64_t K, int64_t N, int64_t E, const float *x,
+                                int64_t XR, int64_t ldx, const int32_t *sel, int64_t ldsel,
+                                int64_t k, int64_t T, float *y, int64_t ldy)
+{
+    const int64_t Q = T * k;
+    int32_t *scr = (int32_t *)malloc(sizeof(int32_t) * scratch_ints(Q, E));
+    float *sm = (float *)malloc(sizeof(float) * MG_SMEM);
+    float *acc = (float *)malloc(sizeof(float) * 16 * MG_THREADS);
+    if (!scr || !sm || !acc) {
+        free(scr);
+        free(sm);
+        free(acc);
+        return -1;
+    }
+    mg_args a = mg_make(K, N, E, x, ldx, XR == T && k > 1, sel, ldsel, k, Q, y, ldy, scr);
+    a.Wf = Wf;
+    memset(a.cnt, 0, sizeof(int32_t) * (size_t)E);
+    for (int64_t q = 0; q < Q; q++)
+        mg_count(a, q);
+    mg_scan(a);
+    /* scatter in reverse: the order inside an expert must not matter */
+    for (int64_t q = Q - 1; q >= 0; q--)
+        mg_scatter(a, q);
+    const mg_deq_host deq;
+    for (int by = 0; by < (N + MG_BN - 1) / MG_BN; by++)
+        for (int bx = 0; bx < tile_slots(Q, E); bx++) {
+            const mg_tile t = mg_tile_of(a, bx, by);
+            if (!t.rows)
+                continue;
+            for (int i = 0; i < 16 * MG_THREADS; i++)
+                acc[i] = 0.0f;
+            for (int64_t k0 = 0; k0 < K; k0 += MG_BK) {
+                for (int i = 0; i < MG_SMEM; i++)
+                    sm[i] = NAN;
+                for (int tid = 0; tid < MG_THREADS; tid++)
+                    mg_load(a, deq, t, k0, tid, MG_THREADS, sm);
+                for (int tid = 0; tid < MG_THREADS; tid++)
+                    mg_mma(sm, tid, acc + 16 * tid);
+            }
+            for (int tid = 0; tid < MG_THREADS; tid++)
+                mg_store(a, t, tid, acc + 16 * tid);
+        }
+    free(scr);
+    free(sm);
+    free(acc);
+    return 0;
+}

@@ -1,0 +1,48 @@
+/* cuda_moe.h: the C side of the CUDA backend's grouped expert products
+ * (cuda_moe.cu): whether they are switched on, and a host emulation of
+ * their kernels for the CPU test suite (tests/test_cuda_emu.c). Plain C.
+ *
+ * Switch. Q36_CUDA_MOEGEMM=1 in the environment when a CUDA context is
+ * made sends that context's be_matmul_id calls of at least MG_MIN_ROWS
+ * (token, rank) rows (prompt batches) to the grouped kernels: rows sorted
+ * by expert on the device, each expert's rows multiplied as tiles of a
+ * matrix product, in f32 on the CUDA cores; Q36_CUDA_MOEGEMM=2 the same
+ * with the tiles' products in f16 on tensor cores (WMMA, f32
+ * accumulators: the inputs rounded to f16, 2^-11 relative each). Unset,
+ * or for fewer rows, every row runs the matrix-vector kernel of
+ * cuda_matmul.cu (the default until a GPU run has validated the grouped
+ * path). The emulation covers the f32 form and everything the two share
+ * (routing, tiles, loads); only the GPU tests check the WMMA product. */
+#ifndef Q36_CUDA_MOE_H
+#define Q36_CUDA_MOE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MG_MIN_ROWS 64
+
+/* Q36_CUDA_MOEGEMM: 1 or 2 as above, otherwise 0. */
+int cuda_moe_mode(void);
+
+/* The grouped kernels run on the host (cuda_chunk.h says how: block by
+ * block, phase by phase, every thread index of a phase in turn, shared
+ * memory filled with NaN first), for be_matmul_id's arguments as host
+ * arrays: Wf the weight already dequantized (E*N rows of K floats: expert
+ * e's output n is row e*N + n), x with XR rows of pitch ldx (XR = T: one
+ * row per token, shared by its k ranks; XR = T*k: one row per (token,
+ * rank)), sel T x k expert ids (pitch ldsel; one outside [0, E) reads
+ * expert 0, as the device kernels do), y T*k rows of pitch ldy. Returns 0,
+ * or -1 without memory. */
+int cuda_moe_emulate(const float *Wf, int64_t K, int64_t N, int64_t E, const float *x,
+                     int64_t XR, int64_t ldx, const int32_t *sel, int64_t ldsel, int64_t k,
+                     int64_t T, float *y, int64_t ldy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
