@@ -480,6 +480,26 @@ static void mtp_invariance(const q36_model *m, const char *tag)
         t_check(name, !memcmp(la, lb, (size_t)N * V * sizeof *la) &&
                       !memcmp(ha, hb, (size_t)N * D * sizeof *ha),
                 "rows differ between one pass and a pass each");
+    /* the same with a draft vocabulary (the head's columns a view of
+     * several rows at once) */
+    snprintf(name, sizeof name, "spec.%s.mtp_rows_batch_invariant.draft_vocab", tag);
+    rc = q36_mtp_draft_vocab(e, V / 2, &err);
+    const int nv = rc ? 0 : q36_mtp_vocab(e, &(const int32_t *){ NULL });
+    if (!rc && (nv < 2 || nv > V / 2))
+        rc = q36_err_set(&err, Q36_E_ARG, "a draft vocabulary of %d ids for %d asked", nv, V / 2);
+    if (!rc)
+        rc = q36_mtp_eval(e, &all, h, Q36_MTP_H_TRUNK, la, ha, &err);
+    for (int i = 0; i < N && !rc; i++) {
+        const int32_t s1 = 1, z = 0;
+        const q36_batch one = { 1, &ids[i], &s1, &pos[i], 1, &z };
+        rc = q36_mtp_eval(e, &one, h + (int64_t)i * D, Q36_MTP_H_TRUNK, lb + (int64_t)i * nv,
+                          hb + (int64_t)i * D, &err);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !memcmp(la, lb, (size_t)N * nv * sizeof *la),
+                "draft-vocabulary rows differ between one pass and a pass each");
     /* a row above the MTP position is refused */
     const int32_t s0 = 0, p = 20, z = 0;
     const q36_batch gap = { 1, &ids[0], &s0, &p, 1, &z };
