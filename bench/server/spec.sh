@@ -7,18 +7,19 @@
 # No prefix cache (--cache-ram 0): every repetition reads its prompts again,
 # so the MTP block sees every prompt with its hidden rows.
 # Writes OUT/run.jsonl, OUT/machine.txt, OUT/server-*.log when OUT is set.
-# Usage: bench/server/spec.sh [REPS=5] [MAX_TOKENS=128] [THREADS=1] [q36 serve flags...]
+# Usage: bench/server/spec.sh [REPS=5] [MAX_TOKENS=128] [THREADS=1] [NP=4] [q36 serve flags...]
+# NP: slots and concurrent requests (1 to 4: the first NP of the four prompts).
 # Q36 names the binary (default ./q36); MODEL the GGUF (default: q36's own).
 set -eu
 cd "$(dirname "$0")/../.."
-reps=${1:-5}; maxtok=${2:-128}; threads=${3:-1}
-shift $(( $# < 3 ? $# : 3 ))
+reps=${1:-5}; maxtok=${2:-128}; threads=${3:-1}; np=${4:-4}
+shift $(( $# < 4 ? $# : 4 ))
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 prompts="bench/results/2026-12-01-mtp/prompt-code.txt bench/results/2026-12-01-mtp/prompt-model_mtp.txt
 bench/results/2026-12-01-mtp/prompt-export_gguf.txt $out/prompt-data.txt"
 head -c 1500 tools/train/data.py >"$out/prompt-data.txt"
-np=$(echo $prompts | wc -w)
+prompts=$(echo $prompts | tr ' ' '\n' | head -n "$np" | tr '\n' ' ')
 m=${MODEL:+-m $MODEL}
 { echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src tools || echo ' (+ uncommitted changes)')"
   echo "date $(date -u +%FT%TZ)"; lscpu | grep -E "Model name|^CPU\(s\)"; uptime

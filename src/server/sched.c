@@ -251,7 +251,7 @@ static void accept(sched *s, slot *sl, const sched_row *r)
     const int i = (int)(sl - s->slots), k = r->n - 1;
     const int P = sched_engine_pos(s->eng, i) - r->n;
     const int64_t V = s->n_vocab;
-    const float *vlog = sspec_vlog(s->spec, i);
+    const float *vlog = r->out;
     for (int j = 0; j <= k; j++) {
         gen_token t;
         q36_err err = { 0 };
@@ -302,7 +302,6 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
         sl->vids[0] = x[j];
         memcpy(sl->vids + 1, sspec_drafts(s->spec, dslot[j]), (size_t)k[j] * sizeof *sl->vids);
         s->rows[(*n_rows)++] = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1,
-                                            .logits = sspec_vlog(s->spec, dslot[j]),
                                             .n_out = k[j] + 1,
                                             .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0 };
         n_tok += k[j] + 1;

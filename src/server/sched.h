@@ -31,12 +31,14 @@ typedef struct sched_row {
     const int32_t *ids;      /* tokens to append at the slot's position */
     int            n;
     float         *logits;   /* n_vocab floats: the last token's row (n_out rows: the
-                                last n_out tokens' rows) */
+                                last n_out tokens' rows); NULL: not copied, see out */
     int            n_out;    /* 0 or 1: the last token only; a verify row: all of them */
     float         *hidden;   /* NULL, or n rows of n_embd: every token's hidden row (MTP) */
     int            keep;     /* keep the DeltaNet state after each token (q36_slot_rewind) */
     int            rc;       /* out: 0 or the error kind */
     q36_err        err;      /* out */
+    const float   *out;      /* out: the same logits rows in the engine's buffer, valid
+                                until the next sched_engine_forward */
 } sched_row;
 
 /* One MTP item: n rows of one slot at MTP positions p0.., each paired with

@@ -30,6 +30,7 @@ struct sched_engine {
                                             per slot, or a verify row's each */
     float      *hidden, *h;              /* n_batch rows of n_embd: out, MTP in */
     long long   rows, fail_row;          /* rows evaluated; the one to fail (0: none) */
+    int         step_out;                /* logits rows handed out in this step */
 };
 
 int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engine_opts *o,
@@ -114,17 +115,23 @@ static void pass(sched_engine *e, sched_row **rows, int n)
             rc = q36_engine_keep_states(e->eng, r->slot, &err);
     }
     q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out, .out = e->out };
-    if (!rc)
-        rc = q36_engine_eval_hid(e->eng, &b, e->logits, e->hid, n_hid, e->hidden, &err);
+    /* the step's passes write their logits one after the other (a step
+     * asks for n_slots x n_keep rows at most), so that rows may point into
+     * the buffer instead of copying */
     const size_t V = (size_t)e->n_vocab, D = (size_t)e->n_embd;
+    float *lg = e->logits + (size_t)e->step_out * V;
+    e->step_out += n_out;
+    if (!rc)
+        rc = q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
     for (int i = 0, o = 0, h = 0; i < n; i++) {
         sched_row *r = rows[i];
         const int no = r->n_out > 1 ? r->n_out : 1;
         r->rc = rc;
         if (rc)
             r->err = err;
-        if (!rc)
-            memcpy(r->logits, e->logits + (size_t)o * V, (size_t)no * V * sizeof(float));
+        r->out = rc ? NULL : lg + (size_t)o * V;
+        if (!rc && r->logits)
+            memcpy(r->logits, r->out, (size_t)no * V * sizeof(float));
         if (!rc && r->hidden)
             memcpy(r->hidden, e->hidden + (size_t)h * D, (size_t)r->n * D * sizeof(float));
         o += no;
@@ -136,6 +143,7 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n)
 {
     sched_row *run[256];                  /* n <= n_slots <= 256 (srv_start) */
     int n_run = 0, tokens = 0;
+    e->step_out = 0;
     for (int i = 0; i < n; i++) {
         sched_row *r = &rows[i];
         r->rc = 0;

@@ -19,7 +19,7 @@ typedef struct sslot {
     int32_t *pend_id;
     float   *pend_h;
     int      n_pend, pend_pos;
-    float   *vlog, *vh;      /* (k_max+1) rows: the verify row's logits, hidden */
+    float   *vh;             /* (k_max+1) rows: the verify row's hidden rows */
     float   *mlog, *mh;      /* the last MTP row's logits (draft head) and hidden */
     /* since the server started */
     int64_t  rounds, drafted, accepted, paused_steps;
@@ -42,7 +42,7 @@ void sspec_free(sspec *s)
         return;
     for (int i = 0; s->sl && i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
-        free(t->hlast), free(t->pend_id), free(t->pend_h), free(t->vlog), free(t->vh);
+        free(t->hlast), free(t->pend_id), free(t->pend_h), free(t->vh);
         free(t->mlog), free(t->mh);
     }
     free(s->sl);
@@ -72,17 +72,16 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int k_max, sspec **out,
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->hchain = calloc((size_t)n_slots * (size_t)s->D, sizeof *s->hchain);
     bool oom = !s->sl || !s->items || !s->hchain;
-    const size_t D = (size_t)s->D, V = (size_t)s->V, K1 = (size_t)k_max + 1;
+    const size_t D = (size_t)s->D, K1 = (size_t)k_max + 1;
     for (int i = 0; !oom && i < n_slots; i++) {
         sslot *t = &s->sl[i];
         t->hlast = calloc(D, sizeof *t->hlast);
         t->pend_id = malloc((size_t)n_ctx * sizeof *t->pend_id);
         t->pend_h = malloc((size_t)n_ctx * D * sizeof *t->pend_h);
-        t->vlog = malloc(K1 * V * sizeof *t->vlog);
         t->vh = malloc(K1 * D * sizeof *t->vh);
         t->mlog = malloc((size_t)s->nv * sizeof *t->mlog);
         t->mh = malloc(D * sizeof *t->mh);
-        oom = !t->hlast || !t->pend_id || !t->pend_h || !t->vlog || !t->vh || !t->mlog || !t->mh;
+        oom = !t->hlast || !t->pend_id || !t->pend_h || !t->vh || !t->mlog || !t->mh;
     }
     if (oom) {
         sspec_free(s);
@@ -95,7 +94,6 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int k_max, sspec **out,
 int sspec_k_max(const sspec *s) { return s->k_max; }
 void sspec_end(sspec *s, int i) { s->sl[i].n_pend = 0; }
 const int32_t *sspec_drafts(const sspec *s, int i) { return s->sl[i].d; }
-float *sspec_vlog(sspec *s, int i) { return s->sl[i].vlog; }
 float *sspec_vh(sspec *s, int i) { return s->sl[i].vh; }
 
 /* Appends n MTP rows (ids, each with hidden row h[j], or zero rows when h

@@ -73,8 +73,7 @@ int  sspec_round_k(sspec *s, int i, int P, int n_ctx);
 int  sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *k, int n,
                  q36_err *err);
 const int32_t *sspec_drafts(const sspec *s, int i);
-/* Buffers for slot i's verify row: (k_max+1) rows of logits and of hidden. */
-float *sspec_vlog(sspec *s, int i);
+/* The buffer for slot i's verify row's hidden rows ((k_max+1) x n_embd). */
 float *sspec_vh(sspec *s, int i);
 /* The round of slot i is settled: vids[0..rows) (x and the drafts kept)
  * stay, k drafts were tried, wrote: x's MTP row was written (k > 0). */
