@@ -12,12 +12,24 @@
 // would not, and they cost a softmax over the vocabulary per token). Prints one JSON line per run, then a summary: per server
 // the median tokens/s and its ratio to the first server's in the same
 // repetition (median of the ratios).
-// Usage: node spec.mjs REPS MAX_TOKENS LABEL=URL... -- PROMPT_FILE...
+// With LABEL=URL,PID the server's CPU time (user + system, /proc/PID/stat)
+// over the run is read too: tokens per CPU second is steadier than wall time
+// on a machine that other work shares (-t 1: one engine thread).
+// Usage: node spec.mjs REPS MAX_TOKENS LABEL=URL[,PID]... -- PROMPT_FILE...
 import { readFileSync } from "node:fs";
 const args = process.argv.slice(2);
 const reps = Number(args[0]), maxTokens = Number(args[1]);
 const sep = args.indexOf("--");
-const servers = args.slice(2, sep).map((a) => { const i = a.indexOf("="); return { label: a.slice(0, i), url: a.slice(i + 1) }; });
+const servers = args.slice(2, sep).map((a) => {
+  const i = a.indexOf("="), [url, pid] = a.slice(i + 1).split(",");
+  return { label: a.slice(0, i), url, pid };
+});
+const hz = 100;   // USER_HZ: clock ticks of /proc/PID/stat on Linux
+const cpu = (pid) => {
+  if (!pid) return null;
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) / hz;     // utime + stime (fields 14, 15)
+};
 const prompts = args.slice(sep + 1).map((f) => readFileSync(f, "utf8"));
 if (!reps || !maxTokens || sep < 0 || !servers.length || !prompts.length) {
   console.error("usage: node spec.mjs REPS MAX_TOKENS LABEL=URL... -- PROMPT_FILE...");
@@ -36,9 +48,9 @@ async function complete(url, prompt) {
 
 async function run(s) {
   const before = await slots(s.url);
-  const t0 = performance.now();
+  const c0 = cpu(s.pid), t0 = performance.now();
   const rs = await Promise.all(prompts.map((p) => complete(s.url, p)));
-  const dt = (performance.now() - t0) / 1000;
+  const dt = (performance.now() - t0) / 1000, c1 = cpu(s.pid);
   const after = await slots(s.url);
   const tokens = rs.reduce((a, r) => a + r.usage.completion_tokens, 0);
   // the decode phase: from each reply's first token to its end (the server's
@@ -46,6 +58,10 @@ async function run(s) {
   const dec = Math.max(...rs.map((r) => r.timings.predicted_ms)) / 1000;
   const out = { label: s.label, seconds: Number(dt.toFixed(3)), tokens, tokens_per_s: Number((tokens / dt).toFixed(2)),
     decode_tokens_per_s: Number((tokens / dec).toFixed(2)), prompt_tokens: rs.map((r) => r.usage.prompt_tokens) };
+  if (c0 !== null) {
+    out.cpu_seconds = Number((c1 - c0).toFixed(2));
+    out.tokens_per_cpu_s = Number((tokens / (c1 - c0)).toFixed(2));
+  }
   if (after.length) {
     const d = (f) => after.reduce((a, x, i) => a + f(x) - f(before[i]), 0);
     const k = after[0].drafted_at.length;
@@ -85,6 +101,12 @@ const summary = servers.map((s) => {
     median_ratio_to_first: Number(median(ratio).toFixed(3)), ratios: ratio.map((x) => Number(x.toFixed(3))),
     median_decode_tokens_per_s: median(dps), median_decode_ratio_to_first: Number(median(dratio).toFixed(3)),
     decode_ratios: dratio.map((x) => Number(x.toFixed(3))) };
+  if (runs[0][s.label].tokens_per_cpu_s) {
+    const cr = runs.map((r) => r[s.label].tokens_per_cpu_s / r[base].tokens_per_cpu_s);
+    o.median_tokens_per_cpu_s = median(runs.map((r) => r[s.label].tokens_per_cpu_s));
+    o.median_cpu_ratio_to_first = Number(median(cr).toFixed(3));
+    o.cpu_ratios = cr.map((x) => Number(x.toFixed(3)));
+  }
   const all = runs.map((r) => r[s.label]);
   if (all[0].drafted_at) {
     const k = all[0].drafted_at.length;

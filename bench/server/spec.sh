@@ -36,6 +36,7 @@ start plain "$@"
 start mtp16k --spec-type draft-mtp --draft-vocab 16384 "$@"
 start mtpfull --spec-type draft-mtp "$@"
 urls=()
+i=0
 for label in plain mtp16k mtpfull; do
     u=
     for _ in $(seq 1 100); do
@@ -44,7 +45,8 @@ for label in plain mtp16k mtpfull; do
         sleep 0.1
     done
     [ -n "$u" ] || { echo "spec.sh: server $label did not start: $(cat "$out/server-$label.log")" >&2; exit 1; }
-    urls+=("$label=$u")
+    urls+=("$label=$u,${pids[$i]}")
+    i=$((i + 1))
 done
 node bench/server/spec.mjs "$reps" "$maxtok" "${urls[@]}" -- $prompts | tee "$out/run.jsonl"
 uptime | tee -a "$out/machine.txt"
