@@ -82,6 +82,24 @@ else
     fail spec_servers "did not start: $(cat "$tmp/err5" "$tmp/err6" "$tmp/err7")"
 fi
 kill -TERM $pid_plain $pid_mtp $pid_low; wait $pid_plain; wait $pid_mtp; wait $pid_low
+# The same on a random-weight dense qwen35 with an MTP block (q36 synth): its
+# drafts miss, so nearly every round rewinds, and slots pause their drafts.
+if "$Q36" synth --arch qwen35 --preset tiny --seed 13 --mtp on -o "$tmp/dense.gguf" >"$tmp/synth.log" 2>&1; then
+    "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 >"$tmp/out8" 2>"$tmp/err8" &
+    pid_plain=$!
+    "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 --spec-type draft-mtp >"$tmp/out9" 2>"$tmp/err9" &
+    pid_mtp=$!
+    url_plain=$(wait_url "$tmp/out8" $pid_plain)
+    url_mtp=$(wait_url "$tmp/out9" $pid_mtp)
+    if [ -n "$url_plain" ] && [ -n "$url_mtp" ]; then
+        SPEC_TAG=synth_dense SPEC_MIN_ACCEPTED=0 node tests/server/spec.mjs "$url_plain" "$url_mtp" -
+    else
+        fail synth_dense_spec_servers "did not start: $(cat "$tmp/err8" "$tmp/err9")"
+    fi
+    kill -TERM $pid_plain $pid_mtp; wait $pid_plain; wait $pid_mtp
+else
+    fail synth_dense_spec_model "$(tail -2 "$tmp/synth.log")"
+fi
 
 # Refusals at start: a bad address, a missing model, a bad flag, a prefix
 # cache that does not fit in memory (named with its numbers).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # spec.sh: q36 serve with and without MTP drafts (--spec-type draft-mtp),
-# alternated in one run (spec.mjs): three servers of the same model and
-# flags, started together and used one at a time: plain, drafts with the
-# draft head over 16384 ids, drafts with the full head (llama.cpp's). Each
+# alternated in one run (spec.mjs): servers of the same model and flags,
+# started together and used one at a time; by default plain, drafts with
+# the draft head over 16384 ids, drafts with the full head (llama.cpp's),
+# or the list in CONFIGS. Each
 # repetition sends the same -np concurrent greedy code completions to each.
 # No prefix cache (--cache-ram 0): every repetition reads its prompts again,
 # so the MTP block sees every prompt with its hidden rows.
@@ -23,7 +24,8 @@ prompts=$(echo $prompts | tr ' ' '\n' | head -n "$np" | tr '\n' ' ')
 m=${MODEL:+-m $MODEL}
 { echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src tools || echo ' (+ uncommitted changes)')"
   echo "date $(date -u +%FT%TZ)"; lscpu | grep -E "Model name|^CPU\(s\)"; uptime
-  echo "flags: -np $np -t $threads --cache-ram 0 $* ; reps $reps, $maxtok tokens"; } | tee "$out/machine.txt"
+  echo "flags: -np $np -t $threads --cache-ram 0 $* ; reps $reps, $maxtok tokens"
+  echo "configs: ${CONFIGS:-default}"; } | tee "$out/machine.txt"
 pids=()
 start() {   # start LABEL FLAGS...: a server; its URL into url_LABEL
     local label=$1; shift
@@ -32,12 +34,19 @@ start() {   # start LABEL FLAGS...: a server; its URL into url_LABEL
     pids+=($!)
 }
 trap 'kill ${pids[@]} 2>/dev/null || true' EXIT
-start plain "$@"
-start mtp16k --spec-type draft-mtp --draft-vocab 16384 "$@"
-start mtpfull --spec-type draft-mtp "$@"
+# CONFIGS: the servers, "LABEL FLAGS..." separated by ';', the first the
+# baseline of the ratios
+configs=${CONFIGS:-"plain;mtp16k --spec-type draft-mtp --draft-vocab 16384;mtpfull --spec-type draft-mtp"}
+labels=()
+IFS=';' read -ra cfg <<<"$configs"
+for c in "${cfg[@]}"; do
+    read -ra w <<<"$c"
+    labels+=("${w[0]}")
+    start "${w[@]}" "$@"
+done
 urls=()
 i=0
-for label in plain mtp16k mtpfull; do
+for label in "${labels[@]}"; do
     u=
     for _ in $(seq 1 100); do
         u=$(sed -n 's/^q36 serve: listening on \(http[^ ]*\).*/\1/p' "$out/server-$label.out")

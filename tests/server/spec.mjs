@@ -13,12 +13,18 @@
 //  - a request again, its prompt restored from the prefix cache: the same;
 //  - LOW: a slot whose drafts miss stops drafting (adaptive k: few drafts,
 //    paused steps) and its reply is still PLAIN's.
-// Usage: node spec.mjs PLAIN_URL MTP_URL LOW_URL
+// With LOW_URL "-" the LOW case is left out (a random-weight model: its
+// drafts miss anyway); SPEC_TAG prefixes the case names, SPEC_MIN_ACCEPTED
+// (default 50) is the drafts the greedy case must have seen kept.
+// Usage: node spec.mjs PLAIN_URL MTP_URL LOW_URL|-
 const [plain, mtp, low] = process.argv.slice(2);
+const tag = process.env.SPEC_TAG ? `${process.env.SPEC_TAG}_` : "";
+const minAccepted = Number(process.env.SPEC_MIN_ACCEPTED ?? 50);
 let failed = 0;
 const ok = (n) => console.log(`ok ${n}`);
 const fail = (n, why) => { failed++; console.log(`FAIL ${n}: ${String(why).replace(/\n/g, " ").slice(0, 600)}`); };
 async function kase(name, fn) {
+  name = tag + name;
   try { const r = await fn(); if (r === true || r === undefined) ok(name); else fail(name, r); }
   catch (e) { fail(name, e?.stack || e); }
 }
@@ -64,7 +70,10 @@ await kase("spec_greedy_4_slots_equal_plain", async () => {
   const busy = after.filter((s, i) => s.rounds > before[i].rounds).length;
   console.log(`# greedy: ${dr} drafted, ${acc} accepted on ${busy} slots; by position ` +
     after[0].accepted_at.map((_, j) => (sum(after, (s) => s.accepted_at[j]) / Math.max(1, sum(after, (s) => s.drafted_at[j]))).toFixed(3)).join(" "));
-  return (acc > 50 && busy === 4) || `drafts were not used: ${dr} drafted, ${acc} accepted, ${busy} slots drafted`;
+  // (a fast model may finish a request before the late one arrives, which
+  // then reuses its slot: 3 slots at least)
+  return (acc >= minAccepted && dr > acc && busy >= 3) ||
+    `drafts were not used: ${dr} drafted, ${acc} accepted, ${busy} slots drafted`;
 });
 
 await kase("spec_sampled_4_slots_equal_plain", async () => {
@@ -84,7 +93,7 @@ await kase("spec_prefix_cache_restored_equals_plain", async () => {
   return sig(a) === sig(b) || `${sig(b).slice(0, 200)} vs plain ${sig(a).slice(0, 200)}`;
 });
 
-await kase("spec_low_acceptance_stops_drafting", async () => {
+if (low !== "-") await kase("spec_low_acceptance_stops_drafting", async () => {
   const n = 200;
   const q = { prompt: code[0], max_tokens: n };
   const before = await spec(low);
