@@ -11,6 +11,7 @@
 //    same tokens as PLAIN's (the sampler sees the same rows in the same
 //    order, so the output distribution is the plain one for any seed);
 //  - a request again, its prompt restored from the prefix cache: the same;
+//  - 4 replies cut by the context's end: the same tokens and finish;
 //  - LOW: a slot whose drafts miss stops drafting (adaptive k: few drafts,
 //    paused steps) and its reply is still PLAIN's.
 // With LOW_URL "-" the LOW case is left out (a random-weight model: its
@@ -91,6 +92,24 @@ await kase("spec_prefix_cache_restored_equals_plain", async () => {
   const c = b.usage.prompt_tokens_details.cached_tokens;
   if (c < 10) return `only ${c} prompt tokens came from the cache`;
   return sig(a) === sig(b) || `${sig(b).slice(0, 200)} vs plain ${sig(a).slice(0, 200)}`;
+});
+
+// Replies cut by a full context (a round's drafts near the end are fewer):
+// prompts of n_ctx - 40 .. - 37 tokens, 4 at once, 200 tokens asked for.
+await kase("spec_context_full_equals_plain", async () => {
+  const nctx = (await (await fetch(`${mtp}/slots`)).json())[0].n_ctx;
+  const ids = (await (await fetch(`${mtp}/tokenize`, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ content: code[3] }) })).json()).tokens;
+  const rep = (n) => [...Array(n)].map((_, i) => ids[i % ids.length]);
+  const q = (i) => ({ prompt: rep(nctx - 40 + i), max_tokens: 200 });
+  const [a, b] = await Promise.all([Promise.all([0, 1, 2, 3].map((i) => complete(plain, q(i)))),
+    Promise.all([0, 1, 2, 3].map((i) => complete(mtp, q(i))))]);
+  const bad = a.map((r, i) => (sig(r) === sig(b[i]) && r.choices[0].finish_reason === b[i].choices[0].finish_reason &&
+    r.usage.completion_tokens === b[i].usage.completion_tokens) ? null :
+    `request ${i}: ${b[i].usage.completion_tokens} tokens (${b[i].choices[0].finish_reason}) vs plain ` +
+    `${r.usage.completion_tokens} (${r.choices[0].finish_reason})`).filter(Boolean);
+  if (bad.length) return bad.join("; ");
+  return a.every((r) => r.usage.completion_tokens < 200) || "the context did not cut the replies";
 });
 
 if (low !== "-") await kase("spec_low_acceptance_stops_drafting", async () => {
