@@ -2,6 +2,7 @@
  * (sched_spec.h): per slot the pending MTP rows and the trunk's last hidden
  * row, the batched draft passes, the adaptive draft count, the counts. */
 #include "sched_spec.h"
+#include "../spec/spec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,15 +152,6 @@ int sspec_round_k(sspec *s, int i, int P, int n_ctx)
     return k < 0 ? 0 : k;
 }
 
-static int32_t argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return (int32_t)best;
-}
-
 int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *k, int n,
                 q36_err *err)
 {
@@ -198,7 +190,7 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
             if (d >= k[j])
                 continue;
             sslot *t = &s->sl[slot[j]];
-            const int32_t best = argmax(t->mlog, s->nv);
+            const int32_t best = spec_argmax(t->mlog, s->nv);
             t->d[d] = s->vid ? s->vid[best] : best;
             if (d + 1 < k[j]) {
                 float *h = s->hchain + (size_t)j * D;
