@@ -166,8 +166,6 @@ static void admit(sched *s, slot *sl, srv_job *j)
     sl->n_cached = d;
     pthread_mutex_unlock(&s->mu);
     plan_saves(s, sl, j->prompt, j->n_prompt, sl->n_read);
-    if (s->spec)
-        sspec_admit(s->spec, i, j->prompt, d);
     pthread_mutex_lock(&j->mu);
     j->slot = i;
     j->n_cached = sl->n_cached;
@@ -178,8 +176,17 @@ static void admit(sched *s, slot *sl, srv_job *j)
     s->met->processing++;
     s->met->prompt_tokens_cached += (uint64_t)sl->n_cached;
     pthread_mutex_unlock(&s->met->mu);
-    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err))
+    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err)) {
         slot_fail(s, sl, "sampler", &err);      /* the slot was reserved as SLOT_PREFILL */
+        return;
+    }
+    if (s->spec) {
+        pthread_mutex_lock(&s->mu);             /* /slots reads the drafting state */
+        sspec_reset(s->spec, i);
+        pthread_mutex_unlock(&s->mu);
+        if (sspec_prefix(s->spec, i, j->prompt, d, &err))
+            slot_fail(s, sl, "drafting", &err);
+    }
 }
 
 /* Publishes a sampled token to the job; with `settle`, ends the job when
@@ -284,12 +291,14 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
 {
     int32_t x[256];
     int P[256], k[256], n_tok = 0;
+    pthread_mutex_lock(&s->mu);                /* /slots reads the drafting state */
     for (int j = 0; j < nd; j++) {
         slot *sl = &s->slots[dslot[j]];
         x[j] = sl->next;
         P[j] = sched_engine_pos(s->eng, dslot[j]);
         k[j] = sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx);
     }
+    pthread_mutex_unlock(&s->mu);
     q36_err err = { 0 };
     if (sspec_draft(s->spec, dslot, x, P, k, nd, &err)) {
         for (int i = 0; i < s->n_slots; i++)
@@ -550,7 +559,7 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_vocab = sched_engine_n_vocab(s->eng);
     if (o->spec_mtp &&
         ((rc = q36_mtp_draft_vocab(sched_engine_q36(s->eng), o->draft_vocab, err)) ||
-         (rc = sspec_new(s->eng, o->n_slots, n_ctx, k_max, &s->spec, err))))
+         (rc = sspec_new(s->eng, o->n_slots, n_ctx, s->n_batch, k_max, &s->spec, err))))
         goto fail;
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))

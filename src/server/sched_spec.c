@@ -16,7 +16,8 @@ typedef struct sslot {
     int32_t  d[SSPEC_MAX_DRAFT];
     float   *hlast;          /* D: the trunk's hidden row before the next MTP row */
     /* MTP rows still to write: tokens pend_id at positions pend_pos.., each
-     * paired with a hidden row of pend_h (n_ctx rows: a restored prefix) */
+     * paired with a hidden row of pend_h (cap rows: a prompt chunk or a
+     * verify row's kept tokens, and the next token) */
     int32_t *pend_id;
     float   *pend_h;
     int      n_pend, pend_pos;
@@ -29,7 +30,8 @@ typedef struct sslot {
 
 struct sspec {
     sched_engine *eng;
-    int           n_slots, n_ctx, k_max, nv;
+    int           n_slots, n_ctx, n_batch, k_max, nv, cap;
+    float        *zeros;     /* n_batch x D: the hidden rows of a restored prefix */
     int64_t       V, D;
     const int32_t *vid;      /* the draft head's ids (NULL: all) */
     sslot        *sl;
@@ -49,10 +51,12 @@ void sspec_free(sspec *s)
     free(s->sl);
     free(s->items);
     free(s->hchain);
+    free(s->zeros);
     free(s);
 }
 
-int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int k_max, sspec **out, q36_err *err)
+int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, sspec **out,
+              q36_err *err)
 {
     *out = NULL;
     if (k_max < 1 || k_max > SSPEC_MAX_DRAFT)
@@ -65,20 +69,23 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int k_max, sspec **out,
     s->eng = eng;
     s->n_slots = n_slots;
     s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
     s->k_max = k_max;
+    s->cap = (n_batch > k_max + 1 ? n_batch : k_max + 1) + 1;
     s->V = q36_engine_n_vocab(e);
     s->D = q36_engine_n_embd(e);
     s->nv = q36_mtp_vocab(e, &s->vid);
     s->sl = calloc((size_t)n_slots, sizeof *s->sl);
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->hchain = calloc((size_t)n_slots * (size_t)s->D, sizeof *s->hchain);
-    bool oom = !s->sl || !s->items || !s->hchain;
-    const size_t D = (size_t)s->D, K1 = (size_t)k_max + 1;
+    const size_t D = (size_t)s->D, K1 = (size_t)k_max + 1, cap = (size_t)s->cap;
+    s->zeros = calloc((size_t)n_batch * D, sizeof *s->zeros);
+    bool oom = !s->sl || !s->items || !s->hchain || !s->zeros;
     for (int i = 0; !oom && i < n_slots; i++) {
         sslot *t = &s->sl[i];
         t->hlast = calloc(D, sizeof *t->hlast);
-        t->pend_id = malloc((size_t)n_ctx * sizeof *t->pend_id);
-        t->pend_h = malloc((size_t)n_ctx * D * sizeof *t->pend_h);
+        t->pend_id = malloc(cap * sizeof *t->pend_id);
+        t->pend_h = malloc(cap * D * sizeof *t->pend_h);
         t->vh = malloc(K1 * D * sizeof *t->vh);
         t->mlog = malloc((size_t)s->nv * sizeof *t->mlog);
         t->mh = malloc(D * sizeof *t->mh);
@@ -97,23 +104,19 @@ void sspec_end(sspec *s, int i) { s->sl[i].n_pend = 0; }
 const int32_t *sspec_drafts(const sspec *s, int i) { return s->sl[i].d; }
 float *sspec_vh(sspec *s, int i) { return s->sl[i].vh; }
 
-/* Appends n MTP rows (ids, each with hidden row h[j], or zero rows when h
- * is NULL) to slot t's pending rows. */
+/* Appends n MTP rows (ids, each with hidden row h[j]) to slot t's pending
+ * rows. */
 static void pend_add(const sspec *s, sslot *t, const int32_t *ids, int n, const float *h)
 {
     const size_t D = (size_t)s->D;
     if (n <= 0)
         return;
     memcpy(t->pend_id + t->n_pend, ids, (size_t)n * sizeof *ids);
-    float *dst = t->pend_h + (size_t)t->n_pend * D;
-    if (h)
-        memcpy(dst, h, (size_t)n * D * sizeof *dst);
-    else
-        memset(dst, 0, (size_t)n * D * sizeof *dst);
+    memcpy(t->pend_h + (size_t)t->n_pend * D, h, (size_t)n * D * sizeof *t->pend_h);
     t->n_pend += n;
 }
 
-void sspec_admit(sspec *s, int i, const int32_t *prompt, int d)
+void sspec_reset(sspec *s, int i)
 {
     sslot *t = &s->sl[i];
     t->k = s->k_max;
@@ -122,7 +125,19 @@ void sspec_admit(sspec *s, int i, const int32_t *prompt, int d)
     t->n_pend = 0;
     t->pend_pos = 0;
     memset(t->hlast, 0, (size_t)s->D * sizeof *t->hlast);
-    pend_add(s, t, prompt, d, NULL);        /* a restored prefix: no hidden rows */
+}
+
+int sspec_prefix(sspec *s, int i, const int32_t *prompt, int d, q36_err *err)
+{
+    s->sl[i].pend_pos = d;
+    /* a restored prefix has no hidden rows: its MTP rows get zero rows */
+    int rc = 0;
+    for (int a = 0; a < d && !rc; a += s->n_batch) {
+        const sched_mtp_row it = { i, prompt + a, d - a < s->n_batch ? d - a : s->n_batch, a,
+                                   s->zeros, NULL, NULL };
+        rc = sched_engine_mtp(s->eng, &it, 1, Q36_MTP_H_TRUNK, err);
+    }
+    return rc;
 }
 
 void sspec_prompt(sspec *s, int i, const int32_t *ids, int n, const float *h)

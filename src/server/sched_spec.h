@@ -51,13 +51,18 @@
 typedef struct sspec sspec;
 
 /* k_max in [1, SSPEC_MAX_DRAFT]; the engine made with opts.mtp = 1 and
- * n_keep >= k_max + 1. */
-int  sspec_new(sched_engine *eng, int n_slots, int n_ctx, int k_max, sspec **out, q36_err *err);
+ * n_keep >= k_max + 1; n_batch: rows of a pass (a prompt chunk at most). */
+int  sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, sspec **out,
+               q36_err *err);
 void sspec_free(sspec *s);                                  /* accepts NULL */
 int  sspec_k_max(const sspec *s);
 
-/* A job starts in slot i with its first d prompt tokens restored. */
-void sspec_admit(sspec *s, int i, const int32_t *prompt, int d);
+/* A job starts in slot i: the drafting state afresh (k = k_max); then
+ * sspec_prefix with its first d prompt tokens restored from the prefix
+ * cache: their MTP rows are written now (zero hidden rows). 0 or the MTP
+ * pass's error. */
+void sspec_reset(sspec *s, int i);
+int  sspec_prefix(sspec *s, int i, const int32_t *prompt, int d, q36_err *err);
 /* The job of slot i ended (the slot was reset): nothing pending. */
 void sspec_end(sspec *s, int i);
 /* A prompt chunk ids[0..n) was evaluated with hidden rows h (n x n_embd). */
