@@ -33,8 +33,9 @@
  * the last verify row must fit).
  *
  * A prompt restored from the prefix cache has no MTP rows (checkpoints hold
- * none): its restored tokens are written to the MTP block paired with zero
- * hidden rows, which only lowers the drafts' acceptance there.
+ * none): its restored tokens are written to the MTP block at admission
+ * (sspec_prefix), paired with zero hidden rows, which only lowers the
+ * drafts' acceptance there.
  *
  * Threads: the engine thread only. */
 #ifndef Q36_SCHED_SPEC_H
