@@ -667,6 +667,16 @@ int sched_n_ctx(const sched *s) { return s->n_ctx; }
 const char *sched_plan_text(const sched *s) { return s->plan_text; }
 int sched_n_slots(const sched *s) { return s->n_slots; }
 
+cJSON *sched_spec_json(sched *s)
+{
+    if (!s->spec)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    cJSON *o = sspec_total_json(s->spec);
+    pthread_mutex_unlock(&s->mu);
+    return o;
+}
+
 cJSON *sched_slots_json(sched *s)
 {
     cJSON *a = cJSON_CreateArray();

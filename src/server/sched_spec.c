@@ -4,6 +4,7 @@
 #include "sched_spec.h"
 #include "../spec/spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,5 +269,33 @@ cJSON *sspec_json(const sspec *s, int i)
         cJSON_AddItemToArray(dr, cJSON_CreateNumber((double)t->drafted_at[j]));
         cJSON_AddItemToArray(ac, cJSON_CreateNumber((double)t->accepted_at[j]));
     }
+    return o;
+}
+
+cJSON *sspec_total_json(const sspec *s)
+{
+    int64_t rounds = 0, dr = 0, ac = 0, paused = 0, dr_at[SSPEC_MAX_DRAFT] = { 0 },
+            ac_at[SSPEC_MAX_DRAFT] = { 0 };
+    for (int i = 0; i < s->n_slots; i++) {
+        const sslot *t = &s->sl[i];
+        rounds += t->rounds, dr += t->drafted, ac += t->accepted, paused += t->paused_steps;
+        for (int j = 0; j < s->k_max; j++)
+            dr_at[j] += t->drafted_at[j], ac_at[j] += t->accepted_at[j];
+    }
+    char by[16 * SSPEC_MAX_DRAFT] = "";
+    for (int j = 0, n = 0; j < s->k_max; j++)
+        n += snprintf(by + n, sizeof by - (size_t)n, "%s%.3f", j ? " " : "",
+                      dr_at[j] ? (double)ac_at[j] / (double)dr_at[j] : 0.0);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "draft-mtp");
+    cJSON_AddNumberToObject(o, "draft_max", s->k_max);
+    cJSON_AddNumberToObject(o, "verify_rows", (double)rounds);
+    cJSON_AddNumberToObject(o, "drafted", (double)dr);
+    cJSON_AddNumberToObject(o, "accepted", (double)ac);
+    cJSON_AddNumberToObject(o, "acceptance", dr ? (double)ac / (double)dr : 0.0);
+    cJSON_AddStringToObject(o, "acceptance_by_position", by);
+    cJSON_AddNumberToObject(o, "tokens_per_verify_row",
+                            rounds ? (double)(ac + rounds) / (double)rounds : 0.0);
+    cJSON_AddNumberToObject(o, "steps_without_drafts", (double)paused);
     return o;
 }

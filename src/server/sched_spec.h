@@ -87,5 +87,8 @@ void sspec_verified(sspec *s, int i, const int32_t *vids, int rows, int k);
 
 /* Statistics of slot i since the server started (for /slots). */
 cJSON *sspec_json(const sspec *s, int i);
+/* The same, every slot together, with the acceptance by position as
+ * fractions (for /monitor). */
+cJSON *sspec_total_json(const sspec *s);
 
 #endif

@@ -127,4 +127,15 @@ if (low !== "-") await kase("spec_low_acceptance_stops_drafting", async () => {
   return (dr > 0 && dr * 5 < n && paused > n / 2) || `${dr} drafted, ${paused} paused steps for ${n} tokens`;
 });
 
+// /monitor's MTP card: the drafts of every slot on a drafting server, null
+// on a plain one.
+await kase("spec_monitor_card", async () => {
+  const a = (await (await fetch(`${plain}/monitor`)).json()).mtp;
+  const b = (await (await fetch(`${mtp}/monitor`)).json()).mtp;
+  const sl = await spec(mtp);
+  if (a !== null) return `the plain server reports ${JSON.stringify(a)}`;
+  return (b && b.type === "draft-mtp" && b.drafted === sum(sl, (s) => s.drafted) && b.accepted === sum(sl, (s) => s.accepted) &&
+    b.acceptance_by_position.split(" ").length === sl[0].draft_max) || JSON.stringify(b);
+});
+
 process.exit(failed ? 1 : 0);
