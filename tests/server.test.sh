@@ -111,3 +111,9 @@ grep -q "none.gguf" "$tmp/err" && ok serve_missing_model_named || fail serve_mis
 expect serve_bad_flag 2 "$Q36" serve --frobnicate 1
 expect serve_bad_spec_type 2 "$Q36" serve --spec-type ngram
 expect serve_draft_max_over_batch 1 "$Q36" serve --port 0 --spec-type draft-mtp --draft-max 8 -b 4
+if "$Q36" synth --arch qwen35 --preset tiny --seed 13 -o "$tmp/nomtp.gguf" >"$tmp/synth.log" 2>&1; then
+    expect serve_spec_model_without_mtp 1 "$Q36" serve -m "$tmp/nomtp.gguf" --port 0 --spec-type draft-mtp
+    grep -q "no MTP block" "$tmp/err" && ok serve_spec_model_without_mtp_named || fail serve_spec_model_without_mtp_named "$(cat "$tmp/err")"
+else
+    fail serve_spec_model_without_mtp "$(tail -2 "$tmp/synth.log")"
+fi
