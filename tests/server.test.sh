@@ -4,7 +4,8 @@
 # usage, thinking, tools, count_tokens; a table of malformed requests, each
 # with its status and error shape, while a stream on another slot goes on;
 # a client that leaves mid-stream; 16 concurrent streams; a slot that fails
-# mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop.
+# mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop;
+# MTP speculative decoding in every slot, token-identical to plain decoding.
 set -u
 . "$(dirname "$0")/lib.sh"
 SDK=tests/server/node_modules
@@ -63,6 +64,43 @@ else
 fi
 kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
 
+# MTP speculative decoding in every slot (spec.mjs): a plain server, one
+# with drafts (prompts read in chunks of 32 beside the verify rows), and one
+# whose draft head of one id (almost) never hits (adaptive k).
+"$Q36" serve --port 0 -np 4 -c 2048 -ub 32 >"$tmp/out5" 2>"$tmp/err5" &
+pid_plain=$!
+"$Q36" serve --port 0 -np 4 -c 2048 -ub 32 --spec-type draft-mtp --draft-vocab 16384 >"$tmp/out6" 2>"$tmp/err6" &
+pid_mtp=$!
+"$Q36" serve --port 0 -np 2 -c 2048 --spec-type draft-mtp --draft-vocab 1 >"$tmp/out7" 2>"$tmp/err7" &
+pid_low=$!
+url_plain=$(wait_url "$tmp/out5" $pid_plain)
+url_mtp=$(wait_url "$tmp/out6" $pid_mtp)
+url_low=$(wait_url "$tmp/out7" $pid_low)
+if [ -n "$url_plain" ] && [ -n "$url_mtp" ] && [ -n "$url_low" ]; then
+    node tests/server/spec.mjs "$url_plain" "$url_mtp" "$url_low"
+else
+    fail spec_servers "did not start: $(cat "$tmp/err5" "$tmp/err6" "$tmp/err7")"
+fi
+kill -TERM $pid_plain $pid_mtp $pid_low; wait $pid_plain; wait $pid_mtp; wait $pid_low
+# The same on a random-weight dense qwen35 with an MTP block (q36 synth): its
+# drafts miss, so nearly every round rewinds, and slots pause their drafts.
+if "$Q36" synth --arch qwen35 --preset tiny --seed 13 --mtp on -o "$tmp/dense.gguf" >"$tmp/synth.log" 2>&1; then
+    "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 >"$tmp/out8" 2>"$tmp/err8" &
+    pid_plain=$!
+    "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 --spec-type draft-mtp >"$tmp/out9" 2>"$tmp/err9" &
+    pid_mtp=$!
+    url_plain=$(wait_url "$tmp/out8" $pid_plain)
+    url_mtp=$(wait_url "$tmp/out9" $pid_mtp)
+    if [ -n "$url_plain" ] && [ -n "$url_mtp" ]; then
+        SPEC_TAG=synth_dense SPEC_MIN_ACCEPTED=0 node tests/server/spec.mjs "$url_plain" "$url_mtp" -
+    else
+        fail synth_dense_spec_servers "did not start: $(cat "$tmp/err8" "$tmp/err9")"
+    fi
+    kill -TERM $pid_plain $pid_mtp; wait $pid_plain; wait $pid_mtp
+else
+    fail synth_dense_spec_model "$(tail -2 "$tmp/synth.log")"
+fi
+
 # Refusals at start: a bad address, a missing model, a bad flag, a prefix
 # cache that does not fit in memory (named with its numbers).
 expect serve_cache_too_big 1 "$Q36" serve --port 0 --cache-ram 1000000000
@@ -71,3 +109,11 @@ expect serve_bad_host 1 "$Q36" serve --host not-an-ip --port 0
 expect serve_missing_model 1 "$Q36" serve -m "$tmp/none.gguf" --port 0
 grep -q "none.gguf" "$tmp/err" && ok serve_missing_model_named || fail serve_missing_model_named "$(cat "$tmp/err")"
 expect serve_bad_flag 2 "$Q36" serve --frobnicate 1
+expect serve_bad_spec_type 2 "$Q36" serve --spec-type ngram
+expect serve_draft_max_over_batch 1 "$Q36" serve --port 0 --spec-type draft-mtp --draft-max 8 -b 4
+if "$Q36" synth --arch qwen35 --preset tiny --seed 13 -o "$tmp/nomtp.gguf" >"$tmp/synth.log" 2>&1; then
+    expect serve_spec_model_without_mtp 1 "$Q36" serve -m "$tmp/nomtp.gguf" --port 0 --spec-type draft-mtp
+    grep -q "no MTP block" "$tmp/err" && ok serve_spec_model_without_mtp_named || fail serve_spec_model_without_mtp_named "$(cat "$tmp/err")"
+else
+    fail serve_spec_model_without_mtp "$(tail -2 "$tmp/synth.log")"
+fi

@@ -328,23 +328,112 @@ static void keep_api(const q36_model *m, const char *tag)
         t_fail(name, "%s", err.msg);
     else
         t_check(name, same, "the row after a rewind differs from the row after a shorter pass");
-    /* refusals: rewind after a pass that kept nothing; a kept pass with another slot's
-     * rows or more rows than n_keep; rows outside the pass */
+    /* refusals: rewind after a pass that kept nothing; a kept pass without the slot's rows
+     * or with more rows than n_keep; rows outside the pass */
     snprintf(name, sizeof name, "spec.%s.keep_refusals", tag);
     q36_slot_reset(e, 0);
     q36_slot_reset(e, 1);
-    int32_t mix_sl[4] = { 0, 0, 1, 1 }, mix_pos[4] = { 0, 1, 0, 1 };
-    const q36_batch mix = { 4, ids, mix_sl, mix_pos, 0, &z }, big = { 7, ids, sl0, pos, 0, &z };
+    const q36_batch other = { 3, ids, sl1, pos, 0, &z }, big = { 7, ids, sl0, pos, 0, &z };
     const q36_batch three = { 3, ids, sl0, pos, 0, &z };
     bool ok = q36_slot_rewind(e, 0, 1, &err) == Q36_E_ARG;
-    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &mix, NULL, NULL, &err) == Q36_E_ARG;
+    ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &other, NULL, NULL, &err) == Q36_E_ARG;
     ok &= !q36_engine_keep_states(e, 0, &err) && q36_engine_eval(e, &big, NULL, NULL, &err) == Q36_E_ARG;
-    ok &= q36_slot_pos(e, 0) == 0;
+    ok &= q36_slot_pos(e, 0) == 0 && q36_slot_pos(e, 1) == 0;
     ok &= !q36_engine_keep_states(e, 0, &err) && !q36_engine_eval(e, &three, NULL, NULL, &err);
     ok &= q36_slot_rewind(e, 0, 4, &err) == Q36_E_ARG && q36_slot_rewind(e, 0, 0, &err) == Q36_E_ARG;
     ok &= !q36_slot_rewind(e, 0, 2, &err) && q36_slot_pos(e, 0) == 2;
+    /* a rewind is good once: the state after it is the slot's own */
+    ok &= q36_slot_rewind(e, 0, 1, &err) == Q36_E_ARG;
     t_check(name, ok, "a refusal was not refused, or a good call failed: %s", err.msg);
     free(a), free(b);
+    q36_engine_free(e);
+}
+
+/* Several slots keep their states in one pass beside a slot that keeps
+ * nothing (the server's verify rows beside a prompt chunk): each kept slot
+ * rewound to its own row gives the next row's logits bit for bit as a
+ * plain pass of that many rows; the slot beside them is as if alone. */
+static void keep_multi(const q36_model *m, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.keep_several_slots_one_pass", tag);
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_keep = 5;
+    o.n_slots = 4;
+    q36_engine *e = NULL;
+    q36_err err = { 0 };
+    if (q36_engine_new(m, 64, &o, &e, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const int V = q36_engine_n_vocab(e);
+    const int32_t A[7] = { 5, 9, 2, 11, 7, 3, 8 }, B[7] = { 4, 6, 1, 13, 2, 2, 10 };
+    const int32_t C[9] = { 3, 1, 4, 1, 5, 9, 2, 6, 5 }, nx = 12, z = 0;
+    float *got = malloc(3 * (size_t)V * sizeof *got), *want = malloc((size_t)V * sizeof *want);
+    int32_t id[32], sl[32], pos[32];
+    bool same = true;
+    int rc = 0;
+    for (int r = 1; r <= 5 && !rc; r++) {
+        const int ra = r, rb = 6 - r;     /* slot 0 rewinds to ra rows, slot 2 to rb */
+        for (int s = 0; s < 4; s++)
+            q36_slot_reset(e, s);
+        /* 2 rows of A in slot 0 and of B in slot 2 first */
+        int n = 0;
+        for (int i = 0; i < 2; i++, n++)
+            id[n] = A[i], sl[n] = 0, pos[n] = i;
+        for (int i = 0; i < 2; i++, n++)
+            id[n] = B[i], sl[n] = 2, pos[n] = i;
+        q36_batch b = { n, id, sl, pos, 0, &z };
+        rc = q36_engine_eval(e, &b, NULL, NULL, &err);
+        /* one pass: slot 2 keeps 5 rows, slot 1 reads 9 plainly, slot 0 keeps 5 */
+        n = 0;
+        for (int i = 2; i < 7; i++, n++)
+            id[n] = B[i], sl[n] = 2, pos[n] = i;
+        for (int i = 0; i < 9; i++, n++)
+            id[n] = C[i], sl[n] = 1, pos[n] = i;
+        for (int i = 2; i < 7; i++, n++)
+            id[n] = A[i], sl[n] = 0, pos[n] = i;
+        b.n = n;
+        if (!rc)
+            rc = q36_engine_keep_states(e, 0, &err);
+        if (!rc)
+            rc = q36_engine_keep_states(e, 2, &err);
+        if (!rc)
+            rc = q36_engine_eval(e, &b, NULL, NULL, &err);
+        if (!rc)
+            rc = q36_slot_rewind(e, 0, ra, &err);
+        if (!rc)
+            rc = q36_slot_rewind(e, 2, rb, &err);
+        if (!rc && q36_slot_rewind(e, 1, 1, &err) != Q36_E_ARG)
+            rc = q36_err_set(&err, Q36_E_ARG, "slot 1 kept nothing, yet it rewound");
+        err = (q36_err){ 0 };
+        /* the next row of each slot */
+        const int sls[3] = { 0, 1, 2 }, np[3] = { 2 + ra, 9, 2 + rb };
+        for (int k = 0; k < 3 && !rc; k++) {
+            const q36_batch nb = { 1, &nx, &sls[k], &np[k], 1, &z };
+            rc = q36_engine_eval(e, &nb, got + (size_t)k * V, NULL, &err);
+        }
+        /* references: slot 3, each sequence alone from position 0 */
+        const int32_t *seqs[3] = { A, C, B };
+        for (int k = 0; k < 3 && !rc; k++) {
+            q36_slot_reset(e, 3);
+            int32_t s3[16], p3[16];
+            for (int i = 0; i < np[k]; i++)
+                s3[i] = 3, p3[i] = i;
+            const q36_batch rb3 = { np[k], seqs[k], s3, p3, 0, &z };
+            const q36_batch nb = { 1, &nx, s3, &np[k], 1, &z };
+            rc = q36_engine_eval(e, &rb3, NULL, NULL, &err);
+            if (!rc)
+                rc = q36_engine_eval(e, &nb, want, NULL, &err);
+            same &= !rc && !memcmp(got + (size_t)k * V, want, (size_t)V * sizeof *want);
+        }
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, same, "a slot's next row after the shared kept pass differs from its "
+                "row after a plain pass of the same rows");
+    free(got), free(want);
     q36_engine_free(e);
 }
 
@@ -391,6 +480,26 @@ static void mtp_invariance(const q36_model *m, const char *tag)
         t_check(name, !memcmp(la, lb, (size_t)N * V * sizeof *la) &&
                       !memcmp(ha, hb, (size_t)N * D * sizeof *ha),
                 "rows differ between one pass and a pass each");
+    /* the same with a draft vocabulary (the head's columns a view of
+     * several rows at once) */
+    snprintf(name, sizeof name, "spec.%s.mtp_rows_batch_invariant.draft_vocab", tag);
+    rc = q36_mtp_draft_vocab(e, V / 2, &err);
+    const int nv = rc ? 0 : q36_mtp_vocab(e, &(const int32_t *){ NULL });
+    if (!rc && (nv < 2 || nv > V / 2))
+        rc = q36_err_set(&err, Q36_E_ARG, "a draft vocabulary of %d ids for %d asked", nv, V / 2);
+    if (!rc)
+        rc = q36_mtp_eval(e, &all, h, Q36_MTP_H_TRUNK, la, ha, &err);
+    for (int i = 0; i < N && !rc; i++) {
+        const int32_t s1 = 1, z = 0;
+        const q36_batch one = { 1, &ids[i], &s1, &pos[i], 1, &z };
+        rc = q36_mtp_eval(e, &one, h + (int64_t)i * D, Q36_MTP_H_TRUNK, lb + (int64_t)i * nv,
+                          hb + (int64_t)i * D, &err);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !memcmp(la, lb, (size_t)N * nv * sizeof *la),
+                "draft-vocabulary rows differ between one pass and a pass each");
     /* a row above the MTP position is refused */
     const int32_t s0 = 0, p = 20, z = 0;
     const q36_batch gap = { 1, &ids[0], &s0, &p, 1, &z };
@@ -431,6 +540,7 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 48, 0.8f, 5, 0, tag);
         g_rewind = false;
         keep_api(m, tag);
+        keep_multi(m, tag);
     } else {
         /* a prefix of the model's own greedy continuation of 'import os' */
         static const int32_t code[] = { 474, 2643, 198, 474, 5708, 198, 474, 54819, 198, 474,

@@ -32,6 +32,13 @@ static void usage(FILE *o)
 "  --cache-every N      save the prompt's state every N tokens besides each chat turn\n"
 "                       and each prompt's and reply's end (default: -ub; 0: only those)\n"
 "  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
+"  --spec-type T        speculative decoding: none (default) or draft-mtp (every slot\n"
+"                       drafts with the model's MTP block, verified in the same pass;\n"
+"                       the replies are the same tokens)\n"
+"  --draft-max N        tokens drafted per slot and step at most (default 3; a slot\n"
+"                       whose drafts miss drafts fewer, down to none for a while)\n"
+"  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
+"                       head row); 0 = all (default, as llama.cpp)\n"
 "%s"
 "  --api-key KEY        require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (not on /health)\n"
 "  --api-key-file FILE  the same, the key read from FILE's first line\n"
@@ -103,9 +110,17 @@ int cmd_serve(int argc, char **argv)
         INT("--max-conn", 1, 65536, o.max_conn);
         INT("--max-tokens", 1, 1 << 24, o.max_tokens);
         INT("--timeout", 1, 86400, o.timeout_s);
+        INT("--draft-max", 1, 16, o.draft_max);
+        INT("--draft-vocab", 0, 1 << 24, o.draft_vocab);
 #undef INT
         if (!strcmp(a, "-m")) {
             o.model_path = v;
+        } else if (!strcmp(a, "--spec-type")) {
+            if (strcmp(v, "draft-mtp") && strcmp(v, "none")) {
+                free(key);
+                return cli_usage("serve", "--spec-type expects none or draft-mtp, got '%s'", v);
+            }
+            o.spec_mtp = !strcmp(v, "draft-mtp");
         } else if (!strcmp(a, "--host")) {
             o.host = v;
         } else if (!strcmp(a, "--api-key")) {

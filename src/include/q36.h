@@ -140,6 +140,12 @@ typedef struct q36_batch {
 } q36_batch;
 int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hidden,
                     q36_err *err);
+/* The same pass, with the hidden rows of another list: hidden gets n_hid
+ * rows of n_embd, rows hid[0..n_hid) of the batch (in range, any order),
+ * and logits the rows b->out as above. An MTP head's catch-up needs the
+ * hidden rows of a whole prompt chunk but the logits of its last row only. */
+int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
+                        int n_hid, float *hidden, q36_err *err);
 
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */

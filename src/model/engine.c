@@ -72,6 +72,7 @@ void q36_engine_free(q36_engine *e)
         model_plan_walk(e->hp, &a, e, free_item, e);
         be_batch_free(e->be, &e->batch);
         be_batch_free(e->be, &e->row_batch);
+        be_batch_free(e->be, &e->run_batch);
     }
     be_free(e->be);
     model_mtp_free(e);
@@ -79,6 +80,9 @@ void q36_engine_free(q36_engine *e)
     free(e->seq);
     free(e->rowbuf);
     free(e->mtp_pos);
+    free(e->keep);
+    free(e->kept_pos0);
+    free(e->kept_rows);
     free(e);
 }
 
@@ -132,12 +136,15 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->profile = o.profile != 0;
     e->mtp = o.mtp != 0;
     e->n_keep = o.n_keep;
-    e->keep_slot = e->kept_slot = -1;
     e->pos = calloc((size_t)o.n_slots, sizeof *e->pos);
     e->seq = calloc((size_t)o.n_slots, sizeof *e->seq);
     e->rowbuf = calloc(3 * (size_t)o.n_batch, sizeof *e->rowbuf);
     e->mtp_pos = calloc((size_t)o.n_slots, sizeof *e->mtp_pos);
-    if (!e->pos || !e->seq || !e->rowbuf || !e->mtp_pos) {
+    e->keep = calloc((size_t)o.n_slots, sizeof *e->keep);
+    e->kept_pos0 = calloc((size_t)o.n_slots, sizeof *e->kept_pos0);
+    e->kept_rows = calloc((size_t)o.n_slots, sizeof *e->kept_rows);
+    if (!e->pos || !e->seq || !e->rowbuf || !e->mtp_pos || !e->keep || !e->kept_pos0 ||
+        !e->kept_rows) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -160,7 +167,8 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->sc.logit_rows = be_rows_of(e->sc.logits);
     if ((rc = be_batch_init(e->be, &e->batch, o.n_batch, o.n_slots, n_ctx, err)))
         goto fail;
-    if (e->n_keep && (rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err)))
+    if (e->n_keep && ((rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err)) ||
+                      (rc = be_batch_init(e->be, &e->run_batch, o.n_batch, 1, n_ctx, err))))
         goto fail;
     const be_shape sh = model_plan_shape(hp, &a);
     if ((rc = be_reserve(e->be, &sh, err)))
@@ -227,11 +235,24 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
 int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hidden,
                     q36_err *err)
 {
+    return q36_engine_eval_hid(e, b, logits, NULL, -1, hidden, err);
+}
+
+/* n_hid < 0: hidden follows b->out (q36_engine_eval) */
+int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
+                        int n_hid, float *hidden, q36_err *err)
+{
     const int n_seq = batch_runs(e, b, err);
     if (n_seq < 0)
         return n_seq;
+    if (n_hid > b->n)
+        return q36_err_set(err, Q36_E_ARG, "%d hidden rows for a batch of %d", n_hid, b->n);
+    for (int i = 0; i < n_hid; i++)
+        if (hid[i] < 0 || hid[i] >= b->n)
+            return q36_err_set(err, Q36_E_ARG, "hidden row %d is outside the batch of %d",
+                               hid[i], b->n);
     be_ctx *be = e->be;
-    if (e->keep_slot >= 0) {
+    if (e->n_keep_req) {
         const int rk = model_keep_check(e, n_seq, err);
         if (rk)
             return rk;
@@ -242,14 +263,15 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
     be_views_reset(be);
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_batch_set(be, &e->batch, n_seq, e->seq);
-    int rc = model_forward(e, b->n, b->out, b->n_out, logits, hidden, err);
+    int rc = model_forward(e, b->n, b->out, b->n_out, logits, n_hid < 0 ? hidden : NULL,
+                           hid, n_hid < 0 ? 0 : n_hid, hidden, err);
     if (e->profile) {
         be_profile_enable(be, 0);
         e->prof_fwd_ns += now_ns() - t0;
         e->prof_fwd_n++;
         e->prof_tok += (uint64_t)b->n;
     }
-    model_keep_done(e, rc ? 0 : n_seq);
+    model_keep_done(e, n_seq, rc == 0);
     if (rc)
         return rc;
     for (int s = 0; s < n_seq; s++)
@@ -279,6 +301,6 @@ void q36_slot_reset(q36_engine *e, int slot)
     }
     e->pos[slot] = 0;
     e->mtp_pos[slot] = 0;
-    if (e->kept_slot == slot)
-        e->kept_slot = -1;
+    if (e->n_keep)
+        e->kept_rows[slot] = 0;
 }

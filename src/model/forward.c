@@ -10,7 +10,7 @@
 #include <string.h>
 
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
-                  float *hidden, q36_err *err)
+                  float *hidden, const int32_t *hid, int n_hid, float *hid_rows, q36_err *err)
 {
     const model_hparams *hp = e->hp;
     be_ctx *be = e->be;
@@ -46,6 +46,13 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
      * (norm and matmul are row-wise, so either gives the same bits) */
     be_profile_layer(be, BE_LAYER_HEAD);
     const int64_t V = hp->n_vocab, D = hp->n_embd;
+    for (int i = 0; i < n_hid;) {      /* hidden rows alone: runs of consecutive rows */
+        int64_t n = 1;
+        while (i + n < n_hid && hid[i + n] == hid[i] + n)
+            n++;
+        be_read(be, be_rows(be, x, hid[i], n), 0, n, hid_rows + (int64_t)i * D);
+        i += (int)n;
+    }
     for (int i = 0; i < n_out && (logits || hidden);) {
         int64_t n = 1;
         while (i + n < n_out && n < sc->logit_rows && out[i + n] == out[i] + n)

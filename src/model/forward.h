@@ -74,15 +74,18 @@ struct q36_engine {
     int64_t       *mtp_pos;       /* per slot: one past the last MTP row written */
     be_tensor     *mtp_h;         /* B x D: the hidden rows uploaded */
     be_tensor     *mtp_cat;       /* B x 2D: [enorm(embedding) | hnorm(h)] */
-    /* kept per-row states (rewind.c): the DeltaNet state and conv tail after
-     * each of the first n_keep rows of the pass that asked for them */
+    /* kept per-row states (rewind.c): per slot, the DeltaNet state and conv
+     * tail after each of the first n_keep rows of its run in the pass that
+     * asked for them */
     int            n_keep;
-    be_tensor     *keep_S[MODEL_MAX_BLOCKS];     /* n_keep*Hv rows */
-    be_tensor     *keep_tail[MODEL_MAX_BLOCKS];  /* n_keep*Cc rows */
-    be_batch       row_batch;     /* one row of the kept slot, for the row-by-row ops */
-    int            keep_slot;     /* the slot the next pass keeps states of; -1: none */
-    int            kept_slot;     /* the slot whose states are kept; -1: none */
-    int64_t        kept_pos0, kept_rows;
+    be_tensor     *keep_S[MODEL_MAX_BLOCKS];     /* n_slots*n_keep*Hv rows, slot after slot */
+    be_tensor     *keep_tail[MODEL_MAX_BLOCKS];  /* n_slots*n_keep*Cc rows */
+    be_batch       row_batch;     /* one row of a kept slot, for the row-by-row ops */
+    be_batch       run_batch;     /* one run of the pass, for the runs that keep nothing */
+    uint8_t       *keep;          /* per slot: the next pass keeps its states */
+    int            n_keep_req;    /* slots with keep set */
+    bool           keeping;       /* the pass being evaluated keeps states */
+    int64_t       *kept_pos0, *kept_rows;   /* per slot: its kept pass (rows 0: none) */
     /* a draft vocabulary (q36_mtp_draft_vocab): the head's rows of those ids */
     gguf_tensor    dv_t;          /* describes dv_buf for be_weight_bind */
     void          *dv_buf;
@@ -126,10 +129,12 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
 /* Evaluates the T rows whose ids, slots and positions e->sc.ids and
  * e->batch hold (set by q36_engine_eval); positions are not advanced here.
  * Rows out[0..n_out) of the result: logits (n_vocab each) and hidden
- * (n_embd each, before the final norm), either may be NULL. The backend's
+ * (n_embd each, before the final norm), either may be NULL; and the hidden
+ * rows hid[0..n_hid) into hid_rows (a prompt chunk's, for an MTP head's
+ * catch-up). The backend's
  * op errors are checked once, at the end. */
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
-                  float *hidden, q36_err *err);
+                  float *hidden, const int32_t *hid, int n_hid, float *hid_rows, q36_err *err);
 
 /* The MTP pass over the T rows set up like model_forward's, with the
  * hidden rows already in e->mtp_h (mtp.c). */
@@ -137,12 +142,15 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
                       float *logits, float *hidden, q36_err *err);
 
 /* The delta rule and the conv of a pass that keeps per-row states
- * (rewind.c): row by row, each state copied out after its row. */
+ * (rewind.c): each run on its own, a kept slot's row by row with each state
+ * copied out after its row. */
 void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
                          be_tensor *g, be_tensor *beta, be_tensor *core);
-/* Checks a pass that keeps states, before it runs; after it, records it. */
+/* Checks a pass that keeps states, before it runs (a refused pass clears
+ * the requests); after it, records it (ok: it ran) and forgets the kept
+ * states of every other slot of the pass (moved on). */
 int  model_keep_check(q36_engine *e, int n_seq, q36_err *err);
-void model_keep_done(q36_engine *e, int n_seq);
+void model_keep_done(q36_engine *e, int n_seq, bool ok);
 
 /* Frees what the MTP pass allocated outside the plan (after be_free). */
 void model_mtp_free(q36_engine *e);

@@ -125,21 +125,27 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
         model_ffn_moe(e, M->il, T, h, o);
     be_add(be, o, x, x);
 
-    /* the head for the rows asked for, one at a time through o (an MTP
-     * pass returns a row or a few); a draft vocabulary's rows only */
+    /* the head for the rows asked for (one per slot of a draft step),
+     * gathered into o up to logit_rows at a time, so that the head's
+     * weights are read once for all of them (rows are independent: the
+     * same bits as one at a time); a draft vocabulary's rows only */
     const be_weight *head = e->dv_head ? e->dv_head : M->head;
     const int64_t Vh = e->dv_head ? e->dv_n : V;
-    for (int i = 0; i < n_out; i++) {
-        be_tensor *xr = be_rows(be, x, out[i], 1);
+    for (int i = 0; i < n_out;) {
+        const int64_t n = n_out - i < sc->logit_rows ? n_out - i : sc->logit_rows;
+        for (int64_t j = 0; j < n; j++)
+            be_copy(be, be_rows(be, x, out[i + j], 1), be_rows(be, o, j, 1));
+        be_tensor *xr = be_rows(be, o, 0, n);
         if (hidden)
-            be_read(be, xr, 0, 1, hidden + (int64_t)i * D);
+            be_read(be, xr, 0, n, hidden + (int64_t)i * D);
         if (logits) {
-            be_tensor *hr = be_rows(be, o, 0, 1);
-            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, 1), 0, Vh);
+            be_tensor *hr = be_rows(be, h, 0, n);
+            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
             be_matmul(be, head, 0, hr, lr);
-            be_read(be, lr, 0, 1, logits + (int64_t)i * Vh);
+            be_read(be, lr, 0, n, logits + (int64_t)i * Vh);
         }
+        i += (int)n;
     }
     return be_check(be, err);
 }

@@ -38,9 +38,9 @@ void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
     if (a->n_keep)
         for (uint32_t il = 0; il < hp->n_layer; il++)
             if (hp->recurrent[il]) {
-                ITEM("kept conv tails", PLAN_STATE, BE_F32, a->n_keep * Cc, hp->ssm_conv - 1,
-                     &e->keep_tail[il]);
-                ITEM("kept deltanet states", PLAN_STATE, BE_F32, a->n_keep * Hv, dv * dv,
+                ITEM("kept conv tails", PLAN_STATE, BE_F32, S * a->n_keep * Cc,
+                     hp->ssm_conv - 1, &e->keep_tail[il]);
+                ITEM("kept deltanet states", PLAN_STATE, BE_F32, S * a->n_keep * Hv, dv * dv,
                      &e->keep_S[il]);
             }
     if (a->mtp) {
@@ -122,8 +122,9 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
      * column views (attention: two copies of views per head to split q and
      * the gate), then the head: two per gathered row */
     s.max_views = (int64_t)hp->n_layer * (64 + 4 * (int64_t)hp->n_head) + 64 + 2 * a->n_batch;
-    /* a pass that keeps per-row states: 12 views per row and DeltaNet layer */
-    s.max_views += (int64_t)hp->n_layer * a->n_keep * 12;
+    /* a pass that keeps per-row states: 12 views per kept row and DeltaNet
+     * layer, 8 per run that keeps nothing */
+    s.max_views += (int64_t)hp->n_layer * a->n_slots * (a->n_keep * 12 + 8);
     return s;
 }
 

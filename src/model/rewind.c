@@ -1,16 +1,21 @@
 /* rewind.c: kept per-row states (include/q36.h, q36_engine_keep_states,
  * q36_slot_rewind): a rollback of a slot to any row of its last pass
  * without evaluating anything again. A pass that keeps states runs the
- * conv and the delta rule of each DeltaNet layer row by row, on a one-row
- * batch of the slot, and copies the slot's conv tail and state matrices
- * after each row into the engine's kept-state tensors (rows n_keep x the
- * slot's rows, from the plan). The other ops of the pass run on the whole
- * batch as usual. The fused recurrence steps one token at a time in any
- * case, so the rows come out with the same bits; the cost is the copies
- * (per row but the last, whose state stays the slot's: every DeltaNet
- * layer's state, Hv x dk x dv floats) and the per-row calls. Rewinding
- * copies one kept row back: no replay. */
+ * conv and the delta rule of each DeltaNet layer run by run: a kept slot's
+ * run row by row, on a one-row batch of the slot, copying the slot's conv
+ * tail and state matrices after each row into the slot's part of the
+ * engine's kept-state tensors (n_keep rows per slot, from the plan); any
+ * other run (another slot's prompt chunk or decode row) as a batch of its
+ * own. The other ops of the pass run on the whole batch as usual. The
+ * fused recurrence steps one token at a time in any case, so every row
+ * comes out with the same bits; the cost is the copies (per row but the
+ * last, whose state stays the slot's: every DeltaNet layer's state,
+ * Hv x dk x dv floats) and the per-row calls. Rewinding copies one kept row
+ * back: no replay. Several slots keep their states in one pass (the
+ * server's verify rows). */
 #include "forward.h"
+
+#include <string.h>
 
 int q36_engine_keep_states(q36_engine *e, int slot, q36_err *err)
 {
@@ -19,77 +24,117 @@ int q36_engine_keep_states(q36_engine *e, int slot, q36_err *err)
     if (slot < 0 || slot >= e->n_slots)
         return q36_err_set(err, Q36_E_ARG, "keep states: slot %d is outside [0, %d)", slot,
                            e->n_slots);
-    e->keep_slot = slot;
+    if (!e->keep[slot]) {
+        e->keep[slot] = 1;
+        e->n_keep_req++;
+    }
     return 0;
+}
+
+static void keep_clear(q36_engine *e)
+{
+    memset(e->keep, 0, (size_t)e->n_slots * sizeof *e->keep);
+    e->n_keep_req = 0;
 }
 
 int model_keep_check(q36_engine *e, int n_seq, q36_err *err)
 {
-    const int slot = e->keep_slot;
-    e->keep_slot = -1;      /* one pass only, refused or not */
-    if (n_seq != 1 || e->seq[0].slot != slot || e->seq[0].n_rows > e->n_keep)
-        return q36_err_set(err, Q36_E_ARG, "keep states: the pass must be slot %d's rows alone, "
-                           "at most %d of them", slot, e->n_keep);
-    e->keep_slot = slot;
+    int found = 0;
+    for (int s = 0; s < n_seq; s++) {
+        const int sl = e->seq[s].slot;
+        if (!e->keep[sl])
+            continue;
+        if (e->seq[s].n_rows > e->n_keep) {
+            keep_clear(e);      /* one pass only, refused or not */
+            return q36_err_set(err, Q36_E_ARG, "keep states: slot %d has %lld rows in the pass; "
+                               "at most %d keep their states", sl, (long long)e->seq[s].n_rows,
+                               e->n_keep);
+        }
+        found++;
+    }
+    if (found != e->n_keep_req) {
+        keep_clear(e);
+        return q36_err_set(err, Q36_E_ARG, "keep states: %d slot(s) asked to keep their states "
+                           "have no rows in the pass", e->n_keep_req - found);
+    }
+    e->keeping = true;
     return 0;
 }
 
-void model_keep_done(q36_engine *e, int n_seq)
+void model_keep_done(q36_engine *e, int n_seq, bool ok)
 {
-    for (int s = 0; s < n_seq; s++)
-        if (e->seq[s].slot == e->kept_slot)
-            e->kept_slot = -1;          /* a later pass moved that slot on */
-    if (e->keep_slot >= 0 && n_seq == 1) {
-        e->kept_slot = e->keep_slot;
-        e->kept_pos0 = e->seq[0].pos0;
-        e->kept_rows = e->seq[0].n_rows;
+    for (int s = 0; s < n_seq && e->n_keep; s++) {
+        const be_seq *r = &e->seq[s];
+        e->kept_rows[r->slot] = ok && e->keeping && e->keep[r->slot] ? r->n_rows : 0;
+        e->kept_pos0[r->slot] = r->pos0;
     }
-    e->keep_slot = -1;
+    e->keeping = false;
+    if (e->n_keep_req)
+        keep_clear(e);
+}
+
+/* One DeltaNet layer's conv and delta rule for the run rows [a, a+n) of
+ * slot sl at positions p0.., on batch b (set here to that run alone). */
+static void dn_run(q36_engine *e, int il, be_batch *b, int sl, int64_t a, int64_t n, int64_t p0,
+                   be_tensor *mixed, be_tensor *conv, be_tensor *g, be_tensor *beta,
+                   be_tensor *core)
+{
+    const model_hparams *hp = e->hp;
+    const int64_t Hk = hp->ssm_group, Hv = hp->ssm_dt_rank, dk = hp->ssm_state;
+    be_ctx *be = e->be;
+    be_batch_set(be, b, 1, &(be_seq){ sl, 0, (int32_t)n, (int32_t)p0 });
+    be_tensor *ct = be_rows(be, conv, a, n);
+    be_ssm_conv(be, be_rows(be, mixed, a, n), e->tail[il], e->w.layer[il].ssm_conv, b, ct);
+    be_silu(be, ct, ct);
+    be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
+    be_l2_norm(be, qk, hp->eps, dk, qk);
+    be_deltanet(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk, Hv, dk, b,
+                be_rows(be, core, a, n));
 }
 
 void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
                          be_tensor *g, be_tensor *beta, be_tensor *core)
 {
+    (void)T;
     const model_hparams *hp = e->hp;
-    const model_layer_w *L = &e->w.layer[il];
     be_ctx *be = e->be;
-    const int64_t Hk = hp->ssm_group, Hv = hp->ssm_dt_rank, dk = hp->ssm_state;
-    const int slot = e->keep_slot;
+    const int64_t Hv = hp->ssm_dt_rank, K = e->n_keep;
     const int64_t Cc = be_rows_of(e->tail[il]) / e->n_slots;
-    be_tensor *tail = be_rows(be, e->tail[il], slot * Cc, Cc);
-    be_tensor *S = be_rows(be, e->S[il], slot * Hv, Hv);
-    for (int64_t t = 0; t < T; t++) {
-        be_batch_set(be, &e->row_batch, 1,
-                     &(be_seq){ slot, 0, 1, (int32_t)(e->seq[0].pos0 + t) });
-        be_tensor *ct = be_rows(be, conv, t, 1);
-        be_ssm_conv(be, be_rows(be, mixed, t, 1), e->tail[il], L->ssm_conv, &e->row_batch, ct);
-        be_silu(be, ct, ct);
-        be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
-        be_l2_norm(be, qk, hp->eps, dk, qk);
-        be_deltanet(be, ct, be_rows(be, g, t, 1), be_rows(be, beta, t, 1), e->S[il], Hk, Hv, dk,
-                    &e->row_batch, be_rows(be, core, t, 1));
-        if (t + 1 == T)
-            break;         /* the last row's state is the slot's own */
-        be_copy(be, tail, be_rows(be, e->keep_tail[il], t * Cc, Cc));
-        be_copy(be, S, be_rows(be, e->keep_S[il], t * Hv, Hv));
+    for (int s = 0; s < e->batch.n_seq; s++) {
+        const be_seq r = e->seq[s];
+        if (!e->keep[r.slot]) {
+            dn_run(e, il, &e->run_batch, r.slot, r.row0, r.n_rows, r.pos0, mixed, conv, g, beta,
+                   core);
+            continue;
+        }
+        be_tensor *tail = be_rows(be, e->tail[il], (int64_t)r.slot * Cc, Cc);
+        be_tensor *S = be_rows(be, e->S[il], (int64_t)r.slot * Hv, Hv);
+        for (int64_t t = 0; t < r.n_rows; t++) {
+            dn_run(e, il, &e->row_batch, r.slot, r.row0 + t, 1, r.pos0 + t, mixed, conv, g, beta,
+                   core);
+            if (t + 1 == r.n_rows)
+                break;         /* the last row's state is the slot's own */
+            be_copy(be, tail, be_rows(be, e->keep_tail[il], ((int64_t)r.slot * K + t) * Cc, Cc));
+            be_copy(be, S, be_rows(be, e->keep_S[il], ((int64_t)r.slot * K + t) * Hv, Hv));
+        }
     }
 }
 
 int q36_slot_rewind(q36_engine *e, int slot, int rows, q36_err *err)
 {
-    if (slot < 0 || slot >= e->n_slots || slot != e->kept_slot)
+    if (slot < 0 || slot >= e->n_slots || !e->n_keep || !e->kept_rows[slot])
         return q36_err_set(err, Q36_E_ARG, "rewind: slot %d has no kept states (its last pass "
                            "did not keep them)", slot);
-    if (rows < 1 || rows > e->kept_rows)
+    if (rows < 1 || rows > e->kept_rows[slot])
         return q36_err_set(err, Q36_E_ARG, "rewind: %d rows is outside [1, %lld]", rows,
-                           (long long)e->kept_rows);
-    if (rows == e->kept_rows) {
-        e->pos[slot] = e->kept_pos0 + rows;     /* the state is the pass's own */
+                           (long long)e->kept_rows[slot]);
+    if (rows == e->kept_rows[slot]) {
+        e->pos[slot] = e->kept_pos0[slot] + rows;     /* the state is the pass's own */
         return 0;
     }
     be_ctx *be = e->be;
     const model_hparams *hp = e->hp;
-    const int64_t Hv = hp->ssm_dt_rank, t = rows - 1;
+    const int64_t Hv = hp->ssm_dt_rank, t = (int64_t)slot * e->n_keep + rows - 1;
     be_views_reset(be);
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         if (!hp->recurrent[il])
@@ -103,6 +148,7 @@ int q36_slot_rewind(q36_engine *e, int slot, int rows, q36_err *err)
     int rc = be_check(be, err);
     if (rc)
         return rc;
-    e->pos[slot] = e->kept_pos0 + rows;
+    e->pos[slot] = e->kept_pos0[slot] + rows;
+    e->kept_rows[slot] = 0;      /* the state after `rows` is the slot's now */
     return 0;
 }

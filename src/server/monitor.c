@@ -6,8 +6,9 @@
  * slot table (/slots) names each slot's job by id, and the job carries its
  * prompt length, tokens and times.
  *
- * What q36 does not have yet is reported as null (mtp, gpu; prefix_cache when off),
- * never as a made-up number; the page shows "not available" for a null.
+ * What q36 does not have or does not run is reported as null (gpu; mtp without
+ * --spec-type draft-mtp; prefix_cache when off), never as a made-up number;
+ * the page shows "not available" for a null.
  */
 #include "srv_internal.h"
 #include "../model/model.h"
@@ -199,7 +200,11 @@ int route_monitor(srv_conn *c)
     } else {
         cJSON_AddNullToObject(r, "prefix_cache");
     }
-    cJSON_AddNullToObject(r, "mtp");
+    cJSON *mtp = sched_spec_json(s->sched);     /* null without --spec-type draft-mtp */
+    if (mtp)
+        cJSON_AddItemToObject(r, "mtp", mtp);
+    else
+        cJSON_AddNullToObject(r, "mtp");
     cJSON_AddNullToObject(r, "gpu");
     return srv_reply_json(c, 200, r);
 }

@@ -21,6 +21,10 @@
  * without a failure saves a full checkpoint once more, after its last
  * evaluated token (the next turn of a conversation starts with it).
  *
+ * With --spec-type draft-mtp every decoding slot speculates in the same
+ * pass (sched_spec.h): its decode row is a verify row of its sampled token
+ * and its drafts, accepted token by token after the pass (accept()).
+ *
  * The job is the only thing shared with the HTTP threads: its input is
  * read-only once queued; its output is written here under its mutex and
  * signalled on its condition variable.
@@ -28,6 +32,7 @@
 #include "srv_internal.h"
 #include "pcache.h"
 #include "sched.h"
+#include "sched_spec.h"
 #include "../backend/backend.h"
 
 #include <stdio.h>
@@ -47,6 +52,10 @@ typedef struct slot {
     int32_t *hist;            /* n_ctx: the tokens evaluated in the slot, in order */
     int     *saves;           /* prompt positions to save at, ascending */
     int      n_saves, i_save;
+    /* draft-mtp */
+    bool     has_next;        /* next was sampled when the last verify row was accepted */
+    int32_t  vids[SSPEC_MAX_DRAFT + 1];   /* this step's verify row: next and the drafts */
+    float   *hprompt;         /* n_batch x n_embd: a prompt chunk's hidden rows */
 } slot;
 
 struct sched {
@@ -58,6 +67,7 @@ struct sched {
     int32_t         turn;         /* <|im_start|>: a turn of the template starts (-1: none) */
     int             rr;           /* the slot whose prompt chunk comes first next step */
     pcache         *cache;        /* NULL: no prefix cache */
+    sspec          *spec;         /* NULL: no speculative decoding */
     char            plan_text[512];
     slot           *slots;
     sched_row      *rows;
@@ -101,7 +111,10 @@ static void job_end(sched *s, slot *sl, enum gen_stop stop, int stop_word, const
     pthread_mutex_unlock(&s->met->mu);
     gen_free(sl->gen);
     sl->gen = NULL;
+    sl->has_next = false;
     int i = (int)(sl - s->slots), pos = sched_engine_pos(s->eng, i);
+    if (s->spec)
+        sspec_end(s->spec, i);
     if (s->cache && !fail && pos > sl->n_cached) {
         q36_err err = { 0 };
         if (pcache_save(s->cache, i, sl->hist, pos, true, &err))
@@ -163,21 +176,25 @@ static void admit(sched *s, slot *sl, srv_job *j)
     s->met->processing++;
     s->met->prompt_tokens_cached += (uint64_t)sl->n_cached;
     pthread_mutex_unlock(&s->met->mu);
-    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err))
+    if (gen_new(&j->gp, s->tok, s->n_vocab, &sl->gen, &err)) {
         slot_fail(s, sl, "sampler", &err);      /* the slot was reserved as SLOT_PREFILL */
+        return;
+    }
+    if (s->spec) {
+        pthread_mutex_lock(&s->mu);             /* /slots reads the drafting state */
+        sspec_reset(s->spec, i);
+        pthread_mutex_unlock(&s->mu);
+        if (sspec_prefix(s->spec, i, j->prompt, d, &err))
+            slot_fail(s, sl, "drafting", &err);
+    }
 }
 
-/* Samples the next token of a decoding slot and publishes it; false when
- * the job ended here. */
-static bool sample(sched *s, slot *sl)
+/* Publishes a sampled token to the job; with `settle`, ends the job when
+ * the token ends it or leaves no room to go on (false then). */
+static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
 {
     srv_job *j = sl->job;
-    gen_token t;
-    q36_err err = { 0 };
-    if (gen_next(sl->gen, sl->logits, &t, &err)) {
-        slot_fail(s, sl, "sampling", &err);
-        return false;
-    }
+    const gen_token t = *tp;
     pthread_mutex_lock(&j->mu);
     if (j->gp.n_probs >= 0) {
         if (j->n_toks == j->cap_toks) {
@@ -204,6 +221,8 @@ static bool sample(sched *s, slot *sl)
         j->t_first = srv_now();
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    if (!settle)
+        return true;
     int pos = sched_engine_pos(s->eng, (int)(sl - s->slots));
     if (t.stop) {
         job_end(s, sl, t.stop, t.stop_word, NULL);
@@ -215,6 +234,88 @@ static bool sample(sched *s, slot *sl)
     }
     sl->next = t.id;
     return true;
+}
+
+/* Samples the next token of a decoding slot and publishes it; false when
+ * the job ended here. */
+static bool sample(sched *s, slot *sl)
+{
+    gen_token t;
+    q36_err err = { 0 };
+    if (gen_next(sl->gen, sl->logits, &t, &err)) {
+        slot_fail(s, sl, "sampling", &err);
+        return false;
+    }
+    return publish(s, sl, &t, true);
+}
+
+/* A verify row came back (r: the slot's token and k drafts): samples its
+ * rows in order as plain decoding would, keeps each draft that is the
+ * token sampled, rewinds the slot to the last token kept, and publishes;
+ * the last token sampled is the next one to evaluate. */
+static void accept(sched *s, slot *sl, const sched_row *r)
+{
+    const int i = (int)(sl - s->slots), k = r->n - 1;
+    const int P = sched_engine_pos(s->eng, i) - r->n;
+    const int64_t V = s->n_vocab;
+    const float *vlog = r->out;
+    for (int j = 0; j <= k; j++) {
+        gen_token t;
+        q36_err err = { 0 };
+        if (gen_next(sl->gen, vlog + j * V, &t, &err)) {
+            slot_fail(s, sl, "sampling", &err);
+            return;
+        }
+        sl->hist[P + j] = r->ids[j];
+        if (j < k && t.id == r->ids[j + 1] && !t.stop) {
+            publish(s, sl, &t, false);
+            continue;
+        }
+        if (j < k && sched_engine_rewind(s->eng, i, j + 1, &err)) {
+            slot_fail(s, sl, "rollback", &err);
+            return;
+        }
+        pthread_mutex_lock(&s->mu);            /* /slots reads the counts */
+        sspec_verified(s->spec, i, r->ids, j + 1, k);
+        pthread_mutex_unlock(&s->mu);
+        if (publish(s, sl, &t, true))
+            sl->has_next = true;
+        return;
+    }
+}
+
+/* The drafts of every decoding slot (dslot[0..nd), their tokens at the
+ * slot's position), and the verify rows into s->rows; returns the rows'
+ * tokens, or -1 when the MTP pass failed (every busy slot failed then). */
+static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
+{
+    int32_t x[256];
+    int P[256], k[256], n_tok = 0;
+    pthread_mutex_lock(&s->mu);                /* /slots reads the drafting state */
+    for (int j = 0; j < nd; j++) {
+        slot *sl = &s->slots[dslot[j]];
+        x[j] = sl->next;
+        P[j] = sched_engine_pos(s->eng, dslot[j]);
+        k[j] = sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx);
+    }
+    pthread_mutex_unlock(&s->mu);
+    q36_err err = { 0 };
+    if (sspec_draft(s->spec, dslot, x, P, k, nd, &err)) {
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].st != SLOT_IDLE && s->slots[i].gen)
+                slot_fail(s, &s->slots[i], "drafting", &err);
+        return -1;
+    }
+    for (int j = 0; j < nd; j++) {
+        slot *sl = &s->slots[dslot[j]];
+        sl->vids[0] = x[j];
+        memcpy(sl->vids + 1, sspec_drafts(s->spec, dslot[j]), (size_t)k[j] * sizeof *sl->vids);
+        s->rows[(*n_rows)++] = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1,
+                                            .n_out = k[j] + 1,
+                                            .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0 };
+        n_tok += k[j] + 1;
+    }
+    return n_tok;
 }
 
 static void *engine_main(void *arg)
@@ -255,7 +356,7 @@ static void *engine_main(void *arg)
 
         /* Drop the slots whose client is gone; sample the decoding ones:
          * their rows come first. */
-        int n_rows = 0, busy = 0, n_tok = 0;
+        int n_rows = 0, busy = 0, n_tok = 0, nd = 0, dslot[256];
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
             if (sl->st == SLOT_IDLE)
@@ -266,11 +367,25 @@ static void *engine_main(void *arg)
             }
             busy++;
             if (sl->st == SLOT_DECODE) {
-                if (!sample(s, sl))
+                if (sl->has_next)
+                    sl->has_next = false;
+                else if (!sample(s, sl))
                     continue;
+                if (s->spec) {
+                    dslot[nd++] = i;
+                    continue;
+                }
                 s->rows[n_rows++] = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
                 n_tok++;
             }
+        }
+        /* draft-mtp: the pending MTP rows of every slot and the drafts of
+         * the decoding ones, then their verify rows */
+        if (s->spec) {
+            int nt = spec_rows(s, dslot, nd, &n_rows);
+            if (nt < 0)
+                continue;
+            n_tok += nt;
         }
         /* Prompt chunks in what is left of the batch, from slot rr on; one
          * chunk at least, so that prompts advance when decode rows alone
@@ -291,7 +406,8 @@ static void *engine_main(void *arg)
             n = n < s->n_ubatch ? n : s->n_ubatch;
             n = n < room ? n : room;
             s->rows[n_rows++] = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
-                                             .logits = sl->logits };
+                                             .logits = sl->logits,
+                                             .hidden = s->spec ? sl->hprompt : NULL };
             n_tok += n;
             chunks++;
         }
@@ -309,10 +425,16 @@ static void *engine_main(void *arg)
                 slot_fail(s, sl, "evaluation", &r->err);
                 continue;
             }
+            if (sl->st == SLOT_DECODE && s->spec) {
+                accept(s, sl, r);
+                continue;
+            }
             if (sl->st == SLOT_DECODE) {
                 sl->hist[sched_engine_pos(s->eng, r->slot) - 1] = sl->next;
                 continue;
             }
+            if (s->spec)
+                sspec_prompt(s->spec, r->slot, r->ids, r->n, sl->hprompt);
             sl->n_read += r->n;
             n_prompt_tok += r->n;
             if (sl->i_save < sl->n_saves && sl->n_read == sl->saves[sl->i_save]) {
@@ -414,12 +536,31 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->max_queue = o->max_queue > 0 ? o->max_queue : 256;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    int rc = plan(s, m, o, n_ctx, err);
-    if (rc)
+    /* draft-mtp: the MTP block, and the DeltaNet state kept after each
+     * token of a verify row */
+    srv_opts so = *o;
+    const int k_max = o->draft_max > 0 ? o->draft_max : 3;
+    if (o->spec_mtp) {
+        so.sess.mtp = 1;
+        so.sess.n_keep = k_max + 1;
+    }
+    o = &so;
+    int rc = 0;
+    if (o->spec_mtp && (k_max > SSPEC_MAX_DRAFT || k_max + 1 > s->n_batch)) {
+        rc = q36_err_set(err, Q36_E_ARG, "--draft-max %d: a verify row of %d tokens needs -b of "
+                         "at least that (-b %d), and at most %d drafts", k_max, k_max + 1,
+                         s->n_batch, SSPEC_MAX_DRAFT);
+        goto fail;
+    }
+    if ((rc = plan(s, m, o, n_ctx, err)))
         goto fail;
     if ((rc = sched_engine_new(m, o->n_slots, n_ctx, &o->sess, &s->eng, err)))
         goto fail;
     s->n_vocab = sched_engine_n_vocab(s->eng);
+    if (o->spec_mtp &&
+        ((rc = q36_mtp_draft_vocab(sched_engine_q36(s->eng), o->draft_vocab, err)) ||
+         (rc = sspec_new(s->eng, o->n_slots, n_ctx, s->n_batch, k_max, &s->spec, err))))
+        goto fail;
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))
         goto fail;
@@ -433,7 +574,10 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     for (int i = 0; i < s->n_slots; i++)
         if (!(s->slots[i].logits = malloc((size_t)s->n_vocab * sizeof(float))) ||
             !(s->slots[i].hist = malloc((size_t)n_ctx * sizeof(int32_t))) ||
-            !(s->slots[i].saves = malloc((size_t)n_ctx * sizeof(int)))) {
+            !(s->slots[i].saves = malloc((size_t)n_ctx * sizeof(int))) ||
+            (s->spec && !(s->slots[i].hprompt = malloc((size_t)s->n_batch *
+                                                       (size_t)q36_engine_n_embd(sched_engine_q36(s->eng)) *
+                                                       sizeof(float))))) {
             rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for the logits of %d slots", s->n_slots);
             goto fail;
         }
@@ -486,11 +630,13 @@ void sched_free(sched *s)
         free(s->slots[i].logits);
         free(s->slots[i].hist);
         free(s->slots[i].saves);
+        free(s->slots[i].hprompt);
     }
     free(s->slots);
     free(s->rows);
     free(s->queue);
     pcache_free(s->cache);
+    sspec_free(s->spec);
     sched_engine_free(s->eng);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -521,6 +667,16 @@ int sched_n_ctx(const sched *s) { return s->n_ctx; }
 const char *sched_plan_text(const sched *s) { return s->plan_text; }
 int sched_n_slots(const sched *s) { return s->n_slots; }
 
+cJSON *sched_spec_json(sched *s)
+{
+    if (!s->spec)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    cJSON *o = sspec_total_json(s->spec);
+    pthread_mutex_unlock(&s->mu);
+    return o;
+}
+
 cJSON *sched_slots_json(sched *s)
 {
     cJSON *a = cJSON_CreateArray();
@@ -538,6 +694,8 @@ cJSON *sched_slots_json(sched *s)
             cJSON_AddNumberToObject(o, "id_task", (double)sl->job->id);
         else
             cJSON_AddNumberToObject(o, "id_task", -1);
+        if (s->spec)        /* draft-mtp: the slot's counts since the start */
+            cJSON_AddItemToObject(o, "speculative", sspec_json(s->spec, i));
         cJSON_AddItemToArray(a, o);
     }
     pthread_mutex_unlock(&s->mu);

@@ -11,7 +11,8 @@
  * sched_forward.c runs a step as one forward pass of one engine
  * (q36_engine_eval): row r's tokens become batch rows of slot r->slot at
  * the slot's positions, and its last token's logits come back into
- * r->logits. A step of more tokens than the engine's batch is cut into
+ * r->logits (and, for a verify row, every token's logits and hidden rows). A
+ * step of more tokens than the engine's batch is cut into
  * passes of whole rows. A failure inside a pass fails every row of that pass
  * (the engine leaves those slots' state undefined); the scheduler ends each
  * of their jobs with the error and resets the slots.
@@ -29,10 +30,27 @@ typedef struct sched_row {
     int            slot;
     const int32_t *ids;      /* tokens to append at the slot's position */
     int            n;
-    float         *logits;   /* n_vocab floats: the last token's row */
+    float         *logits;   /* n_vocab floats: the last token's row (n_out rows: the
+                                last n_out tokens' rows); NULL: not copied, see out */
+    int            n_out;    /* 0 or 1: the last token only; a verify row: all of them */
+    float         *hidden;   /* NULL, or n rows of n_embd: every token's hidden row (MTP) */
+    int            keep;     /* keep the DeltaNet state after each token (q36_slot_rewind) */
     int            rc;       /* out: 0 or the error kind */
     q36_err        err;      /* out */
+    const float   *out;      /* out: the same logits rows in the engine's buffer, valid
+                                until the next sched_engine_forward */
 } sched_row;
+
+/* One MTP item: n rows of one slot at MTP positions p0.., each paired with
+ * a hidden row of h (n x n_embd); out: the last row's logits (the draft
+ * head's columns) and hidden row, when logits is not NULL. */
+typedef struct sched_mtp_row {
+    int            slot;
+    const int32_t *ids;
+    int            n, p0;
+    const float   *h;
+    float         *logits, *hidden;
+} sched_mtp_row;
 
 typedef struct sched_engine sched_engine;
 
@@ -42,6 +60,14 @@ int  sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engi
 void sched_engine_free(sched_engine *e);                    /* accepts NULL */
 /* Evaluates the rows of one step (each slot at most once). */
 void sched_engine_forward(sched_engine *e, sched_row *rows, int n);
+/* The MTP passes over items[0..n) (each slot at most once), their hidden
+ * rows of kind h_src; items are cut into passes of at most n_batch rows.
+ * 0 or the first pass's error (every item of the call fails then). */
+int  sched_engine_mtp(sched_engine *e, const sched_mtp_row *items, int n, enum q36_mtp_h h_src,
+                      q36_err *err);
+/* Rolls a slot back to the first `rows` rows of its last kept row
+ * (q36_slot_rewind). */
+int  sched_engine_rewind(sched_engine *e, int slot, int rows, q36_err *err);
 /* A slot back to position 0 with zero state (a request ends). */
 void sched_engine_reset(sched_engine *e, int slot);
 int  sched_engine_pos(const sched_engine *e, int slot);

@@ -24,10 +24,13 @@
 
 struct sched_engine {
     q36_engine *eng;
-    int         n_slots, n_vocab, n_batch;
-    int32_t    *id, *slot, *pos, *out;   /* one pass: n_batch rows; out: n_slots */
-    float      *logits;                  /* n_slots rows of n_vocab */
+    int         n_slots, n_vocab, n_embd, n_batch;
+    int32_t    *id, *slot, *pos, *out, *hid;   /* one pass: n_batch rows each */
+    float      *logits;                  /* n_slots x n_keep (or 1) rows of n_vocab: a row
+                                            per slot, or a verify row's each */
+    float      *hidden, *h;              /* n_batch rows of n_embd: out, MTP in */
     long long   rows, fail_row;          /* rows evaluated; the one to fail (0: none) */
+    int         step_out;                /* logits rows handed out in this step */
 };
 
 int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engine_opts *o,
@@ -54,9 +57,17 @@ int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engin
     e->id = malloc((size_t)e->n_batch * sizeof *e->id);
     e->slot = malloc((size_t)e->n_batch * sizeof *e->slot);
     e->pos = malloc((size_t)e->n_batch * sizeof *e->pos);
-    e->out = malloc((size_t)n_slots * sizeof *e->out);
-    e->logits = malloc((size_t)n_slots * (size_t)e->n_vocab * sizeof *e->logits);
-    if (!e->id || !e->slot || !e->pos || !e->out || !e->logits) {
+    e->n_embd = q36_engine_n_embd(e->eng);
+    /* logits of every row a pass asks for: decode rows, verify rows */
+    const size_t B = (size_t)e->n_batch;
+    e->out = malloc(B * sizeof *e->out);
+    e->hid = malloc(B * sizeof *e->hid);
+    const size_t n_out = (size_t)n_slots * (size_t)(eo.n_keep > 1 ? eo.n_keep : 1);
+    e->logits = malloc(n_out * (size_t)e->n_vocab * sizeof *e->logits);
+    e->hidden = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->hidden) : NULL;
+    e->h = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->h) : NULL;
+    if (!e->id || !e->slot || !e->pos || !e->out || !e->hid || !e->logits ||
+        (eo.mtp && (!e->hidden || !e->h))) {
         sched_engine_free(e);
         return q36_err_set(err, Q36_E_NOMEM, "out of memory for a batch of %d rows", e->n_batch);
     }
@@ -73,35 +84,58 @@ void sched_engine_free(sched_engine *e)
     free(e->slot);
     free(e->pos);
     free(e->out);
+    free(e->hid);
     free(e->logits);
+    free(e->hidden);
+    free(e->h);
     free(e);
 }
 
 /* One pass over rows[0..n) (their tokens fit n_batch): builds the batch,
- * evaluates, hands each row its logits or the pass's error. */
+ * evaluates, hands each row its logits (and hidden rows) or the pass's
+ * error. */
 static void pass(sched_engine *e, sched_row **rows, int n)
 {
-    int t = 0;
+    int t = 0, n_out = 0, n_hid = 0, rc = 0;
+    q36_err err = { 0 };
     for (int i = 0; i < n; i++) {
         sched_row *r = rows[i];
         int p0 = q36_slot_pos(e->eng, r->slot);
+        const int no = r->n_out > 1 ? r->n_out : 1;
         for (int k = 0; k < r->n; k++, t++) {
             e->id[t] = r->ids[k];
             e->slot[t] = r->slot;
             e->pos[t] = p0 + k;
+            if (k >= r->n - no)
+                e->out[n_out++] = t;
+            if (r->hidden)
+                e->hid[n_hid++] = t;
         }
-        e->out[i] = t - 1;
+        if (r->keep && !rc)
+            rc = q36_engine_keep_states(e->eng, r->slot, &err);
     }
-    q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n, .out = e->out };
-    q36_err err = { 0 };
-    int rc = q36_engine_eval(e->eng, &b, e->logits, NULL, &err);
-    for (int i = 0; i < n; i++) {
+    q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out, .out = e->out };
+    /* the step's passes write their logits one after the other (a step
+     * asks for n_slots x n_keep rows at most), so that rows may point into
+     * the buffer instead of copying */
+    const size_t V = (size_t)e->n_vocab, D = (size_t)e->n_embd;
+    float *lg = e->logits + (size_t)e->step_out * V;
+    e->step_out += n_out;
+    if (!rc)
+        rc = q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
+    for (int i = 0, o = 0, h = 0; i < n; i++) {
         sched_row *r = rows[i];
+        const int no = r->n_out > 1 ? r->n_out : 1;
         r->rc = rc;
         if (rc)
             r->err = err;
-        else
-            memcpy(r->logits, e->logits + (size_t)i * (size_t)e->n_vocab, (size_t)e->n_vocab * sizeof(float));
+        r->out = rc ? NULL : lg + (size_t)o * V;
+        if (!rc && r->logits)
+            memcpy(r->logits, r->out, (size_t)no * V * sizeof(float));
+        if (!rc && r->hidden)
+            memcpy(r->hidden, e->hidden + (size_t)h * D, (size_t)r->n * D * sizeof(float));
+        o += no;
+        h += r->hidden ? r->n : 0;
     }
 }
 
@@ -109,6 +143,7 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n)
 {
     sched_row *run[256];                  /* n <= n_slots <= 256 (srv_start) */
     int n_run = 0, tokens = 0;
+    e->step_out = 0;
     for (int i = 0; i < n; i++) {
         sched_row *r = &rows[i];
         r->rc = 0;
@@ -127,6 +162,69 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n)
     }
     if (n_run)
         pass(e, run, n_run);
+}
+
+/* One MTP pass over the pieces pc[0..n) (whole or cut items, rows fit n_batch). */
+typedef struct { const sched_mtp_row *it; int a, n; } mtp_piece;
+
+static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h h_src, q36_err *err)
+{
+    const size_t D = (size_t)e->n_embd;
+    int t = 0, n_out = 0;
+    for (int i = 0; i < n; i++) {
+        const sched_mtp_row *it = pc[i].it;
+        for (int k = 0; k < pc[i].n; k++, t++) {
+            e->id[t] = it->ids[pc[i].a + k];
+            e->slot[t] = it->slot;
+            e->pos[t] = it->p0 + pc[i].a + k;
+            memcpy(e->h + (size_t)t * D, it->h + (size_t)(pc[i].a + k) * D, D * sizeof(float));
+        }
+        if (it->logits && pc[i].a + pc[i].n == it->n)
+            e->out[n_out++] = t - 1;
+    }
+    const q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out,
+                          .out = e->out };
+    int rc = q36_mtp_eval(e->eng, &b, e->h, h_src, e->logits, e->hidden, err);
+    if (rc)
+        return rc;
+    const int nv = q36_mtp_vocab(e->eng, &(const int32_t *){ NULL });
+    for (int i = 0, o = 0; i < n; i++) {
+        const sched_mtp_row *it = pc[i].it;
+        if (!it->logits || pc[i].a + pc[i].n != it->n)
+            continue;
+        memcpy(it->logits, e->logits + (size_t)o * (size_t)nv, (size_t)nv * sizeof(float));
+        memcpy(it->hidden, e->hidden + (size_t)o * D, D * sizeof(float));
+        o++;
+    }
+    return 0;
+}
+
+int sched_engine_mtp(sched_engine *e, const sched_mtp_row *items, int n, enum q36_mtp_h h_src,
+                     q36_err *err)
+{
+    mtp_piece pc[256];                    /* n <= n_slots <= 256 */
+    int n_pc = 0, rows = 0, rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        for (int a = 0; a < items[i].n && !rc;) {
+            int m = items[i].n - a;
+            if (m > e->n_batch - rows)
+                m = e->n_batch - rows;
+            pc[n_pc++] = (mtp_piece){ &items[i], a, m };
+            rows += m;
+            a += m;
+            if (rows == e->n_batch || n_pc == 256) {
+                rc = mtp_pass(e, pc, n_pc, h_src, err);
+                n_pc = rows = 0;
+            }
+        }
+    if (!rc && n_pc)
+        rc = mtp_pass(e, pc, n_pc, h_src, err);
+    return rc;
+}
+
+int sched_engine_rewind(sched_engine *e, int slot, int rows, q36_err *err)
+{
+    return q36_slot_rewind(e->eng, slot, rows, err);
 }
 
 void sched_engine_reset(sched_engine *e, int slot) { q36_slot_reset(e->eng, slot); }

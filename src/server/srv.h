@@ -37,6 +37,9 @@ typedef struct srv_opts {
     int         timeout_s;      /* idle connection timeout (default 600 s) */
     int         max_queue;      /* requests waiting for a slot before 503 (default 256) */
     int         max_tokens;     /* cap on generated tokens per request (default: the context) */
+    int         spec_mtp;       /* --spec-type draft-mtp: every slot drafts with the MTP block */
+    int         draft_max;      /* drafts per verify row at most (default 0: 3) */
+    int         draft_vocab;    /* the draft head over this many ids (0: all) */
 } srv_opts;
 
 typedef struct srv srv;

@@ -171,6 +171,9 @@ const char *sched_plan_text(const sched *s);
 
 /* [{id, state, n_ctx, n_past, task}] for GET /slots. */
 cJSON *sched_slots_json(sched *s);
+/* The drafts of every slot together (--spec-type draft-mtp) for /monitor;
+ * NULL when the server does not draft. */
+cJSON *sched_spec_json(sched *s);
 
 /* ---- the server and its connections ------------------------------------------------------- */
 

@@ -153,7 +153,7 @@ static int mtp(spec *s, const int32_t *ids, int n, int p0, const float *h, enum 
                         err);
 }
 
-static int32_t argmax(const float *x, int64_t n)
+int32_t spec_argmax(const float *x, int64_t n)
 {
     int64_t best = 0;
     for (int64_t i = 1; i < n; i++)
@@ -260,7 +260,7 @@ static int draft(spec *s, int32_t x, int P, int *k, int32_t *d, q36_err *err)
     const int32_t *vid;
     const int nv = q36_mtp_vocab(s->e, &vid);
     for (int i = 0; i < *k && !rc; i++) {
-        const int32_t best = argmax(s->mlog, nv);
+        const int32_t best = spec_argmax(s->mlog, nv);
         if (s->p_min > 0 && top10_p(s->mlog, nv, best) < s->p_min) {
             *k = i;
             break;

@@ -87,6 +87,9 @@ const spec_stats *spec_get_stats(const spec *s);
 int spec_round(const spec *s, int32_t *pos, const int32_t **drafts);
 void spec_reset_stats(spec *s);
 
+/* The first index of the largest of x[0..n): a greedy draft. */
+int32_t spec_argmax(const float *x, int64_t n);
+
 /* The standard speculative-sampling rule for one position: a draft d drawn
  * from q is kept with probability min(1, p[d]/q[d]); otherwise the token is
  * drawn from max(0, p - q) renormalized. p and q are distributions over n

@@ -97,7 +97,7 @@ function draw(r) {
     tb.append(tr);
   }
   optional('mon-prefix', r.prefix_cache, 'the prefix cache is off (--cache-ram 0)');
-  optional('mon-mtp', r.mtp, 'q36 serve does not decode with MTP yet');
+  optional('mon-mtp', r.mtp, 'speculative decoding is off (q36 serve --spec-type draft-mtp)');
   optional('mon-gpu', r.gpu, r.server.backend === 'cpu' ? 'no GPU backend (CPU)' : 'not reported');
 
   // Rates between this read and the last; counters are kept monotonic
