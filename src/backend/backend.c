@@ -433,6 +433,12 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
     be->ops->moe_combine(be, y, w, k, out);
 }
 
+/* ----------------------------------------------------------------- passes */
+
+void be_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows) { be->ops->pass_begin(be, key, n_rows); }
+void be_pass_end(be_ctx *be) { be->ops->pass_end(be); }
+void be_stats_get(const be_ctx *be, be_stats *out) { be->ops->stats(be, out); }
+
 /* -------------------------------------------------------------- profiling */
 
 void be_profile_enable(be_ctx *be, int on) { be->ops->profile_enable(be, on); }

@@ -312,6 +312,36 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                     be_tensor *out);
 
+/* ----------------------------------------------------------------- passes */
+
+/* The bounds of one forward pass, for a backend that records a pass once
+ * and replays the recording (the CUDA backend's graphs, Q36_CUDA_GRAPHS=1;
+ * the CPU does nothing). The engine calls be_pass_begin after it has
+ * written the pass's ids and batch and before the pass's first op, and
+ * be_pass_end after the pass (its be_check). `key` is equal for two passes
+ * only when they issue the same ops on the same tensors and views (the
+ * same rows, runs, rows asked for, outputs); 0: never record this pass.
+ * n_rows: the rows of the pass. Everything that differs between two passes
+ * of one key reaches the ops through device tensors (ids, the batch's pos
+ * and runs, the MoE choices), never through the ops' host arguments; the
+ * host copy of the runs (be_batch.seq) may size launches only where a
+ * replaying backend does not need it (cuda_seq.cu). A be_read, be_write,
+ * be_save, be_load, be_sync or be_check inside a pass ends the recorded
+ * part: what follows it runs op by op. A backend that replays checks that
+ * the ops of a replayed pass are the ones it recorded and fails the pass
+ * (be_check) when they are not. */
+void be_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows);
+void be_pass_end(be_ctx *be);
+
+/* Counters of what a backend queued, since the context was made (the CPU:
+ * zeros). launches: kernels and device copies queued one at a time;
+ * graph_launches: recorded passes replayed (one launch each), running
+ * graph_nodes kernels and copies in all; graphs_recorded: passes recorded. */
+typedef struct be_stats {
+    uint64_t launches, graph_launches, graph_nodes, graphs_recorded;
+} be_stats;
+void be_stats_get(const be_ctx *be, be_stats *out);
+
 /* -------------------------------------------------------------- profiling */
 
 /* Per-op wall time, a diagnostic (q36_engine_opts.profile). When enabled,

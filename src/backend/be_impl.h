@@ -124,6 +124,10 @@ struct be_ops {
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
 
+    void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
+    void (*pass_end)(be_ctx *be);
+    void (*stats)(const be_ctx *be, be_stats *out);
+
     void (*profile_enable)(be_ctx *be, int on);
     void (*profile_layer)(be_ctx *be, enum be_layer_kind kind);
     void (*profile_reset)(be_ctx *be);

@@ -793,6 +793,195 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
     free(qkv); free(g); free(beta); free(S0);
 }
 
+/* ----------------------------------------------------------------- graphs */
+
+/* A CUDA context with Q36_CUDA_GRAPHS set to on or off (the environment
+ * as it was afterwards); NULL (a failed case) when none can be made. */
+static char *graphs_env_set(int on)
+{
+    const char *old = getenv("Q36_CUDA_GRAPHS");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("Q36_CUDA_GRAPHS", on ? "1" : "0", 1);
+    return keep;
+}
+static void graphs_env_restore(char *keep)
+{
+    if (keep)
+        setenv("Q36_CUDA_GRAPHS", keep, 1);
+    else
+        unsetenv("Q36_CUDA_GRAPHS");
+    free(keep);
+}
+static be_ctx *cuda_graphs(int on, const be_shape *sh)
+{
+    char *keep = graphs_env_set(on);
+    be_ctx *b = NULL;
+    q36_err err = { 0 };
+    if (be_new("cuda", 0, &b, &err) || be_reserve(b, sh, &err)) {
+        t_fail(on ? "cuda.graph.ctx_on" : "cuda.graph.ctx_off", "%s", err.msg);
+        be_free(b);
+        b = NULL;
+    }
+    graphs_env_restore(keep);
+    return b;
+}
+
+/* One small decode-like pass of two rows from two slots: a Q4_K projection
+ * into q|k|v, the per-head norm of q, rope of q and k at the rows'
+ * positions, k copied out (the copy queue), the K/V store and attention;
+ * `skip_norm` leaves the norm out (another op list under the same key). */
+typedef struct {
+    be_weight *w, *nw;
+    be_tensor *x, *y, *kk, *kc, *vc, *att;
+    be_batch   b;
+} gpass;
+
+enum { G_K = 256, G_HQ = 4, G_HKV = 2, G_HD = 64, G_KV = 200, G_SLOTS = 4 };
+#define G_N ((G_HQ + 2 * G_HKV) * G_HD)
+
+static int gpass_init(be_ctx *be, gpass *p, wt *w, wt *nw)
+{
+    q36_err err = { 0 };
+    memset(p, 0, sizeof *p);
+    if (be_weight_bind(be, &w->t, &p->w, &err) || be_weight_bind(be, &nw->t, &p->nw, &err) ||
+        be_batch_init(be, &p->b, 2, 2, G_KV, &err))
+        return -1;
+    p->x = be_tensor_new(be, 2, G_K);
+    p->y = be_tensor_new(be, 2, G_N);
+    p->kk = be_tensor_new(be, 2, G_HKV * G_HD);
+    p->kc = be_tensor_new_f16(be, G_SLOTS * G_KV, G_HKV * G_HD);
+    p->vc = be_tensor_new_f16(be, G_SLOTS * G_KV, G_HKV * G_HD);
+    p->att = be_tensor_new(be, 2, G_HQ * G_HD);
+    return p->x && p->y && p->kk && p->kc && p->vc && p->att ? 0 : -1;
+}
+
+static void gpass_free(be_ctx *be, gpass *p)
+{
+    be_tensor_free(be, p->x); be_tensor_free(be, p->y); be_tensor_free(be, p->kk);
+    be_tensor_free(be, p->kc); be_tensor_free(be, p->vc); be_tensor_free(be, p->att);
+    be_batch_free(be, &p->b);
+}
+
+/* the pass at positions pa (slot 1) and pb (slot 3) on input x; y and att
+ * read back after it; returns be_check's kind */
+static int gpass_run(be_ctx *be, gpass *p, const float *x, int pa, int pb, bool skip_norm,
+                     float *y, float *att, q36_err *err)
+{
+    const be_seq seq[2] = { { 1, 0, 1, pa }, { 3, 1, 1, pb } };
+    const int32_t sections[4] = { 11, 11, 10, 0 };
+    be_views_reset(be);
+    be_write(be, p->x, 0, 2, x);
+    be_batch_set(be, &p->b, 2, seq);
+    be_pass_begin(be, 0x5eed, 2);
+    be_matmul(be, p->w, 0, p->x, p->y);
+    be_tensor *q = be_view(be, p->y, 0, G_HQ * G_HD);
+    be_tensor *k = be_view(be, p->y, G_HQ * G_HD, G_HKV * G_HD);
+    be_tensor *v = be_view(be, p->y, (G_HQ + G_HKV) * G_HD, G_HKV * G_HD);
+    if (!skip_norm)
+        be_rms_norm(be, q, p->nw, 1e-6f, G_HD, q);
+    be_rope(be, q, G_HD, G_HD, sections, 10000.0f, p->b.pos);
+    be_rope(be, k, G_HD, G_HD, sections, 10000.0f, p->b.pos);
+    be_copy(be, k, p->kk);
+    be_kv_store(be, p->kc, p->vc, p->kk, v, &p->b);
+    be_attention(be, q, p->kc, p->vc, &p->b, G_HQ, G_HKV, G_HD, 0.125f, p->att);
+    be_read(be, p->att, 0, 2, att);
+    be_read(be, p->y, 0, 2, y);
+    const int rc = be_check(be, err);
+    be_pass_end(be);
+    return rc;
+}
+
+/* Graphs at the op level: the same passes on a context with graphs off and
+ * one with graphs on, the second recording the first pass and replaying
+ * the rest on new inputs at other positions (lengths 1 to 200, so the
+ * attention splits of the capacity cover short and long rows). y (the same
+ * kernels on the same inputs) must agree bit for bit; attention, whose
+ * splits differ, to float rounding. Then a pass of the same key with an
+ * op left out must fail (the recording's check) and the next one record
+ * again and agree. */
+static void test_graph_ops(const be_shape *sh)
+{
+    const char *name = "cuda.graph.ops_replay_equal_eager";
+    be_ctx *off = cuda_graphs(0, sh), *on = cuda_graphs(1, sh);
+    if (!off || !on) {
+        be_free(off);
+        be_free(on);
+        return;
+    }
+    t_rng r = t_rng_named(name);
+    wt w, nw;
+    make_weight(&w, &r, QT_Q4_K, G_K, G_N, 1);
+    float *nv = t_randv(&r, G_HD, 1);
+    make_vec(&nw, nv, G_HD, 1);
+    gpass po, pn;
+    if (gpass_init(off, &po, &w, &nw) || gpass_init(on, &pn, &w, &nw)) {
+        t_fail(name, "setting up the pass failed");
+        return;
+    }
+    const int pa[5] = { 0, 1, 37, 150, 151 }, pb[5] = { 5, 6, 100, 199, 2 };
+    float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
+    double worst_y = 0, worst_a = 0, amax = 0;
+    q36_err err = { 0 };
+    int rc = 0;
+    be_stats s0, s1;
+    be_stats_get(on, &s0);
+    for (int i = 0; i < 4 && !rc; i++) {
+        float *x = t_randv(&r, 2 * G_K, 1);
+        rc = gpass_run(off, &po, x, pa[i], pb[i], false, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], false, yn, an, &err);
+        free(x);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++) {
+            worst_a = fmax(worst_a, fabs((double)ao[j] - an[j]));
+            amax = fmax(amax, fabs((double)ao[j]));
+        }
+    }
+    be_stats_get(on, &s1);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, worst_y == 0 && worst_a <= 1e-4 * fmax(1.0, amax) && s1.graphs_recorded - s0.graphs_recorded == 1 &&
+                s1.graph_launches - s0.graph_launches == 4,
+                "y |d| %.3g (0 expected), attention |d| %.3g (1e-4 of max %.3g), %llu recorded "
+                "(1), %llu replays (4)", worst_y, worst_a, amax,
+                (unsigned long long)(s1.graphs_recorded - s0.graphs_recorded),
+                (unsigned long long)(s1.graph_launches - s0.graph_launches));
+    printf("#   %s: y |d| %.3g, attention |d| %.3g; %llu graph nodes in 4 replays, %llu "
+           "single launches\n", name, worst_y, worst_a,
+           (unsigned long long)(s1.graph_nodes - s0.graph_nodes),
+           (unsigned long long)(s1.launches - s0.launches));
+
+    /* the same key, another op list: refused, then recorded again */
+    float *x = t_randv(&r, 2 * G_K, 1);
+    memset(&err, 0, sizeof err);
+    rc = gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+    t_check("cuda.graph.other_ops_same_key_fail", rc != 0 && strstr(err.msg, "recording"),
+            "rc %d: %s", rc, err.msg);
+    memset(&err, 0, sizeof err);
+    rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
+    rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+    worst_y = 0;
+    for (int j = 0; j < 2 * G_N && !rc; j++)
+        worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+    be_stats s2;
+    be_stats_get(on, &s2);
+    if (rc)
+        t_fail("cuda.graph.recorded_again", "%s", err.msg);
+    else
+        t_check("cuda.graph.recorded_again", worst_y == 0 && s2.graphs_recorded == s1.graphs_recorded + 1,
+                "y |d| %.3g, %llu recorded (%llu expected)", worst_y,
+                (unsigned long long)s2.graphs_recorded, (unsigned long long)s1.graphs_recorded + 1);
+    free(x);
+    free(nv);
+    gpass_free(off, &po);
+    gpass_free(on, &pn);
+    be_free(off);
+    be_free(on);
+    free(w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
+    free(nw.deq);
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static void test_tensors(void)
@@ -994,22 +1183,43 @@ typedef struct {
     double prompt_rel, prompt_abs, worst_rel;
     double t_cpu, t_gpu;    /* seconds: prompt; per token */
     double tok_cpu, tok_gpu;
+    q36_backend_stats st0, st1;   /* the second session's backend: after the prompt, at the end */
     int rc;
     q36_err err;
 } model_cmp;
 
+/* The sessions compared: the first on `backend_c` (NULL: the CPU), the
+ * second on CUDA; graphs_*: Q36_CUDA_GRAPHS for a CUDA session (-1: as
+ * the environment says). */
+typedef struct {
+    const char *backend_c;
+    int graphs_c, graphs_g;
+} cmp_opts;
+static const cmp_opts CMP_CPU = { NULL, -1, -1 };
+
+static int session_on(q36_model *m, const char *backend, int graphs, q36_session **out,
+                      q36_err *err)
+{
+    q36_session_opts o = q36_session_opts_default();
+    o.n_threads = 0;
+    o.backend = backend;
+    char *keep = graphs >= 0 ? graphs_env_set(graphs) : NULL;
+    const int rc = q36_session_new(m, 256, &o, out, err);
+    if (graphs >= 0)
+        graphs_env_restore(keep);
+    return rc;
+}
+
 /* P prompt tokens as one pass, then G greedy decodes, both sessions fed
- * the CPU's choice; near-ties counted with threshold tol * std. */
-static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol)
+ * the first one's choice; near-ties counted with threshold tol * std. */
+static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol,
+                                  const cmp_opts *co)
 {
     model_cmp r = { 0 };
-    const int n_ctx = 256, P = 40, G = 64;
-    q36_session_opts oc = q36_session_opts_default(), og = oc;
-    oc.n_threads = 0;
-    og.backend = "cuda";
+    const int P = 40, G = 64;
     q36_session *sc = NULL, *sg = NULL;
-    if ((r.rc = q36_session_new(mc, n_ctx, &oc, &sc, &r.err)) ||
-        (r.rc = q36_session_new(mg, n_ctx, &og, &sg, &r.err))) {
+    if ((r.rc = session_on(mc, co->backend_c, co->graphs_c, &sc, &r.err)) ||
+        (r.rc = session_on(mg, "cuda", co->graphs_g, &sg, &r.err))) {
         q36_session_free(sc);
         return r;
     }
@@ -1025,6 +1235,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
     r.rc = r.rc ? r.rc : q36_session_append(sg, ids, P, lg, Q36_LOGITS_ALL, &r.err);
     r.t_cpu = t1 - t0;
     r.t_gpu = now_s() - t1;
+    q36_engine_backend_stats(q36_session_engine(sg), &r.st0);
     if (!r.rc) {
         r.prompt_rel = logit_diff(lc, lg, (int64_t)V * P, V, &r.prompt_abs);
         r.worst_rel = r.prompt_rel;
@@ -1052,6 +1263,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
             tok = ac;
         }
     }
+    q36_engine_backend_stats(q36_session_engine(sg), &r.st1);
     free(lc);
     free(lg);
     q36_session_free(sc);
@@ -1074,7 +1286,7 @@ static void test_model(const char *path)
     }
     /* the check: the CPU on the f32 twin */
     snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_f32_twin", base);
-    model_cmp r = compare_sessions(mt, m, name, MODEL_TOL);
+    model_cmp r = compare_sessions(mt, m, name, MODEL_TOL, &CMP_CPU);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
@@ -1086,7 +1298,7 @@ static void test_model(const char *path)
            r.worst_rel);
     /* reported: the CPU on the file itself (its own activation rounding) */
     snprintf(name, sizeof name, "cuda.model.%s.vs_cpu_same_file", base);
-    r = compare_sessions(m, m, name, 0.05);
+    r = compare_sessions(m, m, name, 0.05, &CMP_CPU);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
@@ -1097,6 +1309,47 @@ static void test_model(const char *path)
                r.t_gpu * 1e3, r.tok_cpu * 1e3, r.tok_gpu * 1e3);
     q36_model_free(m);
     q36_model_free(mt);
+}
+
+/* Graphs against the op-by-op path on the same file: a CUDA session with
+ * Q36_CUDA_GRAPHS=0 and one with 1, the same prompt and 64 greedy tokens.
+ * The kernels are the same but attention's splits (sized by the capacity
+ * with graphs on), so the logits agree to float rounding carried through
+ * the layers (MODEL_TOL, as the f32 twin) and the greedy tokens are the
+ * same but near-ties; the graphed session must have recorded its decode
+ * step and replayed it for each token. Prints the launches a decode step
+ * costs either way. */
+static void test_model_graphs(const char *path)
+{
+    char name[256];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, sizeof name, "cuda.model.%s.graphs_vs_eager", base);
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    if (q36_model_open(path, &m, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const cmp_opts co = { "cuda", 0, 1 };
+    model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
+    const uint64_t replays = r.st1.graph_launches - r.st0.graph_launches;
+    if (r.rc)
+        t_fail(name, "%s", r.err.msg);
+    else
+        t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0 &&
+                r.st1.graphs_recorded >= 1 && replays >= 64,
+                "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
+                "tokens differ beyond a near-tie; %llu graphs recorded, %llu launched in 64 "
+                "decodes (64 expected)", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad,
+                (unsigned long long)r.st1.graphs_recorded, (unsigned long long)replays);
+    printf("#   %s: prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, %d "
+           "other; worst %.4g std; a decode step: %.1f single launches + %.2f graph launches "
+           "of %.1f nodes; decode: eager %.3f ms/token, graphs %.3f ms/token\n", name,
+           r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad, r.worst_rel,
+           (double)(r.st1.launches - r.st0.launches) / 64.0, (double)replays / 64.0,
+           replays ? (double)(r.st1.graph_nodes - r.st0.graph_nodes) / (double)replays : 0.0,
+           r.tok_cpu * 1e3, r.tok_gpu * 1e3);
+    q36_model_free(m);
 }
 
 /* Several slots in one pass: 4 slots of different prompt lengths in one
@@ -1475,12 +1728,15 @@ int main(int argc, char **argv)
     const bool ops = !(argc > 1 && !strcmp(argv[1], "--no-ops"));
     const int a0 = ops ? 1 : 2;
 
-    if (ops)
+    if (ops) {
         test_ops();
+        test_graph_ops(&sh);
+    }
 
     for (int i = a0; i < argc; i++) {
         test_model(argv[i]);
         test_model_slots(argv[i]);
+        test_model_graphs(argv[i]);
     }
     be_free(cpu);
     be_free(gpu);

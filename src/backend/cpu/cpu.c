@@ -123,6 +123,18 @@ nomem:
                        tf * sizeof(float) / 1048576.0);
 }
 
+/* Passes run op by op here: nothing to record, nothing counted. */
+static void cpu_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
+{
+    (void)be; (void)key; (void)n_rows;
+}
+static void cpu_pass_end(be_ctx *be) { (void)be; }
+static void cpu_stats(const be_ctx *be, be_stats *out)
+{
+    (void)be;
+    memset(out, 0, sizeof *out);
+}
+
 static const struct be_ops cpu_ops = {
     .name = "cpu",
     .free = cpu_free,
@@ -158,6 +170,9 @@ static const struct be_ops cpu_ops = {
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
+    .pass_begin = cpu_pass_begin,
+    .pass_end = cpu_pass_end,
+    .stats = cpu_stats,
     .profile_enable = cpu_profile_enable,
     .profile_layer = cpu_profile_layer,
     .profile_reset = cpu_profile_reset,

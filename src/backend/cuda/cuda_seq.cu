@@ -14,7 +14,11 @@
  * time), merge in shared memory and write (max, sum, unnormalized output)
  * to the reserved partials; a second kernel merges the splits. Splits are
  * as many as keep about ATT_BLOCKS blocks in flight for short batches
- * (decode), at least ATT_MIN_KEYS keys each, one for long batches. f16
+ * (decode), at least ATT_MIN_KEYS keys each, one for long batches. The
+ * longest K/V length of the batch (host) sizes them; with graphs on
+ * (cuda_graph.cu) the K/V capacity does instead, so a recorded step fits
+ * every later length, and each row divides its own length among the
+ * splits on the device (splits past it are empty). f16
  * caches: q is rounded to f16 before the scores and the probabilities
  * before they weigh V, as the CPU does.
  *
@@ -147,7 +151,8 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
     const int4 run = run_of(runs, n_seq, r);
     const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
-    const int64_t j0 = (int64_t)s * chunk, j1 = j0 + chunk < L ? j0 + chunk : L;
+    const int64_t ch = chunk > 0 ? chunk : (L + nsplit - 1) / nsplit;   /* 0: from L */
+    const int64_t j0 = (int64_t)s * ch, j1 = j0 + ch < L ? j0 + ch : L;
     const int64_t hk = h / group, slot = run.x < 0 ? 0 : run.x;
     const CK *kb = kc + slot * kv_rows * ldkc + hk * HD + lane * NPL;
     const CV *vb = vc + slot * kv_rows * ldvc + hk * HD + lane * NPL;
@@ -249,14 +254,16 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     const int64_t T = q->rows;
     if (!T)
         return;
-    int64_t maxL = 1;
-    for (int s = 0; s < b->n_seq; s++)
+    /* graphs on: sizes from the capacity, each row's keys split on the device */
+    const bool dev_len = c->graphs_on;
+    int64_t maxL = dev_len ? b->kv_rows : 1;
+    for (int s = 0; s < b->n_seq && !dev_len; s++)
         if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
             maxL = b->seq[s].pos0 + b->seq[s].n_rows;
     int64_t nsplit = ATT_BLOCKS / (T * n_head);
     const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
     nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
-    const int64_t chunk = (maxL + nsplit - 1) / nsplit;
+    const int64_t chunk = dev_len ? 0 : (maxL + nsplit - 1) / nsplit;
     const size_t need = (size_t)(T * n_head * nsplit) * (size_t)(head_dim + 2);
     if (need > c->part_floats) {
         be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
