@@ -155,6 +155,25 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
                int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
                uint64_t seed, q36_err *err);
 
+/* ------------------------------------------------------------ the device */
+
+/* The GPU board's energy counter (bench_energy.c: NVML through dlopen);
+ * NULL when there is none (no library, no device). bench_energy_j: joules
+ * since an arbitrary origin, negative when the read fails. */
+typedef struct bench_energy bench_energy;
+bench_energy *bench_energy_open(void);
+double bench_energy_j(const bench_energy *e);
+void bench_energy_close(bench_energy *e);      /* accepts NULL */
+
+/* What the q36 runner's backend queued per token in its last time_gen
+ * (q36_engine_backend_stats differences over the decodes, divided by
+ * their count): single launches, graph launches and the graph's nodes.
+ * All zero on the CPU. e must come from bench_q36_open. */
+typedef struct bench_launches {
+    double launches, graph_launches, graph_nodes;
+} bench_launches;
+void bench_q36_launches(const bench_engine *e, bench_launches *out);
+
 /* Monotonic wall clock in seconds. */
 double bench_now(void);
 
