@@ -38,6 +38,9 @@
 #define U 0x1p-24
 
 static be_ctx *cpu, *gpu;
+/* the context's switches in the matmul cases' names: "" (the default
+ * path) or ".fastmv" (test_fast_mv) */
+static const char *variant = "";
 static double worst_ratio_all;
 static char worst_name[128];
 
@@ -248,7 +251,7 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
 static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld", quant_type_name(type),
+    snprintf(name, sizeof name, "cuda%s.matmul_%s_%lldx%lld_r%lld", variant, quant_type_name(type),
              (long long)K, (long long)N, (long long)R);
     t_rng r = t_rng_named(name);
     wt w;
@@ -283,7 +286,7 @@ static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 static void test_matmul_n(const uint32_t *types, int n, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_n_%d_%s%s_r%lld", n, quant_type_name(types[0]),
+    snprintf(name, sizeof name, "cuda%s.matmul_n_%d_%s%s_r%lld", variant, n, quant_type_name(types[0]),
              types[1] == types[0] ? "_same" : "_mixed", (long long)R);
     t_rng r = t_rng_named(name);
     const int64_t K = 512;
@@ -336,7 +339,7 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
                            bool per_rank)
 {
     char name[112];
-    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s",
+    snprintf(name, sizeof name, "cuda%s.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s", variant,
              quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
              (long long)T, per_rank ? "_rank_rows" : "");
     t_rng r = t_rng_named(name);
@@ -795,35 +798,70 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
 
 /* ----------------------------------------------------------------- graphs */
 
-/* A CUDA context with Q36_CUDA_GRAPHS set to on or off (the environment
- * as it was afterwards); NULL (a failed case) when none can be made. */
-static char *graphs_env_set(int on)
+/* A switch of the environment set on or off; returns what it was, for
+ * env_restore. */
+static char *env_set(const char *var, int on)
 {
-    const char *old = getenv("Q36_CUDA_GRAPHS");
+    const char *old = getenv(var);
     char *keep = old ? strdup(old) : NULL;
-    setenv("Q36_CUDA_GRAPHS", on ? "1" : "0", 1);
+    setenv(var, on ? "1" : "0", 1);
     return keep;
 }
-static void graphs_env_restore(char *keep)
+static void env_restore(const char *var, char *keep)
 {
     if (keep)
-        setenv("Q36_CUDA_GRAPHS", keep, 1);
+        setenv(var, keep, 1);
     else
-        unsetenv("Q36_CUDA_GRAPHS");
+        unsetenv(var);
     free(keep);
 }
-static be_ctx *cuda_graphs(int on, const be_shape *sh)
+static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on); }
+static void graphs_env_restore(char *keep) { env_restore("Q36_CUDA_GRAPHS", keep); }
+
+/* A CUDA context made with the switch `var` on or off, reserved for sh;
+ * NULL (a failed case) when none can be made. */
+static be_ctx *cuda_env(const char *var, int on, const be_shape *sh)
 {
-    char *keep = graphs_env_set(on);
+    char *keep = env_set(var, on);
     be_ctx *b = NULL;
     q36_err err = { 0 };
     if (be_new("cuda", 0, &b, &err) || be_reserve(b, sh, &err)) {
-        t_fail(on ? "cuda.graph.ctx_on" : "cuda.graph.ctx_off", "%s", err.msg);
+        t_fail("cuda.switched_ctx", "%s=%d: %s", var, on, err.msg);
         be_free(b);
         b = NULL;
     }
-    graphs_env_restore(keep);
+    env_restore(var, keep);
     return b;
+}
+static be_ctx *cuda_graphs(int on, const be_shape *sh) { return cuda_env("Q36_CUDA_GRAPHS", on, sh); }
+
+/* Q36_CUDA_FASTMV=1: the Q4_K decode matvecs that read 16 bytes a lane
+ * (cuda_matmul.cu, dot_q4k) against the CPU with the default path's
+ * bounds: decode rows 1, 2, 3, 8 (passes of 4 rows), rows of 1 to 32
+ * blocks (a warp step reads 4: partial and several steps), odd output
+ * counts, matmul_n groups and expert products. */
+static void test_fast_mv(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_FASTMV", 1, sh), *keep = gpu;
+    if (!f)
+        return;
+    gpu = f;
+    variant = ".fastmv";
+    test_matmul(QT_Q4_K, 256, 33, 1);
+    test_matmul(QT_Q4_K, 512, 257, 3);
+    test_matmul(QT_Q4_K, 1024, 96, 8);
+    test_matmul(QT_Q4_K, 1280, 64, 2);
+    test_matmul(QT_Q4_K, 2048, 300, 1);
+    test_matmul(QT_Q4_K, 8192, 40, 4);
+    const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
+    test_matmul_n(q4, 4, 1);
+    test_matmul_n(q4, 6, 3);
+    test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    gpu = keep;
+    variant = "";
+    be_free(f);
 }
 
 /* One small decode-like pass of two rows from two slots: a Q4_K projection
@@ -1731,6 +1769,7 @@ int main(int argc, char **argv)
     if (ops) {
         test_ops();
         test_graph_ops(&sh);
+        test_fast_mv(&sh);
     }
 
     for (int i = a0; i < argc; i++) {

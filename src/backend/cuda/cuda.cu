@@ -22,7 +22,8 @@
  * default 0); Q36_CUDA_GRAPHS=1 records each decode step's ops once per
  * shape and replays them as one CUDA graph launch (cuda_graph.cu; off by
  * default: the op-by-op path is the tested one), with the small uploads
- * of a pass queued through pinned staging without a wait. */
+ * of a pass queued through pinned staging without a wait; Q36_CUDA_FASTMV=1
+ * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu). */
 #include "cuda.h"
 
 #include <stdio.h>
@@ -733,6 +734,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         c->stage = NULL;        /* reads go straight to pageable memory */
     }
     c->graphs_on = env_on("Q36_CUDA_GRAPHS");
+    c->fast_mv = env_on("Q36_CUDA_FASTMV");
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -64,6 +64,7 @@ struct cuda_ctx {
     void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
+    bool            fast_mv;       /* Q36_CUDA_FASTMV=1: cuda_matmul.cu's dot_q4k */
     /* graphs (Q36_CUDA_GRAPHS=1, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
