@@ -357,6 +357,14 @@ void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, 
     be->ops->rms_norm(be, x, w, eps, group, y);
 }
 
+void be_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps,
+                     int64_t group, be_tensor *y)
+{
+    assert(o->rows == x->rows && o->cols == x->cols && y->rows == x->rows && y->cols == x->cols);
+    assert(y->data != x->data && y->data != o->data);
+    be->ops->add_rms_norm(be, o, x, w, eps, group, y);
+}
+
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     be->ops->l2_norm(be, x, eps, group, y);
@@ -431,6 +439,14 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out)
 {
     be->ops->moe_combine(be, y, w, k, out);
+}
+
+void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    assert(g->rows == out->rows && g->cols == 1 && s->rows == out->rows && s->cols == out->cols);
+    assert(s->data != out->data);
+    be->ops->moe_combine_shared(be, y, w, k, g, s, out);
 }
 
 /* ----------------------------------------------------------------- passes */

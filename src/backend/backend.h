@@ -233,6 +233,12 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
  * w (optional, F32 weight of `group` elements) multiplies after. x may be y. */
 void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                  int64_t group, be_tensor *y);
+/* x = o + x (be_add(o, x, x)), then y = be_rms_norm(x, w, eps, group): the
+ * residual add and the next norm as one op, the same results (a backend
+ * may run them as one kernel: the CUDA one with Q36_CUDA_FUSED=1). y is
+ * not x or o. */
+void be_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                     float eps, int64_t group, be_tensor *y);
 /* ggml's L2 norm form: rms norm with eps/group, then times 1/sqrtf(group). */
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
 
@@ -311,6 +317,13 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                     be_tensor *out);
+/* The MoE output with the shared expert, as one op: be_sigmoid(g, g),
+ * be_mul_col(s, g, s), be_moe_combine(y, w, k, out), be_add(out, s, out):
+ * out[t] = combine[t] + s[t] * sigmoid(g[t]) with the same results; g (T x
+ * 1, the shared expert's gate logits) and s (T x D, its output) are
+ * clobbered; out is not s. */
+void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *out);
 
 /* ----------------------------------------------------------------- passes */
 

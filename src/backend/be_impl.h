@@ -94,6 +94,8 @@ struct be_ops {
 
     void (*rms_norm)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                      int64_t group, be_tensor *y);
+    void (*add_rms_norm)(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                         float eps, int64_t group, be_tensor *y);
     void (*l2_norm)(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
     void (*add)(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
     void (*mul)(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
@@ -123,6 +125,8 @@ struct be_ops {
                       be_tensor *w);
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
+    void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                               be_tensor *g, be_tensor *s, be_tensor *out);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

@@ -8,8 +8,9 @@
 # The ops and the whole models run twice: as the backend's default (op by
 # op) and with the new paths on (NEW=1: Q36_CUDA_GRAPHS=1, decode steps
 # recorded and replayed as CUDA graphs; Q36_CUDA_FASTMV=1, the 16-byte Q4_K
-# matvecs). Each model run also compares graphs on and off directly, and
-# the op run checks each switch's own cases either way.
+# matvecs; Q36_CUDA_FUSED=1, the fused add+norm and MoE combine kernels).
+# Each model run also compares graphs on and off directly, and the op run
+# checks each switch's own cases either way.
 # Ends with "N passed, N failed".
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
@@ -61,7 +62,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout 150 env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" \
+    timeout 150 env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" \
         "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
@@ -72,7 +73,7 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
 }
 for NEW in 0 1; do
     sfx=$([ "$NEW" = 1 ] && echo -new)
-    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW"
+    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW Q36_CUDA_FUSED=$NEW"
     one "ops$sfx"
     for m in "${models[@]}"; do
         one "model-$(basename "$m" .gguf)$sfx" --no-ops "$m"

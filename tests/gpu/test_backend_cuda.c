@@ -1020,6 +1020,119 @@ static void test_graph_ops(const be_shape *sh)
     free(nw.deq);
 }
 
+/* ------------------------------------------------------------ fused ops */
+
+/* a tensor of backend b holding x (rows x cols f32), and one read back */
+static be_tensor *up_on(be_ctx *b, const float *x, int64_t rows, int64_t cols)
+{
+    be_tensor *t = be_tensor_new(b, rows, cols);
+    if (t && x)
+        be_write(b, t, 0, rows, x);
+    return t;
+}
+static float *down_on(be_ctx *b, const be_tensor *t)
+{
+    const int64_t rows = be_rows_of(t);
+    float *v = malloc(sizeof(float) * (size_t)(rows * be_cols_of(t) + 1));
+    be_read(b, t, 0, rows, v);
+    return v;
+}
+static int64_t bits_differ(const float *a, const float *b, int64_t n)
+{
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return d;
+}
+
+/* Q36_CUDA_FUSED=1: be_add_rms_norm and be_moe_combine_shared as one
+ * kernel each, against the same entries on the default context (the
+ * separate kernels: the same roundings in the same order, so equal bits)
+ * and against the CPU (the separate ops' bounds: the norm's 4 roundings;
+ * the CPU's lane exp in the sigmoid, 8 u, and the products and the add). */
+static void test_fused(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_FUSED", 1, sh);
+    if (!f)
+        return;
+    char name[96];
+    static const int64_t ns[4][2] = { { 1, 1024 }, { 3, 2048 }, { 8, 200 }, { 2, 64 } };
+    for (int c = 0; c < 4; c++) {
+        const int64_t R = ns[c][0], D = ns[c][1];
+        snprintf(name, sizeof name, "cuda.fused.add_rms_norm_%lldx%lld", (long long)R, (long long)D);
+        t_rng r = t_rng_named(name);
+        float *o = t_randv(&r, R * D, 2), *x = t_randv(&r, R * D, 3), *wv = t_randv(&r, D, 1);
+        wt w;
+        make_vec(&w, wv, D, 1);
+        be_weight *wf = NULL;
+        be_weight_bind(f, &w.t, &wf, NULL);
+        pair op = up(o, R, D), xp = up(x, R, D), yp = up(NULL, R, D);
+        be_tensor *of = up_on(f, o, R, D), *xf = up_on(f, x, R, D), *yf = up_on(f, NULL, R, D);
+        be_add_rms_norm(cpu, op.c, xp.c, w.wc, 1e-6f, D, yp.c);
+        be_add_rms_norm(gpu, op.g, xp.g, w.wg, 1e-6f, D, yp.g);
+        be_add_rms_norm(f, of, xf, wf, 1e-6f, D, yf);
+        q36_err err = { 0 };
+        if (gpu_ok(name) && !be_check(f, &err)) {
+            float *xg, *xc, *yg, *yc;
+            down(xp, &xc, &xg);
+            down(yp, &yc, &yg);
+            float *xfv = down_on(f, xf), *yfv = down_on(f, yf);
+            const int64_t dx = bits_differ(xg, xfv, R * D), dy = bits_differ(yg, yfv, R * D);
+            double *b = rowscale_bound(yc, R, D, 4 * U);
+            char n2[128];
+            snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
+            t_check(n2, dx == 0 && dy == 0, "%lld of x, %lld of y differ from the separate ops",
+                    (long long)dx, (long long)dy);
+            snprintf(n2, sizeof n2, "%s.vs_cpu", name);
+            verdict(n2, yc, yfv, R * D, b, 0);
+            snprintf(n2, sizeof n2, "%s.sum_vs_cpu", name);
+            verdict(n2, xc, xfv, R * D, NULL, 1e-30);      /* one rounding of one add: equal */
+            free(b); free(xg); free(xc); free(yg); free(yc); free(xfv); free(yfv);
+        } else if (err.kind)
+            t_fail(name, "%s", err.msg);
+        pfree(op); pfree(xp); pfree(yp);
+        be_tensor_free(f, of); be_tensor_free(f, xf); be_tensor_free(f, yf);
+        free(o); free(x); free(wv);
+    }
+    static const int64_t ms[4][3] = { { 1, 8, 2048 }, { 5, 8, 96 }, { 3, 1, 200 }, { 2, 3, 64 } };
+    for (int c = 0; c < 4; c++) {
+        const int64_t T = ms[c][0], k = ms[c][1], D = ms[c][2];
+        snprintf(name, sizeof name, "cuda.fused.moe_combine_shared_t%lld_top%lld_d%lld", (long long)T,
+                 (long long)k, (long long)D);
+        t_rng r = t_rng_named(name);
+        float *y = t_randv(&r, T * k * D, 1), *wv = t_randv(&r, T * k, 1);
+        float *g = t_randv(&r, T, 2), *sv = t_randv(&r, T * D, 1);
+        pair yt = up(y, T * k, D), wt_ = up(wv, T, k), gt = up(g, T, 1), st = up(sv, T, D),
+             out = up(NULL, T, D);
+        be_tensor *yf = up_on(f, y, T * k, D), *wf = up_on(f, wv, T, k), *gf = up_on(f, g, T, 1),
+                  *sf = up_on(f, sv, T, D), *of = up_on(f, NULL, T, D);
+        be_moe_combine_shared(cpu, yt.c, wt_.c, k, gt.c, st.c, out.c);
+        be_moe_combine_shared(gpu, yt.g, wt_.g, k, gt.g, st.g, out.g);
+        be_moe_combine_shared(f, yf, wf, k, gf, sf, of);
+        q36_err err = { 0 };
+        if (gpu_ok(name) && !be_check(f, &err)) {
+            float *oc, *og;
+            down(out, &oc, &og);
+            float *ofv = down_on(f, of);
+            const int64_t d = bits_differ(og, ofv, T * D);
+            char n2[160];
+            snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
+            t_check(n2, d == 0, "%lld of %lld outputs differ from the separate ops", (long long)d,
+                    (long long)(T * D));
+            double *b = rowscale_bound(oc, T, D, 16 * U);
+            snprintf(n2, sizeof n2, "%s.vs_cpu", name);
+            verdict(n2, oc, ofv, T * D, b, 0);
+            free(b); free(oc); free(og); free(ofv);
+        } else if (err.kind)
+            t_fail(name, "%s", err.msg);
+        pfree(yt); pfree(wt_); pfree(gt); pfree(st); pfree(out);
+        be_tensor_free(f, yf); be_tensor_free(f, wf); be_tensor_free(f, gf);
+        be_tensor_free(f, sf); be_tensor_free(f, of);
+        free(y); free(wv); free(g); free(sv);
+    }
+    be_free(f);
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static void test_tensors(void)
@@ -1770,6 +1883,7 @@ int main(int argc, char **argv)
         test_ops();
         test_graph_ops(&sh);
         test_fast_mv(&sh);
+        test_fused(&sh);
     }
 
     for (int i = a0; i < argc; i++) {

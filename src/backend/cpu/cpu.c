@@ -123,6 +123,24 @@ nomem:
                        tf * sizeof(float) / 1048576.0);
 }
 
+/* The contract's fused entries, op by op here (the same calls as the
+ * separate ops, so the same bits). */
+static void cpu_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                             float eps, int64_t group, be_tensor *y)
+{
+    cpu_add(be, o, x, x);
+    cpu_rms_norm(be, x, w, eps, group, y);
+}
+
+static void cpu_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                                   be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    cpu_sigmoid(be, g, g);
+    cpu_mul_col(be, s, g, s);
+    cpu_moe_combine(be, y, w, k, out);
+    cpu_add(be, out, s, out);
+}
+
 /* Passes run op by op here: nothing to record, nothing counted. */
 static void cpu_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
@@ -154,6 +172,7 @@ static const struct be_ops cpu_ops = {
     .matmul_n = cpu_matmul_n,
     .matmul_id = cpu_matmul_id,
     .rms_norm = cpu_rms_norm,
+    .add_rms_norm = cpu_add_rms_norm,
     .l2_norm = cpu_l2_norm,
     .add = cpu_add,
     .mul = cpu_mul,
@@ -170,6 +189,7 @@ static const struct be_ops cpu_ops = {
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
+    .moe_combine_shared = cpu_moe_combine_shared,
     .pass_begin = cpu_pass_begin,
     .pass_end = cpu_pass_end,
     .stats = cpu_stats,

@@ -23,7 +23,9 @@
  * shape and replays them as one CUDA graph launch (cuda_graph.cu; off by
  * default: the op-by-op path is the tested one), with the small uploads
  * of a pass queued through pinned staging without a wait; Q36_CUDA_FASTMV=1
- * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu). */
+ * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu);
+ * Q36_CUDA_FUSED=1 runs the contract's fused entries (add + RMS norm, MoE
+ * combine + shared expert) as one kernel each (cuda_ops.cu). */
 #include "cuda.h"
 
 #include <stdio.h>
@@ -511,6 +513,7 @@ OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tens
 OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
 OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
+OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
 OP(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
 OP(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
 OP(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
@@ -527,6 +530,7 @@ OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
+OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
 #undef OP
 #undef CUT
 
@@ -620,6 +624,7 @@ static const struct be_ops cuda_ops = {
     .matmul_n = f_cuda_matmul_n,
     .matmul_id = f_cuda_matmul_id,
     .rms_norm = f_cuda_rms_norm,
+    .add_rms_norm = f_cuda_add_rms_norm,
     .l2_norm = f_cuda_l2_norm,
     .add = f_cuda_add,
     .mul = f_cuda_mul,
@@ -636,6 +641,7 @@ static const struct be_ops cuda_ops = {
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,
+    .moe_combine_shared = f_cuda_moe_combine_shared,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,
@@ -735,6 +741,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     }
     c->graphs_on = env_on("Q36_CUDA_GRAPHS");
     c->fast_mv = env_on("Q36_CUDA_FASTMV");
+    c->fused = env_on("Q36_CUDA_FUSED");
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -65,6 +65,7 @@ struct cuda_ctx {
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
     bool            fast_mv;       /* Q36_CUDA_FASTMV=1: cuda_matmul.cu's dot_q4k */
+    bool            fused;         /* Q36_CUDA_FUSED=1: cuda_ops.cu's fused entries */
     /* graphs (Q36_CUDA_GRAPHS=1, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
@@ -145,6 +146,8 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
 /* ---- cuda_ops.cu */
 void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
                    be_tensor *y);
+void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                       float eps, int64_t group, be_tensor *y);
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
 void cuda_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cuda_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
@@ -159,6 +162,8 @@ void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const 
 void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                       be_tensor *out);
+void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                             be_tensor *g, be_tensor *s, be_tensor *out);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,

@@ -7,22 +7,22 @@
  * ggml's lane exp: norms sum float squares in double; rope forms its
  * angles by repeated float multiplication and rotates with one fused
  * multiply-add; the router's top k takes the lower index on exact ties;
- * the combine rounds each product before adding it, in rank order. */
+ * the combine rounds each product before adding it, in rank order.
+ *
+ * Fused entries (Q36_CUDA_FUSED=1; otherwise they run the separate ops):
+ * the residual add with the next RMS norm, and the MoE combine with the
+ * shared expert's gate and add. Each computes what its separate ops
+ * compute, in the same order with the same roundings, so the two paths
+ * agree bit for bit (tests/gpu/test_backend_cuda.c checks it). */
 #include "cuda.h"
 
 #include <assert.h>
 
 /* ---------------------------------------------------------------- norms */
 
-/* One block per (row, group): y = x * (1/sqrtf(mean + eps)) [* w] * post */
-__global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, int64_t gpr,
-                       const float *__restrict__ w, float eps, float post, float *y, int64_t ldy)
+/* The block's sum of each thread's s (every thread gets it). */
+__device__ __forceinline__ double block_sum(double s)
 {
-    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
-    const float *xr = x + r * ldx + g0;
-    double s = 0.0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
-        s += (double)(xr[i] * xr[i]);
     __shared__ double red[32];
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -39,7 +39,20 @@ __global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, 
             red[0] = s;
     }
     __syncthreads();
-    const float mean = (float)(red[0] / (double)group);
+    return red[0];
+}
+
+/* One block per (row, group): y = x * (1/sqrtf(mean + eps)) [* w] * post */
+__global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, int64_t gpr,
+                       const float *__restrict__ w, float eps, float post, float *y, int64_t ldy)
+{
+    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
+    const float *xr = x + r * ldx + g0;
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
+        s += (double)(xr[i] * xr[i]);
+    s = block_sum(s);
+    const float mean = (float)(s / (double)group);
     const float scale = 1.0f / sqrtf(mean + eps);
     float *yr = y + r * ldy + g0;
     for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
@@ -52,6 +65,10 @@ __global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, 
     }
 }
 
+/* threads of a norm block over groups of `group` (the fused add-norm
+ * takes the same, so its sums run in the same order) */
+static int norm_threads(int64_t group) { return group >= 256 ? 256 : group >= 128 ? 128 : 64; }
+
 static void norm(be_ctx *be, const be_tensor *x, const float *w, float eps, float post,
                  int64_t group, be_tensor *y, const char *what)
 {
@@ -60,7 +77,7 @@ static void norm(be_ctx *be, const be_tensor *x, const float *w, float eps, floa
     if (!x->rows)
         return;
     const int64_t gpr = x->cols / group;
-    const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
+    const int threads = norm_threads(group);
     k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
         (const float *)x->data, x->ld, group, gpr, w, eps, post, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, what);
@@ -71,6 +88,52 @@ void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps
 {
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
     norm(be, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
+}
+
+/* x = o + x, then k_norm's y from x: each thread adds, stores and squares
+ * its elements in k_norm's order, then scales what it stored */
+__global__ void k_add_norm(const float *__restrict__ o, int64_t ldo, float *x, int64_t ldx,
+                           int64_t group, int64_t gpr, const float *__restrict__ w, float eps,
+                           float *y, int64_t ldy)
+{
+    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
+    const float *orow = o + r * ldo + g0;
+    float *xr = x + r * ldx + g0;
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+        const float v = orow[i] + xr[i];
+        xr[i] = v;
+        s += (double)(v * v);
+    }
+    s = block_sum(s);
+    const float mean = (float)(s / (double)group);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    float *yr = y + r * ldy + g0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+        float v = xr[i] * scale;
+        if (w)
+            v = v * w[i];
+        yr[i] = v;
+    }
+}
+
+void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                       float eps, int64_t group, be_tensor *y)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_add(be, o, x, x);
+        cuda_rms_norm(be, x, w, eps, group, y);
+        return;
+    }
+    assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
+    assert(x->cols % group == 0 && !x->f16 && !y->f16 && !o->f16);
+    if (!x->rows)
+        return;
+    const int64_t gpr = x->cols / group;
+    k_add_norm<<<(unsigned)(x->rows * gpr), norm_threads(group), 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)o->data, o->ld, (float *)x->data, x->ld, group, gpr,
+        w ? (const float *)w->data : NULL, eps, (float *)y->data, y->ld);
+    CUDA_LAUNCHED(be, "k_add_norm");
 }
 
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
@@ -323,6 +386,44 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
             o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
         out[t * ldo + c] = o;
     }
+}
+
+/* k_combine's sum, plus s * sigmoid(g) as k_ew forms it, added last */
+__global__ void k_combine_shared(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
+                                 const float *g, int64_t ldg, const float *s, int64_t lds,
+                                 float *out, int64_t ldo, int64_t rows, int64_t cols)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / cols, c = i % cols;
+        const float *wr = w + t * ldw;
+        float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
+        for (int64_t j = 1; j < k; j++)
+            o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
+        const float gt = g[t * ldg];
+        const float sig = 1.0f / (1.0f + expf(-gt));
+        out[t * ldo + c] = __fadd_rn(o, __fmul_rn(s[t * lds + c], sig));
+    }
+}
+
+void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                             be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_sigmoid(be, g, g);
+        cuda_mul_col(be, s, g, s);
+        cuda_moe_combine(be, y, w, k, out);
+        cuda_add(be, out, s, out);
+        return;
+    }
+    assert(y->rows >= out->rows * k && y->cols == out->cols && w->cols == k);
+    const int64_t n = out->rows * out->cols;
+    if (!n)
+        return;
+    k_combine_shared<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (const float *)g->data,
+        g->ld, (const float *)s->data, s->ld, (float *)out->data, out->ld, out->rows, out->cols);
+    CUDA_LAUNCHED(be, "k_combine_shared");
 }
 
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
