@@ -930,13 +930,14 @@ static int gpass_run(be_ctx *be, gpass *p, const float *x, int pa, int pb, bool 
 }
 
 /* Graphs at the op level: the same passes on a context with graphs off and
- * one with graphs on, the second recording the first pass and replaying
- * the rest on new inputs at other positions (lengths 1 to 200, so the
+ * one with graphs on, the second running the first pass op by op (a key
+ * seen once), recording the second and replaying the rest on new inputs at
+ * other positions (lengths 1 to 200, so the
  * attention splits of the capacity cover short and long rows). y (the same
  * kernels on the same inputs) must agree bit for bit; attention, whose
  * splits differ, to float rounding. Then a pass of the same key with an
- * op left out must fail (the recording's check) and the next one record
- * again and agree. */
+ * op left out must fail (the recording's check), and of the next two the
+ * second record again, both agreeing. */
 static void test_graph_ops(const be_shape *sh)
 {
     const char *name = "cuda.graph.ops_replay_equal_eager";
@@ -980,13 +981,13 @@ static void test_graph_ops(const be_shape *sh)
         t_fail(name, "%s", err.msg);
     else
         t_check(name, worst_y == 0 && worst_a <= 1e-4 * fmax(1.0, amax) && s1.graphs_recorded - s0.graphs_recorded == 1 &&
-                s1.graph_launches - s0.graph_launches == 4,
+                s1.graph_launches - s0.graph_launches == 3,
                 "y |d| %.3g (0 expected), attention |d| %.3g (1e-4 of max %.3g), %llu recorded "
-                "(1), %llu replays (4)", worst_y, worst_a, amax,
+                "(1), %llu graph launches (3)", worst_y, worst_a, amax,
                 (unsigned long long)(s1.graphs_recorded - s0.graphs_recorded),
                 (unsigned long long)(s1.graph_launches - s0.graph_launches));
-    printf("#   %s: y |d| %.3g, attention |d| %.3g; %llu graph nodes in 4 replays, %llu "
-           "single launches\n", name, worst_y, worst_a,
+    printf("#   %s: y |d| %.3g, attention |d| %.3g; %llu graph nodes in 3 launches, %llu "
+           "single launches (the first pass)\n", name, worst_y, worst_a,
            (unsigned long long)(s1.graph_nodes - s0.graph_nodes),
            (unsigned long long)(s1.launches - s0.launches));
 
@@ -997,11 +998,13 @@ static void test_graph_ops(const be_shape *sh)
     t_check("cuda.graph.other_ops_same_key_fail", rc != 0 && strstr(err.msg, "recording"),
             "rc %d: %s", rc, err.msg);
     memset(&err, 0, sizeof err);
-    rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
-    rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
     worst_y = 0;
-    for (int j = 0; j < 2 * G_N && !rc; j++)
-        worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+    for (int i = 0; i < 2 && !rc; i++) {
+        rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+    }
     be_stats s2;
     be_stats_get(on, &s2);
     if (rc)
@@ -1468,8 +1471,8 @@ static void test_model(const char *path)
  * with graphs on), so the logits agree to float rounding carried through
  * the layers (MODEL_TOL, as the f32 twin) and the greedy tokens are the
  * same but near-ties; the graphed session must have recorded its decode
- * step and replayed it for each token. Prints the launches a decode step
- * costs either way. */
+ * step (on the second) and launched it for each token after the first.
+ * Prints the launches a decode step costs either way. */
 static void test_model_graphs(const char *path)
 {
     char name[256];
@@ -1488,10 +1491,10 @@ static void test_model_graphs(const char *path)
         t_fail(name, "%s", r.err.msg);
     else
         t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0 &&
-                r.st1.graphs_recorded >= 1 && replays >= 64,
+                r.st1.graphs_recorded >= 1 && replays >= 63,
                 "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
                 "tokens differ beyond a near-tie; %llu graphs recorded, %llu launched in 64 "
-                "decodes (64 expected)", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad,
+                "decodes (63 expected: the first runs op by op)", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad,
                 (unsigned long long)r.st1.graphs_recorded, (unsigned long long)replays);
     printf("#   %s: prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, %d "
            "other; worst %.4g std; a decode step: %.1f single launches + %.2f graph launches "

@@ -42,7 +42,7 @@ typedef struct cuda_copy_job {
 #define CUDA_GRAPHS_MAX 16
 typedef struct cuda_graph {
     uint64_t        key, fp, used;
-    int64_t         n_ops;
+    int64_t         n_ops;         /* -1: seen once, not recorded yet */
     size_t          nodes;
     cudaGraphExec_t exec;          /* NULL when the part had no op */
 } cuda_graph;

@@ -4,8 +4,9 @@
  * The engine brackets each forward pass with be_pass_begin(key, rows) and
  * be_pass_end (backend.h, "passes"). The first pass of a key (of at most
  * CUDA_GRAPH_ROWS rows: decode steps and small batches, whose matmuls are
- * the warp kernels; larger ones call cuBLAS and run op by op) is captured
- * from the stream: its ops are recorded, not run, up to the first read,
+ * the warp kernels; larger ones call cuBLAS and run op by op) runs op by
+ * op, so that every kernel it launches is loaded (lazy module loading)
+ * before any capture; the second is captured from the stream: its ops are recorded, not run, up to the first read,
  * write or sync of the pass (the "cut"), where the graph is instantiated
  * and launched. Later passes of the key skip their ops up to the cut and
  * launch the graph there instead. What follows the cut (the logits' read,
@@ -48,6 +49,20 @@ static int graph_find(cuda_ctx *c, uint64_t key)
     return -1;
 }
 
+/* A slot for a new key: a free one, or the least recently used. */
+static cuda_graph *graph_slot(cuda_ctx *c)
+{
+    if (c->n_graphs < CUDA_GRAPHS_MAX)
+        return &c->graphs[c->n_graphs++];
+    cuda_graph *g = &c->graphs[0];
+    for (int i = 1; i < c->n_graphs; i++)
+        if (c->graphs[i].used < g->used)
+            g = &c->graphs[i];
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    return g;
+}
+
 void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -59,8 +74,13 @@ void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
     c->gfp = key;
     c->gops = 0;
     c->gcur = graph_find(c, key);
-    if (c->gcur >= 0) {
+    if (c->gcur >= 0 && c->graphs[c->gcur].n_ops >= 0) {
         c->gmode = GM_REPLAY;
+        return;
+    }
+    if (c->gcur < 0) {         /* first sighting: op by op, remembered */
+        cuda_graph *g = graph_slot(c);
+        *g = (cuda_graph){ key, 0, ++c->gtick, -1, 0, NULL };
         return;
     }
     if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
@@ -90,20 +110,6 @@ static void launch(be_ctx *be, cuda_graph *g)
         c->stats.graph_launches++;
         c->stats.graph_nodes += g->nodes;
     }
-}
-
-/* A slot for a new graph: a free one, or the least recently used. */
-static cuda_graph *graph_slot(cuda_ctx *c)
-{
-    if (c->n_graphs < CUDA_GRAPHS_MAX)
-        return &c->graphs[c->n_graphs++];
-    cuda_graph *g = &c->graphs[0];
-    for (int i = 1; i < c->n_graphs; i++)
-        if (c->graphs[i].used < g->used)
-            g = &c->graphs[i];
-    if (g->exec)
-        cudaGraphExecDestroy(g->exec);
-    return g;
 }
 
 static void cut_capture(be_ctx *be)
@@ -143,7 +149,7 @@ static void cut_capture(be_ctx *be)
                 (long long)c->gops, cudaGetErrorString(e));
         return;
     }
-    cuda_graph *g = graph_slot(c);
+    cuda_graph *g = &c->graphs[c->gcur];    /* the key's entry, seen once */
     g->key = c->gkey;
     g->fp = c->gfp;
     g->n_ops = c->gops;
