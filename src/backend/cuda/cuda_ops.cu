@@ -42,15 +42,24 @@ __device__ __forceinline__ double block_sum(double s)
     return red[0];
 }
 
-/* One block per (row, group): y = x * (1/sqrtf(mean + eps)) [* w] * post */
-__global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, int64_t gpr,
-                       const float *__restrict__ w, float eps, float post, float *y, int64_t ldy)
+/* One block per (row, group): with o (the fused add), x = o + x first,
+ * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post. Each thread
+ * squares, and scales, the elements it added. */
+__global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
+                       int64_t gpr, const float *__restrict__ w, float eps, float post, float *y,
+                       int64_t ldy)
 {
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
-    const float *xr = x + r * ldx + g0;
+    float *xr = x + r * ldx + g0;
     double s = 0.0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
-        s += (double)(xr[i] * xr[i]);
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+        float v = xr[i];
+        if (o) {
+            v = o[r * ldo + g0 + i] + v;
+            xr[i] = v;
+        }
+        s += (double)(v * v);
+    }
     s = block_sum(s);
     const float mean = (float)(s / (double)group);
     const float scale = 1.0f / sqrtf(mean + eps);
@@ -65,21 +74,19 @@ __global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, 
     }
 }
 
-/* threads of a norm block over groups of `group` (the fused add-norm
- * takes the same, so its sums run in the same order) */
-static int norm_threads(int64_t group) { return group >= 256 ? 256 : group >= 128 ? 128 : 64; }
-
-static void norm(be_ctx *be, const be_tensor *x, const float *w, float eps, float post,
-                 int64_t group, be_tensor *y, const char *what)
+/* y = norm of x (with o: of x = o + x, stored first) */
+static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float *w, float eps,
+                 float post, int64_t group, be_tensor *y, const char *what)
 {
     assert(x->rows == y->rows && x->cols == y->cols && x->cols % group == 0);
-    assert(!x->f16 && !y->f16);
+    assert(!x->f16 && !y->f16 && (!o || (!o->f16 && o->rows == x->rows && o->cols == x->cols)));
     if (!x->rows)
         return;
     const int64_t gpr = x->cols / group;
-    const int threads = norm_threads(group);
+    const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
     k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)x->data, x->ld, group, gpr, w, eps, post, (float *)y->data, y->ld);
+        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
+        eps, post, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, what);
 }
 
@@ -87,34 +94,7 @@ void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps
                    be_tensor *y)
 {
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
-    norm(be, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
-}
-
-/* x = o + x, then k_norm's y from x: each thread adds, stores and squares
- * its elements in k_norm's order, then scales what it stored */
-__global__ void k_add_norm(const float *__restrict__ o, int64_t ldo, float *x, int64_t ldx,
-                           int64_t group, int64_t gpr, const float *__restrict__ w, float eps,
-                           float *y, int64_t ldy)
-{
-    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
-    const float *orow = o + r * ldo + g0;
-    float *xr = x + r * ldx + g0;
-    double s = 0.0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
-        const float v = orow[i] + xr[i];
-        xr[i] = v;
-        s += (double)(v * v);
-    }
-    s = block_sum(s);
-    const float mean = (float)(s / (double)group);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    float *yr = y + r * ldy + g0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
-        float v = xr[i] * scale;
-        if (w)
-            v = v * w[i];
-        yr[i] = v;
-    }
+    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
 }
 
 void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
@@ -126,20 +106,13 @@ void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_we
         return;
     }
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
-    assert(x->cols % group == 0 && !x->f16 && !y->f16 && !o->f16);
-    if (!x->rows)
-        return;
-    const int64_t gpr = x->cols / group;
-    k_add_norm<<<(unsigned)(x->rows * gpr), norm_threads(group), 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)o->data, o->ld, (float *)x->data, x->ld, group, gpr,
-        w ? (const float *)w->data : NULL, eps, (float *)y->data, y->ld);
-    CUDA_LAUNCHED(be, "k_add_norm");
+    norm(be, o, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(add, rms)");
 }
 
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     const float n = (float)group;
-    norm(be, x, NULL, eps / n, 1.0f / sqrtf(n), group, y, "k_norm(l2)");
+    norm(be, NULL, x, NULL, eps / n, 1.0f / sqrtf(n), group, y, "k_norm(l2)");
 }
 
 /* ----------------------------------------------------------- elementwise */
@@ -374,8 +347,12 @@ void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *s
     CUDA_LAUNCHED(be, "k_route");
 }
 
+/* out[t] = the routed rows' weighted sum, products rounded then added in
+ * rank order; with s (the fused entry), plus s[t] * sigmoid(g[t]) formed
+ * as k_ew forms it, added last */
 __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
-                          float *out, int64_t ldo, int64_t rows, int64_t cols)
+                          const float *g, int64_t ldg, const float *s, int64_t lds, float *out,
+                          int64_t ldo, int64_t rows, int64_t cols)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -384,25 +361,12 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
         float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
         for (int64_t j = 1; j < k; j++)
             o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
+        if (s) {
+            const float gt = g[t * ldg];
+            const float sig = 1.0f / (1.0f + expf(-gt));
+            o = __fadd_rn(o, __fmul_rn(s[t * lds + c], sig));
+        }
         out[t * ldo + c] = o;
-    }
-}
-
-/* k_combine's sum, plus s * sigmoid(g) as k_ew forms it, added last */
-__global__ void k_combine_shared(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
-                                 const float *g, int64_t ldg, const float *s, int64_t lds,
-                                 float *out, int64_t ldo, int64_t rows, int64_t cols)
-{
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / cols, c = i % cols;
-        const float *wr = w + t * ldw;
-        float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
-        for (int64_t j = 1; j < k; j++)
-            o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
-        const float gt = g[t * ldg];
-        const float sig = 1.0f / (1.0f + expf(-gt));
-        out[t * ldo + c] = __fadd_rn(o, __fmul_rn(s[t * lds + c], sig));
     }
 }
 
@@ -420,10 +384,10 @@ void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w,
     const int64_t n = out->rows * out->cols;
     if (!n)
         return;
-    k_combine_shared<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+    k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
         (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (const float *)g->data,
         g->ld, (const float *)s->data, s->ld, (float *)out->data, out->ld, out->rows, out->cols);
-    CUDA_LAUNCHED(be, "k_combine_shared");
+    CUDA_LAUNCHED(be, "k_combine(shared)");
 }
 
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
@@ -434,7 +398,7 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
     if (!n)
         return;
     k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (float *)out->data,
-        out->ld, out->rows, out->cols);
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, NULL, 0, NULL, 0,
+        (float *)out->data, out->ld, out->rows, out->cols);
     CUDA_LAUNCHED(be, "k_combine");
 }
