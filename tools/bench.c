@@ -89,6 +89,7 @@ static void usage(FILE *o)
 "                      (median of 5 passes over 1 GiB), then set every tg test\n"
 "                      against it: bytes per decode step (weights read, K/V rows\n"
 "                      read, DeltaNet state read and written) x t/s = GB/s moved\n"
+"                      (with -ngl: the GPU memory's, read by a kernel there)\n"
 "%s"
 "                      (a --baseline llama.cpp gets -ngl 99 too: point --llama-lib\n"
 "                      at a CUDA build's lib/, e.g. ../shared/llama-cuda's; tg tests\n"
@@ -404,7 +405,10 @@ static void md_header(const run *R)
     if (R->n_eng > 1)
         printf("baseline: llama.cpp %s (%s): %s\n", R->eng[1]->desc.build, R->eng[1]->desc.detail,
                R->eng[1]->desc.model_type);
-    if (R->membw.n)
+    if (R->membw.n && R->gpu)
+        printf("device memory read bandwidth (%s): %.2f GB/s median [%.2f, %.2f] of %d passes over 1 GiB\n",
+               o->cfg.backend, R->membw.median, R->membw.min, R->membw.max, R->membw.n);
+    else if (R->membw.n)
         printf("memory read bandwidth: %.2f GB/s median [%.2f, %.2f] of %d passes over 1 GiB, %d threads\n",
                R->membw.median, R->membw.min, R->membw.max, R->membw.n, o->cfg.n_threads);
     printf("t/s: median [min, max] of %d repetitions%s\n\n", o->reps,
@@ -532,7 +536,10 @@ static void print_traffic(const run *R)
         return;
     printf("\ndecode traffic: MB (1e6 B) one step moves at the test's mean position (weights read once,\n"
            "experts by n_used/n_expert, K/V rows read, DeltaNet state read and written) times median t/s");
-    if (R->membw.n)
+    if (R->membw.n && R->gpu)
+        printf(";\n%% of the measured device memory read bandwidth, %.2f GB/s [%.2f, %.2f]",
+               R->membw.median, R->membw.min, R->membw.max);
+    else if (R->membw.n)
         printf(";\n%% of the measured memory read bandwidth, %.2f GB/s [%.2f, %.2f] with %d threads",
                R->membw.median, R->membw.min, R->membw.max, R->o->cfg.n_threads);
     printf("\n\n| %-16s | %8s | %7s | %6s | %6s |", "test", "MB/step", "weights", "K/V", "state");
@@ -745,10 +752,11 @@ int cmd_bench(int argc, char **argv)
             goto done;
         }
     }
-    if (o.bandwidth &&
-        (rc = bench_membw(o.cfg.n_threads, (size_t)1 << 30, 5, &R.membw, &err)))
-        goto done;
     R.gpu = o.cfg.backend != NULL;
+    if (o.bandwidth &&
+        (rc = R.gpu ? bench_membw_device(o.cfg.backend, (size_t)1 << 30, 5, &R.membw, &err)
+                    : bench_membw(o.cfg.n_threads, (size_t)1 << 30, 5, &R.membw, &err)))
+        goto done;
     if (R.gpu)
         R.energy = bench_energy_open();
     if (o.out == OUT_MD)

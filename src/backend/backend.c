@@ -57,10 +57,11 @@ static const struct {
     uint64_t (*scratch_bytes)(const be_shape *shape, int n_threads);
     int (*device_info)(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
                        q36_err *err);
+    int (*read_bw)(uint64_t bytes, int passes, double *gbps, q36_err *err);
 } builtin[] = {
-    { "cpu", be_cpu_new, be_cpu_scratch_bytes, NULL },
+    { "cpu", be_cpu_new, be_cpu_scratch_bytes, NULL, NULL },
 #ifdef Q36_CUDA
-    { "cuda", be_cuda_new, be_cuda_scratch_bytes, be_cuda_device_info },
+    { "cuda", be_cuda_new, be_cuda_scratch_bytes, be_cuda_device_info, be_cuda_read_bandwidth },
 #endif
 };
 
@@ -107,6 +108,18 @@ int be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b
         return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
                            builtin[i].name);
     return builtin[i].device_info(desc, desc_n, free_b, total_b, err);
+}
+
+int be_device_read_bandwidth(const char *name, uint64_t bytes, int passes, double *gbps,
+                             q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i < 0)
+        return i;
+    if (!builtin[i].read_bw)
+        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device memory of its own",
+                           builtin[i].name);
+    return builtin[i].read_bw(bytes, passes, gbps, err);
 }
 
 void be_base_free(be_ctx *be)

@@ -105,6 +105,10 @@ int  be_cuda_new(int n_threads, be_ctx **out, q36_err *err);
 uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads);
 int  be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
                          q36_err *err);
+/* The read bandwidth of the CUDA device's memory: gbps[i], GB/s (1e9 B/s),
+ * of timed pass i < passes of a kernel that reads a buffer of `bytes` with
+ * 16-byte loads (cuda/cuda_membw.cu; one untimed pass first). */
+int  be_cuda_read_bandwidth(uint64_t bytes, int passes, double *gbps, q36_err *err);
 /* Device bytes be_weight_bind of the CUDA backend takes for t (types
  * without device kernels are uploaded as f32). */
 uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
@@ -114,6 +118,11 @@ uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
  * engine's own check), Q36_E_ARG for a name not built in. */
 int  be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
                     uint64_t *total_b, q36_err *err);
+/* The device's memory read bandwidth of a built-in backend by name, as
+ * be_cuda_read_bandwidth; Q36_E_UNSUP for the CPU (tools/bench measures
+ * host memory itself). */
+int  be_device_read_bandwidth(const char *name, uint64_t bytes, int passes, double *gbps,
+                              q36_err *err);
 
 void be_free(be_ctx *be);                                  /* accepts NULL */
 const char *be_name(const be_ctx *be);                     /* "cpu" */

@@ -40,16 +40,16 @@ run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 NEWENV=${NEWENV:-Q36_CUDA_GRAPHS=1 Q36_CUDA_FASTMV=1 Q36_CUDA_FUSED=1}
 base=()
 [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
-run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3
-run 200 env $NEWENV "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3 "${base[@]}"
+run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+run 200 env $NEWENV "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3 "${base[@]}"
 if [ -n "$trained" ]; then
-    run 90 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
-    run 90 env $NEWENV "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
+    run 90 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+    run 90 env $NEWENV "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
 fi
 if [ "${BENCH_35B:-1}" = 1 ]; then
     m35=$log/models/35b-a3b-q4km.gguf
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
-        run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
-        run 200 env $NEWENV "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 "${base[@]}"
+        run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 &&
+        run 200 env $NEWENV "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 "${base[@]}"
     rm -f "$m35"
 fi

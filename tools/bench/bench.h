@@ -147,6 +147,10 @@ int bench_q36_traffic(bench_engine *e, double ctx_positions, bench_traffic *out,
  * parts of a buffer of `bytes`, `passes` timed passes after one untimed
  * one (bench_membw.c). */
 int bench_membw(int n_threads, size_t bytes, int passes, bench_stats *gbps, q36_err *err);
+/* The same for the device memory of a built-in backend (backend.h,
+ * be_device_read_bandwidth: "cuda"). */
+int bench_membw_device(const char *backend, size_t bytes, int passes, bench_stats *gbps,
+                       q36_err *err);
 
 /* --spec-type draft-mtp: plain greedy decoding against MTP speculative
  * decoding from a prompt (text file, or n_prompt seeded ids), -r

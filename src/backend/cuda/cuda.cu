@@ -659,7 +659,7 @@ static bool env_on(const char *name)
     return s && *s && strcmp(s, "0");
 }
 
-static int device_index(void)
+int cuda_device_index(void)
 {
     const char *s = getenv("Q36_CUDA_DEVICE");
     return s && *s ? atoi(s) : 0;
@@ -675,7 +675,7 @@ extern "C" int be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, 
         return q36_err_set(err, Q36_E_UNSUP, "cuda backend: no CUDA device (%s)",
                            e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     }
-    const int dev = device_index();
+    const int dev = cuda_device_index();
     if (dev < 0 || dev >= n)
         return q36_err_set(err, Q36_E_ARG, "cuda backend: Q36_CUDA_DEVICE=%d but %d device(s)",
                            dev, n);
@@ -718,7 +718,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     if (!c)
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
     c->base.ops = &cuda_ops;
-    c->device = device_index();
+    c->device = cuda_device_index();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);

@@ -106,6 +106,9 @@ static inline unsigned cuda_blocks(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
+/* The device Q36_CUDA_DEVICE names (default 0). */
+int cuda_device_index(void);
+
 /* Quantized types with device kernels (matvec and dequantization); any
  * other type is dequantized to f32 on the host at bind time. */
 bool cuda_type_native(uint32_t type);
