@@ -390,6 +390,14 @@ void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->silu(be, x
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->sigmoid(be, x, y); }
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
 
+void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                      const be_tensor *z, be_tensor *y)
+{
+    assert(z->rows == x->rows && z->cols == x->cols && y->rows == x->rows && y->cols == x->cols);
+    assert(z->data != y->data && z->data != x->data);
+    be->ops->rms_norm_gate(be, x, w, eps, group, z, y);
+}
+
 void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias, const be_weight *a,
                   const be_tensor *b, be_tensor *g, be_tensor *beta)
 {
@@ -425,6 +433,13 @@ void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
 {
     assert(x->rows == b->n_rows);
     be->ops->ssm_conv(be, x, tails, w, b, y);
+}
+
+void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                      const be_batch *b, be_tensor *y)
+{
+    assert(x->rows == b->n_rows);
+    be->ops->ssm_conv_silu(be, x, tails, w, b, y);
 }
 
 void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,

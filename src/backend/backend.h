@@ -261,6 +261,11 @@ void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */
 #define be_gate_silu(be, x, z, y) be_swiglu((be), (z), (x), (y))
+/* be_rms_norm(x, w, eps, group, y), then be_gate_silu(y, z, y): the
+ * DeltaNet gated norm as one op, the same results (the CUDA backend fuses
+ * it with Q36_CUDA_FUSED=1). y may be x; z is neither. */
+void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                      int64_t group, const be_tensor *z, be_tensor *y);
 
 /* DeltaNet decay and beta (MODEL.md §2.4), per row, Hv columns:
  * g = softplus(alpha + dt_bias) * a;  beta = sigmoid(b). In place allowed. */
@@ -299,6 +304,10 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
  * the last raw rows. */
 void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                  const be_batch *b, be_tensor *y);
+/* be_ssm_conv, then be_silu(y, y), as one op with the same results (the
+ * CUDA backend fuses it with Q36_CUDA_FUSED=1). */
+void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                      const be_batch *b, be_tensor *y);
 
 /* The gated delta rule, token by token (MODEL.md §2.5), llama.cpp's fused
  * op, each run on its slot's state. qkv: T x (2*Hk*dk + Hv*dk) with q and

@@ -103,6 +103,8 @@ struct be_ops {
     void (*silu)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*sigmoid)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*swiglu)(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
+    void (*rms_norm_gate)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                          int64_t group, const be_tensor *z, be_tensor *y);
     void (*deltanet_gates)(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                       const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 
@@ -115,6 +117,8 @@ struct be_ops {
                       float scale, be_tensor *out);
     void (*ssm_conv)(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                      const be_batch *b, be_tensor *y);
+    void (*ssm_conv_silu)(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                          const be_batch *b, be_tensor *y);
     void (*deltanet)(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                      const be_batch *b, be_tensor *out);

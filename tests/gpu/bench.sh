@@ -9,7 +9,7 @@
 # Each q36 bench runs twice: the default path (op by op) and with the new
 # paths on ($NEWENV: Q36_CUDA_GRAPHS=1, decode steps replayed as CUDA
 # graphs, Q36_CUDA_FASTMV=1, the 16-byte Q4_K matvecs, Q36_CUDA_FUSED=1,
-# the fused add+norm and MoE combine kernels); with LLAMA_LIB
+# the fused add+norm, DeltaNet and MoE combine kernels); with LLAMA_LIB
 # set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked), the new
 # run adds --baseline llama.cpp on the same file. q36 bench -ngl prints the
 # launches and the board energy (NVML) per decode token.

@@ -8,7 +8,8 @@
 # The ops and the whole models run twice: as the backend's default (op by
 # op) and with the new paths on (NEW=1: Q36_CUDA_GRAPHS=1, decode steps
 # recorded and replayed as CUDA graphs; Q36_CUDA_FASTMV=1, the 16-byte Q4_K
-# matvecs; Q36_CUDA_FUSED=1, the fused add+norm and MoE combine kernels).
+# matvecs; Q36_CUDA_FUSED=1, the fused add+norm, DeltaNet conv+SiLU and
+# gated norm, MoE combine kernels).
 # Each model run also compares graphs on and off directly, and the op run
 # checks each switch's own cases either way.
 # Ends with "N passed, N failed".

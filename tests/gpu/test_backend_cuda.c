@@ -1048,8 +1048,125 @@ static int64_t bits_differ(const float *a, const float *b, int64_t n)
     return d;
 }
 
-/* Q36_CUDA_FUSED=1: be_add_rms_norm and be_moe_combine_shared as one
- * kernel each, against the same entries on the default context (the
+/* be_rms_norm_gate (the DeltaNet gated norm, in place as the model runs
+ * it) on the fused context f: bits against the default context's separate
+ * kernels, and against the CPU (the norm's 4 roundings, the CPU's lane exp
+ * in silu: 8 u, one product). */
+static void fused_norm_gate(be_ctx *f, int64_t R, int64_t D, int64_t group)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.fused.rms_norm_gate_%lldx%lld_g%lld", (long long)R,
+             (long long)D, (long long)group);
+    t_rng r = t_rng_named(name);
+    float *x = t_randv(&r, R * D, 3), *z = t_randv(&r, R * D, 2), *wv = t_randv(&r, group, 1);
+    wt w;
+    make_vec(&w, wv, group, 1);
+    be_weight *wf = NULL;
+    be_weight_bind(f, &w.t, &wf, NULL);
+    pair xp = up(x, R, D), zp = up(z, R, D);
+    be_tensor *xf = up_on(f, x, R, D), *zf = up_on(f, z, R, D);
+    be_rms_norm_gate(cpu, xp.c, w.wc, 1e-6f, group, zp.c, xp.c);
+    be_rms_norm_gate(gpu, xp.g, w.wg, 1e-6f, group, zp.g, xp.g);
+    be_rms_norm_gate(f, xf, wf, 1e-6f, group, zf, xf);
+    q36_err err = { 0 };
+    if (gpu_ok(name) && !be_check(f, &err)) {
+        float *c, *g;
+        down(xp, &c, &g);
+        float *fv = down_on(f, xf);
+        const int64_t d = bits_differ(g, fv, R * D);
+        char n2[128];
+        snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
+        t_check(n2, d == 0, "%lld of %lld outputs differ from the separate ops", (long long)d,
+                (long long)(R * D));
+        double *b = rowscale_bound(c, R, D, 16 * U);
+        snprintf(n2, sizeof n2, "%s.vs_cpu", name);
+        verdict(n2, c, fv, R * D, b, 0);
+        free(b); free(c); free(g); free(fv);
+    } else if (err.kind)
+        t_fail(name, "%s", err.msg);
+    pfree(xp); pfree(zp);
+    be_tensor_free(f, xf); be_tensor_free(f, zf);
+    free(x); free(z); free(wv);
+}
+
+/* be_ssm_conv_silu on the fused context f: two passes (the second goes on
+ * from the tails the first left), outputs and tails against the default
+ * context's separate kernels (bits) and the CPU (the conv's 4 u and silu's
+ * 8 u; the tails: equal). */
+static void fused_conv(be_ctx *f, int64_t C, int n_seq, const int *len)
+{
+    char name[96];
+    int64_t T = 0;
+    for (int i = 0; i < n_seq; i++)
+        T += len[i];
+    snprintf(name, sizeof name, "cuda.fused.ssm_conv_silu_c%lld_seq%d_t%lld", (long long)C, n_seq,
+             (long long)T);
+    t_rng r = t_rng_named(name);
+    const int64_t Kc = 4, n_slots = 8;
+    float *w = t_randv(&r, Kc * C, 0.5f);
+    wt ww;
+    make_vec(&ww, w, Kc, C);
+    be_weight *wf = NULL;
+    be_weight_bind(f, &ww.t, &wf, NULL);
+    pair tails = up(NULL, n_slots * C, Kc - 1);
+    be_tensor *tf = up_on(f, NULL, n_slots * C, Kc - 1);
+    int slot[16], pos0[16];
+    be_seq seq[16];
+    for (int i = 0; i < n_seq; i++) {
+        slot[i] = (i * 5 + 2) % (int)n_slots;
+        pos0[i] = 0;
+    }
+    bool ok = true;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        bpair b = batch_of(n_seq, slot, len, pos0, 1 << 20);
+        be_batch bf;
+        int64_t row = 0;
+        for (int i = 0; i < n_seq; i++) {
+            seq[i] = (be_seq){ slot[i], (int32_t)row, len[i], pos0[i] };
+            row += len[i];
+        }
+        be_batch_init(f, &bf, T, n_seq, 1 << 20, NULL);
+        be_batch_set(f, &bf, n_seq, seq);
+        float *x = t_randv(&r, T * C, 1);
+        pair xt = up(x, T, C), y = up(NULL, T, C);
+        be_tensor *xf = up_on(f, x, T, C), *yf = up_on(f, NULL, T, C);
+        be_ssm_conv_silu(cpu, xt.c, tails.c, ww.wc, &b.c, y.c);
+        be_ssm_conv_silu(gpu, xt.g, tails.g, ww.wg, &b.g, y.g);
+        be_ssm_conv_silu(f, xf, tf, wf, &bf, yf);
+        q36_err err = { 0 };
+        if ((ok = gpu_ok(name) && !be_check(f, &err))) {
+            float *c, *g, *tc, *tg;
+            down(y, &c, &g);
+            down(tails, &tc, &tg);
+            float *fv = down_on(f, yf), *tfv = down_on(f, tf);
+            const int64_t dy = bits_differ(g, fv, T * C);
+            const int64_t dt = bits_differ(tg, tfv, n_slots * C * (Kc - 1));
+            char n2[128];
+            snprintf(n2, sizeof n2, "%s.pass%d.same_bits_as_separate", name, pass);
+            t_check(n2, dy == 0 && dt == 0, "%lld outputs, %lld tail values differ", (long long)dy,
+                    (long long)dt);
+            double *bd = rowscale_bound(c, T, C, 12 * U);
+            snprintf(n2, sizeof n2, "%s.pass%d.vs_cpu", name, pass);
+            verdict(n2, c, fv, T * C, bd, 0);
+            snprintf(n2, sizeof n2, "%s.pass%d.tails_vs_cpu", name, pass);
+            verdict(n2, tc, tfv, n_slots * C * (Kc - 1), NULL, 1e-30);
+            free(bd); free(c); free(g); free(tc); free(tg); free(fv); free(tfv);
+        } else if (err.kind)
+            t_fail(name, "%s", err.msg);
+        pfree(xt); pfree(y); bfree(&b);
+        be_tensor_free(f, xf); be_tensor_free(f, yf);
+        be_batch_free(f, &bf);
+        free(x);
+        for (int i = 0; i < n_seq; i++)
+            pos0[i] += len[i];
+    }
+    pfree(tails);
+    be_tensor_free(f, tf);
+    free(w);
+}
+
+/* Q36_CUDA_FUSED=1: be_add_rms_norm and be_moe_combine_shared (and the
+ * two above) as one kernel each, against the same entries on the default context (the
  * separate kernels: the same roundings in the same order, so equal bits)
  * and against the CPU (the separate ops' bounds: the norm's 4 roundings;
  * the CPU's lane exp in the sigmoid, 8 u, and the products and the add). */
@@ -1133,6 +1250,12 @@ static void test_fused(const be_shape *sh)
         be_tensor_free(f, sf); be_tensor_free(f, of);
         free(y); free(wv); free(g); free(sv);
     }
+    fused_norm_gate(f, 1, 4096, 128);
+    fused_norm_gate(f, 5, 512, 64);
+    fused_norm_gate(f, 2, 200, 100);
+    const int l1[1] = { 1 }, l3[3] = { 4, 1, 7 };
+    fused_conv(f, 8192, 1, l1);
+    fused_conv(f, 300, 3, l3);
     be_free(f);
 }
 

@@ -141,6 +141,20 @@ static void cpu_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tens
     cpu_add(be, out, s, out);
 }
 
+static void cpu_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                              int64_t group, const be_tensor *z, be_tensor *y)
+{
+    cpu_rms_norm(be, x, w, eps, group, y);
+    cpu_swiglu(be, z, y, y);
+}
+
+static void cpu_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                              const be_batch *b, be_tensor *y)
+{
+    cpu_ssm_conv(be, x, tails, w, b, y);
+    cpu_silu(be, y, y);
+}
+
 /* Passes run op by op here: nothing to record, nothing counted. */
 static void cpu_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
@@ -180,11 +194,13 @@ static const struct be_ops cpu_ops = {
     .silu = cpu_silu,
     .sigmoid = cpu_sigmoid,
     .swiglu = cpu_swiglu,
+    .rms_norm_gate = cpu_rms_norm_gate,
     .deltanet_gates = cpu_deltanet_gates,
     .rope = cpu_rope,
     .kv_store = cpu_kv_store,
     .attention = cpu_attention,
     .ssm_conv = cpu_ssm_conv,
+    .ssm_conv_silu = cpu_ssm_conv_silu,
     .deltanet = cpu_deltanet,
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,

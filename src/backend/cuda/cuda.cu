@@ -24,8 +24,9 @@
  * default: the op-by-op path is the tested one), with the small uploads
  * of a pass queued through pinned staging without a wait; Q36_CUDA_FASTMV=1
  * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu);
- * Q36_CUDA_FUSED=1 runs the contract's fused entries (add + RMS norm, MoE
- * combine + shared expert) as one kernel each (cuda_ops.cu). */
+ * Q36_CUDA_FUSED=1 runs the contract's fused entries (add + RMS norm, the
+ * DeltaNet gated norm, conv + SiLU, MoE combine + shared expert) as one
+ * kernel each (cuda_ops.cu, cuda_seq.cu). */
 #include "cuda.h"
 
 #include <stdio.h>
@@ -515,6 +516,7 @@ OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
 OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
 OP(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
+OP(cuda_rms_norm_gate, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, const be_tensor *z, be_tensor *y), (be, x, w, eps, g, z, y))
 OP(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
 OP(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
 OP(cuda_mul_col, (be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y), (be, a, s, y))
@@ -526,6 +528,7 @@ OP(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t s
 OP(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
 OP(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
 OP(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
+OP(cuda_ssm_conv_silu, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
 OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
@@ -632,11 +635,13 @@ static const struct be_ops cuda_ops = {
     .silu = f_cuda_silu,
     .sigmoid = f_cuda_sigmoid,
     .swiglu = f_cuda_swiglu,
+    .rms_norm_gate = f_cuda_rms_norm_gate,
     .deltanet_gates = f_cuda_deltanet_gates,
     .rope = f_cuda_rope,
     .kv_store = f_cuda_kv_store,
     .attention = f_cuda_attention,
     .ssm_conv = f_cuda_ssm_conv,
+    .ssm_conv_silu = f_cuda_ssm_conv_silu,
     .deltanet = f_cuda_deltanet,
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,

@@ -152,6 +152,8 @@ void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps
 void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
                        float eps, int64_t group, be_tensor *y);
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
+void cuda_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                        int64_t group, const be_tensor *z, be_tensor *y);
 void cuda_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cuda_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cuda_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
@@ -176,6 +178,8 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
                     float scale, be_tensor *out);
 void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                    const be_batch *b, be_tensor *y);
+void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                        const be_batch *b, be_tensor *y);
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);

@@ -10,8 +10,9 @@
  * the combine rounds each product before adding it, in rank order.
  *
  * Fused entries (Q36_CUDA_FUSED=1; otherwise they run the separate ops):
- * the residual add with the next RMS norm, and the MoE combine with the
- * shared expert's gate and add. Each computes what its separate ops
+ * the residual add with the next RMS norm, the DeltaNet gated norm, and
+ * the MoE combine with the shared expert's gate and add (the conv with its
+ * SiLU is in cuda_seq.cu). Each computes what its separate ops
  * compute, in the same order with the same roundings, so the two paths
  * agree bit for bit (tests/gpu/test_backend_cuda.c checks it). */
 #include "cuda.h"
@@ -43,11 +44,12 @@ __device__ __forceinline__ double block_sum(double s)
 }
 
 /* One block per (row, group): with o (the fused add), x = o + x first,
- * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post. Each thread
- * squares, and scales, the elements it added. */
+ * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post, and with z (the
+ * fused gate) times silu(z) as k_ew's swiglu forms it. Each thread squares,
+ * and scales, the elements it added. */
 __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
-                       int64_t gpr, const float *__restrict__ w, float eps, float post, float *y,
-                       int64_t ldy)
+                       int64_t gpr, const float *__restrict__ w, float eps, float post,
+                       const float *z, int64_t ldz, float *y, int64_t ldy)
 {
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
     float *xr = x + r * ldx + g0;
@@ -70,13 +72,17 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
             v = v * w[i];
         if (post != 1.0f)
             v = v * post;
+        if (z) {
+            const float zz = z[r * ldz + g0 + i];
+            v = zz / (1.0f + expf(-zz)) * v;
+        }
         yr[i] = v;
     }
 }
 
-/* y = norm of x (with o: of x = o + x, stored first) */
+/* y = norm of x (with o: of x = o + x, stored first; with z: times silu(z)) */
 static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float *w, float eps,
-                 float post, int64_t group, be_tensor *y, const char *what)
+                 float post, int64_t group, const be_tensor *z, be_tensor *y, const char *what)
 {
     assert(x->rows == y->rows && x->cols == y->cols && x->cols % group == 0);
     assert(!x->f16 && !y->f16 && (!o || (!o->f16 && o->rows == x->rows && o->cols == x->cols)));
@@ -86,7 +92,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
     k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
-        eps, post, (float *)y->data, y->ld);
+        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, what);
 }
 
@@ -94,7 +100,7 @@ void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps
                    be_tensor *y)
 {
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
-    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
+    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, NULL, y, "k_norm(rms)");
 }
 
 void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
@@ -106,13 +112,28 @@ void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_we
         return;
     }
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
-    norm(be, o, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(add, rms)");
+    norm(be, o, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, NULL, y,
+         "k_norm(add, rms)");
+}
+
+void cuda_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                        int64_t group, const be_tensor *z, be_tensor *y)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_rms_norm(be, x, w, eps, group, y);
+        cuda_swiglu(be, z, y, y);
+        return;
+    }
+    assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
+    assert(!z->f16 && z->rows == x->rows && z->cols == x->cols);
+    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, z, y,
+         "k_norm(rms, gate)");
 }
 
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     const float n = (float)group;
-    norm(be, NULL, x, NULL, eps / n, 1.0f / sqrtf(n), group, y, "k_norm(l2)");
+    norm(be, NULL, x, NULL, eps / n, 1.0f / sqrtf(n), group, NULL, y, "k_norm(l2)");
 }
 
 /* ----------------------------------------------------------- elementwise */

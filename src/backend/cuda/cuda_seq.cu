@@ -312,7 +312,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
 /* Thread per (run, channel): the run's rows in order over a window of the
  * Kc-1 previous raw values, then the tail is the window's last values. */
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
-                       int Kc, const int32_t *runs, int64_t C, float *y, int64_t ldy)
+                       int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy)
 {
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
@@ -331,7 +331,7 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         float acc = 0.0f;
         for (int j = 0; j < Kc; j++)
             acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
-        y[r * ldy + c] = acc;
+        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
         for (int j = 0; j < Kc - 1; j++)
             win[j] = win[j + 1];
     }
@@ -339,8 +339,8 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         tl[j] = win[j];
 }
 
-void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
-                   const be_batch *b, be_tensor *y)
+static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                 const be_batch *b, bool silu, be_tensor *y)
 {
     const int64_t C = x->cols, Kc = (int64_t)w->t->ne[0];
     assert(w->type == 0 && (int64_t)w->t->ne[1] == C && tails->cols == Kc - 1);
@@ -350,8 +350,26 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
     k_conv<<<grid, 128, 0, cuda_ctx_of(be)->stream>>>(
         (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
-        (int)Kc, (const int32_t *)b->runs->data, C, (float *)y->data, y->ld);
+        (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, "k_conv");
+}
+
+void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                   const be_batch *b, be_tensor *y)
+{
+    conv(be, x, tails, w, b, false, y);
+}
+
+/* the conv and its SiLU: one kernel with Q36_CUDA_FUSED=1 (the same bits) */
+void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                        const be_batch *b, be_tensor *y)
+{
+    if (cuda_ctx_of(be)->fused) {
+        conv(be, x, tails, w, b, true, y);
+        return;
+    }
+    conv(be, x, tails, w, b, false, y);
+    cuda_silu(be, y, y);
 }
 
 /* ------------------------------------------------------------- delta rule */
