@@ -999,6 +999,7 @@ static void test_graph_ops(const be_shape *sh)
             "rc %d: %s", rc, err.msg);
     memset(&err, 0, sizeof err);
     worst_y = 0;
+    rc = 0;
     for (int i = 0; i < 2 && !rc; i++) {
         rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
         rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
