@@ -98,28 +98,29 @@ int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uin
     return 0;
 }
 
+/* The built-in backend `name` when it has a device of its own (its
+ * device_info and read_bw are both there); else a negative kind. */
+static int builtin_device(const char *name, q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i >= 0 && (!builtin[i].device_info || !builtin[i].read_bw))
+        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
+                           builtin[i].name);
+    return i;
+}
+
 int be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
                    uint64_t *total_b, q36_err *err)
 {
-    const int i = builtin_find(name, err);
-    if (i < 0)
-        return i;
-    if (!builtin[i].device_info)
-        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
-                           builtin[i].name);
-    return builtin[i].device_info(desc, desc_n, free_b, total_b, err);
+    const int i = builtin_device(name, err);
+    return i < 0 ? i : builtin[i].device_info(desc, desc_n, free_b, total_b, err);
 }
 
 int be_device_read_bandwidth(const char *name, uint64_t bytes, int passes, double *gbps,
                              q36_err *err)
 {
-    const int i = builtin_find(name, err);
-    if (i < 0)
-        return i;
-    if (!builtin[i].read_bw)
-        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device memory of its own",
-                           builtin[i].name);
-    return builtin[i].read_bw(bytes, passes, gbps, err);
+    const int i = builtin_device(name, err);
+    return i < 0 ? i : builtin[i].read_bw(bytes, passes, gbps, err);
 }
 
 void be_base_free(be_ctx *be)

@@ -1049,6 +1049,43 @@ static int64_t bits_differ(const float *a, const float *b, int64_t n)
     return d;
 }
 
+/* make_vec's weight, bound to f too (returned) */
+static be_weight *vec_on(be_ctx *f, wt *w, const float *v, int64_t n, int64_t n1)
+{
+    be_weight *wf = NULL;
+    make_vec(w, v, n, n1);
+    be_weight_bind(f, &w->t, &wf, NULL);
+    return wf;
+}
+
+/* The fused context f's result tf against the default context's in p (the
+ * separate kernels: equal bits) and the CPU's in p (rowscale bound eps; 0:
+ * equal); false when a backend failed. */
+static bool fused_check(const char *name, be_ctx *f, pair p, const be_tensor *tf, double eps)
+{
+    q36_err err = { 0 };
+    if (!gpu_ok(name))
+        return false;
+    if (be_check(f, &err)) {
+        t_fail(name, "%s", err.msg);
+        return false;
+    }
+    const int64_t n = be_rows_of(p.c) * be_cols_of(p.c);
+    float *c, *g;
+    down(p, &c, &g);
+    float *fv = down_on(f, tf);
+    const int64_t d = bits_differ(g, fv, n);
+    char n2[192];
+    snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
+    t_check(n2, d == 0, "%lld of %lld values differ from the separate ops", (long long)d,
+            (long long)n);
+    snprintf(n2, sizeof n2, "%s.vs_cpu", name);
+    double *b = eps > 0 ? rowscale_bound(c, be_rows_of(p.c), be_cols_of(p.c), eps) : NULL;
+    verdict(n2, c, fv, n, b, 1e-30);
+    free(b); free(c); free(g); free(fv);
+    return true;
+}
+
 /* be_rms_norm_gate (the DeltaNet gated norm, in place as the model runs
  * it) on the fused context f: bits against the default context's separate
  * kernels, and against the CPU (the norm's 4 roundings, the CPU's lane exp
@@ -1061,30 +1098,13 @@ static void fused_norm_gate(be_ctx *f, int64_t R, int64_t D, int64_t group)
     t_rng r = t_rng_named(name);
     float *x = t_randv(&r, R * D, 3), *z = t_randv(&r, R * D, 2), *wv = t_randv(&r, group, 1);
     wt w;
-    make_vec(&w, wv, group, 1);
-    be_weight *wf = NULL;
-    be_weight_bind(f, &w.t, &wf, NULL);
+    be_weight *wf = vec_on(f, &w, wv, group, 1);
     pair xp = up(x, R, D), zp = up(z, R, D);
     be_tensor *xf = up_on(f, x, R, D), *zf = up_on(f, z, R, D);
     be_rms_norm_gate(cpu, xp.c, w.wc, 1e-6f, group, zp.c, xp.c);
     be_rms_norm_gate(gpu, xp.g, w.wg, 1e-6f, group, zp.g, xp.g);
     be_rms_norm_gate(f, xf, wf, 1e-6f, group, zf, xf);
-    q36_err err = { 0 };
-    if (gpu_ok(name) && !be_check(f, &err)) {
-        float *c, *g;
-        down(xp, &c, &g);
-        float *fv = down_on(f, xf);
-        const int64_t d = bits_differ(g, fv, R * D);
-        char n2[128];
-        snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
-        t_check(n2, d == 0, "%lld of %lld outputs differ from the separate ops", (long long)d,
-                (long long)(R * D));
-        double *b = rowscale_bound(c, R, D, 16 * U);
-        snprintf(n2, sizeof n2, "%s.vs_cpu", name);
-        verdict(n2, c, fv, R * D, b, 0);
-        free(b); free(c); free(g); free(fv);
-    } else if (err.kind)
-        t_fail(name, "%s", err.msg);
+    fused_check(name, f, xp, xf, 16 * U);
     pfree(xp); pfree(zp);
     be_tensor_free(f, xf); be_tensor_free(f, zf);
     free(x); free(z); free(wv);
@@ -1106,9 +1126,7 @@ static void fused_conv(be_ctx *f, int64_t C, int n_seq, const int *len)
     const int64_t Kc = 4, n_slots = 8;
     float *w = t_randv(&r, Kc * C, 0.5f);
     wt ww;
-    make_vec(&ww, w, Kc, C);
-    be_weight *wf = NULL;
-    be_weight_bind(f, &ww.t, &wf, NULL);
+    be_weight *wf = vec_on(f, &ww, w, Kc, C);
     pair tails = up(NULL, n_slots * C, Kc - 1);
     be_tensor *tf = up_on(f, NULL, n_slots * C, Kc - 1);
     int slot[16], pos0[16];
@@ -1134,26 +1152,12 @@ static void fused_conv(be_ctx *f, int64_t C, int n_seq, const int *len)
         be_ssm_conv_silu(cpu, xt.c, tails.c, ww.wc, &b.c, y.c);
         be_ssm_conv_silu(gpu, xt.g, tails.g, ww.wg, &b.g, y.g);
         be_ssm_conv_silu(f, xf, tf, wf, &bf, yf);
-        q36_err err = { 0 };
-        if ((ok = gpu_ok(name) && !be_check(f, &err))) {
-            float *c, *g, *tc, *tg;
-            down(y, &c, &g);
-            down(tails, &tc, &tg);
-            float *fv = down_on(f, yf), *tfv = down_on(f, tf);
-            const int64_t dy = bits_differ(g, fv, T * C);
-            const int64_t dt = bits_differ(tg, tfv, n_slots * C * (Kc - 1));
-            char n2[128];
-            snprintf(n2, sizeof n2, "%s.pass%d.same_bits_as_separate", name, pass);
-            t_check(n2, dy == 0 && dt == 0, "%lld outputs, %lld tail values differ", (long long)dy,
-                    (long long)dt);
-            double *bd = rowscale_bound(c, T, C, 12 * U);
-            snprintf(n2, sizeof n2, "%s.pass%d.vs_cpu", name, pass);
-            verdict(n2, c, fv, T * C, bd, 0);
-            snprintf(n2, sizeof n2, "%s.pass%d.tails_vs_cpu", name, pass);
-            verdict(n2, tc, tfv, n_slots * C * (Kc - 1), NULL, 1e-30);
-            free(bd); free(c); free(g); free(tc); free(tg); free(fv); free(tfv);
-        } else if (err.kind)
-            t_fail(name, "%s", err.msg);
+        char n2[128];
+        snprintf(n2, sizeof n2, "%s.pass%d", name, pass);
+        if ((ok = fused_check(n2, f, y, yf, 12 * U))) {
+            snprintf(n2, sizeof n2, "%s.pass%d.tails", name, pass);
+            fused_check(n2, f, tails, tf, 0);
+        }
         pfree(xt); pfree(y); bfree(&b);
         be_tensor_free(f, xf); be_tensor_free(f, yf);
         be_batch_free(f, &bf);
@@ -1184,33 +1188,17 @@ static void test_fused(const be_shape *sh)
         t_rng r = t_rng_named(name);
         float *o = t_randv(&r, R * D, 2), *x = t_randv(&r, R * D, 3), *wv = t_randv(&r, D, 1);
         wt w;
-        make_vec(&w, wv, D, 1);
-        be_weight *wf = NULL;
-        be_weight_bind(f, &w.t, &wf, NULL);
+        be_weight *wf = vec_on(f, &w, wv, D, 1);
         pair op = up(o, R, D), xp = up(x, R, D), yp = up(NULL, R, D);
         be_tensor *of = up_on(f, o, R, D), *xf = up_on(f, x, R, D), *yf = up_on(f, NULL, R, D);
         be_add_rms_norm(cpu, op.c, xp.c, w.wc, 1e-6f, D, yp.c);
         be_add_rms_norm(gpu, op.g, xp.g, w.wg, 1e-6f, D, yp.g);
         be_add_rms_norm(f, of, xf, wf, 1e-6f, D, yf);
-        q36_err err = { 0 };
-        if (gpu_ok(name) && !be_check(f, &err)) {
-            float *xg, *xc, *yg, *yc;
-            down(xp, &xc, &xg);
-            down(yp, &yc, &yg);
-            float *xfv = down_on(f, xf), *yfv = down_on(f, yf);
-            const int64_t dx = bits_differ(xg, xfv, R * D), dy = bits_differ(yg, yfv, R * D);
-            double *b = rowscale_bound(yc, R, D, 4 * U);
+        if (fused_check(name, f, yp, yf, 4 * U)) {
             char n2[128];
-            snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
-            t_check(n2, dx == 0 && dy == 0, "%lld of x, %lld of y differ from the separate ops",
-                    (long long)dx, (long long)dy);
-            snprintf(n2, sizeof n2, "%s.vs_cpu", name);
-            verdict(n2, yc, yfv, R * D, b, 0);
-            snprintf(n2, sizeof n2, "%s.sum_vs_cpu", name);
-            verdict(n2, xc, xfv, R * D, NULL, 1e-30);      /* one rounding of one add: equal */
-            free(b); free(xg); free(xc); free(yg); free(yc); free(xfv); free(yfv);
-        } else if (err.kind)
-            t_fail(name, "%s", err.msg);
+            snprintf(n2, sizeof n2, "%s.sum", name);    /* one rounding of one add: equal */
+            fused_check(n2, f, xp, xf, 0);
+        }
         pfree(op); pfree(xp); pfree(yp);
         be_tensor_free(f, of); be_tensor_free(f, xf); be_tensor_free(f, yf);
         free(o); free(x); free(wv);
@@ -1230,22 +1218,7 @@ static void test_fused(const be_shape *sh)
         be_moe_combine_shared(cpu, yt.c, wt_.c, k, gt.c, st.c, out.c);
         be_moe_combine_shared(gpu, yt.g, wt_.g, k, gt.g, st.g, out.g);
         be_moe_combine_shared(f, yf, wf, k, gf, sf, of);
-        q36_err err = { 0 };
-        if (gpu_ok(name) && !be_check(f, &err)) {
-            float *oc, *og;
-            down(out, &oc, &og);
-            float *ofv = down_on(f, of);
-            const int64_t d = bits_differ(og, ofv, T * D);
-            char n2[160];
-            snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
-            t_check(n2, d == 0, "%lld of %lld outputs differ from the separate ops", (long long)d,
-                    (long long)(T * D));
-            double *b = rowscale_bound(oc, T, D, 16 * U);
-            snprintf(n2, sizeof n2, "%s.vs_cpu", name);
-            verdict(n2, oc, ofv, T * D, b, 0);
-            free(b); free(oc); free(og); free(ofv);
-        } else if (err.kind)
-            t_fail(name, "%s", err.msg);
+        fused_check(name, f, out, of, 16 * U);
         pfree(yt); pfree(wt_); pfree(gt); pfree(st); pfree(out);
         be_tensor_free(f, yf); be_tensor_free(f, wf); be_tensor_free(f, gf);
         be_tensor_free(f, sf); be_tensor_free(f, of);
