@@ -89,8 +89,13 @@ static void usage(FILE *o)
 "                      (median of 5 passes over 1 GiB), then set every tg test\n"
 "                      against it: bytes per decode step (weights read, K/V rows\n"
 "                      read, DeltaNet state read and written) x t/s = GB/s moved\n"
+"                      (with -ngl: the GPU memory's, read by a kernel there)\n"
 "%s"
-"                      (q36 only: a --baseline llama.cpp runs on the CPU)\n"
+"                      (a --baseline llama.cpp gets -ngl 99 too: point --llama-lib\n"
+"                      at a CUDA build's lib/, e.g. ../shared/llama-cuda's; tg tests\n"
+"                      then add device rows: q36's launches per token (single and\n"
+"                      CUDA graph launches, Q36_CUDA_GRAPHS=1) and the board's\n"
+"                      energy per token from NVML for each engine, n/a without it)\n"
 "  --spec-type draft-mtp  instead: greedy generation of -n tokens after a prompt (-f\n"
 "                      FILE, or -p seeded ids), plain decoding against drafts from\n"
 "                      the model's MTP block, repetitions interleaved: t/s of each,\n"
@@ -278,6 +283,9 @@ typedef struct result {
     bench_stats st;
     char time[32];               /* when the test started, RFC 3339 */
     bench_traffic traffic;       /* tg: bytes per decode step (same for both engines) */
+    double *jpt;                 /* tg on a GPU: board joules per token per rep, < 0: n/a */
+    bench_stats jst;             /* of the valid jpt (n = 0: none) */
+    bench_launches launches;     /* tg, q36: what its backend queued per token (last rep) */
 } result;
 
 typedef struct run {
@@ -290,6 +298,10 @@ typedef struct run {
     bench_stats membw;           /* --bandwidth: GB/s, n = 0 when not measured */
     char traffic[MAX_DEPTHS][256]; /* md: one row per tg test, printed at the end */
     int n_traffic;
+    int gpu;                     /* -ngl: the device rows of tg tests */
+    bench_energy *energy;        /* NVML's board counter; NULL: none */
+    char device[MAX_DEPTHS][256];  /* md: one row per tg test, printed at the end */
+    int n_device;
 } run;
 
 static void test_name(const result *r, char *buf, size_t cap)
@@ -327,7 +339,7 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
     cJSON_AddNumberToObject(j, "n_threads", o->cfg.n_threads);
     cJSON_AddStringToObject(j, "type_k", bench_kv_name(o->cfg.type_k));
     cJSON_AddStringToObject(j, "type_v", bench_kv_name(o->cfg.type_v));
-    cJSON_AddNumberToObject(j, "n_gpu_layers", 0);
+    cJSON_AddNumberToObject(j, "n_gpu_layers", o->cfg.backend ? 99 : 0);
     if (is_q36)
         cJSON_AddStringToObject(j, "q36_mode", o->cfg.fast ? "fast" : "exact");
     else {
@@ -362,6 +374,15 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
         cJSON_AddNumberToObject(j, "decode_state_bytes", r->traffic.state);
         cJSON_AddNumberToObject(j, "decode_gbps", r->traffic.total * r->st.median / 1e9);
     }
+    if (r->n_gen && R->gpu) {
+        if (r->jst.n)
+            cJSON_AddNumberToObject(j, "decode_joules_per_token", r->jst.median);
+        if (is_q36) {
+            cJSON_AddNumberToObject(j, "decode_launches_per_token", r->launches.launches);
+            cJSON_AddNumberToObject(j, "decode_graph_launches_per_token", r->launches.graph_launches);
+            cJSON_AddNumberToObject(j, "decode_graph_nodes_per_token", r->launches.graph_nodes);
+        }
+    }
     if (R->membw.n) {
         cJSON_AddNumberToObject(j, "mem_read_gbps", R->membw.median);
         cJSON_AddNumberToObject(j, "mem_read_gbps_min", R->membw.min);
@@ -384,7 +405,10 @@ static void md_header(const run *R)
     if (R->n_eng > 1)
         printf("baseline: llama.cpp %s (%s): %s\n", R->eng[1]->desc.build, R->eng[1]->desc.detail,
                R->eng[1]->desc.model_type);
-    if (R->membw.n)
+    if (R->membw.n && R->gpu)
+        printf("device memory read bandwidth (%s): %.2f GB/s median [%.2f, %.2f] of %d passes over 1 GiB\n",
+               o->cfg.backend, R->membw.median, R->membw.min, R->membw.max, R->membw.n);
+    else if (R->membw.n)
         printf("memory read bandwidth: %.2f GB/s median [%.2f, %.2f] of %d passes over 1 GiB, %d threads\n",
                R->membw.median, R->membw.min, R->membw.max, R->membw.n, o->cfg.n_threads);
     printf("t/s: median [min, max] of %d repetitions%s\n\n", o->reps,
@@ -463,13 +487,59 @@ static void traffic_row(run *R, const result *res)
     R->n_traffic++;
 }
 
+/* md: one row of the device table for a tg test: q36's launches per token
+ * and each engine's board energy per token (median of the repetitions). */
+static void device_row(run *R, const result *res)
+{
+    if (R->n_device == MAX_DEPTHS)
+        return;
+    char name[48];
+    test_name(&res[0], name, sizeof name);
+    const bench_launches *l = &res[0].launches;
+    size_t k = (size_t)snprintf(R->device[R->n_device], sizeof R->device[0],
+                                "| %-16s | %9.1f | %8.2f | %8.1f |", name, l->launches,
+                                l->graph_launches, l->graph_nodes);
+    for (int e = 0; e < R->n_eng && k < sizeof R->device[0]; e++) {
+        if (res[e].jst.n)
+            k += (size_t)snprintf(R->device[R->n_device] + k, sizeof R->device[0] - k, " %9.4f |",
+                                  res[e].jst.median);
+        else
+            k += (size_t)snprintf(R->device[R->n_device] + k, sizeof R->device[0] - k, " %9s |",
+                                  "n/a");
+    }
+    R->n_device++;
+}
+
+static void print_device(const run *R)
+{
+    if (!R->n_device)
+        return;
+    printf("\ndecode on the GPU, per token: q36's kernel and copy launches, CUDA graph launches and\n"
+           "their nodes (Q36_CUDA_GRAPHS=1), and the board's energy (NVML total energy over the\n"
+           "timed decodes, whole board, median of the repetitions; n/a: no NVML)\n\n");
+    printf("| %-16s | %9s | %8s | %8s |", "test", "launches", "graphs", "nodes");
+    for (int e = 0; e < R->n_eng; e++)
+        printf(" %-9.9s |", R->eng[e]->name);
+    printf("\n| %.16s | %.8s: | %.7s: | %.7s: |", "-----------------", "---------", "--------",
+           "--------");
+    for (int e = 0; e < R->n_eng; e++)
+        printf(" %.8s: |", "---------");
+    printf("\n");
+    for (int i = 0; i < R->n_device; i++)
+        printf("%s\n", R->device[i]);
+    printf("(launches, graphs, nodes: q36; the engine columns: J/token)\n");
+}
+
 static void print_traffic(const run *R)
 {
     if (!R->n_traffic)
         return;
     printf("\ndecode traffic: MB (1e6 B) one step moves at the test's mean position (weights read once,\n"
            "experts by n_used/n_expert, K/V rows read, DeltaNet state read and written) times median t/s");
-    if (R->membw.n)
+    if (R->membw.n && R->gpu)
+        printf(";\n%% of the measured device memory read bandwidth, %.2f GB/s [%.2f, %.2f]",
+               R->membw.median, R->membw.min, R->membw.max);
+    else if (R->membw.n)
         printf(";\n%% of the measured memory read bandwidth, %.2f GB/s [%.2f, %.2f] with %d threads",
                R->membw.median, R->membw.min, R->membw.max, R->o->cfg.n_threads);
     printf("\n\n| %-16s | %8s | %7s | %6s | %6s |", "test", "MB/step", "weights", "K/V", "state");
@@ -511,17 +581,34 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
         for (int k = 0; k < R->n_eng; k++) {
             bench_engine *e = R->eng[k];
             double sec = 0;
+            const double j0 = n_gen && R->energy ? bench_energy_j(R->energy) : -1.0;
             int rc = n_prompt ? e->time_prompt(e, ids, n, &sec, err) : e->time_gen(e, ids, n, &sec, err);
             if (rc)
                 return rc;
+            const double j1 = j0 >= 0 ? bench_energy_j(R->energy) : -1.0;
+            res[k].jpt[r] = j0 >= 0 && j1 >= j0 ? (j1 - j0) / n : -1.0;
             res[k].sec[r] = sec;
             res[k].ts[r] = sec > 0 ? n / sec : 0;
             if (o->progress)
                 fprintf(stderr, "q36 bench: %s %s%d @ d%d rep %d/%d: %.2f t/s\n", e->name,
                         n_prompt ? "pp" : "tg", n, depth, r + 1, o->reps, res[k].ts[r]);
         }
-    for (int k = 0; k < R->n_eng; k++)
+    for (int k = 0; k < R->n_eng; k++) {
         bench_stats_of(res[k].ts, o->reps, &res[k].st);
+        double v[o->reps];
+        int nv = 0;
+        for (int r = 0; r < o->reps; r++)
+            if (res[k].jpt[r] >= 0)
+                v[nv++] = res[k].jpt[r];
+        memset(&res[k].jst, 0, sizeof res[k].jst);
+        if (nv)
+            bench_stats_of(v, nv, &res[k].jst);
+        memset(&res[k].launches, 0, sizeof res[k].launches);
+    }
+    if (n_gen)
+        bench_q36_launches(R->eng[0], &res[0].launches);
+    if (n_gen && R->gpu)
+        device_row(R, res);
     if (n_gen) {
         bench_traffic t;
         int rc = bench_q36_traffic(R->eng[0], depth + (n_gen + 1) / 2.0, &t, err);
@@ -659,20 +746,27 @@ int cmd_bench(int argc, char **argv)
     for (int k = 0; k < R.n_eng; k++) {
         res[k].sec = calloc((size_t)o.reps, sizeof *res[k].sec);
         res[k].ts = calloc((size_t)o.reps, sizeof *res[k].ts);
-        if (!res[k].sec || !res[k].ts) {
+        res[k].jpt = calloc((size_t)o.reps, sizeof *res[k].jpt);
+        if (!res[k].sec || !res[k].ts || !res[k].jpt) {
             rc = q36_err_set(&err, Q36_E_NOMEM, "out of memory for %d repetitions", o.reps);
             goto done;
         }
     }
+    R.gpu = o.cfg.backend != NULL;
     if (o.bandwidth &&
-        (rc = bench_membw(o.cfg.n_threads, (size_t)1 << 30, 5, &R.membw, &err)))
+        (rc = R.gpu ? bench_membw_device(o.cfg.backend, (size_t)1 << 30, 5, &R.membw, &err)
+                    : bench_membw(o.cfg.n_threads, (size_t)1 << 30, 5, &R.membw, &err)))
         goto done;
+    if (R.gpu)
+        R.energy = bench_energy_open();
     if (o.out == OUT_MD)
         md_header(&R);
     for (int i = 0; i < o.n_depths && !rc; i++)
         rc = run_depth(&R, o.depths[i], res, &err);
-    if (!rc && o.out == OUT_MD)
+    if (!rc && o.out == OUT_MD) {
         print_traffic(&R);
+        print_device(&R);
+    }
     if (o.out == OUT_JSON && R.n_records)
         printf("\n]\n");
     else if (o.out == OUT_JSON)
@@ -682,7 +776,9 @@ done:
         bench_engine_free(R.eng[k]);
         free(res[k].sec);
         free(res[k].ts);
+        free(res[k].jpt);
     }
+    bench_energy_close(R.energy);
     if (rc) {
         fflush(stdout);
         return cli_fail(&err);

@@ -57,10 +57,11 @@ static const struct {
     uint64_t (*scratch_bytes)(const be_shape *shape, int n_threads);
     int (*device_info)(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
                        q36_err *err);
+    int (*read_bw)(uint64_t bytes, int passes, double *gbps, q36_err *err);
 } builtin[] = {
-    { "cpu", be_cpu_new, be_cpu_scratch_bytes, NULL },
+    { "cpu", be_cpu_new, be_cpu_scratch_bytes, NULL, NULL },
 #ifdef Q36_CUDA
-    { "cuda", be_cuda_new, be_cuda_scratch_bytes, be_cuda_device_info },
+    { "cuda", be_cuda_new, be_cuda_scratch_bytes, be_cuda_device_info, be_cuda_read_bandwidth },
 #endif
 };
 
@@ -97,16 +98,29 @@ int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uin
     return 0;
 }
 
+/* The built-in backend `name` when it has a device of its own (its
+ * device_info and read_bw are both there); else a negative kind. */
+static int builtin_device(const char *name, q36_err *err)
+{
+    const int i = builtin_find(name, err);
+    if (i >= 0 && (!builtin[i].device_info || !builtin[i].read_bw))
+        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
+                           builtin[i].name);
+    return i;
+}
+
 int be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
                    uint64_t *total_b, q36_err *err)
 {
-    const int i = builtin_find(name, err);
-    if (i < 0)
-        return i;
-    if (!builtin[i].device_info)
-        return q36_err_set(err, Q36_E_UNSUP, "backend '%s' has no device of its own",
-                           builtin[i].name);
-    return builtin[i].device_info(desc, desc_n, free_b, total_b, err);
+    const int i = builtin_device(name, err);
+    return i < 0 ? i : builtin[i].device_info(desc, desc_n, free_b, total_b, err);
+}
+
+int be_device_read_bandwidth(const char *name, uint64_t bytes, int passes, double *gbps,
+                             q36_err *err)
+{
+    const int i = builtin_device(name, err);
+    return i < 0 ? i : builtin[i].read_bw(bytes, passes, gbps, err);
 }
 
 void be_base_free(be_ctx *be)
@@ -357,6 +371,14 @@ void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, 
     be->ops->rms_norm(be, x, w, eps, group, y);
 }
 
+void be_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps,
+                     int64_t group, be_tensor *y)
+{
+    assert(o->rows == x->rows && o->cols == x->cols && y->rows == x->rows && y->cols == x->cols);
+    assert(y->data != x->data && y->data != o->data);
+    be->ops->add_rms_norm(be, o, x, w, eps, group, y);
+}
+
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     be->ops->l2_norm(be, x, eps, group, y);
@@ -368,6 +390,14 @@ void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->silu(be, x, y); }
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->sigmoid(be, x, y); }
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
+
+void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
+                      const be_tensor *z, be_tensor *y)
+{
+    assert(z->rows == x->rows && z->cols == x->cols && y->rows == x->rows && y->cols == x->cols);
+    assert(z->data != y->data && z->data != x->data);
+    be->ops->rms_norm_gate(be, x, w, eps, group, z, y);
+}
 
 void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias, const be_weight *a,
                   const be_tensor *b, be_tensor *g, be_tensor *beta)
@@ -406,6 +436,13 @@ void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
     be->ops->ssm_conv(be, x, tails, w, b, y);
 }
 
+void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                      const be_batch *b, be_tensor *y)
+{
+    assert(x->rows == b->n_rows);
+    be->ops->ssm_conv_silu(be, x, tails, w, b, y);
+}
+
 void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                  const be_batch *b, be_tensor *out)
@@ -432,6 +469,20 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
 {
     be->ops->moe_combine(be, y, w, k, out);
 }
+
+void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    assert(g->rows == out->rows && g->cols == 1 && s->rows == out->rows && s->cols == out->cols);
+    assert(s->data != out->data);
+    be->ops->moe_combine_shared(be, y, w, k, g, s, out);
+}
+
+/* ----------------------------------------------------------------- passes */
+
+void be_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows) { be->ops->pass_begin(be, key, n_rows); }
+void be_pass_end(be_ctx *be) { be->ops->pass_end(be); }
+void be_stats_get(const be_ctx *be, be_stats *out) { be->ops->stats(be, out); }
 
 /* -------------------------------------------------------------- profiling */
 

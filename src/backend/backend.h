@@ -105,6 +105,10 @@ int  be_cuda_new(int n_threads, be_ctx **out, q36_err *err);
 uint64_t be_cuda_scratch_bytes(const be_shape *shape, int n_threads);
 int  be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, uint64_t *total_b,
                          q36_err *err);
+/* The read bandwidth of the CUDA device's memory: gbps[i], GB/s (1e9 B/s),
+ * of timed pass i < passes of a kernel that reads a buffer of `bytes` with
+ * 16-byte loads (cuda/cuda_membw.cu; one untimed pass first). */
+int  be_cuda_read_bandwidth(uint64_t bytes, int passes, double *gbps, q36_err *err);
 /* Device bytes be_weight_bind of the CUDA backend takes for t (types
  * without device kernels are uploaded as f32). */
 uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
@@ -114,6 +118,11 @@ uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
  * engine's own check), Q36_E_ARG for a name not built in. */
 int  be_device_info(const char *name, char *desc, size_t desc_n, uint64_t *free_b,
                     uint64_t *total_b, q36_err *err);
+/* The device's memory read bandwidth of a built-in backend by name, as
+ * be_cuda_read_bandwidth; Q36_E_UNSUP for the CPU (tools/bench measures
+ * host memory itself). */
+int  be_device_read_bandwidth(const char *name, uint64_t bytes, int passes, double *gbps,
+                              q36_err *err);
 
 void be_free(be_ctx *be);                                  /* accepts NULL */
 const char *be_name(const be_ctx *be);                     /* "cpu" */
@@ -233,6 +242,12 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
  * w (optional, F32 weight of `group` elements) multiplies after. x may be y. */
 void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                  int64_t group, be_tensor *y);
+/* x = o + x (be_add(o, x, x)), then y = be_rms_norm(x, w, eps, group): the
+ * residual add and the next norm as one op, the same results (a backend
+ * may run them as one kernel: the CUDA one with Q36_CUDA_FUSED=1). y is
+ * not x or o. */
+void be_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                     float eps, int64_t group, be_tensor *y);
 /* ggml's L2 norm form: rms norm with eps/group, then times 1/sqrtf(group). */
 void be_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
 
@@ -246,6 +261,11 @@ void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */
 #define be_gate_silu(be, x, z, y) be_swiglu((be), (z), (x), (y))
+/* be_rms_norm(x, w, eps, group, y), then be_gate_silu(y, z, y): the
+ * DeltaNet gated norm as one op, the same results (the CUDA backend fuses
+ * it with Q36_CUDA_FUSED=1). y may be x; z is neither. */
+void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                      int64_t group, const be_tensor *z, be_tensor *y);
 
 /* DeltaNet decay and beta (MODEL.md §2.4), per row, Hv columns:
  * g = softplus(alpha + dt_bias) * a;  beta = sigmoid(b). In place allowed. */
@@ -284,6 +304,10 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
  * the last raw rows. */
 void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                  const be_batch *b, be_tensor *y);
+/* be_ssm_conv, then be_silu(y, y), as one op with the same results (the
+ * CUDA backend fuses it with Q36_CUDA_FUSED=1). */
+void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                      const be_batch *b, be_tensor *y);
 
 /* The gated delta rule, token by token (MODEL.md §2.5), llama.cpp's fused
  * op, each run on its slot's state. qkv: T x (2*Hk*dk + Hv*dk) with q and
@@ -311,6 +335,43 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                     be_tensor *out);
+/* The MoE output with the shared expert, as one op: be_sigmoid(g, g),
+ * be_mul_col(s, g, s), be_moe_combine(y, w, k, out), be_add(out, s, out):
+ * out[t] = combine[t] + s[t] * sigmoid(g[t]) with the same results; g (T x
+ * 1, the shared expert's gate logits) and s (T x D, its output) are
+ * clobbered; out is not s. */
+void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *out);
+
+/* ----------------------------------------------------------------- passes */
+
+/* The bounds of one forward pass, for a backend that records a pass once
+ * and replays the recording (the CUDA backend's graphs, Q36_CUDA_GRAPHS=1;
+ * the CPU does nothing). The engine calls be_pass_begin after it has
+ * written the pass's ids and batch and before the pass's first op, and
+ * be_pass_end after the pass (its be_check). `key` is equal for two passes
+ * only when they issue the same ops on the same tensors and views (the
+ * same rows, runs, rows asked for, outputs); 0: never record this pass.
+ * n_rows: the rows of the pass. Everything that differs between two passes
+ * of one key reaches the ops through device tensors (ids, the batch's pos
+ * and runs, the MoE choices), never through the ops' host arguments; the
+ * host copy of the runs (be_batch.seq) may size launches only where a
+ * replaying backend does not need it (cuda_seq.cu). A be_read, be_write,
+ * be_save, be_load, be_sync or be_check inside a pass ends the recorded
+ * part: what follows it runs op by op. A backend that replays checks that
+ * the ops of a replayed pass are the ones it recorded and fails the pass
+ * (be_check) when they are not. */
+void be_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows);
+void be_pass_end(be_ctx *be);
+
+/* Counters of what a backend queued, since the context was made (the CPU:
+ * zeros). launches: kernels and device copies queued one at a time;
+ * graph_launches: recorded passes replayed (one launch each), running
+ * graph_nodes kernels and copies in all; graphs_recorded: passes recorded. */
+typedef struct be_stats {
+    uint64_t launches, graph_launches, graph_nodes, graphs_recorded;
+} be_stats;
+void be_stats_get(const be_ctx *be, be_stats *out);
 
 /* -------------------------------------------------------------- profiling */
 

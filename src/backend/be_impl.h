@@ -94,6 +94,8 @@ struct be_ops {
 
     void (*rms_norm)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                      int64_t group, be_tensor *y);
+    void (*add_rms_norm)(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                         float eps, int64_t group, be_tensor *y);
     void (*l2_norm)(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
     void (*add)(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
     void (*mul)(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
@@ -101,6 +103,8 @@ struct be_ops {
     void (*silu)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*sigmoid)(be_ctx *be, const be_tensor *x, be_tensor *y);
     void (*swiglu)(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
+    void (*rms_norm_gate)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                          int64_t group, const be_tensor *z, be_tensor *y);
     void (*deltanet_gates)(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                       const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 
@@ -113,6 +117,8 @@ struct be_ops {
                       float scale, be_tensor *out);
     void (*ssm_conv)(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                      const be_batch *b, be_tensor *y);
+    void (*ssm_conv_silu)(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                          const be_batch *b, be_tensor *y);
     void (*deltanet)(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                      const be_batch *b, be_tensor *out);
@@ -123,6 +129,12 @@ struct be_ops {
                       be_tensor *w);
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
+    void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                               be_tensor *g, be_tensor *s, be_tensor *out);
+
+    void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
+    void (*pass_end)(be_ctx *be);
+    void (*stats)(const be_ctx *be, be_stats *out);
 
     void (*profile_enable)(be_ctx *be, int on);
     void (*profile_layer)(be_ctx *be, enum be_layer_kind kind);

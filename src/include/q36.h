@@ -119,6 +119,17 @@ int q36_engine_n_vocab(const q36_engine *e);
 int q36_engine_n_embd(const q36_engine *e);
 int q36_engine_n_batch(const q36_engine *e);                 /* rows per pass at most */
 
+/* What the engine's backend queued on its device since the engine was made
+ * (all zero on the CPU): kernels and copies launched one at a time,
+ * recorded passes replayed (CUDA graphs, Q36_CUDA_GRAPHS=1: one launch
+ * each) and the kernels and copies those ran, passes recorded. The
+ * difference of two readings over n decode steps, divided by n, is what a
+ * step launches (q36 bench -ngl reports it). */
+typedef struct q36_backend_stats {
+    uint64_t launches, graph_launches, graph_nodes, graphs_recorded;
+} q36_backend_stats;
+void q36_engine_backend_stats(const q36_engine *e, q36_backend_stats *out);
+
 /* One forward pass. Row i is token id[i] of slot slot[i] at position
  * pos[i]. A slot's rows are consecutive in the batch, at consecutive
  * positions starting at the slot's current position (q36_slot_pos); the

@@ -33,8 +33,7 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
         /* a pass that keeps the state after each row (rewind.c) */
         model_deltanet_rows(e, il, T, mixed, conv, g, beta, core);
     } else {
-        be_ssm_conv(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
-        be_silu(be, conv, conv);
+        be_ssm_conv_silu(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
         be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);
         be_l2_norm(be, qk, hp->eps, dk, qk);
 
@@ -44,7 +43,6 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
             be_deltanet(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
     }
 
-    be_rms_norm(be, core, L->ssm_norm, hp->eps, dk, core);
-    be_gate_silu(be, core, z, core);
+    be_rms_norm_gate(be, core, L->ssm_norm, hp->eps, dk, z, core);
     be_matmul(be, L->ssm_out, 0, core, out);
 }

@@ -186,6 +186,14 @@ int q36_engine_n_vocab(const q36_engine *e) { return (int)e->hp->n_vocab; }
 int q36_engine_n_embd(const q36_engine *e) { return (int)e->hp->n_embd; }
 int q36_engine_n_batch(const q36_engine *e) { return (int)e->n_batch; }
 
+void q36_engine_backend_stats(const q36_engine *e, q36_backend_stats *out)
+{
+    be_stats st;
+    be_stats_get(e->be, &st);
+    *out = (q36_backend_stats){ st.launches, st.graph_launches, st.graph_nodes,
+                                st.graphs_recorded };
+}
+
 /* ------------------------------------------------------------------ eval */
 
 /* Checks the batch and splits it into runs (one per slot, in batch order);
@@ -232,6 +240,35 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
     return n_seq;
 }
 
+/* The pass's key for a backend that records passes (be_pass_begin): what
+ * decides which ops a pass issues on which tensors and views: its rows, the
+ * rows of each run (not the slots and positions: the ops read those from
+ * the device), the rows asked for and what is returned. 0 (never recorded)
+ * for a pass that keeps per-row states (its ops depend on the kept slot). */
+static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, bool logits,
+                         bool hidden, const int32_t *hid, int n_hid)
+{
+    if (e->n_keep_req)
+        return 0;
+    uint64_t h = 0x9E3779B97F4A7C15u;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001B3u, h ^= h >> 29)
+    MIX(b->n);
+    MIX(n_seq);
+    for (int s = 0; s < n_seq; s++)
+        MIX(e->seq[s].n_rows);
+    MIX(b->n_out);
+    for (int i = 0; i < b->n_out; i++)
+        MIX(b->out[i]);
+    MIX(logits ? 1 : 0);
+    MIX(hidden ? 1 : 0);
+    MIX(n_hid);
+    for (int i = 0; i < n_hid; i++)
+        MIX(hid[i]);
+    MIX(e->fast ? 1 : 0);
+#undef MIX
+    return h | 1;
+}
+
 int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hidden,
                     q36_err *err)
 {
@@ -263,8 +300,10 @@ int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const 
     be_views_reset(be);
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_batch_set(be, &e->batch, n_seq, e->seq);
+    be_pass_begin(be, pass_key(e, b, n_seq, logits != NULL, hidden != NULL, hid, n_hid), b->n);
     int rc = model_forward(e, b->n, b->out, b->n_out, logits, n_hid < 0 ? hidden : NULL,
                            hid, n_hid < 0 ? 0 : n_hid, hidden, err);
+    be_pass_end(be);
     if (e->profile) {
         be_profile_enable(be, 0);
         e->prof_fwd_ns += now_ns() - t0;

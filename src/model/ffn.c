@@ -54,8 +54,9 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         be_moe_combine(be, ey, rw, k, out);
         return;
     }
-    be_tensor *moe = model_rows(e, sc->moe, T);
-    be_moe_combine(be, ey, rw, k, moe);
+    /* the shared expert into sh, its gate logit into shg; then the routed
+     * sum plus sigmoid(shg) * sh (be_moe_combine_shared: one op) */
+    be_tensor *sh = model_rows(e, sc->moe, T);
     const int64_t Fs = hp->n_ff_shexp;
     be_tensor *fg = be_view(be, model_rows(e, sc->fg, T), 0, Fs);
     be_tensor *fu = be_view(be, model_rows(e, sc->fu, T), 0, Fs);
@@ -63,10 +64,8 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
     be_tensor *yin[] = { fu, fg };
     be_matmul_n(be, 2, win, h, yin);
     be_swiglu(be, fg, fu, fg);
-    be_matmul(be, L->down_shexp, 0, fg, out);
+    be_matmul(be, L->down_shexp, 0, fg, sh);
     be_tensor *shg = model_rows(e, sc->shg, T);
     be_matmul(be, L->shexp_gate, 0, h, shg);
-    be_sigmoid(be, shg, shg);
-    be_mul_col(be, out, shg, out);
-    be_add(be, moe, out, out);
+    be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
 }

@@ -22,23 +22,28 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
     be_tensor *o = model_rows(e, sc->o, T);
     be_get_rows(be, e->w.tok_embd, model_rows(e, sc->ids, T), x);
 
+    /* each residual add and the norm after it are one op (be_add_rms_norm:
+     * a backend may fuse them); the profile charges them to the block whose
+     * output is added */
+    be_profile_layer(be, hp->recurrent[0] ? BE_LAYER_DELTANET : BE_LAYER_ATTENTION);
+    be_rms_norm(be, x, e->w.layer[0].attn_norm, hp->eps, hp->n_embd, h);
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const model_layer_w *L = &e->w.layer[il];
-        /* the profile charges each pre-norm and residual add to its block */
         be_profile_layer(be, hp->recurrent[il] ? BE_LAYER_DELTANET : BE_LAYER_ATTENTION);
-        be_rms_norm(be, x, L->attn_norm, hp->eps, hp->n_embd, h);
         if (hp->recurrent[il])
             model_deltanet(e, (int)il, T, h, o);
         else
             model_attention(e, (int)il, T, h, o);
-        be_add(be, o, x, x);
+        be_add_rms_norm(be, o, x, L->post_norm, hp->eps, hp->n_embd, h);
         be_profile_layer(be, BE_LAYER_FFN);
-        be_rms_norm(be, x, L->post_norm, hp->eps, hp->n_embd, h);
         if (hp->arch == MODEL_QWEN35)
             model_ffn_dense(e, (int)il, T, h, o);
         else
             model_ffn_moe(e, (int)il, T, h, o);
-        be_add(be, o, x, x);
+        if (il + 1 < hp->n_layer)
+            be_add_rms_norm(be, o, x, e->w.layer[il + 1].attn_norm, hp->eps, hp->n_embd, h);
+        else
+            be_add(be, o, x, x);
     }
 
     /* the head, for the rows asked for only, up to logit_rows at a time:

@@ -41,7 +41,7 @@ typedef struct model_scratch {
     be_tensor *eg, *eu;    /* B*k x Fe (merged gate_up: B*k x 2Fe in eg) */
     be_tensor *ey;         /* B*k x D */
     be_tensor *shg;        /* B x 1 */
-    be_tensor *moe;        /* B x D */
+    be_tensor *moe;        /* B x D: the shared expert's output */
     /* head */
     be_tensor *logits;     /* L x Vocab, L = min(B, 64) rows at a time */
     int64_t    logit_rows;

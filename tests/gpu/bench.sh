@@ -9,6 +9,14 @@
 # the machine and the commit; bench/results/<date>-cuda/ keeps what a run
 # printed.
 #
+# Each q36 bench runs twice: the default path (op by op) and with the new
+# paths on ($NEWENV: Q36_CUDA_GRAPHS=1, decode steps replayed as CUDA
+# graphs, Q36_CUDA_FASTMV=1, the 16-byte Q4_K matvecs, Q36_CUDA_FUSED=1,
+# the fused add+norm, DeltaNet and MoE combine kernels); with LLAMA_LIB
+# set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked), the new
+# run adds --baseline llama.cpp on the same file. q36 bench -ngl prints the
+# launches and the board energy (NVML) per decode token.
+#
 # Usage: tests/gpu/bench.sh [BIN_DIR] [TRAINED.gguf]
 set -u
 bin=${1:-build}
@@ -36,7 +44,11 @@ tbc=$bin/tests/gpu/test_backend_cuda
 [ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
 run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
-run 150 "$q36" bench -m "$m08" -ngl 99 -p 512 -n 128 -r 3
+NEWENV=${NEWENV:-Q36_CUDA_GRAPHS=1 Q36_CUDA_FASTMV=1 Q36_CUDA_FUSED=1}
+base=()
+[ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
+run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+run 200 env $NEWENV "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3 "${base[@]}"
 # prompt speed with and without the new paths: exact (the recurrence, f32
 # products), fast (the same kernels), fast with the chunked delta rule
 # (Q36_CUDA_CHUNKED=1, cuda_chunk.h), and with f16 tensor-core products too
@@ -50,11 +62,15 @@ for p in 512 4096; do
     run 150 env Q36_CUDA_FATTN=1 "$q36" bench $pp
     run 150 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_FATTN=1 "$q36" bench $pp --fast
 done
-[ -n "$trained" ] && run 90 "$q36" bench -m "$trained" -ngl 99 -p 512 -n 128 -r 3
+if [ -n "$trained" ]; then
+    run 90 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+    run 90 env $NEWENV "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+fi
 if [ "${BENCH_35B:-1}" = 1 ]; then
     m35=$log/models/35b-a3b-q4km.gguf
     run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
-        run 150 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 2 &&
+        run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 &&
+        run 200 env $NEWENV "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 "${base[@]}" &&
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 &&
         run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
             "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&

@@ -5,9 +5,17 @@
 # and the trained default model when given): prompt logits, 64 greedy
 # tokens, slots batched together, CUDA against CPU; then the device flags:
 # the GPU memory plan, a context too large for the device refused up front.
-# Ends with "N passed, N failed". Whole models run twice: as they are, and
-# with the GPU in fast mode and the new prompt paths on (Q36_CUDA_CHUNKED=1,
-# Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1, Q36_CUDA_FATTN=1).
+# The ops and the whole models run twice: as the backend's default (op by
+# op) and with the new paths on (NEW=1: Q36_CUDA_GRAPHS=1, decode steps
+# recorded and replayed as CUDA graphs; Q36_CUDA_FASTMV=1, the 16-byte Q4_K
+# matvecs; Q36_CUDA_FUSED=1, the fused add+norm, DeltaNet conv+SiLU and
+# gated norm, MoE combine kernels).
+# Each model run also compares graphs on and off directly, and the op run
+# checks each switch's own cases either way.
+# Then whole models once more with the GPU in fast mode and the new prompt
+# paths on (Q36_CUDA_CHUNKED=1, Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1,
+# Q36_CUDA_FATTN=1).
+# Ends with "N passed, N failed".
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
 #   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
@@ -58,7 +66,8 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout "${limit:-150}" "$tbc" "$@" >"$log/$name.log" 2>&1
+    timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" \
+        "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
     count "$log/$name.log"
@@ -66,11 +75,15 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
         fail "test_backend_cuda.$name" "exited $rc: $(tail -n 5 "$log/$name.log")"
     fi
 }
-# the op cases: the switched prompt paths' cases (contexts of their own, host
-# references in double) take minutes, not seconds
-limit=600 one ops
-for m in "${models[@]}"; do
-    one "model-$(basename "$m" .gguf)" --no-ops "$m"
+for NEW in 0 1; do
+    sfx=$([ "$NEW" = 1 ] && echo -new)
+    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW Q36_CUDA_FUSED=$NEW"
+    # the op cases: the switched prompt paths' cases (contexts of their own,
+    # host references in double) take minutes, not seconds
+    limit=600 one "ops$sfx"
+    for m in "${models[@]}"; do
+        one "model-$(basename "$m" .gguf)$sfx" --no-ops "$m"
+    done
 done
 # fast mode on the GPU with the new prompt paths switched on: the chunked
 # delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h), f16 tensor-core products

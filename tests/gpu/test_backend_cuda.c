@@ -46,6 +46,9 @@ static be_ctx *cpu, *gpu;
  * the chunked delta rule. Case names then read cuda.model.fast.* */
 static int gpu_fast;
 static const char *mode_tag = "";
+/* the context's switches in the matmul cases' names: "" (the default
+ * path) or ".fastmv" (test_fast_mv) */
+static const char *variant = "";
 static double worst_ratio_all;
 static char worst_name[128];
 
@@ -287,7 +290,7 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
 static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_%s_%lldx%lld_r%lld%s", quant_type_name(type),
+    snprintf(name, sizeof name, "cuda%s.matmul_%s_%lldx%lld_r%lld%s", variant, quant_type_name(type),
              (long long)K, (long long)N, (long long)R, case_tag);
     t_rng r = t_rng_named(name);
     wt w;
@@ -322,7 +325,7 @@ static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 static void test_matmul_n(const uint32_t *types, int n, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda.matmul_n_%d_%s%s_r%lld", n, quant_type_name(types[0]),
+    snprintf(name, sizeof name, "cuda%s.matmul_n_%d_%s%s_r%lld", variant, n, quant_type_name(types[0]),
              types[1] == types[0] ? "_same" : "_mixed", (long long)R);
     t_rng r = t_rng_named(name);
     const int64_t K = 512;
@@ -375,7 +378,7 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
                            bool per_rank)
 {
     char name[112];
-    snprintf(name, sizeof name, "cuda.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s",
+    snprintf(name, sizeof name, "cuda%s.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s", variant,
              quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
              (long long)T, per_rank ? "_rank_rows" : "", case_tag);
     t_rng r = t_rng_named(name);
@@ -1056,6 +1059,443 @@ static void test_fattn_ops(const be_shape *sh)
     be_free(gpf);
 }
 
+/* ----------------------------------------------------------------- graphs */
+
+/* A switch of the environment set on or off; returns what it was, for
+ * env_restore. */
+static char *env_set(const char *var, int on)
+{
+    const char *old = getenv(var);
+    char *keep = old ? strdup(old) : NULL;
+    setenv(var, on ? "1" : "0", 1);
+    return keep;
+}
+static void env_restore(const char *var, char *keep)
+{
+    if (keep)
+        setenv(var, keep, 1);
+    else
+        unsetenv(var);
+    free(keep);
+}
+static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on); }
+static void graphs_env_restore(char *keep) { env_restore("Q36_CUDA_GRAPHS", keep); }
+
+/* A CUDA context made with the switch `var` on or off, reserved for sh;
+ * NULL (a failed case) when none can be made. */
+static be_ctx *cuda_env(const char *var, int on, const be_shape *sh)
+{
+    char *keep = env_set(var, on);
+    be_ctx *b = NULL;
+    q36_err err = { 0 };
+    if (be_new("cuda", 0, &b, &err) || be_reserve(b, sh, &err)) {
+        t_fail("cuda.switched_ctx", "%s=%d: %s", var, on, err.msg);
+        be_free(b);
+        b = NULL;
+    }
+    env_restore(var, keep);
+    return b;
+}
+static be_ctx *cuda_graphs(int on, const be_shape *sh) { return cuda_env("Q36_CUDA_GRAPHS", on, sh); }
+
+/* Q36_CUDA_FASTMV=1: the Q4_K decode matvecs that read 16 bytes a lane
+ * (cuda_matmul.cu, dot_q4k) against the CPU with the default path's
+ * bounds: decode rows 1, 2, 3, 8 (passes of 4 rows), rows of 1 to 32
+ * blocks (a warp step reads 4: partial and several steps), odd output
+ * counts, matmul_n groups and expert products. */
+static void test_fast_mv(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_FASTMV", 1, sh), *keep = gpu;
+    if (!f)
+        return;
+    gpu = f;
+    variant = ".fastmv";
+    test_matmul(QT_Q4_K, 256, 33, 1);
+    test_matmul(QT_Q4_K, 512, 257, 3);
+    test_matmul(QT_Q4_K, 1024, 96, 8);
+    test_matmul(QT_Q4_K, 1280, 64, 2);
+    test_matmul(QT_Q4_K, 2048, 300, 1);
+    test_matmul(QT_Q4_K, 8192, 40, 4);
+    const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
+    test_matmul_n(q4, 4, 1);
+    test_matmul_n(q4, 6, 3);
+    test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    gpu = keep;
+    variant = "";
+    be_free(f);
+}
+
+/* One small decode-like pass of two rows from two slots: a Q4_K projection
+ * into q|k|v, the per-head norm of q, rope of q and k at the rows'
+ * positions, k copied out (the copy queue), the K/V store and attention;
+ * `skip_norm` leaves the norm out (another op list under the same key). */
+typedef struct {
+    be_weight *w, *nw;
+    be_tensor *x, *y, *kk, *kc, *vc, *att;
+    be_batch   b;
+} gpass;
+
+enum { G_K = 256, G_HQ = 4, G_HKV = 2, G_HD = 64, G_KV = 200, G_SLOTS = 4 };
+#define G_N ((G_HQ + 2 * G_HKV) * G_HD)
+
+static int gpass_init(be_ctx *be, gpass *p, wt *w, wt *nw)
+{
+    q36_err err = { 0 };
+    memset(p, 0, sizeof *p);
+    if (be_weight_bind(be, &w->t, &p->w, &err) || be_weight_bind(be, &nw->t, &p->nw, &err) ||
+        be_batch_init(be, &p->b, 2, 2, G_KV, &err))
+        return -1;
+    p->x = be_tensor_new(be, 2, G_K);
+    p->y = be_tensor_new(be, 2, G_N);
+    p->kk = be_tensor_new(be, 2, G_HKV * G_HD);
+    p->kc = be_tensor_new_f16(be, G_SLOTS * G_KV, G_HKV * G_HD);
+    p->vc = be_tensor_new_f16(be, G_SLOTS * G_KV, G_HKV * G_HD);
+    p->att = be_tensor_new(be, 2, G_HQ * G_HD);
+    return p->x && p->y && p->kk && p->kc && p->vc && p->att ? 0 : -1;
+}
+
+static void gpass_free(be_ctx *be, gpass *p)
+{
+    be_tensor_free(be, p->x); be_tensor_free(be, p->y); be_tensor_free(be, p->kk);
+    be_tensor_free(be, p->kc); be_tensor_free(be, p->vc); be_tensor_free(be, p->att);
+    be_batch_free(be, &p->b);
+}
+
+/* the pass at positions pa (slot 1) and pb (slot 3) on input x; y and att
+ * read back after it; returns be_check's kind */
+static int gpass_run(be_ctx *be, gpass *p, const float *x, int pa, int pb, bool skip_norm,
+                     float *y, float *att, q36_err *err)
+{
+    const be_seq seq[2] = { { 1, 0, 1, pa }, { 3, 1, 1, pb } };
+    const int32_t sections[4] = { 11, 11, 10, 0 };
+    be_views_reset(be);
+    be_write(be, p->x, 0, 2, x);
+    be_batch_set(be, &p->b, 2, seq);
+    be_pass_begin(be, 0x5eed, 2);
+    be_matmul(be, p->w, 0, p->x, p->y);
+    be_tensor *q = be_view(be, p->y, 0, G_HQ * G_HD);
+    be_tensor *k = be_view(be, p->y, G_HQ * G_HD, G_HKV * G_HD);
+    be_tensor *v = be_view(be, p->y, (G_HQ + G_HKV) * G_HD, G_HKV * G_HD);
+    if (!skip_norm)
+        be_rms_norm(be, q, p->nw, 1e-6f, G_HD, q);
+    be_rope(be, q, G_HD, G_HD, sections, 10000.0f, p->b.pos);
+    be_rope(be, k, G_HD, G_HD, sections, 10000.0f, p->b.pos);
+    be_copy(be, k, p->kk);
+    be_kv_store(be, p->kc, p->vc, p->kk, v, &p->b);
+    be_attention(be, q, p->kc, p->vc, &p->b, G_HQ, G_HKV, G_HD, 0.125f, p->att);
+    be_read(be, p->att, 0, 2, att);
+    be_read(be, p->y, 0, 2, y);
+    const int rc = be_check(be, err);
+    be_pass_end(be);
+    return rc;
+}
+
+/* Graphs at the op level: the same passes on a context with graphs off and
+ * one with graphs on, the second running the first pass op by op (a key
+ * seen once), recording the second and replaying the rest on new inputs at
+ * other positions (lengths 1 to 200, so the
+ * attention splits of the capacity cover short and long rows). y (the same
+ * kernels on the same inputs) must agree bit for bit; attention, whose
+ * splits differ, to float rounding. Then a pass of the same key with an
+ * op left out must fail (the recording's check), and of the next two the
+ * second record again, both agreeing. */
+static void test_graph_ops(const be_shape *sh)
+{
+    const char *name = "cuda.graph.ops_replay_equal_eager";
+    be_ctx *off = cuda_graphs(0, sh), *on = cuda_graphs(1, sh);
+    if (!off || !on) {
+        be_free(off);
+        be_free(on);
+        return;
+    }
+    t_rng r = t_rng_named(name);
+    wt w, nw;
+    make_weight(&w, &r, QT_Q4_K, G_K, G_N, 1);
+    float *nv = t_randv(&r, G_HD, 1);
+    make_vec(&nw, nv, G_HD, 1);
+    gpass po, pn;
+    if (gpass_init(off, &po, &w, &nw) || gpass_init(on, &pn, &w, &nw)) {
+        t_fail(name, "setting up the pass failed");
+        return;
+    }
+    const int pa[5] = { 0, 1, 37, 150, 151 }, pb[5] = { 5, 6, 100, 199, 2 };
+    float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
+    double worst_y = 0, worst_a = 0, amax = 0;
+    q36_err err = { 0 };
+    int rc = 0;
+    be_stats s0, s1;
+    be_stats_get(on, &s0);
+    for (int i = 0; i < 4 && !rc; i++) {
+        float *x = t_randv(&r, 2 * G_K, 1);
+        rc = gpass_run(off, &po, x, pa[i], pb[i], false, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], false, yn, an, &err);
+        free(x);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++) {
+            worst_a = fmax(worst_a, fabs((double)ao[j] - an[j]));
+            amax = fmax(amax, fabs((double)ao[j]));
+        }
+    }
+    be_stats_get(on, &s1);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, worst_y == 0 && worst_a <= 1e-4 * fmax(1.0, amax) && s1.graphs_recorded - s0.graphs_recorded == 1 &&
+                s1.graph_launches - s0.graph_launches == 3,
+                "y |d| %.3g (0 expected), attention |d| %.3g (1e-4 of max %.3g), %llu recorded "
+                "(1), %llu graph launches (3)", worst_y, worst_a, amax,
+                (unsigned long long)(s1.graphs_recorded - s0.graphs_recorded),
+                (unsigned long long)(s1.graph_launches - s0.graph_launches));
+    printf("#   %s: y |d| %.3g, attention |d| %.3g; %llu graph nodes in 3 launches, %llu "
+           "single launches (the first pass)\n", name, worst_y, worst_a,
+           (unsigned long long)(s1.graph_nodes - s0.graph_nodes),
+           (unsigned long long)(s1.launches - s0.launches));
+
+    /* the same key, another op list: refused, then recorded again */
+    float *x = t_randv(&r, 2 * G_K, 1);
+    memset(&err, 0, sizeof err);
+    rc = gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+    t_check("cuda.graph.other_ops_same_key_fail", rc != 0 && strstr(err.msg, "recording"),
+            "rc %d: %s", rc, err.msg);
+    memset(&err, 0, sizeof err);
+    worst_y = 0;
+    rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+    }
+    be_stats s2;
+    be_stats_get(on, &s2);
+    if (rc)
+        t_fail("cuda.graph.recorded_again", "%s", err.msg);
+    else
+        t_check("cuda.graph.recorded_again", worst_y == 0 && s2.graphs_recorded == s1.graphs_recorded + 1,
+                "y |d| %.3g, %llu recorded (%llu expected)", worst_y,
+                (unsigned long long)s2.graphs_recorded, (unsigned long long)s1.graphs_recorded + 1);
+    free(x);
+    free(nv);
+    gpass_free(off, &po);
+    gpass_free(on, &pn);
+    be_free(off);
+    be_free(on);
+    free(w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
+    free(nw.deq);
+}
+
+/* ------------------------------------------------------------ fused ops */
+
+/* a tensor of backend b holding x (rows x cols f32), and one read back */
+static be_tensor *up_on(be_ctx *b, const float *x, int64_t rows, int64_t cols)
+{
+    be_tensor *t = be_tensor_new(b, rows, cols);
+    if (t && x)
+        be_write(b, t, 0, rows, x);
+    return t;
+}
+static float *down_on(be_ctx *b, const be_tensor *t)
+{
+    const int64_t rows = be_rows_of(t);
+    float *v = malloc(sizeof(float) * (size_t)(rows * be_cols_of(t) + 1));
+    be_read(b, t, 0, rows, v);
+    return v;
+}
+static int64_t bits_differ(const float *a, const float *b, int64_t n)
+{
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return d;
+}
+
+/* make_vec's weight, bound to f too (returned) */
+static be_weight *vec_on(be_ctx *f, wt *w, const float *v, int64_t n, int64_t n1)
+{
+    be_weight *wf = NULL;
+    make_vec(w, v, n, n1);
+    be_weight_bind(f, &w->t, &wf, NULL);
+    return wf;
+}
+
+/* The fused context f's result tf against the default context's in p (the
+ * separate kernels: equal bits) and the CPU's in p (rowscale bound eps; 0:
+ * equal); false when a backend failed. */
+static bool fused_check(const char *name, be_ctx *f, pair p, const be_tensor *tf, double eps)
+{
+    q36_err err = { 0 };
+    if (!gpu_ok(name))
+        return false;
+    if (be_check(f, &err)) {
+        t_fail(name, "%s", err.msg);
+        return false;
+    }
+    const int64_t n = be_rows_of(p.c) * be_cols_of(p.c);
+    float *c, *g;
+    down(p, &c, &g);
+    float *fv = down_on(f, tf);
+    const int64_t d = bits_differ(g, fv, n);
+    char n2[192];
+    snprintf(n2, sizeof n2, "%s.same_bits_as_separate", name);
+    t_check(n2, d == 0, "%lld of %lld values differ from the separate ops", (long long)d,
+            (long long)n);
+    snprintf(n2, sizeof n2, "%s.vs_cpu", name);
+    double *b = eps > 0 ? rowscale_bound(c, be_rows_of(p.c), be_cols_of(p.c), eps) : NULL;
+    verdict(n2, c, fv, n, b, 1e-30);
+    free(b); free(c); free(g); free(fv);
+    return true;
+}
+
+/* be_rms_norm_gate (the DeltaNet gated norm, in place as the model runs
+ * it) on the fused context f: bits against the default context's separate
+ * kernels, and against the CPU (the norm's 4 roundings, the CPU's lane exp
+ * in silu: 8 u, one product). */
+static void fused_norm_gate(be_ctx *f, int64_t R, int64_t D, int64_t group)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.fused.rms_norm_gate_%lldx%lld_g%lld", (long long)R,
+             (long long)D, (long long)group);
+    t_rng r = t_rng_named(name);
+    float *x = t_randv(&r, R * D, 3), *z = t_randv(&r, R * D, 2), *wv = t_randv(&r, group, 1);
+    wt w;
+    be_weight *wf = vec_on(f, &w, wv, group, 1);
+    pair xp = up(x, R, D), zp = up(z, R, D);
+    be_tensor *xf = up_on(f, x, R, D), *zf = up_on(f, z, R, D);
+    be_rms_norm_gate(cpu, xp.c, w.wc, 1e-6f, group, zp.c, xp.c);
+    be_rms_norm_gate(gpu, xp.g, w.wg, 1e-6f, group, zp.g, xp.g);
+    be_rms_norm_gate(f, xf, wf, 1e-6f, group, zf, xf);
+    fused_check(name, f, xp, xf, 16 * U);
+    pfree(xp); pfree(zp);
+    be_tensor_free(f, xf); be_tensor_free(f, zf);
+    free(x); free(z); free(wv);
+}
+
+/* be_ssm_conv_silu on the fused context f: two passes (the second goes on
+ * from the tails the first left), outputs and tails against the default
+ * context's separate kernels (bits) and the CPU (the conv's 4 u and silu's
+ * 8 u; the tails: equal). */
+static void fused_conv(be_ctx *f, int64_t C, int n_seq, const int *len)
+{
+    char name[96];
+    int64_t T = 0;
+    for (int i = 0; i < n_seq; i++)
+        T += len[i];
+    snprintf(name, sizeof name, "cuda.fused.ssm_conv_silu_c%lld_seq%d_t%lld", (long long)C, n_seq,
+             (long long)T);
+    t_rng r = t_rng_named(name);
+    const int64_t Kc = 4, n_slots = 8;
+    float *w = t_randv(&r, Kc * C, 0.5f);
+    wt ww;
+    be_weight *wf = vec_on(f, &ww, w, Kc, C);
+    pair tails = up(NULL, n_slots * C, Kc - 1);
+    be_tensor *tf = up_on(f, NULL, n_slots * C, Kc - 1);
+    int slot[16], pos0[16];
+    be_seq seq[16];
+    for (int i = 0; i < n_seq; i++) {
+        slot[i] = (i * 5 + 2) % (int)n_slots;
+        pos0[i] = 0;
+    }
+    bool ok = true;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+        bpair b = batch_of(n_seq, slot, len, pos0, 1 << 20);
+        be_batch bf;
+        int64_t row = 0;
+        for (int i = 0; i < n_seq; i++) {
+            seq[i] = (be_seq){ slot[i], (int32_t)row, len[i], pos0[i] };
+            row += len[i];
+        }
+        be_batch_init(f, &bf, T, n_seq, 1 << 20, NULL);
+        be_batch_set(f, &bf, n_seq, seq);
+        float *x = t_randv(&r, T * C, 1);
+        pair xt = up(x, T, C), y = up(NULL, T, C);
+        be_tensor *xf = up_on(f, x, T, C), *yf = up_on(f, NULL, T, C);
+        be_ssm_conv_silu(cpu, xt.c, tails.c, ww.wc, &b.c, y.c);
+        be_ssm_conv_silu(gpu, xt.g, tails.g, ww.wg, &b.g, y.g);
+        be_ssm_conv_silu(f, xf, tf, wf, &bf, yf);
+        char n2[128];
+        snprintf(n2, sizeof n2, "%s.pass%d", name, pass);
+        if ((ok = fused_check(n2, f, y, yf, 12 * U))) {
+            snprintf(n2, sizeof n2, "%s.pass%d.tails", name, pass);
+            fused_check(n2, f, tails, tf, 0);
+        }
+        pfree(xt); pfree(y); bfree(&b);
+        be_tensor_free(f, xf); be_tensor_free(f, yf);
+        be_batch_free(f, &bf);
+        free(x);
+        for (int i = 0; i < n_seq; i++)
+            pos0[i] += len[i];
+    }
+    pfree(tails);
+    be_tensor_free(f, tf);
+    free(w);
+}
+
+/* Q36_CUDA_FUSED=1: be_add_rms_norm and be_moe_combine_shared (and the
+ * two above) as one kernel each, against the same entries on the default context (the
+ * separate kernels: the same roundings in the same order, so equal bits)
+ * and against the CPU (the separate ops' bounds: the norm's 4 roundings;
+ * the CPU's lane exp in the sigmoid, 8 u, and the products and the add). */
+static void test_fused(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_FUSED", 1, sh);
+    if (!f)
+        return;
+    char name[96];
+    static const int64_t ns[4][2] = { { 1, 1024 }, { 3, 2048 }, { 8, 200 }, { 2, 64 } };
+    for (int c = 0; c < 4; c++) {
+        const int64_t R = ns[c][0], D = ns[c][1];
+        snprintf(name, sizeof name, "cuda.fused.add_rms_norm_%lldx%lld", (long long)R, (long long)D);
+        t_rng r = t_rng_named(name);
+        float *o = t_randv(&r, R * D, 2), *x = t_randv(&r, R * D, 3), *wv = t_randv(&r, D, 1);
+        wt w;
+        be_weight *wf = vec_on(f, &w, wv, D, 1);
+        pair op = up(o, R, D), xp = up(x, R, D), yp = up(NULL, R, D);
+        be_tensor *of = up_on(f, o, R, D), *xf = up_on(f, x, R, D), *yf = up_on(f, NULL, R, D);
+        be_add_rms_norm(cpu, op.c, xp.c, w.wc, 1e-6f, D, yp.c);
+        be_add_rms_norm(gpu, op.g, xp.g, w.wg, 1e-6f, D, yp.g);
+        be_add_rms_norm(f, of, xf, wf, 1e-6f, D, yf);
+        if (fused_check(name, f, yp, yf, 4 * U)) {
+            char n2[128];
+            snprintf(n2, sizeof n2, "%s.sum", name);    /* one rounding of one add: equal */
+            fused_check(n2, f, xp, xf, 0);
+        }
+        pfree(op); pfree(xp); pfree(yp);
+        be_tensor_free(f, of); be_tensor_free(f, xf); be_tensor_free(f, yf);
+        free(o); free(x); free(wv);
+    }
+    static const int64_t ms[4][3] = { { 1, 8, 2048 }, { 5, 8, 96 }, { 3, 1, 200 }, { 2, 3, 64 } };
+    for (int c = 0; c < 4; c++) {
+        const int64_t T = ms[c][0], k = ms[c][1], D = ms[c][2];
+        snprintf(name, sizeof name, "cuda.fused.moe_combine_shared_t%lld_top%lld_d%lld", (long long)T,
+                 (long long)k, (long long)D);
+        t_rng r = t_rng_named(name);
+        float *y = t_randv(&r, T * k * D, 1), *wv = t_randv(&r, T * k, 1);
+        float *g = t_randv(&r, T, 2), *sv = t_randv(&r, T * D, 1);
+        pair yt = up(y, T * k, D), wt_ = up(wv, T, k), gt = up(g, T, 1), st = up(sv, T, D),
+             out = up(NULL, T, D);
+        be_tensor *yf = up_on(f, y, T * k, D), *wf = up_on(f, wv, T, k), *gf = up_on(f, g, T, 1),
+                  *sf = up_on(f, sv, T, D), *of = up_on(f, NULL, T, D);
+        be_moe_combine_shared(cpu, yt.c, wt_.c, k, gt.c, st.c, out.c);
+        be_moe_combine_shared(gpu, yt.g, wt_.g, k, gt.g, st.g, out.g);
+        be_moe_combine_shared(f, yf, wf, k, gf, sf, of);
+        fused_check(name, f, out, of, 16 * U);
+        pfree(yt); pfree(wt_); pfree(gt); pfree(st); pfree(out);
+        be_tensor_free(f, yf); be_tensor_free(f, wf); be_tensor_free(f, gf);
+        be_tensor_free(f, sf); be_tensor_free(f, of);
+        free(y); free(wv); free(g); free(sv);
+    }
+    fused_norm_gate(f, 1, 4096, 128);
+    fused_norm_gate(f, 5, 512, 64);
+    fused_norm_gate(f, 2, 200, 100);
+    const int l1[1] = { 1 }, l3[3] = { 4, 1, 7 };
+    fused_conv(f, 8192, 1, l1);
+    fused_conv(f, 300, 3, l3);
+    be_free(f);
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static void test_tensors(void)
@@ -1257,25 +1697,46 @@ typedef struct {
     double prompt_rel, prompt_abs, worst_rel;
     double t_cpu, t_gpu;    /* seconds: prompt; per token */
     double tok_cpu, tok_gpu;
+    q36_backend_stats st0, st1;   /* the second session's backend: after the prompt, at the end */
     int rc;
     q36_err err;
 } model_cmp;
 
+/* The sessions compared: the first on `backend_c` (NULL: the CPU), the
+ * second on CUDA; graphs_*: Q36_CUDA_GRAPHS for a CUDA session (-1: as
+ * the environment says). */
+typedef struct {
+    const char *backend_c;
+    int graphs_c, graphs_g;
+} cmp_opts;
+static const cmp_opts CMP_CPU = { NULL, -1, -1 };
+
+static int session_on(q36_model *m, const char *backend, int graphs, q36_session **out,
+                      q36_err *err)
+{
+    q36_session_opts o = q36_session_opts_default();
+    o.n_threads = 0;
+    o.backend = backend;
+    o.fast = gpu_fast && backend && !strcmp(backend, "cuda");   /* --fast: the GPU side only */
+    char *keep = graphs >= 0 ? graphs_env_set(graphs) : NULL;
+    const int rc = q36_session_new(m, 256, &o, out, err);
+    if (graphs >= 0)
+        graphs_env_restore(keep);
+    return rc;
+}
+
 /* P prompt tokens as one pass, then G greedy decodes, both sessions fed
- * the CPU's choice; near-ties counted with threshold tol * std. */
-static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol)
+ * the first one's choice; near-ties counted with threshold tol * std. */
+static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *label, double tol,
+                                  const cmp_opts *co)
 {
     model_cmp r = { 0 };
     /* fast mode: a prompt long enough for the prompt paths' thresholds (64
      * rows of attention, cuda_fattn.h) */
-    const int n_ctx = 256, P = gpu_fast ? 100 : 40, G = 64;
-    q36_session_opts oc = q36_session_opts_default(), og = oc;
-    oc.n_threads = 0;
-    og.backend = "cuda";
-    og.fast = gpu_fast;
+    const int P = gpu_fast ? 100 : 40, G = 64;
     q36_session *sc = NULL, *sg = NULL;
-    if ((r.rc = q36_session_new(mc, n_ctx, &oc, &sc, &r.err)) ||
-        (r.rc = q36_session_new(mg, n_ctx, &og, &sg, &r.err))) {
+    if ((r.rc = session_on(mc, co->backend_c, co->graphs_c, &sc, &r.err)) ||
+        (r.rc = session_on(mg, "cuda", co->graphs_g, &sg, &r.err))) {
         q36_session_free(sc);
         return r;
     }
@@ -1291,6 +1752,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
     r.rc = r.rc ? r.rc : q36_session_append(sg, ids, P, lg, Q36_LOGITS_ALL, &r.err);
     r.t_cpu = t1 - t0;
     r.t_gpu = now_s() - t1;
+    q36_engine_backend_stats(q36_session_engine(sg), &r.st0);
     if (!r.rc) {
         r.prompt_rel = logit_diff(lc, lg, (int64_t)V * P, V, &r.prompt_abs);
         r.worst_rel = r.prompt_rel;
@@ -1318,6 +1780,7 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
             tok = ac;
         }
     }
+    q36_engine_backend_stats(q36_session_engine(sg), &r.st1);
     free(lc);
     free(lg);
     q36_session_free(sc);
@@ -1340,7 +1803,7 @@ static void test_model(const char *path)
     }
     /* the check: the CPU on the f32 twin */
     snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_f32_twin", mode_tag, base);
-    model_cmp r = compare_sessions(mt, m, name, MODEL_TOL);
+    model_cmp r = compare_sessions(mt, m, name, MODEL_TOL, &CMP_CPU);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
@@ -1352,7 +1815,7 @@ static void test_model(const char *path)
            r.same, r.ties, r.bad, r.worst_rel);
     /* reported: the CPU on the file itself (its own activation rounding) */
     snprintf(name, sizeof name, "cuda.model%s.%s.vs_cpu_same_file", mode_tag, base);
-    r = compare_sessions(m, m, name, 0.05);
+    r = compare_sessions(m, m, name, 0.05, &CMP_CPU);
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
@@ -1364,6 +1827,47 @@ static void test_model(const char *path)
                r.t_gpu * 1e3, r.tok_cpu * 1e3, r.tok_gpu * 1e3);
     q36_model_free(m);
     q36_model_free(mt);
+}
+
+/* Graphs against the op-by-op path on the same file: a CUDA session with
+ * Q36_CUDA_GRAPHS=0 and one with 1, the same prompt and 64 greedy tokens.
+ * The kernels are the same but attention's splits (sized by the capacity
+ * with graphs on), so the logits agree to float rounding carried through
+ * the layers (MODEL_TOL, as the f32 twin) and the greedy tokens are the
+ * same but near-ties; the graphed session must have recorded its decode
+ * step (on the second) and launched it for each token after the first.
+ * Prints the launches a decode step costs either way. */
+static void test_model_graphs(const char *path)
+{
+    char name[256];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, sizeof name, "cuda.model.%s.graphs_vs_eager", base);
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    if (q36_model_open(path, &m, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    const cmp_opts co = { "cuda", 0, 1 };
+    model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
+    const uint64_t replays = r.st1.graph_launches - r.st0.graph_launches;
+    if (r.rc)
+        t_fail(name, "%s", r.err.msg);
+    else
+        t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0 &&
+                r.st1.graphs_recorded >= 1 && replays >= 63,
+                "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
+                "tokens differ beyond a near-tie; %llu graphs recorded, %llu launched in 64 "
+                "decodes (63 expected: the first runs op by op)", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad,
+                (unsigned long long)r.st1.graphs_recorded, (unsigned long long)replays);
+    printf("#   %s: prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, %d "
+           "other; worst %.4g std; a decode step: %.1f single launches + %.2f graph launches "
+           "of %.1f nodes; decode: eager %.3f ms/token, graphs %.3f ms/token\n", name,
+           r.prompt_abs, r.prompt_rel, r.same, r.ties, r.bad, r.worst_rel,
+           (double)(r.st1.launches - r.st0.launches) / 64.0, (double)replays / 64.0,
+           replays ? (double)(r.st1.graph_nodes - r.st0.graph_nodes) / (double)replays : 0.0,
+           r.tok_cpu * 1e3, r.tok_gpu * 1e3);
+    q36_model_free(m);
 }
 
 /* Several slots in one pass: 4 slots of different prompt lengths in one
@@ -1862,11 +2366,15 @@ int main(int argc, char **argv)
         test_moe_ops(&sh, "1");
         test_moe_ops(&sh, "2");
         test_fattn_ops(&sh);
+        test_graph_ops(&sh);
+        test_fast_mv(&sh);
+        test_fused(&sh);
     }
 
     for (int i = a0; i < argc; i++) {
         test_model(argv[i]);
         test_model_slots(argv[i]);
+        test_model_graphs(argv[i]);
     }
     be_free(cpu);
     be_free(gpu);

@@ -147,6 +147,10 @@ int bench_q36_traffic(bench_engine *e, double ctx_positions, bench_traffic *out,
  * parts of a buffer of `bytes`, `passes` timed passes after one untimed
  * one (bench_membw.c). */
 int bench_membw(int n_threads, size_t bytes, int passes, bench_stats *gbps, q36_err *err);
+/* The same for the device memory of a built-in backend (backend.h,
+ * be_device_read_bandwidth: "cuda"). */
+int bench_membw_device(const char *backend, size_t bytes, int passes, bench_stats *gbps,
+                       q36_err *err);
 
 /* --spec-type draft-mtp: plain greedy decoding against MTP speculative
  * decoding from a prompt (text file, or n_prompt seeded ids), -r
@@ -154,6 +158,25 @@ int bench_membw(int n_threads, size_t bytes, int passes, bench_stats *gbps, q36_
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
                int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
                uint64_t seed, q36_err *err);
+
+/* ------------------------------------------------------------ the device */
+
+/* The GPU board's energy counter (bench_energy.c: NVML through dlopen);
+ * NULL when there is none (no library, no device). bench_energy_j: joules
+ * since an arbitrary origin, negative when the read fails. */
+typedef struct bench_energy bench_energy;
+bench_energy *bench_energy_open(void);
+double bench_energy_j(const bench_energy *e);
+void bench_energy_close(bench_energy *e);      /* accepts NULL */
+
+/* What the q36 runner's backend queued per token in its last time_gen
+ * (q36_engine_backend_stats differences over the decodes, divided by
+ * their count): single launches, graph launches and the graph's nodes.
+ * All zero on the CPU. e must come from bench_q36_open. */
+typedef struct bench_launches {
+    double launches, graph_launches, graph_nodes;
+} bench_launches;
+void bench_q36_launches(const bench_engine *e, bench_launches *out);
 
 /* Monotonic wall clock in seconds. */
 double bench_now(void);

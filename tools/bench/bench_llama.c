@@ -312,7 +312,9 @@ int bench_llama_open(const char *lib_dir, const char *path, const bench_cfg *cfg
     e->L.llama_backend_init();
 
     struct llama_model_params mp = e->L.llama_model_default_params();
-    mp.n_gpu_layers = 0;
+    /* q36 bench -ngl: every layer on the GPU too (llama.cpp keeps them on the
+     * CPU when the libraries have no GPU backend) */
+    mp.n_gpu_layers = cfg->backend ? 99 : 0;
     if (!(e->model = e->L.llama_model_load_from_file(path, mp))) {
         rc = q36_err_set(err, Q36_E_FORMAT, "%s: llama.cpp cannot load it: %s", path, why(e));
         goto fail;
@@ -332,8 +334,8 @@ int bench_llama_open(const char *lib_dir, const char *path, const bench_cfg *cfg
         variant = s ? s + 1 : di.dli_fname;
     }
     const char *base = strrchr(lib, '/');
-    snprintf(d->detail, sizeof d->detail, "%.100s + %.100s, flash attention auto", base ? base + 1 : lib,
-             variant);
+    snprintf(d->detail, sizeof d->detail, "%.100s + %.100s, flash attention auto, -ngl %d",
+             base ? base + 1 : lib, variant, mp.n_gpu_layers);
     *out = &e->base;
     return 0;
 fail:

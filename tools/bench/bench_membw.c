@@ -8,8 +8,10 @@
  * Reading, not copying: a decode step reads weights and writes almost
  * nothing, so a STREAM "copy" or "triad" figure (which also pays for the
  * writes and their read-for-ownership) would understate what reads alone
- * can reach. */
+ * can reach. With -ngl the device's memory is measured instead
+ * (bench_membw_device: the backend's own read kernel). */
 #include "bench.h"
+#include "../../src/backend/backend.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -134,5 +136,18 @@ out:
     free(th);
     free(sh);
     free(buf);
+    return rc;
+}
+
+int bench_membw_device(const char *backend, size_t bytes, int passes, bench_stats *gbps,
+                       q36_err *err)
+{
+    double *v = calloc((size_t)(passes > 0 ? passes : 1), sizeof *v);
+    if (!v)
+        return q36_err_set(err, Q36_E_NOMEM, "memory bandwidth: out of memory");
+    int rc = be_device_read_bandwidth(backend, bytes, passes, v, err);
+    if (!rc)
+        bench_stats_of(v, passes, gbps);
+    free(v);
     return rc;
 }

@@ -23,6 +23,7 @@ typedef struct q36_runner {
     uint64_t     snap_len;
     float       *logits;     /* n_vocab: the row every timed call writes */
     int          n_ctx;      /* of the prepared session */
+    bench_launches gen_launches;   /* per token, the last time_gen */
 } q36_runner;
 
 static void q_release(bench_engine *be)
@@ -123,11 +124,23 @@ static int q_time_gen(bench_engine *be, const int32_t *ids, int n, double *sec, 
     int rc = to_depth(e, err);
     if (rc)
         return rc;
+    q36_backend_stats s0, s1;
+    q36_engine_backend_stats(q36_session_engine(e->sess), &s0);
     double t0 = bench_now();
     for (int i = 0; i < n && !rc; i++)
         rc = q36_session_decode(e->sess, ids[i], e->logits, err);
     *sec = bench_now() - t0;
+    q36_engine_backend_stats(q36_session_engine(e->sess), &s1);
+    const double per = n > 0 ? 1.0 / n : 0.0;
+    e->gen_launches = (bench_launches){ (double)(s1.launches - s0.launches) * per,
+                                        (double)(s1.graph_launches - s0.graph_launches) * per,
+                                        (double)(s1.graph_nodes - s0.graph_nodes) * per };
     return rc;
+}
+
+void bench_q36_launches(const bench_engine *be, bench_launches *out)
+{
+    *out = ((const q36_runner *)be)->gen_launches;
 }
 
 /* Back to the prepared depth in session s (the timed one or the profiled one). */

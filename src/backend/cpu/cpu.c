@@ -123,6 +123,50 @@ nomem:
                        tf * sizeof(float) / 1048576.0);
 }
 
+/* The contract's fused entries, op by op here (the same calls as the
+ * separate ops, so the same bits). */
+static void cpu_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                             float eps, int64_t group, be_tensor *y)
+{
+    cpu_add(be, o, x, x);
+    cpu_rms_norm(be, x, w, eps, group, y);
+}
+
+static void cpu_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                                   be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    cpu_sigmoid(be, g, g);
+    cpu_mul_col(be, s, g, s);
+    cpu_moe_combine(be, y, w, k, out);
+    cpu_add(be, out, s, out);
+}
+
+static void cpu_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                              int64_t group, const be_tensor *z, be_tensor *y)
+{
+    cpu_rms_norm(be, x, w, eps, group, y);
+    cpu_swiglu(be, z, y, y);
+}
+
+static void cpu_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                              const be_batch *b, be_tensor *y)
+{
+    cpu_ssm_conv(be, x, tails, w, b, y);
+    cpu_silu(be, y, y);
+}
+
+/* Passes run op by op here: nothing to record, nothing counted. */
+static void cpu_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
+{
+    (void)be; (void)key; (void)n_rows;
+}
+static void cpu_pass_end(be_ctx *be) { (void)be; }
+static void cpu_stats(const be_ctx *be, be_stats *out)
+{
+    (void)be;
+    memset(out, 0, sizeof *out);
+}
+
 static const struct be_ops cpu_ops = {
     .name = "cpu",
     .free = cpu_free,
@@ -142,6 +186,7 @@ static const struct be_ops cpu_ops = {
     .matmul_n = cpu_matmul_n,
     .matmul_id = cpu_matmul_id,
     .rms_norm = cpu_rms_norm,
+    .add_rms_norm = cpu_add_rms_norm,
     .l2_norm = cpu_l2_norm,
     .add = cpu_add,
     .mul = cpu_mul,
@@ -149,15 +194,21 @@ static const struct be_ops cpu_ops = {
     .silu = cpu_silu,
     .sigmoid = cpu_sigmoid,
     .swiglu = cpu_swiglu,
+    .rms_norm_gate = cpu_rms_norm_gate,
     .deltanet_gates = cpu_deltanet_gates,
     .rope = cpu_rope,
     .kv_store = cpu_kv_store,
     .attention = cpu_attention,
     .ssm_conv = cpu_ssm_conv,
+    .ssm_conv_silu = cpu_ssm_conv_silu,
     .deltanet = cpu_deltanet,
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
+    .moe_combine_shared = cpu_moe_combine_shared,
+    .pass_begin = cpu_pass_begin,
+    .pass_end = cpu_pass_end,
+    .stats = cpu_stats,
     .profile_enable = cpu_profile_enable,
     .profile_layer = cpu_profile_layer,
     .profile_reset = cpu_profile_reset,

@@ -26,7 +26,15 @@
  * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
  * Q36_CUDA_MOEGEMM=1 (f32) or 2 (f16 tensor cores) prompt batches' expert
  * products to grouped tiles (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
- * query rows (cuda_fattn.h). */
+ * query rows (cuda_fattn.h);
+ * Q36_CUDA_GRAPHS=1 records each decode step's ops once per
+ * shape and replays them as one CUDA graph launch (cuda_graph.cu; off by
+ * default: the op-by-op path is the tested one), with the small uploads
+ * of a pass queued through pinned staging without a wait; Q36_CUDA_FASTMV=1
+ * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu);
+ * Q36_CUDA_FUSED=1 runs the contract's fused entries (add + RMS norm, the
+ * DeltaNet gated norm, conv + SiLU, MoE combine + shared expert) as one
+ * kernel each (cuda_ops.cu, cuda_seq.cu). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -49,6 +57,12 @@ bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int 
     be_fail(be, Q36_E_IO, "%s at %s:%d: %s (%s)", call, file, line, cudaGetErrorString(e),
             cudaGetErrorName(e));
     return false;
+}
+
+bool cuda_launched(be_ctx *be, const char *what, const char *file, int line)
+{
+    cuda_count(cuda_ctx_of(be));
+    return cuda_ok(be, cudaGetLastError(), what, file, line);
 }
 
 bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line)
@@ -76,6 +90,12 @@ static void cuda_free(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     cudaSetDevice(c->device);
+    if (c->gmode == GM_CAPTURE) {       /* a pass left half captured */
+        cudaGraph_t g = NULL;
+        if (cudaStreamEndCapture(c->stream, &g) == cudaSuccess && g)
+            cudaGraphDestroy(g);
+    }
+    cuda_graph_drop(be);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     be_base_free(be);
@@ -89,6 +109,7 @@ static void cuda_free(be_ctx *be)
     cudaFree(c->chunk);
     cudaFree(c->moe);
     cudaFreeHost(c->stage);
+    cudaFreeHost(c->up);
     if (c->blas)
         cublasDestroy(c->blas);
     if (c->stream)
@@ -96,10 +117,18 @@ static void cuda_free(be_ctx *be)
     free(c);
 }
 
-static void cuda_sync(be_ctx *be)
+/* Waits for the stream; the upload staging is free again after it. */
+static bool stream_wait(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    CUDA_OK(be, cudaStreamSynchronize(c->stream));
+    const bool ok = CUDA_OK(be, cudaStreamSynchronize(c->stream));
+    c->up_off = 0;
+    return ok;
+}
+
+static void cuda_sync(be_ctx *be)
+{
+    stream_wait(be);
 }
 
 static size_t scratch_floats(const be_shape *s, size_t *deq, size_t *part)
@@ -187,7 +216,7 @@ static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, i
         }
         /* zero-filled by contract; the stream is where later ops run */
         if (!CUDA_OK(be, cudaMemsetAsync(t->data, 0, bytes, cuda_ctx_of(be)->stream)) ||
-            !CUDA_OK(be, cudaStreamSynchronize(cuda_ctx_of(be)->stream))) {
+            !stream_wait(be)) {
             cudaFree(t->data);
             free(t);
             return NULL;
@@ -215,9 +244,10 @@ static void copy_rows(be_ctx *be, void *dst, size_t dpitch, const void *src, siz
     cuda_ctx *c = cuda_ctx_of(be);
     if (!nrows || !width)
         return;
+    cuda_count(c);
     if (CUDA_OK(be, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, (size_t)nrows, kind,
                                       c->stream)))
-        CUDA_OK(be, cudaStreamSynchronize(c->stream));
+        stream_wait(be);
 }
 
 /* Device rows to the host through the pinned staging buffer (a pageable
@@ -241,8 +271,25 @@ static void cuda_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrow
     }
 }
 
+/* Host rows to the device. With graphs on, a small upload (the ids and the
+ * batch of a pass) is copied into the pinned staging and queued without a
+ * wait: the caller's buffer is free on return, the staging until the
+ * stream next waits (stream_wait). Otherwise, and when the staging is
+ * full, the copy waits. */
+#define UP_BYTES ((size_t)256 << 10)
 static void cuda_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
 {
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t rb = row_bytes(t), bytes = rb * (size_t)nrows;
+    if (c->up && bytes && c->up_off <= UP_BYTES && bytes <= UP_BYTES - c->up_off) {
+        char *st = c->up + c->up_off;
+        memcpy(st, src, bytes);
+        c->up_off += (bytes + 255) & ~(size_t)255;
+        cuda_count(c);
+        CUDA_OK(be, cudaMemcpy2DAsync(row_ptr(t, row0), pitch(t), st, rb, rb, (size_t)nrows,
+                                      cudaMemcpyHostToDevice, c->stream));
+        return;
+    }
     copy_rows(be, row_ptr(t, row0), pitch(t), src, row_bytes(t), row_bytes(t), nrows,
               cudaMemcpyHostToDevice);
 }
@@ -290,6 +337,7 @@ static void cuda_zero(be_ctx *be, be_tensor *t)
 {
     if (!t->rows || !t->cols)
         return;
+    cuda_count(cuda_ctx_of(be));
     CUDA_OK(be, cudaMemset2DAsync(t->data, pitch(t), 0, row_bytes(t), (size_t)t->rows,
                                   cuda_ctx_of(be)->stream));
 }
@@ -413,64 +461,195 @@ static void cuda_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_ten
         cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
-/* The table's entries: each launches the queued copies first
- * (cuda_copy.cu), then does its work; be_copy itself queues. */
-#define FLUSHED(name, params, args)                  \
-    static void f_##name params                      \
-    {                                                \
-        cuda_copy_flush(be);                         \
-        name args;                                   \
+/* Fingerprints of an op's arguments (cuda_graph.cu): what decides the work
+ * an op queues: device pointers, shapes, scalars. */
+static inline uint64_t fmix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x100000001B3u;
+    return h ^ (h >> 29);
+}
+static inline uint64_t fp1(uint64_t h, be_ctx *) { return h; }
+static inline uint64_t fp1(uint64_t h, int64_t v) { return fmix(h, (uint64_t)v); }
+static inline uint64_t fp1(uint64_t h, int v) { return fmix(h, (uint64_t)(int64_t)v); }
+static inline uint64_t fp1(uint64_t h, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return fmix(h, u);
+}
+static inline uint64_t fp1(uint64_t h, const be_tensor *t)
+{
+    if (!t)
+        return fmix(h, 0);
+    h = fmix(h, (uint64_t)(uintptr_t)t->data);
+    h = fmix(fmix(h, (uint64_t)t->rows), (uint64_t)t->cols);
+    return fmix(fmix(h, (uint64_t)t->ld), (uint64_t)t->type);
+}
+static inline uint64_t fp1(uint64_t h, const be_weight *w)
+{
+    return fmix(h, w ? (uint64_t)(uintptr_t)w->data : 0);
+}
+static inline uint64_t fp1(uint64_t h, const be_batch *b)
+{
+    h = fp1(fp1(h, b->pos), b->runs);
+    return fmix(fmix(fmix(h, (uint64_t)b->n_seq), (uint64_t)b->n_rows), (uint64_t)b->kv_rows);
+}
+static inline uint64_t fp1(uint64_t h, const int32_t *sections)     /* rope's four */
+{
+    for (int i = 0; i < 4; i++)
+        h = fmix(h, (uint64_t)(uint32_t)sections[i]);
+    return h;
+}
+template <typename... A> static inline uint64_t fp_args(A... a)
+{
+    uint64_t h = 0;
+    ((h = fp1(h, a)), ...);
+    return h;
+}
+
+/* The table's entries. An op (OP): in a recorded pass its fingerprint is
+ * folded and, in a replay, it is skipped; otherwise it launches the queued
+ * copies (cuda_copy.cu) and does its work. A read, write or sync (CUT)
+ * first ends the recorded part of a pass (cuda_graph.cu). */
+#define OP(name, params, args)                                                          \
+    static void f_##name params                                                         \
+    {                                                                                   \
+        if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args args)))   \
+            return;                                                                     \
+        cuda_copy_flush(be);                                                            \
+        name args;                                                                      \
     }
-FLUSHED(cuda_free, (be_ctx *be), (be))
-FLUSHED(cuda_sync, (be_ctx *be), (be))
-FLUSHED(cuda_tensor_free, (be_ctx *be, be_tensor *t), (be, t))
-FLUSHED(cuda_write, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
-FLUSHED(cuda_read, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
-FLUSHED(cuda_save, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
-FLUSHED(cuda_load, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
-FLUSHED(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
-FLUSHED(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
-FLUSHED(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
-FLUSHED(cuda_matmul_n, (be_ctx *be, int n, const be_weight *const *w, const be_tensor *x, be_tensor *const *y), (be, n, w, x, y))
-FLUSHED(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
-FLUSHED(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
-FLUSHED(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
-FLUSHED(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
-FLUSHED(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
-FLUSHED(cuda_mul_col, (be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y), (be, a, s, y))
-FLUSHED(cuda_silu, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
-FLUSHED(cuda_sigmoid, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
-FLUSHED(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y), (be, g, u, y))
-FLUSHED(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
-FLUSHED(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
-FLUSHED(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
-FLUSHED(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
-FLUSHED(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
-FLUSHED(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
-FLUSHED(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
-FLUSHED(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
-FLUSHED(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
-#undef FLUSHED
+#define CUT(name, params, args)                                                         \
+    static void f_##name params                                                         \
+    {                                                                                   \
+        cuda_graph_cut(be);                                                             \
+        cuda_copy_flush(be);                                                            \
+        name args;                                                                      \
+    }
+CUT(cuda_sync, (be_ctx *be), (be))
+CUT(cuda_write, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+CUT(cuda_read, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+CUT(cuda_save, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
+CUT(cuda_load, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+OP(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
+OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
+OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
+OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
+OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
+OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
+OP(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
+OP(cuda_rms_norm_gate, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, const be_tensor *z, be_tensor *y), (be, x, w, eps, g, z, y))
+OP(cuda_add, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+OP(cuda_mul, (be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y), (be, a, b, y))
+OP(cuda_mul_col, (be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y), (be, a, s, y))
+OP(cuda_silu, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+OP(cuda_sigmoid, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
+OP(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y), (be, g, u, y))
+OP(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
+OP(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
+OP(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
+OP(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
+OP(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
+OP(cuda_ssm_conv_silu, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
+OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
+OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
+OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
+#undef OP
+#undef CUT
+
+static void f_cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
+                            be_tensor *const *y)
+{
+    if (cuda_ctx_of(be)->gmode) {
+        uint64_t h = fp_args(n, x);
+        for (int i = 0; i < n; i++)
+            h = fp1(fp1(h, w[i]), y[i]);
+        if (cuda_graph_op(be, fmix(__LINE__, h)))
+            return;
+    }
+    cuda_copy_flush(be);
+    cuda_matmul_n(be, n, w, x, y);
+}
+
+/* be_copy queues (cuda_copy.cu): no flush before it */
+static void f_cuda_copy(be_ctx *be, const be_tensor *src, be_tensor *dst)
+{
+    if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args(src, dst))))
+        return;
+    cuda_copy_queue(be, src, dst);
+}
+
+/* What allocates, frees or uploads ends the recorded part first; what may
+ * move memory a graph points at drops the graphs. */
+static void f_cuda_free(be_ctx *be)
+{
+    cuda_copy_flush(be);
+    cuda_free(be);
+}
+
+static void f_cuda_tensor_free(be_ctx *be, be_tensor *t)
+{
+    cuda_graph_cut(be);
+    cuda_copy_flush(be);
+    cuda_graph_drop(be);
+    cuda_tensor_free(be, t);
+}
+
+static be_tensor *f_cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, int64_t cols)
+{
+    cuda_graph_cut(be);
+    return cuda_tensor_new(be, type, rows, cols);
+}
+
+static int f_cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
+{
+    cuda_graph_cut(be);
+    cuda_copy_flush(be);
+    cuda_graph_drop(be);
+    return cuda_reserve(be, shape, err);
+}
+
+static int f_cuda_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q36_err *err)
+{
+    cuda_graph_cut(be);
+    cuda_copy_flush(be);
+    return cuda_weight_bind(be, t, out, err);
+}
+
+static void cuda_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
+{
+    cuda_graph_begin(be, key, n_rows);
+}
+
+static void cuda_pass_end(be_ctx *be) { cuda_graph_pass_end(be); }
+
+static void cuda_stats(const be_ctx *be, be_stats *out)
+{
+    *out = cuda_ctx_of((be_ctx *)be)->stats;
+}
 
 static const struct be_ops cuda_ops = {
     .name = "cuda",
     .free = f_cuda_free,
     .sync = f_cuda_sync,
-    .reserve = cuda_reserve,
-    .tensor_new = cuda_tensor_new,
+    .reserve = f_cuda_reserve,
+    .tensor_new = f_cuda_tensor_new,
     .tensor_free = f_cuda_tensor_free,
     .write = f_cuda_write,
     .read = f_cuda_read,
     .save = f_cuda_save,
     .load = f_cuda_load,
     .zero = f_cuda_zero,
-    .copy = cuda_copy_queue,
-    .weight_bind = cuda_weight_bind,
+    .copy = f_cuda_copy,
+    .weight_bind = f_cuda_weight_bind,
     .get_rows = f_cuda_get_rows,
     .matmul = f_cuda_matmul,
     .matmul_n = f_cuda_matmul_n,
     .matmul_id = f_cuda_matmul_id,
     .rms_norm = f_cuda_rms_norm,
+    .add_rms_norm = f_cuda_add_rms_norm,
     .l2_norm = f_cuda_l2_norm,
     .add = f_cuda_add,
     .mul = f_cuda_mul,
@@ -478,15 +657,21 @@ static const struct be_ops cuda_ops = {
     .silu = f_cuda_silu,
     .sigmoid = f_cuda_sigmoid,
     .swiglu = f_cuda_swiglu,
+    .rms_norm_gate = f_cuda_rms_norm_gate,
     .deltanet_gates = f_cuda_deltanet_gates,
     .rope = f_cuda_rope,
     .kv_store = f_cuda_kv_store,
     .attention = f_cuda_attention,
     .ssm_conv = f_cuda_ssm_conv,
+    .ssm_conv_silu = f_cuda_ssm_conv_silu,
     .deltanet = f_cuda_deltanet,
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,
+    .moe_combine_shared = f_cuda_moe_combine_shared,
+    .pass_begin = cuda_pass_begin,
+    .pass_end = cuda_pass_end,
+    .stats = cuda_stats,
     .profile_enable = prof_enable,
     .profile_layer = prof_layer,
     .profile_reset = prof_reset,
@@ -494,7 +679,14 @@ static const struct be_ops cuda_ops = {
     .profile_layers = prof_layers,
 };
 
-static int device_index(void)
+/* A switch of the environment: "1" (or any value but "" and "0") is on. */
+static bool env_on(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0");
+}
+
+int cuda_device_index(void)
 {
     const char *s = getenv("Q36_CUDA_DEVICE");
     return s && *s ? atoi(s) : 0;
@@ -510,7 +702,7 @@ extern "C" int be_cuda_device_info(char *name, size_t name_n, uint64_t *free_b, 
         return q36_err_set(err, Q36_E_UNSUP, "cuda backend: no CUDA device (%s)",
                            e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     }
-    const int dev = device_index();
+    const int dev = cuda_device_index();
     if (dev < 0 || dev >= n)
         return q36_err_set(err, Q36_E_ARG, "cuda backend: Q36_CUDA_DEVICE=%d but %d device(s)",
                            dev, n);
@@ -553,7 +745,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     if (!c)
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
     c->base.ops = &cuda_ops;
-    c->device = device_index();
+    c->device = cuda_device_index();
     c->chunked = cuda_chunk_enabled();
     c->gemm16 = cuda_gemm16_enabled();
     c->moegemm = cuda_moe_mode();
@@ -577,6 +769,13 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     if (cudaMallocHost(&c->stage, STAGE_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->stage = NULL;        /* reads go straight to pageable memory */
+    }
+    c->graphs_on = env_on("Q36_CUDA_GRAPHS");
+    c->fast_mv = env_on("Q36_CUDA_FASTMV");
+    c->fused = env_on("Q36_CUDA_FUSED");
+    if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
+        cudaGetLastError();
+        c->up = NULL;           /* uploads wait */
     }
     *out = &c->base;
     return 0;

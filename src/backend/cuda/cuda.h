@@ -5,7 +5,9 @@
  * Streams and sync. Every op is queued on the context's one stream and
  * returns without waiting; be_read, be_save and be_sync wait. Host to
  * device writes (be_write, be_load: the ids and the batch, once a pass)
- * wait too, since the caller's buffer is pageable and may go away.
+ * wait too, since the caller's buffer is pageable and may go away; with
+ * graphs on (Q36_CUDA_GRAPHS=1) small ones go through pinned staging
+ * instead and do not wait. Every entry counts what it queues (be_stats).
  *
  * Errors. A CUDA call that fails records "call at file:line: message"
  * in the context (be_fail, the first one winning) through CUDA_OK; a
@@ -36,6 +38,19 @@ typedef struct cuda_copy_job {
     int64_t     spitch, dpitch, width, rows;
 } cuda_copy_job;
 
+/* A recorded pass (cuda_graph.cu): the graph of the ops of its first part
+ * (up to the first read, write or sync), the key the engine gave, and the
+ * fingerprint and count of the ops that were recorded. */
+#define CUDA_GRAPHS_MAX 16
+typedef struct cuda_graph {
+    uint64_t        key, fp, used;
+    int64_t         n_ops;         /* -1: seen once, not recorded yet */
+    size_t          nodes;
+    cudaGraphExec_t exec;          /* NULL when the part had no op */
+} cuda_graph;
+
+enum cuda_gmode { GM_EAGER = 0, GM_CAPTURE, GM_REPLAY };
+
 struct cuda_ctx {
     be_ctx          base;          /* first: backend.c sees this */
     int             device;
@@ -51,6 +66,19 @@ struct cuda_ctx {
     void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
+    bool            fast_mv;       /* Q36_CUDA_FASTMV=1: cuda_matmul.cu's dot_q4k */
+    bool            fused;         /* Q36_CUDA_FUSED=1: cuda_ops.cu's fused entries */
+    /* graphs (Q36_CUDA_GRAPHS=1, cuda_graph.cu) */
+    bool            graphs_on;
+    int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
+    int             gcur;          /* the graph replayed (GM_REPLAY) */
+    uint64_t        gkey, gfp, gtick;
+    int64_t         gops;
+    cuda_graph      graphs[CUDA_GRAPHS_MAX];
+    int             n_graphs;
+    char           *up;            /* pinned staging of uploads queued without a wait */
+    size_t          up_off;        /* bytes of it in use since the stream last waited */
+    be_stats        stats;
     bool            reserved;
     bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
     bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
@@ -78,8 +106,15 @@ bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int 
 bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line);
 #define CUDA_OK(be, call) cuda_ok((be), (call), #call, __FILE__, __LINE__)
 #define CUBLAS_OK(be, call) cublas_ok((be), (call), #call, __FILE__, __LINE__)
-/* After a kernel launch: records a launch error. */
-#define CUDA_LAUNCHED(be, what) cuda_ok((be), cudaGetLastError(), (what), __FILE__, __LINE__)
+/* After a kernel launch: counts it (be_stats) and records a launch error. */
+bool cuda_launched(be_ctx *be, const char *what, const char *file, int line);
+#define CUDA_LAUNCHED(be, what) cuda_launched((be), (what), __FILE__, __LINE__)
+/* Counts a device copy or memset queued on the stream. */
+static inline void cuda_count(cuda_ctx *c)
+{
+    if (c->gmode != GM_CAPTURE)
+        c->stats.launches++;
+}
 
 /* The grid-stride 1-D launch size for n items. */
 static inline unsigned cuda_blocks(int64_t n, int threads)
@@ -87,6 +122,9 @@ static inline unsigned cuda_blocks(int64_t n, int threads)
     int64_t b = (n + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
+
+/* The device Q36_CUDA_DEVICE names (default 0). */
+int cuda_device_index(void);
 
 /* Quantized types with device kernels (matvec and dequantization); any
  * other type is dequantized to f32 on the host at bind time. */
@@ -102,6 +140,21 @@ size_t cuda_attention_scratch(const be_shape *s);
 void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
 void cuda_copy_flush(be_ctx *be);
 
+/* ---- cuda_graph.cu: recorded passes (be_pass_begin). In a pass whose key
+ * has a graph, the ops are skipped (their arguments folded into a
+ * fingerprint) and the graph is launched where the recorded part ended;
+ * in a pass whose key has none, the ops are captured into a new one. */
+void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows);
+/* An op of the pass: folds its fingerprint h; true when it must not run
+ * (a replay). Called only when c->gmode != GM_EAGER. */
+bool cuda_graph_op(be_ctx *be, uint64_t h);
+/* Ends the recorded part of a pass (before a read, write or sync): the
+ * captured graph is made and launched, or the replayed one launched. */
+void cuda_graph_cut(be_ctx *be);
+void cuda_graph_pass_end(be_ctx *be);
+/* Forgets every graph (tensors freed, scratch moved). */
+void cuda_graph_drop(be_ctx *be);
+
 /* ---- cuda_matmul.cu */
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
@@ -114,7 +167,11 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
 /* ---- cuda_ops.cu */
 void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
                    be_tensor *y);
+void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                       float eps, int64_t group, be_tensor *y);
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y);
+void cuda_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                        int64_t group, const be_tensor *z, be_tensor *y);
 void cuda_add(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cuda_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cuda_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
@@ -128,6 +185,8 @@ void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const 
 void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                       be_tensor *out);
+void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                             be_tensor *g, be_tensor *s, be_tensor *out);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
@@ -137,6 +196,8 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
                     float scale, be_tensor *out);
 void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                    const be_batch *b, be_tensor *y);
+void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                        const be_batch *b, be_tensor *y);
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);

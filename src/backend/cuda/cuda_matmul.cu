@@ -14,7 +14,13 @@
  * multiplied by cuBLAS in plain f32 (no TF32), or with Q36_CUDA_GEMM16=1 in
  * f16 on tensor cores (cuda_gemm.cu). Expert products run the
  * warp kernel for every (token, rank) row, or with Q36_CUDA_MOEGEMM=1,
- * for prompt batches, grouped by expert (cuda_moe.cu). */
+ * for prompt batches, grouped by expert (cuda_moe.cu).
+ *
+ * Q36_CUDA_FASTMV=1 (read when the context is made; off by default): Q4_K
+ * rows in the warp kernels are read 16 bytes a lane, four blocks a warp
+ * step (dot_q4k) instead of 8 bytes a lane and one block: four times the
+ * bytes in flight for the same weights and products, summed in another
+ * order. */
 #include "cuda.h"
 #include "cuda_deq.h"
 
@@ -24,6 +30,65 @@
 #define MATVEC_ROWS 8
 #define MATVEC_RB   4      /* activation rows per pass over a weight row */
 #define MV_WARPS    4      /* output rows (warps) per block */
+
+/* ---------------------------------------------------- Q4_K, 16 bytes a lane */
+
+/* sum of w[i] * xr[i], i < 16 (xr 16-byte aligned when xvec) */
+__device__ __forceinline__ float dot16(const float w[16], const float *xr, bool xvec)
+{
+    float s = 0.0f;
+    if (xvec) {
+        #pragma unroll
+        for (int i = 0; i < 16; i += 4) {
+            const float4 a = *(const float4 *)(xr + i);
+            s += w[i] * a.x + w[i + 1] * a.y + w[i + 2] * a.z + w[i + 3] * a.w;
+        }
+    } else {
+        #pragma unroll
+        for (int i = 0; i < 16; i++)
+            s += w[i] * xr[i];
+    }
+    return s;
+}
+
+/* acc[r] += the Q4_K row (K % 256 == 0) times x row r, r < nr, for this
+ * lane's share: lane l reads code bytes [16p, 16p+16), p = l % 8, of block
+ * l / 8 + 4i at step i: the low nibbles are weights 64c + 16(p%2) + j of
+ * sub-block 2c, the high ones 32 further of sub-block 2c+1 (c = p / 2),
+ * each formed as deq8 forms it (dl * q - ml). */
+template <int RB>
+__device__ __forceinline__ void dot_q4k(const uint8_t *row, int64_t K, const float *x, int64_t ldx,
+                                        int64_t nr, bool xvec, int lane, float acc[RB])
+{
+    const int p = lane & 7, c = p >> 1, l0 = (p & 1) * 16;
+    const int64_t nb = K / 256;
+    #pragma unroll 2
+    for (int64_t b = lane >> 3; b < nb; b += 4) {
+        const uint8_t *blk = row + b * 144;
+        const uint4 q = *(const uint4 *)(blk + 16 + 32 * c + l0);   /* 16-byte aligned */
+        const float d = f16f(blk), dmin = f16f(blk + 2);
+        int sc, m;
+        k4_scale_min(2 * c, blk + 4, &sc, &m);
+        const float dl0 = d * (float)sc, ml0 = dmin * (float)m;
+        k4_scale_min(2 * c + 1, blk + 4, &sc, &m);
+        const float dl1 = d * (float)sc, ml1 = dmin * (float)m;
+        const uint32_t u[4] = { q.x, q.y, q.z, q.w };
+        float w0[16], w1[16];
+        #pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const uint32_t by = (u[j >> 2] >> (8 * (j & 3))) & 0xFF;
+            w0[j] = dl0 * (float)(by & 15) - ml0;
+            w1[j] = dl1 * (float)(by >> 4) - ml1;
+        }
+        const int64_t e0 = b * 256 + 64 * c + l0;
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            if (r < nr) {
+                const float *xr = x + r * ldx + e0;
+                acc[r] += dot16(w0, xr, xvec) + dot16(w1, xr + 32, xvec);
+            }
+    }
+}
 
 /* -------------------------------------------------------------- kernels */
 
@@ -49,7 +114,7 @@ typedef struct mv_jobs {
 
 /* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
  * warp per output row of the joint range */
-template <int T, int RB>
+template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restrict__ x,
                          int64_t ldx, int64_t R, bool xvec)
 {
@@ -67,6 +132,9 @@ __global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restr
     #pragma unroll
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
+    if constexpr (FAST && T == QT_Q4_K)
+        dot_q4k<RB>(row, K, x + r0 * ldx, ldx, R - r0, xvec, lane, acc);
+    else
     #pragma unroll 2
     for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
         float v[8];
@@ -100,7 +168,7 @@ __global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restr
 
 /* Expert rows: output row q = t*k + i takes expert sel[t][i]; x row t
  * (x_per_tok) or q. */
-template <int T>
+template <int T, bool FAST = false>
 __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                             int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
                             bool xvec,
@@ -118,6 +186,11 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
     const uint8_t *row = W + ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
     const float *xr = x + (x_per_tok ? t : q) * ldx;
     float acc = 0.0f;
+    if constexpr (FAST && T == QT_Q4_K) {
+        float a1[1] = { 0.0f };
+        dot_q4k<1>(row, K, xr, ldx, 1, xvec, lane, a1);
+        acc = a1[0];
+    } else
     #pragma unroll 2
     for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
         float v[8];
@@ -181,7 +254,14 @@ static void matvec(be_ctx *be, uint32_t type, const mv_jobs *J, uint64_t rb, int
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
-    if (R == 1) {
+    if (c->fast_mv && type == QT_Q4_K) {
+        if (R == 1)
+            k_matvec<QT_Q4_K, 1, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                *J, rb, K, (const float *)x->data, x->ld, R, xvec);
+        else
+            k_matvec<QT_Q4_K, MATVEC_RB, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                *J, rb, K, (const float *)x->data, x->ld, R, xvec);
+    } else if (R == 1) {
         TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
                     *J, rb, K, (const float *)x->data, x->ld, R, xvec));
     } else {
@@ -282,10 +362,16 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
         return;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
-    TYPE_SWITCH(w->type, k_matvec_id<TT><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
-                x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
-                (float *)y->data, y->ld));
+    if (c->fast_mv && w->type == QT_Q4_K)
+        k_matvec_id<QT_Q4_K, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+            (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
+            x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
+            (float *)y->data, y->ld);
+    else
+        TYPE_SWITCH(w->type, k_matvec_id<TT><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+                    (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
+                    x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
+                    (float *)y->data, y->ld));
     CUDA_LAUNCHED(be, "k_matvec_id");
 }
 

@@ -7,22 +7,23 @@
  * ggml's lane exp: norms sum float squares in double; rope forms its
  * angles by repeated float multiplication and rotates with one fused
  * multiply-add; the router's top k takes the lower index on exact ties;
- * the combine rounds each product before adding it, in rank order. */
+ * the combine rounds each product before adding it, in rank order.
+ *
+ * Fused entries (Q36_CUDA_FUSED=1; otherwise they run the separate ops):
+ * the residual add with the next RMS norm, the DeltaNet gated norm, and
+ * the MoE combine with the shared expert's gate and add (the conv with its
+ * SiLU is in cuda_seq.cu). Each computes what its separate ops
+ * compute, in the same order with the same roundings, so the two paths
+ * agree bit for bit (tests/gpu/test_backend_cuda.c checks it). */
 #include "cuda.h"
 
 #include <assert.h>
 
 /* ---------------------------------------------------------------- norms */
 
-/* One block per (row, group): y = x * (1/sqrtf(mean + eps)) [* w] * post */
-__global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, int64_t gpr,
-                       const float *__restrict__ w, float eps, float post, float *y, int64_t ldy)
+/* The block's sum of each thread's s (every thread gets it). */
+__device__ __forceinline__ double block_sum(double s)
 {
-    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
-    const float *xr = x + r * ldx + g0;
-    double s = 0.0;
-    for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
-        s += (double)(xr[i] * xr[i]);
     __shared__ double red[32];
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -39,7 +40,30 @@ __global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, 
             red[0] = s;
     }
     __syncthreads();
-    const float mean = (float)(red[0] / (double)group);
+    return red[0];
+}
+
+/* One block per (row, group): with o (the fused add), x = o + x first,
+ * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post, and with z (the
+ * fused gate) times silu(z) as k_ew's swiglu forms it. Each thread squares,
+ * and scales, the elements it added. */
+__global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
+                       int64_t gpr, const float *__restrict__ w, float eps, float post,
+                       const float *z, int64_t ldz, float *y, int64_t ldy)
+{
+    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
+    float *xr = x + r * ldx + g0;
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
+        float v = xr[i];
+        if (o) {
+            v = o[r * ldo + g0 + i] + v;
+            xr[i] = v;
+        }
+        s += (double)(v * v);
+    }
+    s = block_sum(s);
+    const float mean = (float)(s / (double)group);
     const float scale = 1.0f / sqrtf(mean + eps);
     float *yr = y + r * ldy + g0;
     for (int64_t i = threadIdx.x; i < group; i += blockDim.x) {
@@ -48,21 +72,27 @@ __global__ void k_norm(const float *__restrict__ x, int64_t ldx, int64_t group, 
             v = v * w[i];
         if (post != 1.0f)
             v = v * post;
+        if (z) {
+            const float zz = z[r * ldz + g0 + i];
+            v = zz / (1.0f + expf(-zz)) * v;
+        }
         yr[i] = v;
     }
 }
 
-static void norm(be_ctx *be, const be_tensor *x, const float *w, float eps, float post,
-                 int64_t group, be_tensor *y, const char *what)
+/* y = norm of x (with o: of x = o + x, stored first; with z: times silu(z)) */
+static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float *w, float eps,
+                 float post, int64_t group, const be_tensor *z, be_tensor *y, const char *what)
 {
     assert(x->rows == y->rows && x->cols == y->cols && x->cols % group == 0);
-    assert(!x->f16 && !y->f16);
+    assert(!x->f16 && !y->f16 && (!o || (!o->f16 && o->rows == x->rows && o->cols == x->cols)));
     if (!x->rows)
         return;
     const int64_t gpr = x->cols / group;
     const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
     k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)x->data, x->ld, group, gpr, w, eps, post, (float *)y->data, y->ld);
+        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
+        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, what);
 }
 
@@ -70,13 +100,40 @@ void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps
                    be_tensor *y)
 {
     assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
-    norm(be, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, y, "k_norm(rms)");
+    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, NULL, y, "k_norm(rms)");
+}
+
+void cuda_add_rms_norm(be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w,
+                       float eps, int64_t group, be_tensor *y)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_add(be, o, x, x);
+        cuda_rms_norm(be, x, w, eps, group, y);
+        return;
+    }
+    assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
+    norm(be, o, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, NULL, y,
+         "k_norm(add, rms)");
+}
+
+void cuda_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
+                        int64_t group, const be_tensor *z, be_tensor *y)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_rms_norm(be, x, w, eps, group, y);
+        cuda_swiglu(be, z, y, y);
+        return;
+    }
+    assert(!w || (w->type == 0 && (int64_t)w->t->ne[0] == group));
+    assert(!z->f16 && z->rows == x->rows && z->cols == x->cols);
+    norm(be, NULL, x, w ? (const float *)w->data : NULL, eps, 1.0f, group, z, y,
+         "k_norm(rms, gate)");
 }
 
 void cuda_l2_norm(be_ctx *be, const be_tensor *x, float eps, int64_t group, be_tensor *y)
 {
     const float n = (float)group;
-    norm(be, x, NULL, eps / n, 1.0f / sqrtf(n), group, y, "k_norm(l2)");
+    norm(be, NULL, x, NULL, eps / n, 1.0f / sqrtf(n), group, NULL, y, "k_norm(l2)");
 }
 
 /* ----------------------------------------------------------- elementwise */
@@ -311,8 +368,12 @@ void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *s
     CUDA_LAUNCHED(be, "k_route");
 }
 
+/* out[t] = the routed rows' weighted sum, products rounded then added in
+ * rank order; with s (the fused entry), plus s[t] * sigmoid(g[t]) formed
+ * as k_ew forms it, added last */
 __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
-                          float *out, int64_t ldo, int64_t rows, int64_t cols)
+                          const float *g, int64_t ldg, const float *s, int64_t lds, float *out,
+                          int64_t ldo, int64_t rows, int64_t cols)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -321,8 +382,33 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
         float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
         for (int64_t j = 1; j < k; j++)
             o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
+        if (s) {
+            const float gt = g[t * ldg];
+            const float sig = 1.0f / (1.0f + expf(-gt));
+            o = __fadd_rn(o, __fmul_rn(s[t * lds + c], sig));
+        }
         out[t * ldo + c] = o;
     }
+}
+
+void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                             be_tensor *g, be_tensor *s, be_tensor *out)
+{
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_sigmoid(be, g, g);
+        cuda_mul_col(be, s, g, s);
+        cuda_moe_combine(be, y, w, k, out);
+        cuda_add(be, out, s, out);
+        return;
+    }
+    assert(y->rows >= out->rows * k && y->cols == out->cols && w->cols == k);
+    const int64_t n = out->rows * out->cols;
+    if (!n)
+        return;
+    k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (const float *)g->data,
+        g->ld, (const float *)s->data, s->ld, (float *)out->data, out->ld, out->rows, out->cols);
+    CUDA_LAUNCHED(be, "k_combine(shared)");
 }
 
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
@@ -333,7 +419,7 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
     if (!n)
         return;
     k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (float *)out->data,
-        out->ld, out->rows, out->cols);
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, NULL, 0, NULL, 0,
+        (float *)out->data, out->ld, out->rows, out->cols);
     CUDA_LAUNCHED(be, "k_combine");
 }

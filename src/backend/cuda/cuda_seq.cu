@@ -14,7 +14,11 @@
  * time), merge in shared memory and write (max, sum, unnormalized output)
  * to the reserved partials; a second kernel merges the splits. Splits are
  * as many as keep about ATT_BLOCKS blocks in flight for short batches
- * (decode), at least ATT_MIN_KEYS keys each, one for long batches. f16
+ * (decode), at least ATT_MIN_KEYS keys each, one for long batches. The
+ * longest K/V length of the batch (host) sizes them; with graphs on
+ * (cuda_graph.cu) the K/V capacity does instead, so a recorded step fits
+ * every later length, and each row divides its own length among the
+ * splits on the device (splits past it are empty). f16
  * caches: q is rounded to f16 before the scores and the probabilities
  * before they weigh V, as the CPU does.
  *
@@ -148,7 +152,8 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
     const int4 run = run_of(runs, n_seq, r);
     const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
-    const int64_t j0 = (int64_t)s * chunk, j1 = j0 + chunk < L ? j0 + chunk : L;
+    const int64_t ch = chunk > 0 ? chunk : (L + nsplit - 1) / nsplit;   /* 0: from L */
+    const int64_t j0 = (int64_t)s * ch, j1 = j0 + ch < L ? j0 + ch : L;
     const int64_t hk = h / group, slot = run.x < 0 ? 0 : run.x;
     const CK *kb = kc + slot * kv_rows * ldkc + hk * HD + lane * NPL;
     const CV *vb = vc + slot * kv_rows * ldvc + hk * HD + lane * NPL;
@@ -253,14 +258,16 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     if (c->fattn && T >= FA_MIN_ROWS &&
         cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
         return;
-    int64_t maxL = 1;
-    for (int s = 0; s < b->n_seq; s++)
+    /* graphs on: sizes from the capacity, each row's keys split on the device */
+    const bool dev_len = c->graphs_on;
+    int64_t maxL = dev_len ? b->kv_rows : 1;
+    for (int s = 0; s < b->n_seq && !dev_len; s++)
         if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
             maxL = b->seq[s].pos0 + b->seq[s].n_rows;
     int64_t nsplit = ATT_BLOCKS / (T * n_head);
     const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
     nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
-    const int64_t chunk = (maxL + nsplit - 1) / nsplit;
+    const int64_t chunk = dev_len ? 0 : (maxL + nsplit - 1) / nsplit;
     const size_t need = (size_t)(T * n_head * nsplit) * (size_t)(head_dim + 2);
     if (need > c->part_floats) {
         be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
@@ -309,7 +316,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
 /* Thread per (run, channel): the run's rows in order over a window of the
  * Kc-1 previous raw values, then the tail is the window's last values. */
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
-                       int Kc, const int32_t *runs, int64_t C, float *y, int64_t ldy)
+                       int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy)
 {
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
@@ -328,7 +335,7 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         float acc = 0.0f;
         for (int j = 0; j < Kc; j++)
             acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
-        y[r * ldy + c] = acc;
+        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
         for (int j = 0; j < Kc - 1; j++)
             win[j] = win[j + 1];
     }
@@ -336,8 +343,8 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         tl[j] = win[j];
 }
 
-void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
-                   const be_batch *b, be_tensor *y)
+static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                 const be_batch *b, bool silu, be_tensor *y)
 {
     const int64_t C = x->cols, Kc = (int64_t)w->t->ne[0];
     assert(w->type == 0 && (int64_t)w->t->ne[1] == C && tails->cols == Kc - 1);
@@ -347,8 +354,26 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
     k_conv<<<grid, 128, 0, cuda_ctx_of(be)->stream>>>(
         (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
-        (int)Kc, (const int32_t *)b->runs->data, C, (float *)y->data, y->ld);
+        (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, "k_conv");
+}
+
+void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                   const be_batch *b, be_tensor *y)
+{
+    conv(be, x, tails, w, b, false, y);
+}
+
+/* the conv and its SiLU: one kernel with Q36_CUDA_FUSED=1 (the same bits) */
+void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                        const be_batch *b, be_tensor *y)
+{
+    if (cuda_ctx_of(be)->fused) {
+        conv(be, x, tails, w, b, true, y);
+        return;
+    }
+    conv(be, x, tails, w, b, false, y);
+    cuda_silu(be, y, y);
 }
 
 /* ------------------------------------------------------------- delta rule */

@@ -1,0 +1,193 @@
+/* cuda_graph.cu: recorded passes of the CUDA backend (Q36_CUDA_GRAPHS=1):
+ * a decode step's few hundred launches become one cudaGraphLaunch.
+ *
+ * The engine brackets each forward pass with be_pass_begin(key, rows) and
+ * be_pass_end (backend.h, "passes"). The first pass of a key (of at most
+ * CUDA_GRAPH_ROWS rows: decode steps and small batches, whose matmuls are
+ * the warp kernels; larger ones call cuBLAS and run op by op) runs op by
+ * op, so that every kernel it launches is loaded (lazy module loading)
+ * before any capture; the second is captured from the stream: its ops are recorded, not run, up to the first read,
+ * write or sync of the pass (the "cut"), where the graph is instantiated
+ * and launched. Later passes of the key skip their ops up to the cut and
+ * launch the graph there instead. What follows the cut (the logits' read,
+ * the head of a pass that also returns hidden rows) runs op by op.
+ *
+ * Safety. Every op's arguments (tensors' device pointers and shapes,
+ * weights, the batch's device tensors, scalars) are folded into a
+ * fingerprint as it is captured and again as it is skipped; a replay
+ * whose ops or fingerprint differ from the recording fails the pass
+ * (be_check) and drops the graph. Values that change between passes of a
+ * key reach the kernels through device memory only: ids, positions and
+ * runs (uploaded before the pass, cuda.cu queues those small uploads
+ * through pinned staging without waiting), the MoE choices; attention
+ * sizes its splits from the K/V capacity, not the current length
+ * (cuda_seq.cu). Graphs are dropped when a tensor is freed or the scratch
+ * is reserved again (their memory could move). A capture that fails (an op
+ * that cannot be captured) fails that pass and turns graphs off for the
+ * context: the passes after it run op by op. */
+#include "cuda.h"
+
+#include <string.h>
+
+#define CUDA_GRAPH_ROWS 8    /* cuda_matmul.cu's MATVEC_ROWS: no cuBLAS below */
+
+void cuda_graph_drop(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    for (int i = 0; i < c->n_graphs; i++)
+        if (c->graphs[i].exec)
+            cudaGraphExecDestroy(c->graphs[i].exec);
+    c->n_graphs = 0;
+    c->gmode = GM_EAGER;
+}
+
+static int graph_find(cuda_ctx *c, uint64_t key)
+{
+    for (int i = 0; i < c->n_graphs; i++)
+        if (c->graphs[i].key == key)
+            return i;
+    return -1;
+}
+
+/* A slot for a new key: a free one, or the least recently used. */
+static cuda_graph *graph_slot(cuda_ctx *c)
+{
+    if (c->n_graphs < CUDA_GRAPHS_MAX)
+        return &c->graphs[c->n_graphs++];
+    cuda_graph *g = &c->graphs[0];
+    for (int i = 1; i < c->n_graphs; i++)
+        if (c->graphs[i].used < g->used)
+            g = &c->graphs[i];
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    return g;
+}
+
+void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    c->gmode = GM_EAGER;
+    cuda_copy_flush(be);       /* copies queued before the pass run before it */
+    if (!c->graphs_on || !key || n_rows < 1 || n_rows > CUDA_GRAPH_ROWS || be->err.kind)
+        return;
+    c->gkey = key;
+    c->gfp = key;
+    c->gops = 0;
+    c->gcur = graph_find(c, key);
+    if (c->gcur >= 0 && c->graphs[c->gcur].n_ops >= 0) {
+        c->gmode = GM_REPLAY;
+        return;
+    }
+    if (c->gcur < 0) {         /* first sighting: op by op, remembered */
+        cuda_graph *g = graph_slot(c);
+        *g = (cuda_graph){ key, 0, ++c->gtick, -1, 0, NULL };
+        return;
+    }
+    if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        c->graphs_on = false;  /* cannot capture here: op by op from now */
+        return;
+    }
+    c->gmode = GM_CAPTURE;
+}
+
+bool cuda_graph_op(be_ctx *be, uint64_t h)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    c->gfp = (c->gfp ^ h) * 0x100000001B3u;
+    c->gfp ^= c->gfp >> 29;
+    c->gops++;
+    return c->gmode == GM_REPLAY;
+}
+
+static void launch(be_ctx *be, cuda_graph *g)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    g->used = ++c->gtick;
+    if (!g->exec)
+        return;
+    if (CUDA_OK(be, cudaGraphLaunch(g->exec, c->stream))) {
+        c->stats.graph_launches++;
+        c->stats.graph_nodes += g->nodes;
+    }
+}
+
+static void cut_capture(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    cuda_copy_flush(be);       /* the copies queued last belong to the graph */
+    c->gmode = GM_EAGER;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
+    if (e != cudaSuccess || !graph) {
+        cudaGetLastError();
+        if (graph)
+            cudaGraphDestroy(graph);
+        c->graphs_on = false;
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): capturing a pass of %lld ops "
+                "failed (%s); the pass did not run, graphs are off for this context from now",
+                (long long)c->gops, cudaGetErrorString(e));
+        return;
+    }
+    if (be->err.kind) {        /* an op failed while captured: the pass fails anyway */
+        cudaGraphDestroy(graph);
+        return;
+    }
+    cudaGraphExec_t exec = NULL;
+    size_t nodes = 0;
+    if (c->gops) {
+        e = cudaGraphGetNodes(graph, NULL, &nodes);
+        if (e == cudaSuccess)
+            e = cudaGraphInstantiate(&exec, graph, 0);
+    }
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        c->graphs_on = false;
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): instantiating a pass of %lld "
+                "ops failed (%s); the pass did not run, graphs are off for this context from now",
+                (long long)c->gops, cudaGetErrorString(e));
+        return;
+    }
+    cuda_graph *g = &c->graphs[c->gcur];    /* the key's entry, seen once */
+    g->key = c->gkey;
+    g->fp = c->gfp;
+    g->n_ops = c->gops;
+    g->nodes = nodes;
+    g->exec = exec;
+    c->stats.graphs_recorded++;
+    launch(be, g);
+}
+
+static void cut_replay(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    c->gmode = GM_EAGER;
+    cuda_graph *g = &c->graphs[c->gcur];
+    if (g->fp != c->gfp || g->n_ops != c->gops) {
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): a pass of key %016llx issued %lld "
+                "ops (fingerprint %016llx) where the recording has %lld (%016llx); the pass did "
+                "not run and the recording is dropped", (unsigned long long)c->gkey,
+                (long long)c->gops, (unsigned long long)c->gfp, (long long)g->n_ops,
+                (unsigned long long)g->fp);
+        if (g->exec)
+            cudaGraphExecDestroy(g->exec);
+        *g = c->graphs[--c->n_graphs];
+        return;
+    }
+    launch(be, g);
+}
+
+void cuda_graph_cut(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->gmode == GM_CAPTURE)
+        cut_capture(be);
+    else if (c->gmode == GM_REPLAY)
+        cut_replay(be);
+}
+
+void cuda_graph_pass_end(be_ctx *be)
+{
+    cuda_graph_cut(be);
+}
