@@ -313,10 +313,15 @@ AVX2 INLINE void q8d_block(const int NR, int64_t nb, const uint8_t *w, uint64_t 
         _mm_prefetch((const char *)(pf + NR * off + 64), _MM_HINT_T0);
         if (NR * Q8_BLOCK > 128)
             _mm_prefetch((const char *)(pf + NR * off + 128), _MM_HINT_T0);
-        __m128i h = _mm_setzero_si128();
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++)
-            h = _mm_insert_epi16(h, rd16(w + (uint64_t)r * wrb + off), r);
+        /* the rows' block scales into lanes 0..NR-1 (lane numbers are
+         * immediates: clang wants them constant even in an unrolled loop) */
+        __m128i h = _mm_insert_epi16(_mm_setzero_si128(), rd16(w + off), 0);
+        if (NR > 1)
+            h = _mm_insert_epi16(h, rd16(w + wrb + off), 1);
+        if (NR > 2)
+            h = _mm_insert_epi16(h, rd16(w + 2 * wrb + off), 2);
+        if (NR > 3)
+            h = _mm_insert_epi16(h, rd16(w + 3 * wrb + off), 3);
         _mm_store_ps(prod, _mm_mul_ps(_mm_cvtph_ps(h), _mm_broadcast_ss(da + b)));
         const __m256i av = _mm256_loadu_si256((const __m256i *)(a + off + 2));
 #pragma GCC unroll 4
