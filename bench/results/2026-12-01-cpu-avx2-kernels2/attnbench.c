@@ -43,7 +43,8 @@ int main(int argc, char **argv)
     int th = argc > 3 ? atoi(argv[3]) : 1, reps = argc > 4 ? atoi(argv[4]) : 20;
     int parts = argc > 5 && !strncmp(argv[5], "parts", 5);
     const int64_t nq = parts && argv[5][5] ? atoll(argv[5] + 5) : 4;
-    const int64_t H = 8, HKV = 2, hd = 256, n = D + T;
+    const int64_t H = getenv("Q36_BENCH_HEADS") ? atoll(getenv("Q36_BENCH_HEADS")) : 8, HKV = 2,
+                  hd = 256, n = D + T;
     q36_err err = { 0 };
     be_ctx *be;
     if (be_cpu_new(th, &be, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }

@@ -1,11 +1,12 @@
-/* kbench.c: one-thread timing of the tile kernel cpu_gemm_*() picks for a
- * weight type, through an N x T matmul as cpu_matmul.c's mm_task goes
+/* kbench.c (2026-12-01-cpu-avx2-kernels/kbench.c, copied unchanged but for
+ * this comment): one-thread timing of the tile kernel cpu_gemm_*() picks
+ * for a weight type, through an N x T matmul as cpu_matmul.c's mm_task goes
  * (16-row items, 64-token tiles; T = 1: one call over all rows, as a
  * decode step's long runs), min of REPS; prints ns and TSC ticks per row,
  * block and token (a block: 32 elements for Q8_0, 256 for the K-quants).
  * Build from the repository root after `make`:
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -o build/kbench \
- *      bench/results/2026-12-01-cpu-avx2-kernels/kbench.c build/libq36.a \
+ *      bench/results/2026-12-01-cpu-avx2-kernels2/kbench.c build/libq36.a \
  *      -lcjson -lpcre2-8 -lutf8proc -lm -pthread
  * Run: [Q36_QUANT_PATH_MAX=avx2] build/kbench q8|q8loop|q4|q6 K N T REPS */
 #include <stdio.h>
