@@ -9,6 +9,7 @@
  *      bench/results/2026-12-01-cpu-avx2-kernels2/attnbench.c build/libq36.a \
  *      -lcjson -lpcre2-8 -lutf8proc -lm -pthread
  * (-DOLD -I<old tree>/src and the old libq36.a: the tree before pv_rows.)
+ * Env: Q36_BENCH_HEADS (query heads, default 8), Q36_BENCH_LAYERS (below).
  * Run: Q36_QUANT_PATH_MAX=avx2 build/attnbench T D THREADS REPS [parts[NQ]]
  * (partsNQ: NQ queries per KV head, as a prompt tile; default 4) */
 #include <math.h>
