@@ -1,7 +1,8 @@
 /* test_cpu_attn.c: the tiled attention of the CPU backend (cpu_attn.c,
  * every kernel set this CPU runs, and be_attention itself) against the
  * plain reference cpu_attention_ref, bit for bit: f32 and f16 caches, GQA
- * groups 1, 2, 3, 4, 8, head sizes 64, 128, 256 and odd ones (80, 72),
+ * groups 1, 2, 3, 4, 8, head sizes 64, 128, 256 and odd ones (80, 72, and
+ * 60, not a whole number of 8-float vectors),
  * 1 to 600 query rows at cache depths 0 to 5000, 1 and 2 threads.
  *
  * Cache rows after the last query's position hold NaN, so a kernel that
@@ -279,7 +280,7 @@ int main(void)
                    cpu_attn256_scale_round);
     }
     static const int64_t groups[] = { 1, 2, 3, 4, 8 };
-    static const int64_t hds[] = { 64, 128, 256, 80, 72 };
+    static const int64_t hds[] = { 64, 128, 256, 80, 72, 60 };
     static const int64_t small[][2] = { { 1, 0 }, { 1, 100 }, { 2, 1 }, { 7, 100 }, { 64, 1 } };
     int th = 1;
     for (int f16 = 0; f16 < 2; f16++)
@@ -306,6 +307,7 @@ int main(void)
         attn_case(f16, 3, 2, 72, 1, 300, 2);
         attn_case(f16, 1, 2, 80, 3, 257, 1);
         attn_case(f16, 2, 2, 256, 2, 1000, 1);
+        attn_case(f16, 4, 2, 60, 9, 300, 2);
     }
     if (*g_tag) {               /* the capped copy: the attention cases only */
         be_free(be_t[1]);

@@ -8,8 +8,8 @@
  * for prompts of odd sizes, at real widths (1024, 2048, 3584) and tail
  * widths (1, 31, 33, 255, 257), with inputs that reach exp's overflow and
  * underflow (|x| up to 120); each vector level of the activation rows
- * (plain C, AVX2, AVX-512) alone; and the AVX-512 norm kernel against the
- * plain one, its double sums included. */
+ * (plain C, AVX2, AVX-512) alone; and the AVX-512 and AVX2 norm kernels
+ * against the plain one, their double sums included. */
 #include "test.h"
 
 #include <math.h>
@@ -252,19 +252,21 @@ static void fill_norm(t_rng *r, float *x, int64_t rows, int64_t ld, int64_t cols
  * scale, rows apart by more than their width, and in place: the double
  * sums of squares (where a change in the order of the adds shows; the
  * float mean rounds most of it away) and the outputs. */
-static void test_norm_levels(void)
+static void test_norm_level(int level)
 {
     static const int64_t groups[] = { 1, 3, 7, 8, 9, 17, 64, 100, 128, 256, 1024 };
     static const int64_t rowss[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 37 };
     static const int64_t gprs[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 32, 40 };
-    if (cpu_vexp_level() < 2) {
-        printf("# cpu_ops.norm_levels: the CPU lacks AVX-512\n");
+    if (cpu_vexp_level() < level) {
+        t_skip(level == 2 ? "cpu_ops.norm_avx512" : "cpu_ops.norm_avx2",
+               level == 2 ? "this CPU has no AVX-512 F/DQ" : "this CPU has no AVX2+FMA");
         return;
     }
     for (size_t a = 0; a < sizeof groups / sizeof *groups; a++) {
         const int64_t group = groups[a];
         char name[96];
-        snprintf(name, sizeof name, "cpu_ops.norm_avx512_g%lld", (long long)group);
+        snprintf(name, sizeof name, "cpu_ops.norm_%s_g%lld", level == 2 ? "avx512" : "avx2",
+                 (long long)group);
         t_rng r = t_rng_named(name);
         const char *why = NULL;
         static char buf[256];
@@ -288,12 +290,12 @@ static void test_norm_levels(void)
                 const float post = variant == 1 || variant == 3 ? 1.0f / sqrtf((float)group) : 1.0f;
                 const float eps = variant == 1 ? 1e-6f / (float)group : 1e-6f;
                 cpu_norm_rows_level(0, rows, cols, group, x, ld, wp, eps, post, want, ld);
-                cpu_norm_rows_level(2, rows, cols, group, variant == 3 ? got : x, ld, wp, eps,
-                                    post, got, ld);
+                cpu_norm_rows_level(level, rows, cols, group, variant == 3 ? got : x, ld, wp,
+                                    eps, post, got, ld);
                 const int64_t nq = rows * gprs[c];
                 double *s0 = malloc(sizeof(double) * (size_t)nq), *s2 = malloc(sizeof(double) * (size_t)nq);
                 cpu_norm_sums_level(0, rows, cols, group, x, ld, s0);
-                cpu_norm_sums_level(2, rows, cols, group, x, ld, s2);
+                cpu_norm_sums_level(level, rows, cols, group, x, ld, s2);
                 for (int64_t q = 0; q < nq && !why; q++)
                     if (memcmp(&s0[q], &s2[q], 8) != 0 && !(isnan(s0[q]) && isnan(s2[q]))) {
                         snprintf(buf, sizeof buf, "%lld rows x %lld groups: sum %lld: %a, "
@@ -436,7 +438,8 @@ static void test_gates(be_ctx *be, int nt)
 int main(void)
 {
     test_levels();
-    test_norm_levels();
+    test_norm_level(2);
+    test_norm_level(1);
     static const int64_t rows[] = { 1, 5, 33, 64 };
     static const int64_t cols[] = { 1, 31, 33, 255, 257, 1024, 2048, 3584 };
     for (int nt = 1; nt <= 3; nt += 2) {

@@ -37,9 +37,10 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
 
 /* The vector kernels of one path, with L = lanes (16 or 8) the positions
  * per vector, as declared for the AVX-512 set below; the AVX2 set is the
- * same with 8 in place of 16 everywhere (accumulators acc + (d * ald + i)
- * * 8, lane = position mod 8, scores in the 8-lane order, zeros up to nb
- * rounded up to 8). */
+ * same with 8 in place of 16 (lane = position mod 8, scores in the 8-lane
+ * order, zeros up to nb rounded up to 8), except that it has no vt and pv
+ * but pv_rows, with the reference's accumulator layout (see below), which
+ * its out reads (ald unused). */
 typedef struct {
     int lanes;
     void (*scores)(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld, int f16,
@@ -50,6 +51,13 @@ typedef struct {
     void (*pv)(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
                const float *vt, float *acc, int64_t ald);
     void (*out)(int64_t hd, const float *acc, int64_t ald, float *o);
+    /* When set, in place of vt and pv: lane accumulators of nq query
+     * vectors, acc[(i * L + lane) * hd + d] (query i's block of L x hd, as
+     * cpu_attention_ref's), += probabilities p[i * pld + pp] times row pp,
+     * column d of the cache rows at src (ld elements apart, f16 when f16),
+     * fused, in position order, for pp < nv[i] (nv[i] <= CPU_ATTN_KB). */
+    void (*pv_rows)(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
+                    const void *src, int64_t ld, int f16, float *acc);
 } cpu_attn_kernels;
 
 /* ---------------------------------- scalar pieces of the vector kernels */
@@ -138,9 +146,9 @@ void cpu_attn256_scores(int64_t hd, int64_t nq, const float *q, const void *src,
                         int f16, int64_t nb, float scale, float *s, int64_t sld);
 void cpu_attn256_softmax(int64_t n, float *s, int f16);
 void cpu_attn256_scale_round(int64_t n, float *x, float v, int f16);
-void cpu_attn256_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
-void cpu_attn256_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                    const float *vt, float *acc, int64_t ald);
+void cpu_attn256_pv_rows(int64_t nq, int64_t hd, const float *p, int64_t pld,
+                         const int64_t *nv, const void *src, int64_t ld, int f16, float *acc);
+/* o[d] = the halving-tree sum of acc[lane * hd + d] over the 8 lanes. */
 void cpu_attn256_out(int64_t hd, const float *acc, int64_t ald, float *o);
 extern const cpu_attn_kernels cpu_attn256_kernels;
 

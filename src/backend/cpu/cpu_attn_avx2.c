@@ -2,10 +2,10 @@
  * for CPUs with AVX2, FMA and F16C but no AVX-512, where ggml's f32 vectors
  * have 8 lanes (cpu_lanes() == 8): scores of up to 4 queries per K row read
  * (f16 widened with vcvtph2ps), 8 keys at a time in ggml_vec_dot_f32's
- * 8-lane order, the softmax, probabilities scaled and rounded to f16, a V
- * block transposed so that 8 consecutive positions fill one vector, and
- * probabilities times V in the f32 GEMM's 8-lane order. The same kernels as
- * cpu_attn_avx512.c, at half the width.
+ * 8-lane order, the softmax, probabilities scaled and rounded to f16, and
+ * probabilities times V in the f32 GEMM's 8-lane order straight from the
+ * cache rows (pv_rows). The scores and softmax are cpu_attn_avx512.c's at
+ * half the width.
  *
  * Same bits as the reference (cpu_attn_ref.c at W = 8), by construction:
  *  - a score keeps ggml_vec_dot_f32's four accumulators (steps of 32), its
@@ -15,11 +15,21 @@
  *  - the softmax: max, ggml's AVX2 lane exp (cpu_gexp.h), per-8 halving
  *    trees (i and i+4, i and i+2, 0 and 1) added in double, one float 1/sum.
  *  - the f32 GEMM's lanes are position mod 8 with fused multiply-adds in
- *    position order; with V transposed one vector holds the 8 lanes of one
- *    output column. Positions past a query's own are blended out (an fma
- *    with a zero probability is not a no-op: it can turn -0 into +0).
+ *    position order: the reference's accumulators, lane l of column d at
+ *    acc[l * hd + d], kept as they are, a vector holding 8 columns of one
+ *    lane; each lane's chain takes its positions in order. Positions past a
+ *    query's own are skipped (an fma with a zero probability is not a no-op:
+ *    it can turn -0 into +0).
  *  - vcvtph2ps is exact; vcvtps2ph with round-to-nearest-even is
- *    quant_f32_to_f16 for every non-NaN float. */
+ *    quant_f32_to_f16 for every non-NaN float.
+ *
+ * pv_rows replaced a V block transposed into 8-position columns (8x8
+ * shuffle transposes) and a pass over it: at decode (4 queries per KV
+ * head) the transpose cost as much as the multiply-adds. Measured under
+ * Q36_QUANT_PATH_MAX=avx2, one thread, bench/results/
+ * 2026-12-01-cpu-avx2-kernels2 (attnbench): one KV head, 4 queries over
+ * 4097 keys, transpose + pass 0.26 ms -> 0.10 ms; 32 queries (a prompt
+ * tile) 1.2-1.3 ms -> 0.71 ms. */
 #include "cpu_attn.h"
 
 #include <immintrin.h>
@@ -30,11 +40,10 @@
 #define T256 __attribute__((target("avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline))
 
-/* Lane k of the result is the 8-lane sum of v[k]: pairs i and i+4, then
- * (0+1) + (2+3) when vecdot (ggml_vec_dot_f32's AVX2 reduction), else
- * (0+2) + (1+3) (cpu_lane_sum's halving tree). The network leaves slot
- * 2c + h in lane 4h + c, so the slots take the keys in that order. */
-T256 INL __m256 tree8(const __m256 *v, const int vecdot)
+/* Lane k of the result is the 8-lane sum of v[k] in ggml_vec_dot_f32's
+ * AVX2 reduction: pairs i and i+4, then (0+1) + (2+3). The network leaves
+ * slot 2c + h in lane 4h + c, so the slots take the keys in that order. */
+T256 INL __m256 tree8(const __m256 *v)
 {
     __m256 s[8], t[4], u[2];
 #pragma GCC unroll 8
@@ -45,11 +54,9 @@ T256 INL __m256 tree8(const __m256 *v, const int vecdot)
         t[i] = _mm256_add_ps(_mm256_permute2f128_ps(s[2 * i], s[2 * i + 1], 0x20),
                              _mm256_permute2f128_ps(s[2 * i], s[2 * i + 1], 0x31));
 #pragma GCC unroll 2
-    for (int i = 0; i < 2; i++)
-        u[i] = vecdot ? _mm256_add_ps(_mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0x88),  /* 0+1, 2+3 */
-                                      _mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0xDD))
-                      : _mm256_add_ps(_mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0x44),  /* 0+2, 1+3 */
-                                      _mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0xEE));
+    for (int i = 0; i < 2; i++)        /* 0+1, 2+3 */
+        u[i] = _mm256_add_ps(_mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0x88),
+                             _mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0xDD));
     return _mm256_add_ps(_mm256_shuffle_ps(u[0], u[1], 0x88), _mm256_shuffle_ps(u[0], u[1], 0xDD));
 }
 
@@ -135,7 +142,7 @@ T256 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t 
                            int64_t k0, int64_t nk, const __m256 *v, float scale, float *s)
 {
     const int64_t np = hd - hd % 32, es = f16 ? 2 : 4;
-    __m256 t = tree8(v, 1);
+    __m256 t = tree8(v);
     if (np < hd) {
         float l[8];
         _mm256_storeu_ps(l, t);
@@ -231,152 +238,142 @@ T256 void cpu_attn256_softmax(int64_t n, float *s, int f16)
     cpu_attn256_scale_round(n, s, (float)(1.0 / sum), f16);
 }
 
-/* 8 rows of 8 floats to 8 columns: r[k] lane e -> r[e] lane k. */
-T256 INL void transpose8(__m256 *r)
-{
-    __m256 t[8], u[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4g + e], 128-bit half h: rows 4g..4g+3 of column 4h + e */
-#pragma GCC unroll 2
-    for (int g = 0; g < 2; g++) {
-        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-#pragma GCC unroll 4
-    for (int e = 0; e < 4; e++) {
-        r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
-        r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
-    }
-}
-
-/* Rows p0 .. p0+nr-1 (nr <= 8; zeros after them), columns d0 .. d0+7,
- * transposed into vt. */
-T256 INL void vt_tile8(const int F16, const void *src, int64_t ld, int64_t p0, int64_t nr,
-                       int64_t d0, float *vt)
-{
-    __m256 r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = k >= nr ? _mm256_setzero_ps() : KROW8(F16, src, ld, p0 + k, d0);
-    transpose8(r);
-#pragma GCC unroll 8
-    for (int e = 0; e < 8; e++)
-        _mm256_storeu_ps(vt + (d0 + e) * CPU_ATTN_KB + p0, r[e]);
-}
-
-T256 void cpu_attn256_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt)
-{
-    const int64_t hd8 = hd - hd % 8;
-    for (int64_t p0 = 0; p0 < n; p0 += 8) {
-        const int64_t nr = n - p0 < 8 ? n - p0 : 8;
-        cpu_attn_prefetch_rows(src, ld, f16, hd, p0 + 8, n - p0 - 8 < 8 ? n - p0 - 8 : 8);
-        for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
-            if (f16)
-                vt_tile8(1, src, ld, p0, nr, d0, vt);
-            else
-                vt_tile8(0, src, ld, p0, nr, d0, vt);
-        }
-        for (int64_t d = hd8; d < hd; d++)         /* columns past the last 8 */
-            cpu_attn_vt_column(src, ld, f16, p0, nr, d, 8, vt);
-    }
-}
-
-/* One step of 8 positions at t: a[qi][c] += vt column c times the
- * probabilities of query qi; with MASK, lanes outside m[qi] are kept. */
-T256 INL void pv_step8(const int NQ, const int NC, const int MASK, const float *p, int64_t pld,
-                       const float *vt, int64_t i0, int64_t d0, int64_t t, const __m256 *m,
-                       __m256 a[4][2])
-{
-    __m256 pv[4];
-#pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-        pv[qi] = _mm256_loadu_ps(p + (i0 + qi) * pld + t);
-#pragma GCC unroll 2
-    for (int c = 0; c < NC; c++) {
-        const __m256 x = _mm256_loadu_ps(vt + (d0 + c) * CPU_ATTN_KB + t);
-#pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++) {
-            const __m256 f = _mm256_fmadd_ps(x, pv[qi], a[qi][c]);
-            a[qi][c] = MASK ? _mm256_blendv_ps(a[qi][c], f, m[qi]) : f;
-        }
-    }
-}
-
-/* NQ query vectors x NC columns of lane accumulators held in registers
- * over the block; a query's positions past nv[i] are blended out. */
-T256 INL void pv_regs8(const int NQ, const int NC, int64_t ald, const float *p, int64_t pld,
-                       const int64_t *nv, const float *vt, float *acc, int64_t i0, int64_t d0)
+/* Probabilities times V straight from the cache rows, no transposed block.
+ * The reference's lane accumulator (query i, lane l = position mod 8,
+ * column d) is acc[(i * 8 + l) * hd + d]; a vector holds 8 columns of one
+ * lane, and a register tile of NQ queries x NC column vectors of one lane
+ * takes positions l, l+8, l+16, ... in order: one V chunk (widened from f16)
+ * per column vector and position serves NQ fused multiply-adds with the
+ * queries' broadcast probabilities, each lane's chain in position order as
+ * the reference's. Positions at or past a query's nv[i] are skipped (a
+ * fused multiply-add with a zero probability is not a no-op). PF: the
+ * first pass over a row asks for the rest of it. */
+T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const float *p,
+                       int64_t pld, const int64_t *nv, const void *src, int64_t ld, int64_t hd,
+                       int64_t d0, float *acc)
 {
     int64_t nmax = 0, nmin = CPU_ATTN_KB;
     for (int qi = 0; qi < NQ; qi++) {
-        nmax = nv[i0 + qi] > nmax ? nv[i0 + qi] : nmax;
-        nmin = nv[i0 + qi] < nmin ? nv[i0 + qi] : nmin;
+        nmax = nv[qi] > nmax ? nv[qi] : nmax;
+        nmin = nv[qi] < nmin ? nv[qi] : nmin;
     }
-    if (nmax == 0)
-        return;
-    __m256 a[4][2];
+    const int64_t es = F16 ? 2 : 4;
+    for (int64_t l = 0; l < 8 && l < nmax; l++) {
+        float *al = acc + l * hd + d0;
+        __m256 a[4][3];
 #pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 2
-        for (int c = 0; c < NC; c++)
-            a[qi][c] = _mm256_loadu_ps(acc + ((d0 + c) * ald + i0 + qi) * 8);
-    int64_t t = 0;
-    for (; t + 8 <= nmin; t += 8)              /* every query takes all 8 */
-        pv_step8(NQ, NC, 0, p, pld, vt, i0, d0, t, NULL, a);
-    for (; t < nmax; t += 8) {
-        __m256 m[4];
         for (int qi = 0; qi < NQ; qi++)
-            m[qi] = _mm256_castsi256_ps(lanes_below(nv[i0 + qi] - t));
-        pv_step8(NQ, NC, 1, p, pld, vt, i0, d0, t, m, a);
-    }
+#pragma GCC unroll 3
+            for (int c = 0; c < NC; c++)
+                a[qi][c] = _mm256_loadu_ps(al + qi * 8 * hd + 8 * c);
+        int64_t pp = l;
+        for (; pp < nmax; pp += 8) {
+            if (PF)
+                for (int64_t b = 64; b < hd * es; b += 64)
+                    _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
+            __m256 v[3];
+#pragma GCC unroll 3
+            for (int c = 0; c < NC; c++)
+                v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
+            if (pp < nmin) {
 #pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 2
-        for (int c = 0; c < NC; c++)
-            _mm256_storeu_ps(acc + ((d0 + c) * ald + i0 + qi) * 8, a[qi][c]);
+                for (int qi = 0; qi < NQ; qi++) {
+                    const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
+#pragma GCC unroll 3
+                    for (int c = 0; c < NC; c++)
+                        a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int qi = 0; qi < NQ; qi++) {
+                    if (pp >= nv[qi])
+                        continue;
+                    const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
+#pragma GCC unroll 3
+                    for (int c = 0; c < NC; c++)
+                        a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int qi = 0; qi < NQ; qi++)
+#pragma GCC unroll 3
+            for (int c = 0; c < NC; c++)
+                _mm256_storeu_ps(al + qi * 8 * hd + 8 * c, a[qi][c]);
+    }
 }
 
-T256 void cpu_attn256_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                         const float *vt, float *acc, int64_t ald)
+/* Queries i0 .. i0+NQ-1 over every column: 3 column vectors at a time,
+ * then the last 1 or 2, then columns past the last vector one by one. */
+T256 INL void pvr_queries(const int NQ, const int F16, const float *p, int64_t pld,
+                          const int64_t *nv, const void *src, int64_t ld, int64_t hd,
+                          float *acc, int first)
 {
-    const int64_t nq4 = nq - nq % 4, hd2 = hd - hd % 2;
-    /* columns outer: 2 columns of vt are read once per 4 queries */
-    for (int64_t d0 = 0; d0 < hd2; d0 += 2) {
-        for (int64_t i0 = 0; i0 < nq4; i0 += 4)
-            pv_regs8(4, 2, ald, p, pld, nv, vt, acc, i0, d0);
-        for (int64_t i = nq4; i < nq; i++)
-            pv_regs8(1, 2, ald, p, pld, nv, vt, acc, i, d0);
-    }
-    for (int64_t d = hd2; d < hd; d++)
-        for (int64_t i = 0; i < nq; i++)
-            pv_regs8(1, 1, ald, p, pld, nv, vt, acc, i, d);
+    const int64_t hd8 = hd - hd % 8;
+    int64_t d0 = 0;
+    for (; d0 + 24 <= hd8; d0 += 24)
+        pvr_tile(NQ, 3, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
+    if (d0 + 16 <= hd8)
+        pvr_tile(NQ, 2, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
+    else if (d0 + 8 <= hd8)
+        pvr_tile(NQ, 1, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
+    for (int64_t d = hd8; d < hd; d++)
+        for (int qi = 0; qi < NQ; qi++)
+            for (int64_t pp = 0; pp < nv[qi]; pp++) {
+                const float x = F16 ? quant_f16_to_f32(((const uint16_t *)src)[pp * ld + d])
+                                    : ((const float *)src)[pp * ld + d];
+                float *a = acc + (qi * 8 + pp % 8) * hd + d;
+                *a = __builtin_fmaf(x, p[qi * pld + pp], *a);
+            }
+}
+
+T256 static void pvr_f(const int F16, int64_t nq, int64_t hd, const float *p, int64_t pld,
+                       const int64_t *nv, const void *src, int64_t ld, float *acc)
+{
+    int64_t i = 0;
+    for (; i + 4 <= nq; i += 4)
+        pvr_queries(4, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
+    if (nq - i == 3)
+        pvr_queries(3, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
+    else if (nq - i == 2)
+        pvr_queries(2, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
+    else if (nq - i == 1)
+        pvr_queries(1, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
+}
+
+T256 void cpu_attn256_pv_rows(int64_t nq, int64_t hd, const float *p, int64_t pld,
+                              const int64_t *nv, const void *src, int64_t ld, int f16, float *acc)
+{
+    if (f16)
+        pvr_f(1, nq, hd, p, pld, nv, src, ld, acc);
+    else
+        pvr_f(0, nq, hd, p, pld, nv, src, ld, acc);
 }
 
 T256 void cpu_attn256_out(int64_t hd, const float *acc, int64_t ald, float *o)
 {
+    (void)ald;
     const int64_t hd8 = hd - hd % 8;
     for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
         __m256 v[8];
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; k++)
-            v[k] = _mm256_loadu_ps(acc + (d0 + k) * ald * 8);
-        _mm256_storeu_ps(o + d0, tree8(v, 0));
+        for (int l = 0; l < 8; l++)
+            v[l] = _mm256_loadu_ps(acc + l * hd + d0);
+        /* cpu_lane_sum's halving tree, one column per lane */
+        _mm256_storeu_ps(o + d0, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[0], v[4]),
+                                                             _mm256_add_ps(v[2], v[6])),
+                                               _mm256_add_ps(_mm256_add_ps(v[1], v[5]),
+                                                             _mm256_add_ps(v[3], v[7]))));
     }
     for (int64_t d = hd8; d < hd; d++) {
         float l[8];
         for (int k = 0; k < 8; k++)
-            l[k] = acc[d * ald * 8 + k];
+            l[k] = acc[k * hd + d];
         o[d] = cpu_lane_sum(l, 8);
     }
 }
 
 const cpu_attn_kernels cpu_attn256_kernels = {
-    8, cpu_attn256_scores, cpu_attn256_softmax, cpu_attn256_scale_round, cpu_attn256_vt,
-    cpu_attn256_pv, cpu_attn256_out,
+    8, cpu_attn256_scores, cpu_attn256_softmax, cpu_attn256_scale_round, NULL, NULL,
+    cpu_attn256_out, cpu_attn256_pv_rows,
 };

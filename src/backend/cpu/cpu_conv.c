@@ -14,8 +14,10 @@
  * run in order, each reading its window straight from the rows of x (the
  * previous rows are still in L1), which walks x and y row by row instead of
  * down their columns. For the models' shape (Kc = 4, a packed tail) the
- * transposes are AVX-512 lane permutations; one token (decode) is mostly
- * transposes. */
+ * transposes are AVX-512 lane permutations, or AVX2 shuffles, permutes and
+ * blends; one token (decode) is mostly transposes (AVX2, one thread, 6144
+ * channels, bench/results/2026-12-01-cpu-avx2-kernels2: 21-22 us with
+ * scalar transposes, 5.7-6 us). */
 #include "cpu_deltanet.h"
 #include "cpu.h"
 
@@ -142,6 +144,58 @@ static void conv4_out_avx512(be_tensor *tail, int64_t c, int64_t n, const float 
     }
 }
 
+/* The same two transposes with AVX2, 8 channels at a time. Weights: an
+ * in-lane 4x4 transpose leaves tap i of channels 0, 2, 4, 6 | 1, 3, 5, 7,
+ * which one permute puts in order. Tail slot s of channel c is float 3c + s
+ * of 24: each of the 3 vectors permuted by (3c + s) mod 8, then lane c
+ * taken from vector (3c + s) / 8 by two blends; the way back likewise. */
+#define CONV_SEL(v0, v1, v2, idx, m1, m2)                                                      \
+    _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(v0, idx),                         \
+                                    _mm256_permutevar8x32_ps(v1, idx), m1),                    \
+                    _mm256_permutevar8x32_ps(v2, idx), m2)
+
+__attribute__((target("avx2")))
+static void conv4_in_avx2(const float *w, const be_tensor *tail, int64_t c, int64_t n,
+                          float *wt, float *tt)
+{
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i s0 = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+    const __m256i s1 = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
+    const __m256i s2 = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+    for (int64_t b = 0; b < n; b += 8) {
+        const float *wc = w + (c + b) * 4, *tl = cpu_row(tail, c + b);
+        const __m256 a0 = _mm256_loadu_ps(wc), a1 = _mm256_loadu_ps(wc + 8);
+        const __m256 a2 = _mm256_loadu_ps(wc + 16), a3 = _mm256_loadu_ps(wc + 24);
+        const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+        const __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+        const __m256 tap[4] = { _mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                                _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE) };
+        for (int i = 0; i < 4; i++)
+            _mm256_storeu_ps(wt + i * CONV_SUB + b, _mm256_permutevar8x32_ps(tap[i], order));
+        const __m256 b0 = _mm256_loadu_ps(tl), b1 = _mm256_loadu_ps(tl + 8);
+        const __m256 b2 = _mm256_loadu_ps(tl + 16);
+        _mm256_storeu_ps(tt + b, CONV_SEL(b0, b1, b2, s0, 0xF8, 0xC0));
+        _mm256_storeu_ps(tt + CONV_SUB + b, CONV_SEL(b0, b1, b2, s1, 0xF8, 0xE0));
+        _mm256_storeu_ps(tt + 2 * CONV_SUB + b, CONV_SEL(b0, b1, b2, s2, 0xFC, 0xE0));
+    }
+}
+
+__attribute__((target("avx2")))
+static void conv4_out_avx2(be_tensor *tail, int64_t c, int64_t n, const float *const *src)
+{
+    const __m256i k0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2);
+    const __m256i k1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5);
+    const __m256i k2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+    for (int64_t b = 0; b < n; b += 8) {
+        const __m256 n0 = _mm256_loadu_ps(src[0] + b), n1 = _mm256_loadu_ps(src[1] + b);
+        const __m256 n2 = _mm256_loadu_ps(src[2] + b);
+        float *tl = cpu_row(tail, c + b);
+        _mm256_storeu_ps(tl, CONV_SEL(n0, n1, n2, k0, 0x92, 0x24));
+        _mm256_storeu_ps(tl + 8, CONV_SEL(n0, n1, n2, k1, 0x24, 0x49));
+        _mm256_storeu_ps(tl + 16, CONV_SEL(n0, n1, n2, k2, 0x49, 0x92));
+    }
+}
+
 /* ------------------------------------------------------- lane multiply-add */
 
 /* *c += a b per lane: rounded once (the reference's fmaf) when fused, else
@@ -183,16 +237,18 @@ static inline void fma16_plain(const v16 *a, const v16 *b, v16 *c, bool fused)
 /* ------------------------------------------------------------ the kernel */
 
 /* Channels [c, c+n), n a multiple of 16 and <= CONV_SUB. isa: 1 AVX-512,
- * 2 AVX2 + FMA, 3 plain (libm's fmaf). perm4: Kc = 4 with a packed tail on
- * an AVX-512 CPU. */
+ * 2 AVX2 + FMA, 3 plain (libm's fmaf). perm4: Kc = 4 with a packed tail
+ * (the transposes of that isa: AVX-512 or AVX2). */
 static inline __attribute__((always_inline))
 void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, be_tensor *y,
               int64_t c, int64_t n, int isa, bool perm4)
 {
     const int64_t T = x->rows, nt = Kc - 1, nmul = cpu_conv_nmul(Kc);
     float wt[17 * CONV_SUB], tt[16 * CONV_SUB];
-    if (perm4)
+    if (perm4 && isa == 1)
         conv4_in_avx512(w, tail, c, n, wt, tt);
+    else if (perm4 && isa == 2)
+        conv4_in_avx2(w, tail, c, n, wt, tt);
     else
         conv_in_scalar(w, tail, Kc, c, n, wt, tt);
     /* position p of [tail | x]: a row of tt or of x, channels from c */
@@ -221,8 +277,10 @@ void conv_sub(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc, b
     for (int64_t i = 0; i < nt; i++)
         src[i] = POS(T + i);
 #undef POS
-    if (perm4)
+    if (perm4 && isa == 1)
         conv4_out_avx512(tail, c, n, src);
+    else if (perm4 && isa == 2)
+        conv4_out_avx2(tail, c, n, src);
     else
         conv_out_scalar(tail, nt, c, n, src);
 }
@@ -240,8 +298,9 @@ __attribute__((target("avx2,fma")))
 static void conv_avx2(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,
                       be_tensor *y, int64_t c0, int64_t c1)
 {
+    const bool perm4 = Kc == 4 && tail->ld == 3;
     for (int64_t c = c0; c < c1; c += CONV_SUB)
-        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, 2, false);
+        conv_sub(x, tail, w, Kc, y, c, c1 - c < CONV_SUB ? c1 - c : CONV_SUB, 2, perm4);
 }
 
 static void conv_plain(const be_tensor *x, be_tensor *tail, const float *w, int64_t Kc,

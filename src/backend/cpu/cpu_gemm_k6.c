@@ -313,12 +313,13 @@ XAVX2 static inline __m256 k6_tok_acc(__m256 acc, __m256i isum, __m256i sc16, fl
     return _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(lanes), acc);
 }
 
-/* The eight lanes' end: cpu_lane_sum's tree. */
+/* The eight lanes' end: cpu_lane_sum's tree (i + 4, then i + 2, then
+ * 0 + 1), in registers. */
 XAVX2 static inline float k6_end(__m256 acc)
 {
-    float l[8];
-    _mm256_storeu_ps(l, acc);
-    return cpu_lane_sum(l, 8);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
 XAVX2 __attribute__((always_inline)) static inline void

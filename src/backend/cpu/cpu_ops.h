@@ -20,8 +20,9 @@ static inline int64_t cpu_row_grain(int64_t cols)
  * * post when post != 1, for `rows` rows of `cols` floats (row starts ldx
  * and ldy floats apart) in groups of `group` (cols a multiple of it); mean
  * is the group's float squares summed in order in double, over group.
- * level 0 is the plain C reference, 2 the AVX-512 kernel (the CPU's
- * cpu_vexp_level() caps it): every level gives the same bits. y may be x. */
+ * level 0 is the plain C reference, 1 the AVX2 kernel, 2 the AVX-512 one
+ * (the CPU's cpu_vexp_level() caps it): every level gives the same bits.
+ * y may be x. */
 void cpu_norm_rows_level(int level, int64_t rows, int64_t cols, int64_t group, const float *x,
                          int64_t ldx, const float *w, float eps, float post, float *y,
                          int64_t ldy);
