@@ -92,6 +92,23 @@ static bool gpu_ok(const char *name)
     return true;
 }
 
+/* Sets an environment switch; returns what it was, for env_restore. */
+static char *env_set(const char *var, const char *val)
+{
+    const char *old = getenv(var);
+    char *keep = old ? strdup(old) : NULL;
+    setenv(var, val, 1);
+    return keep;
+}
+static void env_restore(const char *var, char *keep)
+{
+    if (keep)
+        setenv(var, keep, 1);
+    else
+        unsetenv(var);
+    free(keep);
+}
+
 /* A CUDA context made with the environment variable `var` set to `val`
  * (the backend reads its switches when a context is made), reserved for
  * sh; NULL (and a failed case `what`) when it cannot be made. */
@@ -99,11 +116,11 @@ static be_ctx *ctx_with(const char *var, const char *val, const be_shape *sh, co
 {
     q36_err err = { 0 };
     be_ctx *c = NULL;
-    setenv(var, val, 1);
+    char *keep = env_set(var, val);
     const int rc = be_new("cuda", 0, &c, &err) || be_reserve(c, sh, &err);
-    unsetenv(var);
+    env_restore(var, keep);
     if (rc) {
-        t_fail(what, "%s", err.msg);
+        t_fail(what, "%s=%s: %s", var, val, err.msg);
         if (c)
             be_free(c);
         return NULL;
@@ -1061,40 +1078,14 @@ static void test_fattn_ops(const be_shape *sh)
 
 /* ----------------------------------------------------------------- graphs */
 
-/* A switch of the environment set on or off; returns what it was, for
- * env_restore. */
-static char *env_set(const char *var, int on)
-{
-    const char *old = getenv(var);
-    char *keep = old ? strdup(old) : NULL;
-    setenv(var, on ? "1" : "0", 1);
-    return keep;
-}
-static void env_restore(const char *var, char *keep)
-{
-    if (keep)
-        setenv(var, keep, 1);
-    else
-        unsetenv(var);
-    free(keep);
-}
-static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on); }
+static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on ? "1" : "0"); }
 static void graphs_env_restore(char *keep) { env_restore("Q36_CUDA_GRAPHS", keep); }
 
 /* A CUDA context made with the switch `var` on or off, reserved for sh;
  * NULL (a failed case) when none can be made. */
 static be_ctx *cuda_env(const char *var, int on, const be_shape *sh)
 {
-    char *keep = env_set(var, on);
-    be_ctx *b = NULL;
-    q36_err err = { 0 };
-    if (be_new("cuda", 0, &b, &err) || be_reserve(b, sh, &err)) {
-        t_fail("cuda.switched_ctx", "%s=%d: %s", var, on, err.msg);
-        be_free(b);
-        b = NULL;
-    }
-    env_restore(var, keep);
-    return b;
+    return ctx_with(var, on ? "1" : "0", sh, "cuda.switched_ctx");
 }
 static be_ctx *cuda_graphs(int on, const be_shape *sh) { return cuda_env("Q36_CUDA_GRAPHS", on, sh); }
 
