@@ -3,7 +3,8 @@
 # @anthropic-ai/sdk clients (tests/server, pinned) through chat, streams,
 # usage, thinking, tools, count_tokens; a table of malformed requests, each
 # with its status and error shape, while a stream on another slot goes on;
-# a client that leaves mid-stream; 16 concurrent streams; a slot that fails
+# a client that leaves mid-stream; 16 concurrent streams; the prefix cache
+# with its default flags (cache.mjs); a slot that fails
 # mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -24,6 +25,7 @@ url=$(wait_url "$tmp/out" $pid)
 grep -q "default.gguf" "$tmp/out" && ok serve_default_model || fail serve_default_model "$(cat "$tmp/out")"
 
 node tests/server/sdk.mjs "$url" "$key" default.gguf 512
+node tests/server/cache.mjs "$url" "$key" default.gguf
 
 kill -TERM $pid
 for _ in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -47,7 +49,7 @@ fi
 kill -TERM $pid; wait $pid
 
 # Continuous batching and the prefix cache: a server without a cache (the
-# cold replies, 8 slots) and one with a small cache that evicts (4 slots,
+# cold replies, 8 slots) and one with a small cache that thins and evicts (4 slots,
 # a checkpoint every 32 tokens).
 "$Q36" serve --port 0 -np 8 -c 2048 --cache-ram 0 >"$tmp/out3" 2>"$tmp/err3" &
 pid_cold=$!

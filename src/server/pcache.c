@@ -16,9 +16,17 @@
  * only. Every leaf should hold a full checkpoint: a branch whose last full
  * checkpoint is evicted goes with it, up to its fork or its next full
  * checkpoint.
+ *
+ * Room is made in this order: state checkpoints are thinned while the gap
+ * their removal leaves is at most THIN_GAP tokens (the smallest gap first,
+ * so a dense branch becomes evenly sparser: 64, 128, 256, ... apart, and
+ * an edit re-reads at most the gap), then least recently used branches
+ * other than the one the save extends go, then state checkpoints are
+ * thinned whatever the gap, and last the saving branch's own.
  */
 #include "pcache.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +205,77 @@ static void find_lru(pcache *c, pc_node *x, const pc_node *keep, pc_node **best,
         find_lru(c, k, keep, best, best_used);
 }
 
+enum { THIN_GAP = 512 };   /* thin before evicting other branches while gaps stay this small */
+
+/* The depth of the nearest checkpoint below x, over all its paths
+ * (INT_MAX: none). */
+static int next_ck_depth(const pc_node *x)
+{
+    int best = INT_MAX;
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int d = k->ck ? k->depth : next_ck_depth(k);
+        best = d < best ? d : best;
+    }
+    return best;
+}
+
+/* The state checkpoint with children whose removal leaves the smallest gap
+ * (from the checkpoint above it, depth `above`, to the nearest below it);
+ * ties: the least recently used, then the shallowest. */
+static void find_thin(pc_node *x, int above, pc_node **best, int *best_gap)
+{
+    for (pc_node *k = x->child; k; k = k->next) {
+        if (k->ck && !k->kv && k->child) {
+            int gap = next_ck_depth(k) - above;
+            if (!*best || gap < *best_gap || (gap == *best_gap && (k->used < (*best)->used ||
+                                              (k->used == (*best)->used && k->depth < (*best)->depth)))) {
+                *best = k;
+                *best_gap = gap;
+            }
+        }
+        find_thin(k, k->ck ? k->depth : above, best, best_gap);
+    }
+}
+
+/* Drops the checkpoint of the node find_thin picks if its gap is at most
+ * max_gap; a node left without checkpoint and with one child is merged
+ * into it. False when there is none. */
+static bool thin_one(pcache *c, int max_gap)
+{
+    pc_node *x = NULL;
+    int gap = 0;
+    find_thin(&c->root, 0, &x, &gap);
+    if (!x || gap > max_gap)
+        return false;
+    c->st.bytes -= x->ck_bytes;
+    c->st.ckpts--;
+    c->st.thinned++;
+    q36_ckpt_free(x->ck);
+    x->ck = NULL;
+    x->ck_bytes = 0;
+    pc_node *k = x->child;
+    int32_t *t;
+    if (k->next || !(t = malloc((size_t)(x->n + k->n) * sizeof *t)))
+        return true;                         /* a fork stays (or no memory to merge: harmless) */
+    c->st.bytes -= node_bytes(x) + node_bytes(k);
+    memcpy(t, x->tok, (size_t)x->n * sizeof *t);
+    memcpy(t + x->n, k->tok, (size_t)k->n * sizeof *t);
+    free(k->tok);
+    k->tok = t;
+    k->n += x->n;
+    k->parent = x->parent;
+    k->next = x->next;
+    pc_node **p = &x->parent->child;         /* k takes x's place among its siblings */
+    while (*p != x)
+        p = &(*p)->next;
+    *p = k;
+    free(x->tok);
+    free(x);
+    c->st.nodes--;
+    c->st.bytes += node_bytes(k);
+    return true;
+}
+
 /* Evicts the least recently used branch but the one that ends at `keep`
  * (the path a save extends): its leaf and the ancestors left without a
  * full checkpoint below them (up to a fork or a full checkpoint). False
@@ -312,9 +391,12 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
             x->used = c->clock;
         return 0;
     }
-    /* other branches first; the one this save extends when nothing else is left */
-    while (c->st.bytes + need > c->st.budget && (evict_one(c, x) || evict_one(c, NULL)))
-        ;
+    /* thinning while gaps stay small, other branches, any thinning, this branch (the file's comment) */
+    while (c->st.bytes + need > c->st.budget) {
+        x = walk(c, ids, pos, &lcp);                       /* thinning may merge nodes */
+        if (!(thin_one(c, THIN_GAP) || evict_one(c, x) || thin_one(c, INT_MAX) || evict_one(c, NULL)))
+            break;
+    }
     if (!(x = insert(c, ids, pos)))
         return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
     q36_ckpt *ck = NULL;

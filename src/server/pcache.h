@@ -14,9 +14,11 @@
  * boundaries, the end of a prompt and of a reply).
  *
  * Memory: the checkpoints' device bytes plus the tree's token arrays stay
- * under the budget; a save that would pass it first evicts whole branches
- * (a leaf and its ancestors up to the nearest fork), least recently used
- * first. A checkpoint larger than the budget is not saved.
+ * under the budget; a save that would pass it first thins state
+ * checkpoints (the smallest gap first, while gaps stay <= 512 tokens), then
+ * evicts whole branches (a leaf and its ancestors up to the nearest fork),
+ * least recently used first (pcache.c says the order). A checkpoint larger
+ * than the budget is not saved.
  *
  * Exactness: a checkpoint holds the state bits; in exact mode the rest of a
  * prompt evaluated on it gives the same bits as the whole prompt evaluated
@@ -40,7 +42,8 @@ typedef struct pcache_stats {
     int      nodes, ckpts;
     uint64_t lookups, hits;     /* restores asked for; those that restored something */
     uint64_t tokens_reused;     /* positions restored, summed */
-    uint64_t saves, evictions;  /* checkpoints made; checkpoints evicted */
+    uint64_t saves, evictions;  /* checkpoints made; checkpoints evicted with their branch */
+    uint64_t thinned;           /* state checkpoints dropped to make room, their branch kept */
 } pcache_stats;
 
 /* budget 0 makes a cache that never holds anything. */

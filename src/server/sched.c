@@ -157,6 +157,7 @@ static void admit(sched *s, slot *sl, srv_job *j)
     j->slot = i;
     j->n_cached = sl->n_cached;
     j->t_start = srv_now();
+    pthread_cond_broadcast(&j->cv);            /* a stream may wait for the cached count */
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&s->met->mu);
     s->met->deferred--;
@@ -337,6 +338,7 @@ static void *engine_main(void *arg)
         s->met->cache_ckpts = cs.ckpts;
         s->met->cache_saves = cs.saves;
         s->met->cache_evictions = cs.evictions;
+        s->met->cache_thinned = cs.thinned;
         s->met->cache_hits = cs.hits;
         s->met->cache_lookups = cs.lookups;
         s->met->n_decode++;
@@ -409,7 +411,7 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_ctx = n_ctx;
     s->n_batch = o->sess.n_batch > 0 ? o->sess.n_batch : 512;
     s->n_ubatch = o->n_ubatch > 0 && o->n_ubatch < s->n_batch ? o->n_ubatch : s->n_batch;
-    s->cache_every = o->cache_every >= 0 ? o->cache_every : s->n_ubatch;
+    s->cache_every = o->cache_every >= 0 ? o->cache_every : 64;
     s->turn = tok_find(tok, "<|im_start|>", 12);
     s->max_queue = o->max_queue > 0 ? o->max_queue : 256;
     pthread_mutex_init(&s->mu, NULL);
