@@ -4,7 +4,8 @@
 # usage, thinking, tools, count_tokens; a table of malformed requests, each
 # with its status and error shape, while a stream on another slot goes on;
 # a client that leaves mid-stream; 16 concurrent streams; the prefix cache
-# with its default flags (cache.mjs); a slot that fails
+# with its default flags (cache.mjs) and kept across a restart
+# (--cache-dir, cachedir.mjs); a slot that fails
 # mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +65,44 @@ else
     fail batch_servers "did not start: $(cat "$tmp/err3" "$tmp/err4")"
 fi
 kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
+
+# --cache-dir: checkpoints written at a clean stop are read by the next
+# server (the same reply, the prompt from the cache); a corrupt file and one
+# of another model are reported and the server starts with an empty cache.
+cdir=$tmp/pcache
+cache_dir_server() { # MODEL LOG: starts a server on the cache folder, sets pid and url
+    "$Q36" serve -m "$1" --port 0 -np 2 -c 1024 --cache-dir "$cdir" >"$2.out" 2>"$2.err" &
+    pid=$!
+    url=$(wait_url "$2.out" $pid)
+}
+cache_dir_server "$model" "$tmp/cd1"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" first "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "checkpoints written to $cdir/q36-prefix-cache.bin" "$tmp/cd1.err" && ok cache_dir_written ||
+    fail cache_dir_written "$(cat "$tmp/cd1.err")"
+cache_dir_server "$model" "$tmp/cd2"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" again "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+cp "$cdir/q36-prefix-cache.bin" "$tmp/good.bin"
+printf 'X' | dd of="$cdir/q36-prefix-cache.bin" bs=1 seek=5000 conv=notrunc status=none   # inside record 0
+cache_dir_server "$model" "$tmp/cdc"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" corrupt_file "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "q36-prefix-cache.bin: record 0 of [0-9]* is corrupt" "$tmp/cdc.err" && ok cache_dir_corrupt_named ||
+    fail cache_dir_corrupt_named "$(cat "$tmp/cdc.err")"
+head -c 1000 "$tmp/good.bin" >"$cdir/q36-prefix-cache.bin"
+cache_dir_server "$model" "$tmp/cd3"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" truncated_file "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "q36-prefix-cache.bin: truncated in record 0" "$tmp/cd3.err" && ok cache_dir_truncated_named ||
+    fail cache_dir_truncated_named "$(cat "$tmp/cd3.err")"
+# the file the last server wrote, offered to another model
+"$Q36" synth --arch qwen35 --preset tiny -o "$tmp/other.gguf" >/dev/null
+cache_dir_server "$tmp/other.gguf" "$tmp/cd4"
+[ -n "$url" ] && curl -sf "$url/health" >/dev/null && ok cache_dir_foreign_serves || fail cache_dir_foreign_serves "$(cat "$tmp/cd4.err")"
+kill -TERM $pid; wait $pid
+grep -q "written for another model or engine options" "$tmp/cd4.err" && ok cache_dir_foreign_named ||
+    fail cache_dir_foreign_named "$(cat "$tmp/cd4.err")"
 
 # Refusals at start: a bad address, a missing model, a bad flag, a prefix
 # cache that does not fit in memory (named with its numbers).

@@ -32,6 +32,9 @@ static void usage(FILE *o)
 "  --cache-every N      save the prompt's state every N tokens besides each chat turn\n"
 "                       and each prompt's and reply's end (default 64: an edit re-reads at\n"
 "                       most 64 tokens more than changed while the budget holds; 0: only those)\n"
+"  --cache-dir DIR      keep the prefix cache in DIR/q36-prefix-cache.bin across restarts:\n"
+"                       read at start (what fits --cache-ram; a file of another model\n"
+"                       or engine is refused with a message), written at a clean stop\n"
 "  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
 "%s"
 "  --api-key KEY        require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (not on /health)\n"
@@ -107,6 +110,8 @@ int cmd_serve(int argc, char **argv)
 #undef INT
         if (!strcmp(a, "-m")) {
             o.model_path = v;
+        } else if (!strcmp(a, "--cache-dir")) {
+            o.cache_dir = v;
         } else if (!strcmp(a, "--host")) {
             o.host = v;
         } else if (!strcmp(a, "--api-key")) {

@@ -374,6 +374,8 @@ static void prune(pcache *c, pc_node *x)
     }
 }
 
+static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes);
+
 int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err)
 {
     if (pos < 1)
@@ -407,6 +409,14 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
         prune(c, x);
         return rc;
     }
+    hold(c, x, ck, kv, ck_bytes);
+    c->st.saves++;
+    return 0;
+}
+
+/* Node x takes checkpoint ck (replacing a state one it held). */
+static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes)
+{
     if (x->ck) {                               /* a state checkpoint becomes a full one */
         c->st.bytes -= x->ck_bytes;
         c->st.ckpts--;
@@ -417,13 +427,68 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
     x->ck_bytes = ck_bytes;
     c->st.bytes += ck_bytes;
     c->st.ckpts++;
-    c->st.saves++;
     for (; x != &c->root; x = x->parent)
         x->used = c->clock;
+}
+
+int pcache_attach(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck, q36_err *err)
+{
+    const uint64_t ck_bytes = q36_ckpt_bytes(c->e, kv ? pos : 0);
+    int lcp;
+    pc_node *x = walk(c, ids, pos, &lcp);
+    if (pos < 1 || (x->depth == pos && x->ck && (x->kv || !kv)) ||
+        c->st.bytes + ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t) > c->st.budget)
+        return 0;
+    if (!(x = insert(c, ids, pos)))
+        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
+    c->clock++;
+    hold(c, x, ck, kv, ck_bytes);
+    return 1;
+}
+
+/* Pre-order from x, path[0..x->depth) its tokens. */
+static int each(const pcache *c, const pc_node *x, int32_t *path, int kv,
+                int (*fn)(void *ctx, const int32_t *ids, int pos, bool kv, const q36_ckpt *ck), void *ctx)
+{
+    if (x != &c->root) {
+        memcpy(path + x->depth - x->n, x->tok, (size_t)x->n * sizeof *path);
+        int rc;
+        if (x->ck && x->kv == (kv != 0) && (rc = fn(ctx, path, x->depth, x->kv, x->ck)))
+            return rc;
+    }
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int rc = each(c, k, path, kv, fn, ctx);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
+static int max_depth(const pc_node *x)
+{
+    int d = x->depth;
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int e = max_depth(k);
+        d = e > d ? e : d;
+    }
+    return d;
+}
+
+int pcache_each(const pcache *c, int (*fn)(void *ctx, const int32_t *ids, int pos, bool kv, const q36_ckpt *ck),
+                void *ctx, q36_err *err)
+{
+    int32_t *path = malloc(((size_t)max_depth(&c->root) + 1) * sizeof *path);
+    if (!path)
+        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for a path");
+    int rc = each(c, &c->root, path, 1, fn, ctx);
+    if (!rc)
+        rc = each(c, &c->root, path, 0, fn, ctx);
+    free(path);
+    return rc;
+}
+
 void pcache_get_stats(const pcache *c, pcache_stats *st) { *st = c->st; }
+q36_engine *pcache_engine(const pcache *c) { return c->e; }
 
 static int check_node(const pcache *c, const pc_node *x, uint64_t *bytes, int *nodes, int *ckpts,
                       char *why, int cap)

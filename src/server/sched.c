@@ -30,9 +30,12 @@
 #include "sched.h"
 #include "../backend/backend.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum slot_state { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
 
@@ -58,6 +61,8 @@ struct sched {
     int32_t         turn;         /* <|im_start|>: a turn of the template starts (-1: none) */
     int             rr;           /* the slot whose prompt chunk comes first next step */
     pcache         *cache;        /* NULL: no prefix cache */
+    char            cache_file[4096]; /* --cache-dir's file, or "" */
+    uint64_t        cache_fp;     /* the model's and options' fingerprint for it */
     char            plan_text[512];
     slot           *slots;
     sched_row      *rows;
@@ -398,6 +403,32 @@ static int plan(sched *s, const q36_model *m, const srv_opts *o, int n_ctx, q36_
     return 0;
 }
 
+/* --cache-dir: the folder made if missing (a failure there is the
+ * caller's); the file read if there (a bad one is reported, not fatal). */
+static int cache_dir_read(sched *s, const srv_opts *o, q36_err *err)
+{
+    if (mkdir(o->cache_dir, 0700) && errno != EEXIST)
+        return q36_err_set(err, Q36_E_IO, "--cache-dir %s: cannot make the folder: %s", o->cache_dir,
+                           strerror(errno));
+    if (snprintf(s->cache_file, sizeof s->cache_file, "%s/q36-prefix-cache.bin", o->cache_dir) >=
+        (int)sizeof s->cache_file)
+        return q36_err_set(err, Q36_E_ARG, "--cache-dir %s: path too long", o->cache_dir);
+    if (!(s->cache_fp = pcache_fingerprint(o->model_path, &o->sess, err)))
+        return err->kind ? err->kind : Q36_E_IO;
+    if (access(s->cache_file, F_OK))
+        return 0;                              /* nothing saved yet */
+    q36_err e = { 0 };
+    int n = pcache_read(s->cache, s->cache_file, s->cache_fp, &e);
+    pcache_stats cs;
+    pcache_get_stats(s->cache, &cs);
+    if (n < 0)
+        fprintf(stderr, "q36 serve: --cache-dir: %s; the cache starts with the %d checkpoints read before "
+                "that\n", e.msg, cs.ckpts);
+    else
+        fprintf(stderr, "q36 serve: prefix cache: %d checkpoints read from %s\n", n, s->cache_file);
+    return 0;
+}
+
 int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n_ctx,
               srv_metrics *met, sched **out, q36_err *err)
 {
@@ -424,6 +455,8 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_vocab = sched_engine_n_vocab(s->eng);
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))
+        goto fail;
+    if (s->cache && o->cache_dir && (rc = cache_dir_read(s, o, err)))
         goto fail;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->rows = calloc((size_t)s->n_slots, sizeof *s->rows);
@@ -484,6 +517,15 @@ void sched_free(sched *s)
     if (!s)
         return;
     sched_stop(s);
+    if (s->cache && s->cache_file[0]) {
+        q36_err err = { 0 };
+        pcache_stats cs;
+        pcache_get_stats(s->cache, &cs);
+        if (pcache_write(s->cache, s->cache_file, s->cache_fp, &err))
+            fprintf(stderr, "q36 serve: --cache-dir: %s\n", err.msg);
+        else
+            fprintf(stderr, "q36 serve: prefix cache: %d checkpoints written to %s\n", cs.ckpts, s->cache_file);
+    }
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         free(s->slots[i].logits);
         free(s->slots[i].hist);
