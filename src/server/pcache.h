@@ -76,8 +76,9 @@ int  pcache_each(const pcache *c, int (*fn)(void *ctx, const int32_t *ids, int p
 
 /* The cache to and from a file (pcache_file.c). The file holds every
  * checkpoint (full ones first) with its tokens, under a fingerprint of the
- * model and engine options (pcache_fingerprint); writing goes to PATH.tmp,
- * renamed over PATH when complete. Reading takes the checkpoints that fit
+ * model and engine options (pcache_fingerprint); writing goes to
+ * PATH.PID.tmp, renamed over PATH when complete (two servers on one folder:
+ * the last to stop wins). Reading takes the checkpoints that fit
  * in the budget, in the file's order; a file that is not a cache file,
  * another model's or engine's, truncated or corrupt is refused with err
  * naming the file and what was expected and found (what was read before a

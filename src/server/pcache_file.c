@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char MAGIC[8] = { 'Q', '3', '6', 'P', 'C', 'v', '1', '\n' };
 
@@ -117,7 +118,7 @@ int pcache_write(const pcache *c, const char *path, uint64_t fingerprint, q36_er
 {
     q36_engine *e = pcache_engine(c);
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
         return q36_err_set(err, Q36_E_ARG, "cache file path too long: %s", path);
     uint32_t n = 0;
     int rc = pcache_each(c, count_one, &n, err);
@@ -170,6 +171,7 @@ int pcache_read(pcache *c, const char *path, uint64_t fingerprint, q36_err *err)
     int rc = 0, taken = 0;
     int32_t *ids = NULL;
     void *buf = NULL;
+    uint64_t cap = 0;
     if (get(f, magic, 8, &h) || get(f, &fp, 8, &h) || get(f, &state, 8, &h) || get(f, &row, 8, &h) ||
         get(f, &nv, 4, &h) || get(f, &n, 4, &h) || memcmp(magic, MAGIC, 8)) {
         rc = q36_err_set(err, Q36_E_FORMAT, "%s: not a q36 prefix cache file (expected a header starting "
@@ -184,7 +186,7 @@ int pcache_read(pcache *c, const char *path, uint64_t fingerprint, q36_err *err)
                          (unsigned long long)my_state, (unsigned long long)my_row, my_nv);
         goto done;
     }
-    if (!(ids = malloc((size_t)n_ctx * sizeof *ids)) || !(buf = malloc(my_state + (uint64_t)n_ctx * my_row))) {
+    if (!(ids = malloc((size_t)n_ctx * sizeof *ids))) {
         rc = q36_err_set(err, Q36_E_NOMEM, "%s: out of memory for a record", path);
         goto done;
     }
@@ -204,6 +206,16 @@ int pcache_read(pcache *c, const char *path, uint64_t fingerprint, q36_err *err)
         const int pos = (int)hd[0];
         const bool kv = hd[1];
         const uint64_t nb = q36_ckpt_bytes(e, kv ? pos : 0);
+        if (nb > cap) {
+            void *p = realloc(buf, nb);
+            if (!p) {
+                rc = q36_err_set(err, Q36_E_NOMEM, "%s: out of memory for record %u (%llu bytes)", path, r,
+                                 (unsigned long long)nb);
+                break;
+            }
+            buf = p;
+            cap = nb;
+        }
         if (get(f, ids, (size_t)pos * sizeof *ids, &h) || get(f, buf, nb, &h) || fread(&want, 8, 1, f) != 1) {
             rc = q36_err_set(err, Q36_E_FORMAT, "%s: truncated in record %u of %u", path, r, n);
             break;
