@@ -3,7 +3,9 @@
 # @anthropic-ai/sdk clients (tests/server, pinned) through chat, streams,
 # usage, thinking, tools, count_tokens; a table of malformed requests, each
 # with its status and error shape, while a stream on another slot goes on;
-# a client that leaves mid-stream; 16 concurrent streams; a slot that fails
+# a client that leaves mid-stream; 16 concurrent streams; the prefix cache
+# with its default flags (cache.mjs) and kept across a restart
+# (--cache-dir, cachedir.mjs); a slot that fails
 # mid-stream (Q36_SERVER_FAIL_ROW) failing only its request; a clean stop;
 # MTP speculative decoding in every slot, token-identical to plain decoding.
 set -u
@@ -25,6 +27,7 @@ url=$(wait_url "$tmp/out" $pid)
 grep -q "default.gguf" "$tmp/out" && ok serve_default_model || fail serve_default_model "$(cat "$tmp/out")"
 
 node tests/server/sdk.mjs "$url" "$key" default.gguf 512
+node tests/server/cache.mjs "$url" "$key" default.gguf
 
 kill -TERM $pid
 for _ in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -48,7 +51,7 @@ fi
 kill -TERM $pid; wait $pid
 
 # Continuous batching and the prefix cache: a server without a cache (the
-# cold replies, 8 slots) and one with a small cache that evicts (4 slots,
+# cold replies, 8 slots) and one with a small cache that thins and evicts (4 slots,
 # a checkpoint every 32 tokens).
 "$Q36" serve --port 0 -np 8 -c 2048 --cache-ram 0 >"$tmp/out3" 2>"$tmp/err3" &
 pid_cold=$!
@@ -100,6 +103,43 @@ if "$Q36" synth --arch qwen35 --preset tiny --seed 13 --mtp on -o "$tmp/dense.gg
 else
     fail synth_dense_spec_model "$(tail -2 "$tmp/synth.log")"
 fi
+# --cache-dir: checkpoints written at a clean stop are read by the next
+# server (the same reply, the prompt from the cache); a corrupt file and one
+# of another model are reported and the server starts with an empty cache.
+cdir=$tmp/pcache
+cache_dir_server() { # MODEL LOG: starts a server on the cache folder, sets pid and url
+    "$Q36" serve -m "$1" --port 0 -np 2 -c 1024 --cache-dir "$cdir" >"$2.out" 2>"$2.err" &
+    pid=$!
+    url=$(wait_url "$2.out" $pid)
+}
+cache_dir_server "$model" "$tmp/cd1"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" first "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "checkpoints written to $cdir/q36-prefix-cache.bin" "$tmp/cd1.err" && ok cache_dir_written ||
+    fail cache_dir_written "$(cat "$tmp/cd1.err")"
+cache_dir_server "$model" "$tmp/cd2"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" again "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+cp "$cdir/q36-prefix-cache.bin" "$tmp/good.bin"
+printf 'X' | dd of="$cdir/q36-prefix-cache.bin" bs=1 seek=5000 conv=notrunc status=none   # inside record 0
+cache_dir_server "$model" "$tmp/cdc"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" corrupt_file "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "q36-prefix-cache.bin: record 0 of [0-9]* is corrupt" "$tmp/cdc.err" && ok cache_dir_corrupt_named ||
+    fail cache_dir_corrupt_named "$(cat "$tmp/cdc.err")"
+head -c 1000 "$tmp/good.bin" >"$cdir/q36-prefix-cache.bin"
+cache_dir_server "$model" "$tmp/cd3"
+[ -n "$url" ] && node tests/server/cachedir.mjs "$url" truncated_file "$tmp/cd.sig"
+kill -TERM $pid; wait $pid
+grep -q "q36-prefix-cache.bin: truncated in record 0" "$tmp/cd3.err" && ok cache_dir_truncated_named ||
+    fail cache_dir_truncated_named "$(cat "$tmp/cd3.err")"
+# the file the last server wrote, offered to another model
+"$Q36" synth --arch qwen35 --preset tiny -o "$tmp/other.gguf" >/dev/null
+cache_dir_server "$tmp/other.gguf" "$tmp/cd4"
+[ -n "$url" ] && curl -sf "$url/health" >/dev/null && ok cache_dir_foreign_serves || fail cache_dir_foreign_serves "$(cat "$tmp/cd4.err")"
+kill -TERM $pid; wait $pid
+grep -q "written for another model or engine options" "$tmp/cd4.err" && ok cache_dir_foreign_named ||
+    fail cache_dir_foreign_named "$(cat "$tmp/cd4.err")"
 
 # Refusals at start: a bad address, a missing model, a bad flag, a prefix
 # cache that does not fit in memory (named with its numbers).

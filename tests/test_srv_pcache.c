@@ -5,7 +5,8 @@
  * to the same prompts evaluated cold; state checkpoints every 8 tokens and
  * full ones at each prompt's end - 1 and end, under budgets small enough to
  * evict; the tree keeps its invariants (pcache_check) after every step; a
- * zero budget holds nothing. Models are made with `$Q36 synth` (default
+ * zero budget holds nothing; a budget too small for every state checkpoint
+ * of two branches thins them evenly and keeps both branches' ends. Models are made with `$Q36 synth` (default
  * ./q36) in a temporary folder. */
 #include "test.h"
 #include "test_synth.h"
@@ -127,6 +128,85 @@ done:
     q36_engine_free(e);
 }
 
+/* The largest gap between checkpoints on the path of ids[0..n), from 0. */
+static int max_gap(const pcache *c, const int32_t *ids, int n)
+{
+    int last = 0, gap = 0;
+    for (int p = 1; p <= n; p++)
+        if (pcache_has(c, ids, p)) {
+            gap = p - last > gap ? p - last : gap;
+            last = p;
+        }
+    return n - last > gap ? n - last : gap;
+}
+
+/* Two branches of CTX tokens, state checkpoints every EVERY, under a budget
+ * that holds the four full checkpoints of their ends and 6 state ones: the
+ * second branch's saves thin state checkpoints (the smallest gap first)
+ * instead of evicting the first branch; both ends stay, no branch loses
+ * all its state checkpoints, and an edit in the first one restores from
+ * at most 48 tokens before it and gives the cold run's logits. */
+static void thin_case(const q36_model *m, uint64_t state, uint64_t row)
+{
+    const char *name = "pcache_thins_before_evicting_a_branch";
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_slots = SLOTS;
+    o.n_batch = BATCH;
+    q36_engine *e = NULL;
+    pcache *c = NULL;
+    q36_err err = { 0 };
+    char why[256];
+    const uint64_t budget = 4 * (state + CTX * row) + 6 * state + 4096;
+    if (q36_engine_new(m, CTX, &o, &e, &err) || pcache_new(e, budget, &c, &err)) {
+        t_fail(name, "setup: %s", err.msg);
+        q36_engine_free(e);
+        return;
+    }
+    int n_voc = q36_engine_n_vocab(e);
+    float *hot = malloc((size_t)n_voc * sizeof *hot), *cold = malloc((size_t)n_voc * sizeof *cold);
+    int32_t a[CTX], b[CTX];
+    for (int i = 0; i < CTX; i++) {
+        a[i] = i ? rnd(200) : 1;
+        b[i] = i ? rnd(200) : 2;
+    }
+    pcache_stats st;
+    if (run(e, c, 0, a, CTX, 0, hot, &err) || run(e, c, 1, b, CTX, 0, hot, &err)) {
+        t_fail(name, "%s", err.msg);
+        goto done;
+    }
+    pcache_get_stats(c, &st);
+    int ga = max_gap(c, a, CTX), gb = max_gap(c, b, CTX);
+    if (pcache_check(c, why, sizeof why))
+        t_fail(name, "%s", why);
+    else if (!pcache_has(c, a, CTX) || !pcache_has(c, a, CTX - 1) || !pcache_has(c, b, CTX) || st.evictions ||
+             !st.thinned)
+        t_fail(name, "first branch's ends held: %d %d, second's %d; %llu evicted, %llu thinned",
+               pcache_has(c, a, CTX), pcache_has(c, a, CTX - 1), pcache_has(c, b, CTX),
+               (unsigned long long)st.evictions, (unsigned long long)st.thinned);
+    else if (ga > 48 || gb > 48)
+        t_fail(name, "gaps between checkpoints up to %d and %d tokens after thinning", ga, gb);
+    else {
+        a[60] = (a[60] + 1) % 200;
+        int d = pcache_restore(c, 2, a, CTX, CTX - 1, &err);
+        q36_slot_reset(e, 3);
+        if (d < 60 - 48 || d > 60)
+            t_fail(name, "an edit at 60 restored depth %d (%s)", d, err.msg);
+        else if (run(e, NULL, 2, a, CTX, d, hot, &err) || run(e, NULL, 3, a, CTX, 0, cold, &err))
+            t_fail(name, "%s", err.msg);
+        else if (memcmp(hot, cold, (size_t)n_voc * sizeof *hot))
+            t_fail(name, "restored at %d after thinning: logits differ from the cold run", d);
+        else
+            t_ok(name);
+        printf("# %s: %d checkpoints held, %llu thinned, gaps up to %d and %d, an edit at 60 restored %d\n", name,
+               st.ckpts, (unsigned long long)st.thinned, ga, gb, d);
+    }
+done:
+    free(hot);
+    free(cold);
+    pcache_free(c);
+    q36_engine_free(e);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/q36-pcache-XXXXXX", path[512];
@@ -154,6 +234,7 @@ int main(void)
         /* room for a few full checkpoints and some state ones: evicts */
         cache_case(m, 6 * (state + CTX * row) + 4096, "pcache_cached_equals_cold_evicting");
         cache_case(m, 0, "pcache_zero_budget_holds_nothing");
+        thin_case(m, state, row);
     }
     q36_model_free(m);
     char cmd[600];

@@ -30,7 +30,11 @@ static void usage(FILE *o)
 "  --cache-ram MiB      prefix cache budget (default 2048; 0: no prefix cache); refused\n"
 "                       at start when the engine and the cache do not fit in memory\n"
 "  --cache-every N      save the prompt's state every N tokens besides each chat turn\n"
-"                       and each prompt's and reply's end (default: -ub; 0: only those)\n"
+"                       and each prompt's and reply's end (default 64: an edit re-reads at\n"
+"                       most 64 tokens more than changed while the budget holds; 0: only those)\n"
+"  --cache-dir DIR      keep the prefix cache in DIR/q36-prefix-cache.bin across restarts:\n"
+"                       read at start (what fits --cache-ram; a file of another model\n"
+"                       or engine is refused with a message), written at a clean stop\n"
 "  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
 "  --spec-type T        speculative decoding: none (default) or draft-mtp (every slot\n"
 "                       drafts with the model's MTP block, verified in the same pass;\n"
@@ -121,6 +125,8 @@ int cmd_serve(int argc, char **argv)
                 return cli_usage("serve", "--spec-type expects none or draft-mtp, got '%s'", v);
             }
             o.spec_mtp = !strcmp(v, "draft-mtp");
+        } else if (!strcmp(a, "--cache-dir")) {
+            o.cache_dir = v;
         } else if (!strcmp(a, "--host")) {
             o.host = v;
         } else if (!strcmp(a, "--api-key")) {

@@ -248,6 +248,13 @@ int  q36_slot_load_state(q36_engine *e, int slot, const q36_ckpt *c, q36_err *er
 /* Slot dst becomes a copy of slot src (K/V rows [0, pos), tails, state
  * matrices, position), on the device: a fork of a sequence. */
 int  q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err);
+/* A checkpoint's bytes on the host, for a file: q36_ckpt_bytes(e, K/V rows
+ * it was made with) bytes into dst; and back into a checkpoint made with
+ * the same K/V rows on an engine of the same model and options, as saved
+ * after pos tokens (then it loads like one saved there, but not as a whole
+ * into a slot when it holds no K/V rows: q36_slot_load_state only). */
+int  q36_ckpt_get(q36_engine *e, const q36_ckpt *c, void *dst, q36_err *err);
+int  q36_ckpt_put(q36_engine *e, q36_ckpt *c, int pos, const void *src, q36_err *err);
 
 /* ---------------------------------------------------------------- sessions
  *

@@ -204,3 +204,42 @@ int q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err)
     e->pos[dst] = pos;
     return 0;
 }
+
+/* Copies the checkpoint's tensors to or from host bytes, in layer order
+ * (conv tail, state; or K, V), q36_ckpt_bytes(e, c->kv_rows) in all. */
+static int host_copy(q36_engine *e, q36_ckpt *c, uint8_t *p, bool to_host, q36_err *err)
+{
+    for (uint32_t il = 0; il < e->hp->n_layer; il++) {
+        be_tensor *t[4] = { c->tail[il], c->S[il], c->kc[il], c->vc[il] };
+        for (int i = 0; i < 4; i++) {
+            if (!t[i])
+                continue;
+            if (to_host)
+                be_save(e->be, t[i], 0, be_rows_of(t[i]), p);
+            else
+                be_load(e->be, t[i], 0, be_rows_of(t[i]), p);
+            p += be_tensor_bytes(t[i]);
+        }
+    }
+    return be_check(e->be, err);
+}
+
+int q36_ckpt_get(q36_engine *e, const q36_ckpt *c, void *dst, q36_err *err)
+{
+    if (c->e != e || c->pos < 0)
+        return q36_err_set(err, Q36_E_ARG, "checkpoint read: %s", c->e != e ? "another engine's" : "nothing saved in it");
+    return host_copy(e, (q36_ckpt *)c, dst, true, err);
+}
+
+int q36_ckpt_put(q36_engine *e, q36_ckpt *c, int pos, const void *src, q36_err *err)
+{
+    if (c->e != e || pos < 0 || (c->kv_rows && pos > c->kv_rows))
+        return q36_err_set(err, Q36_E_ARG, "checkpoint write: position %d with %lld K/V rows%s", pos,
+                           (long long)c->kv_rows, c->e != e ? ", another engine's" : "");
+    int rc = host_copy(e, c, (uint8_t *)src, false, err);
+    if (rc)
+        return rc;
+    c->pos = pos;
+    c->slot = -1;              /* without K/V rows: loads into no slot as a whole (q36_slot_load) */
+    return 0;
+}

@@ -70,16 +70,18 @@ static void deadline(struct timespec *ts, int ms)
     ts->tv_nsec %= 1000000000L;
 }
 
-bool srv_job_wait_more(srv_conn *c, srv_job *j, size_t text_len, int n_gen, int timeout_ms)
+int srv_job_mark(const srv_job *j) { return j->slot < 0 ? -1 : j->n_gen; }
+
+bool srv_job_wait_more(srv_conn *c, srv_job *j, size_t text_len, int mark, int timeout_ms)
 {
     double until = srv_now() + timeout_ms / 1000.0;
     for (;;) {
         struct timespec ts;
         deadline(&ts, WAIT_MS);
         pthread_mutex_lock(&j->mu);
-        if (!(j->done || j->text.n > text_len || j->n_gen > n_gen))
+        if (!(j->done || j->text.n > text_len || srv_job_mark(j) > mark))
             pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-        bool more = j->done || j->text.n > text_len || j->n_gen > n_gen;
+        bool more = j->done || j->text.n > text_len || srv_job_mark(j) > mark;
         pthread_mutex_unlock(&j->mu);
         if (more)
             return true;
@@ -98,7 +100,7 @@ bool srv_job_wait(srv_conn *c, srv_job *j)
         pthread_mutex_lock(&j->mu);
         bool done = j->done;
         size_t n = j->text.n;
-        int g = j->n_gen;
+        int g = srv_job_mark(j);
         pthread_mutex_unlock(&j->mu);
         if (done)
             return true;
@@ -157,7 +159,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         int seen_gen;
         pthread_mutex_lock(&c->job->mu);
         seen_text = c->job->text.n;
-        seen_gen = c->job->n_gen;
+        seen_gen = srv_job_mark(c->job);
         pthread_mutex_unlock(&c->job->mu);
         c->finished = c->fill(c, &c->out);
         if (c->out.oom)

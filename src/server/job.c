@@ -119,6 +119,7 @@ bool srv_job_take(srv_job *j, srv_take *t)
     }
     t->n_gen = j->n_gen;
     t->n_cached = j->n_cached;
+    t->started = j->slot >= 0;
     t->done = j->done;
     t->stop = j->stop;
     t->stop_word = j->stop_word;

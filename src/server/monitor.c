@@ -197,6 +197,7 @@ int route_monitor(srv_conn *c)
         cJSON_AddNumberToObject(pc, "hits", (double)m.cache_hits);
         cJSON_AddNumberToObject(pc, "tokens_reused", (double)m.prompt_tokens_cached);
         cJSON_AddNumberToObject(pc, "evictions", (double)m.cache_evictions);
+        cJSON_AddNumberToObject(pc, "thinned", (double)m.cache_thinned);
     } else {
         cJSON_AddNullToObject(r, "prefix_cache");
     }

@@ -16,9 +16,17 @@
  * only. Every leaf should hold a full checkpoint: a branch whose last full
  * checkpoint is evicted goes with it, up to its fork or its next full
  * checkpoint.
+ *
+ * Room is made in this order: state checkpoints are thinned while the gap
+ * their removal leaves is at most THIN_GAP tokens (the smallest gap first,
+ * so a dense branch becomes evenly sparser: 64, 128, 256, ... apart, and
+ * an edit re-reads at most the gap), then least recently used branches
+ * other than the one the save extends go, then state checkpoints are
+ * thinned whatever the gap, and last the saving branch's own.
  */
 #include "pcache.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +205,77 @@ static void find_lru(pcache *c, pc_node *x, const pc_node *keep, pc_node **best,
         find_lru(c, k, keep, best, best_used);
 }
 
+enum { THIN_GAP = 512 };   /* thin before evicting other branches while gaps stay this small */
+
+/* The depth of the nearest checkpoint below x, over all its paths
+ * (INT_MAX: none). */
+static int next_ck_depth(const pc_node *x)
+{
+    int best = INT_MAX;
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int d = k->ck ? k->depth : next_ck_depth(k);
+        best = d < best ? d : best;
+    }
+    return best;
+}
+
+/* The state checkpoint with children whose removal leaves the smallest gap
+ * (from the checkpoint above it, depth `above`, to the nearest below it);
+ * ties: the least recently used, then the shallowest. */
+static void find_thin(pc_node *x, int above, pc_node **best, int *best_gap)
+{
+    for (pc_node *k = x->child; k; k = k->next) {
+        if (k->ck && !k->kv && k->child) {
+            int gap = next_ck_depth(k) - above;
+            if (!*best || gap < *best_gap || (gap == *best_gap && (k->used < (*best)->used ||
+                                              (k->used == (*best)->used && k->depth < (*best)->depth)))) {
+                *best = k;
+                *best_gap = gap;
+            }
+        }
+        find_thin(k, k->ck ? k->depth : above, best, best_gap);
+    }
+}
+
+/* Drops the checkpoint of the node find_thin picks if its gap is at most
+ * max_gap; a node left without checkpoint and with one child is merged
+ * into it. False when there is none. */
+static bool thin_one(pcache *c, int max_gap)
+{
+    pc_node *x = NULL;
+    int gap = 0;
+    find_thin(&c->root, 0, &x, &gap);
+    if (!x || gap > max_gap)
+        return false;
+    c->st.bytes -= x->ck_bytes;
+    c->st.ckpts--;
+    c->st.thinned++;
+    q36_ckpt_free(x->ck);
+    x->ck = NULL;
+    x->ck_bytes = 0;
+    pc_node *k = x->child;
+    int32_t *t;
+    if (k->next || !(t = malloc((size_t)(x->n + k->n) * sizeof *t)))
+        return true;                         /* a fork stays (or no memory to merge: harmless) */
+    c->st.bytes -= node_bytes(x) + node_bytes(k);
+    memcpy(t, x->tok, (size_t)x->n * sizeof *t);
+    memcpy(t + x->n, k->tok, (size_t)k->n * sizeof *t);
+    free(k->tok);
+    k->tok = t;
+    k->n += x->n;
+    k->parent = x->parent;
+    k->next = x->next;
+    pc_node **p = &x->parent->child;         /* k takes x's place among its siblings */
+    while (*p != x)
+        p = &(*p)->next;
+    *p = k;
+    free(x->tok);
+    free(x);
+    c->st.nodes--;
+    c->st.bytes += node_bytes(k);
+    return true;
+}
+
 /* Evicts the least recently used branch but the one that ends at `keep`
  * (the path a save extends): its leaf and the ancestors left without a
  * full checkpoint below them (up to a fork or a full checkpoint). False
@@ -295,6 +374,8 @@ static void prune(pcache *c, pc_node *x)
     }
 }
 
+static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes);
+
 int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err)
 {
     if (pos < 1)
@@ -312,9 +393,12 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
             x->used = c->clock;
         return 0;
     }
-    /* other branches first; the one this save extends when nothing else is left */
-    while (c->st.bytes + need > c->st.budget && (evict_one(c, x) || evict_one(c, NULL)))
-        ;
+    /* thinning while gaps stay small, other branches, any thinning, this branch (the file's comment) */
+    while (c->st.bytes + need > c->st.budget) {
+        x = walk(c, ids, pos, &lcp);                       /* thinning may merge nodes */
+        if (!(thin_one(c, THIN_GAP) || evict_one(c, x) || thin_one(c, INT_MAX) || evict_one(c, NULL)))
+            break;
+    }
     if (!(x = insert(c, ids, pos)))
         return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
     q36_ckpt *ck = NULL;
@@ -325,6 +409,14 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
         prune(c, x);
         return rc;
     }
+    hold(c, x, ck, kv, ck_bytes);
+    c->st.saves++;
+    return 0;
+}
+
+/* Node x takes checkpoint ck (replacing a state one it held). */
+static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes)
+{
     if (x->ck) {                               /* a state checkpoint becomes a full one */
         c->st.bytes -= x->ck_bytes;
         c->st.ckpts--;
@@ -335,13 +427,68 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
     x->ck_bytes = ck_bytes;
     c->st.bytes += ck_bytes;
     c->st.ckpts++;
-    c->st.saves++;
     for (; x != &c->root; x = x->parent)
         x->used = c->clock;
+}
+
+int pcache_attach(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck, q36_err *err)
+{
+    const uint64_t ck_bytes = q36_ckpt_bytes(c->e, kv ? pos : 0);
+    int lcp;
+    pc_node *x = walk(c, ids, pos, &lcp);
+    if (pos < 1 || (x->depth == pos && x->ck && (x->kv || !kv)) ||
+        c->st.bytes + ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t) > c->st.budget)
+        return 0;
+    if (!(x = insert(c, ids, pos)))
+        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
+    c->clock++;
+    hold(c, x, ck, kv, ck_bytes);
+    return 1;
+}
+
+/* Pre-order from x, path[0..x->depth) its tokens. */
+static int each(const pcache *c, const pc_node *x, int32_t *path, int kv,
+                int (*fn)(void *ctx, const int32_t *ids, int pos, bool kv, const q36_ckpt *ck), void *ctx)
+{
+    if (x != &c->root) {
+        memcpy(path + x->depth - x->n, x->tok, (size_t)x->n * sizeof *path);
+        int rc;
+        if (x->ck && x->kv == (kv != 0) && (rc = fn(ctx, path, x->depth, x->kv, x->ck)))
+            return rc;
+    }
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int rc = each(c, k, path, kv, fn, ctx);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
+static int max_depth(const pc_node *x)
+{
+    int d = x->depth;
+    for (const pc_node *k = x->child; k; k = k->next) {
+        int e = max_depth(k);
+        d = e > d ? e : d;
+    }
+    return d;
+}
+
+int pcache_each(const pcache *c, int (*fn)(void *ctx, const int32_t *ids, int pos, bool kv, const q36_ckpt *ck),
+                void *ctx, q36_err *err)
+{
+    int32_t *path = malloc(((size_t)max_depth(&c->root) + 1) * sizeof *path);
+    if (!path)
+        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for a path");
+    int rc = each(c, &c->root, path, 1, fn, ctx);
+    if (!rc)
+        rc = each(c, &c->root, path, 0, fn, ctx);
+    free(path);
+    return rc;
+}
+
 void pcache_get_stats(const pcache *c, pcache_stats *st) { *st = c->st; }
+q36_engine *pcache_engine(const pcache *c) { return c->e; }
 
 static int check_node(const pcache *c, const pc_node *x, uint64_t *bytes, int *nodes, int *ckpts,
                       char *why, int cap)

@@ -14,9 +14,11 @@
  * boundaries, the end of a prompt and of a reply).
  *
  * Memory: the checkpoints' device bytes plus the tree's token arrays stay
- * under the budget; a save that would pass it first evicts whole branches
- * (a leaf and its ancestors up to the nearest fork), least recently used
- * first. A checkpoint larger than the budget is not saved.
+ * under the budget; a save that would pass it first thins state
+ * checkpoints (the smallest gap first, while gaps stay <= 512 tokens), then
+ * evicts whole branches (a leaf and its ancestors up to the nearest fork),
+ * least recently used first (pcache.c says the order). A checkpoint larger
+ * than the budget is not saved.
  *
  * Exactness: a checkpoint holds the state bits; in exact mode the rest of a
  * prompt evaluated on it gives the same bits as the whole prompt evaluated
@@ -40,7 +42,8 @@ typedef struct pcache_stats {
     int      nodes, ckpts;
     uint64_t lookups, hits;     /* restores asked for; those that restored something */
     uint64_t tokens_reused;     /* positions restored, summed */
-    uint64_t saves, evictions;  /* checkpoints made; checkpoints evicted */
+    uint64_t saves, evictions;  /* checkpoints made; checkpoints evicted with their branch */
+    uint64_t thinned;           /* state checkpoints dropped to make room, their branch kept */
 } pcache_stats;
 
 /* budget 0 makes a cache that never holds anything. */
@@ -60,10 +63,36 @@ int  pcache_restore(pcache *c, int slot, const int32_t *ids, int n, int max, q36
  * memory: nothing saved). */
 int  pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err);
 
+/* For the cache file (pcache_file.c). pcache_attach gives the cache a
+ * checkpoint of ids[0..pos) made elsewhere (q36_ckpt_put), with its K/V
+ * rows or not, when it fits in the budget with nothing evicted: 1 (the
+ * cache owns ck), 0 (not taken: over the budget or held already; the
+ * caller frees ck) or a negative kind. pcache_each calls fn on every
+ * checkpoint, full ones first, each set in pre-order (a prefix before what
+ * extends it), until fn returns non-zero (returned). */
+int  pcache_attach(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck, q36_err *err);
+int  pcache_each(const pcache *c, int (*fn)(void *ctx, const int32_t *ids, int pos, bool kv, const q36_ckpt *ck),
+                 void *ctx, q36_err *err);
+
+/* The cache to and from a file (pcache_file.c). The file holds every
+ * checkpoint (full ones first) with its tokens, under a fingerprint of the
+ * model and engine options (pcache_fingerprint); writing goes to
+ * PATH.PID.tmp, renamed over PATH when complete (two servers on one folder:
+ * the last to stop wins). Reading takes the checkpoints that fit
+ * in the budget, in the file's order; a file that is not a cache file,
+ * another model's or engine's, truncated or corrupt is refused with err
+ * naming the file and what was expected and found (what was read before a
+ * corrupt record stays: each record is checked whole before it is used).
+ * pcache_read returns the checkpoints taken, or a negative kind. */
+uint64_t pcache_fingerprint(const char *model_path, const q36_engine_opts *o, q36_err *err);
+int  pcache_write(const pcache *c, const char *path, uint64_t fingerprint, q36_err *err);
+int  pcache_read(pcache *c, const char *path, uint64_t fingerprint, q36_err *err);
+
 /* Whether ids[0..pos) holds a checkpoint. */
 int  pcache_has(const pcache *c, const int32_t *ids, int pos);
 
 void pcache_get_stats(const pcache *c, pcache_stats *st);
+q36_engine *pcache_engine(const pcache *c);
 
 /* The tree checked against its invariants (depths, byte count, no empty
  * leaf); 0 or a line naming the first violation. For the tests. */

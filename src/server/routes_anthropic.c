@@ -224,15 +224,18 @@ static bool fill(srv_conn *c, q36_buf *out)
 {
     am *a = c->state;
     a->out = out;
+    if (!srv_job_take(a->job, &a->take))
+        return true;
     if (!a->started) {
+        /* once in a slot, so that its usage counts the tokens read from the cache */
+        if (!a->take.started && !a->take.done && !a->take.fail.status)
+            return false;
         cJSON *ms = typed("message_start");
         cJSON_AddItemToObject(ms, "message", message(a, true));
         sse_event(out, "message_start", ms);
         sse_event(out, "ping", typed("ping"));
         a->started = true;
     }
-    if (!srv_job_take(a->job, &a->take))
-        return true;
     if (a->take.fail.status) {
         sse_event(out, "error", srv_error_json(&a->take.fail, SRV_ANTHROPIC));
         return true;

@@ -61,7 +61,9 @@ int route_metrics(srv_conn *c)
     Q36M("prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-ram).", m.cache_budget);
     Q36M("prefix_cache_checkpoints", "gauge", "Checkpoints the prefix cache holds.", m.cache_ckpts);
     Q36M("prefix_cache_saves_total", "counter", "Checkpoints saved into the prefix cache.", m.cache_saves);
-    Q36M("prefix_cache_evictions_total", "counter", "Checkpoints evicted for room.", m.cache_evictions);
+    Q36M("prefix_cache_evictions_total", "counter", "Checkpoints evicted with their branch for room.", m.cache_evictions);
+    Q36M("prefix_cache_thinned_total", "counter", "State checkpoints dropped for room, their branch kept.",
+         m.cache_thinned);
     Q36M("prefix_cache_hits_total", "counter", "Requests that restored a cached prefix.", m.cache_hits);
     Q36M("prefix_cache_lookups_total", "counter", "Requests that looked in the prefix cache.", m.cache_lookups);
 #undef Q36M

@@ -35,9 +35,12 @@
 #include "sched_spec.h"
 #include "../backend/backend.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum slot_state { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
 
@@ -68,6 +71,8 @@ struct sched {
     int             rr;           /* the slot whose prompt chunk comes first next step */
     pcache         *cache;        /* NULL: no prefix cache */
     sspec          *spec;         /* NULL: no speculative decoding */
+    char            cache_file[4096]; /* --cache-dir's file, or "" */
+    uint64_t        cache_fp;     /* the model's and options' fingerprint for it */
     char            plan_text[512];
     slot           *slots;
     sched_row      *rows;
@@ -170,6 +175,7 @@ static void admit(sched *s, slot *sl, srv_job *j)
     j->slot = i;
     j->n_cached = sl->n_cached;
     j->t_start = srv_now();
+    pthread_cond_broadcast(&j->cv);            /* a stream may wait for the cached count */
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_lock(&s->met->mu);
     s->met->deferred--;
@@ -459,6 +465,7 @@ static void *engine_main(void *arg)
         s->met->cache_ckpts = cs.ckpts;
         s->met->cache_saves = cs.saves;
         s->met->cache_evictions = cs.evictions;
+        s->met->cache_thinned = cs.thinned;
         s->met->cache_hits = cs.hits;
         s->met->cache_lookups = cs.lookups;
         s->met->n_decode++;
@@ -518,6 +525,32 @@ static int plan(sched *s, const q36_model *m, const srv_opts *o, int n_ctx, q36_
     return 0;
 }
 
+/* --cache-dir: the folder made if missing (a failure there is the
+ * caller's); the file read if there (a bad one is reported, not fatal). */
+static int cache_dir_read(sched *s, const srv_opts *o, q36_err *err)
+{
+    if (mkdir(o->cache_dir, 0700) && errno != EEXIST)
+        return q36_err_set(err, Q36_E_IO, "--cache-dir %s: cannot make the folder: %s", o->cache_dir,
+                           strerror(errno));
+    if (snprintf(s->cache_file, sizeof s->cache_file, "%s/q36-prefix-cache.bin", o->cache_dir) >=
+        (int)sizeof s->cache_file)
+        return q36_err_set(err, Q36_E_ARG, "--cache-dir %s: path too long", o->cache_dir);
+    if (!(s->cache_fp = pcache_fingerprint(o->model_path, &o->sess, err)))
+        return err->kind ? err->kind : Q36_E_IO;
+    if (access(s->cache_file, F_OK))
+        return 0;                              /* nothing saved yet */
+    q36_err e = { 0 };
+    int n = pcache_read(s->cache, s->cache_file, s->cache_fp, &e);
+    pcache_stats cs;
+    pcache_get_stats(s->cache, &cs);
+    if (n < 0)
+        fprintf(stderr, "q36 serve: --cache-dir: %s; the cache starts with the %d checkpoints read before "
+                "that\n", e.msg, cs.ckpts);
+    else
+        fprintf(stderr, "q36 serve: prefix cache: %d checkpoints read from %s\n", n, s->cache_file);
+    return 0;
+}
+
 int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n_ctx,
               srv_metrics *met, sched **out, q36_err *err)
 {
@@ -531,7 +564,7 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_ctx = n_ctx;
     s->n_batch = o->sess.n_batch > 0 ? o->sess.n_batch : 512;
     s->n_ubatch = o->n_ubatch > 0 && o->n_ubatch < s->n_batch ? o->n_ubatch : s->n_batch;
-    s->cache_every = o->cache_every >= 0 ? o->cache_every : s->n_ubatch;
+    s->cache_every = o->cache_every >= 0 ? o->cache_every : 64;
     s->turn = tok_find(tok, "<|im_start|>", 12);
     s->max_queue = o->max_queue > 0 ? o->max_queue : 256;
     pthread_mutex_init(&s->mu, NULL);
@@ -563,6 +596,8 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
         goto fail;
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))
+        goto fail;
+    if (s->cache && o->cache_dir && (rc = cache_dir_read(s, o, err)))
         goto fail;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->rows = calloc((size_t)s->n_slots, sizeof *s->rows);
@@ -626,6 +661,15 @@ void sched_free(sched *s)
     if (!s)
         return;
     sched_stop(s);
+    if (s->cache && s->cache_file[0]) {
+        q36_err err = { 0 };
+        pcache_stats cs;
+        pcache_get_stats(s->cache, &cs);
+        if (pcache_write(s->cache, s->cache_file, s->cache_fp, &err))
+            fprintf(stderr, "q36 serve: --cache-dir: %s\n", err.msg);
+        else
+            fprintf(stderr, "q36 serve: prefix cache: %d checkpoints written to %s\n", cs.ckpts, s->cache_file);
+    }
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         free(s->slots[i].logits);
         free(s->slots[i].hist);

@@ -28,7 +28,9 @@ typedef struct srv_opts {
     int         n_ubatch;       /* prompt tokens of one slot per pass (default n_batch) */
     int64_t     cache_mib;      /* prefix cache budget in MiB (default 2048; 0: off) */
     int         cache_every;    /* save prompt states every this many tokens (default -1:
-                                   n_ubatch; 0: only at turns and ends) */
+                                   64; 0: only at turns and ends) */
+    const char *cache_dir;      /* NULL, or the prefix cache's folder: read at start,
+                                   written at stop (pcache.h) */
     const char *api_key;        /* NULL: no key required */
     const char *aliases[SRV_MAX_ALIASES]; /* model names accepted besides the file's */
     int         n_aliases;

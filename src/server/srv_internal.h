@@ -75,7 +75,7 @@ typedef struct srv_metrics {
     pthread_mutex_t mu;
     uint64_t prompt_tokens, tokens_predicted, n_decode, requests, errors, cancelled;
     uint64_t prompt_tokens_cached;          /* restored from the prefix cache */
-    uint64_t cache_bytes, cache_budget, cache_saves, cache_evictions, cache_hits, cache_lookups;
+    uint64_t cache_bytes, cache_budget, cache_saves, cache_evictions, cache_thinned, cache_hits, cache_lookups;
     int      cache_ckpts;                   /* the prefix cache, as of the last step */
     double   prompt_seconds, predicted_seconds;
     int      processing, deferred, busy_slots_last;
@@ -134,6 +134,7 @@ typedef struct srv_take {
     int       n_toks;
     int       n_gen;            /* tokens generated so far */
     int       n_cached;         /* prompt tokens restored from the prefix cache */
+    bool      started;          /* in a slot: n_cached is known */
     bool      done;
     enum gen_stop stop;
     int       stop_word;
@@ -233,7 +234,10 @@ bool   srv_client_gone(srv_conn *c);
 bool   srv_job_wait(srv_conn *c, srv_job *j);
 /* Waits until the job has output past (text_len, n_gen) or is done; false
  * when the client is gone (job cancelled). */
-bool   srv_job_wait_more(srv_conn *c, srv_job *j, size_t text_len, int n_gen, int timeout_ms);
+/* -1 until the job starts in a slot, then its tokens generated: progress
+ * that srv_job_wait_more waits for (under j->mu). */
+int    srv_job_mark(const srv_job *j);
+bool   srv_job_wait_more(srv_conn *c, srv_job *j, size_t text_len, int mark, int timeout_ms);
 
 /* Responses (return an MHD_Result as int). */
 int srv_reply_json(srv_conn *c, int status, cJSON *body);          /* takes body */
