@@ -1,0 +1,1 @@
+Q36_QUANT_PATH_MAX=avx2 /tmp/q36b/q36 bench -m build/models/moe-scaled-q4_K.gguf -p 512 -n 128 -d 0,4096 -r 3 -t 2 --baseline llama.cpp --llama-lib /tmp/tmp.f5QuIcWysX --bandwidth --progress
