@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# tests/gpu/pack.sh: what a device call carries to the GPU machine, made here
+# after `make q36 gpu-tests`: stripped q36 and test_backend_cuda, the GPU
+# scripts, the commit, and the shared libraries q36 links that the GPU
+# machine (Ubuntu 24.04) lacks, in CARRY (default .cuda-carry); with
+# --llama, also the prebuilt llama.cpp CUDA build of ../shared/llama-cuda
+# in three folders .dev-p0 .dev-p1 .dev-p2, one part each.
+#
+# Why three: a call carries the tracked tree (~38 MiB, most of it the default
+# model) plus its carried folders within 64 MiB, so the 42 MB of llama.cpp
+# parts travel one per call, back to back while the machine is warm (it is
+# given back after ~30 s idle; ignored folders stay there between calls):
+#   run carry=[.dev-p0]             command: true
+#   run carry=[.dev-p1]             command: true
+#   run carry=[.dev-p2,.cuda-carry] command: bash .cuda-carry/device.sh
+# The folders must be in .git/info/exclude (/.cuda-carry/, /.dev-p*/).
+# Usage: tests/gpu/pack.sh [CARRY] [--llama]
+set -eu
+cd "$(dirname "$0")/../.."
+dir=.cuda-carry llama=0
+for a in "$@"; do
+    case $a in
+    --llama) llama=1 ;;
+    *) dir=$a ;;
+    esac
+done
+for f in build/q36 build/tests/gpu/test_backend_cuda; do
+    [ -x "$f" ] || { echo "tests/gpu/pack.sh: $f missing: run 'make q36 gpu-tests' first" >&2; exit 1; }
+done
+rm -rf "$dir"
+mkdir -p "$dir/lib"
+strip -o "$dir/q36" build/q36
+strip -o "$dir/test_backend_cuda" build/tests/gpu/test_backend_cuda
+cp tests/gpu/run.sh tests/gpu/bench.sh tests/gpu/device.sh "$dir/"
+cp build/commit.txt "$dir/" 2>/dev/null || git rev-parse --short HEAD >"$dir/commit.txt"
+ldd build/q36 | awk '/libcjson|libutf8proc|libmicrohttpd/ { print $3 }' | while read -r l; do
+    cp -L "$l" "$dir/lib/"
+done
+if [ "$llama" = 1 ]; then
+    parts=(../shared/llama-cuda/llama-cuda-sm90.tar.xz.part*)
+    [ -f "${parts[0]}" ] || { echo "tests/gpu/pack.sh: no ../shared/llama-cuda parts" >&2; exit 1; }
+    for i in "${!parts[@]}"; do
+        rm -rf ".dev-p$i" && mkdir -p ".dev-p$i" && cp "${parts[$i]}" ".dev-p$i/"
+    done
+fi
+du -sh "$dir" .dev-p* 2>/dev/null
