@@ -81,6 +81,22 @@ static inline __attribute__((always_inline)) void norm_rows_ref(const norm_job *
     }
 }
 
+/* y[i] = x[i] * scale (* w[i]) (* post) for i in [i0, n): the vector
+ * kernels' last columns, in their order of roundings */
+static inline __attribute__((always_inline)) void apply_tail(int64_t i0, int64_t n,
+                                                             const float *x, float scale,
+                                                             const float *w, float post, float *y)
+{
+    for (int64_t i = i0; i < n; i++) {
+        float v = x[i] * scale;
+        if (w)
+            v *= w[i];
+        if (post != 1.0f)
+            v *= post;
+        y[i] = v;
+    }
+}
+
 #if defined(__x86_64__)
 #define NORM_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq")))
 #define NORM_LANES 16   /* groups at once: two registers of 8 double sums */
@@ -160,14 +176,7 @@ NORM_AVX512 static void apply_avx512(int64_t n, const float *x, float scale, con
             v = _mm512_mul_ps(v, p);
         _mm512_storeu_ps(y + i, v);
     }
-    for (; i < n; i++) {
-        float v = x[i] * scale;
-        if (w)
-            v *= w[i];
-        if (post != 1.0f)
-            v *= post;
-        y[i] = v;
-    }
+    apply_tail(i, n, x, scale, w, post, y);
 }
 
 /* rows r0..r1 NORM_LANES groups at a time, the groups taken across rows */
@@ -266,14 +275,7 @@ NORM_AVX2 static void apply_avx2(int64_t n, const float *x, float scale, const f
             v = _mm256_mul_ps(v, p);
         _mm256_storeu_ps(y + i, v);
     }
-    for (; i < n; i++) {
-        float v = x[i] * scale;
-        if (w)
-            v *= w[i];
-        if (post != 1.0f)
-            v *= post;
-        y[i] = v;
-    }
+    apply_tail(i, n, x, scale, w, post, y);
 }
 
 /* rows r0..r1 NORM_LANES groups at a time, the groups taken across rows */
