@@ -679,13 +679,6 @@ static const struct be_ops cuda_ops = {
     .profile_layers = prof_layers,
 };
 
-/* A switch of the environment: "1" (or any value but "" and "0") is on. */
-static bool env_on(const char *name)
-{
-    const char *s = getenv(name);
-    return s && *s && strcmp(s, "0");
-}
-
 int cuda_device_index(void)
 {
     const char *s = getenv("Q36_CUDA_DEVICE");
@@ -770,9 +763,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->stage = NULL;        /* reads go straight to pageable memory */
     }
-    c->graphs_on = env_on("Q36_CUDA_GRAPHS");
-    c->fast_mv = env_on("Q36_CUDA_FASTMV");
-    c->fused = env_on("Q36_CUDA_FUSED");
+    c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
+    c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
+    c->fused = cuda_env_on("Q36_CUDA_FUSED");
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -100,6 +100,12 @@ static inline bool cuda_env_is(const char *name, const char *value)
     const char *s = getenv(name);
     return s && !strcmp(s, value);
 }
+/* A switch of the environment: "1" (or any value but "" and "0") is on. */
+static inline bool cuda_env_on(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0");
+}
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */
 bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int line);
