@@ -62,7 +62,9 @@ static inline void dn_case_make(dn_case *c, const char *name, int64_t Hk, int64_
     c->dk = dk;
     c->W = (2 * Hk + Hv) * dk;
     c->n_seq = n_seq;
-    c->n_slots = n_seq + 2;
+    /* slots i*3+1 mod n_slots: distinct when n_slots is not a multiple of 3
+     * (a pass never holds two runs of one slot) */
+    c->n_slots = n_seq + 2 + ((n_seq + 2) % 3 == 0);
     for (int i = 0; i < n_seq; i++) {
         c->runs[4 * i] = (int32_t)((i * 3 + 1) % c->n_slots);
         c->runs[4 * i + 1] = (int32_t)c->T;

@@ -79,6 +79,10 @@ typedef struct be_shape {
     int64_t max_in;        /* widest matmul input (columns of x) */
     int64_t max_in_expert; /* widest expert matmul input */
     int64_t max_views;     /* views one forward pass makes (be_view, be_rows) */
+    int     fast;          /* fast mode: products and prompt runs in any order and
+                            * precision the backend documents (the CUDA backend's
+                            * f16 tensor cores, chunked delta rule, tiled
+                            * attention); 0: exact mode */
 } be_shape;
 
 /* ------------------------------------------------------------- lifecycle */

@@ -68,7 +68,7 @@ void q36_engine_free(q36_engine *e)
         return;
     if (e->be) {
         const plan_args a = { e->n_ctx, e->n_batch, e->n_slots, e->n_threads, e->type_k,
-                              e->type_v, e->mtp, e->n_keep };
+                              e->type_v, e->mtp, e->n_keep, e->fast };
         model_plan_walk(e->hp, &a, e, free_item, e);
         be_batch_free(e->be, &e->batch);
         be_batch_free(e->be, &e->row_batch);
@@ -156,7 +156,7 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         goto fail;
 
     const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v, e->mtp,
-                          e->n_keep };
+                          e->n_keep, o.fast != 0 };
     alloc_ctx ac = { e, false };
     model_plan_walk(hp, &a, e, alloc_item, &ac);
     if (ac.oom) {

@@ -112,6 +112,7 @@ typedef struct plan_args {
     int     n_slots, n_threads, type_k, type_v;
     int     mtp;           /* the MTP block's K/V rows and scratch too */
     int     n_keep;        /* rows of kept per-row states (rewind.c) */
+    int     fast;          /* fast mode (q36_engine_opts.fast): the backend's be_shape.fast */
 } plan_args;
 
 /* Calls fn for every tensor an engine of these arguments holds; e (may be

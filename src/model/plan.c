@@ -90,7 +90,7 @@ void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
 
 be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
 {
-    be_shape s = { .n_rows = a->n_batch, .n_seq = a->n_slots, .n_ctx = a->n_ctx };
+    be_shape s = { .n_rows = a->n_batch, .n_seq = a->n_slots, .n_ctx = a->n_ctx, .fast = a->fast };
     if (hp->n_attn_layers) {
         s.n_head = hp->n_head;
         s.n_head_kv = hp->n_head_kv;
@@ -174,7 +174,7 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
         return q36_err_set(err, Q36_E_ARG, "n_keep %d is outside [0, n_batch %d]", o->n_keep,
                            o->n_batch);
     const plan_args a = { n_ctx, o->n_batch, o->n_slots, o->n_threads, o->type_k, o->type_v,
-                          o->mtp != 0, o->n_keep };
+                          o->mtp != 0, o->n_keep, o->fast != 0 };
     memset(out, 0, sizeof *out);
     out->weights = q36_model_n_bytes(m);
     sum_ctx c = { out };

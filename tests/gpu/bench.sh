@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
 # Decode and prompt speed of the CUDA backend on the GPU machine: q36 bench
 # -ngl 99 on the synthetic 0.8B dense file (Q4_K_M mix), on the trained
-# default model, and (when there is time) on the synthetic Qwen3.6-35B-A3B
-# geometry; prompt speed (pp512, pp4096 in one pass) in exact mode, fast
-# mode, and with the new prompt paths (Q36_CUDA_CHUNKED=1,
-# Q36_CUDA_GEMM16=1, Q36_CUDA_FATTN=1, and Q36_CUDA_MOEGEMM=1 on the MoE
-# file). Raw output goes to LOG (default /tmp/q36-gpu) with the commands,
-# the machine and the commit; bench/results/<date>-cuda/ keeps what a run
-# printed.
-#
-# Each q36 bench runs twice: the default path (op by op) and with the new
-# paths on ($NEWENV: Q36_CUDA_GRAPHS=1, decode steps replayed as CUDA
-# graphs, Q36_CUDA_FASTMV=1, the 16-byte Q4_K matvecs, Q36_CUDA_FUSED=1,
-# the fused add+norm, DeltaNet and MoE combine kernels); with LLAMA_LIB
-# set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked), the new
-# run adds --baseline llama.cpp on the same file. q36 bench -ngl prints the
-# launches and the board energy (NVML) per decode token.
+# default model, and (BENCH_35B=1, the default) on the synthetic
+# Qwen3.6-35B-A3B geometry. Decode op by op (Q36_CUDA_GRAPHS=0
+# Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0) and as the backend's default (CUDA
+# graphs, 16-byte Q4_K matvecs, fused ops); prompts (pp512, pp4096 in one
+# pass) in exact mode and in fast mode (--fast: the chunked delta rule,
+# f16 tensor-core and grouped expert products, tiled attention). With
+# LLAMA_LIB set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked),
+# the default decode and the fast prompt runs add --baseline llama.cpp on
+# the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file.
+# q36 bench -ngl prints the launches and the board energy (NVML) per
+# decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
+# commands, the machine and the commit; bench/results/<date>-cuda*/ keeps
+# what a run printed.
 #
 # Usage: tests/gpu/bench.sh [BIN_DIR] [TRAINED.gguf]
 set -u
@@ -44,39 +42,35 @@ tbc=$bin/tests/gpu/test_backend_cuda
 [ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
 run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
-NEWENV=${NEWENV:-Q36_CUDA_GRAPHS=1 Q36_CUDA_FASTMV=1 Q36_CUDA_FUSED=1}
+OFF="Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0"
 base=()
 [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
-run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3
-run 200 env $NEWENV "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 512 -n 128 -r 3 "${base[@]}"
-# prompt speed with and without the new paths: exact (the recurrence, f32
-# products), fast (the same kernels), fast with the chunked delta rule
-# (Q36_CUDA_CHUNKED=1, cuda_chunk.h), and with f16 tensor-core products too
-# (Q36_CUDA_GEMM16=1, cuda_matmul.cu); -ub 4096 so that pp4096 is one pass
+# decode: op by op, then the default (graphs, 16-byte matvecs, fused ops)
+# beside llama.cpp
+run 150 env $OFF "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 3
+run 200 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 5 "${base[@]}"
+# prompts: exact mode, fast mode (chunked delta rule, f16 tensor-core and
+# grouped expert products, tiled attention) beside llama.cpp; -ub 4096 so
+# that pp4096 is one pass
 for p in 512 4096; do
     pp="-m $m08 -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096"
     run 150 "$q36" bench $pp
-    run 150 "$q36" bench $pp --fast
-    run 150 env Q36_CUDA_CHUNKED=1 "$q36" bench $pp --fast
-    run 150 env Q36_CUDA_GEMM16=1 "$q36" bench $pp
-    run 150 env Q36_CUDA_FATTN=1 "$q36" bench $pp
-    run 150 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_FATTN=1 "$q36" bench $pp --fast
+    run 200 "$q36" bench $pp --fast "${base[@]}"
 done
 if [ -n "$trained" ]; then
-    run 90 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
-    run 90 env $NEWENV "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+    run 90 env $OFF "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+    run 90 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3 --fast
 fi
 if [ "${BENCH_35B:-1}" = 1 ]; then
     m35=$log/models/35b-a3b-q4km.gguf
-    run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35" &&
-        run 150 env Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 &&
-        run 200 env $NEWENV "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2 "${base[@]}" &&
-        run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
-            "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --fast &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1 \
-            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast &&
-        run 300 env Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=2 Q36_CUDA_FATTN=1 \
-            "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
-    rm -f "$m35"
+    [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
+    if [ -f "$m35" ]; then
+        run 150 env $OFF "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2
+        run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
+        run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2
+        run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
+        run 300 env Q36_CUDA_MOEGEMM=1 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
+        [ "${BENCH_DEEP:-0}" = 1 ] &&
+            run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"
+    fi
 fi

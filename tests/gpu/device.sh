@@ -17,9 +17,13 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LOG=/tmp/q36-gpu
 { nvidia-smi; echo "commit: $(cat "$dir/commit.txt")"; nproc; } >"$out/env.txt" 2>&1
-if ls .dev-p*/llama-cuda-sm90.tar.xz.part* >/dev/null 2>&1; then
+# the machine keeps /tmp between warm calls but not the carried folders
+# of an earlier call: each part call copies its part to /tmp/llama-parts
+mkdir -p /tmp/llama-parts
+cp .dev-p*/llama-cuda-sm90.tar.xz.part* /tmp/llama-parts/ 2>/dev/null
+if [ "$(ls /tmp/llama-parts | wc -l)" -ge 3 ]; then
     mkdir -p /tmp/llama-cuda
-    cat .dev-p*/llama-cuda-sm90.tar.xz.part* | xz -d | tar x -C /tmp/llama-cuda &&
+    cat /tmp/llama-parts/llama-cuda-sm90.tar.xz.part* | xz -d | tar x -C /tmp/llama-cuda &&
         export LLAMA_LIB=/tmp/llama-cuda/llama-cuda-sm90/lib
 fi
 trained=/tmp/trained.gguf

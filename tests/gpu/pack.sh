@@ -9,9 +9,10 @@
 # Why three: a call carries the tracked tree (~38 MiB, most of it the default
 # model) plus its carried folders within 64 MiB, so the 42 MB of llama.cpp
 # parts travel one per call, back to back while the machine is warm (it is
-# given back after ~30 s idle; ignored folders stay there between calls):
-#   run carry=[.dev-p0]             command: true
-#   run carry=[.dev-p1]             command: true
+# given back after ~30 s idle; /tmp stays there between calls, an earlier
+# call's carried folders do not):
+#   run carry=[.dev-p0]  command: mkdir -p /tmp/llama-parts && cp .dev-p0/* /tmp/llama-parts/
+#   run carry=[.dev-p1]  command: mkdir -p /tmp/llama-parts && cp .dev-p1/* /tmp/llama-parts/
 #   run carry=[.dev-p2,.cuda-carry] command: bash .cuda-carry/device.sh
 # The folders must be in .git/info/exclude (/.cuda-carry/, /.dev-p*/).
 # Usage: tests/gpu/pack.sh [CARRY] [--llama]

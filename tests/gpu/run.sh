@@ -5,16 +5,16 @@
 # and the trained default model when given): prompt logits, 64 greedy
 # tokens, slots batched together, CUDA against CPU; then the device flags:
 # the GPU memory plan, a context too large for the device refused up front.
-# The ops and the whole models run twice: as the backend's default (op by
-# op) and with the new paths on (NEW=1: Q36_CUDA_GRAPHS=1, decode steps
-# recorded and replayed as CUDA graphs; Q36_CUDA_FASTMV=1, the 16-byte Q4_K
-# matvecs; Q36_CUDA_FUSED=1, the fused add+norm, DeltaNet conv+SiLU and
-# gated norm, MoE combine kernels).
+# The ops and the whole models run twice: op by op (NEW=0:
+# Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0) and as the
+# backend's default (NEW=1: decode steps recorded and replayed as CUDA
+# graphs, the 16-byte Q4_K matvecs, the fused add+norm, DeltaNet conv+SiLU
+# and gated norm, MoE combine kernels).
 # Each model run also compares graphs on and off directly, and the op run
 # checks each switch's own cases either way.
-# Then whole models once more with the GPU in fast mode and the new prompt
-# paths on (Q36_CUDA_CHUNKED=1, Q36_CUDA_GEMM16=1, Q36_CUDA_MOEGEMM=1,
-# Q36_CUDA_FATTN=1).
+# Then whole models once more with the GPU in fast mode (its prompt paths:
+# the chunked delta rule, f16 tensor-core and grouped expert products,
+# tiled attention).
 # Ends with "N passed, N failed".
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
@@ -85,18 +85,17 @@ for NEW in 0 1; do
         one "model-$(basename "$m" .gguf)$sfx" --no-ops "$m"
     done
 done
-# fast mode on the GPU with the new prompt paths switched on: the chunked
-# delta rule (Q36_CUDA_CHUNKED=1, cuda_chunk.h), f16 tensor-core products
-# (Q36_CUDA_GEMM16=1, cuda_gemm.cu), grouped expert products
-# (Q36_CUDA_MOEGEMM=1, cuda_moe.h) and tiled prompt attention
-# (Q36_CUDA_FATTN=1, cuda_fattn.h), against the CPU in exact mode: the same
-# checks, case names cuda.model.fast.*. (The op cases above already ran
-# each in a context of its own.)
-export Q36_CUDA_CHUNKED=1 Q36_CUDA_GEMM16=1 Q36_CUDA_MOEGEMM=1 Q36_CUDA_FATTN=1
+# fast mode on the GPU, its prompt paths at their defaults (all on: the
+# chunked delta rule, cuda_chunk.h; f16 tensor-core products, cuda_gemm.cu;
+# grouped expert products on f16 tensor cores, cuda_moe.h; tiled prompt
+# attention, cuda_fattn.h), against the CPU in exact mode: the same checks
+# within fast mode's bound (test_backend_cuda.c: FAST_FLOOR), case names
+# cuda.model.fast.*. (The op cases above ran each path in a context of its
+# own.)
+unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
 for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
-unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading

@@ -234,9 +234,10 @@ static int l_time_gen(bench_engine *be, const int32_t *ids, int n, double *sec, 
     return rc;
 }
 
-/* libllama's file in dir: "libllama.so" or a versioned "libllama.vX.Y.Z.so"
- * (the pinned build's name). Writes the path and the version ("v0.5.0", or
- * "unknown") and returns 0, or -1 when there is none. */
+/* libllama's file in dir: "libllama.so", a versioned "libllama.vX.Y.Z.so"
+ * (the pinned npm build's name) or "libllama.so.X.Y.Z" (a CMake build's,
+ * e.g. ../shared/llama-cuda). Writes the path and the version ("v0.5.0",
+ * or "unknown") and returns 0, or -1 when there is none. */
 static int find_lib(const char *dir, char *path, size_t cap, char *version, size_t vcap)
 {
     DIR *d = opendir(dir);
@@ -247,15 +248,23 @@ static int find_lib(const char *dir, char *path, size_t cap, char *version, size
     while ((de = readdir(d))) {
         const char *nm = de->d_name;
         size_t n = strlen(nm);
-        if (strncmp(nm, "libllama.", 9) || n < 12 || strcmp(nm + n - 3, ".so"))
+        if (strncmp(nm, "libllama.", 9))
             continue;
-        snprintf(path, cap, "%s/%s", dir, nm);
-        if (n > 12 && nm[9] == 'v')
-            snprintf(version, vcap, "%.*s", (int)(n - 12), nm + 9);
-        else
+        if (!strcmp(nm, "libllama.so")) {
+            if (!found)     /* a versioned name was found first: it says more */
+                continue;
             snprintf(version, vcap, "unknown");
+        } else if (n > 12 && nm[9] == 'v' && !strcmp(nm + n - 3, ".so")) {
+            snprintf(version, vcap, "%.*s", (int)(n - 12), nm + 9);
+        } else if (n > 12 && !strncmp(nm + 9, "so.", 3) && strchr(nm + 12, '.')) {
+            snprintf(version, vcap, "v%s", nm + 12);   /* X.Y.Z, not the soname's X */
+        } else {
+            continue;
+        }
+        snprintf(path, cap, "%s/%s", dir, nm);
         found = 0;
-        break;
+        if (strcmp(version, "unknown"))
+            break;
     }
     closedir(d);
     return found;

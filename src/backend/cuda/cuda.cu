@@ -20,21 +20,25 @@
  * head binds the same GGUF tensor twice: it is uploaded once (a weight's
  * `impl` holds the host address it came from, the key with the tensor).
  *
- * Environment, read when a context is made: Q36_CUDA_DEVICE (an index,
- * default 0) picks the device; Q36_CUDA_CHUNKED=1 switches fast mode's
- * prompt runs to the chunked delta rule (cuda_chunk.h); Q36_CUDA_GEMM16=1
- * prompt batches' weight products to f16 tensor cores (cuda_gemm.cu);
- * Q36_CUDA_MOEGEMM=1 (f32) or 2 (f16 tensor cores) prompt batches' expert
- * products to grouped tiles (cuda_moe.h); Q36_CUDA_FATTN=1 prompt batches' attention to tiles of
- * query rows (cuda_fattn.h);
- * Q36_CUDA_GRAPHS=1 records each decode step's ops once per
- * shape and replays them as one CUDA graph launch (cuda_graph.cu; off by
- * default: the op-by-op path is the tested one), with the small uploads
- * of a pass queued through pinned staging without a wait; Q36_CUDA_FASTMV=1
- * reads Q4_K weights 16 bytes a lane in the decode matvecs (cuda_matmul.cu);
- * Q36_CUDA_FUSED=1 runs the contract's fused entries (add + RMS norm, the
- * DeltaNet gated norm, conv + SiLU, MoE combine + shared expert) as one
- * kernel each (cuda_ops.cu, cuda_seq.cu). */
+ * Modes. Exact mode (the default) keeps f32 products and the token-by-token
+ * delta rule. Fast mode (be_shape.fast, `--fast`) switches prompt batches
+ * to: the chunked delta rule (cuda_chunk.h), f16 tensor-core weight
+ * products (cuda_gemm.cu), grouped expert products on f16 tensor cores
+ * (cuda_moe.h) and tiles of query rows for attention (cuda_fattn.h).
+ *
+ * Environment, read when a context is made (the mode's switches when it
+ * is reserved); every switch is on unless its variable is "0":
+ * Q36_CUDA_DEVICE (an index, default 0) picks the device;
+ * Q36_CUDA_GRAPHS records each decode step's ops once per shape and
+ * replays them as one CUDA graph launch (cuda_graph.cu), with the small
+ * uploads of a pass queued through pinned staging without a wait;
+ * Q36_CUDA_FASTMV reads Q4_K weights 16 bytes a lane in the decode
+ * matvecs (cuda_matmul.cu); Q36_CUDA_FUSED runs the contract's fused
+ * entries (add + RMS norm, the DeltaNet gated norm, conv + SiLU, MoE
+ * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
+ * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN, and
+ * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
+ * the decode path's products). tests/gpu/run.sh checks each either way. */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -146,6 +150,17 @@ static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
            cuda_moe_scratch_bytes(shape);
 }
 
+/* The prompt paths of fast mode (the header's "Environment"): on in fast
+ * mode unless their variable is "0", never in exact mode; set at each
+ * reserve from the shape's mode. */
+static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
+{
+    c->chunked = cuda_chunk_enabled(shape);
+    c->gemm16 = cuda_gemm16_enabled(shape);
+    c->moegemm = cuda_moe_mode(shape);
+    c->fattn = cuda_fattn_enabled(shape);
+}
+
 static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -156,6 +171,7 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
         return q36_err_set(err, Q36_E_UNSUP, "cuda backend: head dim %lld / DeltaNet dim %lld "
                            "above the kernels' 512 / 256", (long long)shape->head_dim,
                            (long long)shape->ssm_dim);
+    cuda_mode_switches(c, shape);
     size_t d, p;
     scratch_floats(shape, &d, &p);
     if (d > c->deq_floats) {
@@ -173,8 +189,6 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
         if (e != cudaSuccess)
             goto nomem;
         cudaFree(c->part);
-    cudaFree(c->chunk);
-    cudaFree(c->moe);
         c->part = n;
         c->part_floats = p;
     }
@@ -739,10 +753,6 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: out of memory");
     c->base.ops = &cuda_ops;
     c->device = cuda_device_index();
-    c->chunked = cuda_chunk_enabled();
-    c->gemm16 = cuda_gemm16_enabled();
-    c->moegemm = cuda_moe_mode();
-    c->fattn = cuda_fattn_enabled();
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
@@ -763,9 +773,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->stage = NULL;        /* reads go straight to pageable memory */
     }
-    c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
-    c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
-    c->fused = cuda_env_on("Q36_CUDA_FUSED");
+    c->graphs_on = !cuda_env_is("Q36_CUDA_GRAPHS", "0");
+    c->fast_mv = !cuda_env_is("Q36_CUDA_FASTMV", "0");
+    c->fused = !cuda_env_is("Q36_CUDA_FUSED", "0");
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -208,9 +208,10 @@ void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
 
-/* ---- cuda_gemm.cu: Q36_CUDA_GEMM16 is "1"; y = x W^T through f16 tiles on
- * tensor cores, or false when not taken (F32 weights, no room) */
-bool cuda_gemm16_enabled(void);
+/* ---- cuda_gemm.cu: on for a shape in fast mode unless Q36_CUDA_GEMM16 is
+ * "0"; y = x W^T through f16 tiles on tensor cores, or false when not
+ * taken (F32 weights, no room) */
+bool cuda_gemm16_enabled(const be_shape *s);
 bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
                  const be_tensor *x, be_tensor *y);
 

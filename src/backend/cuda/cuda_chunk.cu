@@ -52,9 +52,9 @@
 
 #define HD __host__ __device__ inline
 
-extern "C" bool cuda_chunk_enabled(void)
+extern "C" bool cuda_chunk_enabled(const be_shape *s)
 {
-    return cuda_env_is("Q36_CUDA_CHUNKED", "1");
+    return s->fast && !cuda_env_is("Q36_CUDA_CHUNKED", "0");
 }
 
 typedef struct ck_args {
@@ -496,7 +496,7 @@ static void args_scratch(ck_args *a, float *base, int64_t T, int64_t Hv, int64_t
 
 size_t cuda_chunk_scratch(const be_shape *s)
 {
-    if (!cuda_chunk_enabled() || !s->ssm_v_heads || s->n_rows < 2)
+    if (!cuda_chunk_enabled(s) || !s->ssm_v_heads || s->n_rows < 2)
         return 0;
     return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim);
 }

@@ -15,12 +15,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct be_shape;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Q36_CUDA_CHUNKED is "1". */
-bool cuda_chunk_enabled(void);
+/* On for a shape in fast mode unless Q36_CUDA_CHUNKED is "0". */
+bool cuda_chunk_enabled(const struct be_shape *s);
 
 /* The two kernels of the chunked form run on the host, block by block and,
  * within a block, phase by phase (a phase is the code between two of the

@@ -30,9 +30,9 @@
 
 #define HD_ __host__ __device__ inline
 
-extern "C" bool cuda_fattn_enabled(void)
+extern "C" bool cuda_fattn_enabled(const be_shape *s)
 {
-    return cuda_env_is("Q36_CUDA_FATTN", "1");
+    return s->fast && !cuda_env_is("Q36_CUDA_FATTN", "0");
 }
 
 typedef struct fa_args {

@@ -15,14 +15,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct be_shape;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define FA_MIN_ROWS 64
 
-/* Q36_CUDA_FATTN is "1". */
-bool cuda_fattn_enabled(void);
+/* On for a shape in fast mode unless Q36_CUDA_FATTN is "0". */
+bool cuda_fattn_enabled(const struct be_shape *s);
 
 /* The kernel run on the host, block by block, phase by phase, every
  * thread index in turn (shared memory filled with NaN first), on

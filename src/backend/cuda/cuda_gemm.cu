@@ -16,9 +16,9 @@
  * roundings (2^-11 relative each) over the f32 path; |x| above 65504
  * becomes inf. Both parts share the dequantization scratch; when the
  * activations leave no room for 64 weight rows, the f32 path runs. */
-bool cuda_gemm16_enabled(void)
+bool cuda_gemm16_enabled(const be_shape *s)
 {
-    return cuda_env_is("Q36_CUDA_GEMM16", "1");
+    return s->fast && !cuda_env_is("Q36_CUDA_GEMM16", "0");
 }
 
 template <int T>

@@ -45,9 +45,11 @@
 
 #define HD __host__ __device__ inline
 
-extern "C" int cuda_moe_mode(void)
+extern "C" int cuda_moe_mode(const be_shape *s)
 {
-    return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : cuda_env_is("Q36_CUDA_MOEGEMM", "2") ? 2 : 0;
+    if (!s->fast || cuda_env_is("Q36_CUDA_MOEGEMM", "0"))
+        return 0;
+    return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : 2;
 }
 
 typedef struct mg_args {
@@ -362,7 +364,7 @@ static int64_t tile_slots(int64_t Q, int64_t E)
 
 size_t cuda_moe_scratch_bytes(const be_shape *s)
 {
-    if (!cuda_moe_mode() || !s->n_expert)
+    if (!cuda_moe_mode(s) || !s->n_expert)
         return 0;
     return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t);
 }

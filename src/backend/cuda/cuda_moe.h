@@ -19,14 +19,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct be_shape;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define MG_MIN_ROWS 64
 
-/* Q36_CUDA_MOEGEMM: 1 or 2 as above, otherwise 0. */
-int cuda_moe_mode(void);
+/* For a shape in fast mode: Q36_CUDA_MOEGEMM's 1, 0, or 2 (the default,
+ * any other value); 0 in exact mode. */
+int cuda_moe_mode(const struct be_shape *s);
 
 /* The grouped kernels run on the host (cuda_chunk.h says how: block by
  * block, phase by phase, every thread index of a phase in turn, shared
