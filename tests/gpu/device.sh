@@ -5,7 +5,7 @@
 # there, unpacks the trained default model, runs tests/gpu/run.sh, then
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
 # and the bench output go to $OUT (or /tmp/q36-out).
-# Env: STEPS (default "test bench"), BENCH_35B (bench.sh's, default 1). A
+# Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh), BENCH_35B (bench.sh's, default 1). A
 # call runs at most 10 minutes: with the switched paths, run.sh's two op
 # passes and the model passes can need most of one call, so give STEPS=test
 # and STEPS=bench calls of their own (the machine keeps /tmp while warm).
@@ -23,8 +23,11 @@ mkdir -p /tmp/llama-parts
 cp .dev-p*/llama-cuda-sm90.tar.xz.part* /tmp/llama-parts/ 2>/dev/null
 if [ "$(ls /tmp/llama-parts | wc -l)" -ge 3 ]; then
     mkdir -p /tmp/llama-cuda
-    cat /tmp/llama-parts/llama-cuda-sm90.tar.xz.part* | xz -d | tar x -C /tmp/llama-cuda &&
-        export LLAMA_LIB=/tmp/llama-cuda/llama-cuda-sm90/lib
+    [ -d /tmp/llama-cuda/llama-cuda-sm90/lib ] ||
+        cat /tmp/llama-parts/llama-cuda-sm90.tar.xz.part* | xz -d | tar x -C /tmp/llama-cuda
+    # libllama finds its libggml* through the loader's path
+    [ -d /tmp/llama-cuda/llama-cuda-sm90/lib ] && export LLAMA_LIB=/tmp/llama-cuda/llama-cuda-sm90/lib &&
+        export LD_LIBRARY_PATH=$LLAMA_LIB:$LD_LIBRARY_PATH
 fi
 trained=/tmp/trained.gguf
 xz -dc models/q36-tiny-moe.gguf.xz >"$trained"
@@ -34,5 +37,7 @@ for s in ${STEPS:-test bench}; do
            tail -n 1 "$out/gpu-tests.txt" ;;
     bench) BENCH_OUT=$out/bench.txt bash "$dir/bench.sh" "$dir" "$trained" >/dev/null 2>&1
            tail -n 5 "$out/bench.txt" ;;
+    profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
+           tail -n 5 "$out/profile.txt" ;;
     esac
 done

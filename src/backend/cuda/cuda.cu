@@ -65,8 +65,13 @@ bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int 
 
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line)
 {
-    cuda_count(cuda_ctx_of(be));
-    return cuda_ok(be, cudaGetLastError(), what, file, line);
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->gmode != GM_CAPTURE)
+        c->stats.launches++;
+    const bool ok = cuda_ok(be, cudaGetLastError(), what, file, line);
+    if (c->prof_on)
+        cuda_prof_mark(c, what);
+    return ok;
 }
 
 bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line)
@@ -100,6 +105,7 @@ static void cuda_free(be_ctx *be)
             cudaGraphDestroy(g);
     }
     cuda_graph_drop(be);
+    cuda_prof_free(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     be_base_free(be);
@@ -445,22 +451,6 @@ static int cuda_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out, q
 /* -------------------------------------------------------------- profiling */
 
 /* Not timed yet on this backend: the rows stay empty. */
-static void prof_enable(be_ctx *be, int on) { (void)be; (void)on; }
-static void prof_layer(be_ctx *be, enum be_layer_kind kind) { (void)be; (void)kind; }
-static void prof_reset(be_ctx *be) { (void)be; }
-static int prof_ops(const be_ctx *be, be_prof_row *rows, int cap)
-{
-    (void)be; (void)rows; (void)cap;
-    return 0;
-}
-static void prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
-{
-    (void)be;
-    for (int i = 0; i < BE_LAYER_N; i++) {
-        memset(&rows[i], 0, sizeof rows[i]);
-        snprintf(rows[i].name, sizeof rows[i].name, "%s", be_layer_name((enum be_layer_kind)i));
-    }
-}
 
 /* the chunked rule: the chunked kernels when switched on (cuda_chunk.h),
  * else the recurrence (same arguments, same results up to rounding,
@@ -686,11 +676,11 @@ static const struct be_ops cuda_ops = {
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,
-    .profile_enable = prof_enable,
-    .profile_layer = prof_layer,
-    .profile_reset = prof_reset,
-    .profile_ops = prof_ops,
-    .profile_layers = prof_layers,
+    .profile_enable = cuda_prof_enable,
+    .profile_layer = cuda_prof_layer,
+    .profile_reset = cuda_prof_reset,
+    .profile_ops = cuda_prof_ops,
+    .profile_layers = cuda_prof_layers,
 };
 
 int cuda_device_index(void)

@@ -51,6 +51,8 @@ typedef struct cuda_graph {
 
 enum cuda_gmode { GM_EAGER = 0, GM_CAPTURE, GM_REPLAY };
 
+typedef struct cuda_prof cuda_prof;   /* cuda_prof.cu */
+
 struct cuda_ctx {
     be_ctx          base;          /* first: backend.c sees this */
     int             device;
@@ -90,6 +92,8 @@ struct cuda_ctx {
     size_t          chunk_floats;
     int             n_sm;
     char            dev_name[160];
+    cuda_prof      *prof;          /* the per-op profile (cuda_prof.cu), made when first on */
+    bool            prof_on;
 };
 
 static inline cuda_ctx *cuda_ctx_of(be_ctx *be) { return (cuda_ctx *)be; }
@@ -116,10 +120,13 @@ bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file,
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line);
 #define CUDA_LAUNCHED(be, what) cuda_launched((be), (what), __FILE__, __LINE__)
 /* Counts a device copy or memset queued on the stream. */
+void cuda_prof_mark(cuda_ctx *c, const char *what);
 static inline void cuda_count(cuda_ctx *c)
 {
     if (c->gmode != GM_CAPTURE)
         c->stats.launches++;
+    if (c->prof_on)
+        cuda_prof_mark(c, "copy / memset");
 }
 
 /* The grid-stride 1-D launch size for n items. */
@@ -236,5 +243,13 @@ int  cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err);
 void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                          const be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
                          int64_t dk, const be_batch *b, be_tensor *out);
+
+/* ---- cuda_prof.cu: the per-op profile (be_profile_*) */
+void cuda_prof_enable(be_ctx *be, int on);
+void cuda_prof_layer(be_ctx *be, enum be_layer_kind kind);
+void cuda_prof_reset(be_ctx *be);
+int  cuda_prof_ops(const be_ctx *be, be_prof_row *rows, int cap);
+void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N]);
+void cuda_prof_free(cuda_ctx *c);
 
 #endif

@@ -68,8 +68,9 @@ void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
     cuda_ctx *c = cuda_ctx_of(be);
     c->gmode = GM_EAGER;
     cuda_copy_flush(be);       /* copies queued before the pass run before it */
-    if (!c->graphs_on || !key || n_rows < 1 || n_rows > CUDA_GRAPH_ROWS || be->err.kind)
-        return;
+    if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > CUDA_GRAPH_ROWS ||
+        be->err.kind)
+        return;      /* op by op (a profiled pass too: cuda_prof.cu) */
     c->gkey = key;
     c->gfp = key;
     c->gops = 0;

@@ -1,0 +1,164 @@
+/* cuda_prof.cu: the CUDA backend's per-op profile (be_profile_*, shown by
+ * `q36 bench --profile -ngl 99`). While it is on, every kernel launch and
+ * queued copy (CUDA_LAUNCHED, cuda_count) records an event on the stream
+ * right after itself. The stream runs its work in order, so an op is
+ * charged the device time from the event before it to its own: its run
+ * time plus any idle gap the host left before it (inside a pass nothing
+ * waits, the queue runs ahead of the device, and what gaps remain are the
+ * launch latency that op cost). Events are read back when the table
+ * fills and when profiling stops (the end of each profiled pass). A
+ * profiled pass runs op by op: cuda_graph_begin records and replays no
+ * graph while the profile is on. Rows are the kernels' launch names. */
+#include "cuda.h"
+
+#include <stdio.h>
+
+#define PROF_EV  4096
+#define PROF_OPS 64
+
+struct cuda_prof {
+    cudaEvent_t ev[PROF_EV];       /* ev[0]: the base (no op) */
+    int16_t     op[PROF_EV];
+    uint8_t     layer[PROF_EV];
+    int         n, n_created;
+    const char *name[PROF_OPS];
+    uint64_t    calls[PROF_OPS], ns[PROF_OPS];
+    int         n_ops;
+    uint64_t    layer_ns[BE_LAYER_N];
+    int         cur_layer;
+};
+
+static int op_index(cuda_prof *p, const char *what)
+{
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->name[i] == what || !strcmp(p->name[i], what))
+            return i;
+    if (p->n_ops == PROF_OPS)
+        return PROF_OPS - 1;       /* the last row takes the rest */
+    p->name[p->n_ops] = what;
+    return p->n_ops++;
+}
+
+static bool record(cuda_ctx *c, int op)
+{
+    cuda_prof *p = c->prof;
+    if (p->n == p->n_created) {
+        if (cudaEventCreate(&p->ev[p->n]) != cudaSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+        p->n_created++;
+    }
+    if (cudaEventRecord(p->ev[p->n], c->stream) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    p->op[p->n] = (int16_t)op;
+    p->layer[p->n] = (uint8_t)p->cur_layer;
+    p->n++;
+    return true;
+}
+
+/* Charges the recorded events and keeps the last one as the new base. */
+static void flush(cuda_ctx *c)
+{
+    cuda_prof *p = c->prof;
+    if (p->n < 2)
+        return;
+    if (cudaEventSynchronize(p->ev[p->n - 1]) != cudaSuccess) {
+        cudaGetLastError();
+        p->n = 0;
+        return;
+    }
+    for (int i = 1; i < p->n; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]) != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        const uint64_t ns = (uint64_t)((double)ms * 1e6);
+        p->calls[p->op[i]]++;
+        p->ns[p->op[i]] += ns;
+        p->layer_ns[p->layer[i]] += ns;
+    }
+    cudaEvent_t last = p->ev[p->n - 1];
+    p->ev[p->n - 1] = p->ev[0];
+    p->ev[0] = last;
+    p->n = 1;
+}
+
+void cuda_prof_mark(cuda_ctx *c, const char *what)
+{
+    if (c->gmode == GM_CAPTURE || !c->prof)
+        return;
+    if (c->prof->n == PROF_EV)
+        flush(c);
+    record(c, op_index(c->prof, what));
+}
+
+void cuda_prof_free(cuda_ctx *c)
+{
+    if (!c->prof)
+        return;
+    for (int i = 0; i < c->prof->n_created; i++)
+        cudaEventDestroy(c->prof->ev[i]);
+    free(c->prof);
+    c->prof = NULL;
+}
+
+void cuda_prof_enable(be_ctx *be, int on)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (on && !c->prof && !(c->prof = (cuda_prof *)calloc(1, sizeof *c->prof)))
+        return;                    /* no memory: no profile */
+    if (on && !c->prof_on) {
+        c->prof->n = 0;
+        record(c, -1);             /* the base */
+    } else if (!on && c->prof_on) {
+        flush(c);
+        c->prof->n = 0;            /* the time between passes is not charged */
+    }
+    c->prof_on = on != 0;
+}
+
+void cuda_prof_layer(be_ctx *be, enum be_layer_kind kind)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->prof)
+        c->prof->cur_layer = (int)kind;
+}
+
+void cuda_prof_reset(be_ctx *be)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (!c->prof)
+        return;
+    memset(c->prof->calls, 0, sizeof c->prof->calls);
+    memset(c->prof->ns, 0, sizeof c->prof->ns);
+    memset(c->prof->layer_ns, 0, sizeof c->prof->layer_ns);
+}
+
+int cuda_prof_ops(const be_ctx *be, be_prof_row *rows, int cap)
+{
+    const cuda_prof *p = cuda_ctx_of((be_ctx *)be)->prof;
+    int n = 0;
+    for (int i = 0; p && i < p->n_ops && n < cap; i++) {
+        if (!p->calls[i])
+            continue;
+        snprintf(rows[n].name, sizeof rows[n].name, "%s", p->name[i]);
+        rows[n].calls = p->calls[i];
+        rows[n].ns = p->ns[i];
+        n++;
+    }
+    return n;
+}
+
+void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
+{
+    const cuda_prof *p = cuda_ctx_of((be_ctx *)be)->prof;
+    for (int i = 0; i < BE_LAYER_N; i++) {
+        memset(&rows[i], 0, sizeof rows[i]);
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", be_layer_name((enum be_layer_kind)i));
+        rows[i].ns = p ? p->layer_ns[i] : 0;
+    }
+}
