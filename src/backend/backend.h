@@ -305,7 +305,7 @@ void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_
  * continuing from its slot's tail of the Kc-1 previous raw rows per
  * channel (tails: C rows per slot, slot after slot, each C x (Kc-1),
  * oldest first); w is the F32 weight {Kc, C}. The tails are updated with
- * the last raw rows. */
+ * the last raw rows. y must not share memory with x. */
 void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                  const be_batch *b, be_tensor *y);
 /* be_ssm_conv, then be_silu(y, y), as one op with the same results (the

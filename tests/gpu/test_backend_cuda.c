@@ -1502,9 +1502,10 @@ static void test_fused(const be_shape *sh)
     fused_norm_gate(f, 1, 4096, 128);
     fused_norm_gate(f, 5, 512, 64);
     fused_norm_gate(f, 2, 200, 100);
-    const int l1[1] = { 1 }, l3[3] = { 4, 1, 7 };
+    const int l1[1] = { 1 }, l3[3] = { 4, 1, 7 }, lp[3] = { 20, 2, 37 };
     fused_conv(f, 8192, 1, l1);
     fused_conv(f, 300, 3, l3);
+    fused_conv(f, 300, 3, lp);      /* prompt rows: tiles of rows and the tail kernel */
     be_free(f);
 }
 

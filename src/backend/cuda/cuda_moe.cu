@@ -260,10 +260,12 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
  * (Wh[n][kk]) as f16, rounded to nearest; warp w multiplies rows
  * 16 (w % 4) .. + 16 by outputs 32 (w / 4) .. + 32 as two 16 x 16 WMMA
  * accumulators in f32 (A = Xh row-major, B = W^T: Wh read column-major),
- * two 16-wide k steps a stage. At the end the accumulators go through
+ * four 16-wide k steps a stage of MG_BKT columns. The tile's x row
+ * offsets are looked up once (xr). At the end the accumulators go through
  * shared memory (Cs) to the rows' outputs. Device only: the host
  * emulation runs the f32 tiles, which share mg_tile_of and the routing. */
-#define MG_LH (MG_BK + 8)      /* f16 pitch: a multiple of 8, rows 32-byte aligned */
+#define MG_BKT 64              /* columns a stage */
+#define MG_LH (MG_BKT + 8)     /* f16 pitch: a multiple of 8, rows 32-byte aligned */
 #define MG_LC (MG_BN + 4)
 
 template <int T>
@@ -273,21 +275,29 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
     __shared__ __align__(32) __half Xh[MG_BM * MG_LH];
     __shared__ __align__(32) __half Wh[MG_BN * MG_LH];
     __shared__ __align__(32) float Cs[MG_BM * MG_LC];
+    __shared__ int64_t xr[MG_BM];      /* x row offsets; -1 past the tile's rows */
     const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
     if (!t.rows)
         return;
     const int tid = threadIdx.x, w = tid / 32, wm = w % 4, wn = w / 4;
+    for (int m = tid; m < MG_BM; m += MG_THREADS) {
+        const int64_t q = m < t.rows ? a.perm[t.p0 + m] : -1;
+        xr[m] = q < 0 ? -1 : (a.x_per_tok ? q / a.k : q) * a.ldx;
+    }
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
     wmma::fill_fragment(acc[0], 0.0f);
     wmma::fill_fragment(acc[1], 0.0f);
-    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK) {
-        for (int e = tid; e < MG_BM * MG_BK; e += MG_THREADS)
-            Xh[e / MG_BK * MG_LH + e % MG_BK] =
-                __float2half_rn(mg_xval(a, t, e / MG_BK, k0 + e % MG_BK));
-        for (int e = tid; e < MG_BN * (MG_BK / 8); e += MG_THREADS) {
-            const int n = e / (MG_BK / 8), g = e % (MG_BK / 8);
+    __syncthreads();
+    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BKT) {
+        for (int e = tid; e < MG_BM * MG_BKT; e += MG_THREADS) {
+            const int m = e / MG_BKT, kk = e % MG_BKT;
+            const int64_t o = xr[m];
+            Xh[m * MG_LH + kk] = __float2half_rn(o >= 0 && k0 + kk < a.K ? a.x[o + k0 + kk] : 0.0f);
+        }
+        for (int e = tid; e < MG_BN * (MG_BKT / 8); e += MG_THREADS) {
+            const int n = e / (MG_BKT / 8), g = e % (MG_BKT / 8);
             float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
-            if (t.n0 + n < a.N)
+            if (t.n0 + n < a.N && k0 + 8 * g < a.K)
                 deq8<T>(a.W + (uint64_t)(t.e * a.N + t.n0 + n) * a.rb, k0 + 8 * g, a.K, v);
             #pragma unroll
             for (int j = 0; j < 8; j++)
@@ -295,7 +305,7 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
         }
         __syncthreads();
         #pragma unroll
-        for (int kk = 0; kk < MG_BK; kk += 16) {
+        for (int kk = 0; kk < MG_BKT; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
             wmma::load_matrix_sync(fa, Xh + 16 * wm * MG_LH + kk, MG_LH);
             #pragma unroll

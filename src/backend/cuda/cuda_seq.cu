@@ -343,6 +343,61 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         tl[j] = win[j];
 }
 
+/* Prompt runs: thread per (run, channel, tile of CONV_TILE rows), the
+ * tile's window read from the rows before it or, at a run's start, from
+ * the slot's tail (left as it was: k_conv_tail moves it afterwards). Each
+ * output is the same sum in the same order as k_conv's. */
+#define CONV_TILE 16
+__global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int64_t ldt,
+                            const float *w, int Kc, const int32_t *runs, int64_t C, bool silu,
+                            float *y, int64_t ldy)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    const int s = blockIdx.y;
+    const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
+    const int t0 = (int)blockIdx.z * CONV_TILE;
+    if (t0 >= n)
+        return;
+    const float *tl = tails + ((int64_t)slot * C + c) * ldt;
+    float win[CONV_MAX_K], wc[CONV_MAX_K];
+    for (int j = 0; j < Kc - 1; j++) {     /* the Kc-1 raw values before row t0 */
+        const int t = t0 - (Kc - 1) + j;
+        win[j] = t >= 0 ? x[(int64_t)(row0 + t) * ldx + c] : tl[Kc - 1 + t];
+    }
+    for (int j = 0; j < Kc; j++)
+        wc[j] = w[c * Kc + j];
+    const int t1 = t0 + CONV_TILE < n ? t0 + CONV_TILE : n;
+    for (int t = t0; t < t1; t++) {
+        const int64_t r = row0 + t;
+        win[Kc - 1] = x[r * ldx + c];
+        float acc = 0.0f;
+        for (int j = 0; j < Kc; j++)
+            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
+        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
+        for (int j = 0; j < Kc - 1; j++)
+            win[j] = win[j + 1];
+    }
+}
+
+/* The tails after k_conv_rows: the last Kc-1 raw values of each run (old
+ * tail values shifted in front when the run is shorter). */
+__global__ void k_conv_tail(const float *x, int64_t ldx, float *tails, int64_t ldt, int Kc,
+                            const int32_t *runs, int64_t C)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    const int s = blockIdx.y;
+    const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
+    float *tl = tails + ((int64_t)slot * C + c) * ldt;
+    for (int j = 0; j < Kc - 1; j++) {     /* ascending: reads j + n > j, not yet written */
+        const int t = n - (Kc - 1) + j;
+        tl[j] = t >= 0 ? x[(int64_t)(row0 + t) * ldx + c] : tl[j + n];
+    }
+}
+
 static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                  const be_batch *b, bool silu, be_tensor *y)
 {
@@ -351,11 +406,28 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
     assert(y->rows == x->rows && y->cols == C && Kc >= 2 && Kc <= CONV_MAX_K);
     if (!x->rows || !b->n_seq)
         return;
+    cuda_ctx *c = cuda_ctx_of(be);
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
-    k_conv<<<grid, 128, 0, cuda_ctx_of(be)->stream>>>(
-        (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
-        (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
-    CUDA_LAUNCHED(be, "k_conv");
+    if (x->rows <= CONV_TILE) {    /* decode: one kernel walks each run */
+        k_conv<<<grid, 128, 0, c->stream>>>(
+            (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
+            (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
+        CUDA_LAUNCHED(be, "k_conv");
+        return;
+    }
+    /* prompts: tiles of rows in parallel (a run has at most x->rows rows);
+     * tiles read rows of x other tiles have passed, so x and y are apart */
+    assert(x->data != y->data);
+    dim3 gt(grid.x, grid.y, (unsigned)((x->rows + CONV_TILE - 1) / CONV_TILE));
+    k_conv_rows<<<gt, 128, 0, c->stream>>>(
+        (const float *)x->data, x->ld, (const float *)tails->data, tails->ld,
+        (const float *)w->data, (int)Kc, (const int32_t *)b->runs->data, C, silu,
+        (float *)y->data, y->ld);
+    if (!CUDA_LAUNCHED(be, "k_conv_rows"))
+        return;
+    k_conv_tail<<<grid, 128, 0, c->stream>>>((const float *)x->data, x->ld, (float *)tails->data,
+                                              tails->ld, (int)Kc, (const int32_t *)b->runs->data, C);
+    CUDA_LAUNCHED(be, "k_conv_tail");
 }
 
 void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
