@@ -9,7 +9,8 @@
 # f16 tensor-core and grouped expert products, tiled attention). With
 # LLAMA_LIB set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked),
 # the default decode and the fast prompt runs add --baseline llama.cpp on
-# the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file.
+# the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file;
+# BENCH_QUICK=1 runs only the fast pp4096 runs and the 35B decode.
 # q36 bench -ngl prints the launches and the board energy (NVML) per
 # decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
 # commands, the machine and the commit; bench/results/<date>-cuda*/ keeps
@@ -41,10 +42,18 @@ tbc=$bin/tests/gpu/test_backend_cuda
 [ -x "$tbc" ] || tbc=$bin/test_backend_cuda
 [ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
-run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
+m35=$log/models/35b-a3b-q4km.gguf
+[ -f "$m08" ] || run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 OFF="Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0"
 base=()
 [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
+if [ "${BENCH_QUICK:-0}" = 1 ]; then    # fast prompts and the 35B decode only
+    run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
+    [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
+    run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
+    run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
+    exit 0
+fi
 # decode: op by op, then the default (graphs, 16-byte matvecs, fused ops)
 # beside llama.cpp
 run 150 env $OFF "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 3
@@ -62,7 +71,6 @@ if [ -n "$trained" ]; then
     run 90 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3 --fast
 fi
 if [ "${BENCH_35B:-1}" = 1 ]; then
-    m35=$log/models/35b-a3b-q4km.gguf
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     if [ -f "$m35" ]; then
         run 150 env $OFF "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2

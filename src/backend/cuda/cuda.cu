@@ -9,9 +9,8 @@
  * row (no activation quantization, unlike the CPU's ggml recipe), sums in
  * f32; norms sum squares in double as the CPU does; softmaxes use expf.
  * Results match the CPU backend within float tolerance, not bit for bit
- * (tests/gpu/test_backend_cuda.c derives the bounds). The chunked delta
- * rule of fast mode runs the recurrence (same result up to rounding) unless
- * Q36_CUDA_CHUNKED=1 picks the chunked kernels of cuda_chunk.cu.
+ * (tests/gpu/test_backend_cuda.c derives the bounds). Fast mode's prompt
+ * paths round to f16 (Modes, below).
  *
  * Weights. Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16 and F32 are uploaded as they
  * are in the file and read by the kernels in that form; every other type

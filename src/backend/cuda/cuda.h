@@ -6,7 +6,7 @@
  * returns without waiting; be_read, be_save and be_sync wait. Host to
  * device writes (be_write, be_load: the ids and the batch, once a pass)
  * wait too, since the caller's buffer is pageable and may go away; with
- * graphs on (Q36_CUDA_GRAPHS=1) small ones go through pinned staging
+ * graphs on (Q36_CUDA_GRAPHS) small ones go through pinned staging
  * instead and do not wait. Every entry counts what it queues (be_stats).
  *
  * Errors. A CUDA call that fails records "call at file:line: message"
@@ -68,9 +68,9 @@ struct cuda_ctx {
     void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
-    bool            fast_mv;       /* Q36_CUDA_FASTMV=1: cuda_matmul.cu's dot_q4k */
-    bool            fused;         /* Q36_CUDA_FUSED=1: cuda_ops.cu's fused entries */
-    /* graphs (Q36_CUDA_GRAPHS=1, cuda_graph.cu) */
+    bool            fast_mv;       /* Q36_CUDA_FASTMV: cuda_matmul.cu's dot_q4k */
+    bool            fused;         /* Q36_CUDA_FUSED: cuda_ops.cu's fused entries */
+    /* graphs (Q36_CUDA_GRAPHS, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
     int             gcur;          /* the graph replayed (GM_REPLAY) */
@@ -82,10 +82,10 @@ struct cuda_ctx {
     size_t          up_off;        /* bytes of it in use since the stream last waited */
     be_stats        stats;
     bool            reserved;
-    bool            chunked;       /* Q36_CUDA_CHUNKED=1 at creation (cuda_chunk.h) */
-    bool            gemm16;        /* Q36_CUDA_GEMM16=1 at creation (cuda_gemm.cu) */
+    bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
+    bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
-    bool            fattn;         /* Q36_CUDA_FATTN=1 at creation (cuda_fattn.h) */
+    bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */

@@ -1,7 +1,7 @@
 /* cuda_chunk.cu: the CUDA backend's chunked gated delta rule (MODEL.md
- * §2.6), the prompt path of fast mode behind be_deltanet_chunked when
- * Q36_CUDA_CHUNKED=1 (cuda_chunk.h); otherwise that entry runs the
- * recurrence of cuda_seq.cu.
+ * §2.6), the prompt path of fast mode behind be_deltanet_chunked (unless
+ * Q36_CUDA_CHUNKED=0: cuda_chunk.h, when that entry runs the recurrence of
+ * cuda_seq.cu).
  *
  * Per value head and chunk of up to C = 64 tokens of a run (chunks start
  * at the run's first row, as the CPU's do), with G_t the prefix sum of the
@@ -513,7 +513,7 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
         size_t fr = 0, tot = 0;
         cudaMemGetInfo(&fr, &tot);
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f MiB for the "
-                           "chunked delta rule (Q36_CUDA_CHUNKED=1: %lld rows x %lld value heads) "
+                           "chunked delta rule (fast mode: %lld rows x %lld value heads) "
                            "on %s: %.1f MiB free of %.1f MiB", need * 4.0 / 1048576.0,
                            (long long)s->n_rows, (long long)s->ssm_v_heads, c->dev_name,
                            fr / 1048576.0, tot / 1048576.0);

@@ -4,11 +4,11 @@
  * so the kernels' index arithmetic and algebra are checked on a machine
  * without a GPU. Plain C: the tests include it.
  *
- * Switch. Q36_CUDA_CHUNKED=1 in the environment when a CUDA context is
- * made (be_new) sends that context's be_deltanet_chunked (fast mode's
- * prompt runs) to the chunked kernels; unset or any other value keeps the
- * token-by-token recurrence (the default until a GPU run has validated the
- * kernels). Exact mode never reaches them: it calls be_deltanet. */
+ * Switch. A CUDA context reserved for fast mode (be_shape.fast) sends its
+ * be_deltanet_chunked (fast mode's prompt runs) to the chunked kernels,
+ * unless Q36_CUDA_CHUNKED=0 was in the environment when it was made (then
+ * the token-by-token recurrence). Exact mode never reaches them: it calls
+ * be_deltanet. */
 #ifndef Q36_CUDA_CHUNK_H
 #define Q36_CUDA_CHUNK_H
 

@@ -1,5 +1,5 @@
 /* cuda_fattn.cu: the CUDA backend's attention for prompt batches
- * (be_attention of at least FA_MIN_ROWS query rows, when Q36_CUDA_FATTN=1:
+ * (be_attention of at least FA_MIN_ROWS query rows in fast mode:
  * cuda_fattn.h). The split kernel of cuda_seq.cu gives every query row its
  * own pass over the K/V rows, so a prompt of T rows reads its cache about
  * T times; here FA_BR query rows of one run and one query head share each

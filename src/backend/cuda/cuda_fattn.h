@@ -3,12 +3,11 @@
  * emulation of its kernel for the CPU test suite (tests/test_cuda_emu.c).
  * Plain C.
  *
- * Switch. Q36_CUDA_FATTN=1 in the environment when a CUDA context is made
- * sends that context's be_attention calls of at least FA_MIN_ROWS query
- * rows to the tiled kernel (query rows of a run share each K/V tile
- * through shared memory); unset, or for fewer rows, the split kernel of
- * cuda_seq.cu runs (the default until a GPU run has validated the tiled
- * one). */
+ * Switch. A CUDA context reserved for fast mode (be_shape.fast) sends its
+ * be_attention calls of at least FA_MIN_ROWS query rows to the tiled
+ * kernel (query rows of a run share each K/V tile through shared memory),
+ * unless Q36_CUDA_FATTN=0 was in the environment when it was made; in
+ * exact mode, or for fewer rows, the split kernel of cuda_seq.cu runs. */
 #ifndef Q36_CUDA_FATTN_H
 #define Q36_CUDA_FATTN_H
 

@@ -1,5 +1,5 @@
 /* cuda_gemm.cu: the CUDA backend's f16 tensor-core weight products for
- * prompt batches (behind Q36_CUDA_GEMM16=1; cuda_matmul.cu calls
+ * prompt batches (fast mode, unless Q36_CUDA_GEMM16=0; cuda_matmul.cu calls
  * cuda_gemm16 for batches above its matrix-vector rows). */
 #include "cuda.h"
 #include "cuda_deq.h"
@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Q36_CUDA_GEMM16=1 (read when a context is made; default off until a GPU
- * run has validated it): batches above 8 rows (MATVEC_ROWS) of a weight of a
+/* In fast mode (be_shape.fast, unless Q36_CUDA_GEMM16=0): batches above 8 rows (MATVEC_ROWS) of a weight of a
  * type other than F32 take tensor cores instead of the f32 cuBLAS product:
  * the activation rows rounded to f16 once, the weight dequantized to f16
  * in slabs of rows (deq8's values, then rounded to nearest), cuBLAS

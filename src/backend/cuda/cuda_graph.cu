@@ -1,4 +1,4 @@
-/* cuda_graph.cu: recorded passes of the CUDA backend (Q36_CUDA_GRAPHS=1):
+/* cuda_graph.cu: recorded passes of the CUDA backend (Q36_CUDA_GRAPHS):
  * a decode step's few hundred launches become one cudaGraphLaunch.
  *
  * The engine brackets each forward pass with be_pass_begin(key, rows) and
@@ -125,7 +125,7 @@ static void cut_capture(be_ctx *be)
         if (graph)
             cudaGraphDestroy(graph);
         c->graphs_on = false;
-        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): capturing a pass of %lld ops "
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS): capturing a pass of %lld ops "
                 "failed (%s); the pass did not run, graphs are off for this context from now",
                 (long long)c->gops, cudaGetErrorString(e));
         return;
@@ -145,7 +145,7 @@ static void cut_capture(be_ctx *be)
     if (e != cudaSuccess) {
         cudaGetLastError();
         c->graphs_on = false;
-        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): instantiating a pass of %lld "
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS): instantiating a pass of %lld "
                 "ops failed (%s); the pass did not run, graphs are off for this context from now",
                 (long long)c->gops, cudaGetErrorString(e));
         return;
@@ -166,7 +166,7 @@ static void cut_replay(be_ctx *be)
     c->gmode = GM_EAGER;
     cuda_graph *g = &c->graphs[c->gcur];
     if (g->fp != c->gfp || g->n_ops != c->gops) {
-        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS=1): a pass of key %016llx issued %lld "
+        be_fail(be, Q36_E_IO, "cuda graphs (Q36_CUDA_GRAPHS): a pass of key %016llx issued %lld "
                 "ops (fingerprint %016llx) where the recording has %lld (%016llx); the pass did "
                 "not run and the recording is dropped", (unsigned long long)c->gkey,
                 (long long)c->gops, (unsigned long long)c->gfp, (long long)g->n_ops,

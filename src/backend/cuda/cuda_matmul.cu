@@ -11,12 +11,12 @@
  * output row, each lane 8 elements at a time, up to 4 activation rows per
  * pass over the weight row, a shuffle sum. Larger batches: the weight is
  * dequantized to f32 in slabs of rows (the reserved scratch) and
- * multiplied by cuBLAS in plain f32 (no TF32), or with Q36_CUDA_GEMM16=1 in
- * f16 on tensor cores (cuda_gemm.cu). Expert products run the
- * warp kernel for every (token, rank) row, or with Q36_CUDA_MOEGEMM=1,
- * for prompt batches, grouped by expert (cuda_moe.cu).
+ * multiplied by cuBLAS in plain f32 (no TF32), or in fast mode in f16 on
+ * tensor cores (cuda_gemm.cu). Expert products run the warp kernel for
+ * every (token, rank) row, or in fast mode, for prompt batches, grouped by
+ * expert (cuda_moe.cu).
  *
- * Q36_CUDA_FASTMV=1 (read when the context is made; off by default): Q4_K
+ * Q36_CUDA_FASTMV (read when the context is made; on unless it is 0): Q4_K
  * rows in the warp kernels are read 16 bytes a lane, four blocks a warp
  * step (dot_q4k) instead of 8 bytes a lane and one block: four times the
  * bytes in flight for the same weights and products, summed in another

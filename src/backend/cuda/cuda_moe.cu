@@ -1,6 +1,6 @@
 /* cuda_moe.cu: the CUDA backend's grouped expert products for prompt
  * batches (be_matmul_id of at least MG_MIN_ROWS (token, rank) rows, when
- * Q36_CUDA_MOEGEMM=1: cuda_moe.h). The matrix-vector kernel of
+ * fast mode: cuda_moe.h). The matrix-vector kernel of
  * cuda_matmul.cu reads a whole expert weight row for every (token, rank)
  * row, so a prompt reads each expert's weights once per token routed to
  * it; here each expert's rows share its weights, tile by tile.
@@ -391,7 +391,7 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     if (cudaMalloc(&p, need * sizeof(int32_t)) != cudaSuccess) {
         cudaGetLastError();
         return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f KiB for the "
-                           "grouped expert products (Q36_CUDA_MOEGEMM=1) on %s",
+                           "grouped expert products (fast mode) on %s",
                            need * 4.0 / 1024.0, c->dev_name);
     }
     cudaFree(c->moe);

@@ -2,16 +2,15 @@
  * (cuda_moe.cu): whether they are switched on, and a host emulation of
  * their kernels for the CPU test suite (tests/test_cuda_emu.c). Plain C.
  *
- * Switch. Q36_CUDA_MOEGEMM=1 in the environment when a CUDA context is
- * made sends that context's be_matmul_id calls of at least MG_MIN_ROWS
- * (token, rank) rows (prompt batches) to the grouped kernels: rows sorted
- * by expert on the device, each expert's rows multiplied as tiles of a
- * matrix product, in f32 on the CUDA cores; Q36_CUDA_MOEGEMM=2 the same
- * with the tiles' products in f16 on tensor cores (WMMA, f32
- * accumulators: the inputs rounded to f16, 2^-11 relative each). Unset,
- * or for fewer rows, every row runs the matrix-vector kernel of
- * cuda_matmul.cu (the default until a GPU run has validated the grouped
- * path). The emulation covers the f32 form and everything the two share
+ * Switch. A CUDA context reserved for fast mode (be_shape.fast) sends its
+ * be_matmul_id calls of at least MG_MIN_ROWS (token, rank) rows (prompt
+ * batches) to the grouped kernels: rows sorted by expert on the device,
+ * each expert's rows multiplied as tiles of a matrix product, by default
+ * in f16 on tensor cores (WMMA, f32 accumulators: the inputs rounded to
+ * f16, 2^-11 relative each); Q36_CUDA_MOEGEMM=1 at the context's making
+ * takes f32 tiles on the CUDA cores instead, =0 none. In exact mode, or
+ * for fewer rows, every row runs the matrix-vector kernel of
+ * cuda_matmul.cu. The emulation covers the f32 form and everything the two share
  * (routing, tiles, loads); only the GPU tests check the WMMA product. */
 #ifndef Q36_CUDA_MOE_H
 #define Q36_CUDA_MOE_H

@@ -9,7 +9,7 @@
  * multiply-add; the router's top k takes the lower index on exact ties;
  * the combine rounds each product before adding it, in rank order.
  *
- * Fused entries (Q36_CUDA_FUSED=1; otherwise they run the separate ops):
+ * Fused entries (unless Q36_CUDA_FUSED=0, when they run the separate ops):
  * the residual add with the next RMS norm, the DeltaNet gated norm, and
  * the MoE combine with the shared expert's gate and add (the conv with its
  * SiLU is in cuda_seq.cu). Each computes what its separate ops

@@ -436,7 +436,7 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
     conv(be, x, tails, w, b, false, y);
 }
 
-/* the conv and its SiLU: one kernel with Q36_CUDA_FUSED=1 (the same bits) */
+/* the conv and its SiLU: one kernel unless Q36_CUDA_FUSED=0 (the same bits) */
 void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                         const be_batch *b, be_tensor *y)
 {
