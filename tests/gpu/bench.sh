@@ -9,7 +9,8 @@
 # f16 tensor-core and grouped expert products, tiled attention). With
 # LLAMA_LIB set (a CUDA build's lib/, e.g. ../shared/llama-cuda unpacked),
 # the default decode and the fast prompt runs add --baseline llama.cpp on
-# the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file;
+# the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file
+# (also with Q36_CUDA_ATTNGQA=1);
 # BENCH_QUICK=1 runs only the fast pp4096 runs and the 35B decode.
 # q36 bench -ngl prints the launches and the board energy (NVML) per
 # decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
@@ -78,7 +79,10 @@ if [ "${BENCH_35B:-1}" = 1 ]; then
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
         run 300 env Q36_CUDA_MOEGEMM=1 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
+        # decode at depth, the grouped attention (Q36_CUDA_ATTNGQA=1) beside
+        # the default split
         [ "${BENCH_DEEP:-0}" = 1 ] &&
-            run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"
+            run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}" &&
+            run 300 env Q36_CUDA_ATTNGQA=1 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast
     fi
 fi

@@ -97,6 +97,16 @@ for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
+# grouped decode attention (Q36_CUDA_ATTNGQA=1, off by default until a GPU
+# run checks it; its op cases ran above): models with groups of 2, 4 and 8
+# query heads per K/V head, against the CPU as the default runs are
+for m in "${models[@]}"; do
+    case $(basename "$m") in
+    dense-q8hd256.gguf|moe-q4km.gguf|dense-q5k.gguf|trained.gguf)
+        Q36_CUDA_ATTNGQA=1 one "model-gqa-$(basename "$m" .gguf)" --no-ops "$m" ;;
+    esac
+done
+
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading
 m=${models[0]:-}

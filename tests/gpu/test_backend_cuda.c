@@ -1097,6 +1097,37 @@ static void test_fattn_ops(const be_shape *sh)
     be_free(gpf);
 }
 
+/* Q36_CUDA_ATTNGQA=1: decode attention split by K/V head, a block serving
+ * the query heads of a group (cuda_seq.cu, k_attn_split_gqa), on the
+ * decode cases of the default path with the same bounds: groups of 8, 4,
+ * 2 and 1 (no instance: the default kernel), head dims 64 (no instance),
+ * 128 and 256, f16 and f32 caches, one slot short and long, 8 slots, and
+ * a batch of runs. Names end in _gqa. */
+static void test_attn_gqa(const be_shape *sh)
+{
+    be_ctx *g = ctx_with("Q36_CUDA_ATTNGQA", "1", sh, "cuda.attn_gqa_context"), *saved = gpu;
+    if (!g)
+        return;
+    gpu = g;
+    case_tag = "_gqa";
+    const int l1[] = { 1 }, p0[] = { 0 }, p_long[] = { 3000 };
+    const int l8[] = { 1, 1, 1, 1, 1, 1, 1, 1 }, p8[] = { 0, 5, 100, 31, 257, 1000, 2, 64 };
+    const int l3[] = { 7, 1, 33 }, p3[] = { 0, 12, 5 };
+    const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
+                                  { 3, 3, 64 }, { 24, 3, 128 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p0);
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p_long);
+            test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
+            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
+        }
+    gpu = saved;
+    case_tag = "";
+    be_free(g);
+}
+
 /* ----------------------------------------------------------------- graphs */
 
 static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on ? "1" : "0"); }
@@ -1881,7 +1912,7 @@ static void test_model_graphs(const char *path)
 {
     char name[256];
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(name, sizeof name, "cuda.model.%s.graphs_vs_eager", base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.graphs_vs_eager", mode_tag, base);
     q36_err err = { 0 };
     q36_model *m = NULL;
     if (q36_model_open(path, &m, &err)) {
@@ -2363,6 +2394,9 @@ int main(int argc, char **argv)
         t_fail("cuda.backend_new", "%s", err.msg);
         return t_exit();
     }
+    const char *gqa = getenv("Q36_CUDA_ATTNGQA");
+    if (gqa && !strcmp(gqa, "1"))
+        mode_tag = ".gqa";      /* model cases run with the grouped decode attention */
     char dev[160];
     uint64_t fr, tot;
     if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
@@ -2409,6 +2443,7 @@ int main(int argc, char **argv)
         test_fattn_ops(&sh);
         test_graph_ops(&sh);
         test_fast_mv(&sh);
+        test_attn_gqa(&sh);
         test_fused(&sh);
     }
 

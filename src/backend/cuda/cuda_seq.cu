@@ -218,6 +218,134 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
     }
 }
 
+/* The same splits with the G query heads of one K/V head together
+ * (Q36_CUDA_ATTNGQA=1): one block per (split, K/V head, query row); each
+ * warp loads each of its keys once and updates the G heads' online
+ * softmaxes, in k_attn_split's key order with its arithmetic per head, and
+ * writes the same partials. K/V rows are read once per group instead of
+ * once per query head (8 times fewer on the Qwen3.6-35B-A3B geometry). */
+template <typename CK, typename CV, int NPL, int G>
+__global__ void __launch_bounds__(ATT_THREADS)
+k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *vc,
+                 int64_t ldvc, const int32_t *runs, int n_seq, int64_t kv_rows, float scale,
+                 int64_t chunk, int nsplit, int64_t Hq, float *part)
+{
+    constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
+    __shared__ float wm[NW][G], wl[NW][G], wacc[NW][G][HD];
+    const int s = blockIdx.x;
+    const int64_t hk = blockIdx.y, r = blockIdx.z;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
+    const int4 run = run_of(runs, n_seq, r);
+    const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
+    const int64_t ch = chunk > 0 ? chunk : (L + nsplit - 1) / nsplit;   /* 0: from L */
+    const int64_t j0 = (int64_t)s * ch, j1 = j0 + ch < L ? j0 + ch : L;
+    const int64_t slot = run.x < 0 ? 0 : run.x;
+    const CK *kb = kc + slot * kv_rows * ldkc + hk * HD + lane * NPL;
+    const CV *vb = vc + slot * kv_rows * ldvc + hk * HD + lane * NPL;
+    float qv[G][NPL], acc[G][NPL], m[G], l[G];
+    #pragma unroll
+    for (int g = 0; g < G; g++) {
+        #pragma unroll
+        for (int i = 0; i < NPL; i++) {
+            const float v = q[r * ldq + (hk * G + g) * HD + lane * NPL + i];
+            qv[g][i] = sizeof(CK) == 2 ? __half2float(__float2half_rn(v)) : v;
+            acc[g][i] = 0.0f;
+        }
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
+    for (int64_t j = j0 + wid; j < j1; j += NW) {
+        float kv[NPL], vv[NPL];
+        load_lane<CK, NPL>(kb + j * ldkc, kv);
+        load_lane<CV, NPL>(vb + j * ldvc, vv);
+        #pragma unroll
+        for (int g = 0; g < G; g++) {
+            float d = 0.0f;
+            #pragma unroll
+            for (int i = 0; i < NPL; i++)
+                d += qv[g][i] * kv[i];
+            #pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                d += __shfl_xor_sync(0xffffffffu, d, o);
+            const float sc = d * scale, mn = fmaxf(m[g], sc);
+            const float f = expf(m[g] - mn);
+            float p = expf(sc - mn);
+            l[g] = l[g] * f + p;
+            if (sizeof(CV) == 2)
+                p = __half2float(__float2half_rn(p));
+            #pragma unroll
+            for (int i = 0; i < NPL; i++)
+                acc[g][i] = acc[g][i] * f + p * vv[i];
+            m[g] = mn;
+        }
+    }
+    #pragma unroll
+    for (int g = 0; g < G; g++) {
+        if (lane == 0) {
+            wm[wid][g] = m[g];
+            wl[wid][g] = l[g];
+        }
+        #pragma unroll
+        for (int i = 0; i < NPL; i++)
+            wacc[wid][g][lane * NPL + i] = acc[g][i];
+    }
+    __syncthreads();
+    for (int g = 0; g < G; g++) {
+        float M = -INFINITY;
+        for (int w = 0; w < NW; w++)
+            if (wl[w][g] > 0.0f)
+                M = fmaxf(M, wm[w][g]);
+        float *o = part + ((r * Hq + hk * G + g) * nsplit + s) * (HD + 2);
+        float Ls = 0.0f;
+        for (int w = 0; w < NW; w++)
+            if (wl[w][g] > 0.0f)
+                Ls += wl[w][g] * expf(wm[w][g] - M);
+        if (threadIdx.x == 0) {
+            o[0] = M;
+            o[1] = Ls;
+        }
+        for (int d = threadIdx.x; d < HD; d += ATT_THREADS) {
+            float a = 0.0f;
+            for (int w = 0; w < NW; w++)
+                if (wl[w][g] > 0.0f)
+                    a += wacc[w][g][d] * expf(wm[w][g] - M);
+            o[2 + d] = a;
+        }
+    }
+}
+
+/* k_attn_split_gqa for this call, or false when it has no instance: K and
+ * V caches of one type (f16 or f32), head dims 128 or 256, groups of 2, 4
+ * or 8 query heads */
+static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                     const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                     float scale, int64_t chunk, int64_t nsplit, int64_t T)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t G = n_head / n_head_kv;
+    if (kc->f16 != vc->f16 || (head_dim != 128 && head_dim != 256) || (G != 2 && G != 4 && G != 8))
+        return false;
+    dim3 grid((unsigned)nsplit, (unsigned)n_head_kv, (unsigned)T);
+    const int32_t *runs = (const int32_t *)b->runs->data;
+#define GQA1(C, NPL, GG) k_attn_split_gqa<C, C, NPL, GG><<<grid, ATT_THREADS, 0, c->stream>>>(     \
+        (const float *)q->data, q->ld, (const C *)kc->data, kc->ld, (const C *)vc->data, vc->ld,  \
+        runs, b->n_seq, b->kv_rows, scale, chunk, (int)nsplit, n_head, c->part)
+#define GQA(C, NPL)                                 \
+    switch (G) {                                    \
+    case 2: GQA1(C, NPL, 2); break;                 \
+    case 4: GQA1(C, NPL, 4); break;                 \
+    default: GQA1(C, NPL, 8); break;                \
+    }
+    if (kc->f16) {
+        if (head_dim == 128) GQA(__half, 4) else GQA(__half, 8)
+    } else {
+        if (head_dim == 128) GQA(float, 4) else GQA(float, 8)
+    }
+#undef GQA
+#undef GQA1
+    return true;
+}
+
 __global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo)
 {
     const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
@@ -273,6 +401,15 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
         be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
                 "%zu floats of partials, %zu reserved", (long long)T, (long long)n_head,
                 (long long)nsplit, need, c->part_floats);
+        return;
+    }
+    if (c->attn_gqa && n_head > n_head_kv &&
+        attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, T)) {
+        if (!CUDA_LAUNCHED(be, "k_attn_split_gqa"))
+            return;
+        k_attn_merge<<<dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream>>>(
+            c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
+        CUDA_LAUNCHED(be, "k_attn_merge");
         return;
     }
     dim3 grid((unsigned)nsplit, (unsigned)n_head, (unsigned)T);
