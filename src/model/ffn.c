@@ -29,7 +29,22 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
 
     be_tensor *rlog = model_rows(e, sc->rlog, T);
     be_tensor *rw = model_rows(e, sc->rw, T);
-    be_matmul(be, L->router, 0, h, rlog);
+    /* every product of h at once: the router's logits and, with a shared
+     * expert, its up and gate rows and its gate logit (be_matmul_n: the
+     * same bits as one by one; one launch a decode step on the GPU) */
+    be_tensor *sh = NULL, *fg = NULL, *fu = NULL, *shg = NULL;
+    if (L->up_shexp) {
+        const int64_t Fs = hp->n_ff_shexp;
+        sh = model_rows(e, sc->moe, T);
+        fg = be_view(be, model_rows(e, sc->fg, T), 0, Fs);
+        fu = be_view(be, model_rows(e, sc->fu, T), 0, Fs);
+        shg = model_rows(e, sc->shg, T);
+        const be_weight *win[] = { L->router, L->up_shexp, L->gate_shexp, L->shexp_gate };
+        be_tensor *yin[] = { rlog, fu, fg, shg };
+        be_matmul_n(be, 4, win, h, yin);
+    } else {
+        be_matmul(be, L->router, 0, h, rlog);
+    }
     be_tensor *sel = model_rows(e, sc->sel, T);
     be_moe_route(be, rlog, k, sel, rw);
 
@@ -54,18 +69,10 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         be_moe_combine(be, ey, rw, k, out);
         return;
     }
-    /* the shared expert into sh, its gate logit into shg; then the routed
-     * sum plus sigmoid(shg) * sh (be_moe_combine_shared: one op) */
-    be_tensor *sh = model_rows(e, sc->moe, T);
-    const int64_t Fs = hp->n_ff_shexp;
-    be_tensor *fg = be_view(be, model_rows(e, sc->fg, T), 0, Fs);
-    be_tensor *fu = be_view(be, model_rows(e, sc->fu, T), 0, Fs);
-    const be_weight *win[] = { L->up_shexp, L->gate_shexp };
-    be_tensor *yin[] = { fu, fg };
-    be_matmul_n(be, 2, win, h, yin);
+    /* the shared expert into sh (its up and gate rows and gate logit shg
+     * came with the router's); then the routed sum plus sigmoid(shg) * sh
+     * (be_moe_combine_shared: one op) */
     be_swiglu(be, fg, fu, fg);
     be_matmul(be, L->down_shexp, 0, fg, sh);
-    be_tensor *shg = model_rows(e, sc->shg, T);
-    be_matmul(be, L->shexp_gate, 0, h, shg);
     be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
 }

@@ -100,38 +100,28 @@ __device__ __forceinline__ float warp_sum(float s)
     return s;
 }
 
-/* Up to MV_JOBS weights of one type and width that read the same x (the
+/* Up to MV_JOBS weights of one width that read the same x (the
  * projections of be_matmul_n): their output rows are one range, weight j
- * owning rows [start[j], start[j+1]). */
+ * owning rows [start[j], start[j+1]); type[j] and rb[j] say its blocks
+ * (k_matvec_mixed: types may differ; k_matvec: all of its one type). */
 #define MV_JOBS 4
 typedef struct mv_jobs {
     const uint8_t *W[MV_JOBS];
     float         *y[MV_JOBS];
     int64_t        ldy[MV_JOBS];
     int64_t        start[MV_JOBS + 1];
+    uint64_t       rb[MV_JOBS];
+    uint32_t       type[MV_JOBS];
     int            n;
 } mv_jobs;
 
-/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
- * warp per output row of the joint range */
-template <int T, int RB, bool FAST = false>
-__global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restrict__ x,
-                         int64_t ldx, int64_t R, bool xvec)
+/* acc[r] = the weight row (type T, K wide) times x rows r0 + r, r < RB,
+ * this lane's share, to be summed over the warp */
+template <int T, int RB, bool FAST>
+__device__ __forceinline__ void mv_row(const uint8_t *row, int64_t K, const float *__restrict__ x,
+                                       int64_t ldx, int64_t R, int64_t r0, bool xvec, int lane,
+                                       float acc[RB])
 {
-    const int lane = threadIdx.x & 31;
-    const int64_t g = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (g >= J.start[J.n])
-        return;
-    int jb = 0;
-    while (jb + 1 < J.n && g >= J.start[jb + 1])
-        jb++;
-    const int64_t n = g - J.start[jb];
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
-    const uint8_t *row = J.W[jb] + (uint64_t)n * rb;
-    float acc[RB];
-    #pragma unroll
-    for (int r = 0; r < RB; r++)
-        acc[r] = 0.0f;
     if constexpr (FAST && T == QT_Q4_K)
         dot_q4k<RB>(row, K, x + r0 * ldx, ldx, R - r0, xvec, lane, acc);
     else
@@ -156,6 +146,25 @@ __global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restr
             }
         }
     }
+}
+
+/* The warp's output row of the joint range: job jb, row n of its weight */
+__device__ __forceinline__ bool mv_find(const mv_jobs &J, int64_t g, int *jb, int64_t *n)
+{
+    if (g >= J.start[J.n])
+        return false;
+    int j = 0;
+    while (j + 1 < J.n && g >= J.start[j + 1])
+        j++;
+    *jb = j;
+    *n = g - J.start[j];
+    return true;
+}
+
+template <int RB>
+__device__ __forceinline__ void mv_store(const mv_jobs &J, int jb, int64_t n, int64_t r0,
+                                         int64_t R, int lane, float acc[RB])
+{
     float *y = J.y[jb];
     const int64_t ldy = J.ldy[jb];
     #pragma unroll
@@ -164,6 +173,63 @@ __global__ void k_matvec(mv_jobs J, uint64_t rb, int64_t K, const float *__restr
         if (lane == 0 && r0 + r < R)
             y[(r0 + r) * ldy + n] = s;
     }
+}
+
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+ * warp per output row of the joint range; all jobs of type T */
+template <int T, int RB, bool FAST = false>
+__global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
+                         bool xvec)
+{
+    const int lane = threadIdx.x & 31;
+    int jb;
+    int64_t n;
+    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+        return;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    mv_row<T, RB, FAST>(J.W[jb] + (uint64_t)n * J.rb[jb], K, x, ldx, R, r0, xvec, lane, acc);
+    mv_store<RB>(J, jb, n, r0, R, lane, acc);
+}
+
+/* k_matvec with each job of its own type (the warp's job decides, so a
+ * warp never diverges): the projections of one input in one launch when
+ * their types differ (a Q4_K_M file's Q6_K attn_qkv beside Q4_K gates).
+ * Each row is the same sum as k_matvec's for its type. */
+template <int RB>
+__global__ void k_matvec_mixed(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx,
+                               int64_t R, bool xvec, bool fast)
+{
+    const int lane = threadIdx.x & 31;
+    int jb;
+    int64_t n;
+    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+        return;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
+    switch (J.type[jb]) {
+    case QT_F32:  mv_row<QT_F32, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    case QT_F16:  mv_row<QT_F16, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    case QT_BF16: mv_row<QT_BF16, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    case QT_Q8_0: mv_row<QT_Q8_0, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    case QT_Q4_K:
+        if (fast)
+            mv_row<QT_Q4_K, RB, true>(row, K, x, ldx, R, r0, xvec, lane, acc);
+        else
+            mv_row<QT_Q4_K, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc);
+        break;
+    case QT_Q5_K: mv_row<QT_Q5_K, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    case QT_Q6_K: mv_row<QT_Q6_K, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
+    default: break;     /* cuda_matmul_n sends only these */
+    }
+    mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
 /* Expert rows: output row q = t*k + i takes expert sel[t][i]; x row t
@@ -246,27 +312,43 @@ size_t cuda_matmul_scratch(const be_shape *s)
     return f > w * 64 ? f : w * 64;
 }
 
-static void matvec(be_ctx *be, uint32_t type, const mv_jobs *J, uint64_t rb, int64_t K,
-                   const be_tensor *x)
+/* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec when
+ * they share a type, k_matvec_mixed otherwise. */
+static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
+    const float *xd = (const float *)x->data;
+    const uint32_t type = J->type[0];
+    bool same = true;
+    for (int j = 1; j < J->n; j++)
+        same = same && J->type[j] == type;
+    if (!same) {
+        if (R == 1)
+            k_matvec_mixed<1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(*J, K, xd, x->ld, R, xvec,
+                                                                     c->fast_mv);
+        else
+            k_matvec_mixed<MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(*J, K, xd, x->ld, R,
+                                                                             xvec, c->fast_mv);
+        CUDA_LAUNCHED(be, "k_matvec_mixed");
+        return;
+    }
     if (c->fast_mv && type == QT_Q4_K) {
         if (R == 1)
             k_matvec<QT_Q4_K, 1, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                *J, rb, K, (const float *)x->data, x->ld, R, xvec);
+                *J, K, xd, x->ld, R, xvec);
         else
             k_matvec<QT_Q4_K, MATVEC_RB, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                *J, rb, K, (const float *)x->data, x->ld, R, xvec);
+                *J, K, xd, x->ld, R, xvec);
     } else if (R == 1) {
         TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
+                    *J, K, xd, x->ld, R, xvec));
     } else {
         TYPE_SWITCH(type, k_matvec<TT, MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
-                    *J, rb, K, (const float *)x->data, x->ld, R, xvec));
+                    *J, K, xd, x->ld, R, xvec));
     }
     CUDA_LAUNCHED(be, "k_matvec");
 }
@@ -310,22 +392,28 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
     if (x->rows <= MATVEC_ROWS) {
-        mv_jobs J = { { W }, { (float *)y->data }, { y->ld }, { 0, N }, 1 };
-        matvec(be, w->type, &J, w->row_bytes, K, x);
+        mv_jobs J;
+        memset(&J, 0, sizeof J);
+        J.W[0] = W;
+        J.y[0] = (float *)y->data;
+        J.ldy[0] = y->ld;
+        J.start[1] = N;
+        J.rb[0] = w->row_bytes;
+        J.type[0] = w->type;
+        J.n = 1;
+        matvec(be, &J, K, x);
     } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
     }
 }
 
-/* Decode rows: weights of one type (so one row size) share one launch,
- * in groups of MV_JOBS; otherwise one matmul each. */
+/* Decode rows: the weights (all reading x, so all K wide) share launches
+ * of up to MV_JOBS, whatever their types (k_matvec_mixed when they
+ * differ); batches above MATVEC_ROWS rows: one matmul each. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
-    bool same = x->rows <= MATVEC_ROWS;
-    for (int i = 1; i < n && same; i++)
-        same = w[i]->type == w[0]->type && w[i]->t->ne[0] == w[0]->t->ne[0];
-    if (!same) {
+    if (x->rows > MATVEC_ROWS) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
         return;
@@ -342,9 +430,11 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
             J.y[j] = (float *)y[i0 + j]->data;
             J.ldy[j] = y[i0 + j]->ld;
             J.start[j + 1] = J.start[j] + (int64_t)wj->t->ne[1];
+            J.rb[j] = wj->row_bytes;
+            J.type[j] = wj->type;
         }
         if (x->rows)
-            matvec(be, w[0]->type, &J, w[0]->row_bytes, (int64_t)w[0]->t->ne[0], x);
+            matvec(be, &J, (int64_t)x->cols, x);
     }
 }
 
