@@ -97,13 +97,15 @@ for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
-# grouped decode attention (Q36_CUDA_ATTNGQA=1, off by default until a GPU
-# run checks it; its op cases ran above): models with groups of 2, 4 and 8
-# query heads per K/V head, against the CPU as the default runs are
+# the switches off by default until a GPU run checks them (their op cases
+# ran above): grouped decode attention (Q36_CUDA_ATTNGQA=1) and mixed-type
+# decode projections in one launch (Q36_CUDA_MVMIXED=1), on models with
+# groups of 2, 4 and 8 query heads per K/V head and Q4_K_M mixes, against
+# the CPU as the default runs are (case names cuda.model.next.*)
 for m in "${models[@]}"; do
     case $(basename "$m") in
-    dense-q8hd256.gguf|moe-q4km.gguf|dense-q5k.gguf|trained.gguf)
-        Q36_CUDA_ATTNGQA=1 one "model-gqa-$(basename "$m" .gguf)" --no-ops "$m" ;;
+    dense-q8hd256.gguf|moe-q4km.gguf|dense-q4km.gguf|dense-q5k.gguf|trained.gguf)
+        Q36_CUDA_ATTNGQA=1 Q36_CUDA_MVMIXED=1 one "model-next-$(basename "$m" .gguf)" --no-ops "$m" ;;
     esac
 done
 

@@ -363,8 +363,11 @@ static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 static void test_matmul_n(const uint32_t *types, int n, int64_t R)
 {
     char name[96];
+    bool same = true;
+    for (int i = 1; i < n; i++)
+        same = same && types[i] == types[0];
     snprintf(name, sizeof name, "cuda%s.matmul_n_%d_%s%s_r%lld", variant, n, quant_type_name(types[0]),
-             types[1] == types[0] ? "_same" : "_mixed", (long long)R);
+             same ? "_same" : "_mixed", (long long)R);
     t_rng r = t_rng_named(name);
     const int64_t K = 512;
     static const int64_t Nv[6] = { 96, 33, 7, 200, 64, 5 };
@@ -1103,6 +1106,27 @@ static void test_fattn_ops(const be_shape *sh)
  * 2 and 1 (no instance: the default kernel), head dims 64 (no instance),
  * 128 and 256, f16 and f32 caches, one slot short and long, 8 slots, and
  * a batch of runs. Names end in _gqa. */
+static void test_mv_mixed(const be_shape *sh)
+{
+    be_ctx *m = ctx_with("Q36_CUDA_MVMIXED", "1", sh, "cuda.mv_mixed_context"), *saved = gpu;
+    if (!m)
+        return;
+    gpu = m;
+    variant = ".mvmixed";
+    const uint32_t mixed[3] = { QT_Q4_K, QT_Q6_K, QT_Q8_0 };
+    const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
+    const uint32_t mix6[6] = { QT_Q6_K, QT_Q4_K, QT_Q5_K, QT_BF16, QT_F16, QT_Q4_K };
+    test_matmul_n(mixed, 3, 1);
+    test_matmul_n(mixed, 3, 2);
+    test_matmul_n(mix4, 4, 1);
+    test_matmul_n(mix4, 4, 8);
+    test_matmul_n(mix6, 6, 1);
+    test_matmul_n(mix6, 6, 3);
+    gpu = saved;
+    variant = "";
+    be_free(m);
+}
+
 static void test_attn_gqa(const be_shape *sh)
 {
     be_ctx *g = ctx_with("Q36_CUDA_ATTNGQA", "1", sh, "cuda.attn_gqa_context"), *saved = gpu;
@@ -2044,7 +2068,10 @@ static void test_ops(void)
         const uint32_t mixed[3] = { QT_Q4_K, QT_Q6_K, QT_Q8_0 };
         const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
         const uint32_t q6[2] = { QT_Q6_K, QT_Q6_K };
+        const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };  /* the MoE block's */
         test_matmul_n(mixed, 3, 2);
+        test_matmul_n(mixed, 3, 1);
+        test_matmul_n(mix4, 4, 1);
         test_matmul_n(q4, 4, 1);
         test_matmul_n(q4, 6, 1);
         test_matmul_n(q4, 3, 5);
@@ -2394,9 +2421,9 @@ int main(int argc, char **argv)
         t_fail("cuda.backend_new", "%s", err.msg);
         return t_exit();
     }
-    const char *gqa = getenv("Q36_CUDA_ATTNGQA");
-    if (gqa && !strcmp(gqa, "1"))
-        mode_tag = ".gqa";      /* model cases run with the grouped decode attention */
+    const char *gqa = getenv("Q36_CUDA_ATTNGQA"), *mvm = getenv("Q36_CUDA_MVMIXED");
+    if ((gqa && !strcmp(gqa, "1")) || (mvm && !strcmp(mvm, "1")))
+        mode_tag = ".next";     /* model cases with the switches not yet on by default */
     char dev[160];
     uint64_t fr, tot;
     if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
@@ -2444,6 +2471,7 @@ int main(int argc, char **argv)
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_attn_gqa(&sh);
+        test_mv_mixed(&sh);
         test_fused(&sh);
     }
 

@@ -71,6 +71,7 @@ struct cuda_ctx {
     bool            fast_mv;       /* Q36_CUDA_FASTMV: cuda_matmul.cu's dot_q4k */
     bool            fused;         /* Q36_CUDA_FUSED: cuda_ops.cu's fused entries */
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
+    bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec_mixed */
     /* graphs (Q36_CUDA_GRAPHS, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */

@@ -408,12 +408,17 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
 }
 
 /* Decode rows: the weights (all reading x, so all K wide) share launches
- * of up to MV_JOBS, whatever their types (k_matvec_mixed when they
- * differ); batches above MATVEC_ROWS rows: one matmul each. */
+ * of up to MV_JOBS when they share a type, or with Q36_CUDA_MVMIXED=1
+ * whatever their types (k_matvec_mixed; off by default until a GPU run
+ * checks it); otherwise, and for batches above MATVEC_ROWS rows, one
+ * matmul each. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
-    if (x->rows > MATVEC_ROWS) {
+    bool same = true;
+    for (int i = 1; i < n; i++)
+        same = same && w[i]->type == w[0]->type;
+    if (x->rows > MATVEC_ROWS || (!same && !cuda_ctx_of(be)->mv_mixed)) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
         return;
