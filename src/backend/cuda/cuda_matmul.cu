@@ -407,39 +407,63 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     }
 }
 
-/* Decode rows: the weights (all reading x, so all K wide) share launches
- * of up to MV_JOBS when they share a type, or with Q36_CUDA_MVMIXED=1
- * whatever their types (k_matvec_mixed; off by default until a GPU run
- * checks it); otherwise, and for batches above MATVEC_ROWS rows, one
- * matmul each. */
-void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
-                   be_tensor *const *y)
+/* Launches for w[idx[0..n)]: groups of up to MV_JOBS in their order */
+static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, int n,
+                        const be_tensor *x, be_tensor *const *y)
 {
-    bool same = true;
-    for (int i = 1; i < n; i++)
-        same = same && w[i]->type == w[0]->type;
-    if (x->rows > MATVEC_ROWS || (!same && !cuda_ctx_of(be)->mv_mixed)) {
-        for (int i = 0; i < n; i++)
-            cuda_matmul(be, w[i], 0, x, y[i]);
-        return;
-    }
     for (int i0 = 0; i0 < n; i0 += MV_JOBS) {
         mv_jobs J;
         memset(&J, 0, sizeof J);
         J.n = n - i0 < MV_JOBS ? n - i0 : MV_JOBS;
         for (int j = 0; j < J.n; j++) {
-            const be_weight *wj = w[i0 + j];
-            assert(x->cols == (int64_t)wj->t->ne[0] && y[i0 + j]->cols == (int64_t)wj->t->ne[1]);
-            assert(y[i0 + j]->rows >= x->rows && !y[i0 + j]->f16);
+            const int i = idx[i0 + j];
+            const be_weight *wj = w[i];
+            assert(x->cols == (int64_t)wj->t->ne[0] && y[i]->cols == (int64_t)wj->t->ne[1]);
+            assert(y[i]->rows >= x->rows && !y[i]->f16);
             J.W[j] = (const uint8_t *)wj->data;
-            J.y[j] = (float *)y[i0 + j]->data;
-            J.ldy[j] = y[i0 + j]->ld;
+            J.y[j] = (float *)y[i]->data;
+            J.ldy[j] = y[i]->ld;
             J.start[j + 1] = J.start[j] + (int64_t)wj->t->ne[1];
             J.rb[j] = wj->row_bytes;
             J.type[j] = wj->type;
         }
         if (x->rows)
             matvec(be, &J, (int64_t)x->cols, x);
+    }
+}
+
+/* Decode rows: the weights (all reading x, so all K wide) share launches
+ * of up to MV_JOBS, a type's weights together (k_matvec), or with
+ * Q36_CUDA_MVMIXED=1 whatever their types (k_matvec_mixed; off by default
+ * until a GPU run checks it). Batches above MATVEC_ROWS rows: one matmul
+ * each. */
+void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
+                   be_tensor *const *y)
+{
+    if (x->rows > MATVEC_ROWS) {
+        for (int i = 0; i < n; i++)
+            cuda_matmul(be, w[i], 0, x, y[i]);
+        return;
+    }
+    int idx[64];
+    assert(n <= 64);
+    if (cuda_ctx_of(be)->mv_mixed) {
+        for (int i = 0; i < n; i++)
+            idx[i] = i;
+        matvec_jobs(be, w, idx, n, x, y);
+        return;
+    }
+    bool done[64] = { false };
+    for (int i = 0; i < n; i++) {       /* each type in order of first appearance */
+        if (done[i])
+            continue;
+        int m = 0;
+        for (int j = i; j < n; j++)
+            if (!done[j] && w[j]->type == w[i]->type) {
+                idx[m++] = j;
+                done[j] = true;
+            }
+        matvec_jobs(be, w, idx, m, x, y);
     }
 }
 
