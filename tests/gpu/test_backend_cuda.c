@@ -2316,8 +2316,8 @@ static void run_bench(void)
 
 /* --bench-prompt: ops at prompt shapes (512 rows of one sequence), each
  * on the default context and on contexts made with each prompt switch
- * (the op a switch changes is the one to compare; the CUDA backend has no
- * per-op profile yet). Mean of `reps` calls queued back to back, then one
+ * (the op a switch changes is the one to compare; `q36 bench --profile
+ * -ngl 99` shows the ops of a whole model). Mean of `reps` calls queued back to back, then one
  * sync. Not a test: "#" lines only. */
 static void dnc_call(void *p)
 {
