@@ -140,5 +140,13 @@ if [ -n "$m" ]; then
         fail cli.refuses_what_does_not_fit "$(cat "$log/big.err")"
     fi
 fi
+# ---- q36 serve with the model on the GPU (tests/gpu/serve_gpu.py): chat,
+# the prefix cache's checkpoints on the device, four slots, a bad request
+if [ -n "$trained" ] && [ -f "$trained" ]; then
+    timeout 300 python3 "$(dirname "$0")/serve_gpu.py" "$q36" "$trained" >"$log/serve.log" 2>&1
+    grep -E '^(ok|FAIL|#) ' "$log/serve.log"
+    count "$log/serve.log"
+    grep -q '^ok serve_gpu.starts' "$log/serve.log" || fail serve_gpu.runs "$(tail -n 5 "$log/serve.log")"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
