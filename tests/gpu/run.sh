@@ -4,7 +4,8 @@
 # whole models (synthetic files of both architectures and odd geometries,
 # and the trained default model when given): prompt logits, 64 greedy
 # tokens, slots batched together, CUDA against CPU; then the device flags:
-# the GPU memory plan, a context too large for the device refused up front.
+# the GPU memory plan, a context too large for the device refused up front;
+# then q36 serve -ngl 99 on the trained model (serve_gpu.py).
 # The ops and the whole models run twice: op by op (NEW=0:
 # Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0) and as the
 # backend's default (NEW=1: decode steps recorded and replayed as CUDA
