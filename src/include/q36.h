@@ -275,7 +275,8 @@ int  q36_ckpt_put(q36_engine *e, q36_ckpt *c, int pos, const void *src, q36_err 
  * fit its batch refuses it (Q36_E_ARG, nothing evaluated); a pass that
  * fails leaves its checkpoints unsaved (q36_ckpt_pos -1). Q36_E_ARG here
  * for a slot, position or checkpoint out of range (K/V rows below pos) or
- * one request too many. */
+ * one request too many; every request asked for the next pass is forgotten
+ * then. */
 #define Q36_MAX_SAVES 64
 int q36_engine_save_at(q36_engine *e, int slot, int pos, q36_ckpt *c, q36_err *err);
 

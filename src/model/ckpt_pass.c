@@ -18,23 +18,29 @@
 
 #include <stdlib.h>
 
+static int save_refused(q36_engine *e)
+{
+    e->n_saves = 0;            /* a refused request forgets the others of the pass */
+    return Q36_E_ARG;
+}
+
 int q36_engine_save_at(q36_engine *e, int slot, int pos, q36_ckpt *c, q36_err *err)
 {
     if (slot < 0 || slot >= e->n_slots)
-        return q36_err_set(err, Q36_E_ARG, "save at: slot %d is outside [0, %d)", slot,
+        return q36_err_set(err, save_refused(e), "save at: slot %d is outside [0, %d)", slot,
                            e->n_slots);
     if (!c || c->e != e)
-        return q36_err_set(err, Q36_E_ARG, "save at: %s", c ? "the checkpoint is another "
+        return q36_err_set(err, save_refused(e), "save at: %s", c ? "the checkpoint is another "
                            "engine's" : "no checkpoint");
     if (pos < 1 || pos > e->n_ctx)
-        return q36_err_set(err, Q36_E_ARG, "save at: position %d is outside [1, %lld]", pos,
+        return q36_err_set(err, save_refused(e), "save at: position %d is outside [1, %lld]", pos,
                            (long long)e->n_ctx);
     if (c->kv_rows && c->kv_rows < pos)
-        return q36_err_set(err, Q36_E_ARG, "save at: the checkpoint holds %lld K/V rows, "
+        return q36_err_set(err, save_refused(e), "save at: the checkpoint holds %lld K/V rows, "
                            "position %d needs %d", (long long)c->kv_rows, pos, pos);
     if (e->n_saves == Q36_MAX_SAVES)
-        return q36_err_set(err, Q36_E_ARG, "save at: %d checkpoints asked for the next pass "
-                           "already (at most %d)", e->n_saves, Q36_MAX_SAVES);
+        return q36_err_set(err, save_refused(e), "save at: %d checkpoints asked for the next "
+                           "pass already (at most %d)", e->n_saves, Q36_MAX_SAVES);
     e->saves[e->n_saves++] = (model_save){ slot, pos, c };
     return 0;
 }
