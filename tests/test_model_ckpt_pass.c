@@ -19,7 +19,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "include/q36.h"
 
@@ -58,6 +57,14 @@ static q36_engine *engine(const q36_model *m, int slots, int n_keep, const char 
     if (q36_engine_new(m, CTX, &o, &e, &err))
         t_fail(name, "engine_new: %s", err.msg);
     return e;
+}
+
+/* An engine for the case ckpt_pass.TAG.WHAT (its name into name). */
+static q36_engine *case_engine(const q36_model *m, int slots, int n_keep, const char *tag,
+                               const char *what, char *name, size_t cap)
+{
+    snprintf(name, cap, "ckpt_pass.%s.%s", tag, what);
+    return engine(m, slots, n_keep, name);
 }
 
 /* n tokens of sequence `seq` into slot sl from its position, in passes of
@@ -179,8 +186,7 @@ static int shared_pass(q36_engine *e, const refs *R, int p, q36_ckpt **ck, float
 static void run_saves(const q36_model *m, const refs *R, const char *tag)
 {
     char name[128];
-    snprintf(name, sizeof name, "ckpt_pass.%s.shared_passes", tag);
-    q36_engine *e = engine(m, SLOTS, 0, name);
+    q36_engine *e = case_engine(m, SLOTS, 0, tag, "shared_passes", name, sizeof name);
     if (!e)
         return;
     const int V = R->V;
@@ -266,8 +272,7 @@ static void run_saves(const q36_model *m, const refs *R, const char *tag)
 static void run_keep(const q36_model *m, const refs *R, const char *tag)
 {
     char name[128];
-    snprintf(name, sizeof name, "ckpt_pass.%s.keep_beside_saves", tag);
-    q36_engine *e = engine(m, 2, 4, name);
+    q36_engine *e = case_engine(m, 2, 4, tag, "keep_beside_saves", name, sizeof name);
     if (!e)
         return;
     q36_ckpt *c[3] = { 0 };
@@ -322,8 +327,7 @@ static void run_keep(const q36_model *m, const refs *R, const char *tag)
 static void run_refusals(const q36_model *m, const refs *R, const char *tag)
 {
     char name[128];
-    snprintf(name, sizeof name, "ckpt_pass.%s.refusals", tag);
-    q36_engine *e = engine(m, SLOTS, 0, name);
+    q36_engine *e = case_engine(m, SLOTS, 0, tag, "refusals", name, sizeof name);
     if (!e)
         return;
     q36_ckpt *c = NULL, *c2 = NULL, *small = NULL;
@@ -409,23 +413,6 @@ static void run_model(const char *tag, const char *path)
 
 int main(void)
 {
-    char dir[] = "/tmp/q36_ckpt_pass_XXXXXX";
-    if (!mkdtemp(dir)) {
-        t_fail("ckpt_pass.setup", "mkdtemp failed");
-        return t_exit();
-    }
-    char p1[256], p2[256];
-    int r1 = t_synth_model(dir, "dense", "--arch qwen35 --preset tiny --seed 7", p1, sizeof p1);
-    int r2 = t_synth_model(dir, "moe", "--arch qwen35moe --preset tiny --seed 8 --layers 5 "
-                           "--attn-interval 2", p2, sizeof p2);
-    if (r1 || r2) {
-        t_fail("ckpt_pass.setup", "q36 synth failed; is ./q36 built (or $Q36 set)?");
-    } else {
-        run_model("qwen35", p1);
-        run_model("qwen35moe", p2);
-    }
-    unlink(p1);
-    unlink(p2);
-    rmdir(dir);
+    t_synth_pair("ckpt_pass", 7, 8, run_model);
     return t_exit();
 }
