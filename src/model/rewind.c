@@ -117,7 +117,7 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
             continue;
         }
         /* pieces: one row each for a kept slot, else up to each save's position */
-        const model_save *sv = n_sv ? &e->saves[e->save0[r.slot]] : NULL, *sv_end = sv + n_sv;
+        const model_save *sv = &e->saves[n_sv ? e->save0[r.slot] : 0], *sv_end = sv + n_sv;
         for (int64_t t = 0; t < r.n_rows;) {
             const int64_t end = kept ? t + 1 : sv < sv_end ? sv->pos - r.pos0 : r.n_rows;
             dn_run(e, il, kept ? &e->row_batch : &e->run_batch, r.slot, r.row0 + t, end - t,
