@@ -203,23 +203,6 @@ done:
 
 int main(void)
 {
-    char dir[] = "/tmp/q36_session_XXXXXX";
-    if (!mkdtemp(dir)) {
-        t_fail("session.setup", "mkdtemp failed");
-        return t_exit();
-    }
-    char p1[256], p2[256];
-    int r1 = t_synth_model(dir, "dense", "--arch qwen35 --preset tiny --seed 3", p1, sizeof p1);
-    int r2 = t_synth_model(dir, "moe", "--arch qwen35moe --preset tiny --seed 4 --layers 5 --attn-interval 2",
-                        p2, sizeof p2);
-    if (r1 || r2) {
-        t_fail("session.setup", "q36 synth failed (%d, %d); is ./q36 built (or $Q36 set)?", r1, r2);
-    } else {
-        run_model("qwen35", p1);
-        run_model("qwen35moe", p2);
-    }
-    unlink(p1);
-    unlink(p2);
-    rmdir(dir);
+    t_synth_pair("session", 3, 4, run_model);
     return t_exit();
 }

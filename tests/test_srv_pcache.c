@@ -28,19 +28,32 @@ static int rnd(int n)
     return (int)((rng >> 8) % (uint32_t)n);
 }
 
-/* Evaluates ids[from..n) in slot, in chunks that end at each multiple of
- * EVERY and at n - 1 (where the cache saves), and saves there when c is
- * not NULL; the last token's logits into out. */
+/* Evaluates ids[from..n) in slot and saves (when c is not NULL) at each
+ * multiple of EVERY, at n - 1 (with the K/V rows) and at n: in chunks that
+ * end at each of those (pcache_save after the pass), or with `inpass` in
+ * chunks of BATCH rows that save inside (pcache_want, q36_engine_save_at,
+ * pcache_put); the last token's logits into out. */
 static int run(q36_engine *e, pcache *c, int slot, const int32_t *ids, int n, int from, float *out,
-               q36_err *err)
+               bool inpass, q36_err *err)
 {
     int32_t sl[BATCH], pos[BATCH], last;
     for (int p = from; p < n;) {
-        int end = p + BATCH < n ? p + BATCH : n;
-        for (int q = p + 1; q < end; q++)
+        int end = p + BATCH < n ? p + BATCH : n, at[BATCH], n_at = 0;
+        q36_ckpt *ck[BATCH];
+        for (int q = p + 1; q <= end && q < n; q++)
             if (q % EVERY == 0 || q == n - 1) {
-                end = q;
-                break;
+                if (c && inpass) {
+                    at[n_at] = q;
+                    int rc = pcache_want(c, ids, q, q == n - 1, &ck[n_at], err);
+                    if (!rc && ck[n_at])
+                        rc = q36_engine_save_at(e, slot, q, ck[n_at], err);
+                    n_at++;
+                    if (rc)
+                        return rc;
+                } else if (q < end) {
+                    end = q;
+                    break;
+                }
             }
         for (int k = p; k < end; k++) {
             sl[k - p] = slot;
@@ -49,16 +62,24 @@ static int run(q36_engine *e, pcache *c, int slot, const int32_t *ids, int n, in
         last = end - p - 1;
         q36_batch b = { .n = end - p, .id = ids + p, .slot = sl, .pos = pos, .n_out = 1, .out = &last };
         int rc = q36_engine_eval(e, &b, out, NULL, err);
+        for (int i = 0; i < n_at; i++) {        /* saved or not, the cache takes them back */
+            q36_err e2 = { 0 };
+            int rp = pcache_put(c, ids, at[i], at[i] == n - 1, ck[i], &e2);
+            if (rp && !rc) {
+                *err = e2;
+                rc = rp;
+            }
+        }
         if (rc)
             return rc;
         p = end;
-        if (c && p < n && (rc = pcache_save(c, slot, ids, p, p == n - 1, err)))
+        if (c && !inpass && p < n && (rc = pcache_save(c, slot, ids, p, p == n - 1, err)))
             return rc;
     }
     return c ? pcache_save(c, slot, ids, n, true, err) : 0;
 }
 
-static void cache_case(const q36_model *m, uint64_t budget, const char *name)
+static void cache_case(const q36_model *m, uint64_t budget, bool inpass, const char *name)
 {
     q36_engine_opts o = q36_engine_opts_default();
     o.n_slots = SLOTS;
@@ -97,7 +118,7 @@ static void cache_case(const q36_model *m, uint64_t budget, const char *name)
         reused += d;
         int cs = (slot + 1 + rnd(SLOTS - 1)) % SLOTS; /* the cold run: another slot, from 0 */
         q36_slot_reset(e, cs);
-        if (run(e, c, slot, ids, n, d, hot, &err) || run(e, NULL, cs, ids, n, 0, cold, &err)) {
+        if (run(e, c, slot, ids, n, d, hot, inpass, &err) || run(e, NULL, cs, ids, n, 0, cold, false, &err)) {
             t_fail(name, "round %d: %s", r, err.msg);
             goto done;
         }
@@ -170,7 +191,7 @@ static void thin_case(const q36_model *m, uint64_t state, uint64_t row)
         b[i] = i ? rnd(200) : 2;
     }
     pcache_stats st;
-    if (run(e, c, 0, a, CTX, 0, hot, &err) || run(e, c, 1, b, CTX, 0, hot, &err)) {
+    if (run(e, c, 0, a, CTX, 0, hot, false, &err) || run(e, c, 1, b, CTX, 0, hot, false, &err)) {
         t_fail(name, "%s", err.msg);
         goto done;
     }
@@ -191,7 +212,7 @@ static void thin_case(const q36_model *m, uint64_t state, uint64_t row)
         q36_slot_reset(e, 3);
         if (d < 60 - 48 || d > 60)
             t_fail(name, "an edit at 60 restored depth %d (%s)", d, err.msg);
-        else if (run(e, NULL, 2, a, CTX, d, hot, &err) || run(e, NULL, 3, a, CTX, 0, cold, &err))
+        else if (run(e, NULL, 2, a, CTX, d, hot, false, &err) || run(e, NULL, 3, a, CTX, 0, cold, false, &err))
             t_fail(name, "%s", err.msg);
         else if (memcmp(hot, cold, (size_t)n_voc * sizeof *hot))
             t_fail(name, "restored at %d after thinning: logits differ from the cold run", d);
@@ -230,10 +251,13 @@ int main(void)
             row = q36_ckpt_bytes(e, 1) - state;
         }
         q36_engine_free(e);
-        cache_case(m, 1u << 30, "pcache_cached_equals_cold");
+        cache_case(m, 1u << 30, false, "pcache_cached_equals_cold");
         /* room for a few full checkpoints and some state ones: evicts */
-        cache_case(m, 6 * (state + CTX * row) + 4096, "pcache_cached_equals_cold_evicting");
-        cache_case(m, 0, "pcache_zero_budget_holds_nothing");
+        cache_case(m, 6 * (state + CTX * row) + 4096, false, "pcache_cached_equals_cold_evicting");
+        cache_case(m, 0, false, "pcache_zero_budget_holds_nothing");
+        /* the same with the checkpoints made inside passes of BATCH rows */
+        cache_case(m, 1u << 30, true, "pcache_inpass_cached_equals_cold");
+        cache_case(m, 6 * (state + CTX * row) + 4096, true, "pcache_inpass_cached_equals_cold_evicting");
         thin_case(m, state, row);
     }
     q36_model_free(m);

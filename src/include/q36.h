@@ -256,6 +256,30 @@ int  q36_slot_copy(q36_engine *e, int src, int dst, q36_err *err);
 int  q36_ckpt_get(q36_engine *e, const q36_ckpt *c, void *dst, q36_err *err);
 int  q36_ckpt_put(q36_engine *e, q36_ckpt *c, int pos, const void *src, q36_err *err);
 
+/* ----------------------------------------------- checkpoints inside a pass
+ *
+ * q36_engine_save_at(e, slot, pos, c) asks the next q36_engine_eval to save
+ * into c the state of `slot` after its first pos tokens, what q36_slot_save
+ * would save had a pass ended there: the conv tails and DeltaNet matrices
+ * after the slot's row at position pos - 1 and, when c holds K/V rows (made
+ * with kv_rows >= pos), the slot's K/V rows [0, pos). pos must follow one
+ * of the slot's rows in that pass: slot position < pos <= slot position +
+ * its rows. So a prompt runs in passes of n_batch rows and still leaves a
+ * checkpoint every C tokens (the server's prefix cache). The DeltaNet conv
+ * and delta rule of such a slot run in pieces that end at the positions
+ * asked for, the other ops on the whole pass: in exact mode every logit
+ * and every checkpoint has the bits of passes that end there; in fast
+ * mode, the bits of those passes. At most Q36_MAX_SAVES requests, each for
+ * a distinct checkpoint and position. The requests are for the next
+ * q36_engine_eval call only, whatever it returns: a request that does not
+ * fit its batch refuses it (Q36_E_ARG, nothing evaluated); a pass that
+ * fails leaves its checkpoints unsaved (q36_ckpt_pos -1). Q36_E_ARG here
+ * for a slot, position or checkpoint out of range (K/V rows below pos) or
+ * one request too many; every request asked for the next pass is forgotten
+ * then. */
+#define Q36_MAX_SAVES 64
+int q36_engine_save_at(q36_engine *e, int slot, int pos, q36_ckpt *c, q36_err *err);
+
 /* ---------------------------------------------------------------- sessions
  *
  * A session is a handle on one slot: appends are split into passes of

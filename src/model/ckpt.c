@@ -9,15 +9,6 @@
 
 #include <stdlib.h>
 
-struct q36_ckpt {
-    q36_engine *e;
-    int64_t     kv_rows;       /* K/V rows held (0: none) */
-    int64_t     pos;           /* -1 until saved */
-    int         slot;          /* the slot it was saved from */
-    be_tensor  *tail[MODEL_MAX_BLOCKS], *S[MODEL_MAX_BLOCKS];
-    be_tensor  *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];
-};
-
 void q36_ckpt_free(q36_ckpt *c)
 {
     if (!c)

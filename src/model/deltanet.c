@@ -29,8 +29,9 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
     be_matmul_n(be, 4, win, h, yin);
     be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
 
-    if (e->keeping) {
-        /* a pass that keeps the state after each row (rewind.c) */
+    if (e->keeping || e->n_saves) {
+        /* a pass that keeps the state after each row or saves checkpoints
+         * inside it (rewind.c) */
         model_deltanet_rows(e, il, T, mixed, conv, g, beta, core);
     } else {
         be_ssm_conv_silu(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);

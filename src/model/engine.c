@@ -83,6 +83,9 @@ void q36_engine_free(q36_engine *e)
     free(e->keep);
     free(e->kept_pos0);
     free(e->kept_rows);
+    free(e->saves);
+    free(e->save0);
+    free(e->save_n);
     free(e);
 }
 
@@ -143,8 +146,11 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->keep = calloc((size_t)o.n_slots, sizeof *e->keep);
     e->kept_pos0 = calloc((size_t)o.n_slots, sizeof *e->kept_pos0);
     e->kept_rows = calloc((size_t)o.n_slots, sizeof *e->kept_rows);
+    e->saves = calloc(Q36_MAX_SAVES, sizeof *e->saves);
+    e->save0 = calloc((size_t)o.n_slots, sizeof *e->save0);
+    e->save_n = calloc((size_t)o.n_slots, sizeof *e->save_n);
     if (!e->pos || !e->seq || !e->rowbuf || !e->mtp_pos || !e->keep || !e->kept_pos0 ||
-        !e->kept_rows) {
+        !e->kept_rows || !e->saves || !e->save0 || !e->save_n) {
         rc = q36_err_set(err, Q36_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -167,8 +173,9 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->sc.logit_rows = be_rows_of(e->sc.logits);
     if ((rc = be_batch_init(e->be, &e->batch, o.n_batch, o.n_slots, n_ctx, err)))
         goto fail;
-    if (e->n_keep && ((rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err)) ||
-                      (rc = be_batch_init(e->be, &e->run_batch, o.n_batch, 1, n_ctx, err))))
+    /* run_batch: the runs of a pass that keeps states or saves checkpoints */
+    if ((e->n_keep && (rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err))) ||
+        (rc = be_batch_init(e->be, &e->run_batch, o.n_batch, 1, n_ctx, err)))
         goto fail;
     const be_shape sh = model_plan_shape(hp, &a);
     if ((rc = be_reserve(e->be, &sh, err)))
@@ -244,11 +251,12 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
  * decides which ops a pass issues on which tensors and views: its rows, the
  * rows of each run (not the slots and positions: the ops read those from
  * the device), the rows asked for and what is returned. 0 (never recorded)
- * for a pass that keeps per-row states (its ops depend on the kept slot). */
+ * for a pass that keeps per-row states or saves checkpoints (its ops depend
+ * on the kept slot and the positions). */
 static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, bool logits,
                          bool hidden, const int32_t *hid, int n_hid)
 {
-    if (e->n_keep_req)
+    if (e->n_keep_req || e->n_saves)
         return 0;
     uint64_t h = 0x9E3779B97F4A7C15u;
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001B3u, h ^= h >> 29)
@@ -276,8 +284,8 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
 }
 
 /* n_hid < 0: hidden follows b->out (q36_engine_eval) */
-int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
-                        int n_hid, float *hidden, q36_err *err)
+static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
+                    int n_hid, float *hidden, q36_err *err)
 {
     const int n_seq = batch_runs(e, b, err);
     if (n_seq < 0)
@@ -289,6 +297,11 @@ int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const 
             return q36_err_set(err, Q36_E_ARG, "hidden row %d is outside the batch of %d",
                                hid[i], b->n);
     be_ctx *be = e->be;
+    if (e->n_saves) {
+        const int rs = model_saves_check(e, n_seq, err);
+        if (rs)
+            return rs;
+    }
     if (e->n_keep_req) {
         const int rk = model_keep_check(e, n_seq, err);
         if (rk)
@@ -311,11 +324,23 @@ int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const 
         e->prof_tok += (uint64_t)b->n;
     }
     model_keep_done(e, n_seq, rc == 0);
+    if (e->n_saves) {
+        const int rs = model_saves_done(e, rc == 0, err);
+        rc = rc ? rc : rs;
+    }
     if (rc)
         return rc;
     for (int s = 0; s < n_seq; s++)
         e->pos[e->seq[s].slot] += e->seq[s].n_rows;
     return 0;
+}
+
+int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
+                        int n_hid, float *hidden, q36_err *err)
+{
+    const int rc = eval_hid(e, b, logits, hid, n_hid, hidden, err);
+    e->n_saves = 0;            /* checkpoint requests hold for one call, refused or not */
+    return rc;
 }
 
 /* ----------------------------------------------------------------- slots */

@@ -92,7 +92,33 @@ struct q36_engine {
     be_weight     *dv_head;       /* NULL: the full head */
     int32_t       *dv_ids;
     int            dv_n;
+    /* checkpoints inside a pass (ckpt_pass.c): the next pass's requests,
+     * sorted by slot and position when it starts; per slot, its first
+     * request and their count (valid during that pass) */
+    struct model_save *saves;     /* Q36_MAX_SAVES */
+    int            n_saves;
+    int           *save0, *save_n;
 };
+
+/* A checkpoint (ckpt.c): device copies of one slot's DeltaNet tails and
+ * state matrices, optionally of its first kv_rows K/V rows, and the
+ * position they were saved at. */
+struct q36_ckpt {
+    q36_engine *e;
+    int64_t     kv_rows;       /* K/V rows held (0: none) */
+    int64_t     pos;           /* -1 until saved */
+    int         slot;          /* the slot it was saved from */
+    be_tensor  *tail[MODEL_MAX_BLOCKS], *S[MODEL_MAX_BLOCKS];
+    be_tensor  *kc[MODEL_MAX_BLOCKS], *vc[MODEL_MAX_BLOCKS];
+};
+
+/* One request of q36_engine_save_at: the state of `slot` after position
+ * pos - 1 into c. */
+typedef struct model_save {
+    int        slot;
+    int64_t    pos;
+    q36_ckpt  *c;
+} model_save;
 
 /* ----------------------------------------------------------------- plan.c */
 
@@ -142,9 +168,11 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
                       float *logits, float *hidden, q36_err *err);
 
-/* The delta rule and the conv of a pass that keeps per-row states
- * (rewind.c): each run on its own, a kept slot's row by row with each state
- * copied out after its row. */
+/* The delta rule and the conv of a pass that keeps per-row states or saves
+ * checkpoints inside it (rewind.c): each run on its own, a kept slot's row
+ * by row with each state copied out after its row, a slot with
+ * checkpoints in pieces that end at their positions, each state copied
+ * into its checkpoint after its piece. */
 void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
                          be_tensor *g, be_tensor *beta, be_tensor *core);
 /* Checks a pass that keeps states, before it runs (a refused pass clears
@@ -152,6 +180,18 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
  * states of every other slot of the pass (moved on). */
 int  model_keep_check(q36_engine *e, int n_seq, q36_err *err);
 void model_keep_done(q36_engine *e, int n_seq, bool ok);
+
+/* Checkpoints inside a pass (ckpt_pass.c). model_saves_check, before
+ * the pass: each request's slot has a run in it and its position is one
+ * of the run's (a refused pass forgets the requests); sorts them and fills
+ * save0/save_n. model_saves_done, after it: ok (the pass ran) copies the
+ * K/V rows of the checkpoints that hold them and marks every checkpoint
+ * saved; the requests are forgotten either way. */
+int  model_saves_check(q36_engine *e, int n_seq, q36_err *err);
+int  model_saves_done(q36_engine *e, bool ok, q36_err *err);
+/* Copies slot `slot`'s conv tail and state matrices of DeltaNet layer il
+ * into c (the state after the rows evaluated so far in this pass). */
+void model_save_layer(q36_engine *e, int il, int slot, q36_ckpt *c);
 
 /* Frees what the MTP pass allocated outside the plan (after be_free). */
 void model_mtp_free(q36_engine *e);

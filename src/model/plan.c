@@ -125,6 +125,10 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
     /* a pass that keeps per-row states: 12 views per kept row and DeltaNet
      * layer, 8 per run that keeps nothing */
     s.max_views += (int64_t)hp->n_layer * a->n_slots * (a->n_keep * 12 + 8);
+    /* a pass that saves checkpoints inside it (ckpt_pass.c): per DeltaNet
+     * layer 6 views per piece (at most one per save and one per run) and 2
+     * per save */
+    s.max_views += (int64_t)hp->n_layer * (8 * Q36_MAX_SAVES + 6 * (int64_t)a->n_slots);
     return s;
 }
 

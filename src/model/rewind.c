@@ -12,7 +12,9 @@
  * last, whose state stays the slot's: every DeltaNet layer's state,
  * Hv x dk x dv floats) and the per-row calls. Rewinding copies one kept row
  * back: no replay. Several slots keep their states in one pass (the
- * server's verify rows). */
+ * server's verify rows). The same run-by-run path serves a pass that saves
+ * checkpoints inside it (ckpt_pass.c): a slot with saves runs in pieces
+ * that end at their positions, each state copied into its checkpoint. */
 #include "forward.h"
 
 #include <string.h>
@@ -74,7 +76,9 @@ void model_keep_done(q36_engine *e, int n_seq, bool ok)
 }
 
 /* One DeltaNet layer's conv and delta rule for the run rows [a, a+n) of
- * slot sl at positions p0.., on batch b (set here to that run alone). */
+ * slot sl at positions p0.., on batch b (set here to that run alone). In
+ * fast mode a piece of several rows takes the chunked rule, as a pass of
+ * those rows would. */
 static void dn_run(q36_engine *e, int il, be_batch *b, int sl, int64_t a, int64_t n, int64_t p0,
                    be_tensor *mixed, be_tensor *conv, be_tensor *g, be_tensor *beta,
                    be_tensor *core)
@@ -84,12 +88,15 @@ static void dn_run(q36_engine *e, int il, be_batch *b, int sl, int64_t a, int64_
     be_ctx *be = e->be;
     be_batch_set(be, b, 1, &(be_seq){ sl, 0, (int32_t)n, (int32_t)p0 });
     be_tensor *ct = be_rows(be, conv, a, n);
-    be_ssm_conv(be, be_rows(be, mixed, a, n), e->tail[il], e->w.layer[il].ssm_conv, b, ct);
-    be_silu(be, ct, ct);
+    be_ssm_conv_silu(be, be_rows(be, mixed, a, n), e->tail[il], e->w.layer[il].ssm_conv, b, ct);
     be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
     be_l2_norm(be, qk, hp->eps, dk, qk);
-    be_deltanet(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk, Hv, dk, b,
-                be_rows(be, core, a, n));
+    if (e->fast && n > 1)
+        be_deltanet_chunked(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk,
+                            Hv, dk, b, be_rows(be, core, a, n));
+    else
+        be_deltanet(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk, Hv, dk,
+                    b, be_rows(be, core, a, n));
 }
 
 void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
@@ -102,20 +109,29 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
     const int64_t Cc = be_rows_of(e->tail[il]) / e->n_slots;
     for (int s = 0; s < e->batch.n_seq; s++) {
         const be_seq r = e->seq[s];
-        if (!e->keep[r.slot]) {
+        const bool kept = e->keeping && e->keep[r.slot];
+        const int n_sv = e->n_saves ? e->save_n[r.slot] : 0;
+        if (!kept && !n_sv) {
             dn_run(e, il, &e->run_batch, r.slot, r.row0, r.n_rows, r.pos0, mixed, conv, g, beta,
                    core);
             continue;
         }
-        be_tensor *tail = be_rows(be, e->tail[il], (int64_t)r.slot * Cc, Cc);
-        be_tensor *S = be_rows(be, e->S[il], (int64_t)r.slot * Hv, Hv);
-        for (int64_t t = 0; t < r.n_rows; t++) {
-            dn_run(e, il, &e->row_batch, r.slot, r.row0 + t, 1, r.pos0 + t, mixed, conv, g, beta,
-                   core);
-            if (t + 1 == r.n_rows)
-                break;         /* the last row's state is the slot's own */
-            be_copy(be, tail, be_rows(be, e->keep_tail[il], ((int64_t)r.slot * K + t) * Cc, Cc));
-            be_copy(be, S, be_rows(be, e->keep_S[il], ((int64_t)r.slot * K + t) * Hv, Hv));
+        /* pieces: one row each for a kept slot, else up to each save's position */
+        const model_save *sv = &e->saves[n_sv ? e->save0[r.slot] : 0], *sv_end = sv + n_sv;
+        for (int64_t t = 0; t < r.n_rows;) {
+            const int64_t end = kept ? t + 1 : sv < sv_end ? sv->pos - r.pos0 : r.n_rows;
+            dn_run(e, il, kept ? &e->row_batch : &e->run_batch, r.slot, r.row0 + t, end - t,
+                   r.pos0 + t, mixed, conv, g, beta, core);
+            for (; sv < sv_end && sv->pos == r.pos0 + end; sv++)
+                model_save_layer(e, il, r.slot, sv->c);
+            if (kept && end < r.n_rows) {    /* the last row's state is the slot's own */
+                const int64_t k = (int64_t)r.slot * K + t;
+                be_copy(be, be_rows(be, e->tail[il], (int64_t)r.slot * Cc, Cc),
+                        be_rows(be, e->keep_tail[il], k * Cc, Cc));
+                be_copy(be, be_rows(be, e->S[il], (int64_t)r.slot * Hv, Hv),
+                        be_rows(be, e->keep_S[il], k * Hv, Hv));
+            }
+            t = end;
         }
     }
 }

@@ -46,6 +46,7 @@ struct pcache {
     q36_engine  *e;
     pc_node      root;
     uint64_t     clock;
+    uint64_t     pending;     /* bytes of checkpoints wanted and not yet put (pcache_want) */
     pcache_stats st;
 };
 
@@ -363,26 +364,20 @@ static pc_node *insert(pcache *c, const int32_t *ids, int pos)
     return x;
 }
 
-/* Removes x and the ancestors left without checkpoint or child (after a
- * failed save). */
-static void prune(pcache *c, pc_node *x)
+static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes);
+/* What a checkpoint of ids[0..pos) adds at most: its bytes, two new nodes
+ * (a split and a leaf) and pos tokens of edges. */
+static uint64_t save_need(const pcache *c, int pos, bool kv)
 {
-    while (x != &c->root && !x->child && !x->ck) {
-        pc_node *p = x->parent;
-        remove_leaf(c, x);
-        x = p;
-    }
+    return q36_ckpt_bytes(c->e, kv ? pos : 0) + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
 }
 
-static void hold(pcache *c, pc_node *x, q36_ckpt *ck, bool kv, uint64_t ck_bytes);
-
-int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err)
+int pcache_want(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt **out, q36_err *err)
 {
+    *out = NULL;
     if (pos < 1)
         return 0;
-    const uint64_t ck_bytes = q36_ckpt_bytes(c->e, kv ? pos : 0);
-    /* at most two new nodes (a split and a leaf) and pos tokens of edges */
-    const uint64_t need = ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t);
+    const uint64_t need = save_need(c, pos, kv);
     if (need > c->st.budget)
         return 0;
     c->clock++;
@@ -394,24 +389,53 @@ int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_e
         return 0;
     }
     /* thinning while gaps stay small, other branches, any thinning, this branch (the file's comment) */
-    while (c->st.bytes + need > c->st.budget) {
+    while (c->st.bytes + c->pending + need > c->st.budget) {
         x = walk(c, ids, pos, &lcp);                       /* thinning may merge nodes */
         if (!(thin_one(c, THIN_GAP) || evict_one(c, x) || thin_one(c, INT_MAX) || evict_one(c, NULL)))
             break;
     }
-    if (!(x = insert(c, ids, pos)))
-        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
-    q36_ckpt *ck = NULL;
-    int rc = q36_ckpt_new(c->e, kv ? pos : 0, &ck, err);
-    if (!rc && (rc = q36_slot_save(c->e, slot, ck, err)))
-        q36_ckpt_free(ck);
-    if (rc) {
-        prune(c, x);
+    if (c->st.bytes + c->pending + need > c->st.budget)
+        return 0;                  /* the room is the other pending checkpoints' */
+    int rc = q36_ckpt_new(c->e, kv ? pos : 0, out, err);
+    if (rc)
         return rc;
+    c->pending += need;
+    return 0;
+}
+
+int pcache_put(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck, q36_err *err)
+{
+    if (!ck)
+        return 0;
+    c->pending -= save_need(c, pos, kv);
+    int lcp;
+    pc_node *x = walk(c, ids, pos, &lcp);
+    if (q36_ckpt_pos(ck) != pos || (x->depth == pos && x->ck && (x->kv || !kv))) {
+        q36_ckpt_free(ck);         /* not saved, or held already (another slot's, same pass) */
+        return 0;
     }
-    hold(c, x, ck, kv, ck_bytes);
+    if (!(x = insert(c, ids, pos))) {
+        q36_ckpt_free(ck);
+        return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");
+    }
+    c->clock++;
+    hold(c, x, ck, kv, q36_ckpt_bytes(c->e, kv ? pos : 0));
     c->st.saves++;
     return 0;
+}
+
+int pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err)
+{
+    q36_ckpt *ck = NULL;
+    int rc = pcache_want(c, ids, pos, kv, &ck, err);
+    if (rc || !ck)
+        return rc;
+    if ((rc = q36_slot_save(c->e, slot, ck, err))) {
+        c->pending -= save_need(c, pos, kv);
+        q36_ckpt_free(ck);
+        return rc;
+    }
+    return pcache_put(c, ids, pos, kv, ck, err);
 }
 
 /* Node x takes checkpoint ck (replacing a state one it held). */
@@ -437,7 +461,7 @@ int pcache_attach(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck,
     int lcp;
     pc_node *x = walk(c, ids, pos, &lcp);
     if (pos < 1 || (x->depth == pos && x->ck && (x->kv || !kv)) ||
-        c->st.bytes + ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t) > c->st.budget)
+        c->st.bytes + c->pending + ck_bytes + 2 * sizeof(pc_node) + (uint64_t)pos * sizeof(int32_t) > c->st.budget)
         return 0;
     if (!(x = insert(c, ids, pos)))
         return q36_err_set(err, Q36_E_NOMEM, "prefix cache: out of memory for the tree");

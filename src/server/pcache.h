@@ -11,7 +11,8 @@
  * evaluates only the rest. A hybrid model needs a checkpoint at or before
  * the first changed token: a DeltaNet state cannot be rewound, so the
  * scheduler saves at chosen positions (every C tokens, the template's turn
- * boundaries, the end of a prompt and of a reply).
+ * boundaries, the end of a prompt and of a reply), inside its prompt
+ * passes (pcache_want, q36_engine_save_at, pcache_put) or after a pass.
  *
  * Memory: the checkpoints' device bytes plus the tree's token arrays stay
  * under the budget; a save that would pass it first thins state
@@ -62,6 +63,19 @@ int  pcache_restore(pcache *c, int slot, const int32_t *ids, int n, int max, q36
  * the budget is skipped (0). Returns 0 or a negative kind (out of device
  * memory: nothing saved). */
 int  pcache_save(pcache *c, int slot, const int32_t *ids, int pos, bool kv, q36_err *err);
+
+/* A save in two steps, for a checkpoint made inside a pass
+ * (q36_engine_save_at): pcache_want gives a checkpoint to fill for
+ * ids[0..pos), with K/V rows (kv) or not, after making room for it as
+ * pcache_save does (its bytes count as held until put); *out is NULL when
+ * that prefix holds such a checkpoint already (then it counts as used) or
+ * it does not fit the budget. pcache_put after the pass: a checkpoint
+ * saved at pos (q36_ckpt_pos) joins the tree; one left unsaved (a failed
+ * or refused pass) or held already meanwhile is freed. Either way the cache
+ * owns ck after put; NULL is accepted. pcache_save is want, q36_slot_save
+ * and put. */
+int  pcache_want(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt **out, q36_err *err);
+int  pcache_put(pcache *c, const int32_t *ids, int pos, bool kv, q36_ckpt *ck, q36_err *err);
 
 /* For the cache file (pcache_file.c). pcache_attach gives the cache a
  * checkpoint of ids[0..pos) made elsewhere (q36_ckpt_put), with its K/V

@@ -12,12 +12,15 @@
  * taken in turn from slot to slot, so that a long prompt neither stalls the
  * streams beside it for more than one pass nor starves other prompts.
  *
- * A prompt chunk also ends at each position where the prefix cache saves
- * the state: every cache_every tokens and before each turn of the chat
- * template (<|im_start|>) the recurrent state alone, and one token before
- * the prompt's end a full checkpoint with the K/V rows (a request sent
- * again, or with other sampling, restores all but its last token; the
- * state checkpoints before it restore with its K/V rows). A job that ends
+ * The prefix cache saves the prompt's state every cache_every tokens and
+ * before each turn of the chat template (<|im_start|>) (the recurrent
+ * state alone), and one token before the prompt's end (a full checkpoint
+ * with the K/V rows: a request sent again, or with other sampling,
+ * restores all but its last token; the state checkpoints before it restore
+ * with its K/V rows). These are saved inside the chunk's pass
+ * (q36_engine_save_at), so chunks stay n_ubatch long; only when a step
+ * asks for more than the engine takes in a pass (Q36_MAX_SAVES) does a
+ * chunk end at a save position, saved after the pass. A job that ends
  * without a failure saves a full checkpoint once more, after its last
  * evaluated token (the next turn of a conversation starts with it).
  *
@@ -55,6 +58,9 @@ typedef struct slot {
     int32_t *hist;            /* n_ctx: the tokens evaluated in the slot, in order */
     int     *saves;           /* prompt positions to save at, ascending */
     int      n_saves, i_save;
+    int      sv_pos[Q36_MAX_SAVES];     /* this step's saves inside its chunk's pass */
+    q36_ckpt *sv_ck[Q36_MAX_SAVES];
+    int      n_sv;
     /* draft-mtp */
     bool     has_next;        /* next was sampled when the last verify row was accepted */
     int32_t  vids[SSPEC_MAX_DRAFT + 1];   /* this step's verify row: next and the drafts */
@@ -396,7 +402,7 @@ static void *engine_main(void *arg)
         /* Prompt chunks in what is left of the batch, from slot rr on; one
          * chunk at least, so that prompts advance when decode rows alone
          * fill a pass. */
-        for (int k = 0, chunks = 0; k < s->n_slots; k++) {
+        for (int k = 0, chunks = 0, step_saves = 0; k < s->n_slots; k++) {
             int i = (s->rr + k) % s->n_slots;
             slot *sl = &s->slots[i];
             if (sl->st != SLOT_PREFILL || !sl->gen)
@@ -407,13 +413,34 @@ static void *engine_main(void *arg)
                     break;
                 room = s->n_batch;
             }
-            int end = sl->i_save < sl->n_saves ? sl->saves[sl->i_save] : sl->job->n_prompt;
-            int n = end - sl->n_read;
+            int n = sl->job->n_prompt - sl->n_read;
             n = n < s->n_ubatch ? n : s->n_ubatch;
             n = n < room ? n : room;
+            /* the cache's checkpoints inside the chunk, saved by its pass;
+             * past the engine's limit the chunk ends at the next one */
+            sl->n_sv = 0;
+            while (sl->i_save < sl->n_saves && sl->saves[sl->i_save] <= sl->n_read + n) {
+                const int p = sl->saves[sl->i_save];
+                if (step_saves == Q36_MAX_SAVES) {
+                    n = p - sl->n_read;
+                    break;
+                }
+                q36_ckpt *ck = NULL;
+                q36_err err = { 0 };
+                if (pcache_want(s->cache, sl->hist, p, p == sl->job->n_prompt - 1, &ck, &err))
+                    fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
+                if (ck) {
+                    sl->sv_pos[sl->n_sv] = p;
+                    sl->sv_ck[sl->n_sv++] = ck;
+                    step_saves++;
+                }
+                sl->i_save++;
+            }
             s->rows[n_rows++] = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
                                              .logits = sl->logits,
-                                             .hidden = s->spec ? sl->hprompt : NULL };
+                                             .hidden = s->spec ? sl->hprompt : NULL,
+                                             .n_save = sl->n_sv, .save_pos = sl->sv_pos,
+                                             .save_ck = sl->sv_ck };
             n_tok += n;
             chunks++;
         }
@@ -427,6 +454,12 @@ static void *engine_main(void *arg)
         for (int k = 0; k < n_rows; k++) {
             sched_row *r = &s->rows[k];
             slot *sl = &s->slots[r->slot];
+            for (int q = 0; q < r->n_save; q++) {    /* saved or not, back to the cache */
+                q36_err err = { 0 };
+                const int p = r->save_pos[q];
+                if (pcache_put(s->cache, sl->hist, p, p == sl->job->n_prompt - 1, r->save_ck[q], &err))
+                    fprintf(stderr, "q36 serve: prefix cache: %s\n", err.msg);
+            }
             if (r->rc) {
                 slot_fail(s, sl, "evaluation", &r->err);
                 continue;

@@ -35,6 +35,9 @@ typedef struct sched_row {
     int            n_out;    /* 0 or 1: the last token only; a verify row: all of them */
     float         *hidden;   /* NULL, or n rows of n_embd: every token's hidden row (MTP) */
     int            keep;     /* keep the DeltaNet state after each token (q36_slot_rewind) */
+    int            n_save;   /* checkpoints to save inside the pass (q36_engine_save_at): */
+    const int     *save_pos; /* the slot's positions, in the row's range (pos, pos + n] */
+    q36_ckpt     **save_ck;  /* into these */
     int            rc;       /* out: 0 or the error kind */
     q36_err        err;      /* out */
     const float   *out;      /* out: the same logits rows in the engine's buffer, valid

@@ -5,6 +5,9 @@
  * token of each row in the list of rows whose logits come back. This file is
  * the only server code that evaluates the model.
  *
+ * A prompt chunk may ask for checkpoints inside its pass (the prefix
+ * cache's, q36_engine_save_at); a pass that fails leaves them unsaved.
+ *
  * A step whose rows hold more tokens than the engine's batch (n_batch rows)
  * is cut into several passes, whole rows each; the scheduler sizes its steps
  * so that this happens only when decode rows alone exceed n_batch. Exact
@@ -113,6 +116,8 @@ static void pass(sched_engine *e, sched_row **rows, int n)
         }
         if (r->keep && !rc)
             rc = q36_engine_keep_states(e->eng, r->slot, &err);
+        for (int k = 0; k < r->n_save && !rc; k++)
+            rc = q36_engine_save_at(e->eng, r->slot, r->save_pos[k], r->save_ck[k], &err);
     }
     q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out, .out = e->out };
     /* the step's passes write their logits one after the other (a step
