@@ -172,7 +172,7 @@ $(BUILD)/tests/gpu/%: tests/gpu/%.c $(LIB) tests/test.h
 gpu-tests: $(BUILD)/q36 $(GPU_TESTS)
 
 check: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(DEFAULT_MODEL)
-	BUILD=$(BUILD) Q36=$(BUILD)/q36 tests/run.sh $(BUILD)
+	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_DEFAULT_MODEL=$(DEFAULT_MODEL) tests/run.sh $(BUILD)
 
 # ---- an AVX2-only CPU, emulated on an AVX-512 one ---------------------------
 # q36 capped at its AVX2 kernels (Q36_QUANT_PATH_MAX=avx2) and every oracle
@@ -186,7 +186,7 @@ $(AVX2_LIB): FORCE
 	    case $${f##*/} in libggml-cpu-haswell.so) ;; libggml-cpu-*) continue ;; esac; \
 	    ln -s $$f $@/; done
 check-avx2: $(BUILD)/q36 $(TESTS) $(BUILD)/oracle $(AVX2_LIB) $(DEFAULT_MODEL)
-	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_QUANT_PATH_MAX=avx2 Q36_ORACLE_LIB=$(abspath $(AVX2_LIB)) \
+	BUILD=$(BUILD) Q36=$(BUILD)/q36 Q36_DEFAULT_MODEL=$(DEFAULT_MODEL) Q36_QUANT_PATH_MAX=avx2 Q36_ORACLE_LIB=$(abspath $(AVX2_LIB)) \
 	    tests/run.sh $(BUILD)
 
 # On an AVX-512 CPU the suite runs twice: natively, then as an AVX2-only CPU
