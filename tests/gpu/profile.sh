@@ -12,12 +12,7 @@ q36=$bin/q36
 log=${LOG:-/tmp/q36-gpu}
 mkdir -p "$log/models"
 out=${PROFILE_OUT:-$log/profile.txt}
-run() {    # run TIMEOUT CMD...: the command line, then its output
-    local t=$1; shift
-    echo "\$ $*" | tee -a "$out"
-    timeout "$t" "$@" 2>&1 | tee -a "$out"
-    echo "(exit ${PIPESTATUS[0]})" | tee -a "$out"
-}
+. "$(dirname "$0")/lib.sh"     # run
 {
     echo "# q36 CUDA profile, $(date -u +%FT%TZ)"
     echo "# commit: $(cat "$bin/commit.txt" 2>/dev/null || echo unknown)"

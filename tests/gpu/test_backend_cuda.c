@@ -1076,6 +1076,27 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
  * _tiled. Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
  * with a prefix in the cache, a decode row beside prompts, rows not a
  * multiple of the 32-row tiles. */
+/* The attention cases of the decode paths on `gpu`: head dims 64/128/256,
+ * 1-3 KV heads, GQA groups 1-8, f16 and f32 caches; one row of one slot
+ * (short and over a long cache), one row each of 8 slots, and a batch of
+ * three runs. */
+static void attention_decode_cases(void)
+{
+    const int l1[] = { 1 }, p0[] = { 0 }, p_long[] = { 3000 };
+    const int l8[] = { 1, 1, 1, 1, 1, 1, 1, 1 }, p8[] = { 0, 5, 100, 31, 257, 1000, 2, 64 };
+    const int l3[] = { 7, 1, 33 }, p3[] = { 0, 12, 5 };
+    const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
+                                  { 3, 3, 64 }, { 24, 3, 128 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p0);
+            test_attention(Hq, Hkv, hd, f16, 1, l1, p_long);
+            test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
+            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
+        }
+}
+
 static void test_fattn_ops(const be_shape *sh)
 {
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
@@ -1102,10 +1123,9 @@ static void test_fattn_ops(const be_shape *sh)
 
 /* Q36_CUDA_ATTNGQA=1: decode attention split by K/V head, a block serving
  * the query heads of a group (cuda_seq.cu, k_attn_split_gqa), on the
- * decode cases of the default path with the same bounds: groups of 8, 4,
- * 2 and 1 (no instance: the default kernel), head dims 64 (no instance),
- * 128 and 256, f16 and f32 caches, one slot short and long, 8 slots, and
- * a batch of runs. Names end in _gqa. */
+ * decode cases of the default path (attention_decode_cases) with the same
+ * bounds; groups of 1 and head dim 64 have no instance and take the
+ * default kernel. Names end in _gqa. */
 static void test_mv_mixed(const be_shape *sh)
 {
     be_ctx *m = ctx_with("Q36_CUDA_MVMIXED", "1", sh, "cuda.mv_mixed_context"), *saved = gpu;
@@ -1134,19 +1154,7 @@ static void test_attn_gqa(const be_shape *sh)
         return;
     gpu = g;
     case_tag = "_gqa";
-    const int l1[] = { 1 }, p0[] = { 0 }, p_long[] = { 3000 };
-    const int l8[] = { 1, 1, 1, 1, 1, 1, 1, 1 }, p8[] = { 0, 5, 100, 31, 257, 1000, 2, 64 };
-    const int l3[] = { 7, 1, 33 }, p3[] = { 0, 12, 5 };
-    const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
-                                  { 3, 3, 64 }, { 24, 3, 128 } };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int f16 = 0; f16 < 2; f16++) {
-            const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
-            test_attention(Hq, Hkv, hd, f16, 1, l1, p0);
-            test_attention(Hq, Hkv, hd, f16, 1, l1, p_long);
-            test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
-            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
-        }
+    attention_decode_cases();
     gpu = saved;
     case_tag = "";
     be_free(g);
@@ -2118,20 +2126,8 @@ static void test_ops(void)
      * f32 caches, decode (1 row of 1 slot, or 1 row each of 8 slots over
      * long caches: split along K/V), prompt batches up to 512 rows */
     {
-        const int l1[] = { 1 }, p0[] = { 0 }, p_long[] = { 3000 };
-        const int l8[] = { 1, 1, 1, 1, 1, 1, 1, 1 }, p8[] = { 0, 5, 100, 31, 257, 1000, 2, 64 };
-        const int l3[] = { 7, 1, 33 }, p3[] = { 0, 12, 5 };
         const int l2[] = { 300, 212 }, p2[] = { 0, 40 };
-        const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
-                                      { 3, 3, 64 }, { 24, 3, 128 } };
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            for (int f16 = 0; f16 < 2; f16++) {
-                const int64_t Hq = shapes[s][0], Hkv = shapes[s][1], hd = shapes[s][2];
-                test_attention(Hq, Hkv, hd, f16, 1, l1, p0);
-                test_attention(Hq, Hkv, hd, f16, 1, l1, p_long);
-                test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
-                test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
-            }
+        attention_decode_cases();
         test_attention(16, 2, 256, true, 2, l2, p2);
         test_attention(8, 2, 256, false, 2, l2, p2);
     }

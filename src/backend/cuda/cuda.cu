@@ -40,7 +40,7 @@
  * Q36_CUDA_ATTNGQA=1 splits attention by K/V head instead of query head,
  * each block serving the query heads that share the K/V rows it reads
  * (cuda_seq.cu); Q36_CUDA_MVMIXED=1 lets decode projections of different
- * weight types share one launch (cuda_matmul.cu, k_matvec_mixed).
+ * weight types share one launch (cuda_matmul.cu, k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN, and
  * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
  * the decode path's products). tests/gpu/run.sh checks each either way. */
@@ -70,13 +70,8 @@ bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int 
 
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
-    if (c->gmode != GM_CAPTURE)
-        c->stats.launches++;
-    const bool ok = cuda_ok(be, cudaGetLastError(), what, file, line);
-    if (c->prof_on)
-        cuda_prof_mark(c, what);
-    return ok;
+    cuda_count_as(cuda_ctx_of(be), what);
+    return cuda_ok(be, cudaGetLastError(), what, file, line);
 }
 
 bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file, int line)
@@ -768,9 +763,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->stage = NULL;        /* reads go straight to pageable memory */
     }
-    c->graphs_on = !cuda_env_is("Q36_CUDA_GRAPHS", "0");
-    c->fast_mv = !cuda_env_is("Q36_CUDA_FASTMV", "0");
-    c->fused = !cuda_env_is("Q36_CUDA_FUSED", "0");
+    c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
+    c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
+    c->fused = cuda_env_on("Q36_CUDA_FUSED");
     c->attn_gqa = cuda_env_is("Q36_CUDA_ATTNGQA", "1");   /* off until a GPU run checks it */
     c->mv_mixed = cuda_env_is("Q36_CUDA_MVMIXED", "1");   /* the same */
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {

@@ -71,7 +71,7 @@ struct cuda_ctx {
     bool            fast_mv;       /* Q36_CUDA_FASTMV: cuda_matmul.cu's dot_q4k */
     bool            fused;         /* Q36_CUDA_FUSED: cuda_ops.cu's fused entries */
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
-    bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec_mixed */
+    bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     /* graphs (Q36_CUDA_GRAPHS, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
@@ -106,11 +106,13 @@ static inline bool cuda_env_is(const char *name, const char *value)
     const char *s = getenv(name);
     return s && !strcmp(s, value);
 }
-/* A switch of the environment: "1" (or any value but "" and "0") is on. */
-static inline bool cuda_env_on(const char *name)
+/* A switch that is on unless its variable is "0" (cuda.cu, "Environment") */
+static inline bool cuda_env_on(const char *name) { return !cuda_env_is(name, "0"); }
+/* A prompt path of fast mode: on for a shape in fast mode unless its
+ * variable is "0" (cuda.cu, "Modes"). */
+static inline bool cuda_fast_path(const be_shape *s, const char *name)
 {
-    const char *s = getenv(name);
-    return s && *s && strcmp(s, "0");
+    return s->fast && cuda_env_on(name);
 }
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */
@@ -121,15 +123,17 @@ bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file,
 /* After a kernel launch: counts it (be_stats) and records a launch error. */
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line);
 #define CUDA_LAUNCHED(be, what) cuda_launched((be), (what), __FILE__, __LINE__)
-/* Counts a device copy or memset queued on the stream. */
 void cuda_prof_mark(cuda_ctx *c, const char *what);
-static inline void cuda_count(cuda_ctx *c)
+/* Counts a launch or copy `what` queued on the stream (and profiles it). */
+static inline void cuda_count_as(cuda_ctx *c, const char *what)
 {
     if (c->gmode != GM_CAPTURE)
         c->stats.launches++;
     if (c->prof_on)
-        cuda_prof_mark(c, "copy / memset");
+        cuda_prof_mark(c, what);
 }
+/* Counts a device copy or memset queued on the stream. */
+static inline void cuda_count(cuda_ctx *c) { cuda_count_as(c, "copy / memset"); }
 
 /* The grid-stride 1-D launch size for n items. */
 static inline unsigned cuda_blocks(int64_t n, int threads)

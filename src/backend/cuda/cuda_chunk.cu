@@ -54,7 +54,7 @@
 
 extern "C" bool cuda_chunk_enabled(const be_shape *s)
 {
-    return s->fast && !cuda_env_is("Q36_CUDA_CHUNKED", "0");
+    return cuda_fast_path(s, "Q36_CUDA_CHUNKED");
 }
 
 typedef struct ck_args {

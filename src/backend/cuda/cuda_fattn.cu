@@ -32,7 +32,7 @@
 
 extern "C" bool cuda_fattn_enabled(const be_shape *s)
 {
-    return s->fast && !cuda_env_is("Q36_CUDA_FATTN", "0");
+    return cuda_fast_path(s, "Q36_CUDA_FATTN");
 }
 
 typedef struct fa_args {

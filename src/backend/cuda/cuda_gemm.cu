@@ -17,7 +17,7 @@
  * activations leave no room for 64 weight rows, the f32 path runs. */
 bool cuda_gemm16_enabled(const be_shape *s)
 {
-    return s->fast && !cuda_env_is("Q36_CUDA_GEMM16", "0");
+    return cuda_fast_path(s, "Q36_CUDA_GEMM16");
 }
 
 template <int T>

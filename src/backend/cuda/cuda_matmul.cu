@@ -103,7 +103,7 @@ __device__ __forceinline__ float warp_sum(float s)
 /* Up to MV_JOBS weights of one width that read the same x (the
  * projections of be_matmul_n): their output rows are one range, weight j
  * owning rows [start[j], start[j+1]); type[j] and rb[j] say its blocks
- * (k_matvec_mixed: types may differ; k_matvec: all of its one type). */
+ * (k_matvec<MV_ANY>: types may differ; otherwise all of one type). */
 #define MV_JOBS 4
 typedef struct mv_jobs {
     const uint8_t *W[MV_JOBS];
@@ -175,46 +175,13 @@ __device__ __forceinline__ void mv_store(const mv_jobs &J, int jb, int64_t n, in
     }
 }
 
-/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
- * warp per output row of the joint range; all jobs of type T */
-template <int T, int RB, bool FAST = false>
-__global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
-                         bool xvec)
-{
-    const int lane = threadIdx.x & 31;
-    int jb;
-    int64_t n;
-    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
-        return;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
-    float acc[RB];
-    #pragma unroll
-    for (int r = 0; r < RB; r++)
-        acc[r] = 0.0f;
-    mv_row<T, RB, FAST>(J.W[jb] + (uint64_t)n * J.rb[jb], K, x, ldx, R, r0, xvec, lane, acc);
-    mv_store<RB>(J, jb, n, r0, R, lane, acc);
-}
-
-/* k_matvec with each job of its own type (the warp's job decides, so a
- * warp never diverges): the projections of one input in one launch when
- * their types differ (a Q4_K_M file's Q6_K attn_qkv beside Q4_K gates).
- * Each row is the same sum as k_matvec's for its type. */
+/* mv_row for a type known only at run time (the warp's job's type) */
 template <int RB>
-__global__ void k_matvec_mixed(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx,
-                               int64_t R, bool xvec, bool fast)
+__device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8_t *row, int64_t K,
+                                           const float *__restrict__ x, int64_t ldx, int64_t R,
+                                           int64_t r0, bool xvec, int lane, float acc[RB])
 {
-    const int lane = threadIdx.x & 31;
-    int jb;
-    int64_t n;
-    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
-        return;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
-    float acc[RB];
-    #pragma unroll
-    for (int r = 0; r < RB; r++)
-        acc[r] = 0.0f;
-    const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
-    switch (J.type[jb]) {
+    switch (type) {
     case QT_F32:  mv_row<QT_F32, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
     case QT_F16:  mv_row<QT_F16, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
     case QT_BF16: mv_row<QT_BF16, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
@@ -229,6 +196,33 @@ __global__ void k_matvec_mixed(mv_jobs J, int64_t K, const float *__restrict__ x
     case QT_Q6_K: mv_row<QT_Q6_K, RB, false>(row, K, x, ldx, R, r0, xvec, lane, acc); break;
     default: break;     /* cuda_matmul_n sends only these */
     }
+}
+
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+ * warp per output row of the joint range. T: the jobs' one type, or
+ * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
+ * decides, so a warp never diverges, and each row is the same sum as for
+ * its type alone), FAST then taken for Q4_K jobs. */
+#define MV_ANY (-1)
+template <int T, int RB, bool FAST = false>
+__global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
+                         bool xvec)
+{
+    const int lane = threadIdx.x & 31;
+    int jb;
+    int64_t n;
+    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+        return;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
+    if constexpr (T == MV_ANY)
+        mv_row_any<RB>(J.type[jb], FAST, row, K, x, ldx, R, r0, xvec, lane, acc);
+    else
+        mv_row<T, RB, FAST>(row, K, x, ldx, R, r0, xvec, lane, acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
@@ -313,7 +307,7 @@ size_t cuda_matmul_scratch(const be_shape *s)
 }
 
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec when
- * they share a type, k_matvec_mixed otherwise. */
+ * they share a type, k_matvec<MV_ANY> otherwise. */
 static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -327,12 +321,14 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
     if (!same) {
-        if (R == 1)
-            k_matvec_mixed<1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(*J, K, xd, x->ld, R, xvec,
-                                                                     c->fast_mv);
-        else
-            k_matvec_mixed<MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(*J, K, xd, x->ld, R,
-                                                                             xvec, c->fast_mv);
+#define MIXED(RB, FAST) k_matvec<MV_ANY, RB, FAST><<<grid, 32 * MV_WARPS, 0, c->stream>>>( \
+        *J, K, xd, x->ld, R, xvec)
+        if (R == 1) {
+            if (c->fast_mv) MIXED(1, true); else MIXED(1, false);
+        } else {
+            if (c->fast_mv) MIXED(MATVEC_RB, true); else MIXED(MATVEC_RB, false);
+        }
+#undef MIXED
         CUDA_LAUNCHED(be, "k_matvec_mixed");
         return;
     }
@@ -434,7 +430,7 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
 
 /* Decode rows: the weights (all reading x, so all K wide) share launches
  * of up to MV_JOBS, a type's weights together (k_matvec), or with
- * Q36_CUDA_MVMIXED=1 whatever their types (k_matvec_mixed; off by default
+ * Q36_CUDA_MVMIXED=1 whatever their types (k_matvec<MV_ANY>; off by default
  * until a GPU run checks it). Batches above MATVEC_ROWS rows: one matmul
  * each. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,

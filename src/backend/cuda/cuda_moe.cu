@@ -47,7 +47,7 @@
 
 extern "C" int cuda_moe_mode(const be_shape *s)
 {
-    if (!s->fast || cuda_env_is("Q36_CUDA_MOEGEMM", "0"))
+    if (!cuda_fast_path(s, "Q36_CUDA_MOEGEMM"))
         return 0;
     return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : 2;
 }

@@ -450,6 +450,25 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
 
 #define CONV_MAX_K 8
 
+/* Rows t0..t1 of a run (from row0) of channel c: each output the window
+ * win (the Kc-1 raw values before t0, oldest first) and the row's raw
+ * value times the weights wc, summed in order; win moves along. */
+__device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t row0, int t0, int t1,
+                                          int64_t c, int Kc, const float *wc, float *win,
+                                          bool silu, float *y, int64_t ldy)
+{
+    for (int t = t0; t < t1; t++) {
+        const int64_t r = row0 + t;
+        win[Kc - 1] = x[r * ldx + c];
+        float acc = 0.0f;
+        for (int j = 0; j < Kc; j++)
+            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
+        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
+        for (int j = 0; j < Kc - 1; j++)
+            win[j] = win[j + 1];
+    }
+}
+
 /* Thread per (run, channel): the run's rows in order over a window of the
  * Kc-1 previous raw values, then the tail is the window's last values. */
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
@@ -466,16 +485,7 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         win[j] = tl[j];
     for (int j = 0; j < Kc; j++)
         wc[j] = w[c * Kc + j];
-    for (int t = 0; t < n; t++) {
-        const int64_t r = row0 + t;
-        win[Kc - 1] = x[r * ldx + c];
-        float acc = 0.0f;
-        for (int j = 0; j < Kc; j++)
-            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
-        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
-        for (int j = 0; j < Kc - 1; j++)
-            win[j] = win[j + 1];
-    }
+    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy);
     for (int j = 0; j < Kc - 1; j++)
         tl[j] = win[j];
 }
@@ -505,17 +515,8 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
     }
     for (int j = 0; j < Kc; j++)
         wc[j] = w[c * Kc + j];
-    const int t1 = t0 + CONV_TILE < n ? t0 + CONV_TILE : n;
-    for (int t = t0; t < t1; t++) {
-        const int64_t r = row0 + t;
-        win[Kc - 1] = x[r * ldx + c];
-        float acc = 0.0f;
-        for (int j = 0; j < Kc; j++)
-            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
-        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
-        for (int j = 0; j < Kc - 1; j++)
-            win[j] = win[j + 1];
-    }
+    conv_walk(x, ldx, row0, t0, t0 + CONV_TILE < n ? t0 + CONV_TILE : n, c, Kc, wc, win, silu, y,
+              ldy);
 }
 
 /* The tails after k_conv_rows: the last Kc-1 raw values of each run (old
