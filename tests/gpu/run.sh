@@ -7,7 +7,7 @@
 # the GPU memory plan, a context too large for the device refused up front;
 # then q36 serve -ngl 99 on the trained model (serve_gpu.py).
 # The ops and the whole models run twice: op by op (NEW=0:
-# Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0) and as the
+# Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 Q36_CUDA_PDL=0) and as the
 # backend's default (NEW=1: decode steps recorded and replayed as CUDA
 # graphs, the 16-byte Q4_K matvecs, the fused add+norm, DeltaNet conv+SiLU
 # and gated norm, MoE combine kernels).
@@ -67,7 +67,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" \
+    timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" Q36_CUDA_PDL="${NEW:-0}" \
         "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
@@ -78,7 +78,7 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
 }
 for NEW in 0 1; do
     sfx=$([ "$NEW" = 1 ] && echo -new)
-    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW Q36_CUDA_FUSED=$NEW"
+    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW Q36_CUDA_FUSED=$NEW Q36_CUDA_PDL=$NEW"
     # the op cases: the switched prompt paths' cases (contexts of their own,
     # host references in double) take minutes, not seconds
     limit=600 one "ops$sfx"

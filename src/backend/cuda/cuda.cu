@@ -36,6 +36,8 @@
  * matvecs (cuda_matmul.cu); Q36_CUDA_FUSED runs the contract's fused
  * entries (add + RMS norm, the DeltaNet gated norm, conv + SiLU, MoE
  * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
+ * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
+ * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
  * Two switches are off by default, written without a GPU and not yet run:
  * Q36_CUDA_ATTNGQA=1 splits attention by K/V head instead of query head,
  * each block serving the query heads that share the K/V rows it reads
@@ -48,6 +50,8 @@
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
 #include "cuda_fattn.h"
+
+bool cuda_pdl;      /* cuda.h: cuda_launch */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -768,6 +772,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
     c->attn_gqa = cuda_env_is("Q36_CUDA_ATTNGQA", "1");   /* off until a GPU run checks it */
     c->mv_mixed = cuda_env_is("Q36_CUDA_MVMIXED", "1");   /* the same */
+    int cc = 0;
+    cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
+    cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

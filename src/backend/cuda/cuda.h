@@ -142,6 +142,43 @@ static inline unsigned cuda_blocks(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
+/* Programmatic dependent launch (Hopper and later; Q36_CUDA_PDL, on unless
+ * "0"): every kernel is launched through cuda_launch, which lets the next
+ * kernel in the stream be scheduled while this one finishes, and every
+ * kernel opens with cuda_pdl_enter: it waits until the kernel before it has
+ * finished and its writes are visible (griddepcontrol.wait), then lets the
+ * one after it be scheduled. The wait comes before any read, write or early
+ * return, so a kernel never sees its predecessor's work half done; without
+ * the launch attribute the wait returns at once. What it saves is the gap
+ * between dependent kernels, most of a small decode kernel's cost. The
+ * switch is process-wide: the last context made sets it. */
+extern bool cuda_pdl;
+__device__ __forceinline__ void cuda_pdl_enter(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */
+template <typename... KA>
+static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem,
+                               cudaStream_t st, typename cuda_same<KA>::type... args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = cuda_pdl ? 1 : 0;
+    void *argv[] = { (void *)&args... };
+    (void)cudaLaunchKernelExC(&cfg, (const void *)k, argv);   /* checked by CUDA_LAUNCHED */
+}
+
 /* The device Q36_CUDA_DEVICE names (default 0). */
 int cuda_device_index(void);
 

@@ -442,6 +442,7 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
 template <int DK>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep(ck_args a)
 {
+    cuda_pdl_enter();
     extern __shared__ float sm[];
     const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
     const int tid = threadIdx.x, nt = blockDim.x;
@@ -455,6 +456,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep(ck_args a)
 template <int DK>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_state(ck_args a)
 {
+    cuda_pdl_enter();
     extern __shared__ float sm[];
     const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
     const int tid = threadIdx.x, nt = blockDim.x;
@@ -535,12 +537,12 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         !CUDA_OK(be, cudaFuncSetAttribute(k_chunk_state<DK>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bs)))
         return false;
-    k_chunk_prep<DK><<<dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
-                       st>>>(a);
+    cuda_launch(k_chunk_prep<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
+                       st, a);
     if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
         return false;
-    k_chunk_state<DK><<<dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
-                        bs, st>>>(a);
+    cuda_launch(k_chunk_state<DK>, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
+                        bs, st, a);
     return CUDA_LAUNCHED(be, "k_chunk_state");
 }
 

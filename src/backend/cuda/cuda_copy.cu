@@ -19,6 +19,7 @@ typedef struct copy_batch {
  * pitch and the width allow, else bytes. */
 __global__ void k_copies(copy_batch B)
 {
+    cuda_pdl_enter();
     const cuda_copy_job J = B.j[blockIdx.y];
     const bool words = (((uintptr_t)J.src | (uintptr_t)J.dst | J.spitch | J.dpitch | J.width) & 3) == 0;
     const int64_t unit = words ? 4 : 1, per = J.width / unit, n = per * J.rows;
@@ -48,7 +49,7 @@ void cuda_copy_flush(be_ctx *be)
     c->n_copies = 0;
     const int64_t blocks = (most / 4 + 255) / 256;
     dim3 grid((unsigned)(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks), (unsigned)B.n);
-    k_copies<<<grid, 256, 0, c->stream>>>(B);
+    cuda_launch(k_copies, grid, 256, 0, c->stream, B);
     CUDA_LAUNCHED(be, "k_copies");
 }
 

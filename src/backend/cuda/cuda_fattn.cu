@@ -225,6 +225,7 @@ HD_ void fa_store(const fa_args &a, const fa_tile &t, int64_t h, int tid, float 
 template <typename CK, typename CV, int HD>
 __global__ void __launch_bounds__(FA_THREADS) k_fattn(fa_args a)
 {
+    cuda_pdl_enter();
     extern __shared__ float sm[];
     const fa_tile t = fa_tile_of(a, (int)blockIdx.x, (int)blockIdx.z);
     if (!t.rows)
@@ -254,7 +255,7 @@ static void launch(be_ctx *be, const fa_args &a, dim3 grid)
     if (!CUDA_OK(be, cudaFuncSetAttribute(k_fattn<CK, CV, HD>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)))
         return;
-    k_fattn<CK, CV, HD><<<grid, FA_THREADS, bytes, cuda_ctx_of(be)->stream>>>(a);
+    cuda_launch(k_fattn<CK, CV, HD>, grid, FA_THREADS, bytes, cuda_ctx_of(be)->stream, a);
     CUDA_LAUNCHED(be, "k_fattn");
 }
 

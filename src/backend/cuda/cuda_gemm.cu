@@ -24,6 +24,7 @@ template <int T>
 __global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t n0,
                             int64_t rows, __half *__restrict__ out)
 {
+    cuda_pdl_enter();
     const int64_t per = (K + 7) / 8;
     for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < per * rows;
          g += (int64_t)gridDim.x * blockDim.x) {
@@ -40,6 +41,7 @@ __global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
 __global__ void k_to_half(const float *__restrict__ x, int64_t ldx, int64_t R, int64_t K,
                           __half *__restrict__ out)
 {
+    cuda_pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < R * K;
          i += (int64_t)gridDim.x * blockDim.x)
         out[i] = __float2half_rn(x[(i / K) * ldx + i % K]);
@@ -58,7 +60,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
     const int64_t fit = (int64_t)((halves - xh) / (size_t)K), chunk = fit < N ? fit : N;
     cudaStream_t st = c->stream;
-    k_to_half<<<cuda_blocks(R * K, 256), 256, 0, st>>>((const float *)x->data, x->ld, R, K, x16);
+    cuda_launch(k_to_half, cuda_blocks(R * K, 256), 256, 0, st, (const float *)x->data, x->ld, R, K, x16);
     if (!CUDA_LAUNCHED(be, "k_to_half"))
         return true;
     const float one = 1.0f, zero = 0.0f;
@@ -67,7 +69,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
         return true;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-        TYPE_SWITCH(type, k_dequant_h<TT><<<cuda_blocks((K + 7) / 8 * nc, 256), 256, 0, st>>>(
+        TYPE_SWITCH(type, cuda_launch(k_dequant_h<TT>, cuda_blocks((K + 7) / 8 * nc, 256), 256, 0, st,
                     W, rb, K, n0, nc, w16));
         if (!CUDA_LAUNCHED(be, "k_dequant_h"))
             break;

@@ -208,6 +208,7 @@ template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
                          bool xvec)
 {
+    cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     int jb;
     int64_t n;
@@ -235,6 +236,7 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
                             float *__restrict__ y, int64_t ldy)
 {
+    cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (n >= N)
@@ -278,6 +280,7 @@ __global__ void k_dequant(const uint8_t *__restrict__ W, uint64_t rb, int64_t K,
                           const int32_t *__restrict__ ids, int64_t ldids, int64_t n0, int64_t rows,
                           int64_t n_rows_w, float *__restrict__ out, int64_t ldo)
 {
+    cuda_pdl_enter();
     const int64_t per = (K + 7) / 8;
     for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < per * rows;
          g += (int64_t)gridDim.x * blockDim.x) {
@@ -321,7 +324,7 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
     if (!same) {
-#define MIXED(RB, FAST) k_matvec<MV_ANY, RB, FAST><<<grid, 32 * MV_WARPS, 0, c->stream>>>( \
+#define MIXED(RB, FAST) cuda_launch(k_matvec<MV_ANY, RB, FAST>, grid, 32 * MV_WARPS, 0, c->stream,  \
         *J, K, xd, x->ld, R, xvec)
         if (R == 1) {
             if (c->fast_mv) MIXED(1, true); else MIXED(1, false);
@@ -334,16 +337,16 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     }
     if (c->fast_mv && type == QT_Q4_K) {
         if (R == 1)
-            k_matvec<QT_Q4_K, 1, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+            cuda_launch(k_matvec<QT_Q4_K, 1, true>, grid, 32 * MV_WARPS, 0, c->stream,
                 *J, K, xd, x->ld, R, xvec);
         else
-            k_matvec<QT_Q4_K, MATVEC_RB, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+            cuda_launch(k_matvec<QT_Q4_K, MATVEC_RB, true>, grid, 32 * MV_WARPS, 0, c->stream,
                 *J, K, xd, x->ld, R, xvec);
     } else if (R == 1) {
-        TYPE_SWITCH(type, k_matvec<TT, 1><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+        TYPE_SWITCH(type, cuda_launch(k_matvec<TT, 1>, grid, 32 * MV_WARPS, 0, c->stream,
                     *J, K, xd, x->ld, R, xvec));
     } else {
-        TYPE_SWITCH(type, k_matvec<TT, MATVEC_RB><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+        TYPE_SWITCH(type, cuda_launch(k_matvec<TT, MATVEC_RB>, grid, 32 * MV_WARPS, 0, c->stream,
                     *J, K, xd, x->ld, R, xvec));
     }
     CUDA_LAUNCHED(be, "k_matvec");
@@ -367,8 +370,8 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
         const int64_t items = (K + 7) / 8 * nc;
-        TYPE_SWITCH(type, k_dequant<TT><<<cuda_blocks(items, 256), 256, 0, c->stream>>>(
-                    W, rb, K, NULL, 0, n0, nc, N, c->deq, K));
+        TYPE_SWITCH(type, cuda_launch(k_dequant<TT>, cuda_blocks(items, 256), 256, 0, c->stream,
+                    W, rb, K, nullptr, 0, n0, nc, N, c->deq, K));
         if (!CUDA_LAUNCHED(be, "k_dequant"))
             return;
         /* column-major: C (nc x R, ld y) = A^T (A: K x nc, ld K) * B (K x R, ld x) */
@@ -478,12 +481,12 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     if (c->fast_mv && w->type == QT_Q4_K)
-        k_matvec_id<QT_Q4_K, true><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+        cuda_launch(k_matvec_id<QT_Q4_K, true>, grid, 32 * MV_WARPS, 0, c->stream,
             (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
             x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
             (float *)y->data, y->ld);
     else
-        TYPE_SWITCH(w->type, k_matvec_id<TT><<<grid, 32 * MV_WARPS, 0, c->stream>>>(
+        TYPE_SWITCH(w->type, cuda_launch(k_matvec_id<TT>, grid, 32 * MV_WARPS, 0, c->stream,
                     (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
                     x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
                     (float *)y->data, y->ld));
@@ -498,7 +501,7 @@ void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tens
     const int64_t rows = ids->rows, items = (K + 7) / 8 * rows;
     if (!rows)
         return;
-    TYPE_SWITCH(w->type, k_dequant<TT><<<cuda_blocks(items, 256), 256, 0, c->stream>>>(
+    TYPE_SWITCH(w->type, cuda_launch(k_dequant<TT>, cuda_blocks(items, 256), 256, 0, c->stream,
                 (const uint8_t *)w->data, w->row_bytes, K, (const int32_t *)ids->data, ids->ld,
                 0, rows, NR, (float *)out->data, out->ld));
     CUDA_LAUNCHED(be, "k_dequant(get_rows)");

@@ -9,6 +9,8 @@
 
 __global__ void k_read(const uint4 *__restrict__ p, size_t n, unsigned *sink)
 {
+    cuda_pdl_enter();
+    cuda_pdl_enter();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned acc = 0;
@@ -46,7 +48,7 @@ extern "C" int be_cuda_read_bandwidth(uint64_t bytes, int passes, double *gbps, 
         float ms = 0.0f;
         e = cudaEventRecord(e0, st);
         if (!e) {
-            k_read<<<(unsigned)(sms > 0 ? sms : 1) * 8, 256, 0, st>>>((const uint4 *)buf, n, sink);
+            cuda_launch(k_read, (unsigned)(sms > 0 ? sms : 1) * 8, 256, 0, st, (const uint4 *)buf, n, sink);
             e = cudaGetLastError();
         }
         if (!e) e = cudaEventRecord(e1, st);

@@ -215,6 +215,7 @@ HD void mg_store(const mg_args &a, const mg_tile &t, int tid, const float acc[16
 
 __global__ void k_mg_count(mg_args a)
 {
+    cuda_pdl_enter();
     for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < a.Q;
          q += (int64_t)gridDim.x * blockDim.x)
         mg_count(a, q);
@@ -222,12 +223,14 @@ __global__ void k_mg_count(mg_args a)
 
 __global__ void k_mg_scan(mg_args a)
 {
+    cuda_pdl_enter();
     if (threadIdx.x == 0 && blockIdx.x == 0)
         mg_scan(a);
 }
 
 __global__ void k_mg_scatter(mg_args a)
 {
+    cuda_pdl_enter();
     for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < a.Q;
          q += (int64_t)gridDim.x * blockDim.x)
         mg_scatter(a, q);
@@ -236,6 +239,7 @@ __global__ void k_mg_scatter(mg_args a)
 template <int T>
 __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
 {
+    cuda_pdl_enter();
     __shared__ float sm[MG_SMEM];
     const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
     if (!t.rows)
@@ -271,6 +275,7 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
 template <int T>
 __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
 {
+    cuda_pdl_enter();
     using namespace nvcuda;
     __shared__ __align__(32) __half Xh[MG_BM * MG_LH];
     __shared__ __align__(32) __half Wh[MG_BN * MG_LH];
@@ -415,16 +420,16 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     cudaStream_t st = c->stream;
     if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)E, st)))
         return true;
-    k_mg_count<<<cuda_blocks(Q, 256), 256, 0, st>>>(a);
-    k_mg_scan<<<1, 32, 0, st>>>(a);
-    k_mg_scatter<<<cuda_blocks(Q, 256), 256, 0, st>>>(a);
+    cuda_launch(k_mg_count, cuda_blocks(Q, 256), 256, 0, st, a);
+    cuda_launch(k_mg_scan, 1, 32, 0, st, a);
+    cuda_launch(k_mg_scatter, cuda_blocks(Q, 256), 256, 0, st, a);
     if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
         return true;
     const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + MG_BN - 1) / MG_BN));
     if (c->moegemm == 2)
-        TYPE_SWITCH(w->type, k_moe_gemm_tc<TT><<<grid, MG_THREADS, 0, st>>>(a))
+        TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm_tc<TT>, grid, MG_THREADS, 0, st, a))
     else
-        TYPE_SWITCH(w->type, k_moe_gemm<TT><<<grid, MG_THREADS, 0, st>>>(a));
+        TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm<TT>, grid, MG_THREADS, 0, st, a));
     CUDA_LAUNCHED(be, "k_moe_gemm");
     return true;
 }

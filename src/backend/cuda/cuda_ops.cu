@@ -51,6 +51,7 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
                        int64_t gpr, const float *__restrict__ w, float eps, float post,
                        const float *z, int64_t ldz, float *y, int64_t ldy)
 {
+    cuda_pdl_enter();
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
     float *xr = x + r * ldx + g0;
     double s = 0.0;
@@ -90,7 +91,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
         return;
     const int64_t gpr = x->cols / group;
     const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
-    k_norm<<<(unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_norm, (unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream,
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
         eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld);
     CUDA_LAUNCHED(be, what);
@@ -143,6 +144,7 @@ enum ew_kind { EW_ADD, EW_MUL, EW_MUL_COL, EW_SILU, EW_SIGMOID, EW_SWIGLU };
 __global__ void k_ew(int kind, const float *a, int64_t lda, const float *b, int64_t ldb,
                      float *y, int64_t ldy, int64_t rows, int64_t cols)
 {
+    cuda_pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / cols, c = i % cols;
@@ -168,7 +170,7 @@ static void ew(be_ctx *be, enum ew_kind kind, const be_tensor *a, const be_tenso
     const int64_t n = a->rows * a->cols;
     if (!n)
         return;
-    k_ew<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_ew, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
         (int)kind, (const float *)a->data, a->ld, b ? (const float *)b->data : NULL,
         b ? b->ld : 0, (float *)y->data, y->ld, a->rows, a->cols);
     CUDA_LAUNCHED(be, "k_ew");
@@ -186,6 +188,7 @@ __global__ void k_gates(const float *alpha, int64_t lda, const float *dt, const 
                         const float *b, int64_t ldb, float *g, int64_t ldg, float *beta,
                         int64_t ldbeta, int64_t rows, int64_t H)
 {
+    cuda_pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * H;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / H, h = i % H;
@@ -206,7 +209,7 @@ void cuda_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt
     const int64_t n = alpha->rows * alpha->cols;
     if (!n)
         return;
-    k_gates<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_gates, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
         (const float *)alpha->data, alpha->ld, (const float *)dt_bias->data,
         (const float *)a->data, (const float *)b->data, b->ld, (float *)g->data, g->ld,
         (float *)beta->data, beta->ld, alpha->rows, alpha->cols);
@@ -220,6 +223,7 @@ __global__ void k_rope(float *x, int64_t ldx, int64_t cols, int64_t hd, int64_t 
                        const int32_t *pos, int64_t ldpos, float theta_scale, int s0, int s1,
                        int s2, int sect_dims)
 {
+    cuda_pdl_enter();
     const int64_t r = blockIdx.x;
     const float p = (float)pos[r * ldpos];
     const int64_t heads = cols / hd;
@@ -251,7 +255,7 @@ void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const 
     if (!x->rows)
         return;
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    k_rope<<<(unsigned)x->rows, 128, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_rope, (unsigned)x->rows, 128, 0, cuda_ctx_of(be)->stream,
         (float *)x->data, x->ld, x->cols, head_dim, n_rot / 2, (const int32_t *)pos->data,
         pos->ld, theta_scale, sections[0], sections[1], sections[2], sect_dims);
     CUDA_LAUNCHED(be, "k_rope");
@@ -266,6 +270,7 @@ void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const 
 __global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, int32_t *sel,
                         int64_t lds, float *w, int64_t ldw)
 {
+    cuda_pdl_enter();
     extern __shared__ float p[];               /* E floats */
     __shared__ float rf[ROUTE_THREADS / 32];
     __shared__ double rd[ROUTE_THREADS / 32];
@@ -362,8 +367,8 @@ void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *s
     assert(k >= 1 && k <= 64 && k <= E && E <= 8192 && w->rows == logits->rows && w->cols == k);
     if (!logits->rows)
         return;
-    k_route<<<(unsigned)logits->rows, ROUTE_THREADS, (size_t)E * sizeof(float),
-              cuda_ctx_of(be)->stream>>>((const float *)logits->data, logits->ld, E, k,
+    cuda_launch(k_route, (unsigned)logits->rows, ROUTE_THREADS, (size_t)E * sizeof(float),
+              cuda_ctx_of(be)->stream, (const float *)logits->data, logits->ld, E, k,
                                          (int32_t *)sel->data, sel->ld, (float *)w->data, w->ld);
     CUDA_LAUNCHED(be, "k_route");
 }
@@ -375,6 +380,7 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
                           const float *g, int64_t ldg, const float *s, int64_t lds, float *out,
                           int64_t ldo, int64_t rows, int64_t cols)
 {
+    cuda_pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t t = i / cols, c = i % cols;
@@ -405,7 +411,7 @@ void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w,
     const int64_t n = out->rows * out->cols;
     if (!n)
         return;
-    k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_combine, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
         (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (const float *)g->data,
         g->ld, (const float *)s->data, s->ld, (float *)out->data, out->ld, out->rows, out->cols);
     CUDA_LAUNCHED(be, "k_combine(shared)");
@@ -418,7 +424,7 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
     const int64_t n = out->rows * out->cols;
     if (!n)
         return;
-    k_combine<<<cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream>>>(
+    cuda_launch(k_combine, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
         (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, NULL, 0, NULL, 0,
         (float *)out->data, out->ld, out->rows, out->cols);
     CUDA_LAUNCHED(be, "k_combine");

@@ -58,6 +58,7 @@ __global__ void k_kv_store(CK *kc, int64_t ldkc, CV *vc, int64_t ldvc, const flo
                            const float *v, int64_t ldv, const int32_t *runs, int n_seq,
                            int64_t kv_rows, int64_t T, int64_t cols)
 {
+    cuda_pdl_enter();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < T * cols;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / cols, c = i % cols;
@@ -80,7 +81,7 @@ void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
     cudaStream_t st = cuda_ctx_of(be)->stream;
     const unsigned g = cuda_blocks(n, 256);
     const int32_t *runs = (const int32_t *)b->runs->data;
-#define KV(CK, CV) k_kv_store<CK, CV><<<g, 256, 0, st>>>((CK *)kc->data, kc->ld, (CV *)vc->data, \
+#define KV(CK, CV) cuda_launch(k_kv_store<CK, CV>, g, 256, 0, st, (CK *)kc->data, kc->ld, (CV *)vc->data, \
         vc->ld, (const float *)k->data, k->ld, (const float *)v->data, v->ld, runs, b->n_seq,   \
         b->kv_rows, T, k->cols)
     if (kc->f16 && vc->f16)
@@ -145,6 +146,7 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
              const int32_t *runs, int n_seq, int64_t kv_rows, int64_t group, float scale,
              int64_t chunk, int nsplit, float *part)
 {
+    cuda_pdl_enter();
     constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
     __shared__ float wm[NW], wl[NW], wacc[NW][HD];
     const int s = blockIdx.x;
@@ -230,6 +232,7 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
                  int64_t ldvc, const int32_t *runs, int n_seq, int64_t kv_rows, float scale,
                  int64_t chunk, int nsplit, int64_t Hq, float *part)
 {
+    cuda_pdl_enter();
     constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
     __shared__ float wm[NW][G], wl[NW][G], wacc[NW][G][HD];
     const int s = blockIdx.x;
@@ -327,7 +330,7 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
         return false;
     dim3 grid((unsigned)nsplit, (unsigned)n_head_kv, (unsigned)T);
     const int32_t *runs = (const int32_t *)b->runs->data;
-#define GQA1(C, NPL, GG) k_attn_split_gqa<C, C, NPL, GG><<<grid, ATT_THREADS, 0, c->stream>>>(     \
+#define GQA1(C, NPL, GG) cuda_launch(k_attn_split_gqa<C, C, NPL, GG>, grid, ATT_THREADS, 0, c->stream,      \
         (const float *)q->data, q->ld, (const C *)kc->data, kc->ld, (const C *)vc->data, vc->ld,  \
         runs, b->n_seq, b->kv_rows, scale, chunk, (int)nsplit, n_head, c->part)
 #define GQA(C, NPL)                                 \
@@ -348,6 +351,7 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
 
 __global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo)
 {
+    cuda_pdl_enter();
     const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
     const float *p = part + (r * Hq + h) * nsplit * (hd + 2);
     float M = -INFINITY;
@@ -407,7 +411,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
         attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, T)) {
         if (!CUDA_LAUNCHED(be, "k_attn_split_gqa"))
             return;
-        k_attn_merge<<<dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream>>>(
+        cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
             c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
         CUDA_LAUNCHED(be, "k_attn_merge");
         return;
@@ -415,7 +419,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     dim3 grid((unsigned)nsplit, (unsigned)n_head, (unsigned)T);
     const int32_t *runs = (const int32_t *)b->runs->data;
     const int64_t group = n_head / n_head_kv;
-#define ATT1(CK, CV, NPL) k_attn_split<CK, CV, NPL><<<grid, ATT_THREADS, 0, c->stream>>>(       \
+#define ATT1(CK, CV, NPL) cuda_launch(k_attn_split<CK, CV, NPL>, grid, ATT_THREADS, 0, c->stream,        \
         (const float *)q->data, q->ld, (const CK *)kc->data, kc->ld, (const CV *)vc->data,      \
         vc->ld, runs, b->n_seq, b->kv_rows, group, scale, chunk, (int)nsplit, c->part)
 #define ATT(CK, CV)                                                                              \
@@ -441,7 +445,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
 #undef ATT1
     if (!CUDA_LAUNCHED(be, "k_attn_split"))
         return;
-    k_attn_merge<<<dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream>>>(
+    cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
         c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
     CUDA_LAUNCHED(be, "k_attn_merge");
 }
@@ -474,6 +478,7 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
                        int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy)
 {
+    cuda_pdl_enter();
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
@@ -499,6 +504,7 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
                             const float *w, int Kc, const int32_t *runs, int64_t C, bool silu,
                             float *y, int64_t ldy)
 {
+    cuda_pdl_enter();
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
@@ -524,6 +530,7 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
 __global__ void k_conv_tail(const float *x, int64_t ldx, float *tails, int64_t ldt, int Kc,
                             const int32_t *runs, int64_t C)
 {
+    cuda_pdl_enter();
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
@@ -547,7 +554,7 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
     cuda_ctx *c = cuda_ctx_of(be);
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
     if (x->rows <= CONV_TILE) {    /* decode: one kernel walks each run */
-        k_conv<<<grid, 128, 0, c->stream>>>(
+        cuda_launch(k_conv, grid, 128, 0, c->stream,
             (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
             (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
         CUDA_LAUNCHED(be, "k_conv");
@@ -557,13 +564,13 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
      * tiles read rows of x other tiles have passed, so x and y are apart */
     assert(x->data != y->data);
     dim3 gt(grid.x, grid.y, (unsigned)((x->rows + CONV_TILE - 1) / CONV_TILE));
-    k_conv_rows<<<gt, 128, 0, c->stream>>>(
+    cuda_launch(k_conv_rows, gt, 128, 0, c->stream,
         (const float *)x->data, x->ld, (const float *)tails->data, tails->ld,
         (const float *)w->data, (int)Kc, (const int32_t *)b->runs->data, C, silu,
         (float *)y->data, y->ld);
     if (!CUDA_LAUNCHED(be, "k_conv_rows"))
         return;
-    k_conv_tail<<<grid, 128, 0, c->stream>>>((const float *)x->data, x->ld, (float *)tails->data,
+    cuda_launch(k_conv_tail, grid, 128, 0, c->stream, (const float *)x->data, x->ld, (float *)tails->data,
                                               tails->ld, (int)Kc, (const int32_t *)b->runs->data, C);
     CUDA_LAUNCHED(be, "k_conv_tail");
 }
@@ -594,6 +601,7 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
            int64_t ldb, float *S, int64_t ldS, int64_t Hk, int64_t Hv, const int32_t *runs,
            float *out, int64_t ldo)
 {
+    cuda_pdl_enter();
     constexpr int DK = NPL * 32;
     const int lane = threadIdx.x & 31;
     const int64_t h = blockIdx.x, j = (int64_t)blockIdx.z * 4 + threadIdx.x / 32;
@@ -652,7 +660,7 @@ void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
         return;
     dim3 grid((unsigned)n_v_heads, (unsigned)b->n_seq, (unsigned)((dk + 3) / 4));
     cudaStream_t st = cuda_ctx_of(be)->stream;
-#define DN(NPL) k_deltanet<NPL><<<grid, 128, 0, st>>>((const float *)qkv->data, qkv->ld,           \
+#define DN(NPL) cuda_launch(k_deltanet<NPL>, grid, 128, 0, st, (const float *)qkv->data, qkv->ld,           \
         (const float *)g->data, g->ld, (const float *)beta->data, beta->ld, (float *)S->data,     \
         S->ld, n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld)
     switch (dk) {
