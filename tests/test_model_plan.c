@@ -156,8 +156,30 @@ static void backend_case(const q36_model *m)
     q36_engine_free(e);
 }
 
+/* The mode's default: fast on a GPU, exact on the CPU; an explicit mode
+ * stands whatever the device. */
+static void mode_case(void)
+{
+    q36_engine_opts o = q36_engine_opts_default();
+    const int dflt = o.fast;
+    const int cpu = q36_opts_fast(&o);
+    o.backend = "cpu";
+    const int cpu2 = q36_opts_fast(&o);
+    o.backend = "cuda";
+    const int gpu = q36_opts_fast(&o);
+    o.fast = 0;
+    const int gpu_exact = q36_opts_fast(&o);
+    o.backend = NULL;
+    o.fast = 1;
+    const int cpu_fast = q36_opts_fast(&o);
+    t_check("plan.mode_default", dflt == -1 && !cpu && !cpu2 && gpu && !gpu_exact && cpu_fast,
+            "default %d: cpu %d/%d, cuda %d, cuda exact %d, cpu fast %d", dflt, cpu, cpu2, gpu,
+            gpu_exact, cpu_fast);
+}
+
 int main(void)
 {
+    mode_case();
     char dir[] = "/tmp/q36_plan_XXXXXX";
     if (!mkdtemp(dir)) {
         t_fail("plan.setup", "mkdtemp failed");

@@ -49,7 +49,7 @@ static void usage(FILE *o)
 {
     fprintf(o,
 "usage: q36 bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0,4096] [-r 5] [-t N]\n"
-"                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast] [-o md|json|jsonl]\n"
+"                 [-b 2048] [-ub 512] [-ctk f16] [-ctv f16] [--fast|--exact] [-o md|json|jsonl]\n"
 "                 [--baseline llama.cpp] [--llama-lib DIR] [--seed S] [--progress]\n"
 "                 [--profile] [--bandwidth] [-ngl N] [--device D]\n"
 "                 [--profile] [--bandwidth]\n"
@@ -73,8 +73,6 @@ static void usage(FILE *o)
 "  -ub N               tokens per forward pass (default 512: llama.cpp's n_ubatch,\n"
 "                      q36's session n_batch)\n"
 "  -ctk T, -ctv T      K/V cache types: f16 (default) or f32\n"
-"  --fast              q36's fast mode (chunked DeltaNet for prompts; slower than\n"
-"                      the default exact mode on the CPU today)\n"
 "  -o FMT              md (default), json (an array of records) or jsonl (one a line)\n"
 "  --baseline llama.cpp  also time the pinned libllama on the same file, repetitions\n"
 "                      interleaved, and print the ratio q36/llama.cpp per test\n"
@@ -146,7 +144,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->draft_rewind = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,
-                          .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16 };
+                          .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16, .fast = -1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
@@ -184,8 +182,7 @@ static int parse(int argc, char **argv, bench_opts *o)
                 return cli_usage("bench", "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)");
             *(a[3] == 'k' ? &o->cfg.type_k : &o->cfg.type_v) = t;
             i++;
-        } else if (!strcmp(a, "--fast")) {
-            o->cfg.fast = 1;
+        } else if (cli_mode_flag(a, &o->cfg.fast)) {
         } else if (!strcmp(a, "--profile")) {
             o->profile = 1;
         } else if (!strcmp(a, "--bandwidth")) {
@@ -246,6 +243,8 @@ static int parse(int argc, char **argv, bench_opts *o)
         return cli_usage("bench", "-p and -n are both 0: nothing to time");
     if (o->llama_lib && !o->baseline)
         return cli_usage("bench", "--llama-lib goes with --baseline llama.cpp");
+    if (o->cfg.fast < 0)        /* the engine's default, resolved for the report */
+        o->cfg.fast = o->cfg.backend != NULL;
     return 0;
 }
 

@@ -46,6 +46,10 @@ int cli_parse_ids(const char *cmd, const char *s, int32_t **out, int *n);
  * after printing a usage error. cli_device_help: their --help lines. */
 int cli_device_flag(const char *cmd, int argc, char **argv, int *i, const char **backend);
 extern const char cli_device_help[];
+/* --fast (1) and --exact (0) into *fast (q36_engine_opts.fast, whose
+ * default -1 is fast on a GPU, exact on the CPU); 1 when `a` is one. Their
+ * --help lines are in cli_device_help. */
+int cli_mode_flag(const char *a, int *fast);
 /* For a GPU backend in o: the memory the model and the engine need on the
  * device against what is free there, printed as a plan when `print`, and
  * Q36_E_NOMEM with the numbers when it does not fit (before anything is

@@ -93,6 +93,8 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
     const int dv = cli_device_flag(cmd, argc, argv, i, &o->sess.backend);
     if (dv)
         return dv < 0 ? CLI_USAGE + 100 : 1;
+    if (cli_mode_flag(a, &o->sess.fast))
+        return CLI_FLAG_TAKEN;
 #define INT(flag, lo, hi, dst) \
     if (!strcmp(a, flag)) { if (cli_int(cmd, flag, v, lo, hi, &x)) return CLI_FLAG_BAD; dst = (int)x; ++*i; return CLI_FLAG_TAKEN; }
 #define FLT(flag, dst) \

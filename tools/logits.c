@@ -25,7 +25,7 @@ static void usage(FILE *o)
     fprintf(o,
 "usage: q36 logits [-m MODEL.gguf] (--ids \"1 2 3\" | --ids-file F) -o OUT.f32 [--all]\n"
 "                  [-t N] [-c N] [-b N] [-ctk f32|f16] [-ctv f32|f16] [--split N]\n"
-"                  [--greedy N] [--fast] [--profile] [--mtp] [-ngl N] [--device D]\n"
+"                  [--greedy N] [--fast|--exact] [--profile] [--mtp] [-ngl N] [--device D]\n"
 "\n"
 "Evaluates the ids from position 0 and writes float32 logits [positions][n_vocab]\n"
 "(row-major) of the last position, or of every position with --all. Prints\n"
@@ -40,7 +40,6 @@ static void usage(FILE *o)
 "  -b N           tokens per forward batch (default 512)\n"
 "  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
 "  --split N      append the ids N at a time (default: all at once)\n"
-"  --fast         fast mode: chunked DeltaNet for prompt batches (default: exact)\n"
 "  --profile      time every backend op (a diagnostic: the logits do not change)\n"
 "  --greedy N     then generate N tokens greedily: print their ids, write the\n"
 "                N rows [N][n_vocab] they were chosen from\n"
@@ -134,8 +133,7 @@ int cmd_logits(int argc, char **argv)
             all = true;
         } else if (!strcmp(a, "--mtp")) {
             mtp = true;
-        } else if (!strcmp(a, "--fast")) {
-            o.fast = 1;
+        } else if (cli_mode_flag(a, &o.fast)) {
         } else if (!strcmp(a, "--profile")) {
             o.profile = 1;
         } else if (!strcmp(a, "-t") && nx) {

@@ -27,7 +27,7 @@ static void usage(FILE *o)
 {
     fprintf(o,
 "usage: q36 perplexity [-m MODEL.gguf] -f FILE [-c N] [--chunks N] [-t N] [-b N]\n"
-"                      [-ctk f32|f16] [-ctv f32|f16] [--fast]\n"
+"                      [-ctk f32|f16] [-ctv f32|f16] [--fast|--exact]\n"
 "\n"
 "The perplexity of FILE as llama-perplexity measures it: chunks of -c tokens,\n"
 "each evaluated from position 0, the second half of each scored. Prints the\n"
@@ -39,7 +39,7 @@ static void usage(FILE *o)
 "  -t N           threads (default 1)\n"
 "  -b N           tokens per forward batch (default 512)\n"
 "  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
-"  --fast         fast mode: chunked DeltaNet for prompt batches\n");
+"  --fast, --exact  the mode (perplexity runs on the CPU: exact by default)\n");
 }
 
 static int kv_type(const char *s)
@@ -88,8 +88,7 @@ int cmd_perplexity(int argc, char **argv)
         } else if (!strcmp(a, "-b") && nx) {
             if (cli_int(C, a, argv[++i], 1, 65536, &v)) return CLI_USAGE;
             o.n_batch = (int)v;
-        } else if (!strcmp(a, "--fast")) {
-            o.fast = 1;
+        } else if (cli_mode_flag(a, &o.fast)) {
         } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) && nx) {
             if ((o.type_k = kv_type(argv[++i])) < 0)
                 return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);

@@ -92,6 +92,8 @@ int cmd_serve(int argc, char **argv)
             free(key);
             return CLI_USAGE;
         }
+        if (cli_mode_flag(a, &o.sess.fast))
+            continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;

@@ -66,11 +66,14 @@ typedef struct q36_engine_opts {
     int n_slots;            /* sequences held at once (default 1) */
     int type_k, type_v;     /* enum q36_kv_type (default F16, llama.cpp's default) */
     uint64_t max_bytes;     /* refuse plans above this; 0 = MemAvailable of the machine */
-    int fast;               /* 0 (default) exact: llama.cpp's order of operations and
-                               sums, every row's bits independent of the batch it is
-                               in; 1 fast: prompt runs take the chunked DeltaNet
-                               form (results move at float rounding level and depend
-                               on how a prompt is split into passes) */
+    int fast;               /* 0 exact: llama.cpp's order of operations and sums,
+                               every row's bits independent of the batch it is in
+                               (on the CPU); 1 fast: prompt runs take the chunked
+                               DeltaNet form, and on a GPU f16 tensor-core products
+                               and tiled attention (results move at float rounding
+                               level and depend on how a prompt is split into
+                               passes); -1 (default): fast on a GPU, exact on the
+                               CPU (q36_opts_fast) */
     int profile;            /* 1: time every backend op of every forward pass into a
                                table (q36_session_profile); a diagnostic that changes
                                no result. 0 (default): one branch per op. */
@@ -88,6 +91,8 @@ typedef q36_engine_opts q36_session_opts;
 
 /* The defaults above. */
 q36_engine_opts q36_engine_opts_default(void);
+/* The mode o asks for, with the default (-1) resolved: 1 fast, 0 exact. */
+int q36_opts_fast(const q36_engine_opts *o);
 q36_session_opts q36_session_opts_default(void);
 
 /* What an engine of n_slots slots of n_ctx positions needs, in bytes. */

@@ -22,9 +22,16 @@ static uint64_t now_ns(void)
 q36_engine_opts q36_engine_opts_default(void)
 {
     q36_engine_opts o = { .n_threads = 1, .n_batch = 512, .n_slots = 1, .type_k = Q36_KV_F16,
-                          .type_v = Q36_KV_F16, .max_bytes = 0, .fast = 0, .profile = 0,
+                          .type_v = Q36_KV_F16, .max_bytes = 0, .fast = -1, .profile = 0,
                           .backend = NULL };
     return o;
+}
+
+int q36_opts_fast(const q36_engine_opts *o)
+{
+    if (o->fast >= 0)
+        return o->fast != 0;
+    return o->backend && o->backend[0] && strcmp(o->backend, "cpu") != 0;
 }
 
 uint64_t q36_mem_available(void)
@@ -135,7 +142,7 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     e->n_threads = o.n_threads;
     e->type_k = o.type_k;
     e->type_v = o.type_v;
-    e->fast = o.fast != 0;
+    e->fast = q36_opts_fast(&o);
     e->profile = o.profile != 0;
     e->mtp = o.mtp != 0;
     e->n_keep = o.n_keep;
@@ -162,7 +169,7 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         goto fail;
 
     const plan_args a = { n_ctx, o.n_batch, o.n_slots, o.n_threads, o.type_k, o.type_v, e->mtp,
-                          e->n_keep, o.fast != 0 };
+                          e->n_keep, e->fast };
     alloc_ctx ac = { e, false };
     model_plan_walk(hp, &a, e, alloc_item, &ac);
     if (ac.oom) {

@@ -178,7 +178,7 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
         return q36_err_set(err, Q36_E_ARG, "n_keep %d is outside [0, n_batch %d]", o->n_keep,
                            o->n_batch);
     const plan_args a = { n_ctx, o->n_batch, o->n_slots, o->n_threads, o->type_k, o->type_v,
-                          o->mtp != 0, o->n_keep, o->fast != 0 };
+                          o->mtp != 0, o->n_keep, q36_opts_fast(o) };
     memset(out, 0, sizeof *out);
     out->weights = q36_model_n_bytes(m);
     sum_ctx c = { out };

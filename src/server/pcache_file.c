@@ -55,7 +55,7 @@ uint64_t pcache_fingerprint(const char *model_path, const q36_engine_opts *o, q3
         h = fnv(h, buf, n);
     }
     fclose(f);
-    int v[4] = { o->type_k, o->type_v, o->fast, 0 };
+    int v[4] = { o->type_k, o->type_v, q36_opts_fast(o), 0 };
     h = fnv(h, v, sizeof v);
     const char *be = o->backend && o->backend[0] ? o->backend : "cpu";
     return fnv(h, be, strlen(be));

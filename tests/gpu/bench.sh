@@ -59,11 +59,11 @@ run 200 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 5 "${base[@]}"
 # that pp4096 is one pass
 for p in 512 4096; do
     pp="-m $m08 -ngl 99 -p $p -n 0 -r 3 -b 4096 -ub 4096"
-    run 150 "$q36" bench $pp
+    run 150 "$q36" bench $pp --exact
     run 200 "$q36" bench $pp --fast "${base[@]}"
 done
 if [ -n "$trained" ]; then
-    run 90 env $OFF "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3
+    run 90 env $OFF "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3 --exact
     run 90 "$q36" bench -m "$trained" -ngl 99 --bandwidth -p 512 -n 128 -r 3 --fast
 fi
 if [ "${BENCH_35B:-1}" = 1 ]; then
@@ -71,7 +71,7 @@ if [ "${BENCH_35B:-1}" = 1 ]; then
     if [ -f "$m35" ]; then
         run 150 env $OFF "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 2
         run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
-        run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2
+        run 300 "$q36" bench -m "$m35" -ngl 99 -p 512 -n 0 -r 2 --exact
         run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
         run 300 env Q36_CUDA_MOEGEMM=1 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 2 -b 4096 -ub 4096 --fast
         # decode at depth, the grouped attention (Q36_CUDA_ATTNGQA=1) beside

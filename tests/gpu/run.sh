@@ -7,7 +7,8 @@
 # the GPU memory plan, a context too large for the device refused up front;
 # then q36 serve -ngl 99 on the trained model (serve_gpu.py).
 # The ops and the whole models run twice: op by op (NEW=0:
-# Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 Q36_CUDA_PDL=0) and as the
+# Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0 Q36_CUDA_PDL=0
+# Q36_CUDA_ATTNGQA=0 Q36_CUDA_MVMIXED=0) and as the
 # backend's default (NEW=1: decode steps recorded and replayed as CUDA
 # graphs, the 16-byte Q4_K matvecs, the fused add+norm, DeltaNet conv+SiLU
 # and gated norm, MoE combine kernels).
@@ -68,6 +69,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
     timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" Q36_CUDA_PDL="${NEW:-0}" \
+        Q36_CUDA_ATTNGQA="${NEW:-0}" Q36_CUDA_MVMIXED="${NEW:-0}" \
         "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
@@ -78,7 +80,7 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
 }
 for NEW in 0 1; do
     sfx=$([ "$NEW" = 1 ] && echo -new)
-    echo "# Q36_CUDA_GRAPHS=$NEW Q36_CUDA_FASTMV=$NEW Q36_CUDA_FUSED=$NEW Q36_CUDA_PDL=$NEW"
+    echo "# Q36_CUDA_GRAPHS, FASTMV, FUSED, PDL, ATTNGQA, MVMIXED all $NEW"
     # the op cases: the switched prompt paths' cases (contexts of their own,
     # host references in double) take minutes, not seconds
     limit=600 one "ops$sfx"
@@ -96,18 +98,6 @@ done
 unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
 for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
-done
-
-# the switches off by default until a GPU run checks them (their op cases
-# ran above): grouped decode attention (Q36_CUDA_ATTNGQA=1) and mixed-type
-# decode projections in one launch (Q36_CUDA_MVMIXED=1), on models with
-# groups of 2, 4 and 8 query heads per K/V head and Q4_K_M mixes, against
-# the CPU as the default runs are (case names cuda.model.next.*)
-for m in "${models[@]}"; do
-    case $(basename "$m") in
-    dense-q8hd256.gguf|moe-q4km.gguf|dense-q4km.gguf|dense-q5k.gguf|trained.gguf)
-        Q36_CUDA_ATTNGQA=1 Q36_CUDA_MVMIXED=1 one "model-next-$(basename "$m" .gguf)" --no-ops "$m" ;;
-    esac
 done
 
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
@@ -143,11 +133,15 @@ if [ -n "$m" ]; then
 fi
 # ---- q36 serve with the model on the GPU (tests/gpu/serve_gpu.py): chat,
 # the prefix cache's checkpoints on the device, four slots, a bad request
+# in the GPU's default mode (fast) and in exact mode (--exact)
 if [ -n "$trained" ] && [ -f "$trained" ]; then
-    timeout 300 python3 "$(dirname "$0")/serve_gpu.py" "$q36" "$trained" >"$log/serve.log" 2>&1
-    grep -E '^(ok|FAIL|#) ' "$log/serve.log"
-    count "$log/serve.log"
-    grep -q '^ok serve_gpu.starts' "$log/serve.log" || fail serve_gpu.runs "$(tail -n 5 "$log/serve.log")"
+    for mode in "" exact; do
+        MODE=$mode timeout 300 python3 "$(dirname "$0")/serve_gpu.py" "$q36" "$trained" >"$log/serve$mode.log" 2>&1
+        grep -E '^(ok|FAIL|#) ' "$log/serve$mode.log"
+        count "$log/serve$mode.log"
+        grep -q '^ok serve_gpu.*starts' "$log/serve$mode.log" ||
+            fail "serve_gpu.${mode:+$mode.}runs" "$(tail -n 5 "$log/serve$mode.log")"
+    done
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

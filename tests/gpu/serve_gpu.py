@@ -16,8 +16,14 @@ import urllib.error
 import urllib.request
 
 q36, model = sys.argv[1], sys.argv[2]
+# MODE: "exact" (--exact) or "" (the default: fast on the GPU); in fast mode
+# the cached request's greedy text may differ from the first at a near-tie
+# (the prompt is split into passes differently), so that is reported, not
+# checked
+mode = os.environ.get("MODE", "")
 srv = subprocess.Popen([q36, "serve", "-m", model, "-ngl", os.environ.get("NGL", "99"), "--port", "0", "-np", "4",
-                        "-c", "2048"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        "-c", "2048"] + (["--exact"] if mode == "exact" else []),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 url = None
 t0 = time.time()
 while time.time() - t0 < 60 and url is None:
@@ -29,6 +35,7 @@ while time.time() - t0 < 60 and url is None:
 
 
 def check(name, cond, why=""):
+    name = name.replace("serve_gpu.", "serve_gpu." + (mode + "." if mode else ""))
     print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + why), flush=True)
 
 
@@ -55,9 +62,13 @@ try:
         if s1 == 200 and s2 == 200:
             c2 = r2["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
             check("serve_gpu.prefix_cache_hit", c2 > 0, f"second request cached_tokens {c2}")
-            check("serve_gpu.greedy_same_twice",
-                  r1["choices"][0]["message"] == r2["choices"][0]["message"],
-                  f"{r1['choices'][0]['message']} vs {r2['choices'][0]['message']}")
+            same = r1["choices"][0]["message"] == r2["choices"][0]["message"]
+            if mode == "exact":
+                check("serve_gpu.greedy_same_twice", same,
+                      f"{r1['choices'][0]['message']} vs {r2['choices'][0]['message']}")
+            else:
+                print(f"#   fast mode: the cached request's text is {'the same' if same else 'different'}",
+                      flush=True)
             print(f"#   prompt {r2['usage']['prompt_tokens']} tokens, cached {c2}", flush=True)
         res = [None] * 4
 
