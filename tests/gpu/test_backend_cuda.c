@@ -2417,9 +2417,6 @@ int main(int argc, char **argv)
         t_fail("cuda.backend_new", "%s", err.msg);
         return t_exit();
     }
-    const char *gqa = getenv("Q36_CUDA_ATTNGQA"), *mvm = getenv("Q36_CUDA_MVMIXED");
-    if ((gqa && !strcmp(gqa, "1")) || (mvm && !strcmp(mvm, "1")))
-        mode_tag = ".next";     /* model cases with the switches not yet on by default */
     char dev[160];
     uint64_t fr, tot;
     if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))

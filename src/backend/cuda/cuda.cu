@@ -26,8 +26,7 @@
  * (cuda_moe.h) and tiles of query rows for attention (cuda_fattn.h).
  *
  * Environment, read when a context is made (the mode's switches when it
- * is reserved); every switch but the last two below is on unless its
- * variable is "0":
+ * is reserved); every switch is on unless its variable is "0":
  * Q36_CUDA_DEVICE (an index, default 0) picks the device;
  * Q36_CUDA_GRAPHS records each decode step's ops once per shape and
  * replays them as one CUDA graph launch (cuda_graph.cu), with the small
@@ -38,11 +37,11 @@
  * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
- * Two switches are off by default, written without a GPU and not yet run:
- * Q36_CUDA_ATTNGQA=1 splits attention by K/V head instead of query head,
- * each block serving the query heads that share the K/V rows it reads
- * (cuda_seq.cu); Q36_CUDA_MVMIXED=1 lets decode projections of different
- * weight types share one launch (cuda_matmul.cu, k_matvec<MV_ANY>).
+ * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
+ * head, each block serving the query heads that share the K/V rows it
+ * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
+ * different weight types share one launch (cuda_matmul.cu,
+ * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN, and
  * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
  * the decode path's products). tests/gpu/run.sh checks each either way. */
@@ -770,8 +769,8 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
     c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
-    c->attn_gqa = cuda_env_is("Q36_CUDA_ATTNGQA", "1");   /* off until a GPU run checks it */
-    c->mv_mixed = cuda_env_is("Q36_CUDA_MVMIXED", "1");   /* the same */
+    c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
+    c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;

@@ -433,9 +433,8 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
 
 /* Decode rows: the weights (all reading x, so all K wide) share launches
  * of up to MV_JOBS, a type's weights together (k_matvec), or with
- * Q36_CUDA_MVMIXED=1 whatever their types (k_matvec<MV_ANY>; off by default
- * until a GPU run checks it). Batches above MATVEC_ROWS rows: one matmul
- * each. */
+ * Q36_CUDA_MVMIXED (on unless "0") whatever their types (k_matvec<MV_ANY>).
+ * Batches above MATVEC_ROWS rows: one matmul each. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {

@@ -221,7 +221,7 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
 }
 
 /* The same splits with the G query heads of one K/V head together
- * (Q36_CUDA_ATTNGQA=1): one block per (split, K/V head, query row); each
+ * (Q36_CUDA_ATTNGQA, on unless "0"): one block per (split, K/V head, query row); each
  * warp loads each of its keys once and updates the G heads' online
  * softmaxes, in k_attn_split's key order with its arithmetic per head, and
  * writes the same partials. K/V rows are read once per group instead of
