@@ -363,6 +363,30 @@ void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_t
     be->ops->matmul_id(be, w, x, sel, y);
 }
 
+/* A backend without the fused entries runs the two ops */
+void be_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y)
+{
+    assert(u->rows == g->rows && u->cols == g->cols);
+    if (be->ops->matmul_glu) {
+        be->ops->matmul_glu(be, w, g, u, y);
+        return;
+    }
+    be_swiglu(be, g, u, g);
+    be_matmul(be, w, 0, g, y);
+}
+
+void be_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                      const be_tensor *sel, be_tensor *y)
+{
+    assert(u->rows == g->rows && u->cols == g->cols && sel->type == BE_I32);
+    if (be->ops->matmul_id_glu) {
+        be->ops->matmul_id_glu(be, w, g, u, sel, y);
+        return;
+    }
+    be_swiglu(be, g, u, g);
+    be_matmul_id(be, w, g, sel, y);
+}
+
 /* ------------------------------------------------------------ elementwise */
 
 void be_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

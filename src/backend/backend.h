@@ -239,6 +239,17 @@ void be_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *
 void be_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x,
                   const be_tensor *sel, be_tensor *y);
 
+/* be_swiglu(g, u, g), then be_matmul(w, 0, g, y): a SwiGLU block's down
+ * product with its activation, as one op, the same results (the CUDA
+ * backend forms silu(g) * u as its decode product reads its input, with
+ * Q36_CUDA_FUSED). g's contents afterwards are unspecified. */
+void be_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                   be_tensor *y);
+/* The same for the experts: be_swiglu(g, u, g), then be_matmul_id(w, g,
+ * sel, y); g and u have n_tok*k rows. */
+void be_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                      const be_tensor *sel, be_tensor *y);
+
 /* ------------------------------------------------------------ elementwise */
 
 /* Row-wise RMS norm over groups of `group` columns (cols % group == 0):

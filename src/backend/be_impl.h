@@ -91,6 +91,11 @@ struct be_ops {
                      be_tensor *const *y);
     void (*matmul_id)(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                       be_tensor *y);
+    /* optional (NULL: backend.c runs be_swiglu, then the product) */
+    void (*matmul_glu)(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                       be_tensor *y);
+    void (*matmul_id_glu)(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                          const be_tensor *sel, be_tensor *y);
 
     void (*rms_norm)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                      int64_t group, be_tensor *y);

@@ -15,8 +15,7 @@ void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *
     const be_weight *win[] = { L->ffn_gate, L->ffn_up };
     be_tensor *yin[] = { fg, fu };
     be_matmul_n(be, 2, win, h, yin);
-    be_swiglu(be, fg, fu, fg);
-    be_matmul(be, L->ffn_down, 0, fg, out);
+    be_matmul_glu(be, L->ffn_down, fg, fu, out);
 }
 
 void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
@@ -60,10 +59,8 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         be_matmul_id(be, L->up_exps, h, sel, eu);
         be_matmul_id(be, L->gate_exps, h, sel, eg);
     }
-    be_tensor *act = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
-    be_swiglu(be, eg, eu, act);
     be_tensor *ey = model_rows(e, sc->ey, T * k);
-    be_matmul_id(be, L->down_exps, act, sel, ey);
+    be_matmul_id_glu(be, L->down_exps, eg, eu, sel, ey);
 
     if (!L->up_shexp) {
         be_moe_combine(be, ey, rw, k, out);
@@ -72,7 +69,6 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
     /* the shared expert into sh (its up and gate rows and gate logit shg
      * came with the router's); then the routed sum plus sigmoid(shg) * sh
      * (be_moe_combine_shared: one op) */
-    be_swiglu(be, fg, fu, fg);
-    be_matmul(be, L->down_shexp, 0, fg, sh);
+    be_matmul_glu(be, L->down_shexp, fg, fu, sh);
     be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
 }

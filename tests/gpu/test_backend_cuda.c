@@ -308,6 +308,30 @@ static const char *case_tag = "";
 /* set while products run on tensor cores: their inputs are rounded to f16
  * (the terms are derived at test_gemm16_ops) */
 static bool mm_f16;
+/* set while the matmul cases run as be_matmul_glu / be_matmul_id_glu: the
+ * input is silu(g) * u of two random rows (the CPU's own, from its
+ * be_swiglu), and the device's expf adds up to 4 units of rounding to it */
+static bool mm_glu;
+
+/* The input rows of a case: n x K random values, or with mm_glu the CPU's
+ * silu(g) * u of random g and u, which it then returns in *g and *u (else
+ * NULL). */
+static float *mm_input(t_rng *r, int64_t n, int64_t K, pair *g, pair *u)
+{
+    float *x = t_randv(r, n * K, 1);
+    g->c = g->g = u->c = u->g = NULL;
+    if (!mm_glu)
+        return x;
+    float *uv = t_randv(r, n * K, 1);
+    *g = up(x, n, K);
+    *u = up(uv, n, K);
+    be_tensor *s = be_tensor_new(cpu, n, K);
+    be_swiglu(cpu, g->c, u->c, s);
+    be_read(cpu, s, 0, n, x);
+    be_tensor_free(cpu, s);
+    free(uv);
+    return x;
+}
 
 /* bound of output (r, n): CPU activation quantization + two f32 orders
  * (the GPU's: 8-term lane chunks then a tree, or K sequential terms) */
@@ -320,7 +344,8 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
         small += fabs((double)wrow[k]) + fabs((double)x[k]);
     }
     const double f16 = mm_f16 ? (0x1p-10 + (double)(K + 1) * 0x1p-22) * mag + 0x1p-24 * small : 0;
-    return q + f16 + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
+    const double glu = mm_glu ? 8.0 * U * mag : 0;
+    return q + f16 + glu + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
 }
 
 /* ----------------------------------------------------------------- matmul */
@@ -328,28 +353,39 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
 static void test_matmul(uint32_t type, int64_t K, int64_t N, int64_t R)
 {
     char name[96];
-    snprintf(name, sizeof name, "cuda%s.matmul_%s_%lldx%lld_r%lld%s", variant, quant_type_name(type),
-             (long long)K, (long long)N, (long long)R, case_tag);
+    snprintf(name, sizeof name, "cuda%s.matmul%s_%s_%lldx%lld_r%lld%s", variant, mm_glu ? "_glu" : "",
+             quant_type_name(type), (long long)K, (long long)N, (long long)R, case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, 2);
-    float *x = t_randv(&r, R * K, 1), *xq = malloc(sizeof(float) * (size_t)(R * K));
+    pair gt, ut;
+    float *x = mm_input(&r, R, K, &gt, &ut), *xq = malloc(sizeof(float) * (size_t)(R * K));
     for (int64_t i = 0; i < R; i++)
         act_view(type, x + i * K, xq + i * K, K);
     pair xt = up(x, R, K), y = up(NULL, R, N);
-    be_matmul(cpu, w.wc, 1, xt.c, y.c);
-    be_matmul(gpu, w.wg, 1, xt.g, y.g);
+    const int64_t slab = mm_glu ? 0 : 1;        /* be_matmul_glu: slab 0 */
+    if (mm_glu) {
+        be_matmul_glu(cpu, w.wc, gt.c, ut.c, y.c);
+        be_matmul_glu(gpu, w.wg, gt.g, ut.g, y.g);
+    } else {
+        be_matmul(cpu, w.wc, 1, xt.c, y.c);
+        be_matmul(gpu, w.wg, 1, xt.g, y.g);
+    }
     if (gpu_ok(name)) {
         float *c, *g;
         down(y, &c, &g);
         double *b = malloc(sizeof(double) * (size_t)(R * N));
         for (int64_t i = 0; i < R; i++)
             for (int64_t n = 0; n < N; n++)
-                b[i * N + n] = mm_bound(w.deq + (N + n) * K, x + i * K, xq + i * K, K);
+                b[i * N + n] = mm_bound(w.deq + (slab * N + n) * K, x + i * K, xq + i * K, K);
         verdict(name, c, g, R * N, b, 0);
         free(b);
         free(c);
         free(g);
+    }
+    if (mm_glu) {
+        pfree(gt);
+        pfree(ut);
     }
     pfree(xt);
     pfree(y);
@@ -419,14 +455,17 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
                            bool per_rank)
 {
     char name[112];
-    snprintf(name, sizeof name, "cuda%s.matmul_id_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s", variant,
-             quant_type_name(type), (long long)K, (long long)N, (long long)E, (long long)k,
-             (long long)T, per_rank ? "_rank_rows" : "", case_tag);
+    if (mm_glu)
+        per_rank = true;        /* be_matmul_id_glu: a row a (token, rank) */
+    snprintf(name, sizeof name, "cuda%s.matmul_id%s_%s_%lldx%lld_e%lld_top%lld_t%lld%s%s", variant,
+             mm_glu ? "_glu" : "", quant_type_name(type), (long long)K, (long long)N, (long long)E,
+             (long long)k, (long long)T, per_rank ? "_rank_rows" : "", case_tag);
     t_rng r = t_rng_named(name);
     wt w;
     make_weight(&w, &r, type, K, N, E);
     const int64_t XR = per_rank ? T * k : T;
-    float *x = t_randv(&r, XR * K, 1), *xq = malloc(sizeof(float) * (size_t)K);
+    pair gt, ut;
+    float *x = mm_input(&r, XR, K, &gt, &ut), *xq = malloc(sizeof(float) * (size_t)K);
     int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
     for (int64_t t = 0; t < T; t++)
         for (int64_t i = 0; i < k; i++) {
@@ -442,8 +481,13 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
         }
     pair xt = up(x, XR, K), y = up(NULL, T * k, N);
     pair st = { t_i32(cpu, sel, T, k), t_i32(gpu, sel, T, k) };
-    be_matmul_id(cpu, w.wc, xt.c, st.c, y.c);
-    be_matmul_id(gpu, w.wg, xt.g, st.g, y.g);
+    if (mm_glu) {
+        be_matmul_id_glu(cpu, w.wc, gt.c, ut.c, st.c, y.c);
+        be_matmul_id_glu(gpu, w.wg, gt.g, ut.g, st.g, y.g);
+    } else {
+        be_matmul_id(cpu, w.wc, xt.c, st.c, y.c);
+        be_matmul_id(gpu, w.wg, xt.g, st.g, y.g);
+    }
     if (gpu_ok(name)) {
         float *c, *g;
         down(y, &c, &g);
@@ -458,6 +502,10 @@ static void test_matmul_id(uint32_t type, int64_t K, int64_t N, int64_t E, int64
         free(b);
         free(c);
         free(g);
+    }
+    if (mm_glu) {
+        pfree(gt);
+        pfree(ut);
     }
     pfree(xt);
     pfree(y);
@@ -1197,6 +1245,11 @@ static void test_fast_mv(const be_shape *sh)
     test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
     test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    mm_glu = true;
+    test_matmul(QT_Q4_K, 512, 257, 1);
+    test_matmul(QT_Q4_K, 1024, 96, 3);
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 2, true);
+    mm_glu = false;
     gpu = keep;
     variant = "";
     be_free(f);
@@ -2095,6 +2148,29 @@ static void test_ops(void)
     }
     test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);     /* 35B-A3B expert shape */
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+
+    /* the SwiGLU products (be_matmul_glu, be_matmul_id_glu): decode rows
+     * 1, 3 and 8 (the input formed in shared memory, a block's rows), 9
+     * (the two ops), K of 12 KiB of floats (fits) and 14 KiB x 4 rows
+     * (does not: the two ops), experts top-1 to top-8 with 1-9 tokens
+     * (the 35B-A3B down shape), each a device type */
+    mm_glu = true;
+    const uint32_t ltypes[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K,
+                                QT_IQ4_XS };
+    for (size_t i = 0; i < sizeof ltypes / sizeof ltypes[0]; i++) {
+        test_matmul(ltypes[i], 512, 33, 1);
+        test_matmul(ltypes[i], 1024, 257, 3);
+        test_matmul(ltypes[i], 512, 96, 8);
+        test_matmul(ltypes[i], 256, 100, 9);
+        test_matmul_id(ltypes[i], 512, 64, 8, 3, 5, true);
+    }
+    test_matmul(QT_Q4_K, 3072, 100, 1);
+    test_matmul(QT_Q6_K, 3584, 64, 4);
+    test_matmul(QT_F16, 40, 31, 2);            /* K no 8 divides, no float4 rows */
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
+    test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 9, true);
+    mm_glu = false;
 
     const uint32_t gtypes[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K,
                                 QT_IQ4_XS };

@@ -542,6 +542,8 @@ OP(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
 OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
 OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
 OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
+OP(cuda_matmul_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y), (be, w, g, u, y))
+OP(cuda_matmul_id_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, const be_tensor *sel, be_tensor *y), (be, w, g, u, sel, y))
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
 OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
 OP(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
@@ -655,6 +657,8 @@ static const struct be_ops cuda_ops = {
     .matmul = f_cuda_matmul,
     .matmul_n = f_cuda_matmul_n,
     .matmul_id = f_cuda_matmul_id,
+    .matmul_glu = f_cuda_matmul_glu,
+    .matmul_id_glu = f_cuda_matmul_id_glu,
     .rms_norm = f_cuda_rms_norm,
     .add_rms_norm = f_cuda_add_rms_norm,
     .l2_norm = f_cuda_l2_norm,

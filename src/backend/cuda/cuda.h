@@ -160,6 +160,13 @@ __device__ __forceinline__ void cuda_pdl_enter(void)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* silu(g) * u as every kernel forms it (k_ew's swiglu, the products'
+ * fused input), so fused and unfused paths give the same bits */
+__device__ __forceinline__ float cuda_swiglu1(float g, float u)
+{
+    return g / (1.0f + expf(-g)) * u;
+}
+
 template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */
 template <typename... KA>
 static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem,
@@ -215,6 +222,10 @@ void cuda_graph_drop(be_ctx *be);
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
+void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                     be_tensor *y);
+void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                        const be_tensor *sel, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y);
 void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,

@@ -23,6 +23,7 @@
  * order. */
 #include "cuda.h"
 #include "cuda_deq.h"
+#include "cuda_moe.h"       /* MG_MIN_ROWS */
 
 #include <assert.h>
 #include <string.h>
@@ -204,26 +205,51 @@ __device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8
  * decides, so a warp never diverges, and each row is the same sum as for
  * its type alone), FAST then taken for Q4_K jobs. */
 #define MV_ANY (-1)
+/* With u (be_matmul_glu): the input is silu(x) * u, formed once a block
+ * into shared memory (rows r0.. of x and u, n rows of K) before any warp
+ * reads it; the caller gives n * K floats of dynamic shared memory. */
+__device__ __forceinline__ const float *mv_glu_stage(const float *x, int64_t ldx,
+                                                     const float *u, int64_t ldu, int64_t K,
+                                                     int64_t r0, int64_t n)
+{
+    extern __shared__ float4 mv_smem[];
+    float *act = (float *)mv_smem;
+    for (int64_t i = threadIdx.x; i < n * K; i += blockDim.x) {
+        const int64_t r = i / K, c = i % K;
+        act[i] = cuda_swiglu1(x[(r0 + r) * ldx + c], u[(r0 + r) * ldu + c]);
+    }
+    __syncthreads();
+    return act;
+}
+
 template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
-                         bool xvec)
+                         bool xvec, const float *__restrict__ u, int64_t ldu)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
+    int64_t r0 = (int64_t)blockIdx.y * RB, rend = R;
+    if (u) {        /* every thread stages, before any returns */
+        const int64_t nr = R - r0 < RB ? R - r0 : RB;
+        x = mv_glu_stage(x, ldx, u, ldu, K, r0, nr);
+        ldx = K;
+        rend = nr;
+        xvec = (K & 3) == 0;
+    }
     int jb;
     int64_t n;
     if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
         return;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
     float acc[RB];
     #pragma unroll
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
     const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
+    const int64_t xr0 = u ? 0 : r0;     /* x's row of output row r0 */
     if constexpr (T == MV_ANY)
-        mv_row_any<RB>(J.type[jb], FAST, row, K, x, ldx, R, r0, xvec, lane, acc);
+        mv_row_any<RB>(J.type[jb], FAST, row, K, x, ldx, rend, xr0, xvec, lane, acc);
     else
-        mv_row<T, RB, FAST>(row, K, x, ldx, R, r0, xvec, lane, acc);
+        mv_row<T, RB, FAST>(row, K, x, ldx, rend, xr0, xvec, lane, acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
@@ -234,19 +260,24 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
                             int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
                             bool xvec,
                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
-                            float *__restrict__ y, int64_t ldy)
+                            float *__restrict__ y, int64_t ldy, const float *__restrict__ u,
+                            int64_t ldu)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
+    const int64_t q = blockIdx.y, t = q / k, i = q % k;
+    const float *xr = x + (x_per_tok ? t : q) * ldx;
+    if (u) {        /* silu(x) * u of row q (mv_glu_stage), before any returns */
+        xr = mv_glu_stage(x, ldx, u, ldu, K, x_per_tok ? t : q, 1);
+        xvec = (K & 3) == 0;
+    }
     const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (n >= N)
         return;
-    const int64_t q = blockIdx.y, t = q / k, i = q % k;
     int64_t e = sel[t * ldsel + i];
     if (e < 0 || e >= n_exp)
         e = 0;      /* a corrupt choice must not read outside the weight */
     const uint8_t *row = W + ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
-    const float *xr = x + (x_per_tok ? t : q) * ldx;
     float acc = 0.0f;
     if constexpr (FAST && T == QT_Q4_K) {
         float a1[1] = { 0.0f };
@@ -310,46 +341,56 @@ size_t cuda_matmul_scratch(const be_shape *s)
 }
 
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec when
- * they share a type, k_matvec<MV_ANY> otherwise. */
-static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
+ * they share a type, k_matvec<MV_ANY> otherwise; with u, of silu(x) * u
+ * (the caller checked glu_fits). */
+static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
+                   const be_tensor *u = nullptr)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
-    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
+    const int rb = R == 1 ? 1 : MATVEC_RB;
+    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + rb - 1) / rb));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     const float *xd = (const float *)x->data;
+    const float *ud = u ? (const float *)u->data : nullptr;
+    const int64_t ldu = u ? u->ld : 0;
+    const size_t smem = u ? (size_t)rb * (size_t)K * sizeof(float) : 0;
     const uint32_t type = J->type[0];
     bool same = true;
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
+#define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream, *J, K, xd, \
+                            x->ld, R, xvec, ud, ldu)
     if (!same) {
-#define MIXED(RB, FAST) cuda_launch(k_matvec<MV_ANY, RB, FAST>, grid, 32 * MV_WARPS, 0, c->stream,  \
-        *J, K, xd, x->ld, R, xvec)
         if (R == 1) {
-            if (c->fast_mv) MIXED(1, true); else MIXED(1, false);
+            if (c->fast_mv) MV(MV_ANY, 1, true); else MV(MV_ANY, 1, false);
         } else {
-            if (c->fast_mv) MIXED(MATVEC_RB, true); else MIXED(MATVEC_RB, false);
+            if (c->fast_mv) MV(MV_ANY, MATVEC_RB, true); else MV(MV_ANY, MATVEC_RB, false);
         }
-#undef MIXED
         CUDA_LAUNCHED(be, "k_matvec_mixed");
         return;
     }
     if (c->fast_mv && type == QT_Q4_K) {
         if (R == 1)
-            cuda_launch(k_matvec<QT_Q4_K, 1, true>, grid, 32 * MV_WARPS, 0, c->stream,
-                *J, K, xd, x->ld, R, xvec);
+            MV(QT_Q4_K, 1, true);
         else
-            cuda_launch(k_matvec<QT_Q4_K, MATVEC_RB, true>, grid, 32 * MV_WARPS, 0, c->stream,
-                *J, K, xd, x->ld, R, xvec);
+            MV(QT_Q4_K, MATVEC_RB, true);
     } else if (R == 1) {
-        TYPE_SWITCH(type, cuda_launch(k_matvec<TT, 1>, grid, 32 * MV_WARPS, 0, c->stream,
-                    *J, K, xd, x->ld, R, xvec));
+        TYPE_SWITCH(type, MV(TT, 1));
     } else {
-        TYPE_SWITCH(type, cuda_launch(k_matvec<TT, MATVEC_RB>, grid, 32 * MV_WARPS, 0, c->stream,
-                    *J, K, xd, x->ld, R, xvec));
+        TYPE_SWITCH(type, MV(TT, MATVEC_RB));
     }
+#undef MV
     CUDA_LAUNCHED(be, "k_matvec");
+}
+
+/* The fused input of be_matmul_glu fits the decode kernels: decode rows,
+ * and the rows a block stages within the default 48 KiB of shared memory */
+static bool glu_fits(const be_ctx *be, const be_tensor *g, int64_t rows_a_block)
+{
+    return cuda_ctx_of((be_ctx *)be)->fused && g->rows <= MATVEC_ROWS && !g->f16 &&
+           rows_a_block * g->cols * (int64_t)sizeof(float) <= 48 * 1024;
 }
 
 /* y = x · W^T by slabs of dequantized rows and cuBLAS */
@@ -382,6 +423,21 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     }
 }
 
+/* The one weight w (its rows from W) into y */
+static mv_jobs one_job(const be_weight *w, const uint8_t *W, be_tensor *y)
+{
+    mv_jobs J;
+    memset(&J, 0, sizeof J);
+    J.W[0] = W;
+    J.y[0] = (float *)y->data;
+    J.ldy[0] = y->ld;
+    J.start[1] = (int64_t)w->t->ne[1];
+    J.rb[0] = w->row_bytes;
+    J.type[0] = w->type;
+    J.n = 1;
+    return J;
+}
+
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
 {
     const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1];
@@ -391,15 +447,7 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
     if (x->rows <= MATVEC_ROWS) {
-        mv_jobs J;
-        memset(&J, 0, sizeof J);
-        J.W[0] = W;
-        J.y[0] = (float *)y->data;
-        J.ldy[0] = y->ld;
-        J.start[1] = N;
-        J.rb[0] = w->row_bytes;
-        J.type[0] = w->type;
-        J.n = 1;
+        const mv_jobs J = one_job(w, W, y);
         matvec(be, &J, K, x);
     } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
@@ -465,11 +513,33 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
     }
 }
 
+/* k_matvec_id for every (token, rank) row; with u, of silu(x) * u */
+static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                      be_tensor *y, const be_tensor *u)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
+    const int64_t T = sel->rows, k = sel->cols;
+    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
+    const size_t smem = u ? (size_t)K * sizeof(float) : 0;
+#define ID(...) cuda_launch(k_matvec_id<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream,       \
+        (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,         \
+        x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
+        y->ld, u ? (const float *)u->data : nullptr, u ? u->ld : 0)
+    if (c->fast_mv && w->type == QT_Q4_K)
+        ID(QT_Q4_K, true);
+    else
+        TYPE_SWITCH(w->type, ID(TT));
+#undef ID
+    CUDA_LAUNCHED(be, "k_matvec_id");
+}
+
 void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                     be_tensor *y)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1];
     const int64_t T = sel->rows, k = sel->cols;
     assert(x->cols == K && y->cols == N && y->rows >= T * k);
     assert(x->rows == T || x->rows == T * k);
@@ -477,19 +547,47 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
         return;
     if (c->moegemm && cuda_moe_gemm(be, w, x, sel, y))
         return;
-    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
-    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
-    if (c->fast_mv && w->type == QT_Q4_K)
-        cuda_launch(k_matvec_id<QT_Q4_K, true>, grid, 32 * MV_WARPS, 0, c->stream,
-            (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
-            x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
-            (float *)y->data, y->ld);
-    else
-        TYPE_SWITCH(w->type, cuda_launch(k_matvec_id<TT>, grid, 32 * MV_WARPS, 0, c->stream,
-                    (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,
-                    x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k,
-                    (float *)y->data, y->ld));
-    CUDA_LAUNCHED(be, "k_matvec_id");
+    id_launch(be, w, x, sel, y, nullptr);
+}
+
+/* be_matmul_glu: the decode product reads silu(g) * u (k_matvec with u);
+ * otherwise the two ops */
+void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                     be_tensor *y)
+{
+    const int64_t K = (int64_t)w->t->ne[0];
+    assert(g->cols == K && u->rows == g->rows && u->cols == K && y->rows >= g->rows);
+    if (!g->rows)
+        return;
+    if (!glu_fits(be, g, g->rows == 1 ? 1 : MATVEC_RB)) {
+        cuda_swiglu(be, g, u, g);
+        cuda_matmul(be, w, 0, g, y);
+        return;
+    }
+    const mv_jobs J = one_job(w, (const uint8_t *)w->data, y);
+    matvec(be, &J, K, g, u);
+}
+
+/* be_matmul_id_glu: the expert kernel reads silu(g) * u of its row q (one
+ * row a block, any number of rows) unless the grouped expert products take
+ * the batch; otherwise the two ops */
+void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
+                        const be_tensor *sel, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1];
+    const int64_t T = sel->rows, k = sel->cols;
+    assert(g->cols == K && g->rows == T * k && u->rows == g->rows && u->cols == K);
+    assert(y->cols == N && y->rows >= T * k);
+    if (!T)
+        return;
+    if (!c->fused || g->f16 || K * (int64_t)sizeof(float) > 48 * 1024 ||
+        (c->moegemm && T * k >= MG_MIN_ROWS)) {
+        cuda_swiglu(be, g, u, g);
+        cuda_matmul_id(be, w, g, sel, y);
+        return;
+    }
+    id_launch(be, w, g, sel, y, u);
 }
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out)

@@ -156,7 +156,7 @@ __global__ void k_ew(int kind, const float *a, int64_t lda, const float *b, int6
         case EW_MUL_COL: v = x * b[r * ldb]; break;
         case EW_SILU: v = x / (1.0f + expf(-x)); break;
         case EW_SIGMOID: v = 1.0f / (1.0f + expf(-x)); break;
-        default: v = x / (1.0f + expf(-x)) * b[r * ldb + c]; break;
+        default: v = cuda_swiglu1(x, b[r * ldb + c]); break;
         }
         y[r * ldy + c] = v;
     }
