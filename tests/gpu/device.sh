@@ -34,7 +34,7 @@ fi
 # serve: q36 serve beside llama-server (when unpacked), -np SERVE_NPS
 # (default 1,4,16), SERVE_SECS s a point (default 15), on the synthetic
 # 35B-A3B file, then the 0.8B one (bench.sh's files, made here when
-# missing), within ~7.5 minutes in all (each run has a --budget and a
+# missing), in ~6 minutes, at most ~9 (each run has a --budget and a
 # timeout); the JSON lines and tables go to $out/serve-bench.txt, the
 # servers' logs to $LOG/serve-*.
 synth_once() {     # synth_once FILE ARGS...: q36 synth ARGS -o FILE unless FILE is there
@@ -55,8 +55,8 @@ serve_step() {
     [ "$b" -ge 1 ] || b=1     # (--budget 0 would mean no limit)
     timeout $((b + 40)) python3 "$dir/serve_bench.py" "$dir/q36" "$m35" "${ls[@]}" "${opts[@]}" \
         --budget "$b" --log-dir "$LOG/serve-35b" || rc=$?
-    timeout 190 python3 "$dir/serve_bench.py" "$dir/q36" "$m08" "${ls[@]}" "${opts[@]}" \
-        --budget 150 --log-dir "$LOG/serve-0.8b" || rc=$?
+    timeout 205 python3 "$dir/serve_bench.py" "$dir/q36" "$m08" "${ls[@]}" "${opts[@]}" \
+        --budget 165 --log-dir "$LOG/serve-0.8b" || rc=$?
     echo "# serve step: $((SECONDS - t0)) s, last nonzero exit status ${rc}"
 }
 
