@@ -97,7 +97,7 @@ class Server:
     """One server process: q36 serve or llama-server, logs under logdir."""
 
     def __init__(self, engine, a, n, rep):
-        self.engine, self.a, self.n = engine, a, n
+        self.engine, self.a = engine, a
         base = os.path.join(a.log_dir, f"{engine}-np{n}-r{rep}")
         self.out, self.err = base + ".out", base + ".err"
         self.proc, self.host, self.port = None, "127.0.0.1", None
