@@ -3,7 +3,7 @@
 # is all there already (a second run takes well under a second).
 #   Debian packages: a C compiler, make, clang (libFuzzer), cJSON, PCRE2, utf8proc,
 #   libmicrohttpd (q36 serve), xz (the default model), git, node/npm, chromium (the page's
-#   browser tests)
+#   browser tests), python3 (tests/gpu/serve_bench.py's CPU check)
 #   npm (tests/oracle, pinned by package-lock.json): llama.cpp's prebuilt
 #   libraries and source bundle, the Qwen3 tokenizer, a Jinja engine;
 #   (tests/server, pinned the same way): the openai and @anthropic-ai/sdk clients;
@@ -17,7 +17,7 @@ set -eu
 cd "$(dirname "$0")/.."
 mode=${1:-all}
 
-pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev xz-utils git ca-certificates chromium"
+pkgs="gcc make clang libclang-rt-14-dev libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev xz-utils git ca-certificates chromium python3"
 missing=""
 [ "$mode" = page ] && pkgs=""
 for p in $pkgs; do

@@ -5,10 +5,12 @@
 # there, unpacks the trained default model, runs tests/gpu/run.sh, then
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
 # and the bench output go to $OUT (or /tmp/q36-out).
-# Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh), BENCH_35B (bench.sh's, default 1). A
-# call runs at most 10 minutes: with the switched paths, run.sh's two op
-# passes and the model passes can need most of one call, so give STEPS=test
-# and STEPS=bench calls of their own (the machine keeps /tmp while warm).
+# Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh;
+# "serve": tests/gpu/serve_bench.py, see serve_step), BENCH_35B (bench.sh's,
+# default 1). A call runs at most 10 minutes: with the switched paths,
+# run.sh's two op passes and the model passes can need most of one call, so
+# give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
+# machine keeps /tmp while warm).
 # Usage: bash .cuda-carry/device.sh [CARRY (.cuda-carry)]
 set -u
 dir=${1:-.cuda-carry}
@@ -29,6 +31,35 @@ if [ "$(ls /tmp/llama-parts | wc -l)" -ge 3 ]; then
     [ -d /tmp/llama-cuda/llama-cuda-sm90/lib ] && export LLAMA_LIB=/tmp/llama-cuda/llama-cuda-sm90/lib &&
         export LD_LIBRARY_PATH=$LLAMA_LIB:$LD_LIBRARY_PATH
 fi
+# serve: q36 serve beside llama-server (when unpacked), -np SERVE_NPS
+# (default 1,4,16), SERVE_SECS s a point (default 15), on the synthetic
+# 35B-A3B file, then the 0.8B one (bench.sh's files, made here when
+# missing), in ~6 minutes, at most ~9 (each run has a --budget and a
+# timeout); the JSON lines and tables go to $out/serve-bench.txt, the
+# servers' logs to $LOG/serve-*.
+synth_once() {     # synth_once FILE ARGS...: q36 synth ARGS -o FILE unless FILE is there
+    local f=$1; shift
+    [ -f "$f" ] && return 0
+    timeout 150 "$dir/q36" synth "$@" -o "$f.part" && mv "$f.part" "$f"
+}
+serve_step() {
+    local t0=$SECONDS m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf
+    local ls=() bin=/tmp/llama-cuda/llama-cuda-sm90/bin/llama-server rc=0
+    mkdir -p "$LOG/models"
+    synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
+    synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
+    [ -n "${LLAMA_LIB:-}" ] && [ -x "$bin" ] && ls=(--llama-server "$bin")
+    [ ${#ls[@]} = 0 ] && echo "# no llama-server unpacked: q36 alone"
+    local opts=(--np "${SERVE_NPS:-1,4,16}" --seconds "${SERVE_SECS:-15}")
+    local b=$(( 280 - (SECONDS - t0) ))
+    [ "$b" -ge 1 ] || b=1     # (--budget 0 would mean no limit)
+    timeout $((b + 40)) python3 "$dir/serve_bench.py" "$dir/q36" "$m35" "${ls[@]}" "${opts[@]}" \
+        --budget "$b" --log-dir "$LOG/serve-35b" || rc=$?
+    timeout 205 python3 "$dir/serve_bench.py" "$dir/q36" "$m08" "${ls[@]}" "${opts[@]}" \
+        --budget 165 --log-dir "$LOG/serve-0.8b" || rc=$?
+    echo "# serve step: $((SECONDS - t0)) s, last nonzero exit status ${rc}"
+}
+
 trained=/tmp/trained.gguf
 xz -dc models/q36-tiny-moe.gguf.xz >"$trained"
 for s in ${STEPS:-test bench}; do
@@ -37,6 +68,8 @@ for s in ${STEPS:-test bench}; do
            tail -n 1 "$out/gpu-tests.txt" ;;
     bench) BENCH_OUT=$out/bench.txt bash "$dir/bench.sh" "$dir" "$trained" >/dev/null 2>&1
            tail -n 5 "$out/bench.txt" ;;
+    serve) serve_step >"$out/serve-bench.txt" 2>&1
+           grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
     esac
