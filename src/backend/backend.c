@@ -438,6 +438,28 @@ void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const in
     be->ops->rope(be, x, head_dim, n_rot, sections, base, pos);
 }
 
+void be_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate,
+                      be_tensor *k, const be_weight *wq, const be_weight *wk, float eps,
+                      int64_t hd, int64_t n_rot, const int32_t sections[4], float base,
+                      const be_tensor *pos)
+{
+    assert(qg->rows == q->rows && gate->rows == q->rows && k->rows == q->rows);
+    assert(qg->cols == 2 * q->cols && gate->cols == q->cols && q->cols % hd == 0);
+    assert(k->cols % hd == 0 && pos->rows == q->rows);
+    if (be->ops->attn_prologue) {
+        be->ops->attn_prologue(be, qg, q, gate, k, wq, wk, eps, hd, n_rot, sections, base, pos);
+        return;
+    }
+    for (int64_t h = 0; h < q->cols / hd; h++) {
+        be_copy(be, be_view(be, (be_tensor *)qg, h * 2 * hd, hd), be_view(be, q, h * hd, hd));
+        be_copy(be, be_view(be, (be_tensor *)qg, h * 2 * hd + hd, hd), be_view(be, gate, h * hd, hd));
+    }
+    be_rms_norm(be, q, wq, eps, hd, q);
+    be_rms_norm(be, k, wk, eps, hd, k);
+    be_rope(be, q, hd, n_rot, sections, base, pos);
+    be_rope(be, k, hd, n_rot, sections, base, pos);
+}
+
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v,
                  const be_batch *b)
 {
@@ -473,6 +495,24 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
 {
     assert(qkv->rows == b->n_rows);
     be->ops->deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+}
+
+void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const be_tensor *b_in,
+                       const be_weight *dt_bias, const be_weight *a, float eps, be_tensor *g,
+                       be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
+                       int64_t dk, const be_batch *b, be_tensor *out)
+{
+    assert(qkv->rows == b->n_rows && alpha->rows == qkv->rows && b_in->rows == qkv->rows);
+    assert(alpha->cols == n_v_heads && b_in->cols == n_v_heads);
+    if (be->ops->deltanet_gated) {
+        be->ops->deltanet_gated(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, S, n_k_heads,
+                                n_v_heads, dk, b, out);
+        return;
+    }
+    be_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
+    be_tensor *qk = be_view(be, qkv, 0, 2 * n_k_heads * dk);
+    be_l2_norm(be, qk, eps, dk, qk);
+    be_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
 void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,

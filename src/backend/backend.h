@@ -297,6 +297,16 @@ void be_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_b
 void be_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
              const int32_t sections[4], float base, const be_tensor *pos);
 
+/* The gated attention block's prologue as one op, the same results: q and
+ * gate taken apart from qg (each head's [q_h | gate_h], hd each, as be_copy
+ * copies), be_rms_norm(q, wq, eps, hd, q), be_rms_norm(k, wk, eps, hd, k),
+ * then be_rope of q and of k (the CUDA backend runs it as one kernel with
+ * Q36_CUDA_FUSED). q, gate: T x n_head*hd; k: T x n_head_kv*hd, in place. */
+void be_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate,
+                      be_tensor *k, const be_weight *wq, const be_weight *wk, float eps,
+                      int64_t hd, int64_t n_rot, const int32_t sections[4], float base,
+                      const be_tensor *pos);
+
 /* Writes the rows of k and v (T x Hkv*hd) into the caches: the rows of a
  * run go to its slot's cache rows [pos0, pos0+n) (cache row
  * slot*kv_rows + p). */
@@ -332,6 +342,18 @@ void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be
 void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                  const be_batch *b, be_tensor *out);
+
+/* be_deltanet_gates(alpha, dt_bias, a, b_in, g, beta), be_l2_norm(eps, dk)
+ * of qkv's q and k columns in place, then be_deltanet(qkv, g, beta, ...):
+ * the token-by-token rule from raw gates and un-normed q and k, as one op
+ * with the same results (the CUDA backend forms the gates and the norms in
+ * the rule's kernel, with Q36_CUDA_FUSED). g and beta (T x Hv) are the
+ * gates' room; their contents and qkv's q and k columns afterwards are
+ * unspecified. */
+void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const be_tensor *b_in,
+                       const be_weight *dt_bias, const be_weight *a, float eps, be_tensor *g,
+                       be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
+                       int64_t dk, const be_batch *b, be_tensor *out);
 
 /* The same rule in its chunked form (chunks of 64 tokens, MODEL.md §2.6):
  * matrix products inside a chunk instead of one step per token. Same

@@ -115,6 +115,11 @@ struct be_ops {
 
     void (*rope)(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
                  const int32_t sections[4], float base, const be_tensor *pos);
+    /* optional (NULL: backend.c runs the copies, norms and ropes) */
+    void (*attn_prologue)(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate,
+                          be_tensor *k, const be_weight *wq, const be_weight *wk, float eps,
+                          int64_t hd, int64_t n_rot, const int32_t sections[4], float base,
+                          const be_tensor *pos);
     void (*kv_store)(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                      const be_tensor *v, const be_batch *b);
     void (*attention)(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
@@ -127,6 +132,12 @@ struct be_ops {
     void (*deltanet)(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                      const be_batch *b, be_tensor *out);
+    /* optional (NULL: backend.c runs the gates, the norms and be_deltanet) */
+    void (*deltanet_gated)(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                           const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                           float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                           int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                           be_tensor *out);
     void (*deltanet_chunked)(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                              const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
                              int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);

@@ -32,16 +32,10 @@ void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *
         be_tensor *yin[] = { qg, k, v };
         be_matmul_n(be, 3, win, h, yin);
     }
-    /* de-interleave [q_h | gate_h] per head */
-    for (int64_t hh = 0; hh < Hq; hh++) {
-        be_copy(be, be_view(be, qg, hh * 2 * hd, hd), be_view(be, q, hh * hd, hd));
-        be_copy(be, be_view(be, qg, hh * 2 * hd + hd, hd), be_view(be, gate, hh * hd, hd));
-    }
-    be_rms_norm(be, q, L->q_norm, hp->eps, hd, q);
-    be_rms_norm(be, k, L->k_norm, hp->eps, hd, k);
+    /* [q_h | gate_h] per head apart, the per-head norms of q and k, rope */
     be_tensor *pos = be_rows(be, e->batch.pos, 0, T);
-    be_rope(be, q, hd, hp->n_rot, hp->rope_sections, hp->rope_base, pos);
-    be_rope(be, k, hd, hp->n_rot, hp->rope_sections, hp->rope_base, pos);
+    be_attn_prologue(be, qg, q, gate, k, L->q_norm, L->k_norm, hp->eps, hd, hp->n_rot,
+                     hp->rope_sections, hp->rope_base, pos);
     be_kv_store(be, e->kc[il], e->vc[il], k, v, &e->batch);
 
     be_tensor *att = model_rows(e, sc->att, T);

@@ -27,21 +27,23 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
     const be_weight *win[] = { L->ssm_qkv, L->ssm_gate, L->ssm_beta, L->ssm_alpha };
     be_tensor *yin[] = { mixed, z, bin, alpha };
     be_matmul_n(be, 4, win, h, yin);
-    be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
 
     if (e->keeping || e->n_saves) {
         /* a pass that keeps the state after each row or saves checkpoints
          * inside it (rewind.c) */
+        be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
         model_deltanet_rows(e, il, T, mixed, conv, g, beta, core);
-    } else {
+    } else if (e->fast && T > 1) {
+        be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
         be_ssm_conv_silu(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
         be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);
         be_l2_norm(be, qk, hp->eps, dk, qk);
-
-        if (e->fast && T > 1)
-            be_deltanet_chunked(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
-        else
-            be_deltanet(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
+        be_deltanet_chunked(be, conv, g, beta, e->S[il], Hk, Hv, dk, &e->batch, core);
+    } else {
+        /* the gates, the norms of q and k and the rule: one op */
+        be_ssm_conv_silu(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
+        be_deltanet_gated(be, conv, alpha, bin, L->ssm_dt, L->ssm_a, hp->eps, g, beta, e->S[il],
+                          Hk, Hv, dk, &e->batch, core);
     }
 
     be_rms_norm_gate(be, core, L->ssm_norm, hp->eps, dk, z, core);

@@ -663,6 +663,47 @@ static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, in
     free(pos);
 }
 
+/* be_attn_prologue: q and gate apart from qg, the per-head norms of q and
+ * k with their weights, rope of both; the bound is test_rope's plus the
+ * norm's few roundings */
+static void test_attn_prologue(int64_t rows, int64_t Hq, int64_t Hkv, int64_t hd, int64_t n_rot,
+                               int maxpos)
+{
+    char name[112];
+    snprintf(name, sizeof name, "cuda.attn_prologue_%lld_q%lld_kv%lld_hd%lld_rot%lld", (long long)rows,
+             (long long)Hq, (long long)Hkv, (long long)hd, (long long)n_rot);
+    t_rng r = t_rng_named(name);
+    float *qg = t_randv(&r, rows * 2 * Hq * hd, 1), *k = t_randv(&r, rows * Hkv * hd, 2);
+    float *wq = t_randv(&r, hd, 1), *wk = t_randv(&r, hd, 1);
+    wt wqv, wkv;
+    make_vec(&wqv, wq, hd, 1);
+    make_vec(&wkv, wk, hd, 1);
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)rows);
+    for (int64_t i = 0; i < rows; i++)
+        pos[i] = (int32_t)(t_next(&r) % (uint64_t)maxpos);
+    int32_t sections[4] = { (int32_t)(n_rot / 2 / 3 + (n_rot / 2 % 3 > 0)),
+                            (int32_t)(n_rot / 2 / 3 + (n_rot / 2 % 3 > 1)), 0, 0 };
+    sections[2] = (int32_t)(n_rot / 2) - sections[0] - sections[1];
+    pair qgt = up(qg, rows, 2 * Hq * hd), qt = up(NULL, rows, Hq * hd), gt = up(NULL, rows, Hq * hd),
+         kt = up(k, rows, Hkv * hd), pt = { t_i32(cpu, pos, rows, 1), t_i32(gpu, pos, rows, 1) };
+    be_attn_prologue(cpu, qgt.c, qt.c, gt.c, kt.c, wqv.wc, wkv.wc, 1e-6f, hd, n_rot, sections,
+                     1e7f, pt.c);
+    be_attn_prologue(gpu, qgt.g, qt.g, gt.g, kt.g, wqv.wg, wkv.wg, 1e-6f, hd, n_rot, sections,
+                     1e7f, pt.g);
+    if (gpu_ok(name)) {
+        const double eps = 16 * U + (double)n_rot * U * maxpos;
+        char n2[140];
+        snprintf(n2, sizeof n2, "%s.q", name);
+        close_rows(n2, qt, eps);
+        snprintf(n2, sizeof n2, "%s.gate", name);
+        close_rows(n2, gt, 0);
+        snprintf(n2, sizeof n2, "%s.k", name);
+        close_rows(n2, kt, eps);
+    }
+    pfree(qgt); pfree(qt); pfree(gt); pfree(kt); pfree(pt);
+    free(qg); free(k); free(wq); free(wk); free(pos);
+}
+
 /* ------------------------------------------------------------------- MoE */
 
 static void test_moe(int64_t T, int64_t E, int64_t k)
@@ -850,7 +891,11 @@ static void test_conv(int64_t C, int n_seq, const int *len)
  * norm), g in [-1, 0), beta in (0, 1). Each token's update rounds about
  * 2 dk times per state element; the state stays bounded by |v| / (1 -
  * decay) and the output by dk^-1/2 |S|: the bound grows with the tokens,
- * (16 + 4 t) dk u of the largest |out|. */
+ * (16 + 4 t) dk u of the largest |out|. With dn_gated, be_deltanet_gated
+ * from raw rows: q and k un-normed, the gates from random alpha and b and
+ * dt bias and A (A in [-1, -0.1)); the norms and gates each round a few
+ * times more, well inside the bound. */
+static bool dn_gated;
 static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *len,
                           bool chunked)
 {
@@ -861,12 +906,12 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         maxlen = len[i] > maxlen ? len[i] : maxlen;
     }
     snprintf(name, sizeof name, "cuda.deltanet%s_hk%lld_hv%lld_dk%lld_seq%d_t%lld",
-             chunked ? "_chunked" : "", (long long)Hk, (long long)Hv, (long long)dk, n_seq,
-             (long long)T);
+             chunked ? "_chunked" : dn_gated ? "_gated" : "", (long long)Hk, (long long)Hv,
+             (long long)dk, n_seq, (long long)T);
     t_rng r = t_rng_named(name);
     const int64_t n_slots = 8, W = (2 * Hk + Hv) * dk;
     float *qkv = t_randv(&r, T * W, 1);
-    for (int64_t t = 0; t < T; t++)
+    for (int64_t t = 0; t < T && !dn_gated; t++)
         for (int64_t h = 0; h < 2 * Hk; h++) {
             float *p = qkv + t * W + h * dk;
             double s = 0;
@@ -889,9 +934,27 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         pos0[i] = 7;
     }
     bpair b = batch_of(n_seq, slot, len, pos0, 1 << 20);
+    wt dtw = { 0 }, aw = { 0 };
+    pair alt = { 0 }, bit = { 0 };
+    if (dn_gated) {
+        float *al = t_randv(&r, T * Hv, 1), *bi = t_randv(&r, T * Hv, 1);
+        float *dt = t_randv(&r, Hv, 0.5f), *A = malloc(sizeof(float) * (size_t)Hv);
+        for (int64_t h = 0; h < Hv; h++)
+            A[h] = -0.1f - 0.9f * t_uniform(&r);
+        make_vec(&dtw, dt, Hv, 1);
+        make_vec(&aw, A, Hv, 1);
+        alt = up(al, T, Hv);
+        bit = up(bi, T, Hv);
+        free(al); free(bi); free(dt); free(A);
+    }
     if (chunked) {
         be_deltanet_chunked(cpu, qt.c, gt.c, bt.c, S.c, Hk, Hv, dk, &b.c, out.c);
         be_deltanet_chunked(gpu, qt.g, gt.g, bt.g, S.g, Hk, Hv, dk, &b.g, out.g);
+    } else if (dn_gated) {
+        be_deltanet_gated(cpu, qt.c, alt.c, bit.c, dtw.wc, aw.wc, 1e-6f, gt.c, bt.c, S.c, Hk, Hv,
+                          dk, &b.c, out.c);
+        be_deltanet_gated(gpu, qt.g, alt.g, bit.g, dtw.wg, aw.wg, 1e-6f, gt.g, bt.g, S.g, Hk, Hv,
+                          dk, &b.g, out.g);
     } else {
         be_deltanet(cpu, qt.c, gt.c, bt.c, S.c, Hk, Hv, dk, &b.c, out.c);
         be_deltanet(gpu, qt.g, gt.g, bt.g, S.g, Hk, Hv, dk, &b.g, out.g);
@@ -920,6 +983,9 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         free(sg);
     }
     pfree(qt); pfree(gt); pfree(bt); pfree(S); pfree(out);
+    if (dn_gated) {
+        pfree(alt); pfree(bit);
+    }
     bfree(&b);
     free(qkv); free(g); free(beta); free(S0);
 }
@@ -2193,6 +2259,12 @@ static void test_ops(void)
     test_rope(7, 8, 64, 16, 300);
     test_rope(257, 2, 256, 64, 4096);
 
+    test_attn_prologue(1, 16, 2, 256, 64, 40000);       /* the 35B-A3B decode row */
+    test_attn_prologue(8, 8, 2, 256, 64, 4096);         /* 8 slots, the 0.8B's heads */
+    test_attn_prologue(33, 6, 3, 128, 32, 1000);
+    test_attn_prologue(5, 4, 1, 64, 64, 300);           /* every dim rotated */
+    test_attn_prologue(300, 2, 1, 256, 64, 5000);
+
     test_moe(1, 256, 8);
     test_moe(33, 64, 3);
     test_moe(5, 8, 1);
@@ -2226,6 +2298,16 @@ static void test_ops(void)
         test_deltanet(4, 8, 128, 4, l4, false);
         test_deltanet(16, 32, 128, 1, l512, true);
         test_deltanet(2, 4, 64, 3, l3, true);
+        /* be_deltanet_gated: decode steps of 1 and 8 slots, runs of
+         * several rows, each head dim */
+        dn_gated = true;
+        test_deltanet(16, 32, 128, 1, l1, false);
+        test_deltanet(16, 16, 128, 8, l8, false);
+        test_deltanet(2, 4, 64, 3, l3, false);
+        test_deltanet(1, 2, 256, 1, l1, false);
+        test_deltanet(3, 3, 32, 3, l3, false);
+        test_deltanet(4, 8, 128, 4, l4, false);
+        dn_gated = false;
     }
     printf("# op cases: worst |cuda - cpu| / bound %.3g (%s)\n", worst_ratio_all, worst_name);
 }

@@ -556,11 +556,13 @@ OP(cuda_sigmoid, (be_ctx *be, const be_tensor *x, be_tensor *y), (be, x, y))
 OP(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y), (be, g, u, y))
 OP(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
 OP(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
+OP(cuda_attn_prologue, (be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate, be_tensor *k, const be_weight *wq, const be_weight *wk, float eps, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, qg, q, gate, k, wq, wk, eps, hd, nr, sec, base, pos))
 OP(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
 OP(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
 OP(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
 OP(cuda_ssm_conv_silu, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
 OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
+OP(cuda_deltanet_gated, (be_ctx *be, be_tensor *qkv, const be_tensor *al, const be_tensor *bi, const be_weight *dt, const be_weight *a, float eps, be_tensor *g, be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, al, bi, dt, a, eps, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
@@ -671,11 +673,13 @@ static const struct be_ops cuda_ops = {
     .rms_norm_gate = f_cuda_rms_norm_gate,
     .deltanet_gates = f_cuda_deltanet_gates,
     .rope = f_cuda_rope,
+    .attn_prologue = f_cuda_attn_prologue,
     .kv_store = f_cuda_kv_store,
     .attention = f_cuda_attention,
     .ssm_conv = f_cuda_ssm_conv,
     .ssm_conv_silu = f_cuda_ssm_conv_silu,
     .deltanet = f_cuda_deltanet,
+    .deltanet_gated = f_cuda_deltanet_gated,
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,

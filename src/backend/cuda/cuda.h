@@ -249,6 +249,10 @@ void cuda_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt
                          const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);
 void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const int32_t sections[4],
                float base, const be_tensor *pos);
+void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate,
+                        be_tensor *k, const be_weight *wq, const be_weight *wk, float eps,
+                        int64_t hd, int64_t n_rot, const int32_t sections[4], float base,
+                        const be_tensor *pos);
 void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                       be_tensor *out);
@@ -268,6 +272,11 @@ void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const 
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
+void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                         const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                         float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                         int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                         be_tensor *out);
 
 /* ---- cuda_gemm.cu: on for a shape in fast mode unless Q36_CUDA_GEMM16 is
  * "0"; y = x W^T through f16 tiles on tensor cores, or false when not

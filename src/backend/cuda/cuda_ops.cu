@@ -261,6 +261,107 @@ void cuda_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot, const 
     CUDA_LAUNCHED(be, "k_rope");
 }
 
+/* be_attn_prologue in one kernel: one block per (row, head of q then of
+ * k), k_norm's threads and sums (so the same bits), the head in shared
+ * memory, then k_rope's rotation of each pair. For a q head, its gate half
+ * of qg is copied to gate on the way. */
+__global__ void k_attn_pro(const float *qg, int64_t ldqg, float *q, int64_t ldq, float *gate,
+                           int64_t ldg, float *k, int64_t ldk, int64_t Hq, int64_t hd,
+                           const float *__restrict__ wq, const float *__restrict__ wk, float eps,
+                           int64_t half, const int32_t *pos, int64_t ldpos, float theta_scale,
+                           int s0, int s1, int s2, int sect_dims)
+{
+    cuda_pdl_enter();
+    extern __shared__ float hv[];               /* hd floats */
+    const int64_t r = blockIdx.x, hh = blockIdx.y;
+    const bool isq = hh < Hq;
+    const float *src = isq ? qg + r * ldqg + hh * 2 * hd : k + r * ldk + (hh - Hq) * hd;
+    float *dst = isq ? q + r * ldq + hh * hd : k + r * ldk + (hh - Hq) * hd;
+    const float *w = isq ? wq : wk;
+    double s = 0.0;
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        const float v = src[i];
+        hv[i] = v;
+        s += (double)(v * v);
+        if (isq)
+            gate[r * ldg + hh * hd + i] = src[hd + i];
+    }
+    s = block_sum(s);       /* its barriers also make hv whole */
+    const float mean = (float)(s / (double)hd);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        float v = hv[i] * scale;
+        if (w)
+            v = v * w[i];
+        hv[i] = v;
+    }
+    __syncthreads();
+    const float p = (float)pos[r * ldpos];
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        if (i >= 2 * half) {                    /* past the rotated dims */
+            dst[i] = hv[i];
+            continue;
+        }
+        if (i >= half)
+            continue;                           /* written with its pair */
+        float theta = p;
+        for (int64_t m = 0; m < i; m++)
+            theta *= theta_scale;
+        const int sector = (int)(i % sect_dims);
+        const bool first3 = (sector % 3 == 1 && sector < 3 * s1) ||
+                            (sector % 3 == 2 && sector < 3 * s2) ||
+                            (sector % 3 == 0 && sector < 3 * s0);
+        const float th = first3 ? theta : 0.0f;
+        const float cs = cosf(th), sn = sinf(th);
+        const float x0 = hv[i], x1 = hv[i + half];
+        dst[i] = fmaf(x0, cs, -(x1 * sn));
+        dst[i + half] = fmaf(x0, sn, x1 * cs);
+    }
+}
+
+void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate,
+                        be_tensor *k, const be_weight *wq, const be_weight *wk, float eps,
+                        int64_t hd, int64_t n_rot, const int32_t sections[4], float base,
+                        const be_tensor *pos)
+{
+    assert(!qg->f16 && !q->f16 && !gate->f16 && !k->f16 && n_rot % 2 == 0 && n_rot <= hd);
+    assert(!wq || wq->type == 0);
+    assert(!wk || wk->type == 0);
+    const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+    if (!cuda_ctx_of(be)->fused) {
+        /* the ops one by one: the copies through the queue (cuda.cu's
+         * wrappers flush it before the next op) */
+        for (int64_t h = 0; h < q->cols / hd; h++) {
+            be_tensor a = *qg, b = *q, c = *gate;
+            a.data = (float *)qg->data + h * 2 * hd;
+            a.cols = b.cols = c.cols = hd;
+            b.data = (float *)q->data + h * hd;
+            cuda_copy_queue(be, &a, &b);
+            a.data = (float *)qg->data + h * 2 * hd + hd;
+            c.data = (float *)gate->data + h * hd;
+            cuda_copy_queue(be, &a, &c);
+        }
+        cuda_copy_flush(be);
+        cuda_rms_norm(be, q, wq, eps, hd, q);
+        cuda_rms_norm(be, k, wk, eps, hd, k);
+        cuda_rope(be, q, hd, n_rot, sections, base, pos);
+        cuda_rope(be, k, hd, n_rot, sections, base, pos);
+        return;
+    }
+    assert(sect_dims > 0);
+    if (!q->rows)
+        return;
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    const int threads = hd >= 256 ? 256 : hd >= 128 ? 128 : 64;       /* k_norm's */
+    const dim3 grid((unsigned)q->rows, (unsigned)(q->cols / hd + k->cols / hd));
+    cuda_launch(k_attn_pro, grid, threads, (size_t)hd * sizeof(float), cuda_ctx_of(be)->stream,
+        (const float *)qg->data, qg->ld, (float *)q->data, q->ld, (float *)gate->data, gate->ld,
+        (float *)k->data, k->ld, q->cols / hd, hd, wq ? (const float *)wq->data : nullptr,
+        wk ? (const float *)wk->data : nullptr, eps, n_rot / 2, (const int32_t *)pos->data,
+        pos->ld, theta_scale, sections[0], sections[1], sections[2], sect_dims);
+    CUDA_LAUNCHED(be, "k_attn_pro");
+}
+
 /* ------------------------------------------------------------------- MoE */
 
 #define ROUTE_THREADS 256

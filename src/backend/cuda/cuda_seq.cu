@@ -595,11 +595,39 @@ void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const 
 
 /* ------------------------------------------------------------- delta rule */
 
-template <int NPL>   /* state rows per lane: dk / 32 */
+/* be_deltanet_gated's inputs (GATED): the raw gates and the L2 norm of q
+ * and k, formed per row as k_gates and k_norm form them: the norm's sum of
+ * squares in double, scaled by 1/sqrtf(mean + eps) then by post */
+typedef struct dn_gates {
+    const float *alpha, *b, *dt, *A;
+    int64_t      lda, ldb;
+    float        eps, post;
+} dn_gates;
+
+/* x[m] (this lane's NPL values of a DK-long head) times the head's L2
+ * norm scale, as k_norm's l2 form computes it */
+template <int NPL>
+__device__ __forceinline__ void dn_l2(float x[NPL], const dn_gates &G)
+{
+    double s = 0.0;
+    #pragma unroll
+    for (int m = 0; m < NPL; m++)
+        s += (double)(x[m] * x[m]);
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float mean = (float)(s / (double)(NPL * 32));
+    const float scale = 1.0f / sqrtf(mean + G.eps);
+    #pragma unroll
+    for (int m = 0; m < NPL; m++)
+        x[m] = x[m] * scale * G.post;
+}
+
+template <int NPL, bool GATED>   /* state rows per lane: dk / 32 */
 __global__ void __launch_bounds__(128)
 k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const float *beta,
            int64_t ldb, float *S, int64_t ldS, int64_t Hk, int64_t Hv, const int32_t *runs,
-           float *out, int64_t ldo)
+           float *out, int64_t ldo, dn_gates G)
 {
     cuda_pdl_enter();
     constexpr int DK = NPL * 32;
@@ -621,11 +649,27 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
         const float *qr = qkv + r * ldq + hk * DK;
         const float *kr = qkv + r * ldq + Hk * DK + hk * DK;
         const float vj = qkv[r * ldq + 2 * Hk * DK + h * DK + j];
-        const float decay = expf(g[r * ldg + h]), bt = beta[r * ldb + h];
-        float kk[NPL], e = 0.0f;
+        float decay, bt;
+        float kk[NPL], qq[NPL], e = 0.0f;
         #pragma unroll
         for (int m = 0; m < NPL; m++) {
             kk[m] = kr[lane + 32 * m];
+            qq[m] = qr[lane + 32 * m];
+        }
+        if constexpr (GATED) {
+            const float biased = G.alpha[r * G.lda + h] + G.dt[h];
+            const float sp = biased > 20.0f ? biased : logf(1.0f + expf(biased));
+            const float bb = G.b[r * G.ldb + h];
+            decay = expf(sp * G.A[h]);
+            bt = 1.0f / (1.0f + expf(-bb));
+            dn_l2<NPL>(kk, G);
+            dn_l2<NPL>(qq, G);
+        } else {
+            decay = expf(g[r * ldg + h]);
+            bt = beta[r * ldb + h];
+        }
+        #pragma unroll
+        for (int m = 0; m < NPL; m++) {
             st[m] *= decay;
             e += st[m] * kk[m];
         }
@@ -637,7 +681,7 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
         #pragma unroll
         for (int m = 0; m < NPL; m++) {
             st[m] += kk[m] * delta;
-            o_ += st[m] * qr[lane + 32 * m];
+            o_ += st[m] * qq[m];
         }
         #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
@@ -650,19 +694,24 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
         Sc[lane + 32 * m] = st[m];
 }
 
-void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
-                   be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
-                   const be_batch *b, be_tensor *out)
+/* k_deltanet over the runs of b; with G.alpha (GATED), from raw gates and
+ * un-normed q and k */
+static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                     be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                     const be_batch *b, be_tensor *out, const dn_gates &G)
 {
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk && out->cols == n_v_heads * dk);
-    assert(g->cols == n_v_heads && beta->cols == n_v_heads && S->cols == dk * dk);
+    assert(S->cols == dk * dk);
     if (!qkv->rows || !b->n_seq)
         return;
     dim3 grid((unsigned)n_v_heads, (unsigned)b->n_seq, (unsigned)((dk + 3) / 4));
     cudaStream_t st = cuda_ctx_of(be)->stream;
-#define DN(NPL) cuda_launch(k_deltanet<NPL>, grid, 128, 0, st, (const float *)qkv->data, qkv->ld,           \
-        (const float *)g->data, g->ld, (const float *)beta->data, beta->ld, (float *)S->data,     \
-        S->ld, n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld)
+    const bool gated = G.alpha != nullptr;
+#define DN1(NPL, GT) cuda_launch(k_deltanet<NPL, GT>, grid, 128, 0, st, (const float *)qkv->data,   \
+        qkv->ld, g ? (const float *)g->data : nullptr, g ? g->ld : 0,                            \
+        beta ? (const float *)beta->data : nullptr, beta ? beta->ld : 0, (float *)S->data, S->ld, \
+        n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld, G)
+#define DN(NPL) do { if (gated) DN1(NPL, true); else DN1(NPL, false); } while (0)
     switch (dk) {
     case 32: DN(1); break;
     case 64: DN(2); break;
@@ -674,5 +723,39 @@ void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
         return;
     }
 #undef DN
-    CUDA_LAUNCHED(be, "k_deltanet");
+#undef DN1
+    CUDA_LAUNCHED(be, gated ? "k_deltanet(gated)" : "k_deltanet");
+}
+
+void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                   be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                   const be_batch *b, be_tensor *out)
+{
+    assert(g->cols == n_v_heads && beta->cols == n_v_heads);
+    const dn_gates none = {};
+    deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out, none);
+}
+
+/* be_deltanet_gated: one kernel with Q36_CUDA_FUSED, else the three ops */
+void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                         const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                         float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                         int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                         be_tensor *out)
+{
+    assert(dt_bias->type == 0 && a->type == 0 && alpha->cols == n_v_heads);
+    if (!cuda_ctx_of(be)->fused) {
+        cuda_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
+        be_tensor qk = *qkv;            /* the q and k columns, in place */
+        qk.cols = 2 * n_k_heads * dk;
+        qk.view = true;
+        cuda_l2_norm(be, &qk, eps, dk, &qk);
+        cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+        return;
+    }
+    const float n = (float)dk;          /* cuda_l2_norm's eps and post */
+    const dn_gates G = { (const float *)alpha->data, (const float *)b_in->data,
+                         (const float *)dt_bias->data, (const float *)a->data, alpha->ld,
+                         b_in->ld, eps / n, 1.0f / sqrtf(n) };
+    deltanet(be, qkv, nullptr, nullptr, S, n_k_heads, n_v_heads, dk, b, out, G);
 }
