@@ -515,7 +515,8 @@ static void test_ops_table(void)
     const struct be_ops *ops = be1->ops;
     void *const *fn = (void *const *)((const char *)ops + sizeof(const char *));
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
-    const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->deltanet_gated,
+    const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
+                               &ops->deltanet_gated,
                                &ops->attn_prologue };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {

@@ -375,6 +375,19 @@ void be_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor
     be_matmul(be, w, 0, g, y);
 }
 
+void be_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x,
+                         const be_tensor *sel, be_tensor *tmp, be_tensor *y)
+{
+    assert(sel->type == BE_I32 && tmp->rows == y->rows && tmp->cols == y->cols);
+    if (be->ops->matmul_id_swiglu) {
+        be->ops->matmul_id_swiglu(be, wg, wu, x, sel, tmp, y);
+        return;
+    }
+    be_matmul_id(be, wg, x, sel, y);
+    be_matmul_id(be, wu, x, sel, tmp);
+    be_swiglu(be, y, tmp, y);
+}
+
 void be_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
                       const be_tensor *sel, be_tensor *y)
 {

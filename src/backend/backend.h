@@ -249,6 +249,13 @@ void be_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor
  * sel, y); g and u have n_tok*k rows. */
 void be_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
                       const be_tensor *sel, be_tensor *y);
+/* be_matmul_id(wg, x, sel, y), be_matmul_id(wu, x, sel, tmp), then
+ * be_swiglu(y, tmp, y): an expert block's gate and up products and its
+ * activation as one op, the same results (the CUDA backend computes both
+ * products of a row in one kernel, with Q36_CUDA_FUSED). tmp (as y) is
+ * room; its contents afterwards are unspecified. */
+void be_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x,
+                         const be_tensor *sel, be_tensor *tmp, be_tensor *y);
 
 /* ------------------------------------------------------------ elementwise */
 

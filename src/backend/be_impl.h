@@ -96,6 +96,9 @@ struct be_ops {
                        be_tensor *y);
     void (*matmul_id_glu)(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
                           const be_tensor *sel, be_tensor *y);
+    void (*matmul_id_swiglu)(be_ctx *be, const be_weight *wg, const be_weight *wu,
+                             const be_tensor *x, const be_tensor *sel, be_tensor *tmp,
+                             be_tensor *y);
 
     void (*rms_norm)(be_ctx *be, const be_tensor *x, const be_weight *w, float eps,
                      int64_t group, be_tensor *y);

@@ -47,20 +47,19 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
     be_tensor *sel = model_rows(e, sc->sel, T);
     be_moe_route(be, rlog, k, sel, rw);
 
-    be_tensor *eg, *eu;
+    be_tensor *ey = model_rows(e, sc->ey, T * k);
     if (L->gate_up_exps) {
         be_tensor *both = model_rows(e, sc->eg, T * k);
         be_matmul_id(be, L->gate_up_exps, h, sel, both);
-        eg = be_view(be, both, 0, Fe);
-        eu = be_view(be, both, Fe, Fe);
+        be_matmul_id_glu(be, L->down_exps, be_view(be, both, 0, Fe), be_view(be, both, Fe, Fe),
+                         sel, ey);
     } else {
-        eg = be_view(be, model_rows(e, sc->eg, T * k), 0, Fe);
-        eu = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
-        be_matmul_id(be, L->up_exps, h, sel, eu);
-        be_matmul_id(be, L->gate_exps, h, sel, eg);
+        /* the gate and up products and their SwiGLU as one op, into eg */
+        be_tensor *eg = be_view(be, model_rows(e, sc->eg, T * k), 0, Fe);
+        be_tensor *eu = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
+        be_matmul_id_swiglu(be, L->gate_exps, L->up_exps, h, sel, eu, eg);
+        be_matmul_id(be, L->down_exps, eg, sel, ey);
     }
-    be_tensor *ey = model_rows(e, sc->ey, T * k);
-    be_matmul_id_glu(be, L->down_exps, eg, eu, sel, ey);
 
     if (!L->up_shexp) {
         be_moe_combine(be, ey, rw, k, out);

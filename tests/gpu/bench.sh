@@ -11,7 +11,9 @@
 # the default decode and the fast prompt runs add --baseline llama.cpp on
 # the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file
 # (also with Q36_CUDA_ATTNGQA=1);
-# BENCH_QUICK=1 runs only the fast pp4096 runs and the 35B decode.
+# BENCH_QUICK=1 runs only the comparisons beside llama.cpp (decode and fast
+# pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768) and
+# the 35B decode without programmatic dependent launch (Q36_CUDA_PDL=0).
 # q36 bench -ngl prints the launches and the board energy (NVML) per
 # decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
 # commands, the machine and the commit; bench/results/<date>-cuda*/ keeps
@@ -36,18 +38,23 @@ out=${BENCH_OUT:-$log/bench.txt}
 # each prompt path's op against the default one at prompt shapes (512 rows)
 tbc=$bin/tests/gpu/test_backend_cuda
 [ -x "$tbc" ] || tbc=$bin/test_backend_cuda
-[ -x "$tbc" ] && run 300 "$tbc" --bench-prompt
+[ -x "$tbc" ] && [ "${BENCH_QUICK:-0}" != 1 ] && run 300 "$tbc" --bench-prompt
 m08=$log/models/0.8b-q4km.gguf
 m35=$log/models/35b-a3b-q4km.gguf
 [ -f "$m08" ] || run 120 "$q36" synth --arch qwen35 --preset 0.8b --type q4_K_M -o "$m08"
 OFF="Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0"
 base=()
 [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
-if [ "${BENCH_QUICK:-0}" = 1 ]; then    # fast prompts and the 35B decode only
+if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
+    run 200 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 5 "${base[@]}"
     run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
-    run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
+    # the decode kernels launched without programmatic dependent launch
+    run 150 env Q36_CUDA_PDL=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
+    run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
+    [ "${BENCH_DEEP:-0}" = 1 ] &&
+        run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"
     exit 0
 fi
 # decode: op by op, then the default (graphs, 16-byte matvecs, fused ops)

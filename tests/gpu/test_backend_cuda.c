@@ -1147,6 +1147,62 @@ static void test_gemm16_ops(const be_shape *sh)
     be_free(gpg);
 }
 
+/* be_matmul_id_swiglu: y = silu(Wg x) * (Wu x) per (token, rank) row, x a
+ * row a token. The CPU's own gate and up products (be_matmul_id alone) give
+ * the bound: each product's mm_bound carried through silu (slope below
+ * 1.1) and the product, plus a few roundings of y. */
+static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E, int64_t k,
+                                  int64_t T)
+{
+    char name[112];
+    snprintf(name, sizeof name, "cuda%s.matmul_id_swiglu_%s_%lldx%lld_e%lld_top%lld_t%lld%s",
+             variant, quant_type_name(type), (long long)K, (long long)N, (long long)E,
+             (long long)k, (long long)T, case_tag);
+    t_rng r = t_rng_named(name);
+    wt wg, wu;
+    make_weight(&wg, &r, type, K, N, E);
+    make_weight(&wu, &r, type, K, N, E);
+    float *x = t_randv(&r, T * K, 1), *xq = malloc(sizeof(float) * (size_t)K);
+    int32_t *sel = malloc(sizeof(int32_t) * (size_t)(T * k));
+    for (int64_t q = 0; q < T * k; q++)         /* distinct experts a token */
+        sel[q] = (int32_t)((q % k) * (E / k) + (int64_t)(t_next(&r) % (uint64_t)(E / k)));
+    pair xt = up(x, T, K), y = up(NULL, T * k, N), tmp = up(NULL, T * k, N);
+    pair gc = up(NULL, T * k, N), uc = up(NULL, T * k, N);
+    pair st = { t_i32(cpu, sel, T, k), t_i32(gpu, sel, T, k) };
+    be_matmul_id(cpu, wg.wc, xt.c, st.c, gc.c);
+    be_matmul_id(cpu, wu.wc, xt.c, st.c, uc.c);
+    be_matmul_id_swiglu(cpu, wg.wc, wu.wc, xt.c, st.c, tmp.c, y.c);
+    be_matmul_id_swiglu(gpu, wg.wg, wu.wg, xt.g, st.g, tmp.g, y.g);
+    if (gpu_ok(name)) {
+        float *c, *g, *gv, *uv, *dummy;
+        down(y, &c, &g);
+        down(gc, &gv, &dummy);
+        free(dummy);
+        down(uc, &uv, &dummy);
+        free(dummy);
+        double *b = malloc(sizeof(double) * (size_t)(T * k * N));
+        for (int64_t q = 0; q < T * k; q++) {
+            const float *xr = x + (q / k) * K;
+            act_view(type, xr, xq, K);
+            for (int64_t n = 0; n < N; n++) {
+                const int64_t row = ((int64_t)sel[q] * N + n) * K;
+                const double bg = mm_bound(wg.deq + row, xr, xq, K);
+                const double bu = mm_bound(wu.deq + row, xr, xq, K);
+                const double gg = gv[q * N + n], uu = uv[q * N + n];
+                const double sg = fabs(gg / (1.0 + exp(-gg)));
+                b[q * N + n] = 1.1 * fabs(uu) * bg + (sg + 1.1 * bg) * bu +
+                               8.0 * U * fabs((double)c[q * N + n]);
+            }
+        }
+        verdict(name, c, g, T * k * N, b, 0);
+        free(b); free(c); free(g); free(gv); free(uv);
+    }
+    pfree(xt); pfree(y); pfree(tmp); pfree(gc); pfree(uc); pfree(st);
+    free(x); free(xq); free(sel);
+    free(wg.deq);
+    free(wu.deq);
+}
+
 /* ------------------------------------------------ grouped expert products */
 
 /* Q36_CUDA_MOEGEMM=1 and =2 (cuda_moe.cu): the matmul_id cases above, run
@@ -1316,6 +1372,8 @@ static void test_fast_mv(const be_shape *sh)
     test_matmul(QT_Q4_K, 1024, 96, 3);
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 2, true);
     mm_glu = false;
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 1);
+    test_matmul_id_swiglu(QT_Q4_K, 512, 100, 8, 3, 2);
     gpu = keep;
     variant = "";
     be_free(f);
@@ -2237,6 +2295,14 @@ static void test_ops(void)
     test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
     test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 9, true);
     mm_glu = false;
+    /* be_matmul_id_swiglu: both products in one kernel (decode: 1 token,
+     * 4 slots) or, at 64 and more rows with grouped products, the ops */
+    for (size_t i = 0; i < sizeof ltypes / sizeof ltypes[0]; i++)
+        test_matmul_id_swiglu(ltypes[i], 256, 96, 16, 4, 3);
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 1);      /* the 35B-A3B gate/up shape */
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 4);
+    test_matmul_id_swiglu(QT_Q6_K, 1024, 100, 32, 8, 9);
+    test_matmul_id_swiglu(QT_Q8_0, 256, 64, 8, 1, 70);
 
     const uint32_t gtypes[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K,
                                 QT_IQ4_XS };

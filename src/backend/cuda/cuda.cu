@@ -544,6 +544,7 @@ OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
 OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
 OP(cuda_matmul_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y), (be, w, g, u, y))
 OP(cuda_matmul_id_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, const be_tensor *sel, be_tensor *y), (be, w, g, u, sel, y))
+OP(cuda_matmul_id_swiglu, (be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y), (be, wg, wu, x, sel, tmp, y))
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
 OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
 OP(cuda_l2_norm, (be_ctx *be, const be_tensor *x, float eps, int64_t g, be_tensor *y), (be, x, eps, g, y))
@@ -661,6 +662,7 @@ static const struct be_ops cuda_ops = {
     .matmul_id = f_cuda_matmul_id,
     .matmul_glu = f_cuda_matmul_glu,
     .matmul_id_glu = f_cuda_matmul_id_glu,
+    .matmul_id_swiglu = f_cuda_matmul_id_swiglu,
     .rms_norm = f_cuda_rms_norm,
     .add_rms_norm = f_cuda_add_rms_norm,
     .l2_norm = f_cuda_l2_norm,

@@ -226,6 +226,8 @@ void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tens
                      be_tensor *y);
 void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
                         const be_tensor *sel, be_tensor *y);
+void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
+                           const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y);
 void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,

@@ -254,14 +254,15 @@ __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int6
 }
 
 /* Expert rows: output row q = t*k + i takes expert sel[t][i]; x row t
- * (x_per_tok) or q. */
+ * (x_per_tok) or q. With W2 (be_matmul_id_swiglu; W2 of W's type and
+ * shape): y = silu(W x) * (W2 x), each product summed as alone. */
 template <int T, bool FAST = false>
 __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                             int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
                             bool xvec,
                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
                             float *__restrict__ y, int64_t ldy, const float *__restrict__ u,
-                            int64_t ldu)
+                            int64_t ldu, const uint8_t *__restrict__ W2)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
@@ -277,29 +278,15 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
     int64_t e = sel[t * ldsel + i];
     if (e < 0 || e >= n_exp)
         e = 0;      /* a corrupt choice must not read outside the weight */
-    const uint8_t *row = W + ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
-    float acc = 0.0f;
-    if constexpr (FAST && T == QT_Q4_K) {
-        float a1[1] = { 0.0f };
-        dot_q4k<1>(row, K, xr, ldx, 1, xvec, lane, a1);
-        acc = a1[0];
-    } else
-    #pragma unroll 2
-    for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
-        float v[8];
-        deq8<T>(row, i0, K, v);
-        if (xvec && i0 + 8 <= K) {
-            const float4 a = *(const float4 *)(xr + i0), b = *(const float4 *)(xr + i0 + 4);
-            acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
-                   v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
-        } else {
-            #pragma unroll
-            for (int j = 0; j < 8; j++)
-                if (i0 + j < K)
-                    acc += v[j] * xr[i0 + j];
-        }
+    const uint64_t off = ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    float a[1] = { 0.0f };
+    mv_row<T, 1, FAST>(W + off, K, xr, 0, 1, 0, xvec, lane, a);
+    float acc = warp_sum(a[0]);
+    if (W2) {
+        float b[1] = { 0.0f };
+        mv_row<T, 1, FAST>(W2 + off, K, xr, 0, 1, 0, xvec, lane, b);
+        acc = cuda_swiglu1(acc, warp_sum(b[0]));
     }
-    acc = warp_sum(acc);
     if (lane == 0)
         y[q * ldy + n] = acc;
 }
@@ -515,7 +502,7 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
 
 /* k_matvec_id for every (token, rank) row; with u, of silu(x) * u */
 static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
-                      be_tensor *y, const be_tensor *u)
+                      be_tensor *y, const be_tensor *u, const be_weight *w2 = nullptr)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
@@ -526,7 +513,8 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
 #define ID(...) cuda_launch(k_matvec_id<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream,       \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,         \
         x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
-        y->ld, u ? (const float *)u->data : nullptr, u ? u->ld : 0)
+        y->ld, u ? (const float *)u->data : nullptr, u ? u->ld : 0,                              \
+        w2 ? (const uint8_t *)w2->data : nullptr)
     if (c->fast_mv && w->type == QT_Q4_K)
         ID(QT_Q4_K, true);
     else
@@ -588,6 +576,30 @@ void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_t
         return;
     }
     id_launch(be, w, g, sel, y, u);
+}
+
+/* be_matmul_id_swiglu: one expert kernel computing both products (k_matvec_id
+ * with W2) when the two weights match in type and shape, outside the
+ * grouped expert products' batches; otherwise the three ops */
+void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
+                           const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t T = sel->rows, k = sel->cols;
+    const bool same = wg->type == wu->type && wg->row_bytes == wu->row_bytes &&
+                      wg->t->ne[0] == wu->t->ne[0] && wg->t->ne[1] == wu->t->ne[1] &&
+                      wg->t->ne[2] == wu->t->ne[2];
+    if (!T)
+        return;
+    if (!c->fused || !same || (c->moegemm && T * k >= MG_MIN_ROWS)) {
+        cuda_matmul_id(be, wg, x, sel, y);
+        cuda_matmul_id(be, wu, x, sel, tmp);
+        cuda_swiglu(be, y, tmp, y);
+        return;
+    }
+    assert(x->cols == (int64_t)wg->t->ne[0] && y->cols == (int64_t)wg->t->ne[1]);
+    assert(y->rows >= T * k && (x->rows == T || x->rows == T * k));
+    id_launch(be, wg, x, sel, y, nullptr, wu);
 }
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out)
