@@ -14,6 +14,9 @@
 # BENCH_QUICK=1 runs only the comparisons beside llama.cpp (decode and fast
 # pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768) and
 # the 35B decode without programmatic dependent launch (Q36_CUDA_PDL=0).
+# BENCH_AB=1 runs decode on both files beside llama.cpp, then with each
+# decode switch that is not settled flipped on its own (Q36_CUDA_MV8=1, the
+# later fused entries =0, Q36_CUDA_FUSED=0).
 # q36 bench -ngl prints the launches and the board energy (NVML) per
 # decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
 # commands, the machine and the commit; bench/results/<date>-cuda*/ keeps
@@ -45,6 +48,18 @@ m35=$log/models/35b-a3b-q4km.gguf
 OFF="Q36_CUDA_GRAPHS=0 Q36_CUDA_FASTMV=0 Q36_CUDA_FUSED=0"
 base=()
 [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
+if [ "${BENCH_AB:-0}" = 1 ]; then       # the decode switches, one off at a time
+    [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
+    for m in "$m08" "$m35"; do
+        run 200 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3 "${base[@]}"
+        for sw in Q36_CUDA_MV8=1 Q36_CUDA_FGLU=0 Q36_CUDA_FSWIGLU=0 Q36_CUDA_FDN=0 \
+                  Q36_CUDA_FATTNPRO=0 Q36_CUDA_FUSED=0; do
+            run 100 env "$sw" "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3
+        done
+        run 100 env Q36_CUDA_MV8=1 Q36_CUDA_FGLU=0 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3
+    done
+    exit 0
+fi
 if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
     run 200 "$q36" bench -m "$m08" -ngl 99 --bandwidth -p 0 -n 128 -r 5 "${base[@]}"
     run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"

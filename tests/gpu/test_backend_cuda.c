@@ -1379,6 +1379,46 @@ static void test_fast_mv(const be_shape *sh)
     be_free(f);
 }
 
+/* Q36_CUDA_MV8=1: Q4_K decode products on int8 rows of x (cuda_matmul.cu,
+ * k_q8x and k_matvec8) against the CPU with the default path's bounds (the
+ * int8 rounding of x, blocks of 32, is finer than the CPU's q8_K of 256):
+ * decode rows 1, 2, 3, 8, rows of 1 to 32 blocks, odd output counts,
+ * matmul_n groups; other types and the SwiGLU input keep their paths. */
+static void test_mv8(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_MV8", 1, sh), *keep = gpu;
+    if (!f)
+        return;
+    gpu = f;
+    variant = ".mv8";
+    test_matmul(QT_Q4_K, 256, 33, 1);
+    test_matmul(QT_Q4_K, 512, 257, 3);
+    test_matmul(QT_Q4_K, 1024, 96, 8);
+    test_matmul(QT_Q4_K, 1280, 64, 2);
+    test_matmul(QT_Q4_K, 2048, 300, 1);
+    test_matmul(QT_Q4_K, 8192, 40, 4);
+    test_matmul(QT_Q4_K, 2048, 100, 9);        /* a batch: the product path */
+    test_matmul(QT_Q6_K, 1024, 96, 2);         /* another type: its own path */
+    const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
+    const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
+    test_matmul_n(q4, 4, 1);
+    test_matmul_n(q4, 6, 3);
+    test_matmul_n(mix4, 4, 1);
+    test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);     /* 35B-A3B expert shapes */
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    test_matmul_id(QT_Q4_K, 512, 96, 16, 8, 33, false);      /* an exact-mode prompt */
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 1);
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 4);
+    mm_glu = true;
+    test_matmul(QT_Q4_K, 512, 257, 1);
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 2, true);
+    mm_glu = false;
+    gpu = keep;
+    variant = "";
+    be_free(f);
+}
+
 /* One small decode-like pass of two rows from two slots: a Q4_K projection
  * into q|k|v, the per-head norm of q, rope of q and k at the rows'
  * positions, k copied out (the copy queue), the K/V store and attention;
@@ -2641,6 +2681,9 @@ int main(int argc, char **argv)
         t_fail("cuda.backend_new", "%s", err.msg);
         return t_exit();
     }
+    const char *mv8 = getenv("Q36_CUDA_MV8");
+    if (mv8 && !strcmp(mv8, "1"))
+        mode_tag = ".mv8";      /* model cases with the switch not yet on by default */
     char dev[160];
     uint64_t fr, tot;
     if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
@@ -2687,6 +2730,7 @@ int main(int argc, char **argv)
         test_fattn_ops(&sh);
         test_graph_ops(&sh);
         test_fast_mv(&sh);
+        test_mv8(&sh);
         test_attn_gqa(&sh);
         test_mv_mixed(&sh);
         test_fused(&sh);

@@ -37,6 +37,10 @@
  * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
+ * Q36_CUDA_FGLU, Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn
+ * one of the later fused entries off each (cuda.h). Q36_CUDA_MV8=1 (off by
+ * default until a GPU run checks it) runs Q4_K decode products on int8
+ * activations (cuda_matmul.cu, k_matvec8).
  * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
  * head, each block serving the query heads that share the K/V rows it
  * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
@@ -779,8 +783,13 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
     c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
+    c->f_glu = c->fused && cuda_env_on("Q36_CUDA_FGLU");
+    c->f_swiglu = c->fused && cuda_env_on("Q36_CUDA_FSWIGLU");
+    c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
+    c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
+    c->mv8 = cuda_env_is("Q36_CUDA_MV8", "1");      /* off until a GPU run checks it */
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;

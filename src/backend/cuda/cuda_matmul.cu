@@ -91,6 +91,87 @@ __device__ __forceinline__ void dot_q4k(const uint8_t *row, int64_t K, const flo
     }
 }
 
+/* ------------------------------------------ Q4_K on int8 activations */
+
+/* Q36_CUDA_MV8=1: decode rows of x quantized once a product to int8 in
+ * blocks of 32 (k_q8x: d = max|x| / 127, q = round(x / d), with d and
+ * d * sum(q) kept per block), and the Q4_K rows multiplied with __dp4a on
+ * the 4-bit codes: per sub-block of 32, d_w * sc * d_x * sum(q_w * q_x) -
+ * dmin * m * d_x * sum(q_x), the form of Q4_K's weights (dl * q - ml).
+ * Four times fewer activation bytes per weight than the f32 rows, and the
+ * activation's rounding (at most half a step of its block's 127) is
+ * finer than the CPU's 256-element blocks (tests/gpu: mm_bound). */
+#define Q8X_BLOCK 32
+
+/* one warp per block of 32 of a row: lane = element */
+__global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64_t K,
+                      int8_t *__restrict__ qx, float2 *__restrict__ dx)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t nb = K / Q8X_BLOCK;
+    const int64_t g = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (g >= R * nb)
+        return;
+    const int64_t r = g / nb, b = g % nb;
+    const float v = x[r * ldx + b * Q8X_BLOCK + lane];
+    float amax = fabsf(v);
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = amax / 127.0f;
+    const int q = amax > 0.0f ? __float2int_rn(v / d) : 0;
+    int s = q;
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    qx[r * K + b * Q8X_BLOCK + lane] = (int8_t)q;
+    if (lane == 0)
+        dx[r * nb + b] = make_float2(d, d * (float)s);
+}
+
+/* acc[r] += this lane's share of the Q4_K row (K % 256 == 0) times the
+ * int8 row r0 + r (r < nr): lane l takes the 32 code bytes of chunk c of
+ * block b (task 4b + c = l, l + 32, ...), the sub-blocks 2c (low nibbles)
+ * and 2c + 1 (high) */
+template <int RB>
+__device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
+                                           const float2 *dx, int64_t nr, int lane, float acc[RB])
+{
+    const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
+    for (int64_t task = lane; task < nb * 4; task += 32) {
+        const int64_t b = task >> 2;
+        const int c = (int)(task & 3);
+        const uint8_t *blk = row + b * 144;
+        const uint4 qa = *(const uint4 *)(blk + 16 + 32 * c);
+        const uint4 qb = *(const uint4 *)(blk + 16 + 32 * c + 16);
+        const float d = f16f(blk), dmin = f16f(blk + 2);
+        int sc0, m0, sc1, m1;
+        k4_scale_min(2 * c, blk + 4, &sc0, &m0);
+        k4_scale_min(2 * c + 1, blk + 4, &sc1, &m1);
+        const unsigned u[8] = { qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w };
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r >= nr)
+                break;
+            const int8_t *xr = qx + r * K + b * 256 + 64 * c;
+            const int4 x0 = *(const int4 *)xr, x1 = *(const int4 *)(xr + 16);
+            const int4 x2 = *(const int4 *)(xr + 32), x3 = *(const int4 *)(xr + 48);
+            const int xl[8] = { x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w };
+            const int xh[8] = { x2.x, x2.y, x2.z, x2.w, x3.x, x3.y, x3.z, x3.w };
+            int sl = 0, sh = 0;
+            #pragma unroll
+            for (int i = 0; i < 8; i++) {
+                sl = __dp4a((int)(u[i] & 0x0F0F0F0Fu), xl[i], sl);
+                sh = __dp4a((int)((u[i] >> 4) & 0x0F0F0F0Fu), xh[i], sh);
+            }
+            const float2 d0 = dx[r * nbx + b * 8 + 2 * c], d1 = dx[r * nbx + b * 8 + 2 * c + 1];
+            acc[r] += d * (float)sc0 * d0.x * (float)sl - dmin * (float)m0 * d0.y +
+                      d * (float)sc1 * d1.x * (float)sh - dmin * (float)m1 * d1.y;
+        }
+    }
+}
+
 /* -------------------------------------------------------------- kernels */
 
 __device__ __forceinline__ float warp_sum(float s)
@@ -205,6 +286,60 @@ __device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8
  * decides, so a warp never diverges, and each row is the same sum as for
  * its type alone), FAST then taken for Q4_K jobs. */
 #define MV_ANY (-1)
+/* The Q4_K jobs J times the int8 rows of k_q8x (rows r0.. of blockIdx.y) */
+template <int RB>
+__global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
+                          const float2 *__restrict__ dx, int64_t R)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    int jb;
+    int64_t n;
+    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+        return;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    dot_q4k_q8<RB>(J.W[jb] + (uint64_t)n * J.rb[jb], K, qx + r0 * K, dx + r0 * (K / Q8X_BLOCK),
+                   R - r0, lane, acc);
+    mv_store<RB>(J, jb, n, r0, R, lane, acc);
+}
+
+/* k_matvec_id on the int8 rows of k_q8x (Q4_K weights; with W2, the
+ * SwiGLU of the two products as k_matvec_id forms it) */
+__global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
+                             int64_t n_exp, const int8_t *__restrict__ qx,
+                             const float2 *__restrict__ dx, int x_per_tok,
+                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
+                             float *__restrict__ y, int64_t ldy, const uint8_t *__restrict__ W2)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t q = blockIdx.y, t = q / k, i = q % k;
+    const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (n >= N)
+        return;
+    int64_t e = sel[t * ldsel + i];
+    if (e < 0 || e >= n_exp)
+        e = 0;      /* a corrupt choice must not read outside the weight */
+    const uint64_t off = ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    const int64_t xr = x_per_tok ? t : q;
+    const int8_t *qr = qx + xr * K;
+    const float2 *dr = dx + xr * (K / Q8X_BLOCK);
+    float a[1] = { 0.0f };
+    dot_q4k_q8<1>(W + off, K, qr, dr, 1, lane, a);
+    float acc = warp_sum(a[0]);
+    if (W2) {
+        float b[1] = { 0.0f };
+        dot_q4k_q8<1>(W2 + off, K, qr, dr, 1, lane, b);
+        acc = cuda_swiglu1(acc, warp_sum(b[0]));
+    }
+    if (lane == 0)
+        y[q * ldy + n] = acc;
+}
+
 /* With u (be_matmul_glu): the input is silu(x) * u, formed once a block
  * into shared memory (rows r0.. of x and u, n rows of K) before any warp
  * reads it; the caller gives n * K floats of dynamic shared memory. */
@@ -320,11 +455,29 @@ __global__ void k_dequant(const uint8_t *__restrict__ W, uint64_t rb, int64_t K,
 
 size_t cuda_matmul_scratch(const be_shape *s)
 {
-    if (s->n_rows <= MATVEC_ROWS)
-        return 0;
+    if (s->n_rows <= MATVEC_ROWS)       /* the int8 rows of Q36_CUDA_MV8 */
+        return ((size_t)MATVEC_ROWS * (size_t)(s->max_in > 0 ? s->max_in : 1) * 5 / 4 + 64) / 4 +
+               1;
     const size_t w = (size_t)(s->max_in > 0 ? s->max_in : 1);
     const size_t f = (size_t)1 << 24;              /* 64 MiB of f32 rows */
     return f > w * 64 ? f : w * 64;
+}
+
+/* Q36_CUDA_MV8: x's R rows (K % 256 == 0) quantized by k_q8x into the
+ * scratch; false (nothing queued) when the switch is off or they do not
+ * fit */
+static bool q8_rows(be_ctx *be, const float *x, int64_t ldx, int64_t R, int64_t K, int8_t **qx,
+                    float2 **dx)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t need = (size_t)R * (size_t)K + (size_t)R * (size_t)(K / Q8X_BLOCK) * 8 + 16;
+    if (!c->mv8 || K % 256 || !c->deq || need > c->deq_floats * sizeof(float))
+        return false;
+    *qx = (int8_t *)c->deq;
+    *dx = (float2 *)(((uintptr_t)(*qx + R * K) + 15) & ~(uintptr_t)15);
+    cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream, x, ldx, R,
+                K, *qx, *dx);
+    return CUDA_LAUNCHED(be, "k_q8x");
 }
 
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec when
@@ -347,6 +500,19 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     bool same = true;
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
+    /* Q36_CUDA_MV8: Q4_K on int8 rows of x */
+    int8_t *qx;
+    float2 *dx;
+    if (same && type == QT_Q4_K && !u && q8_rows(be, xd, x->ld, R, K, &qx, &dx)) {
+        if (R == 1)
+            cuda_launch(k_matvec8<1>, grid, 32 * MV_WARPS, 0, c->stream, *J, K,
+                        (const int8_t *)qx, (const float2 *)dx, R);
+        else
+            cuda_launch(k_matvec8<MATVEC_RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K,
+                        (const int8_t *)qx, (const float2 *)dx, R);
+        CUDA_LAUNCHED(be, "k_matvec8");
+        return;
+    }
 #define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream, *J, K, xd, \
                             x->ld, R, xvec, ud, ldu)
     if (!same) {
@@ -376,7 +542,7 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
  * and the rows a block stages within the default 48 KiB of shared memory */
 static bool glu_fits(const be_ctx *be, const be_tensor *g, int64_t rows_a_block)
 {
-    return cuda_ctx_of((be_ctx *)be)->fused && g->rows <= MATVEC_ROWS && !g->f16 &&
+    return cuda_ctx_of((be_ctx *)be)->f_glu && g->rows <= MATVEC_ROWS && !g->f16 &&
            rows_a_block * g->cols * (int64_t)sizeof(float) <= 48 * 1024;
 }
 
@@ -510,6 +676,17 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     const size_t smem = u ? (size_t)K * sizeof(float) : 0;
+    int8_t *qx;
+    float2 *dx;
+    if (w->type == QT_Q4_K && !u && (!w2 || w2->type == QT_Q4_K) &&
+        q8_rows(be, (const float *)x->data, x->ld, x->rows, K, &qx, &dx)) {
+        cuda_launch(k_matvec8_id, grid, 32 * MV_WARPS, 0, c->stream, (const uint8_t *)w->data,
+                    w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx,
+                    (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k,
+                    (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr);
+        CUDA_LAUNCHED(be, "k_matvec8_id");
+        return;
+    }
 #define ID(...) cuda_launch(k_matvec_id<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream,       \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,         \
         x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
@@ -569,7 +746,7 @@ void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_t
     assert(y->cols == N && y->rows >= T * k);
     if (!T)
         return;
-    if (!c->fused || g->f16 || K * (int64_t)sizeof(float) > 48 * 1024 ||
+    if (!c->f_glu || g->f16 || K * (int64_t)sizeof(float) > 48 * 1024 ||
         (c->moegemm && T * k >= MG_MIN_ROWS)) {
         cuda_swiglu(be, g, u, g);
         cuda_matmul_id(be, w, g, sel, y);
@@ -591,7 +768,7 @@ void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                       wg->t->ne[2] == wu->t->ne[2];
     if (!T)
         return;
-    if (!c->fused || !same || (c->moegemm && T * k >= MG_MIN_ROWS)) {
+    if (!c->f_swiglu || !same || (c->moegemm && T * k >= MG_MIN_ROWS)) {
         cuda_matmul_id(be, wg, x, sel, y);
         cuda_matmul_id(be, wu, x, sel, tmp);
         cuda_swiglu(be, y, tmp, y);

@@ -328,7 +328,7 @@ void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor
     assert(!wq || wq->type == 0);
     assert(!wk || wk->type == 0);
     const int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
-    if (!cuda_ctx_of(be)->fused) {
+    if (!cuda_ctx_of(be)->f_attn) {
         /* the ops one by one: the copies through the queue (cuda.cu's
          * wrappers flush it before the next op) */
         for (int64_t h = 0; h < q->cols / hd; h++) {

@@ -744,7 +744,7 @@ void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
                          be_tensor *out)
 {
     assert(dt_bias->type == 0 && a->type == 0 && alpha->cols == n_v_heads);
-    if (!cuda_ctx_of(be)->fused) {
+    if (!cuda_ctx_of(be)->f_dn) {
         cuda_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
         be_tensor qk = *qkv;            /* the q and k columns, in place */
         qk.cols = 2 * n_k_heads * dk;
