@@ -100,13 +100,15 @@ for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
-# Q36_CUDA_MV8=1 (Q4_K decode products on int8 activations, off by default
-# until a GPU run checks it; its op cases ran above) on the Q4_K models and
-# the trained one, against the CPU as the default runs are
+# the switches off by default (their op cases ran above), on the Q4_K
+# models and the trained one: Q36_CUDA_MV8=1 (Q4_K decode products on int8
+# activations, fast mode only: the fast bound) and Q36_CUDA_FGLU=1 (the
+# down products' SwiGLU input in shared memory, exact mode's bound)
 for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
-        NEW=1 Q36_CUDA_MV8=1 one "model-mv8-$(basename "$m" .gguf)" --no-ops "$m" ;;
+        NEW=1 Q36_CUDA_MV8=1 one "model-mv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        NEW=1 Q36_CUDA_FGLU=1 one "model-fglu-$(basename "$m" .gguf)" --no-ops "$m" ;;
     esac
 done
 

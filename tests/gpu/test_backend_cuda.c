@@ -1383,10 +1383,14 @@ static void test_fast_mv(const be_shape *sh)
  * k_q8x and k_matvec8) against the CPU with the default path's bounds (the
  * int8 rounding of x, blocks of 32, is finer than the CPU's q8_K of 256):
  * decode rows 1, 2, 3, 8, rows of 1 to 32 blocks, odd output counts,
- * matmul_n groups; other types and the SwiGLU input keep their paths. */
+ * matmul_n groups, expert products; other types and the SwiGLU input keep
+ * their paths. A context reserved in fast mode (the switch acts there only),
+ * so decode sizes only: batches take fast mode's prompt paths. */
 static void test_mv8(const be_shape *sh)
 {
-    be_ctx *f = cuda_env("Q36_CUDA_MV8", 1, sh), *keep = gpu;
+    be_shape fs = *sh;
+    fs.fast = 1;        /* the switch acts in fast mode only */
+    be_ctx *f = cuda_env("Q36_CUDA_MV8", 1, &fs), *keep = gpu;
     if (!f)
         return;
     gpu = f;
@@ -1397,7 +1401,6 @@ static void test_mv8(const be_shape *sh)
     test_matmul(QT_Q4_K, 1280, 64, 2);
     test_matmul(QT_Q4_K, 2048, 300, 1);
     test_matmul(QT_Q4_K, 8192, 40, 4);
-    test_matmul(QT_Q4_K, 2048, 100, 9);        /* a batch: the product path */
     test_matmul(QT_Q6_K, 1024, 96, 2);         /* another type: its own path */
     const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
     const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
@@ -1407,7 +1410,6 @@ static void test_mv8(const be_shape *sh)
     test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
     test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);     /* 35B-A3B expert shapes */
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
-    test_matmul_id(QT_Q4_K, 512, 96, 16, 8, 33, false);      /* an exact-mode prompt */
     test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 1);
     test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 4);
     mm_glu = true;
@@ -2268,6 +2270,47 @@ static void test_model_slots(const char *path)
     q36_model_free(mt);
 }
 
+/* The SwiGLU products (be_matmul_glu, be_matmul_id_glu), each device
+ * type: decode rows 1, 3 and 8 (with Q36_CUDA_FGLU=1 the input formed in
+ * shared memory, a block's rows), 9 (the two ops), K of 12 KiB of floats
+ * (fits) and 14 KiB x 4 rows (does not: the two ops), experts top-1 to
+ * top-8 with 1-9 tokens (the 35B-A3B down shape). test_ops runs them on
+ * the default context (the two ops), test_fglu with the switch on. */
+static void glu_cases(void)
+{
+    mm_glu = true;
+    const uint32_t ltypes[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K,
+                                QT_IQ4_XS };
+    for (size_t i = 0; i < sizeof ltypes / sizeof ltypes[0]; i++) {
+        test_matmul(ltypes[i], 512, 33, 1);
+        test_matmul(ltypes[i], 1024, 257, 3);
+        test_matmul(ltypes[i], 512, 96, 8);
+        test_matmul(ltypes[i], 256, 100, 9);
+        test_matmul_id(ltypes[i], 512, 64, 8, 3, 5, true);
+    }
+    test_matmul(QT_Q4_K, 3072, 100, 1);
+    test_matmul(QT_Q6_K, 3584, 64, 4);
+    test_matmul(QT_F16, 40, 31, 2);            /* K no 8 divides, no float4 rows */
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
+    test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
+    test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 9, true);
+    mm_glu = false;
+}
+
+/* Q36_CUDA_FGLU=1 (off by default): glu_cases on a context with it on */
+static void test_fglu(const be_shape *sh)
+{
+    be_ctx *f = cuda_env("Q36_CUDA_FGLU", 1, sh), *keep = gpu;
+    if (!f)
+        return;
+    gpu = f;
+    variant = ".fglu";
+    glu_cases();
+    gpu = keep;
+    variant = "";
+    be_free(f);
+}
+
 /* Every op case, in the order of backend.h. */
 static void test_ops(void)
 {
@@ -2313,28 +2356,9 @@ static void test_ops(void)
     test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);     /* 35B-A3B expert shape */
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
 
-    /* the SwiGLU products (be_matmul_glu, be_matmul_id_glu): decode rows
-     * 1, 3 and 8 (the input formed in shared memory, a block's rows), 9
-     * (the two ops), K of 12 KiB of floats (fits) and 14 KiB x 4 rows
-     * (does not: the two ops), experts top-1 to top-8 with 1-9 tokens
-     * (the 35B-A3B down shape), each a device type */
-    mm_glu = true;
+    glu_cases();
     const uint32_t ltypes[] = { QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K,
                                 QT_IQ4_XS };
-    for (size_t i = 0; i < sizeof ltypes / sizeof ltypes[0]; i++) {
-        test_matmul(ltypes[i], 512, 33, 1);
-        test_matmul(ltypes[i], 1024, 257, 3);
-        test_matmul(ltypes[i], 512, 96, 8);
-        test_matmul(ltypes[i], 256, 100, 9);
-        test_matmul_id(ltypes[i], 512, 64, 8, 3, 5, true);
-    }
-    test_matmul(QT_Q4_K, 3072, 100, 1);
-    test_matmul(QT_Q6_K, 3584, 64, 4);
-    test_matmul(QT_F16, 40, 31, 2);            /* K no 8 divides, no float4 rows */
-    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
-    test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
-    test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 9, true);
-    mm_glu = false;
     /* be_matmul_id_swiglu: both products in one kernel (decode: 1 token,
      * 4 slots) or, at 64 and more rows with grouped products, the ops */
     for (size_t i = 0; i < sizeof ltypes / sizeof ltypes[0]; i++)
@@ -2681,9 +2705,6 @@ int main(int argc, char **argv)
         t_fail("cuda.backend_new", "%s", err.msg);
         return t_exit();
     }
-    const char *mv8 = getenv("Q36_CUDA_MV8");
-    if (mv8 && !strcmp(mv8, "1"))
-        mode_tag = ".mv8";      /* model cases with the switch not yet on by default */
     char dev[160];
     uint64_t fr, tot;
     if (!be_device_info("cuda", dev, sizeof dev, &fr, &tot, &err))
@@ -2720,6 +2741,12 @@ int main(int argc, char **argv)
             return t_exit();
         }
     }
+    /* model cases with a switch that is off by default: a tag of their own */
+    const char *mv8 = getenv("Q36_CUDA_MV8"), *fglu = getenv("Q36_CUDA_FGLU");
+    if (mv8 && !strcmp(mv8, "1"))
+        mode_tag = gpu_fast ? ".fast.mv8" : ".mv8";
+    else if (fglu && !strcmp(fglu, "1"))
+        mode_tag = gpu_fast ? ".fast.fglu" : ".fglu";
 
     if (ops) {
         test_ops();
@@ -2731,6 +2758,7 @@ int main(int argc, char **argv)
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_mv8(&sh);
+        test_fglu(&sh);
         test_attn_gqa(&sh);
         test_mv_mixed(&sh);
         test_fused(&sh);

@@ -37,10 +37,11 @@
  * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
- * Q36_CUDA_FGLU, Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn
- * one of the later fused entries off each (cuda.h). Q36_CUDA_MV8=1 (off by
- * default until a GPU run checks it) runs Q4_K decode products on int8
- * activations (cuda_matmul.cu, k_matvec8).
+ * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
+ * later fused entries off each; Q36_CUDA_FGLU=1 turns be_matmul_glu's on
+ * (off by default: measured slower, cuda.h). Q36_CUDA_MV8=1 (opt-in, fast
+ * mode only) runs Q4_K decode products on int8 activations
+ * (cuda_matmul.cu, k_matvec8).
  * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
  * head, each block serving the query heads that share the K/V rows it
  * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
@@ -172,6 +173,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->moegemm = cuda_moe_mode(shape);
     c->fattn = cuda_fattn_enabled(shape);
+    /* fast mode's int8 activations for Q4_K decode products: opt-in */
+    c->mv8 = shape->fast && cuda_env_is("Q36_CUDA_MV8", "1");
 }
 
 static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
@@ -783,13 +786,12 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
     c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
-    c->f_glu = c->fused && cuda_env_on("Q36_CUDA_FGLU");
+    c->f_glu = c->fused && cuda_env_is("Q36_CUDA_FGLU", "1");   /* slower: cuda.h */
     c->f_swiglu = c->fused && cuda_env_on("Q36_CUDA_FSWIGLU");
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
-    c->mv8 = cuda_env_is("Q36_CUDA_MV8", "1");      /* off until a GPU run checks it */
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;

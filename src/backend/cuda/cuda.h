@@ -71,14 +71,18 @@ struct cuda_ctx {
     bool            fast_mv;       /* Q36_CUDA_FASTMV: cuda_matmul.cu's dot_q4k */
     bool            fused;         /* Q36_CUDA_FUSED: cuda_ops.cu's fused entries */
     /* the fused entries added later, each also with a switch of its own
-     * (on unless "0"; off with Q36_CUDA_FUSED=0): Q36_CUDA_FGLU
-     * (be_matmul_glu, be_matmul_id_glu), Q36_CUDA_FSWIGLU
-     * (be_matmul_id_swiglu), Q36_CUDA_FDN (be_deltanet_gated),
-     * Q36_CUDA_FATTNPRO (be_attn_prologue) */
+     * (off with Q36_CUDA_FUSED=0): Q36_CUDA_FSWIGLU (be_matmul_id_swiglu),
+     * Q36_CUDA_FDN (be_deltanet_gated), Q36_CUDA_FATTNPRO
+     * (be_attn_prologue), on unless "0"; Q36_CUDA_FGLU=1 (be_matmul_glu,
+     * be_matmul_id_glu), off by default: each block forms silu(g) * u for
+     * its rows in shared memory before reading a weight, which on the
+     * 0.8B's dense down product (K 3584) cost more than the launch it
+     * saves (2026-12-02: 473 t/s with it, 649 without; neutral on the
+     * 35B-A3B, whose expert inputs are 512 wide) */
     bool            f_glu, f_swiglu, f_dn, f_attn;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
-    bool            mv8;           /* Q36_CUDA_MV8=1: cuda_matmul.cu's k_matvec8 */
+    bool            mv8;           /* Q36_CUDA_MV8=1 in fast mode: cuda_matmul.cu's k_matvec8 */
     /* graphs (Q36_CUDA_GRAPHS, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
