@@ -112,6 +112,21 @@ for m in "${models[@]}"; do
     esac
 done
 
+# ---- MTP on the GPU: q36 bench --spec-type draft-mtp -ngl 99 on the
+# trained model in exact mode (the verify passes, the DeltaNet rollback and
+# the MTP block on the device): the greedy tokens with drafts must be the
+# tokens without ("same tokens | yes")
+if [ -n "$trained" ] && [ -f "$trained" ]; then
+    timeout 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 96 -r 1 \
+        >"$log/spec.log" 2>&1
+    if grep -qE '^\| draft-mtp .*\| yes \|$' "$log/spec.log"; then
+        ok cuda.spec_mtp_greedy_same
+    else
+        fail cuda.spec_mtp_greedy_same "$(tail -n 6 "$log/spec.log")"
+    fi
+    sed -n '/acceptance/,$p' "$log/spec.log" | head -n 12
+fi
+
 # ---- the device flags: q36 logits -ngl 99 against the CPU on one file, the
 # GPU memory plan, and a context that cannot fit refused before loading
 m=${models[0]:-}
@@ -145,9 +160,10 @@ if [ -n "$m" ]; then
 fi
 # ---- q36 serve with the model on the GPU (tests/gpu/serve_gpu.py): chat,
 # the prefix cache's checkpoints on the device, four slots, a bad request
-# in the GPU's default mode (fast) and in exact mode (--exact)
+# in the GPU's default mode (fast), in exact mode (--exact), and in exact
+# mode with MTP drafts on every slot
 if [ -n "$trained" ] && [ -f "$trained" ]; then
-    for mode in "" exact; do
+    for mode in "" exact exact-mtp; do
         MODE=$mode timeout 300 python3 "$(dirname "$0")/serve_gpu.py" "$q36" "$trained" >"$log/serve$mode.log" 2>&1
         grep -E '^(ok|FAIL|#) ' "$log/serve$mode.log"
         count "$log/serve$mode.log"

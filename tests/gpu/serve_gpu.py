@@ -16,14 +16,14 @@ import urllib.error
 import urllib.request
 
 q36, model = sys.argv[1], sys.argv[2]
-# MODE: "exact" (--exact) or "" (the default: fast on the GPU); in fast mode
-# the cached request's greedy text may differ from the first at a near-tie
-# (the prompt is split into passes differently), so that is reported, not
-# checked
+# MODE: "exact" (--exact), "exact-mtp" (--exact with MTP drafts on every
+# slot) or "" (the default: fast on the GPU); in fast mode the cached
+# request's greedy text may differ from the first at a near-tie (the prompt
+# is split into passes differently), so that is reported, not checked
 mode = os.environ.get("MODE", "")
+extra = {"exact": ["--exact"], "exact-mtp": ["--exact", "--spec-type", "draft-mtp"]}.get(mode, [])
 srv = subprocess.Popen([q36, "serve", "-m", model, "-ngl", os.environ.get("NGL", "99"), "--port", "0", "-np", "4",
-                        "-c", "2048"] + (["--exact"] if mode == "exact" else []),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        "-c", "2048"] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 url = None
 t0 = time.time()
 while time.time() - t0 < 60 and url is None:
@@ -63,7 +63,7 @@ try:
             c2 = r2["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
             check("serve_gpu.prefix_cache_hit", c2 > 0, f"second request cached_tokens {c2}")
             same = r1["choices"][0]["message"] == r2["choices"][0]["message"]
-            if mode == "exact":
+            if mode.startswith("exact"):
                 check("serve_gpu.greedy_same_twice", same,
                       f"{r1['choices'][0]['message']} vs {r2['choices'][0]['message']}")
             else:

@@ -175,6 +175,8 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
     o.type_v = cfg->type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
     o.mtp = 1;
     o.n_keep = rewind ? draft_max + 1 : 0;
+    o.backend = cfg->backend;           /* -ngl: the MTP block and the rollback on the GPU */
+    o.fast = cfg->fast;
     if (!rc)
         rc = q36_engine_new(m, (int)np + n_gen + draft_max + 8, &o, &e, err);
     if (!rc)
