@@ -6,7 +6,8 @@
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
 # and the bench output go to $OUT (or /tmp/q36-out).
 # Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh;
-# "serve": tests/gpu/serve_bench.py, see serve_step), BENCH_35B (bench.sh's,
+# "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
+# Nsight Compute per-kernel times and the matvecs' sections), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -72,5 +73,7 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
+    ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1
+           grep -E '^(# |void|k_)' "$out/ncu.txt" | head -n 30 ;;
     esac
 done

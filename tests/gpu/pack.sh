@@ -33,7 +33,7 @@ mkdir -p "$dir/lib"
 strip -o "$dir/q36" build/q36
 strip -o "$dir/test_backend_cuda" build/tests/gpu/test_backend_cuda
 cp tests/gpu/run.sh tests/gpu/bench.sh tests/gpu/device.sh tests/gpu/profile.sh tests/gpu/lib.sh tests/gpu/serve_gpu.py \
-    tests/gpu/serve_bench.py "$dir/"
+    tests/gpu/serve_bench.py tests/gpu/ncu.sh tests/gpu/ncu_sum.py "$dir/"
 cp build/commit.txt "$dir/" 2>/dev/null || git rev-parse --short HEAD >"$dir/commit.txt"
 ldd build/q36 | awk '/libcjson|libutf8proc|libmicrohttpd/ { print $3 }' | while read -r l; do
     cp -L "$l" "$dir/lib/"
