@@ -111,6 +111,13 @@ for m in "${models[@]}"; do
         NEW=1 Q36_CUDA_FGLU=1 one "model-fglu-$(basename "$m" .gguf)" --no-ops "$m" ;;
     esac
 done
+# Q36_CUDA_EXACTINV=1 (exact mode batch-invariant, opt-in until a GPU run
+# checks it): every model, where the exact_batch_invariant case asserts
+# that a row's logits are the same bits alone and batched (the default
+# runs above report the difference without it)
+for m in "${models[@]}"; do
+    NEW=1 Q36_CUDA_EXACTINV=1 one "model-inv-$(basename "$m" .gguf)" --no-ops "$m"
+done
 
 # ---- MTP on the GPU: q36 bench --spec-type draft-mtp -ngl 99 on the
 # trained model in exact mode (the verify passes, the DeltaNet rollback and

@@ -175,6 +175,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn = cuda_fattn_enabled(shape);
     /* fast mode's int8 activations for Q4_K decode products: opt-in */
     c->mv8 = shape->fast && cuda_env_is("Q36_CUDA_MV8", "1");
+    c->inv = cuda_inv_enabled(shape);
 }
 
 static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)

@@ -83,6 +83,13 @@ struct cuda_ctx {
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8=1 in fast mode: cuda_matmul.cu's k_matvec8 */
+    /* Q36_CUDA_EXACTINV=1 in exact mode (opt-in until a GPU run checks it):
+     * a row's bits do not depend on its batch. Weight products take the
+     * decode matvec kernels for every batch size (each output row sums
+     * in the same order whatever the other rows), attention splits keys at
+     * fixed multiples (cuda_seq.cu); the other ops already give each row
+     * the same arithmetic alone or batched. */
+    bool            inv;
     /* graphs (Q36_CUDA_GRAPHS, cuda_graph.cu) */
     bool            graphs_on;
     int             gmode;         /* enum cuda_gmode: what the ops of a pass do now */
@@ -124,6 +131,12 @@ static inline bool cuda_env_on(const char *name) { return !cuda_env_is(name, "0"
 static inline bool cuda_fast_path(const be_shape *s, const char *name)
 {
     return s->fast && cuda_env_on(name);
+}
+
+/* Batch-invariant exact mode for a context reserved for `s` (cuda.h: inv) */
+static inline bool cuda_inv_enabled(const be_shape *s)
+{
+    return !s->fast && cuda_env_is("Q36_CUDA_EXACTINV", "1");
 }
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */

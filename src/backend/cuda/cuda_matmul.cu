@@ -482,7 +482,8 @@ static bool q8_rows(be_ctx *be, const float *x, int64_t ldx, int64_t R, int64_t 
     return CUDA_LAUNCHED(be, "k_q8x");
 }
 
-/* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec when
+/* One launch for the jobs J (rows of x <= MATVEC_ROWS, or any number in
+ * batch-invariant exact mode, cuda.h: inv): k_matvec when
  * they share a type, k_matvec<MV_ANY> otherwise; with u, of silu(x) * u
  * (the caller checked glu_fits). */
 static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
@@ -601,7 +602,7 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     if (!x->rows)
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
-    if (x->rows <= MATVEC_ROWS) {
+    if (x->rows <= MATVEC_ROWS || cuda_ctx_of(be)->inv) {
         const mv_jobs J = one_job(w, W, y);
         matvec(be, &J, K, x);
     } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
@@ -641,7 +642,7 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
-    if (x->rows > MATVEC_ROWS) {
+    if (x->rows > MATVEC_ROWS && !cuda_ctx_of(be)->inv) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
         return;

@@ -18,7 +18,10 @@
  * longest K/V length of the batch (host) sizes them; with graphs on
  * (cuda_graph.cu) the K/V capacity does instead, so a recorded step fits
  * every later length, and each row divides its own length among the
- * splits on the device (splits past it are empty). f16
+ * splits on the device (splits past it are empty). Batch-invariant exact
+ * mode (Q36_CUDA_EXACTINV=1, cuda.h) splits every row's keys at multiples
+ * of ATT_INV_KEYS instead, so a row's partials and their merge do not
+ * depend on the batch; rows run in groups the partials hold. f16
  * caches: q is rounded to f16 before the scores and the probabilities
  * before they weigh V, as the CPU does.
  *
@@ -33,6 +36,7 @@
 #define ATT_THREADS  128
 #define ATT_MIN_KEYS 32      /* keys a split takes at least */
 #define ATT_BLOCKS   4096
+#define ATT_INV_KEYS 512     /* batch-invariant exact mode: keys a split (cuda.h: inv) */
 
 /* The run of row r (slot, first row, rows, first position). */
 __device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r)
@@ -102,7 +106,11 @@ size_t cuda_attention_scratch(const be_shape *s)
 {
     if (!s->n_head)
         return 0;
-    const int64_t items = s->n_rows * s->n_head > ATT_BLOCKS ? s->n_rows * s->n_head : ATT_BLOCKS;
+    int64_t items = s->n_rows * s->n_head > ATT_BLOCKS ? s->n_rows * s->n_head : ATT_BLOCKS;
+    if (cuda_inv_enabled(s)) {  /* 8 rows of every fixed-length split in one launch */
+        const int64_t inv = 8 * s->n_head * ((s->n_ctx + ATT_INV_KEYS - 1) / ATT_INV_KEYS);
+        items = inv > items ? inv : items;
+    }
     return (size_t)items * (size_t)(s->head_dim + 2);
 }
 
@@ -144,13 +152,13 @@ template <typename CK, typename CV, int NPL>
 __global__ void __launch_bounds__(ATT_THREADS)
 k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *vc, int64_t ldvc,
              const int32_t *runs, int n_seq, int64_t kv_rows, int64_t group, float scale,
-             int64_t chunk, int nsplit, float *part)
+             int64_t chunk, int nsplit, float *part, int64_t r0)
 {
     cuda_pdl_enter();
     constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
     __shared__ float wm[NW], wl[NW], wacc[NW][HD];
     const int s = blockIdx.x;
-    const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
+    const int64_t h = blockIdx.y, r = r0 + blockIdx.z, Hq = gridDim.y;
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
     const int4 run = run_of(runs, n_seq, r);
     const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
@@ -202,7 +210,7 @@ k_attn_split(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *
     for (int w = 0; w < NW; w++)
         if (wl[w] > 0.0f)
             M = fmaxf(M, wm[w]);
-    float *o = part + ((r * Hq + h) * nsplit + s) * (HD + 2);
+    float *o = part + (((int64_t)blockIdx.z * Hq + h) * nsplit + s) * (HD + 2);
     float Ls = 0.0f;
     for (int w = 0; w < NW; w++)
         if (wl[w] > 0.0f)
@@ -230,13 +238,13 @@ template <typename CK, typename CV, int NPL, int G>
 __global__ void __launch_bounds__(ATT_THREADS)
 k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const CV *vc,
                  int64_t ldvc, const int32_t *runs, int n_seq, int64_t kv_rows, float scale,
-                 int64_t chunk, int nsplit, int64_t Hq, float *part)
+                 int64_t chunk, int nsplit, int64_t Hq, float *part, int64_t r0)
 {
     cuda_pdl_enter();
     constexpr int HD = NPL * 32, NW = ATT_THREADS / 32;
     __shared__ float wm[NW][G], wl[NW][G], wacc[NW][G][HD];
     const int s = blockIdx.x;
-    const int64_t hk = blockIdx.y, r = blockIdx.z;
+    const int64_t hk = blockIdx.y, r = r0 + blockIdx.z;
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32;
     const int4 run = run_of(runs, n_seq, r);
     const int64_t L = run.x < 0 ? 0 : (int64_t)run.w + (r - run.y) + 1;
@@ -298,7 +306,7 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
         for (int w = 0; w < NW; w++)
             if (wl[w][g] > 0.0f)
                 M = fmaxf(M, wm[w][g]);
-        float *o = part + ((r * Hq + hk * G + g) * nsplit + s) * (HD + 2);
+        float *o = part + (((int64_t)blockIdx.z * Hq + hk * G + g) * nsplit + s) * (HD + 2);
         float Ls = 0.0f;
         for (int w = 0; w < NW; w++)
             if (wl[w][g] > 0.0f)
@@ -322,7 +330,7 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
  * or 8 query heads */
 static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                      const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                     float scale, int64_t chunk, int64_t nsplit, int64_t T)
+                     float scale, int64_t chunk, int64_t nsplit, int64_t r0, int64_t T)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t G = n_head / n_head_kv;
@@ -332,7 +340,7 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
     const int32_t *runs = (const int32_t *)b->runs->data;
 #define GQA1(C, NPL, GG) cuda_launch(k_attn_split_gqa<C, C, NPL, GG>, grid, ATT_THREADS, 0, c->stream,      \
         (const float *)q->data, q->ld, (const C *)kc->data, kc->ld, (const C *)vc->data, vc->ld,  \
-        runs, b->n_seq, b->kv_rows, scale, chunk, (int)nsplit, n_head, c->part)
+        runs, b->n_seq, b->kv_rows, scale, chunk, (int)nsplit, n_head, c->part, r0)
 #define GQA(C, NPL)                                 \
     switch (G) {                                    \
     case 2: GQA1(C, NPL, 2); break;                 \
@@ -349,11 +357,12 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
     return true;
 }
 
-__global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo)
+__global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo,
+                             int64_t r0)
 {
     cuda_pdl_enter();
-    const int64_t h = blockIdx.y, r = blockIdx.z, Hq = gridDim.y;
-    const float *p = part + (r * Hq + h) * nsplit * (hd + 2);
+    const int64_t h = blockIdx.y, r = r0 + blockIdx.z, Hq = gridDim.y;
+    const float *p = part + ((int64_t)blockIdx.z * Hq + h) * nsplit * (hd + 2);
     float M = -INFINITY;
     for (int s = 0; s < nsplit; s++)
         if (p[s * (hd + 2) + 1] > 0.0f)
@@ -376,43 +385,20 @@ __global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *o
     }
 }
 
-void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                    const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                    float scale, be_tensor *out)
+/* Rows r0..r0+T of the batch (their partials from the start of c->part):
+ * the splits, then the merge */
+static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
+                           const be_tensor *vc, const be_batch *b, int64_t n_head,
+                           int64_t n_head_kv, int64_t head_dim, float scale, int64_t chunk,
+                           int64_t nsplit, int64_t r0, int64_t T, be_tensor *out)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
-    assert(kc->cols == n_head_kv * head_dim && n_head % n_head_kv == 0);
-    assert(head_dim % 32 == 0 && head_dim <= 512);
-    const int64_t T = q->rows;
-    if (!T)
-        return;
-    if (c->fattn && T >= FA_MIN_ROWS &&
-        cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
-        return;
-    /* graphs on: sizes from the capacity, each row's keys split on the device */
-    const bool dev_len = c->graphs_on;
-    int64_t maxL = dev_len ? b->kv_rows : 1;
-    for (int s = 0; s < b->n_seq && !dev_len; s++)
-        if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
-            maxL = b->seq[s].pos0 + b->seq[s].n_rows;
-    int64_t nsplit = ATT_BLOCKS / (T * n_head);
-    const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
-    nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
-    const int64_t chunk = dev_len ? 0 : (maxL + nsplit - 1) / nsplit;
-    const size_t need = (size_t)(T * n_head * nsplit) * (size_t)(head_dim + 2);
-    if (need > c->part_floats) {
-        be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
-                "%zu floats of partials, %zu reserved", (long long)T, (long long)n_head,
-                (long long)nsplit, need, c->part_floats);
-        return;
-    }
     if (c->attn_gqa && n_head > n_head_kv &&
-        attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, T)) {
+        attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T)) {
         if (!CUDA_LAUNCHED(be, "k_attn_split_gqa"))
             return;
         cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
-            c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
+            c->part, (int)nsplit, head_dim, (float *)out->data, out->ld, r0);
         CUDA_LAUNCHED(be, "k_attn_merge");
         return;
     }
@@ -421,7 +407,7 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     const int64_t group = n_head / n_head_kv;
 #define ATT1(CK, CV, NPL) cuda_launch(k_attn_split<CK, CV, NPL>, grid, ATT_THREADS, 0, c->stream,        \
         (const float *)q->data, q->ld, (const CK *)kc->data, kc->ld, (const CV *)vc->data,      \
-        vc->ld, runs, b->n_seq, b->kv_rows, group, scale, chunk, (int)nsplit, c->part)
+        vc->ld, runs, b->n_seq, b->kv_rows, group, scale, chunk, (int)nsplit, c->part, r0)
 #define ATT(CK, CV)                                                                              \
     switch (head_dim / 32) {                                                                     \
     case 1: ATT1(CK, CV, 1); break;                                                              \
@@ -446,8 +432,57 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     if (!CUDA_LAUNCHED(be, "k_attn_split"))
         return;
     cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
-        c->part, (int)nsplit, head_dim, (float *)out->data, out->ld);
+        c->part, (int)nsplit, head_dim, (float *)out->data, out->ld, r0);
     CUDA_LAUNCHED(be, "k_attn_merge");
+}
+
+
+void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                    const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                    float scale, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
+    assert(kc->cols == n_head_kv * head_dim && n_head % n_head_kv == 0);
+    assert(head_dim % 32 == 0 && head_dim <= 512);
+    const int64_t T = q->rows;
+    if (!T)
+        return;
+    if (c->fattn && T >= FA_MIN_ROWS &&
+        cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
+        return;
+    /* graphs on: sizes from the capacity, each row's keys split on the device */
+    const bool dev_len = c->graphs_on;
+    int64_t maxL = dev_len ? b->kv_rows : 1;
+    for (int s = 0; s < b->n_seq && !dev_len; s++)
+        if (b->seq[s].pos0 + b->seq[s].n_rows > maxL)
+            maxL = b->seq[s].pos0 + b->seq[s].n_rows;
+    int64_t nsplit = ATT_BLOCKS / (T * n_head);
+    const int64_t by_len = (maxL + ATT_MIN_KEYS - 1) / ATT_MIN_KEYS;
+    nsplit = nsplit < 1 ? 1 : nsplit > by_len ? by_len : nsplit;
+    int64_t chunk = dev_len ? 0 : (maxL + nsplit - 1) / nsplit;
+    if (c->inv) {       /* exact mode, batch-invariant: splits of a fixed length */
+        chunk = ATT_INV_KEYS;
+        nsplit = (maxL + ATT_INV_KEYS - 1) / ATT_INV_KEYS;
+    }
+    /* rows a launch: all, or (batch-invariant splits) as many as the
+     * partials hold */
+    const size_t row_floats = (size_t)(n_head * nsplit) * (size_t)(head_dim + 2);
+    int64_t per = T;
+    if ((size_t)T * row_floats > c->part_floats) {
+        per = c->inv ? (int64_t)(c->part_floats / row_floats) : 0;
+        if (per < 1) {
+            be_fail(be, Q36_E_NOMEM, "cuda attention: %lld rows x %lld heads x %lld splits need "
+                    "%zu floats of partials, %zu reserved", (long long)T, (long long)n_head,
+                    (long long)nsplit, (size_t)T * row_floats, c->part_floats);
+            return;
+        }
+    }
+    for (int64_t r0 = 0; r0 < T; r0 += per) {
+        const int64_t n = T - r0 < per ? T - r0 : per;
+        attention_rows(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0,
+                       n, out);
+    }
 }
 
 /* ------------------------------------------------------------------ conv */
