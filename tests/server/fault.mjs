@@ -13,9 +13,15 @@ const stream = async (i) => {
   try {
     const s = await oa.chat.completions.create({ messages: [{ role: "user", content: `Stream ${i}` }], max_tokens: 40,
       stream: true, stream_options: { include_usage: true } });
-    let used = 0;
-    for await (const ch of s) if (ch.usage) used = ch.usage.completion_tokens;
-    return used === 40 ? "done" : `ended after ${used} tokens without an error`;
+    let used = 0, finish = null;
+    for await (const ch of s) {
+      if (ch.usage) used = ch.usage.completion_tokens;
+      if (ch.choices?.[0]?.finish_reason) finish = ch.choices[0].finish_reason;
+    }
+    /* done: all 40 tokens, or the model's own end of turn before them
+     * (the reply is sampled, its length varies) */
+    return (used === 40 && finish === "length") || (used > 0 && used < 40 && finish === "stop")
+      ? "done" : `ended after ${used} tokens without an error (finish_reason ${finish})`;
   } catch (e) {
     return e instanceof OpenAI.APIError && /failed on purpose/.test(e.message) ? "error" : `unexpected: ${e}`;
   }
