@@ -29,7 +29,8 @@ const stream = async (i) => {
 const got = await Promise.all([stream(1), stream(2)]);
 say("fault_one_slot_fails_alone", got.includes("error") && got.includes("done"), JSON.stringify(got));
 try {
-  const r = await oa.chat.completions.create({ messages: [{ role: "user", content: "After" }], max_tokens: 5 });
+  const r = await oa.chat.completions.create({ messages: [{ role: "user", content: "After" }], max_tokens: 5,
+    ignore_eos: true });
   say("fault_next_request_served", r.usage.completion_tokens === 5, JSON.stringify(r.usage));
 } catch (e) { say("fault_next_request_served", false, String(e)); }
 const m = await (await fetch(`${base}/metrics`)).text();
