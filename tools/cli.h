@@ -46,6 +46,15 @@ int cli_parse_ids(const char *cmd, const char *s, int32_t **out, int *n);
  * after printing a usage error. cli_device_help: their --help lines. */
 int cli_device_flag(const char *cmd, int argc, char **argv, int *i, const char **backend);
 extern const char cli_device_help[];
+#define CLI_DEVICE_HELP \
+"  -ngl N               layers on the GPU (llama.cpp's flag): 0 = the CPU (default),\n" \
+"                       any N > 0 = the whole model on the CUDA device\n" \
+"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n" \
+"  --fast, --exact      the engine's mode: fast (the chunked delta rule for prompts;\n" \
+"                       on the GPU also f16 tensor-core products and tiled\n" \
+"                       attention) or exact (llama.cpp's order of operations and\n" \
+"                       sums); default: fast on the GPU, exact on the CPU\n"
+
 /* --fast (1) and --exact (0) into *fast (q36_engine_opts.fast, whose
  * default -1 is fast on a GPU, exact on the CPU); 1 when `a` is one. Their
  * --help lines are in cli_device_help. */

@@ -58,9 +58,7 @@ const char cli_gen_flags_help[] =
 "  --presence-penalty P --frequency-penalty F    (default 0 = off)\n"
 "  --seed S             random seed (default: random)\n"
 "  --print-ids          print generated token ids on one line instead of text\n"
-"  -ngl N               layers on the GPU (llama.cpp's flag): 0 = the CPU (default),\n"
-"                       any N > 0 = the whole model on the CUDA device\n"
-"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n"
+CLI_DEVICE_HELP
 "  --spec-type T        speculative decoding: none (default) or draft-mtp (drafts from\n"
 "                       the model's MTP block; the output is the same tokens)\n"
 "  --draft-max N        tokens drafted per verify pass (default 3)\n"

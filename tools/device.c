@@ -18,14 +18,7 @@
 #include "../src/include/q36.h"
 #include "../src/model/model.h"
 
-const char cli_device_help[] =
-"  -ngl N               layers on the GPU (llama.cpp's flag): 0 = the CPU (default),\n"
-"                       any N > 0 = the whole model on the CUDA device\n"
-"  -dev, --device D     none/cpu, cuda or CUDAi (device i; default 0)\n"
-"  --fast, --exact      the engine's mode: fast (the chunked delta rule for prompts;\n"
-"                       on the GPU also f16 tensor-core products and tiled\n"
-"                       attention) or exact (llama.cpp's order of operations and\n"
-"                       sums); default: fast on the GPU, exact on the CPU\n";
+const char cli_device_help[] = CLI_DEVICE_HELP;
 
 int cli_mode_flag(const char *a, int *fast)
 {
