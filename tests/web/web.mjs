@@ -253,7 +253,9 @@ try {
       await page.focus('#input');
       await page.keyboard.type(`A long one ${seed}`);
       await page.keyboard.press('Enter');
-      await until('the reply starts', async () => ((await lastReply()) || {}).text > 0, 5000, 20);
+      // (the first token, after the prompt of every earlier test's turns:
+      // seconds on a loaded 2-core machine, so a generous bound)
+      await until('the reply starts', async () => ((await lastReply()) || {}).text > 0, 15000, 20);
       if (await page.$eval('#stop', (e) => e.disabled)) { // it ended on its own already
         r = await lastReply();
         continue;
