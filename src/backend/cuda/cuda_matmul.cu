@@ -91,6 +91,19 @@ __device__ __forceinline__ void dot_q4k(const uint8_t *row, int64_t K, const flo
     }
 }
 
+/* The byte offset of output row n of expert sel[t][i] in an expert
+ * weight (N rows an expert, rb bytes a row); a corrupt choice reads
+ * expert 0, never outside the weight */
+__device__ __forceinline__ uint64_t id_row_off(const int32_t *sel, int64_t ldsel, int64_t t,
+                                               int64_t i, int64_t n_exp, int64_t N, int64_t n,
+                                               uint64_t rb)
+{
+    int64_t e = sel[t * ldsel + i];
+    if (e < 0 || e >= n_exp)
+        e = 0;
+    return ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+}
+
 /* ------------------------------------------ Q4_K on int8 activations */
 
 /* Q36_CUDA_MV8=1, fast mode only (set at reserve; opt-in): decode rows of
@@ -323,10 +336,7 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
     const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (n >= N)
         return;
-    int64_t e = sel[t * ldsel + i];
-    if (e < 0 || e >= n_exp)
-        e = 0;      /* a corrupt choice must not read outside the weight */
-    const uint64_t off = ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    const uint64_t off = id_row_off(sel, ldsel, t, i, n_exp, N, n, rb);
     const int64_t xr = x_per_tok ? t : q;
     const int8_t *qr = qx + xr * K;
     const float2 *dr = dx + xr * (K / Q8X_BLOCK);
@@ -412,10 +422,7 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
     const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (n >= N)
         return;
-    int64_t e = sel[t * ldsel + i];
-    if (e < 0 || e >= n_exp)
-        e = 0;      /* a corrupt choice must not read outside the weight */
-    const uint64_t off = ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    const uint64_t off = id_row_off(sel, ldsel, t, i, n_exp, N, n, rb);
     float a[1] = { 0.0f };
     mv_row<T, 1, FAST>(W + off, K, xr, 0, 1, 0, xvec, lane, a);
     float acc = warp_sum(a[0]);
