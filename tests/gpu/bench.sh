@@ -12,10 +12,11 @@
 # the same file; BENCH_DEEP=1 adds decode at depth 32768 on the 35B file
 # (also with Q36_CUDA_ATTNGQA=1);
 # BENCH_QUICK=1 runs only the comparisons beside llama.cpp (decode and fast
-# pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768) and
-# the 35B decode without programmatic dependent launch (Q36_CUDA_PDL=0).
+# pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768),
+# decode without int8 activations (Q36_CUDA_MV8=0), and exact mode's cost
+# (decode; pp512 batch-invariant and with Q36_CUDA_EXACTINV=0).
 # BENCH_AB=1 runs decode on both files beside llama.cpp, then with each
-# decode switch that is not settled flipped on its own (Q36_CUDA_MV8=1, the
+# decode switch that is not settled flipped on its own (Q36_CUDA_MV8=0, the
 # later fused entries =0, Q36_CUDA_FUSED=0).
 # q36 bench -ngl prints the launches and the board energy (NVML) per
 # decode token. Raw output goes to LOG (default /tmp/q36-gpu) with the
@@ -52,11 +53,10 @@ if [ "${BENCH_AB:-0}" = 1 ]; then       # the decode switches, one off at a time
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     for m in "$m08" "$m35"; do
         run 200 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3 "${base[@]}"
-        for sw in Q36_CUDA_MV8=1 Q36_CUDA_FGLU=0 Q36_CUDA_FSWIGLU=0 Q36_CUDA_FDN=0 \
+        for sw in Q36_CUDA_MV8=0 Q36_CUDA_FGLU=1 Q36_CUDA_FSWIGLU=0 Q36_CUDA_FDN=0 \
                   Q36_CUDA_FATTNPRO=0 Q36_CUDA_FUSED=0; do
             run 100 env "$sw" "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3
         done
-        run 100 env Q36_CUDA_MV8=1 Q36_CUDA_FGLU=0 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3
     done
     exit 0
 fi
@@ -65,8 +65,16 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
     run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
-    # the decode kernels launched without programmatic dependent launch
-    run 150 env Q36_CUDA_PDL=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
+    # decode without the int8 activations (Q36_CUDA_MV8=0)
+    run 150 env Q36_CUDA_MV8=0 "$q36" bench -m "$m08" -ngl 99 -p 0 -n 128 -r 5
+    run 150 env Q36_CUDA_MV8=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
+    # what exact mode costs: decode, and pp512 batch-invariant (the
+    # default) and not (Q36_CUDA_EXACTINV=0)
+    for m in "$m08" "$m35"; do
+        run 150 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3 --exact
+        run 200 "$q36" bench -m "$m" -ngl 99 -p 512 -n 0 -r 2 --exact
+        run 200 env Q36_CUDA_EXACTINV=0 "$q36" bench -m "$m" -ngl 99 -p 512 -n 0 -r 2 --exact
+    done
     run 300 "$q36" bench -m "$m35" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     [ "${BENCH_DEEP:-0}" = 1 ] &&
         run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"

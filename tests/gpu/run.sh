@@ -69,7 +69,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
     timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" Q36_CUDA_PDL="${NEW:-0}" \
-        Q36_CUDA_ATTNGQA="${NEW:-0}" Q36_CUDA_MVMIXED="${NEW:-0}" \
+        Q36_CUDA_ATTNGQA="${NEW:-0}" Q36_CUDA_MVMIXED="${NEW:-0}" Q36_CUDA_EXACTINV="${NEW:-0}" \
         "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
@@ -80,7 +80,7 @@ one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
 }
 for NEW in 0 1; do
     sfx=$([ "$NEW" = 1 ] && echo -new)
-    echo "# Q36_CUDA_GRAPHS, FASTMV, FUSED, PDL, ATTNGQA, MVMIXED all $NEW"
+    echo "# Q36_CUDA_GRAPHS, FASTMV, FUSED, PDL, ATTNGQA, MVMIXED, EXACTINV all $NEW"
     # the op cases: the switched prompt paths' cases (contexts of their own,
     # host references in double) take minutes, not seconds
     limit=600 one "ops$sfx"
@@ -100,23 +100,19 @@ for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
-# the switches off by default (their op cases ran above), on the Q4_K
-# models and the trained one: Q36_CUDA_MV8=1 (Q4_K decode products on int8
-# activations, fast mode only: the fast bound) and Q36_CUDA_FGLU=1 (the
-# down products' SwiGLU input in shared memory, exact mode's bound)
+# the switches away from their defaults (their op cases ran above), on the
+# Q4_K models and the trained one: Q36_CUDA_MV8=0 (fast mode's decode
+# products on f32 activations) and Q36_CUDA_FGLU=1 (the down products'
+# SwiGLU input in shared memory, exact mode's bound). Batch-invariant exact
+# mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
+# exact_batch_invariant cases assert that a row's logits are the same bits
+# alone and batched; the NEW=0 pass reports the difference without it.
 for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
-        NEW=1 Q36_CUDA_MV8=1 one "model-mv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_FGLU=1 one "model-fglu-$(basename "$m" .gguf)" --no-ops "$m" ;;
     esac
-done
-# Q36_CUDA_EXACTINV=1 (exact mode batch-invariant, opt-in until a GPU run
-# checks it): every model, where the exact_batch_invariant case asserts
-# that a row's logits are the same bits alone and batched (the default
-# runs above report the difference without it)
-for m in "${models[@]}"; do
-    NEW=1 Q36_CUDA_EXACTINV=1 one "model-inv-$(basename "$m" .gguf)" --no-ops "$m"
 done
 
 # ---- MTP on the GPU: q36 bench --spec-type draft-mtp -ngl 99 on the

@@ -39,9 +39,10 @@
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
  * later fused entries off each; Q36_CUDA_FGLU=1 turns be_matmul_glu's on
- * (off by default: measured slower, cuda.h). Q36_CUDA_MV8=1 (opt-in, fast
- * mode only) runs Q4_K decode products on int8 activations
- * (cuda_matmul.cu, k_matvec8).
+ * (off by default: measured slower, cuda.h). Q36_CUDA_MV8 (fast mode
+ * only; on unless "0") runs Q4_K and Q6_K decode products on int8
+ * activations (cuda_matmul.cu, k_matvec8). Q36_CUDA_EXACTINV (exact mode
+ * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
  * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
  * head, each block serving the query heads that share the K/V rows it
  * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
@@ -173,8 +174,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->moegemm = cuda_moe_mode(shape);
     c->fattn = cuda_fattn_enabled(shape);
-    /* fast mode's int8 activations for Q4_K decode products: opt-in */
-    c->mv8 = shape->fast && cuda_env_is("Q36_CUDA_MV8", "1");
+    /* fast mode's int8 activations for Q4_K and Q6_K decode products */
+    c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->inv = cuda_inv_enabled(shape);
 }
 

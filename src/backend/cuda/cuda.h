@@ -82,9 +82,9 @@ struct cuda_ctx {
     bool            f_glu, f_swiglu, f_dn, f_attn;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
-    bool            mv8;           /* Q36_CUDA_MV8=1 in fast mode: cuda_matmul.cu's k_matvec8 */
-    /* Q36_CUDA_EXACTINV=1 in exact mode (opt-in until a GPU run checks it):
-     * a row's bits do not depend on its batch. Weight products take the
+    bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
+    /* Q36_CUDA_EXACTINV in exact mode (on unless "0"; checked on the H200
+     * on 2026-12-02): a row's bits do not depend on its batch. Weight products take the
      * decode matvec kernels for every batch size (each output row sums
      * in the same order whatever the other rows), attention splits keys at
      * fixed multiples (cuda_seq.cu); the other ops already give each row
@@ -136,7 +136,7 @@ static inline bool cuda_fast_path(const be_shape *s, const char *name)
 /* Batch-invariant exact mode for a context reserved for `s` (cuda.h: inv) */
 static inline bool cuda_inv_enabled(const be_shape *s)
 {
-    return !s->fast && cuda_env_is("Q36_CUDA_EXACTINV", "1");
+    return !s->fast && cuda_env_on("Q36_CUDA_EXACTINV");
 }
 
 /* Records a failing CUDA runtime call; returns true when `e` is success. */

@@ -30,6 +30,9 @@
 
 #define MATVEC_ROWS 8
 #define MATVEC_RB   4      /* activation rows per pass over a weight row */
+/* ... for batches above MATVEC_ROWS (batch-invariant exact mode only):
+ * each row's sum is formed as in a pass of MATVEC_RB, so the same bits */
+#define MATVEC_RB_INV 16
 #define MV_WARPS    4      /* output rows (warps) per block */
 
 /* ---------------------------------------------------- Q4_K, 16 bytes a lane */
@@ -187,6 +190,68 @@ __device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const 
     }
 }
 
+/* The 32-bit little-endian word at p, which need only be 2-byte aligned
+ * (Q6_K's 210-byte blocks): the two aligned words around it, shifted */
+__device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p)
+{
+    const uintptr_t a = (uintptr_t)p;
+    const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
+    return (a & 3) ? __funnelshift_r(w[0], w[1], 16) : w[0];
+}
+
+/* acc[r] += this lane's share of the Q6_K row (K % 256 == 0) times the
+ * int8 row r (r < nr): lane l takes task l, l + 32, ...: 16 weights of
+ * one scale, half h of the 32-weight chunk j = 4n + qu of block b (task
+ * 16b + 2j + h), whose codes q - 32 (ql's nibble, qh's two bits, as deq8
+ * forms them) go into signed bytes for __dp4a against the x block b*8 + j;
+ * the product is d * scale * d_x * sum(q_w * q_x). */
+template <int RB>
+__device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
+                                           const float2 *dx, int64_t nr, int lane, float acc[RB])
+{
+    const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
+    for (int64_t task = lane; task < nb * 16; task += 32) {
+        const int64_t b = task >> 4;
+        const int tb = (int)(task & 15), j = tb >> 1, h = tb & 1, n = j >> 2, qu = j & 3;
+        const uint8_t *blk = row + b * 210;
+        const uint8_t *ql = blk + 64 * n + (qu & 1) * 32 + 16 * h;
+        const uint8_t *qh = blk + 128 + 32 * n + 16 * h;
+        const int sh = (qu >> 1) * 4, hs = 2 * qu;
+        int v[4];
+        #pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = ld_u32_a2(ql + 4 * i), hb = ld_u32_a2(qh + 4 * i);
+            v[i] = (int)__vsub4(((a >> sh) & 0x0F0F0F0Fu) | (((hb >> hs) & 0x03030303u) << 4),
+                                0x20202020u);
+        }
+        const float d = f16f(blk + 208) * (float)((const int8_t *)blk)[192 + 8 * n + h + 2 * qu];
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r >= nr)
+                break;
+            const int4 x = *(const int4 *)(qx + r * K + b * 256 + 32 * j + 16 * h);
+            int s = __dp4a(v[0], x.x, 0);
+            s = __dp4a(v[1], x.y, s);
+            s = __dp4a(v[2], x.z, s);
+            s = __dp4a(v[3], x.w, s);
+            acc[r] += d * dx[r * nbx + b * 8 + j].x * (float)s;
+        }
+    }
+}
+
+/* The int8 product of a row of type T (Q4_K or Q6_K; MV_ANY: type says) */
+#define MV_ANY (-1)
+template <int T, int RB>
+__device__ __forceinline__ void mv8_row(uint32_t type, const uint8_t *row, int64_t K,
+                                        const int8_t *qx, const float2 *dx, int64_t nr, int lane,
+                                        float acc[RB])
+{
+    if (T == QT_Q4_K || (T == MV_ANY && type == QT_Q4_K))
+        dot_q4k_q8<RB>(row, K, qx, dx, nr, lane, acc);
+    else
+        dot_q6k_q8<RB>(row, K, qx, dx, nr, lane, acc);
+}
+
 /* -------------------------------------------------------------- kernels */
 
 __device__ __forceinline__ float warp_sum(float s)
@@ -295,14 +360,9 @@ __device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8
     }
 }
 
-/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
- * warp per output row of the joint range. T: the jobs' one type, or
- * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
- * decides, so a warp never diverges, and each row is the same sum as for
- * its type alone), FAST then taken for Q4_K jobs. */
-#define MV_ANY (-1)
-/* The Q4_K jobs J times the int8 rows of k_q8x (rows r0.. of blockIdx.y) */
-template <int RB>
+/* The jobs J (Q4_K or Q6_K: T, or MV_ANY, each job its type) times the
+ * int8 rows of k_q8x (rows r0.. of blockIdx.y) */
+template <int T, int RB>
 __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
                           const float2 *__restrict__ dx, int64_t R)
 {
@@ -317,13 +377,14 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
     #pragma unroll
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
-    dot_q4k_q8<RB>(J.W[jb] + (uint64_t)n * J.rb[jb], K, qx + r0 * K, dx + r0 * (K / Q8X_BLOCK),
-                   R - r0, lane, acc);
+    mv8_row<T, RB>(J.type[jb], J.W[jb] + (uint64_t)n * J.rb[jb], K, qx + r0 * K,
+                   dx + r0 * (K / Q8X_BLOCK), R - r0, lane, acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
-/* k_matvec_id on the int8 rows of k_q8x (Q4_K weights; with W2, the
- * SwiGLU of the two products as k_matvec_id forms it) */
+/* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
+ * with W2, the SwiGLU of the two products as k_matvec_id forms it) */
+template <int T>
 __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                              int64_t n_exp, const int8_t *__restrict__ qx,
                              const float2 *__restrict__ dx, int x_per_tok,
@@ -341,11 +402,11 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
     const int8_t *qr = qx + xr * K;
     const float2 *dr = dx + xr * (K / Q8X_BLOCK);
     float a[1] = { 0.0f };
-    dot_q4k_q8<1>(W + off, K, qr, dr, 1, lane, a);
+    mv8_row<T, 1>(T, W + off, K, qr, dr, 1, lane, a);
     float acc = warp_sum(a[0]);
     if (W2) {
         float b[1] = { 0.0f };
-        dot_q4k_q8<1>(W2 + off, K, qr, dr, 1, lane, b);
+        mv8_row<T, 1>(T, W2 + off, K, qr, dr, 1, lane, b);
         acc = cuda_swiglu1(acc, warp_sum(b[0]));
     }
     if (lane == 0)
@@ -369,6 +430,11 @@ __device__ __forceinline__ const float *mv_glu_stage(const float *x, int64_t ldx
     return act;
 }
 
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+ * warp per output row of the joint range. T: the jobs' one type, or
+ * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
+ * decides, so a warp never diverges, and each row is the same sum as for
+ * its type alone), FAST then taken for Q4_K jobs. */
 template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
                          bool xvec, const float *__restrict__ u, int64_t ldu)
@@ -472,6 +538,9 @@ size_t cuda_matmul_scratch(const be_shape *s)
     return f > w * 64 ? f : w * 64;
 }
 
+/* The weight types with an int8 decode product (Q36_CUDA_MV8) */
+static bool mv8_type(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
+
 /* Q36_CUDA_MV8: x's R rows (K % 256 == 0) quantized by k_q8x into the
  * scratch; false (nothing queued) when the switch is off or they do not
  * fit */
@@ -498,7 +567,7 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
-    const int rb = R == 1 ? 1 : MATVEC_RB;
+    const int rb = R == 1 ? 1 : R <= MATVEC_ROWS ? MATVEC_RB : MATVEC_RB_INV;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + rb - 1) / rb));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
@@ -510,16 +579,23 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     bool same = true;
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
-    /* Q36_CUDA_MV8: Q4_K on int8 rows of x */
+    /* Q36_CUDA_MV8: Q4_K and Q6_K on int8 rows of x */
+    bool int8 = !u;
+    for (int j = 0; j < J->n; j++)
+        int8 = int8 && mv8_type(J->type[j]);
     int8_t *qx;
     float2 *dx;
-    if (same && type == QT_Q4_K && !u && q8_rows(be, xd, x->ld, R, K, &qx, &dx)) {
-        if (R == 1)
-            cuda_launch(k_matvec8<1>, grid, 32 * MV_WARPS, 0, c->stream, *J, K,
-                        (const int8_t *)qx, (const float2 *)dx, R);
-        else
-            cuda_launch(k_matvec8<MATVEC_RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K,
-                        (const int8_t *)qx, (const float2 *)dx, R);
+    if (int8 && q8_rows(be, xd, x->ld, R, K, &qx, &dx)) {
+#define MV8(T, RB) cuda_launch(k_matvec8<T, RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, \
+                               (const int8_t *)qx, (const float2 *)dx, R)
+        if (!same) {
+            if (R == 1) MV8(MV_ANY, 1); else MV8(MV_ANY, MATVEC_RB);
+        } else if (type == QT_Q4_K) {
+            if (R == 1) MV8(QT_Q4_K, 1); else MV8(QT_Q4_K, MATVEC_RB);
+        } else {
+            if (R == 1) MV8(QT_Q6_K, 1); else MV8(QT_Q6_K, MATVEC_RB);
+        }
+#undef MV8
         CUDA_LAUNCHED(be, "k_matvec8");
         return;
     }
@@ -528,8 +604,10 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     if (!same) {
         if (R == 1) {
             if (c->fast_mv) MV(MV_ANY, 1, true); else MV(MV_ANY, 1, false);
-        } else {
+        } else if (rb == MATVEC_RB) {
             if (c->fast_mv) MV(MV_ANY, MATVEC_RB, true); else MV(MV_ANY, MATVEC_RB, false);
+        } else {
+            if (c->fast_mv) MV(MV_ANY, MATVEC_RB_INV, true); else MV(MV_ANY, MATVEC_RB_INV, false);
         }
         CUDA_LAUNCHED(be, "k_matvec_mixed");
         return;
@@ -537,12 +615,16 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     if (c->fast_mv && type == QT_Q4_K) {
         if (R == 1)
             MV(QT_Q4_K, 1, true);
-        else
+        else if (rb == MATVEC_RB)
             MV(QT_Q4_K, MATVEC_RB, true);
+        else
+            MV(QT_Q4_K, MATVEC_RB_INV, true);
     } else if (R == 1) {
         TYPE_SWITCH(type, MV(TT, 1));
-    } else {
+    } else if (rb == MATVEC_RB) {
         TYPE_SWITCH(type, MV(TT, MATVEC_RB));
+    } else {
+        TYPE_SWITCH(type, MV(TT, MATVEC_RB_INV));
     }
 #undef MV
     CUDA_LAUNCHED(be, "k_matvec");
@@ -688,12 +770,17 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     const size_t smem = u ? (size_t)K * sizeof(float) : 0;
     int8_t *qx;
     float2 *dx;
-    if (w->type == QT_Q4_K && !u && (!w2 || w2->type == QT_Q4_K) &&
+    if (mv8_type(w->type) && !u && (!w2 || w2->type == w->type) &&
         q8_rows(be, (const float *)x->data, x->ld, x->rows, K, &qx, &dx)) {
-        cuda_launch(k_matvec8_id, grid, 32 * MV_WARPS, 0, c->stream, (const uint8_t *)w->data,
-                    w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx,
-                    (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k,
-                    (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr);
+#define ID8(TY) cuda_launch(k_matvec8_id<TY>, grid, 32 * MV_WARPS, 0, c->stream,                   \
+        (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
+        (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
+        y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
+        if (w->type == QT_Q4_K)
+            ID8(QT_Q4_K);
+        else
+            ID8(QT_Q6_K);
+#undef ID8
         CUDA_LAUNCHED(be, "k_matvec8_id");
         return;
     }

@@ -462,12 +462,101 @@ __global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, 
     }
 }
 
+/* k_route with one warp a row and no barrier, for E <= 32 * ROUTE_LANE
+ * and k <= 32 (Qwen3.6's 256 experts, top 8): lane l holds experts l +
+ * 32j in registers. The same formulas and tie rule as k_route; the
+ * softmax's double sum is taken in another order (a row's choices are
+ * the same, its weights within rounding of the double sum's last bit). */
+#define ROUTE_LANE 16
+__global__ void k_route_warp(const float *logits, int64_t ldl, int E, int k, int32_t *sel,
+                             int64_t lds, float *w, int64_t ldw, int64_t rows)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (r >= rows)
+        return;
+    const float *l = logits + r * ldl;
+    float v[ROUTE_LANE];
+    float mx = -INFINITY;
+    #pragma unroll
+    for (int j = 0; j < ROUTE_LANE; j++) {
+        const int e = lane + 32 * j;
+        v[j] = e < E ? l[e] : -INFINITY;
+        mx = fmaxf(mx, v[j]);
+    }
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    double s = 0.0;
+    #pragma unroll
+    for (int j = 0; j < ROUTE_LANE; j++)
+        if (lane + 32 * j < E) {
+            v[j] = expf(v[j] - mx);
+            s += (double)v[j];
+        }
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float inv = (float)(1.0 / s);
+    #pragma unroll
+    for (int j = 0; j < ROUTE_LANE; j++)
+        v[j] = lane + 32 * j < E ? v[j] * inv : -3.0f;     /* below every "taken" mark */
+    float my_p = 0.0f;
+    int my_i = 0;
+    double ws = 0.0;
+    for (int i = 0; i < k; i++) {
+        float bp = -1.0f;
+        int bi = 0x7fffffff;
+        #pragma unroll
+        for (int j = 0; j < ROUTE_LANE; j++)       /* ascending e: the first of equals */
+            if (v[j] > bp) {
+                bp = v[j];
+                bi = lane + 32 * j;
+            }
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float op = __shfl_xor_sync(0xffffffffu, bp, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (op > bp || (op == bp && oi < bi)) {
+                bp = op;
+                bi = oi;
+            }
+        }
+        if (lane == (bi & 31)) {
+            #pragma unroll
+            for (int j = 0; j < ROUTE_LANE; j++)
+                if (j == bi >> 5)
+                    v[j] = -2.0f;                  /* taken */
+        }
+        if (lane == i) {
+            my_p = bp;
+            my_i = bi;
+        }
+        ws += (double)bp;
+    }
+    float wsum = (float)ws;
+    if (wsum < 6.103515625e-5f)
+        wsum = 6.103515625e-5f;
+    if (lane < k) {
+        sel[r * lds + lane] = my_i;
+        w[r * ldw + lane] = my_p / wsum;
+    }
+}
+
 void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w)
 {
     const int64_t E = logits->cols;
     assert(k >= 1 && k <= 64 && k <= E && E <= 8192 && w->rows == logits->rows && w->cols == k);
     if (!logits->rows)
         return;
+    if (E <= 32 * ROUTE_LANE && k <= 32) {
+        cuda_launch(k_route_warp, cuda_blocks(logits->rows * 32, 128), 128, 0,
+                    cuda_ctx_of(be)->stream, (const float *)logits->data, logits->ld, (int)E,
+                    (int)k, (int32_t *)sel->data, sel->ld, (float *)w->data, w->ld, logits->rows);
+        CUDA_LAUNCHED(be, "k_route_warp");
+        return;
+    }
     cuda_launch(k_route, (unsigned)logits->rows, ROUTE_THREADS, (size_t)E * sizeof(float),
               cuda_ctx_of(be)->stream, (const float *)logits->data, logits->ld, E, k,
                                          (int32_t *)sel->data, sel->ld, (float *)w->data, w->ld);
