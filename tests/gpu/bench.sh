@@ -53,7 +53,7 @@ if [ "${BENCH_AB:-0}" = 1 ]; then       # the decode switches, one off at a time
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     for m in "$m08" "$m35"; do
         run 200 "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3 "${base[@]}"
-        for sw in Q36_CUDA_MV8=0 Q36_CUDA_FGLU=1 Q36_CUDA_FSWIGLU=0 Q36_CUDA_FDN=0 \
+        for sw in Q36_CUDA_MV8=0 Q36_CUDA_FSWIGLU=0 Q36_CUDA_FDN=0 \
                   Q36_CUDA_FATTNPRO=0 Q36_CUDA_FUSED=0; do
             run 100 env "$sw" "$q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 3
         done

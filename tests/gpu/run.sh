@@ -102,16 +102,14 @@ done
 
 # the switches away from their defaults (their op cases ran above), on the
 # Q4_K models and the trained one: Q36_CUDA_MV8=0 (fast mode's decode
-# products on f32 activations) and Q36_CUDA_FGLU=1 (the down products'
-# SwiGLU input in shared memory, exact mode's bound). Batch-invariant exact
+# products on f32 activations). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
 for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
-        NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
-        NEW=1 Q36_CUDA_FGLU=1 one "model-fglu-$(basename "$m" .gguf)" --no-ops "$m" ;;
+        NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
     esac
 done
 

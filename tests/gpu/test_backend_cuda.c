@@ -2171,6 +2171,11 @@ static void test_model(const char *path)
  * the layers (MODEL_TOL, as the f32 twin) and the greedy tokens are the
  * same but near-ties; the graphed session must have recorded its decode
  * step (on the second) and launched it for each token after the first.
+ * In fast mode the bound is the file's fast bound (model_tol): there the
+ * decode products round their input rows to int8 (Q36_CUDA_MV8), and a
+ * rounding-sized difference upstream can move an element across a
+ * rounding boundary, a jump of the kind and size fast mode's own rounding
+ * makes (seen: 0.026 std on dense-q6k, 2026-12-02).
  * Prints the launches a decode step costs either way. */
 static void test_model_graphs(const char *path)
 {
@@ -2184,16 +2189,17 @@ static void test_model_graphs(const char *path)
         return;
     }
     const cmp_opts co = { "cuda", 0, 1, NULL };
-    model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
+    const double tol = gpu_fast ? fmax(MODEL_TOL, model_tol) : MODEL_TOL;
+    model_cmp r = compare_sessions(m, m, name, tol, &co);
     const uint64_t replays = r.st1.graph_launches - r.st0.graph_launches;
     if (r.rc)
         t_fail(name, "%s", r.err.msg);
     else
-        t_check(name, r.prompt_rel <= MODEL_TOL && r.worst_rel <= MODEL_TOL && r.bad == 0 &&
+        t_check(name, r.prompt_rel <= tol && r.worst_rel <= tol && r.bad == 0 &&
                 r.st1.graphs_recorded >= 1 && replays >= 63,
                 "prompt logits |d| %.4g std, worst %.4g std (tolerance %.2g); %d of 64 greedy "
                 "tokens differ beyond a near-tie; %llu graphs recorded, %llu launched in 64 "
-                "decodes (63 expected: the first runs op by op)", r.prompt_rel, r.worst_rel, MODEL_TOL, r.bad,
+                "decodes (63 expected: the first runs op by op)", r.prompt_rel, r.worst_rel, tol, r.bad,
                 (unsigned long long)r.st1.graphs_recorded, (unsigned long long)replays);
     printf("#   %s: prompt max |d| %.4g (%.4g std); greedy 64: %d identical, %d near-ties, %d "
            "other; worst %.4g std; a decode step: %.1f single launches + %.2f graph launches "
@@ -2302,12 +2308,10 @@ static void test_model_slots(const char *path)
     q36_model_free(mt);
 }
 
-/* The SwiGLU products (be_matmul_glu, be_matmul_id_glu), each device
- * type: decode rows 1, 3 and 8 (with Q36_CUDA_FGLU=1 the input formed in
- * shared memory, a block's rows), 9 (the two ops), K of 12 KiB of floats
- * (fits) and 14 KiB x 4 rows (does not: the two ops), experts top-1 to
- * top-8 with 1-9 tokens (the 35B-A3B down shape). test_ops runs them on
- * the default context (the two ops), test_fglu with the switch on. */
+/* The SwiGLU products (be_matmul_glu, be_matmul_id_glu: on the GPU,
+ * backend.c's SwiGLU then product), each device type: decode rows 1, 3,
+ * 8 and 9, K of 12 KiB and 14 KiB of floats, experts top-1 to top-8 with
+ * 1-9 tokens (the 35B-A3B down shape). */
 static void glu_cases(void)
 {
     mm_glu = true;
@@ -2329,19 +2333,6 @@ static void glu_cases(void)
     mm_glu = false;
 }
 
-/* Q36_CUDA_FGLU=1 (off by default): glu_cases on a context with it on */
-static void test_fglu(const be_shape *sh)
-{
-    be_ctx *f = cuda_env("Q36_CUDA_FGLU", 1, sh), *keep = gpu;
-    if (!f)
-        return;
-    gpu = f;
-    variant = ".fglu";
-    glu_cases();
-    gpu = keep;
-    variant = "";
-    be_free(f);
-}
 
 /* Batch invariance on the GPU (issue 16: exact mode stays batch-invariant):
  * one engine of three slots in exact mode, 1024 positions. Slot 0 takes a
@@ -2872,12 +2863,9 @@ int main(int argc, char **argv)
         }
     }
     /* model cases with a switch away from its default: a tag of their own */
-    const char *mv8 = getenv("Q36_CUDA_MV8"), *fglu = getenv("Q36_CUDA_FGLU");
-    const char *inv = getenv("Q36_CUDA_EXACTINV");
+    const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
     if (gpu_fast && mv8 && !strcmp(mv8, "0"))
         mode_tag = ".fast.nomv8";
-    else if (fglu && !strcmp(fglu, "1"))
-        mode_tag = gpu_fast ? ".fast.fglu" : ".fglu";
     else if (!gpu_fast && inv && !strcmp(inv, "0"))
         mode_tag = ".noinv";
 
@@ -2891,7 +2879,6 @@ int main(int argc, char **argv)
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_mv8(&sh);
-        test_fglu(&sh);
         test_attn_gqa(&sh);
         test_mv_mixed(&sh);
         test_fused(&sh);

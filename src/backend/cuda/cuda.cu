@@ -38,8 +38,8 @@
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
- * later fused entries off each; Q36_CUDA_FGLU=1 turns be_matmul_glu's on
- * (off by default: measured slower, cuda.h). Q36_CUDA_MV8 (fast mode
+ * later fused entries off each (be_matmul_glu is backend.c's two ops:
+ * cuda.h). Q36_CUDA_MV8 (fast mode
  * only; on unless "0") runs Q4_K and Q6_K decode products on int8
  * activations (cuda_matmul.cu, k_matvec8). Q36_CUDA_EXACTINV (exact mode
  * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
@@ -551,8 +551,6 @@ OP(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
 OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
 OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
 OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
-OP(cuda_matmul_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y), (be, w, g, u, y))
-OP(cuda_matmul_id_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, const be_tensor *sel, be_tensor *y), (be, w, g, u, sel, y))
 OP(cuda_matmul_id_swiglu, (be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y), (be, wg, wu, x, sel, tmp, y))
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
 OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
@@ -669,8 +667,8 @@ static const struct be_ops cuda_ops = {
     .matmul = f_cuda_matmul,
     .matmul_n = f_cuda_matmul_n,
     .matmul_id = f_cuda_matmul_id,
-    .matmul_glu = f_cuda_matmul_glu,
-    .matmul_id_glu = f_cuda_matmul_id_glu,
+    .matmul_glu = NULL,         /* backend.c's two ops: cuda.h, f_swiglu */
+    .matmul_id_glu = NULL,
     .matmul_id_swiglu = f_cuda_matmul_id_swiglu,
     .rms_norm = f_cuda_rms_norm,
     .add_rms_norm = f_cuda_add_rms_norm,
@@ -788,7 +786,6 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
     c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
-    c->f_glu = c->fused && cuda_env_is("Q36_CUDA_FGLU", "1");   /* slower: cuda.h */
     c->f_swiglu = c->fused && cuda_env_on("Q36_CUDA_FSWIGLU");
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");

@@ -73,13 +73,13 @@ struct cuda_ctx {
     /* the fused entries added later, each also with a switch of its own
      * (off with Q36_CUDA_FUSED=0): Q36_CUDA_FSWIGLU (be_matmul_id_swiglu),
      * Q36_CUDA_FDN (be_deltanet_gated), Q36_CUDA_FATTNPRO
-     * (be_attn_prologue), on unless "0"; Q36_CUDA_FGLU=1 (be_matmul_glu,
-     * be_matmul_id_glu), off by default: each block forms silu(g) * u for
-     * its rows in shared memory before reading a weight, which on the
-     * 0.8B's dense down product (K 3584) cost more than the launch it
-     * saves (2026-12-02: 473 t/s with it, 649 without; neutral on the
-     * 35B-A3B, whose expert inputs are 512 wide) */
-    bool            f_glu, f_swiglu, f_dn, f_attn;
+     * (be_attn_prologue), on unless "0". be_matmul_glu and
+     * be_matmul_id_glu are left to backend.c (the SwiGLU, then the
+     * product): a kernel that formed silu(g) * u in shared memory before
+     * reading a weight cost more than the launch it saved on the 0.8B's
+     * dense down product (K 3584; 2026-12-02: 473 t/s with it, 649
+     * without) and was neutral on the 35B-A3B, so it was removed */
+    bool            f_swiglu, f_dn, f_attn;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
@@ -246,10 +246,6 @@ void cuda_graph_drop(be_ctx *be);
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
-void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
-                     be_tensor *y);
-void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
-                        const be_tensor *sel, be_tensor *y);
 void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                            const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,

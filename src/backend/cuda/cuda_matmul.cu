@@ -413,23 +413,6 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
         y[q * ldy + n] = acc;
 }
 
-/* With u (be_matmul_glu): the input is silu(x) * u, formed once a block
- * into shared memory (rows r0.. of x and u, n rows of K) before any warp
- * reads it; the caller gives n * K floats of dynamic shared memory. */
-__device__ __forceinline__ const float *mv_glu_stage(const float *x, int64_t ldx,
-                                                     const float *u, int64_t ldu, int64_t K,
-                                                     int64_t r0, int64_t n)
-{
-    extern __shared__ float4 mv_smem[];
-    float *act = (float *)mv_smem;
-    for (int64_t i = threadIdx.x; i < n * K; i += blockDim.x) {
-        const int64_t r = i / K, c = i % K;
-        act[i] = cuda_swiglu1(x[(r0 + r) * ldx + c], u[(r0 + r) * ldu + c]);
-    }
-    __syncthreads();
-    return act;
-}
-
 /* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
  * warp per output row of the joint range. T: the jobs' one type, or
  * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
@@ -437,18 +420,11 @@ __device__ __forceinline__ const float *mv_glu_stage(const float *x, int64_t ldx
  * its type alone), FAST then taken for Q4_K jobs. */
 template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
-                         bool xvec, const float *__restrict__ u, int64_t ldu)
+                         bool xvec)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
-    int64_t r0 = (int64_t)blockIdx.y * RB, rend = R;
-    if (u) {        /* every thread stages, before any returns */
-        const int64_t nr = R - r0 < RB ? R - r0 : RB;
-        x = mv_glu_stage(x, ldx, u, ldu, K, r0, nr);
-        ldx = K;
-        rend = nr;
-        xvec = (K & 3) == 0;
-    }
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
     int jb;
     int64_t n;
     if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
@@ -458,11 +434,10 @@ __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int6
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
     const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
-    const int64_t xr0 = u ? 0 : r0;     /* x's row of output row r0 */
     if constexpr (T == MV_ANY)
-        mv_row_any<RB>(J.type[jb], FAST, row, K, x, ldx, rend, xr0, xvec, lane, acc);
+        mv_row_any<RB>(J.type[jb], FAST, row, K, x, ldx, R, r0, xvec, lane, acc);
     else
-        mv_row<T, RB, FAST>(row, K, x, ldx, rend, xr0, xvec, lane, acc);
+        mv_row<T, RB, FAST>(row, K, x, ldx, R, r0, xvec, lane, acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
@@ -474,17 +449,12 @@ __global__ void k_matvec_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t 
                             int64_t n_exp, const float *__restrict__ x, int64_t ldx, int x_per_tok,
                             bool xvec,
                             const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
-                            float *__restrict__ y, int64_t ldy, const float *__restrict__ u,
-                            int64_t ldu, const uint8_t *__restrict__ W2)
+                            float *__restrict__ y, int64_t ldy, const uint8_t *__restrict__ W2)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     const int64_t q = blockIdx.y, t = q / k, i = q % k;
     const float *xr = x + (x_per_tok ? t : q) * ldx;
-    if (u) {        /* silu(x) * u of row q (mv_glu_stage), before any returns */
-        xr = mv_glu_stage(x, ldx, u, ldu, K, x_per_tok ? t : q, 1);
-        xvec = (K & 3) == 0;
-    }
     const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (n >= N)
         return;
@@ -559,11 +529,10 @@ static bool q8_rows(be_ctx *be, const float *x, int64_t ldx, int64_t R, int64_t 
 }
 
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS, or any number in
- * batch-invariant exact mode, cuda.h: inv): k_matvec when
- * they share a type, k_matvec<MV_ANY> otherwise; with u, of silu(x) * u
- * (the caller checked glu_fits). */
-static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
-                   const be_tensor *u = nullptr)
+ * batch-invariant exact mode, cuda.h: inv): k_matvec8 on int8 rows of x
+ * (Q36_CUDA_MV8), else k_matvec when they share a type, k_matvec<MV_ANY>
+ * otherwise. */
+static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
@@ -572,15 +541,12 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     const float *xd = (const float *)x->data;
-    const float *ud = u ? (const float *)u->data : nullptr;
-    const int64_t ldu = u ? u->ld : 0;
-    const size_t smem = u ? (size_t)rb * (size_t)K * sizeof(float) : 0;
     const uint32_t type = J->type[0];
     bool same = true;
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
     /* Q36_CUDA_MV8: Q4_K and Q6_K on int8 rows of x */
-    bool int8 = !u;
+    bool int8 = true;
     for (int j = 0; j < J->n; j++)
         int8 = int8 && mv8_type(J->type[j]);
     int8_t *qx;
@@ -599,8 +565,8 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
         CUDA_LAUNCHED(be, "k_matvec8");
         return;
     }
-#define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream, *J, K, xd, \
-                            x->ld, R, xvec, ud, ldu)
+#define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, xd, \
+                            x->ld, R, xvec)
     if (!same) {
         if (R == 1) {
             if (c->fast_mv) MV(MV_ANY, 1, true); else MV(MV_ANY, 1, false);
@@ -628,14 +594,6 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x,
     }
 #undef MV
     CUDA_LAUNCHED(be, "k_matvec");
-}
-
-/* The fused input of be_matmul_glu fits the decode kernels: decode rows,
- * and the rows a block stages within the default 48 KiB of shared memory */
-static bool glu_fits(const be_ctx *be, const be_tensor *g, int64_t rows_a_block)
-{
-    return cuda_ctx_of((be_ctx *)be)->f_glu && g->rows <= MATVEC_ROWS && !g->f16 &&
-           rows_a_block * g->cols * (int64_t)sizeof(float) <= 48 * 1024;
 }
 
 /* y = x · W^T by slabs of dequantized rows and cuBLAS */
@@ -758,19 +716,19 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
     }
 }
 
-/* k_matvec_id for every (token, rank) row; with u, of silu(x) * u */
+/* The expert product of every (token, rank) row (k_matvec8_id on int8 rows
+ * in fast mode, else k_matvec_id); with w2, the SwiGLU of the two */
 static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
-                      be_tensor *y, const be_tensor *u, const be_weight *w2 = nullptr)
+                      be_tensor *y, const be_weight *w2 = nullptr)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
     const int64_t T = sel->rows, k = sel->cols;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)(T * k));
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
-    const size_t smem = u ? (size_t)K * sizeof(float) : 0;
     int8_t *qx;
     float2 *dx;
-    if (mv8_type(w->type) && !u && (!w2 || w2->type == w->type) &&
+    if (mv8_type(w->type) && (!w2 || w2->type == w->type) &&
         q8_rows(be, (const float *)x->data, x->ld, x->rows, K, &qx, &dx)) {
 #define ID8(TY) cuda_launch(k_matvec8_id<TY>, grid, 32 * MV_WARPS, 0, c->stream,                   \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
@@ -784,11 +742,10 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
         CUDA_LAUNCHED(be, "k_matvec8_id");
         return;
     }
-#define ID(...) cuda_launch(k_matvec_id<__VA_ARGS__>, grid, 32 * MV_WARPS, smem, c->stream,       \
+#define ID(...) cuda_launch(k_matvec_id<__VA_ARGS__>, grid, 32 * MV_WARPS, 0, c->stream,          \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const float *)x->data, x->ld,         \
         x->rows == T && k > 1, xvec, (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
-        y->ld, u ? (const float *)u->data : nullptr, u ? u->ld : 0,                              \
-        w2 ? (const uint8_t *)w2->data : nullptr)
+        y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
     if (c->fast_mv && w->type == QT_Q4_K)
         ID(QT_Q4_K, true);
     else
@@ -809,47 +766,7 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
         return;
     if (c->moegemm && cuda_moe_gemm(be, w, x, sel, y))
         return;
-    id_launch(be, w, x, sel, y, nullptr);
-}
-
-/* be_matmul_glu: the decode product reads silu(g) * u (k_matvec with u);
- * otherwise the two ops */
-void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
-                     be_tensor *y)
-{
-    const int64_t K = (int64_t)w->t->ne[0];
-    assert(g->cols == K && u->rows == g->rows && u->cols == K && y->rows >= g->rows);
-    if (!g->rows)
-        return;
-    if (!glu_fits(be, g, g->rows == 1 ? 1 : MATVEC_RB)) {
-        cuda_swiglu(be, g, u, g);
-        cuda_matmul(be, w, 0, g, y);
-        return;
-    }
-    const mv_jobs J = one_job(w, (const uint8_t *)w->data, y);
-    matvec(be, &J, K, g, u);
-}
-
-/* be_matmul_id_glu: the expert kernel reads silu(g) * u of its row q (one
- * row a block, any number of rows) unless the grouped expert products take
- * the batch; otherwise the two ops */
-void cuda_matmul_id_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u,
-                        const be_tensor *sel, be_tensor *y)
-{
-    cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1];
-    const int64_t T = sel->rows, k = sel->cols;
-    assert(g->cols == K && g->rows == T * k && u->rows == g->rows && u->cols == K);
-    assert(y->cols == N && y->rows >= T * k);
-    if (!T)
-        return;
-    if (!c->f_glu || g->f16 || K * (int64_t)sizeof(float) > 48 * 1024 ||
-        (c->moegemm && T * k >= MG_MIN_ROWS)) {
-        cuda_swiglu(be, g, u, g);
-        cuda_matmul_id(be, w, g, sel, y);
-        return;
-    }
-    id_launch(be, w, g, sel, y, u);
+    id_launch(be, w, x, sel, y);
 }
 
 /* be_matmul_id_swiglu: one expert kernel computing both products (k_matvec_id
@@ -873,7 +790,7 @@ void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
     }
     assert(x->cols == (int64_t)wg->t->ne[0] && y->cols == (int64_t)wg->t->ne[1]);
     assert(y->rows >= T * k && (x->rows == T || x->rows == T * k));
-    id_launch(be, wg, x, sel, y, nullptr, wu);
+    id_launch(be, wg, x, sel, y, wu);
 }
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out)
