@@ -71,6 +71,34 @@ static int mtp_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
     return n_seq;
 }
 
+/* The MTP pass's key for a backend that records passes (be_pass_begin),
+ * as engine.c's pass_key for the trunk: what decides which ops the pass
+ * issues on which tensors: its rows and the rows of each run, the rows
+ * asked for, what is returned, where the hidden rows came from (which
+ * norm reads them) and the head (the draft vocabulary's or the full one);
+ * the token ids, hidden rows, slots and positions reach the kernels
+ * through device memory. A salt keeps it apart from the trunk's keys. */
+static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
+                             enum q36_mtp_h h_src, bool logits, bool hidden)
+{
+    uint64_t k = 0x6D74702070617373u;       /* "mtp pass" */
+#define MIX(v) (k = (k ^ (uint64_t)(v)) * 0x100000001B3u, k ^= k >> 29)
+    MIX(b->n);
+    MIX(n_seq);
+    for (int s = 0; s < n_seq; s++)
+        MIX(e->seq[s].n_rows);
+    MIX(b->n_out);
+    for (int i = 0; i < b->n_out; i++)
+        MIX(b->out[i]);
+    MIX(logits ? 1 : 0);
+    MIX(hidden ? 1 : 0);
+    MIX(h_src == Q36_MTP_H_MTP ? 1 : 0);
+    MIX(e->dv_head ? e->dv_n : 0);
+    MIX(e->fast ? 1 : 0);
+#undef MIX
+    return k | 1;
+}
+
 int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                  float *logits, float *hidden, q36_err *err)
 {
@@ -82,8 +110,10 @@ int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_write(be, e->mtp_h, 0, b->n, h);
     be_batch_set(be, &e->batch, n_seq, e->seq);
+    be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, logits != NULL, hidden != NULL), b->n);
     int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, b->out, b->n_out, logits, hidden,
                                err);
+    be_pass_end(be);
     if (rc)
         return rc;
     for (int s = 0; s < n_seq; s++)
