@@ -6,14 +6,15 @@
 # --llama, also the prebuilt llama.cpp CUDA build of ../shared/llama-cuda
 # in three folders .dev-p0 .dev-p1 .dev-p2, one part each.
 #
-# Why three: a call carries the tracked tree (~38 MiB, most of it the default
-# model) plus its carried folders within 64 MiB, so the 42 MB of llama.cpp
-# parts travel one per call, back to back while the machine is warm (it is
-# given back after ~30 s idle; /tmp stays there between calls, an earlier
-# call's carried folders do not):
+# Why three: a call carries the tree (~42 MB, most of it the default model)
+# plus its carried folders within 64 MiB, so the 42 MB of llama.cpp parts
+# travel one per call, back to back while the machine is warm (it is given
+# back after ~30 s idle; /tmp stays there between calls, an earlier call's
+# carried folders do not), and CARRY (~16 MB) in a call of its own:
 #   run carry=[.dev-p0]  command: mkdir -p /tmp/llama-parts && cp .dev-p0/* /tmp/llama-parts/
 #   run carry=[.dev-p1]  command: mkdir -p /tmp/llama-parts && cp .dev-p1/* /tmp/llama-parts/
-#   run carry=[.dev-p2,.cuda-carry] command: bash .cuda-carry/device.sh
+#   run carry=[.dev-p2]  command: mkdir -p /tmp/llama-parts && cp .dev-p2/* /tmp/llama-parts/
+#   run carry=[.cuda-carry] command: STEPS=test bash .cuda-carry/device.sh
 # The folders must be in .git/info/exclude (/.cuda-carry/, /.dev-p*/).
 # Usage: tests/gpu/pack.sh [CARRY] [--llama]
 set -eu
