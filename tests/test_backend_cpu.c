@@ -506,6 +506,58 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
     free(l); free(sel); free(w);
 }
 
+/* be_argmax against the definition, per row: the first column whose value
+ * is above every one before it and not below any after it, i.e. the lowest
+ * column of the largest value, NaN never chosen but a row starting with NaN
+ * giving 0. Rows: random values with the maximum repeated (ties), all
+ * equal, all -inf, NaN first, NaN elsewhere, the maximum last; C columns
+ * (a vocabulary's width and odd widths). */
+static int64_t argmax_ref(const float *v, int64_t C)
+{
+    if (isnan(v[0]))
+        return 0;
+    int64_t best = 0;
+    for (int64_t c = 1; c < C; c++)
+        if (!isnan(v[c]) && (isnan(v[best]) || v[c] > v[best]))
+            best = c;
+    return best;
+}
+
+static void test_argmax(int64_t C)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.argmax_c%lld", (long long)C);
+    t_rng r = t_rng_named(name);
+    enum { R = 7 };
+    float *x = t_randv(&r, R * C, 4);
+    const int64_t j = (int64_t)(t_next(&r) % (uint64_t)C), j2 = (int64_t)(t_next(&r) % (uint64_t)C);
+    x[0 * C + j] = 100.0f;              /* row 0: the maximum twice */
+    x[0 * C + j2] = 100.0f;
+    for (int64_t c = 0; c < C; c++) {
+        x[1 * C + c] = 0.5f;            /* row 1: all equal */
+        x[2 * C + c] = -INFINITY;       /* row 2: all -inf */
+    }
+    x[3 * C] = NAN;                     /* row 3: NaN first */
+    x[4 * C + C / 2] = NAN;             /* row 4: NaN inside, the maximum after it */
+    x[4 * C + C - 1] = 200.0f;
+    x[5 * C + C - 1] = 300.0f;          /* row 5: the maximum last */
+    be_tensor *xt = upload(be1, x, R, C);
+    be_tensor *it = be_tensor_new_type(be1, BE_I32, R, 1);
+    be_argmax(be1, xt, it);
+    int32_t got[R];
+    be_read(be1, it, 0, R, got);
+    int bad = 0, first = -1;
+    for (int i = 0; i < R; i++)
+        if (got[i] != argmax_ref(x + (int64_t)i * C, C) && !bad++)
+            first = i;
+    t_check(name, bad == 0, "%d of %d rows differ (first: row %d, %d against %lld)", bad, R,
+            first, first >= 0 ? got[first] : 0,
+            first >= 0 ? (long long)argmax_ref(x + (int64_t)first * C, C) : 0LL);
+    be_tensor_free(be1, xt);
+    be_tensor_free(be1, it);
+    free(x);
+}
+
 /* --------------------------------------------------------------- the table */
 
 /* Every entry of the CPU's ops table is filled but the fused ones be_impl.h
@@ -661,6 +713,9 @@ int main(void)
     test_moe_route(9, 64, 8);
     test_moe_route(3, 4, 1);
     test_moe_route(1, 256, 8);
+    test_argmax(1);
+    test_argmax(33);
+    test_argmax(151680);
     be_free(be1);
     be_free(be3);
     return t_exit();

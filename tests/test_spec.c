@@ -437,6 +437,28 @@ static void keep_multi(const q36_model *m, const char *tag)
     q36_engine_free(e);
 }
 
+/* q36_mtp_eval_argmax over the batch `all` (positions from 0 again) gives
+ * spec_argmax of each row of la (nv columns) and the hidden rows ha */
+static void mtp_argmax_same(q36_engine *e, const q36_batch *all, const float *h, const float *la,
+                            const float *ha, int nv, int D, const char *name)
+{
+    int32_t best[16];
+    float *hc = malloc((size_t)all->n_out * D * sizeof *hc);
+    q36_err err = { 0 };
+    int bad = 0;
+    int rc = all->n_out > 16 ? q36_err_set(&err, Q36_E_ARG, "too many rows") :
+             q36_mtp_eval_argmax(e, all, h, Q36_MTP_H_TRUNK, best, hc, &err);
+    for (int i = 0; i < all->n_out && !rc; i++)
+        bad += best[i] != spec_argmax(la + (int64_t)i * nv, nv);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !bad && !memcmp(hc, ha, (size_t)all->n_out * D * sizeof *hc),
+                "%d of %d ids differ from the host's argmax of the logits, or the hidden rows do",
+                bad, all->n_out);
+    free(hc);
+}
+
 /* MTP rows in one pass equal the rows one pass each (exact mode). */
 static void mtp_invariance(const q36_model *m, const char *tag)
 {
@@ -480,6 +502,9 @@ static void mtp_invariance(const q36_model *m, const char *tag)
         t_check(name, !memcmp(la, lb, (size_t)N * V * sizeof *la) &&
                       !memcmp(ha, hb, (size_t)N * D * sizeof *ha),
                 "rows differ between one pass and a pass each");
+    snprintf(name, sizeof name, "spec.%s.mtp_argmax_is_host_argmax", tag);
+    if (!rc)
+        mtp_argmax_same(e, &all, h, la, ha, V, D, name);
     /* the same with a draft vocabulary (the head's columns a view of
      * several rows at once) */
     snprintf(name, sizeof name, "spec.%s.mtp_rows_batch_invariant.draft_vocab", tag);
@@ -500,6 +525,14 @@ static void mtp_invariance(const q36_model *m, const char *tag)
     else
         t_check(name, !memcmp(la, lb, (size_t)N * nv * sizeof *la),
                 "draft-vocabulary rows differ between one pass and a pass each");
+    snprintf(name, sizeof name, "spec.%s.mtp_argmax_is_host_argmax.draft_vocab", tag);
+    if (!rc) {
+        rc = q36_mtp_eval(e, &all, h, Q36_MTP_H_TRUNK, la, ha, &err);
+        if (rc)
+            t_fail(name, "%s", err.msg);
+        else
+            mtp_argmax_same(e, &all, h, la, ha, nv, D, name);
+    }
     /* a row above the MTP position is refused */
     const int32_t s0 = 0, p = 20, z = 0;
     const q36_batch gap = { 1, &ids[0], &s0, &p, 1, &z };

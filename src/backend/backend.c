@@ -542,6 +542,12 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
     be->ops->moe_route(be, logits, k, sel, w);
 }
 
+void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
+{
+    assert(ids->type == BE_I32 && ids->rows == x->rows && ids->cols == 1 && !x->f16);
+    be->ops->argmax(be, x, ids);
+}
+
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out)
 {
     be->ops->moe_combine(be, y, w, k, out);

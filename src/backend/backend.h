@@ -375,6 +375,13 @@ void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
  * p in descending order go to sel (i32, T x k, on the device) and their
  * renormalized weights p / max(sum, 2^-14) to w (T x k). */
 void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
+/* ids[r] (i32, rows x 1, on the device) = the column of x's row r (f32)
+ * holding its largest value, the lowest such column on ties. NaN is never
+ * chosen, except that a row whose first value is NaN gives 0: the result of
+ * scanning the row in order for a value above every one before it, as the
+ * host's greedy choice does (spec_argmax). A greedy step then reads one id
+ * a row instead of the row's logits. */
+void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
 /* out[t] = sum_i w[t][i] * y[t*k+i], products rounded then added in rank
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,

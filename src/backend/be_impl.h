@@ -148,6 +148,7 @@ struct be_ops {
                       be_tensor *w);
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
+    void (*argmax)(be_ctx *be, const be_tensor *x, be_tensor *ids);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
 

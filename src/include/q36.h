@@ -194,6 +194,13 @@ enum q36_mtp_h { Q36_MTP_H_TRUNK = 0, Q36_MTP_H_MTP = 1 };
 int q36_engine_has_mtp(const q36_engine *e);
 int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                  float *logits, float *hidden, q36_err *err);
+/* q36_mtp_eval returning, instead of each asked-for row's logits, the
+ * column of its largest logit (ids: n_out entries; the lowest column on
+ * ties, as a scan of the row in order keeps the first value above every
+ * one before it): the greedy draft, chosen on the device, so that one id a
+ * row comes back instead of n_vocab (or the draft vocabulary's) floats. */
+int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
+                        enum q36_mtp_h h_src, int32_t *ids, float *hidden, q36_err *err);
 int q36_mtp_pos(const q36_engine *e, int slot);
 /* A draft vocabulary: the MTP head restricted to at most n ids, the lowest
  * ids whose head row is not all zero (BPE ids follow merge order, so the

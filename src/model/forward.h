@@ -44,6 +44,7 @@ typedef struct model_scratch {
     be_tensor *moe;        /* B x D: the shared expert's output */
     /* head */
     be_tensor *logits;     /* L x Vocab, L = min(B, 64) rows at a time */
+    be_tensor *amax;       /* i32 L x 1: the logits rows' argmax (be_argmax) */
     int64_t    logit_rows;
 } model_scratch;
 
@@ -164,9 +165,10 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
                   float *hidden, const int32_t *hid, int n_hid, float *hid_rows, q36_err *err);
 
 /* The MTP pass over the T rows set up like model_forward's, with the
- * hidden rows already in e->mtp_h (mtp.c). */
+ * hidden rows already in e->mtp_h (mtp.c); for the rows out[], logits, or
+ * with ids their argmax columns only (be_argmax), and hidden rows. */
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
-                      float *logits, float *hidden, q36_err *err);
+                      float *logits, int32_t *ids, float *hidden, q36_err *err);
 
 /* The delta rule and the conv of a pass that keeps per-row states or saves
  * checkpoints inside it (rewind.c): each run on its own, a kept slot's row

@@ -79,7 +79,7 @@ static int mtp_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
  * the token ids, hidden rows, slots and positions reach the kernels
  * through device memory. A salt keeps it apart from the trunk's keys. */
 static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
-                             enum q36_mtp_h h_src, bool logits, bool hidden)
+                             enum q36_mtp_h h_src, bool logits, bool hidden, bool ids)
 {
     uint64_t k = 0x6D74702070617373u;       /* "mtp pass" */
 #define MIX(v) (k = (k ^ (uint64_t)(v)) * 0x100000001B3u, k ^= k >> 29)
@@ -92,6 +92,7 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
         MIX(b->out[i]);
     MIX(logits ? 1 : 0);
     MIX(hidden ? 1 : 0);
+    MIX(ids ? 1 : 0);
     MIX(h_src == Q36_MTP_H_MTP ? 1 : 0);
     MIX(e->dv_head ? e->dv_n : 0);
     MIX(e->fast ? 1 : 0);
@@ -99,8 +100,8 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
     return k | 1;
 }
 
-int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
-                 float *logits, float *hidden, q36_err *err)
+static int mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                    float *logits, int32_t *ids, float *hidden, q36_err *err)
 {
     const int n_seq = mtp_runs(e, b, err);
     if (n_seq < 0)
@@ -110,9 +111,10 @@ int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_write(be, e->mtp_h, 0, b->n, h);
     be_batch_set(be, &e->batch, n_seq, e->seq);
-    be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, logits != NULL, hidden != NULL), b->n);
-    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, b->out, b->n_out, logits, hidden,
-                               err);
+    be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, logits != NULL || ids != NULL,
+                                   hidden != NULL, ids != NULL), b->n);
+    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, b->out, b->n_out, logits, ids,
+                               hidden, err);
     be_pass_end(be);
     if (rc)
         return rc;
@@ -121,8 +123,22 @@ int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp
     return 0;
 }
 
+int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                 float *logits, float *hidden, q36_err *err)
+{
+    return mtp_eval(e, b, h, h_src, logits, NULL, hidden, err);
+}
+
+int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
+                        enum q36_mtp_h h_src, int32_t *ids, float *hidden, q36_err *err)
+{
+    if (!ids)
+        return q36_err_set(err, Q36_E_ARG, "q36_mtp_eval_argmax: no array for the ids");
+    return mtp_eval(e, b, h, h_src, NULL, ids, hidden, err);
+}
+
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
-                      float *logits, float *hidden, q36_err *err)
+                      float *logits, int32_t *ids, float *hidden, q36_err *err)
 {
     const model_hparams *hp = e->hp;
     const model_mtp_w *M = &e->w.mtp;
@@ -168,12 +184,18 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
         be_tensor *xr = be_rows(be, o, 0, n);
         if (hidden)
             be_read(be, xr, 0, n, hidden + (int64_t)i * D);
-        if (logits) {
+        if (logits || ids) {
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
             be_matmul(be, head, 0, hr, lr);
-            be_read(be, lr, 0, n, logits + (int64_t)i * Vh);
+            if (ids) {      /* the argmax on the device: one id a row comes back */
+                be_tensor *ir = be_rows(be, sc->amax, 0, n);
+                be_argmax(be, lr, ir);
+                be_read(be, ir, 0, n, ids + i);
+            } else {
+                be_read(be, lr, 0, n, logits + (int64_t)i * Vh);
+            }
         }
         i += (int)n;
     }

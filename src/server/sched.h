@@ -45,14 +45,16 @@ typedef struct sched_row {
 } sched_row;
 
 /* One MTP item: n rows of one slot at MTP positions p0.., each paired with
- * a hidden row of h (n x n_embd); out: the last row's logits (the draft
- * head's columns) and hidden row, when logits is not NULL. */
+ * a hidden row of h (n x n_embd); out: the last row's greedy draft (the
+ * draft head's column of its largest logit, chosen on the device:
+ * q36_mtp_eval_argmax) and hidden row, when best is not NULL. */
 typedef struct sched_mtp_row {
     int            slot;
     const int32_t *ids;
     int            n, p0;
     const float   *h;
-    float         *logits, *hidden;
+    int32_t       *best;
+    float         *hidden;
 } sched_mtp_row;
 
 typedef struct sched_engine sched_engine;

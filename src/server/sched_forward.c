@@ -29,6 +29,7 @@ struct sched_engine {
     q36_engine *eng;
     int         n_slots, n_vocab, n_embd, n_batch;
     int32_t    *id, *slot, *pos, *out, *hid;   /* one pass: n_batch rows each */
+    int32_t    *best;                    /* an MTP pass's greedy drafts: n_batch */
     float      *logits;                  /* n_slots x n_keep (or 1) rows of n_vocab: a row
                                             per slot, or a verify row's each */
     float      *hidden, *h;              /* n_batch rows of n_embd: out, MTP in */
@@ -65,11 +66,12 @@ int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engin
     const size_t B = (size_t)e->n_batch;
     e->out = malloc(B * sizeof *e->out);
     e->hid = malloc(B * sizeof *e->hid);
+    e->best = malloc(B * sizeof *e->best);
     const size_t n_out = (size_t)n_slots * (size_t)(eo.n_keep > 1 ? eo.n_keep : 1);
     e->logits = malloc(n_out * (size_t)e->n_vocab * sizeof *e->logits);
     e->hidden = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->hidden) : NULL;
     e->h = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->h) : NULL;
-    if (!e->id || !e->slot || !e->pos || !e->out || !e->hid || !e->logits ||
+    if (!e->id || !e->slot || !e->pos || !e->out || !e->hid || !e->best || !e->logits ||
         (eo.mtp && (!e->hidden || !e->h))) {
         sched_engine_free(e);
         return q36_err_set(err, Q36_E_NOMEM, "out of memory for a batch of %d rows", e->n_batch);
@@ -88,6 +90,7 @@ void sched_engine_free(sched_engine *e)
     free(e->pos);
     free(e->out);
     free(e->hid);
+    free(e->best);
     free(e->logits);
     free(e->hidden);
     free(e->h);
@@ -184,20 +187,20 @@ static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h 
             e->pos[t] = it->p0 + pc[i].a + k;
             memcpy(e->h + (size_t)t * D, it->h + (size_t)(pc[i].a + k) * D, D * sizeof(float));
         }
-        if (it->logits && pc[i].a + pc[i].n == it->n)
+        if (it->best && pc[i].a + pc[i].n == it->n)
             e->out[n_out++] = t - 1;
     }
     const q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out,
                           .out = e->out };
-    int rc = q36_mtp_eval(e->eng, &b, e->h, h_src, e->logits, e->hidden, err);
+    int rc = n_out ? q36_mtp_eval_argmax(e->eng, &b, e->h, h_src, e->best, e->hidden, err)
+                   : q36_mtp_eval(e->eng, &b, e->h, h_src, NULL, NULL, err);
     if (rc)
         return rc;
-    const int nv = q36_mtp_vocab(e->eng, &(const int32_t *){ NULL });
     for (int i = 0, o = 0; i < n; i++) {
         const sched_mtp_row *it = pc[i].it;
-        if (!it->logits || pc[i].a + pc[i].n != it->n)
+        if (!it->best || pc[i].a + pc[i].n != it->n)
             continue;
-        memcpy(it->logits, e->logits + (size_t)o * (size_t)nv, (size_t)nv * sizeof(float));
+        *it->best = e->best[o];
         memcpy(it->hidden, e->hidden + (size_t)o * D, D * sizeof(float));
         o++;
     }

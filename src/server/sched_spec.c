@@ -23,7 +23,8 @@ typedef struct sslot {
     float   *pend_h;
     int      n_pend, pend_pos;
     float   *vh;             /* (k_max+1) rows: the verify row's hidden rows */
-    float   *mlog, *mh;      /* the last MTP row's logits (draft head) and hidden */
+    float   *mh;             /* the last MTP row's hidden row */
+    int32_t  mbest;          /* its greedy draft: the draft head's column */
     /* since the server started */
     int64_t  rounds, drafted, accepted, paused_steps;
     int64_t  drafted_at[SSPEC_MAX_DRAFT], accepted_at[SSPEC_MAX_DRAFT];
@@ -47,7 +48,7 @@ void sspec_free(sspec *s)
     for (int i = 0; s->sl && i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
         free(t->hlast), free(t->pend_id), free(t->pend_h), free(t->vh);
-        free(t->mlog), free(t->mh);
+        free(t->mh);
     }
     free(s->sl);
     free(s->items);
@@ -88,9 +89,8 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
         t->pend_id = malloc(cap * sizeof *t->pend_id);
         t->pend_h = malloc(cap * D * sizeof *t->pend_h);
         t->vh = malloc(K1 * D * sizeof *t->vh);
-        t->mlog = malloc((size_t)s->nv * sizeof *t->mlog);
         t->mh = malloc(D * sizeof *t->mh);
-        oom = !t->hlast || !t->pend_id || !t->pend_h || !t->vh || !t->mlog || !t->mh;
+        oom = !t->hlast || !t->pend_id || !t->pend_h || !t->vh || !t->mh;
     }
     if (oom) {
         sspec_free(s);
@@ -190,7 +190,7 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         if (!t->n_pend)
             continue;
         s->items[n_it++] = (sched_mtp_row){ i, t->pend_id, t->n_pend, t->pend_pos, t->pend_h,
-                                            drafting[i] ? t->mlog : NULL, t->mh };
+                                            drafting[i] ? &t->mbest : NULL, t->mh };
     }
     int rc = n_it ? sched_engine_mtp(s->eng, s->items, n_it, Q36_MTP_H_TRUNK, err) : 0;
     for (int i = 0; i < s->n_slots; i++) {
@@ -206,13 +206,13 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
             if (d >= k[j])
                 continue;
             sslot *t = &s->sl[slot[j]];
-            const int32_t best = spec_argmax(t->mlog, s->nv);
+            const int32_t best = t->mbest;
             t->d[d] = s->vid ? s->vid[best] : best;
             if (d + 1 < k[j]) {
                 float *h = s->hchain + (size_t)j * D;
                 memcpy(h, t->mh, D * sizeof *h);
                 s->items[n_it++] = (sched_mtp_row){ slot[j], &t->d[d], 1, P[j] + 1 + d, h,
-                                                    t->mlog, t->mh };
+                                                    &t->mbest, t->mh };
             }
         }
         if (n_it)

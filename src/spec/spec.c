@@ -21,6 +21,7 @@ struct spec {
     float      *vlog;         /* (k+1) x V: the verify pass's logits */
     float      *vh;           /* (k+1) x D: its hidden rows */
     float      *mlog, *mh;    /* V, D: an MTP pass's row */
+    int32_t     mbest;        /* its argmax, when chosen on the device (p_min 0) */
     float      *hlast;        /* D: the trunk's hidden row of the position before x */
     /* MTP rows still to write with the trunk's hidden rows (llama.cpp's
      * catch-up): tokens pend_id at positions pend_pos.., hidden rows pend_h */
@@ -138,8 +139,10 @@ static int trunk(spec *s, const int32_t *ids, int n, const int32_t *out, int n_o
     return q36_engine_eval(s->e, &b, logits, hidden, err);
 }
 
-/* One MTP pass of n rows at positions p0.., hidden rows h; the last row's
- * logits and hidden into s->mlog, s->mh when want_out. */
+/* One MTP pass of n rows at positions p0.., hidden rows h; when want_out,
+ * the last row's hidden into s->mh and its logits into s->mlog, or with
+ * no top-10 threshold to test (p_min 0) only their argmax into s->mbest,
+ * chosen on the device (q36_mtp_eval_argmax: spec_argmax's rule). */
 static int mtp(spec *s, const int32_t *ids, int n, int p0, const float *h, enum q36_mtp_h src,
                bool want_out, q36_err *err)
 {
@@ -149,6 +152,8 @@ static int mtp(spec *s, const int32_t *ids, int n, int p0, const float *h, enum 
     }
     const int32_t last = n - 1;
     const q36_batch b = { n, s->ids, s->slots, s->pos, want_out ? 1 : 0, &last };
+    if (want_out && s->p_min <= 0)
+        return q36_mtp_eval_argmax(s->e, &b, h, src, &s->mbest, s->mh, err);
     return q36_mtp_eval(s->e, &b, h, src, want_out ? s->mlog : NULL, want_out ? s->mh : NULL,
                         err);
 }
@@ -260,7 +265,7 @@ static int draft(spec *s, int32_t x, int P, int *k, int32_t *d, q36_err *err)
     const int32_t *vid;
     const int nv = q36_mtp_vocab(s->e, &vid);
     for (int i = 0; i < *k && !rc; i++) {
-        const int32_t best = spec_argmax(s->mlog, nv);
+        const int32_t best = s->p_min > 0 ? spec_argmax(s->mlog, nv) : s->mbest;
         if (s->p_min > 0 && top10_p(s->mlog, nv, best) < s->p_min) {
             *k = i;
             break;

@@ -745,6 +745,52 @@ static void test_moe(int64_t T, int64_t E, int64_t k)
     free(l); free(y); free(wv);
 }
 
+/* be_argmax against the CPU's (the in-order scan): the same column for
+ * every row, with the maximum repeated (ties), rows all equal, all -inf,
+ * NaN first, NaN inside; R rows of C columns (a vocabulary, odd widths, a
+ * view of the first columns of wider rows as the MTP draft head's) */
+static void test_argmax(int64_t R, int64_t C, int64_t ld)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.argmax_r%lld_c%lld%s", (long long)R, (long long)C,
+             ld > C ? "_view" : "");
+    t_rng r = t_rng_named(name);
+    float *x = t_randv(&r, R * ld, 4);
+    for (int64_t i = 0; i < R; i++) {
+        float *v = x + i * ld;
+        switch (i % 5) {
+        case 0: v[t_next(&r) % (uint64_t)C] = 50.0f; v[t_next(&r) % (uint64_t)C] = 50.0f; break;
+        case 1: for (int64_t c = 0; c < C; c++) v[c] = 0.25f; break;
+        case 2: for (int64_t c = 0; c < C; c++) v[c] = -INFINITY; break;
+        case 3: v[0] = NAN; break;
+        default: v[C / 2] = NAN; v[C - 1] = 60.0f; break;
+        }
+        if (ld > C)
+            v[C] = 1000.0f;      /* past the view: never chosen */
+    }
+    pair xt = up(x, R, ld);
+    pair it = up_type(BE_I32, NULL, R, 1);
+    be_argmax(cpu, be_view(cpu, xt.c, 0, C), it.c);
+    be_argmax(gpu, be_view(gpu, xt.g, 0, C), it.g);
+    if (gpu_ok(name)) {
+        int32_t *ic = malloc(sizeof(int32_t) * (size_t)R), *ig = malloc(sizeof(int32_t) * (size_t)R);
+        be_read(cpu, it.c, 0, R, ic);
+        be_read(gpu, it.g, 0, R, ig);
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < R; i++)
+            if (ic[i] != ig[i] && !bad++)
+                first = i;
+        t_check(name, bad == 0, "%lld of %lld rows differ (first: row %lld, cuda %d, cpu %d)",
+                (long long)bad, (long long)R, (long long)first, first >= 0 ? ig[first] : 0,
+                first >= 0 ? ic[first] : 0);
+        free(ic);
+        free(ig);
+    }
+    pfree(xt);
+    pfree(it);
+    free(x);
+}
+
 /* --------------------------------------------------------------- batches */
 
 /* n_seq runs over slots slot[i] with rows len[i] at positions pos0[i] */
@@ -2520,6 +2566,11 @@ static void test_ops(void)
     test_moe(3, 512, 32);       /* k_route_warp's largest: 16 experts a lane, top 32 */
     test_moe(7, 300, 10);       /* experts not a multiple of 32 */
     test_moe(2, 1000, 40);      /* past the warp kernel: k_route */
+    test_argmax(5, 151680, 151680);
+    test_argmax(64, 248320, 248320);
+    test_argmax(7, 16384, 151680);
+    test_argmax(3, 1, 1);
+    test_argmax(9, 1023, 1023);
 
     /* attention: head dims 64/128/256, 1-3 KV heads, GQA groups, f16 and
      * f32 caches, decode (1 row of 1 slot, or 1 row each of 8 slots over

@@ -205,6 +205,7 @@ static const struct be_ops cpu_ops = {
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
+    .argmax = cpu_argmax,
     .moe_combine_shared = cpu_moe_combine_shared,
     .pass_begin = cpu_pass_begin,
     .pass_end = cpu_pass_end,

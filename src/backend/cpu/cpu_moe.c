@@ -2,7 +2,8 @@
  * expert (ggml_vec_soft_max_f32's lane exp and sums), the top k by
  * selection, renormalized weights, and the rank-ordered weighted sum of
  * the experts' outputs. The choices stay in an i32 tensor that
- * be_matmul_id reads (no host round trip). */
+ * be_matmul_id reads (no host round trip). Also be_argmax, the greedy
+ * choice of a row of logits (a top 1 without the softmax). */
 #include "cpu.h"
 #include "cpu_gexp.h"
 #include "cpu_vexp.h"
@@ -66,6 +67,22 @@ void cpu_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *se
             wr[i] = p[s[i]] / wsum;
     }
     CPU_PROF_END(be, BE_PROF_ROUTE);
+}
+
+/* be_argmax: a scan of each row in order, keeping a value above every one
+ * before it (so the first of equals, and never a NaN unless it comes first) */
+void cpu_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
+{
+    CPU_PROF_BEGIN(be);
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *v = cpu_row(x, r);
+        int64_t best = 0;
+        for (int64_t c = 1; c < x->cols; c++)
+            if (v[c] > v[best])
+                best = c;
+        ((int32_t *)ids->data)[r * ids->ld] = (int32_t)best;
+    }
+    CPU_PROF_END(be, BE_PROF_ARGMAX);
 }
 
 void cpu_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,

@@ -573,6 +573,7 @@ OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
 OP(cuda_deltanet_gated, (be_ctx *be, be_tensor *qkv, const be_tensor *al, const be_tensor *bi, const be_weight *dt, const be_weight *a, float eps, be_tensor *g, be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, al, bi, dt, a, eps, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
+OP(cuda_argmax, (be_ctx *be, const be_tensor *x, be_tensor *ids), (be, x, ids))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
 OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
 #undef OP
@@ -692,6 +693,7 @@ static const struct be_ops cuda_ops = {
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,
+    .argmax = f_cuda_argmax,
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,

@@ -366,6 +366,22 @@ void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor
 
 #define ROUTE_THREADS 256
 
+/* The warp's best (v, i) of its lanes': the larger value, the lower index
+ * on equal values (NaN never wins a comparison); every lane gets it */
+template <typename I>
+__device__ __forceinline__ void warp_best(float &v, I &i)
+{
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const I oi = __shfl_xor_sync(0xffffffffu, i, o);
+        if (ov > v || (ov == v && oi < i)) {
+            v = ov;
+            i = oi;
+        }
+    }
+}
+
 /* One block per row: softmax over E, the top k (largest first, lower
  * index on ties), weights renormalized over the k. */
 __global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, int32_t *sel,
@@ -420,15 +436,7 @@ __global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, 
                 bp = p[e];
                 bi = (int)e;
             }
-        #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float op = __shfl_xor_sync(0xffffffffu, bp, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (op > bp || (op == bp && oi < bi)) {
-                bp = op;
-                bi = oi;
-            }
-        }
+        warp_best(bp, bi);
         if (!lane) {
             rf[wid] = bp;
             ri[wid] = bi;
@@ -514,15 +522,7 @@ __global__ void k_route_warp(const float *logits, int64_t ldl, int E, int k, int
                 bp = v[j];
                 bi = lane + 32 * j;
             }
-        #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float op = __shfl_xor_sync(0xffffffffu, bp, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (op > bp || (op == bp && oi < bi)) {
-                bp = op;
-                bi = oi;
-            }
-        }
+        warp_best(bp, bi);
         if (lane == (bi & 31)) {
             #pragma unroll
             for (int j = 0; j < ROUTE_LANE; j++)
@@ -561,6 +561,58 @@ void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *s
               cuda_ctx_of(be)->stream, (const float *)logits->data, logits->ld, E, k,
                                          (int32_t *)sel->data, sel->ld, (float *)w->data, w->ld);
     CUDA_LAUNCHED(be, "k_route");
+}
+
+/* be_argmax: one block a row; each thread scans its columns c = tid,
+ * tid + blockDim.x, ... keeping a value above its best or equal to it at a
+ * lower column (ascending, so the first of equals); NaN never compares
+ * above, so it is never kept. The threads' (value, column) pairs are then
+ * reduced with the same rule, which gives the lowest column of the row's
+ * largest value: the host's in-order scan, whose one NaN case (a row
+ * starting with NaN gives 0) is taken first. */
+#define ARGMAX_THREADS 1024
+__global__ void k_argmax(const float *x, int64_t ldx, int64_t C, int32_t *ids, int64_t ldi)
+{
+    cuda_pdl_enter();
+    __shared__ float bv[ARGMAX_THREADS / 32];
+    __shared__ int64_t bi[ARGMAX_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    const float *v = x + r * ldx;
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid / 32;
+    float best = -INFINITY;
+    int64_t at = INT64_MAX;
+    for (int64_t c = tid; c < C; c += blockDim.x) {
+        const float f = v[c];
+        if (f > best || (f == best && c < at)) {
+            best = f;
+            at = c;
+        }
+    }
+    warp_best(best, at);
+    if (!lane) {
+        bv[wid] = best;
+        bi[wid] = at;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        for (int w = 1; w < (int)blockDim.x / 32; w++)
+            if (bv[w] > best || (bv[w] == best && bi[w] < at)) {
+                best = bv[w];
+                at = bi[w];
+            }
+        if (at == INT64_MAX || isnan(v[0]))      /* all NaN, or a NaN first */
+            at = 0;
+        ids[r * ldi] = (int32_t)at;
+    }
+}
+
+void cuda_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
+{
+    if (!x->rows)
+        return;
+    cuda_launch(k_argmax, (unsigned)x->rows, ARGMAX_THREADS, 0, cuda_ctx_of(be)->stream,
+                (const float *)x->data, x->ld, x->cols, (int32_t *)ids->data, ids->ld);
+    CUDA_LAUNCHED(be, "k_argmax");
 }
 
 /* out[t] = the routed rows' weighted sum, products rounded then added in
