@@ -100,15 +100,19 @@ for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
-# the switches away from their defaults (their op cases ran above), on the
-# Q4_K models and the trained one: Q36_CUDA_MV8=0 (fast mode's decode
-# products on f32 activations). Batch-invariant exact
+# fast mode as it runs by default (every decode switch on: graphs, fused
+# ops, mixed groups, int8 products with kept rows, whose q8keep_same_bits
+# cases compare with Q36_CUDA_Q8KEEP=0 bit for bit), then the switches
+# away from their defaults (their op cases ran above), on the Q4_K models
+# and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
+# activations). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
 for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
+        NEW=1 one "model-fastnew-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
     esac
 done

@@ -1425,6 +1425,96 @@ static void test_fast_mv(const be_shape *sh)
     be_free(f);
 }
 
+/* Kept int8 rows, op by op (cuda.h: q8): two fast-mode contexts, one with
+ * Q36_CUDA_Q8KEEP=0, run the same sequence and must give the same bits at
+ * every product: a norm writes y and its int8 rows; products of y (one
+ * weight; a mixed group with an f32 job; an expert pair) reuse them; then
+ * y changes by an op (be_add into y), by a write (be_write), and by a
+ * matmul whose output is y, each followed by a product of y that must see
+ * the new rows; and a product of other rows in between. */
+static void test_q8keep_ops(const be_shape *sh)
+{
+    be_shape fs = *sh;
+    fs.fast = 1;
+    be_ctx *cx[2] = { ctx_with("Q36_CUDA_Q8KEEP", "1", &fs, "cuda.q8keep_ctx"),
+                      ctx_with("Q36_CUDA_Q8KEEP", "0", &fs, "cuda.q8keep_ctx") };
+    if (!cx[0] || !cx[1]) {
+        if (cx[0]) be_free(cx[0]);
+        if (cx[1]) be_free(cx[1]);
+        return;
+    }
+    enum { R = 2, K = 512, N = 96, NV = 8 };   /* NV: R x N values read, 8 times */
+    const char *name = "cuda.q8keep_ops_same_bits";
+    t_rng r0 = t_rng_named(name);
+    float *x = t_randv(&r0, R * K, 1), *x2 = t_randv(&r0, R * K, 1), *d = t_randv(&r0, R * K, 1);
+    float *out[2];
+    wt wq[2], wf[2], wsq[2], we[2], wu[2];
+    be_ctx *keep = gpu;
+    for (int v = 0; v < 2; v++) {
+        gpu = cx[v];
+        t_rng r = t_rng_named("cuda.q8keep_ops.weights");
+        make_weight(&wq[v], &r, QT_Q4_K, K, N, 1);
+        make_weight(&wf[v], &r, QT_F32, K, 8, 1);
+        make_weight(&wsq[v], &r, QT_Q6_K, K, K, 1);   /* writes y: K outputs */
+        make_weight(&we[v], &r, QT_Q4_K, K, N, 4);
+        make_weight(&wu[v], &r, QT_Q4_K, K, N, 4);
+        be_ctx *g = gpu;
+        be_tensor *xt = be_tensor_new(g, R, K), *y = be_tensor_new(g, R, K);
+        be_tensor *dt = be_tensor_new(g, R, K), *o2 = be_tensor_new(g, R, K);
+        be_tensor *o = be_tensor_new(g, R, N), *of = be_tensor_new(g, R, 8);
+        be_tensor *oe = be_tensor_new(g, R * 2, N), *tmp = be_tensor_new(g, R * 2, N);
+        be_tensor *sel = be_tensor_new_type(g, BE_I32, R, 2);
+        const int32_t sv[R * 2] = { 3, 1, 0, 2 };
+        be_write(g, sel, 0, R, sv);
+        be_write(g, xt, 0, R, x);
+        be_write(g, dt, 0, R, d);
+        out[v] = malloc(sizeof(float) * NV * R * N);
+        float *op = out[v];
+        const be_weight *wn[2] = { wq[v].wg, wf[v].wg };
+        be_tensor *yn[2] = { o, of };
+#define PROD(t)                                                                 \
+        do {                                                                    \
+            be_matmul(g, wq[v].wg, 0, t, o);                                    \
+            be_read(g, o, 0, R, op); op += R * N;                               \
+        } while (0)
+        be_rms_norm(g, xt, NULL, 1e-6f, K, y);       /* y and its int8 rows */
+        PROD(y);
+        be_matmul_n(g, 2, wn, y, yn);                 /* Q4_K with an f32 job */
+        be_read(g, o, 0, R, op); op += R * N;
+        be_matmul_id_swiglu(g, we[v].wg, wu[v].wg, y, sel, tmp, oe);
+        be_read(g, oe, 0, R * 2, op); op += R * 2 * N;
+        be_add(g, y, dt, y);                          /* y changes by an op */
+        PROD(y);
+        be_write(g, y, 0, R, x2);                     /* by a write */
+        PROD(y);
+        PROD(dt);                                     /* other rows between */
+        be_matmul(g, wsq[v].wg, 0, dt, y);            /* by a product into y */
+        PROD(y);
+#undef PROD
+        be_sync(g);
+        q36_err err = { 0 };
+        if (be_check(g, &err))
+            t_fail(name, "%s", err.msg);
+        be_tensor *ts[] = { xt, y, dt, o2, o, of, oe, tmp, sel };
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            be_tensor_free(g, ts[i]);
+    }
+    gpu = keep;
+    int bad = -1;
+    for (size_t i = 0; i < (size_t)NV * R * N && bad < 0; i++)
+        if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
+            bad = (int)i;
+    t_check(name, bad < 0, "the kept rows' products differ from k_q8x's at value %d", bad);
+    free(out[0]); free(out[1]); free(x); free(x2); free(d);
+    be_free(cx[0]);
+    be_free(cx[1]);
+    for (int v = 0; v < 2; v++) {      /* the data stays: bound weights are keyed by it */
+        wt *ws[] = { &wq[v], &wf[v], &wsq[v], &we[v], &wu[v] };
+        for (int i = 0; i < 5; i++)
+            free(ws[i]->deq);
+    }
+}
+
 /* Q36_CUDA_MV8 (fast mode's default): Q4_K and Q6_K decode products on
  * int8 rows of x (cuda_matmul.cu, k_q8x, k_matvec8, k_matvec8_id) against
  * the CPU with the default path's bounds (the int8 rounding of x, blocks
@@ -2074,9 +2164,10 @@ typedef struct {
     const char *backend_c;
     int graphs_c, graphs_g;
     const char *backend_g;
+    const char *q8keep_c;   /* Q36_CUDA_Q8KEEP for the first session (NULL: as set) */
 } cmp_opts;
-static const cmp_opts CMP_CPU = { NULL, -1, -1, NULL };
-static const cmp_opts CMP_CPU_CPU = { NULL, -1, -1, "cpu" };
+static const cmp_opts CMP_CPU = { NULL, -1, -1, NULL, NULL };
+static const cmp_opts CMP_CPU_CPU = { NULL, -1, -1, "cpu", NULL };
 
 static int session_on(q36_model *m, const char *backend, int graphs, q36_session **out,
                       q36_err *err)
@@ -2102,7 +2193,11 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
      * rows of attention, cuda_fattn.h) */
     const int P = gpu_fast ? 100 : 40, G = 64;
     q36_session *sc = NULL, *sg = NULL;
-    if ((r.rc = session_on(mc, co->backend_c, co->graphs_c, &sc, &r.err)) ||
+    char *kept = co->q8keep_c ? env_set("Q36_CUDA_Q8KEEP", co->q8keep_c) : NULL;
+    r.rc = session_on(mc, co->backend_c, co->graphs_c, &sc, &r.err);
+    if (co->q8keep_c)
+        env_restore("Q36_CUDA_Q8KEEP", kept);
+    if (r.rc ||
         (r.rc = session_on(mg, co->backend_g ? co->backend_g : "cuda", co->graphs_g, &sg,
                            &r.err))) {
         q36_session_free(sc);
@@ -2234,7 +2329,7 @@ static void test_model_graphs(const char *path)
         t_fail(name, "%s", err.msg);
         return;
     }
-    const cmp_opts co = { "cuda", 0, 1, NULL };
+    const cmp_opts co = { "cuda", 0, 1, NULL, NULL };
     const double tol = gpu_fast ? fmax(MODEL_TOL, model_tol) : MODEL_TOL;
     model_cmp r = compare_sessions(m, m, name, tol, &co);
     const uint64_t replays = r.st1.graph_launches - r.st0.graph_launches;
@@ -2254,6 +2349,42 @@ static void test_model_graphs(const char *path)
            (double)(r.st1.launches - r.st0.launches) / 64.0, (double)replays / 64.0,
            replays ? (double)(r.st1.graph_nodes - r.st0.graph_nodes) / (double)replays : 0.0,
            r.tok_cpu * 1e3, r.tok_gpu * 1e3);
+    q36_model_free(m);
+}
+
+/* Kept int8 rows (Q36_CUDA_Q8KEEP, cuda.h: q8; fast mode): a norm writes
+ * the int8 rows of its output for the decode products that follow, and
+ * products of the same rows reuse them, instead of k_q8x quantizing the
+ * rows again for each product: the same rows, the same bits. So a
+ * session with it and one without (Q36_CUDA_Q8KEEP=0) must give the same
+ * logits bit for bit, prompt and 64 greedy decodes, op by op and with
+ * graphs (a replayed pass skips its ops, the rows kept must be dropped):
+ * any rows reused after they changed show as a difference. */
+static void test_model_q8keep(const char *path)
+{
+    if (!gpu_fast)
+        return;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    char name[256];
+    snprintf(name, sizeof name, "cuda.model%s.%s.q8keep_same_bits", mode_tag, base);
+    if (q36_model_open(path, &m, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    for (int graphs = 0; graphs <= 1; graphs++) {
+        snprintf(name, sizeof name, "cuda.model%s.%s.q8keep_same_bits%s", mode_tag, base,
+                 graphs ? "_graphs" : "");
+        const cmp_opts co = { "cuda", graphs, graphs, NULL, "0" };
+        model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
+        if (r.rc)
+            t_fail(name, "%s", r.err.msg);
+        else
+            t_check(name, r.prompt_rel == 0 && r.worst_rel == 0 && r.same == 64,
+                    "prompt logits |d| %.4g std, decode worst %.4g std, %d of 64 tokens the "
+                    "same", r.prompt_rel, r.worst_rel, r.same);
+    }
     q36_model_free(m);
 }
 
@@ -2915,8 +3046,11 @@ int main(int argc, char **argv)
     }
     /* model cases with a switch away from its default: a tag of their own */
     const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
+    const char *graphs = getenv("Q36_CUDA_GRAPHS");
     if (gpu_fast && mv8 && !strcmp(mv8, "0"))
         mode_tag = ".fast.nomv8";
+    else if (gpu_fast && graphs && !strcmp(graphs, "1"))
+        mode_tag = ".fast.new";          /* run.sh's NEW=1: every decode switch on */
     else if (!gpu_fast && inv && !strcmp(inv, "0"))
         mode_tag = ".noinv";
 
@@ -2930,6 +3064,7 @@ int main(int argc, char **argv)
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_mv8(&sh);
+        test_q8keep_ops(&sh);
         test_attn_gqa(&sh);
         test_mv_mixed(&sh);
         test_fused(&sh);
@@ -2940,6 +3075,7 @@ int main(int argc, char **argv)
         test_model_slots(argv[i]);
         test_model_graphs(argv[i]);
         test_model_invariance(argv[i]);
+        test_model_q8keep(argv[i]);
     }
     be_free(cpu);
     be_free(gpu);

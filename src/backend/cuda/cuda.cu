@@ -176,6 +176,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn = cuda_fattn_enabled(shape);
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
+    c->q8keep = cuda_env_on("Q36_CUDA_Q8KEEP");
+    cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }
 
@@ -523,6 +525,18 @@ template <typename... A> static inline uint64_t fp_args(A... a)
     return h;
 }
 
+/* Every tensor an op may write (its non-const tensor arguments) drops the
+ * kept int8 rows it overlaps (cuda.h: q8); be_matmul_n's outputs, an
+ * array, are checked by cuda_matmul_n itself */
+static inline void q8_out(cuda_ctx *c, be_tensor *t) { cuda_q8_written(c, t); }
+template <typename T> static inline void q8_out(cuda_ctx *, T) {}
+template <typename... A> static inline void q8_outs(be_ctx *be, A... a)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    (void)c;                            /* an op of no tensors */
+    (q8_out(c, a), ...);
+}
+
 /* The table's entries. An op (OP): in a recorded pass its fingerprint is
  * folded and, in a replay, it is skipped; otherwise it launches the queued
  * copies (cuda_copy.cu) and does its work. A read, write or sync (CUT)
@@ -530,14 +544,18 @@ template <typename... A> static inline uint64_t fp_args(A... a)
 #define OP(name, params, args)                                                          \
     static void f_##name params                                                         \
     {                                                                                   \
-        if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args args)))   \
+        q8_outs args;                                                                   \
+        if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args args))) { \
+            cuda_q8_drop(cuda_ctx_of(be));   /* its kernels run in the graph */         \
             return;                                                                     \
+        }                                                                               \
         cuda_copy_flush(be);                                                            \
         name args;                                                                      \
     }
 #define CUT(name, params, args)                                                         \
     static void f_##name params                                                         \
     {                                                                                   \
+        q8_outs args;                                                                   \
         cuda_graph_cut(be);                                                             \
         cuda_copy_flush(be);                                                            \
         name args;                                                                      \
@@ -586,8 +604,10 @@ static void f_cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const 
         uint64_t h = fp_args(n, x);
         for (int i = 0; i < n; i++)
             h = fp1(fp1(h, w[i]), y[i]);
-        if (cuda_graph_op(be, fmix(__LINE__, h)))
+        if (cuda_graph_op(be, fmix(__LINE__, h))) {
+            cuda_q8_drop(cuda_ctx_of(be));
             return;
+        }
     }
     cuda_copy_flush(be);
     cuda_matmul_n(be, n, w, x, y);
@@ -596,8 +616,11 @@ static void f_cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const 
 /* be_copy queues (cuda_copy.cu): no flush before it */
 static void f_cuda_copy(be_ctx *be, const be_tensor *src, be_tensor *dst)
 {
-    if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args(src, dst))))
+    cuda_q8_written(cuda_ctx_of(be), dst);
+    if (cuda_ctx_of(be)->gmode && cuda_graph_op(be, fmix(__LINE__, fp_args(src, dst)))) {
+        cuda_q8_drop(cuda_ctx_of(be));
         return;
+    }
     cuda_copy_queue(be, src, dst);
 }
 

@@ -83,6 +83,17 @@ struct cuda_ctx {
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
+    /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
+     * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
+     * wrote there, kept for the next products of the same rows
+     * (Q36_CUDA_Q8KEEP, on unless "0"). Dropped when an op writes a tensor
+     * over those rows (the OP wrapper, cuda.cu), when anything else uses
+     * the scratch, when an op is skipped in a replayed pass, at a pass's
+     * start and its cut, and when tensors are freed or the scratch is
+     * reserved again (cuda_q8_drop). */
+    struct { const void *x; int64_t R, ld, K; bool valid; } q8;
+    bool            q8keep;
+#define CUDA_Q8_NORM_ROWS 8        /* cuda_matmul.cu's MATVEC_ROWS: rows a norm writes int8 for */
     /* Q36_CUDA_EXACTINV in exact mode (on unless "0"; checked on the H200
      * on 2026-12-02): a row's bits do not depend on its batch. Weight products take the
      * decode matvec kernels for every batch size (each output row sums
@@ -184,6 +195,26 @@ __device__ __forceinline__ void cuda_pdl_enter(void)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* The int8 form of a block of 32 values, one a lane of a full warp (the
+ * decode products' input rows, cuda_matmul.cu: k_q8x): d = max|v| / 127,
+ * q = round(v / d) (0 when the block is all zero); returns this lane's q,
+ * and in *ds (every lane) the block's pair (d, d * sum of q) */
+__device__ __forceinline__ int cuda_q8_lane(float v, float2 *ds)
+{
+    float amax = fabsf(v);
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = amax / 127.0f;
+    const int q = amax > 0.0f ? __float2int_rn(v / d) : 0;
+    int s = q;
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    *ds = make_float2(d, d * (float)s);
+    return q;
+}
+
 /* silu(g) * u as every kernel forms it (k_ew's swiglu, the products'
  * fused input), so fused and unfused paths give the same bits */
 __device__ __forceinline__ float cuda_swiglu1(float g, float u)
@@ -243,6 +274,15 @@ void cuda_graph_pass_end(be_ctx *be);
 void cuda_graph_drop(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
+
+/* The kept int8 rows (cuda_ctx.q8): forgotten; forgotten when t overlaps them */
+void cuda_q8_drop(cuda_ctx *c);
+void cuda_q8_written(cuda_ctx *c, const be_tensor *t);
+/* Where R int8 rows of K and their block scales go in the scratch; false
+ * when the int8 products are off or the rows do not fit */
+bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx);
+/* The int8 rows just written for x (R rows, K wide) are kept */
+void cuda_q8_kept(cuda_ctx *c, const be_tensor *x);
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);

@@ -58,6 +58,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     if (type == QT_F32 || !cuda_type_native(type) || halves < xh + (size_t)K * 64)
         return false;
     __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
+    cuda_q8_drop(c);                    /* the scratch is overwritten */
     const int64_t fit = (int64_t)((halves - xh) / (size_t)K), chunk = fit < N ? fit : N;
     cudaStream_t st = c->stream;
     cuda_launch(k_to_half, cuda_blocks(R * K, 256), 256, 0, st, (const float *)x->data, x->ld, R, K, x16);

@@ -34,6 +34,7 @@
 void cuda_graph_drop(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    cuda_q8_drop(c);           /* memory may move (cuda.h: q8) */
     for (int i = 0; i < c->n_graphs; i++)
         if (c->graphs[i].exec)
             cudaGraphExecDestroy(c->graphs[i].exec);
@@ -67,6 +68,7 @@ void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     c->gmode = GM_EAGER;
+    cuda_q8_drop(c);           /* a pass starts without kept int8 rows (cuda.h: q8) */
     cuda_copy_flush(be);       /* copies queued before the pass run before it */
     if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > CUDA_GRAPH_ROWS ||
         be->err.kind)
@@ -182,6 +184,7 @@ static void cut_replay(be_ctx *be)
 void cuda_graph_cut(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    cuda_q8_drop(c);
     if (c->gmode == GM_CAPTURE)
         cut_capture(be);
     else if (c->gmode == GM_REPLAY)

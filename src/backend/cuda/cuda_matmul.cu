@@ -132,20 +132,11 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
     if (g >= R * nb)
         return;
     const int64_t r = g / nb, b = g % nb;
-    const float v = x[r * ldx + b * Q8X_BLOCK + lane];
-    float amax = fabsf(v);
-    #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 127.0f;
-    const int q = amax > 0.0f ? __float2int_rn(v / d) : 0;
-    int s = q;
-    #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
+    float2 ds;
+    const int q = cuda_q8_lane(x[r * ldx + b * Q8X_BLOCK + lane], &ds);
     qx[r * K + b * Q8X_BLOCK + lane] = (int8_t)q;
     if (lane == 0)
-        dx[r * nb + b] = make_float2(d, d * (float)s);
+        dx[r * nb + b] = ds;
 }
 
 /* acc[r] += this lane's share of the Q4_K row (K % 256 == 0) times the
@@ -361,10 +352,13 @@ __device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8
 }
 
 /* The jobs J (Q4_K or Q6_K: T, or MV_ANY, each job its type) times the
- * int8 rows of k_q8x (rows r0.. of blockIdx.y) */
+ * int8 rows of k_q8x (rows r0.. of blockIdx.y); with MV_ANY, a job of
+ * another type (an f32 router beside Q4_K projections) reads the f32 rows
+ * x as k_matvec does */
 template <int T, int RB>
 __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
-                          const float2 *__restrict__ dx, int64_t R)
+                          const float2 *__restrict__ dx, int64_t R, const float *__restrict__ x,
+                          int64_t ldx, bool xvec)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
@@ -377,8 +371,12 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
     #pragma unroll
     for (int r = 0; r < RB; r++)
         acc[r] = 0.0f;
-    mv8_row<T, RB>(J.type[jb], J.W[jb] + (uint64_t)n * J.rb[jb], K, qx + r0 * K,
-                   dx + r0 * (K / Q8X_BLOCK), R - r0, lane, acc);
+    const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
+    if (T == MV_ANY && J.type[jb] != QT_Q4_K && J.type[jb] != QT_Q6_K)
+        mv_row_any<RB>(J.type[jb], false, row, K, x, ldx, R, r0, xvec, lane, acc);
+    else
+        mv8_row<T, RB>(J.type[jb], row, K, qx + r0 * K, dx + r0 * (K / Q8X_BLOCK), R - r0, lane,
+                       acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
@@ -511,20 +509,63 @@ size_t cuda_matmul_scratch(const be_shape *s)
 /* The weight types with an int8 decode product (Q36_CUDA_MV8) */
 static bool mv8_type(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
 
-/* Q36_CUDA_MV8: x's R rows (K % 256 == 0) quantized by k_q8x into the
- * scratch; false (nothing queued) when the switch is off or they do not
- * fit */
-static bool q8_rows(be_ctx *be, const float *x, int64_t ldx, int64_t R, int64_t K, int8_t **qx,
-                    float2 **dx)
+bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
     const size_t need = (size_t)R * (size_t)K + (size_t)R * (size_t)(K / Q8X_BLOCK) * 8 + 16;
     if (!c->mv8 || K % 256 || !c->deq || need > c->deq_floats * sizeof(float))
         return false;
     *qx = (int8_t *)c->deq;
     *dx = (float2 *)(((uintptr_t)(*qx + R * K) + 15) & ~(uintptr_t)15);
-    cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream, x, ldx, R,
-                K, *qx, *dx);
+    return true;
+}
+
+void cuda_q8_drop(cuda_ctx *c) { c->q8.valid = false; }
+
+/* bytes [lo, hi) a tensor's rows span */
+static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    const size_t es = t->type == BE_I32 ? 4 : t->f16 ? 2 : t->type == BE_Q8_0 ? 1 : 4;
+    *lo = (uintptr_t)t->data;
+    *hi = *lo + (size_t)((t->rows > 0 ? t->rows - 1 : 0) * t->ld + t->cols) * es +
+          (t->type == BE_Q8_0 ? (size_t)t->ld : 0);
+}
+
+void cuda_q8_written(cuda_ctx *c, const be_tensor *t)
+{
+    if (!c->q8.valid || !t || !t->data)
+        return;
+    uintptr_t lo, hi;
+    span(t, &lo, &hi);
+    const uintptr_t xlo = (uintptr_t)c->q8.x;
+    const uintptr_t xhi = xlo + (size_t)((c->q8.R - 1) * c->q8.ld + c->q8.K) * sizeof(float);
+    if (lo < xhi && xlo < hi)
+        c->q8.valid = false;
+}
+
+void cuda_q8_kept(cuda_ctx *c, const be_tensor *x)
+{
+    c->q8.x = x->data;
+    c->q8.R = x->rows;
+    c->q8.ld = x->ld;
+    c->q8.K = x->cols;
+    c->q8.valid = c->q8keep;
+}
+
+/* Q36_CUDA_MV8: x's R rows (K % 256 == 0) as int8 rows in the scratch:
+ * the kept ones when they are x's (cuda.h: q8), else quantized by k_q8x
+ * (and kept); false (nothing queued) when the switch is off or they do
+ * not fit */
+static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = x->rows, K = x->cols;
+    if (x->f16 || !cuda_q8_layout(c, R, K, qx, dx))
+        return false;
+    if (c->q8.valid && c->q8.x == x->data && c->q8.R == R && c->q8.ld == x->ld && c->q8.K == K)
+        return true;
+    cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream,
+                (const float *)x->data, x->ld, R, K, *qx, *dx);
+    cuda_q8_kept(c, x);
     return CUDA_LAUNCHED(be, "k_q8x");
 }
 
@@ -545,15 +586,16 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     bool same = true;
     for (int j = 1; j < J->n; j++)
         same = same && J->type[j] == type;
-    /* Q36_CUDA_MV8: Q4_K and Q6_K on int8 rows of x */
-    bool int8 = true;
-    for (int j = 0; j < J->n; j++)
-        int8 = int8 && mv8_type(J->type[j]);
+    /* Q36_CUDA_MV8: Q4_K and Q6_K on int8 rows of x (in a mixed group, the
+     * other jobs on x's f32 rows in the same launch) */
+    bool int8 = same && mv8_type(type);
+    for (int j = 0; j < J->n && !same; j++)
+        int8 = int8 || mv8_type(J->type[j]);
     int8_t *qx;
     float2 *dx;
-    if (int8 && q8_rows(be, xd, x->ld, R, K, &qx, &dx)) {
+    if (int8 && q8_rows(be, x, &qx, &dx)) {
 #define MV8(T, RB) cuda_launch(k_matvec8<T, RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, \
-                               (const int8_t *)qx, (const float2 *)dx, R)
+                               (const int8_t *)qx, (const float2 *)dx, R, xd, x->ld, xvec)
         if (!same) {
             if (R == 1) MV8(MV_ANY, 1); else MV8(MV_ANY, MATVEC_RB);
         } else if (type == QT_Q4_K) {
@@ -602,6 +644,7 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows;
+    cuda_q8_drop(c);                    /* the scratch is overwritten */
     if (!c->deq || c->deq_floats < (size_t)K) {
         be_fail(be, Q36_E_NOMEM, "cuda matmul: %lld rows need the dequantization scratch "
                 "(%lld floats a weight row, %zu reserved)", (long long)R, (long long)K,
@@ -689,6 +732,8 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
+    for (int i = 0; i < n; i++)         /* the outputs (cuda.cu: q8_outs) */
+        cuda_q8_written(cuda_ctx_of(be), y[i]);
     if (x->rows > MATVEC_ROWS && !cuda_ctx_of(be)->inv) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
@@ -728,8 +773,7 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     int8_t *qx;
     float2 *dx;
-    if (mv8_type(w->type) && (!w2 || w2->type == w->type) &&
-        q8_rows(be, (const float *)x->data, x->ld, x->rows, K, &qx, &dx)) {
+    if (mv8_type(w->type) && (!w2 || w2->type == w->type) && q8_rows(be, x, &qx, &dx)) {
 #define ID8(TY) cuda_launch(k_matvec8_id<TY>, grid, 32 * MV_WARPS, 0, c->stream,                   \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
         (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \

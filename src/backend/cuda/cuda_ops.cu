@@ -46,10 +46,13 @@ __device__ __forceinline__ double block_sum(double s)
 /* One block per (row, group): with o (the fused add), x = o + x first,
  * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post, and with z (the
  * fused gate) times silu(z) as k_ew's swiglu forms it. Each thread squares,
- * and scales, the elements it added. */
+ * and scales, the elements it added. With qx (a group a row, group % 32
+ * == 0, blockDim.x % 32 == 0: a warp holds 32 consecutive elements at each
+ * step), y's rows are also written as the int8 rows the decode products
+ * read (cuda.h: cuda_q8_lane, as k_q8x forms them). */
 __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
                        int64_t gpr, const float *__restrict__ w, float eps, float post,
-                       const float *z, int64_t ldz, float *y, int64_t ldy)
+                       const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx, float2 *dx)
 {
     cuda_pdl_enter();
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
@@ -78,6 +81,12 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
             v = zz / (1.0f + expf(-zz)) * v;
         }
         yr[i] = v;
+        if (qx) {
+            float2 ds;
+            qx[r * group + i] = (int8_t)cuda_q8_lane(v, &ds);
+            if ((threadIdx.x & 31) == 0)
+                dx[r * (group / 32) + i / 32] = ds;
+        }
     }
 }
 
@@ -89,12 +98,21 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     assert(!x->f16 && !y->f16 && (!o || (!o->f16 && o->rows == x->rows && o->cols == x->cols)));
     if (!x->rows)
         return;
+    cuda_ctx *c = cuda_ctx_of(be);
     const int64_t gpr = x->cols / group;
     const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
-    cuda_launch(k_norm, (unsigned)(x->rows * gpr), threads, 0, cuda_ctx_of(be)->stream,
+    /* a decode row's whole-row norm feeds weight products: their int8
+     * rows too (cuda.h: q8) */
+    int8_t *qx = NULL;
+    float2 *dx = NULL;
+    const bool q8 = c->q8keep && gpr == 1 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
+                    cuda_q8_layout(c, y->rows, y->cols, &qx, &dx);
+    cuda_launch(k_norm, (unsigned)(x->rows * gpr), threads, 0, c->stream,
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
-        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld);
-    CUDA_LAUNCHED(be, what);
+        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,
+        q8 ? qx : NULL, q8 ? dx : NULL);
+    if (CUDA_LAUNCHED(be, what) && q8)
+        cuda_q8_kept(c, y);
 }
 
 void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
