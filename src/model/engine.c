@@ -80,6 +80,10 @@ void q36_engine_free(q36_engine *e)
         be_batch_free(e->be, &e->batch);
         be_batch_free(e->be, &e->row_batch);
         be_batch_free(e->be, &e->run_batch);
+        for (int i = 0; e->keep_b && i < e->n_slots * e->n_keep; i++)
+            be_batch_free(e->be, &e->keep_b[i]);
+        for (int i = 0; e->keep_run_b && i < e->n_slots; i++)
+            be_batch_free(e->be, &e->keep_run_b[i]);
     }
     be_free(e->be);
     model_mtp_free(e);
@@ -88,6 +92,8 @@ void q36_engine_free(q36_engine *e)
     free(e->rowbuf);
     free(e->mtp_pos);
     free(e->keep);
+    free(e->keep_b);
+    free(e->keep_run_b);
     free(e->kept_pos0);
     free(e->kept_rows);
     free(e->saves);
@@ -184,6 +190,20 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
     if ((e->n_keep && (rc = be_batch_init(e->be, &e->row_batch, 1, 1, n_ctx, err))) ||
         (rc = be_batch_init(e->be, &e->run_batch, o.n_batch, 1, n_ctx, err)))
         goto fail;
+    if (e->n_keep) {
+        e->keep_b = calloc((size_t)o.n_slots * (size_t)e->n_keep, sizeof *e->keep_b);
+        e->keep_run_b = calloc((size_t)o.n_slots, sizeof *e->keep_run_b);
+        if (!e->keep_b || !e->keep_run_b) {
+            rc = q36_err_set(err, Q36_E_NOMEM, "out of memory for the kept states' batches");
+            goto fail;
+        }
+        for (int i = 0; i < o.n_slots * e->n_keep && !rc; i++)
+            rc = be_batch_init(e->be, &e->keep_b[i], 1, 1, n_ctx, err);
+        for (int i = 0; i < o.n_slots && !rc; i++)
+            rc = be_batch_init(e->be, &e->keep_run_b[i], o.n_batch, 1, n_ctx, err);
+        if (rc)
+            goto fail;
+    }
     const be_shape sh = model_plan_shape(hp, &a);
     if ((rc = be_reserve(e->be, &sh, err)))
         goto fail;
@@ -257,20 +277,26 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
 /* The pass's key for a backend that records passes (be_pass_begin): what
  * decides which ops a pass issues on which tensors and views: its rows, the
  * rows of each run (not the slots and positions: the ops read those from
- * the device), the rows asked for and what is returned. 0 (never recorded)
- * for a pass that keeps per-row states or saves checkpoints (its ops depend
- * on the kept slot and the positions). */
+ * the device), the rows asked for and what is returned; in a pass that
+ * keeps per-row states, which runs keep them and their slots (the copies
+ * of kept rows are views at the slot's rows; the runs' batches are set
+ * before the pass, model_keep_batches). 0 (never recorded) for a pass that
+ * saves checkpoints (its pieces end at positions, its batches are set
+ * inside it). */
 static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, bool logits,
                          bool hidden, const int32_t *hid, int n_hid)
 {
-    if (e->n_keep_req || e->n_saves)
+    if (e->n_saves)
         return 0;
     uint64_t h = 0x9E3779B97F4A7C15u;
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001B3u, h ^= h >> 29)
     MIX(b->n);
     MIX(n_seq);
-    for (int s = 0; s < n_seq; s++)
+    for (int s = 0; s < n_seq; s++) {
         MIX(e->seq[s].n_rows);
+        if (e->n_keep_req)
+            MIX(e->keep[e->seq[s].slot] ? 1 + (uint64_t)e->seq[s].slot : 0);
+    }
     MIX(b->n_out);
     for (int i = 0; i < b->n_out; i++)
         MIX(b->out[i]);
@@ -320,6 +346,8 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int3
     be_views_reset(be);
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_batch_set(be, &e->batch, n_seq, e->seq);
+    if (e->keeping && !e->n_saves)
+        model_keep_batches(e, n_seq);
     be_pass_begin(be, pass_key(e, b, n_seq, logits != NULL, hidden != NULL, hid, n_hid), b->n);
     int rc = model_forward(e, b->n, b->out, b->n_out, logits, n_hid < 0 ? hidden : NULL,
                            hid, n_hid < 0 ? 0 : n_hid, hidden, err);

@@ -10,7 +10,10 @@
  * fused recurrence steps one token at a time in any case, so every row
  * comes out with the same bits; the cost is the copies (per row but the
  * last, whose state stays the slot's: every DeltaNet layer's state,
- * Hv x dk x dv floats) and the per-row calls. Rewinding copies one kept row
+ * Hv x dk x dv floats) and the per-row calls. The runs' one-run and
+ * one-row batches are set before the pass begins (model_keep_batches), so
+ * the pass uploads nothing and a backend can record it as a decode step
+ * (engine.c: pass_key; the CUDA graphs). Rewinding copies one kept row
  * back: no replay. Several slots keep their states in one pass (the
  * server's verify rows). The same run-by-run path serves a pass that saves
  * checkpoints inside it (ckpt_pass.c): a slot with saves runs in pieces
@@ -63,6 +66,21 @@ int model_keep_check(q36_engine *e, int n_seq, q36_err *err)
     return 0;
 }
 
+void model_keep_batches(q36_engine *e, int n_seq)
+{
+    be_ctx *be = e->be;
+    for (int s = 0; s < n_seq; s++) {
+        const be_seq r = e->seq[s];
+        if (e->keep[r.slot])
+            for (int32_t t = 0; t < r.n_rows; t++)
+                be_batch_set(be, &e->keep_b[(int64_t)s * e->n_keep + t], 1,
+                             &(be_seq){ r.slot, 0, 1, r.pos0 + t });
+        else
+            be_batch_set(be, &e->keep_run_b[s], 1, &(be_seq){ r.slot, 0, r.n_rows, r.pos0 });
+    }
+    e->keep_ready = true;
+}
+
 void model_keep_done(q36_engine *e, int n_seq, bool ok)
 {
     for (int s = 0; s < n_seq && e->n_keep; s++) {
@@ -71,22 +89,24 @@ void model_keep_done(q36_engine *e, int n_seq, bool ok)
         e->kept_pos0[r->slot] = r->pos0;
     }
     e->keeping = false;
+    e->keep_ready = false;
     if (e->n_keep_req)
         keep_clear(e);
 }
 
 /* One DeltaNet layer's conv and delta rule for the run rows [a, a+n) of
- * slot sl at positions p0.., on batch b (set here to that run alone). In
- * fast mode a piece of several rows takes the chunked rule, as a pass of
- * those rows would. */
-static void dn_run(q36_engine *e, int il, be_batch *b, int sl, int64_t a, int64_t n, int64_t p0,
-                   be_tensor *mixed, be_tensor *conv, be_tensor *g, be_tensor *beta,
+ * slot sl at positions p0.., on batch b: set here to that run alone, or
+ * with set false, already so (model_keep_batches). In fast mode a piece
+ * of several rows takes the chunked rule, as a pass of those rows would. */
+static void dn_run(q36_engine *e, int il, be_batch *b, bool set, int sl, int64_t a, int64_t n,
+                   int64_t p0, be_tensor *mixed, be_tensor *conv, be_tensor *g, be_tensor *beta,
                    be_tensor *core)
 {
     const model_hparams *hp = e->hp;
     const int64_t Hk = hp->ssm_group, Hv = hp->ssm_dt_rank, dk = hp->ssm_state;
     be_ctx *be = e->be;
-    be_batch_set(be, b, 1, &(be_seq){ sl, 0, (int32_t)n, (int32_t)p0 });
+    if (set)
+        be_batch_set(be, b, 1, &(be_seq){ sl, 0, (int32_t)n, (int32_t)p0 });
     be_tensor *ct = be_rows(be, conv, a, n);
     be_ssm_conv_silu(be, be_rows(be, mixed, a, n), e->tail[il], e->w.layer[il].ssm_conv, b, ct);
     be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
@@ -112,16 +132,18 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
         const bool kept = e->keeping && e->keep[r.slot];
         const int n_sv = e->n_saves ? e->save_n[r.slot] : 0;
         if (!kept && !n_sv) {
-            dn_run(e, il, &e->run_batch, r.slot, r.row0, r.n_rows, r.pos0, mixed, conv, g, beta,
-                   core);
+            dn_run(e, il, e->keep_ready ? &e->keep_run_b[s] : &e->run_batch, !e->keep_ready,
+                   r.slot, r.row0, r.n_rows, r.pos0, mixed, conv, g, beta, core);
             continue;
         }
         /* pieces: one row each for a kept slot, else up to each save's position */
         const model_save *sv = &e->saves[n_sv ? e->save0[r.slot] : 0], *sv_end = sv + n_sv;
         for (int64_t t = 0; t < r.n_rows;) {
             const int64_t end = kept ? t + 1 : sv < sv_end ? sv->pos - r.pos0 : r.n_rows;
-            dn_run(e, il, kept ? &e->row_batch : &e->run_batch, r.slot, r.row0 + t, end - t,
-                   r.pos0 + t, mixed, conv, g, beta, core);
+            const bool ready = kept && e->keep_ready;
+            dn_run(e, il, ready ? &e->keep_b[(int64_t)s * K + t] : kept ? &e->row_batch
+                                                                          : &e->run_batch,
+                   !ready, r.slot, r.row0 + t, end - t, r.pos0 + t, mixed, conv, g, beta, core);
             for (; sv < sv_end && sv->pos == r.pos0 + end; sv++)
                 model_save_layer(e, il, r.slot, sv->c);
             if (kept && end < r.n_rows) {    /* the last row's state is the slot's own */
