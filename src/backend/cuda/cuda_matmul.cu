@@ -12,7 +12,8 @@
  * pass over the weight row, a shuffle sum. Larger batches: the weight is
  * dequantized to f32 in slabs of rows (the reserved scratch) and
  * multiplied by cuBLAS in plain f32 (no TF32), or in fast mode in f16 on
- * tensor cores (cuda_gemm.cu). Expert products run the warp kernel for
+ * tensor cores (cuda_gemm.cu), or in batch-invariant exact mode (cuda.h:
+ * inv) by k_matvec_inv, whose sums are the decode kernels'. Expert products run the warp kernel for
  * every (token, rank) row, or in fast mode, for prompt batches, grouped by
  * expert (cuda_moe.cu).
  *
@@ -30,8 +31,8 @@
 
 #define MATVEC_ROWS 8
 #define MATVEC_RB   4      /* activation rows per pass over a weight row */
-/* ... for batches above MATVEC_ROWS (batch-invariant exact mode only):
- * each row's sum is formed as in a pass of MATVEC_RB, so the same bits */
+/* ... for batches above MATVEC_ROWS in batch-invariant exact mode
+ * (k_matvec_inv): each row's sum is formed as in k_matvec, the same bits */
 #define MATVEC_RB_INV 16
 #define MV_WARPS    4      /* output rows (warps) per block */
 
@@ -60,6 +61,27 @@ __device__ __forceinline__ float dot16(const float w[16], const float *xr, bool 
  * l / 8 + 4i at step i: the low nibbles are weights 64c + 16(p%2) + j of
  * sub-block 2c, the high ones 32 further of sub-block 2c+1 (c = p / 2),
  * each formed as deq8 forms it (dl * q - ml). */
+/* dot_q4k's weights of block b for this lane: w0 (sub-block 2c, low
+ * nibbles) and w1 (2c+1, high), 16 each, formed as deq8 forms them */
+__device__ __forceinline__ void q4k_lane_w(const uint8_t *blk, int c, int l0, float w0[16],
+                                           float w1[16])
+{
+    const uint4 q = *(const uint4 *)(blk + 16 + 32 * c + l0);   /* 16-byte aligned */
+    const float d = f16f(blk), dmin = f16f(blk + 2);
+    int sc, m;
+    k4_scale_min(2 * c, blk + 4, &sc, &m);
+    const float dl0 = d * (float)sc, ml0 = dmin * (float)m;
+    k4_scale_min(2 * c + 1, blk + 4, &sc, &m);
+    const float dl1 = d * (float)sc, ml1 = dmin * (float)m;
+    const uint32_t u[4] = { q.x, q.y, q.z, q.w };
+    #pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const uint32_t by = (u[j >> 2] >> (8 * (j & 3))) & 0xFF;
+        w0[j] = dl0 * (float)(by & 15) - ml0;
+        w1[j] = dl1 * (float)(by >> 4) - ml1;
+    }
+}
+
 template <int RB>
 __device__ __forceinline__ void dot_q4k(const uint8_t *row, int64_t K, const float *x, int64_t ldx,
                                         int64_t nr, bool xvec, int lane, float acc[RB])
@@ -68,28 +90,48 @@ __device__ __forceinline__ void dot_q4k(const uint8_t *row, int64_t K, const flo
     const int64_t nb = K / 256;
     #pragma unroll 2
     for (int64_t b = lane >> 3; b < nb; b += 4) {
-        const uint8_t *blk = row + b * 144;
-        const uint4 q = *(const uint4 *)(blk + 16 + 32 * c + l0);   /* 16-byte aligned */
-        const float d = f16f(blk), dmin = f16f(blk + 2);
-        int sc, m;
-        k4_scale_min(2 * c, blk + 4, &sc, &m);
-        const float dl0 = d * (float)sc, ml0 = dmin * (float)m;
-        k4_scale_min(2 * c + 1, blk + 4, &sc, &m);
-        const float dl1 = d * (float)sc, ml1 = dmin * (float)m;
-        const uint32_t u[4] = { q.x, q.y, q.z, q.w };
         float w0[16], w1[16];
-        #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const uint32_t by = (u[j >> 2] >> (8 * (j & 3))) & 0xFF;
-            w0[j] = dl0 * (float)(by & 15) - ml0;
-            w1[j] = dl1 * (float)(by >> 4) - ml1;
-        }
+        q4k_lane_w(row + b * 144, c, l0, w0, w1);
         const int64_t e0 = b * 256 + 64 * c + l0;
         #pragma unroll
         for (int r = 0; r < RB; r++)
             if (r < nr) {
                 const float *xr = x + r * ldx + e0;
                 acc[r] += dot16(w0, xr, xvec) + dot16(w1, xr + 32, xvec);
+            }
+    }
+}
+
+/* dot_q4k for NB consecutive rows (row + i * rb, i < nn) at once, each
+ * x load serving them all; every (row, x row) sum formed as dot_q4k forms
+ * it (batch-invariant exact mode: k_matvec_inv) */
+template <int RB, int NB>
+__device__ __forceinline__ void dot_q4k_nb(const uint8_t *row, uint64_t rb, int nn, int64_t K,
+                                           const float *x, int64_t ldx, int64_t nr, bool xvec,
+                                           int lane, float acc[NB][RB])
+{
+    const int p = lane & 7, c = p >> 1, l0 = (p & 1) * 16;
+    const int64_t nb = K / 256;
+    for (int64_t b = lane >> 3; b < nb; b += 4) {
+        float w0[NB][16], w1[NB][16];
+        #pragma unroll
+        for (int i = 0; i < NB; i++) {
+            if (i < nn) {
+                q4k_lane_w(row + (uint64_t)i * rb + b * 144, c, l0, w0[i], w1[i]);
+            } else {            /* past the weight's rows: computed, never stored */
+                #pragma unroll
+                for (int j = 0; j < 16; j++)
+                    w0[i][j] = w1[i][j] = 0.0f;
+            }
+        }
+        const int64_t e0 = b * 256 + 64 * c + l0;
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            if (r < nr) {
+                const float *xr = x + r * ldx + e0;
+                #pragma unroll
+                for (int i = 0; i < NB; i++)
+                    acc[i][r] += dot16(w0[i], xr, xvec) + dot16(w1[i], xr + 32, xvec);
             }
     }
 }
@@ -268,6 +310,23 @@ typedef struct mv_jobs {
     int            n;
 } mv_jobs;
 
+/* acc += the 8 weights v (elements i0.. of a row, past K zero) times
+ * those of the x row xr (pointing at element i0): every f32 matvec's sum */
+__device__ __forceinline__ void acc8(float &acc, const float v[8], const float *__restrict__ xr,
+                                     int64_t i0, int64_t K, bool xvec)
+{
+    if (xvec && i0 + 8 <= K) {      /* 16-byte aligned rows */
+        const float4 a = *(const float4 *)xr, b = *(const float4 *)(xr + 4);
+        acc += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
+               v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
+    } else {
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (i0 + j < K)
+                acc += v[j] * xr[j];
+    }
+}
+
 /* acc[r] = the weight row (type T, K wide) times x rows r0 + r, r < RB,
  * this lane's share, to be summed over the warp */
 template <int T, int RB, bool FAST>
@@ -283,21 +342,41 @@ __device__ __forceinline__ void mv_row(const uint8_t *row, int64_t K, const floa
         float v[8];
         deq8<T>(row, i0, K, v);
         #pragma unroll
-        for (int r = 0; r < RB; r++) {
-            if (r0 + r < R) {
-                const float *xr = x + (r0 + r) * ldx + i0;
-                if (xvec && i0 + 8 <= K) {      /* 16-byte aligned rows */
-                    const float4 a = *(const float4 *)xr, b = *(const float4 *)(xr + 4);
-                    acc[r] += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w +
-                              v[4] * b.x + v[5] * b.y + v[6] * b.z + v[7] * b.w;
-                } else {
-                    #pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        if (i0 + j < K)
-                            acc[r] += v[j] * xr[j];
-                }
+        for (int r = 0; r < RB; r++)
+            if (r0 + r < R)
+                acc8(acc[r], v, x + (r0 + r) * ldx + i0, i0, K, xvec);
+    }
+}
+
+/* mv_row for NB consecutive rows (row + i * rb, i < nn), each x load
+ * serving them all; every (row, x row) sum formed as mv_row forms it */
+template <int T, int RB, int NB, bool FAST>
+__device__ __forceinline__ void mv_row_nb(const uint8_t *row, uint64_t rb, int nn, int64_t K,
+                                          const float *__restrict__ x, int64_t ldx, int64_t R,
+                                          int64_t r0, bool xvec, int lane, float acc[NB][RB])
+{
+    if constexpr (FAST && T == QT_Q4_K)
+        dot_q4k_nb<RB, NB>(row, rb, nn, K, x + r0 * ldx, ldx, R - r0, xvec, lane, acc);
+    else
+    for (int64_t i0 = (int64_t)lane * 8; i0 < K; i0 += 256) {
+        float v[NB][8];
+        #pragma unroll
+        for (int i = 0; i < NB; i++) {
+            if (i < nn) {
+                deq8<T>(row + (uint64_t)i * rb, i0, K, v[i]);
+            } else {            /* past the weight's rows: computed, never stored */
+                #pragma unroll
+                for (int j = 0; j < 8; j++)
+                    v[i][j] = 0.0f;
             }
         }
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            if (r0 + r < R) {
+                #pragma unroll
+                for (int i = 0; i < NB; i++)
+                    acc8(acc[i][r], v[i], x + (r0 + r) * ldx + i0, i0, K, xvec);
+            }
     }
 }
 
@@ -439,6 +518,42 @@ __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int6
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
+/* Batch-invariant exact mode's products above MATVEC_ROWS rows (cuda.h:
+ * inv): y[r][n] = W[n] · x[r] with each warp taking NB consecutive output
+ * rows (n0 = warp * NB) for the RB rows of x of blockIdx.y, so that one
+ * read of x serves NB weight rows (the decode kernels read x again for
+ * each); each (n, r) sum is formed exactly as k_matvec<T, .., FAST> forms
+ * it (mv_row_nb, then the same shuffle sum), so a row's bits do not
+ * depend on the batch. */
+template <int T, int RB, int NB, bool FAST>
+__global__ void k_matvec_inv(const uint8_t *__restrict__ W, uint64_t rb, int64_t N, int64_t K,
+                             const float *__restrict__ x, int64_t ldx, int64_t R, bool xvec,
+                             float *__restrict__ y, int64_t ldy)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t n0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * NB;
+    if (n0 >= N)
+        return;
+    const int nn = N - n0 < NB ? (int)(N - n0) : NB;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    float acc[NB][RB];
+    #pragma unroll
+    for (int i = 0; i < NB; i++)
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            acc[i][r] = 0.0f;
+    mv_row_nb<T, RB, NB, FAST>(W + (uint64_t)n0 * rb, rb, nn, K, x, ldx, R, r0, xvec, lane, acc);
+    #pragma unroll
+    for (int i = 0; i < NB; i++)
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            const float s = warp_sum(acc[i][r]);
+            if (lane == 0 && i < nn && r0 + r < R)
+                y[(r0 + r) * ldy + n0 + i] = s;
+        }
+}
+
 /* Expert rows: output row q = t*k + i takes expert sel[t][i]; x row t
  * (x_per_tok) or q. With W2 (be_matmul_id_swiglu; W2 of W's type and
  * shape): y = silu(W x) * (W2 x), each product summed as alone. */
@@ -569,15 +684,15 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
     return CUDA_LAUNCHED(be, "k_q8x");
 }
 
-/* One launch for the jobs J (rows of x <= MATVEC_ROWS, or any number in
- * batch-invariant exact mode, cuda.h: inv): k_matvec8 on int8 rows of x
+/* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8 on int8 rows of x
  * (Q36_CUDA_MV8), else k_matvec when they share a type, k_matvec<MV_ANY>
  * otherwise. */
 static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
-    const int rb = R == 1 ? 1 : R <= MATVEC_ROWS ? MATVEC_RB : MATVEC_RB_INV;
+    assert(R <= MATVEC_ROWS);
+    const int rb = R == 1 ? 1 : MATVEC_RB;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + rb - 1) / rb));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
@@ -612,10 +727,8 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     if (!same) {
         if (R == 1) {
             if (c->fast_mv) MV(MV_ANY, 1, true); else MV(MV_ANY, 1, false);
-        } else if (rb == MATVEC_RB) {
-            if (c->fast_mv) MV(MV_ANY, MATVEC_RB, true); else MV(MV_ANY, MATVEC_RB, false);
         } else {
-            if (c->fast_mv) MV(MV_ANY, MATVEC_RB_INV, true); else MV(MV_ANY, MATVEC_RB_INV, false);
+            if (c->fast_mv) MV(MV_ANY, MATVEC_RB, true); else MV(MV_ANY, MATVEC_RB, false);
         }
         CUDA_LAUNCHED(be, "k_matvec_mixed");
         return;
@@ -623,19 +736,38 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     if (c->fast_mv && type == QT_Q4_K) {
         if (R == 1)
             MV(QT_Q4_K, 1, true);
-        else if (rb == MATVEC_RB)
-            MV(QT_Q4_K, MATVEC_RB, true);
         else
-            MV(QT_Q4_K, MATVEC_RB_INV, true);
+            MV(QT_Q4_K, MATVEC_RB, true);
     } else if (R == 1) {
         TYPE_SWITCH(type, MV(TT, 1));
-    } else if (rb == MATVEC_RB) {
-        TYPE_SWITCH(type, MV(TT, MATVEC_RB));
     } else {
-        TYPE_SWITCH(type, MV(TT, MATVEC_RB_INV));
+        TYPE_SWITCH(type, MV(TT, MATVEC_RB));
     }
 #undef MV
     CUDA_LAUNCHED(be, "k_matvec");
+}
+
+/* y = x · W^T in batch-invariant exact mode (cuda.h: inv), above
+ * MATVEC_ROWS rows: k_matvec_inv, RB rows of x a block, NB weight rows a
+ * warp (2 for the 16-byte Q4_K path, whose lanes hold 32 weights a row) */
+static void matvec_inv(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K,
+                       int64_t N, const be_tensor *x, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = x->rows;
+    const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
+    const bool q4 = c->fast_mv && type == QT_Q4_K;
+    const int nb = q4 ? 2 : 4;
+    dim3 grid((unsigned)((N + nb * MV_WARPS - 1) / (nb * MV_WARPS)),
+              (unsigned)((R + MATVEC_RB_INV - 1) / MATVEC_RB_INV));
+#define INV(...) cuda_launch(k_matvec_inv<__VA_ARGS__>, grid, 32 * MV_WARPS, 0, c->stream, W, rb, \
+                             N, K, (const float *)x->data, x->ld, R, xvec, (float *)y->data, y->ld)
+    if (q4)
+        INV(QT_Q4_K, MATVEC_RB_INV, 2, true);
+    else
+        TYPE_SWITCH(type, INV(TT, MATVEC_RB_INV, 4, false));
+#undef INV
+    CUDA_LAUNCHED(be, "k_matvec_inv");
 }
 
 /* y = x · W^T by slabs of dequantized rows and cuBLAS */
@@ -692,9 +824,11 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     if (!x->rows)
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
-    if (x->rows <= MATVEC_ROWS || cuda_ctx_of(be)->inv) {
+    if (x->rows <= MATVEC_ROWS) {
         const mv_jobs J = one_job(w, W, y);
         matvec(be, &J, K, x);
+    } else if (cuda_ctx_of(be)->inv) {
+        matvec_inv(be, w->type, W, w->row_bytes, K, N, x, y);
     } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
     }
@@ -734,7 +868,7 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
 {
     for (int i = 0; i < n; i++)         /* the outputs (cuda.cu: q8_outs) */
         cuda_q8_written(cuda_ctx_of(be), y[i]);
-    if (x->rows > MATVEC_ROWS && !cuda_ctx_of(be)->inv) {
+    if (x->rows > MATVEC_ROWS) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
         return;
