@@ -1363,6 +1363,60 @@ static void test_mv_mixed(const be_shape *sh)
     be_free(m);
 }
 
+/* Batch-invariant exact mode's products (Q36_CUDA_EXACTINV=1, cuda.h:
+ * inv): R rows in one product (k_matvec_inv above 8 rows, 16 rows a block,
+ * 2 or 4 weight rows a warp) give each row the bits of that row alone (the
+ * decode kernel). Odd shapes: R not a multiple of 16, N of the warps'
+ * rows, K of 256 (and of 8: the F16 rows' tail), every device type (and
+ * IQ4_XS, which the GPU keeps in another type: cuda.cu); the
+ * 16-byte Q4_K path when Q36_CUDA_FASTMV is on (run.sh's NEW=1 pass), the
+ * 8-byte one otherwise. */
+static void test_inv_rows(const be_shape *sh)
+{
+    be_ctx *v = ctx_with("Q36_CUDA_EXACTINV", "1", sh, "cuda.inv_context"), *saved = gpu;
+    if (!v)
+        return;
+    gpu = v;
+    static const struct { uint32_t type; int64_t K, N, R; } cs[] = {
+        { QT_Q4_K, 1024, 37, 37 }, { QT_Q4_K, 2048, 96, 16 }, { QT_Q4_K, 256, 5, 9 },
+        { QT_Q6_K, 768, 41, 23 }, { QT_Q5_K, 512, 33, 17 }, { QT_Q8_0, 96, 30, 40 },
+        { QT_F16, 44, 19, 12 }, { QT_BF16, 64, 8, 33 }, { QT_F32, 100, 13, 10 },
+        { QT_IQ4_XS, 256, 21, 18 },
+    };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int64_t K = cs[c].K, N = cs[c].N, R = cs[c].R;
+        char name[96];
+        snprintf(name, sizeof name, "cuda.inv.matmul_%s_%lldx%lld_r%lld_rows_alone",
+                 quant_type_name(cs[c].type), (long long)K, (long long)N, (long long)R);
+        t_rng r = t_rng_named(name);
+        wt w;
+        make_weight(&w, &r, cs[c].type, K, N, 1);
+        float *x = t_randv(&r, R * K, 1);
+        float *all = malloc(sizeof(float) * (size_t)(R * N)), *one = malloc(sizeof(float) * (size_t)N);
+        be_tensor *xt = be_tensor_new(v, R, K), *yt = be_tensor_new(v, R, N);
+        be_write(v, xt, 0, R, x);
+        be_matmul(v, w.wg, 0, xt, yt);
+        be_read(v, yt, 0, R, all);
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < R; i++) {
+            be_views_reset(v);
+            be_matmul(v, w.wg, 0, be_rows(v, xt, i, 1), be_rows(v, yt, 0, 1));
+            be_read(v, yt, 0, 1, one);
+            if (memcmp(one, all + i * N, sizeof(float) * (size_t)N) && !bad++)
+                first = i;
+        }
+        if (gpu_ok(name))
+            t_check(name, bad == 0, "%lld of %lld rows differ from the row alone (first %lld)",
+                    (long long)bad, (long long)R, (long long)first);
+        be_tensor_free(v, xt);
+        be_tensor_free(v, yt);
+        free(x); free(all); free(one);
+        free(w.deq);
+    }
+    gpu = saved;
+    be_free(v);
+}
+
 static void test_attn_gqa(const be_shape *sh)
 {
     be_ctx *g = ctx_with("Q36_CUDA_ATTNGQA", "1", sh, "cuda.attn_gqa_context"), *saved = gpu;
@@ -3065,6 +3119,7 @@ int main(int argc, char **argv)
         test_fast_mv(&sh);
         test_mv8(&sh);
         test_q8keep_ops(&sh);
+        test_inv_rows(&sh);
         test_attn_gqa(&sh);
         test_mv_mixed(&sh);
         test_fused(&sh);
