@@ -282,11 +282,14 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
  * of kept rows are views at the slot's rows; the runs' batches are set
  * before the pass, model_keep_batches). 0 (never recorded) for a pass that
  * saves checkpoints (its pieces end at positions, its batches are set
- * inside it). */
+ * inside it), and for a pass that keeps states in several runs (the
+ * server's verify passes: the sets of slots and rows vary from step to
+ * step, so their keys would rarely repeat, and each recording costs more
+ * than a pass run op by op). */
 static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, bool logits,
                          bool hidden, const int32_t *hid, int n_hid)
 {
-    if (e->n_saves)
+    if (e->n_saves || (e->n_keep_req && n_seq > 1))
         return 0;
     uint64_t h = 0x9E3779B97F4A7C15u;
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001B3u, h ^= h >> 29)
