@@ -153,6 +153,36 @@ int main(void)
         t_fail("gen.utf8_held_across_tokens", "byte tokens not found (%d, %d)", b1, b2);
     }
 
+    /* a token chosen outside (on the device) is recorded as the sampler's
+     * own would be, greedy only: the same text as gen_next's */
+    {
+        gen *ga, *gb;
+        p.smp.temp = 0;
+        if (!gen_new(&p, vocab, n_vocab, &ga, &err) && !gen_new(&p, vocab, n_vocab, &gb, &err)) {
+            int same = gen_greedy(ga);
+            for (int i = 0; i < n && i < 8 && same; i++) {
+                gen_token ta, tb;
+                same = !gen_next(ga, pick(ids[i]), &ta, &err) &&
+                       !gen_next_id(gb, ids[i], &tb, &err) && ta.id == tb.id &&
+                       ta.len == tb.len && !memcmp(ta.text, tb.text, ta.len) && ta.stop == tb.stop;
+            }
+            t_check("gen.next_id_as_next", same, "gen_next_id differs from gen_next");
+            gen_free(ga);
+            gen_free(gb);
+        }
+        gen_params q = p;
+        q.smp.temp = 0.8f;
+        q36_err e = { 0 };
+        gen_token tc;
+        if (!gen_new(&q, vocab, n_vocab, &ga, &err)) {
+            t_check("gen.next_id_refused_when_sampling",
+                    !gen_greedy(ga) && gen_next_id(ga, ids[0], &tc, &e) == Q36_E_ARG &&
+                    strstr(e.msg, "greedy"), "sampling at temp 0.8 took an outside choice: %s",
+                    e.msg);
+            gen_free(ga);
+        }
+    }
+
     p.n_probs = 3;
     if (!gen_new(&p, vocab, n_vocab, &g, &err)) {
         gen_next(g, pick(ids[0]), &t1, &err);

@@ -543,6 +543,41 @@ static void mtp_invariance(const q36_model *m, const char *tag)
     q36_engine_free(e);
 }
 
+/* q36_session_decode_argmax (the greedy choice on the device) gives, step
+ * after step, the host's argmax of q36_session_decode's logits: two
+ * sessions fed the same tokens, 32 steps */
+static void decode_argmax_same(q36_model *m, const int32_t *prompt, int n, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.session_decode_argmax_is_host_argmax", tag);
+    q36_session_opts o = q36_session_opts_default();
+    q36_session *a = NULL, *b = NULL;
+    q36_err err = { 0 };
+    int rc = q36_session_new(m, 128, &o, &a, &err);
+    rc = rc ? rc : q36_session_new(m, 128, &o, &b, &err);
+    const int V = rc ? 1 : q36_session_n_vocab(a);
+    float *lg = malloc((size_t)V * sizeof *lg);
+    rc = rc ? rc : q36_session_append(a, prompt, n, lg, Q36_LOGITS_LAST, &err);
+    rc = rc ? rc : q36_session_append(b, prompt, n, NULL, Q36_LOGITS_NONE, &err);
+    int32_t tok = rc ? 0 : spec_argmax(lg, V), bad = 0, first = -1;
+    for (int i = 0; i < 32 && !rc; i++) {
+        int32_t next = -1;
+        rc = q36_session_decode(a, tok, lg, &err);
+        rc = rc ? rc : q36_session_decode_argmax(b, tok, &next, &err);
+        const int32_t want = rc ? 0 : spec_argmax(lg, V);
+        if (!rc && next != want && !bad++)
+            first = i;
+        tok = want;
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !bad, "%d of 32 steps chose another id (first at step %d)", bad, first);
+    free(lg);
+    q36_session_free(a);
+    q36_session_free(b);
+}
+
 static void run_model(const char *tag, const char *path, bool trained)
 {
     q36_model *m = NULL;
@@ -561,6 +596,7 @@ static void run_model(const char *tag, const char *path, bool trained)
     t_rng r = t_rng_named(tag);
     for (int i = 0; i < 24; i++)
         prompt[i] = (int32_t)(t_next(&r) % (uint64_t)V);
+    decode_argmax_same(m, prompt, 24, tag);
     if (!trained) {
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 1, 0, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);

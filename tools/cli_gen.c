@@ -40,6 +40,7 @@ void cli_gen_opts_default(cli_gen_opts *o)
     memset(o, 0, sizeof *o);
     o->sess = q36_session_opts_default();
     o->gen = gen_params_default();
+    o->gen.device_greedy = true;   /* greedy replies read one id a step, not the logits */
     o->draft_max = 3;
     o->draft_rewind = true;
 }

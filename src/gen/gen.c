@@ -199,14 +199,35 @@ static int stop_hold(gen *g, size_t *out_len)
     return -1;
 }
 
-int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
+bool gen_device_greedy(const gen *g) { return g->p.device_greedy; }
+
+bool gen_greedy(const gen *g)
+{
+    const smp_params *s = &g->p.smp;
+    const bool no_penalty = s->penalty_last_n == 0 ||
+                            (s->repeat_penalty == 1.0f && s->presence_penalty == 0.0f &&
+                             s->frequency_penalty == 0.0f);
+    return s->temp <= 0.0f && no_penalty && !g->masked && g->p.n_probs < 0;
+}
+
+/* Records the token id chosen from logits (NULL: chosen outside, by
+ * gen_next_id: no log-probabilities then) and applies the stop conditions */
+static int take(gen *g, int32_t id, const float *logits, gen_token *t);
+
+/* *t emptied for the next token; Q36_E_ARG once the reply has ended */
+static int token_begin(gen *g, gen_token *t, q36_err *err)
 {
     memset(t, 0, sizeof *t);
     t->id = -1;
     t->stop_word = -1;
     t->text = g->out;
-    if (g->done)
-        return q36_err_set(err, Q36_E_ARG, "the reply has ended; no next token");
+    return g->done ? q36_err_set(err, Q36_E_ARG, "the reply has ended; no next token") : 0;
+}
+
+int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
+{
+    if (token_begin(g, t, err))
+        return Q36_E_ARG;
     const float *row = logits;
     if (g->masked) {
         memcpy(g->masked, logits, (size_t)g->n_vocab * sizeof *g->masked);
@@ -217,11 +238,29 @@ int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
     int32_t id = smp_sample(g->smp, row, g->n_vocab);
     if (id < 0)
         return q36_err_set(err, Q36_E_ARG, "sampler failed on a row of %d logits", g->n_vocab);
+    return take(g, id, logits, t);
+}
+
+int gen_next_id(gen *g, int32_t id, gen_token *t, q36_err *err)
+{
+    if (token_begin(g, t, err))
+        return Q36_E_ARG;
+    if (!gen_greedy(g))
+        return q36_err_set(err, Q36_E_ARG, "a token chosen outside the sampler needs greedy "
+                           "sampling without penalties, masks or log-probabilities");
+    if (id < 0 || id >= g->n_vocab)
+        return q36_err_set(err, Q36_E_ARG, "token %d is outside the vocabulary of %d", id,
+                           g->n_vocab);
+    return take(g, id, NULL, t);
+}
+
+static int take(gen *g, int32_t id, const float *logits, gen_token *t)
+{
     smp_accept(g->smp, id);
     g->n_gen++;
     t->id = id;
     t->eog = tok_is_eog(g->tok, id);
-    if (g->p.n_probs >= 0)
+    if (g->p.n_probs >= 0 && logits)
         logprobs(g, logits, id, t);
     size_t n = 0;
     if (!t->eog)

@@ -53,6 +53,10 @@ typedef struct gen_params {
                                  count as -inf; log-probabilities stay the raw ones), so
                                  the reply runs to n_predict or a stop string:
                                  llama.cpp's ignore_eos */
+    bool         device_greedy; /* gen_run, when gen_greedy: each step's greedy choice made
+                                   on the device (q36_session_decode_argmax), one id back
+                                   instead of the logits, which gen_run then leaves as the
+                                   prompt's; false (default): the logits of the last step */
 } gen_params;
 
 /* Why a reply ended. */
@@ -101,6 +105,14 @@ void gen_free(gen *g);                        /* accepts NULL */
  * stop conditions. After a token with stop != GEN_GOING the reply is over:
  * further calls return Q36_E_ARG. */
 int  gen_next(gen *g, const float *logits, gen_token *out, q36_err *err);
+/* True when the sampler's choice is the row's largest logit alone (temp <=
+ * 0, no penalties, no masked ids, no log-probabilities): a token chosen so
+ * elsewhere (on the device: q36_session_decode_argmax) may then be given
+ * to gen_next_id, which records it as gen_next would have (Q36_E_ARG when
+ * gen_greedy is false). */
+bool gen_greedy(const gen *g);
+bool gen_device_greedy(const gen *g);     /* p.device_greedy */
+int  gen_next_id(gen *g, int32_t id, gen_token *out, q36_err *err);
 
 /* Ends the reply from outside (context full, a client gone): *text receives
  * whatever was held back; returns its length. */

@@ -19,6 +19,10 @@ int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *
     int rc = 0;
     double t0 = now();
     gen_token t;
+    /* greedy: each step's choice made on the device, one id back instead
+     * of the logits (the first from the prompt's logits) */
+    const bool dev = gen_greedy(g) && gen_device_greedy(g);
+    int32_t next = -1;
     res->stop = GEN_GOING;
     if (gen_over(g))                           /* n_predict 0 */
         res->stop = GEN_STOP_LENGTH;
@@ -31,14 +35,15 @@ int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *
             res->stop = GEN_STOP_CTX;
             break;
         }
-        if ((rc = gen_next(g, logits, &t, err)))
+        if ((rc = next >= 0 ? gen_next_id(g, next, &t, err) : gen_next(g, logits, &t, err)))
             break;
         res->n_gen++;
         if ((rc = emit(user, &t)))
             break;
         /* The end-of-generation token is evaluated too: the session then
          * holds the whole reply for the next turn. */
-        if ((rc = q36_session_decode(s, t.id, logits, err)))
+        if ((rc = dev ? q36_session_decode_argmax(s, t.id, &next, err)
+                      : q36_session_decode(s, t.id, logits, err)))
             break;
         res->stop = t.stop;
     }

@@ -162,6 +162,12 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
  * hidden rows of a whole prompt chunk but the logits of its last row only. */
 int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
                         int n_hid, float *hidden, q36_err *err);
+/* The same pass returning, instead of each asked-for row's logits, the id
+ * of its largest logit (ids: b->n_out entries; the lowest id on ties, as
+ * the greedy sampler chooses): chosen on the device, so that one id a row
+ * comes back instead of n_vocab floats. */
+int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, float *hidden,
+                           q36_err *err);
 
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */
@@ -324,6 +330,10 @@ int q36_session_append(q36_session *s, const int32_t *ids, int n, float *logits,
                        enum q36_logits which, q36_err *err);
 /* One token; logits gets n_vocab floats. */
 int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err);
+/* One token; *next gets the id of the largest logit of its row (the lowest
+ * on ties: greedy decoding's choice, made on the device) instead of the
+ * logits (q36_engine_eval_argmax). */
+int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err *err);
 
 int q36_session_pos(const q36_session *s);
 int q36_session_n_ctx(const q36_session *s);

@@ -286,7 +286,7 @@ static int batch_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
  * server's verify passes: the sets of slots and rows vary from step to
  * step, so their keys would rarely repeat, and each recording costs more
  * than a pass run op by op). */
-static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, bool logits,
+static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, int logits,
                          bool hidden, const int32_t *hid, int n_hid)
 {
     if (e->n_saves || (e->n_keep_req && n_seq > 1))
@@ -303,7 +303,7 @@ static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, boo
     MIX(b->n_out);
     for (int i = 0; i < b->n_out; i++)
         MIX(b->out[i]);
-    MIX(logits ? 1 : 0);
+    MIX(logits);        /* 0, 1: logits, 2: their argmax */
     MIX(hidden ? 1 : 0);
     MIX(n_hid);
     for (int i = 0; i < n_hid; i++)
@@ -320,8 +320,8 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
 }
 
 /* n_hid < 0: hidden follows b->out (q36_engine_eval) */
-static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
-                    int n_hid, float *hidden, q36_err *err)
+static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *ids,
+                    const int32_t *hid, int n_hid, float *hidden, q36_err *err)
 {
     const int n_seq = batch_runs(e, b, err);
     if (n_seq < 0)
@@ -351,8 +351,9 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int3
     be_batch_set(be, &e->batch, n_seq, e->seq);
     if (e->keeping && !e->n_saves)
         model_keep_batches(e, n_seq);
-    be_pass_begin(be, pass_key(e, b, n_seq, logits != NULL, hidden != NULL, hid, n_hid), b->n);
-    int rc = model_forward(e, b->n, b->out, b->n_out, logits, n_hid < 0 ? hidden : NULL,
+    be_pass_begin(be, pass_key(e, b, n_seq, logits ? 1 : ids ? 2 : 0, hidden != NULL, hid, n_hid),
+                  b->n);
+    int rc = model_forward(e, b->n, b->out, b->n_out, logits, ids, n_hid < 0 ? hidden : NULL,
                            hid, n_hid < 0 ? 0 : n_hid, hidden, err);
     be_pass_end(be);
     if (e->profile) {
@@ -376,8 +377,18 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int3
 int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
                         int n_hid, float *hidden, q36_err *err)
 {
-    const int rc = eval_hid(e, b, logits, hid, n_hid, hidden, err);
+    const int rc = eval_hid(e, b, logits, NULL, hid, n_hid, hidden, err);
     e->n_saves = 0;            /* checkpoint requests hold for one call, refused or not */
+    return rc;
+}
+
+int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, float *hidden,
+                           q36_err *err)
+{
+    if (!ids)
+        return q36_err_set(err, Q36_E_ARG, "q36_engine_eval_argmax: no array for the ids");
+    const int rc = eval_hid(e, b, NULL, ids, NULL, -1, hidden, err);
+    e->n_saves = 0;
     return rc;
 }
 

@@ -10,7 +10,8 @@
 #include <string.h>
 
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
-                  float *hidden, const int32_t *hid, int n_hid, float *hid_rows, q36_err *err)
+                  int32_t *ids, float *hidden, const int32_t *hid, int n_hid, float *hid_rows,
+                  q36_err *err)
 {
     const model_hparams *hp = e->hp;
     be_ctx *be = e->be;
@@ -58,7 +59,7 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
         be_read(be, be_rows(be, x, hid[i], n), 0, n, hid_rows + (int64_t)i * D);
         i += (int)n;
     }
-    for (int i = 0; i < n_out && (logits || hidden);) {
+    for (int i = 0; i < n_out && (logits || ids || hidden);) {
         int64_t n = 1;
         while (i + n < n_out && n < sc->logit_rows && out[i + n] == out[i] + n)
             n++;
@@ -77,12 +78,18 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
         }
         if (hidden)
             be_read(be, xr, 0, n, hidden + (int64_t)i * D);
-        if (logits) {
+        if (logits || ids) {
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
             be_rms_norm(be, xr, e->w.output_norm, hp->eps, hp->n_embd, hr);
             be_matmul(be, e->w.output, 0, hr, lr);
-            be_read(be, lr, 0, n, logits + (int64_t)i * V);
+            if (ids) {      /* the greedy choice on the device: one id a row back */
+                be_tensor *ir = be_rows(be, sc->amax, 0, n);
+                be_argmax(be, lr, ir);
+                be_read(be, ir, 0, n, ids + i);
+            } else {
+                be_read(be, lr, 0, n, logits + (int64_t)i * V);
+            }
         }
         i += (int)n;
     }

@@ -169,7 +169,8 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
  * catch-up). The backend's
  * op errors are checked once, at the end. */
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
-                  float *hidden, const int32_t *hid, int n_hid, float *hid_rows, q36_err *err);
+                  int32_t *ids, float *hidden, const int32_t *hid, int n_hid, float *hid_rows,
+                  q36_err *err);
 
 /* The MTP pass over the T rows set up like model_forward's, with the
  * hidden rows already in e->mtp_h (mtp.c); for the rows out[], logits, or

@@ -162,6 +162,21 @@ int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err)
     return q36_session_append(s, &id, 1, logits, Q36_LOGITS_LAST, err);
 }
 
+int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err *err)
+{
+    q36_engine *e = s->e;
+    const int64_t pos = e->pos[s->slot];
+    if (pos + 1 > e->n_ctx)
+        return q36_err_set(err, Q36_E_ARG, "1 token at position %lld does not fit a context of "
+                           "%lld", (long long)pos, (long long)e->n_ctx);
+    if (id < 0 || (uint32_t)id >= e->hp->n_vocab)
+        return q36_err_set(err, Q36_E_ARG, "token %d is outside the vocabulary of %u", id,
+                           e->hp->n_vocab);
+    const int32_t slot = s->slot, p = (int32_t)pos, zero = 0;
+    const q36_batch b = { .n = 1, .id = &id, .slot = &slot, .pos = &p, .n_out = 1, .out = &zero };
+    return q36_engine_eval_argmax(e, &b, next, NULL, err);
+}
+
 int q36_session_pos(const q36_session *s) { return (int)s->e->pos[s->slot]; }
 int q36_session_n_ctx(const q36_session *s) { return (int)s->e->n_ctx; }
 int q36_session_n_vocab(const q36_session *s) { return (int)s->e->hp->n_vocab; }

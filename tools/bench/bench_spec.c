@@ -50,6 +50,7 @@ static int one(q36_engine *e, spec *sp, const tok_vocab *tv, const int32_t *prom
     gen_params gp = gen_params_default();
     gp.n_predict = n;
     gp.smp.temp = 0.0f;
+    gp.device_greedy = true;      /* plain decoding as q36 run does it */
     gen *g = NULL;
     q36_session *s = NULL;
     int rc = gen_new(&gp, tv, q36_engine_n_vocab(e), &g, err);
