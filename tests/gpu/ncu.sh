@@ -6,7 +6,7 @@
 # synthetic 0.8B and Qwen3.6-35B-A3B files; then the detailed sections
 # (speed of light, memory, occupancy, warp stalls, launch) of the 35B's
 # first matvec launches: what holds the matvecs below the bandwidth.
-# NCU_ENV adds q36 switches (e.g. NCU_ENV="Q36_CUDA_MV8=1"). Output to
+# NCU_ENV adds q36 switches (e.g. NCU_ENV="Q36_CUDA_MV8=0"). Output to
 # NCU_OUT (default $LOG/ncu.txt), raw CSVs beside it.
 # Usage: tests/gpu/ncu.sh [BIN_DIR]
 set -u

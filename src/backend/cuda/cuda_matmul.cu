@@ -149,15 +149,15 @@ __device__ __forceinline__ uint64_t id_row_off(const int32_t *sel, int64_t ldsel
     return ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
 }
 
-/* ------------------------------------------ Q4_K on int8 activations */
+/* ------------------------------------ Q4_K and Q6_K on int8 activations */
 
-/* Q36_CUDA_MV8=1, fast mode only (set at reserve; opt-in): decode rows of
+/* Q36_CUDA_MV8, fast mode only (set at reserve; on unless "0"): decode rows of
  * x quantized once a product to int8 in blocks of 32 (k_q8x: d = max|x| /
  * 127, q = round(x / d), with d and d * sum(q) kept per block), and the
  * Q4_K rows multiplied with __dp4a on the 4-bit codes: per sub-block of
  * 32, d_w * sc * d_x * sum(q_w * q_x) - dmin * m * d_x * sum(q_x), the form
  * of Q4_K's weights (dl * q - ml). Four times fewer activation bytes per
- * weight than the f32 rows. Each product is within the op bound of the
+ * weight than the f32 rows (Q6_K: dot_q6k_q8, below). Each product is within the op bound of the
  * CPU's (whose q8_K blocks of 256 round more coarsely), but whole models
  * move by more than exact mode's 1% of the logits' std (the 2026-12-02
  * GPU run): hence fast mode only. */

@@ -19,7 +19,7 @@
  * (cuda_graph.cu) the K/V capacity does instead, so a recorded step fits
  * every later length, and each row divides its own length among the
  * splits on the device (splits past it are empty). Batch-invariant exact
- * mode (Q36_CUDA_EXACTINV=1, cuda.h) splits every row's keys at multiples
+ * mode (Q36_CUDA_EXACTINV, on in exact mode; cuda.h) splits every row's keys at multiples
  * of ATT_INV_KEYS instead, so a row's partials and their merge do not
  * depend on the batch; rows run in groups the partials hold. f16
  * caches: q is rounded to f16 before the scores and the probabilities
