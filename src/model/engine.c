@@ -292,7 +292,7 @@ static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, int
     if (e->n_saves || (e->n_keep_req && n_seq > 1))
         return 0;
     uint64_t h = 0x9E3779B97F4A7C15u;
-#define MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001B3u, h ^= h >> 29)
+#define MIX(v) (h = model_key_mix(h, (uint64_t)(v)))
     MIX(b->n);
     MIX(n_seq);
     for (int s = 0; s < n_seq; s++) {

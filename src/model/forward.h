@@ -172,6 +172,13 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
                   int32_t *ids, float *hidden, const int32_t *hid, int n_hid, float *hid_rows,
                   q36_err *err);
 
+/* One value folded into a pass key (engine.c: pass_key, mtp.c) */
+static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x100000001B3u;
+    return h ^ (h >> 29);
+}
+
 /* The MTP pass over the T rows set up like model_forward's, with the
  * hidden rows already in e->mtp_h (mtp.c); for the rows out[], logits, or
  * with ids their argmax columns only (be_argmax), and hidden rows. */

@@ -82,7 +82,7 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
                              enum q36_mtp_h h_src, bool logits, bool hidden, bool ids)
 {
     uint64_t k = 0x6D74702070617373u;       /* "mtp pass" */
-#define MIX(v) (k = (k ^ (uint64_t)(v)) * 0x100000001B3u, k ^= k >> 29)
+#define MIX(v) (k = model_key_mix(k, (uint64_t)(v)))
     MIX(b->n);
     MIX(n_seq);
     for (int s = 0; s < n_seq; s++)

@@ -32,7 +32,7 @@ typedef struct sslot {
 
 struct sspec {
     sched_engine *eng;
-    int           n_slots, n_ctx, n_batch, k_max, nv, cap;
+    int           n_slots, n_ctx, n_batch, k_max, cap;
     float        *zeros;     /* n_batch x D: the hidden rows of a restored prefix */
     int64_t       V, D;
     const int32_t *vid;      /* the draft head's ids (NULL: all) */
@@ -76,7 +76,7 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
     s->cap = (n_batch > k_max + 1 ? n_batch : k_max + 1) + 1;
     s->V = q36_engine_n_vocab(e);
     s->D = q36_engine_n_embd(e);
-    s->nv = q36_mtp_vocab(e, &s->vid);
+    q36_mtp_vocab(e, &s->vid);
     s->sl = calloc((size_t)n_slots, sizeof *s->sl);
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->hchain = calloc((size_t)n_slots * (size_t)s->D, sizeof *s->hchain);

@@ -639,10 +639,9 @@ void cuda_q8_drop(cuda_ctx *c) { c->q8.valid = false; }
 /* bytes [lo, hi) a tensor's rows span */
 static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)
 {
-    const size_t es = t->type == BE_I32 ? 4 : t->f16 ? 2 : t->type == BE_Q8_0 ? 1 : 4;
     *lo = (uintptr_t)t->data;
-    *hi = *lo + (size_t)((t->rows > 0 ? t->rows - 1 : 0) * t->ld + t->cols) * es +
-          (t->type == BE_Q8_0 ? (size_t)t->ld : 0);
+    *hi = *lo + (t->rows > 0 ? (uint64_t)(t->rows - 1) : 0) * be_type_bytes(t->type, t->ld) +
+          be_type_bytes(t->type, t->cols);
 }
 
 void cuda_q8_written(cuda_ctx *c, const be_tensor *t)

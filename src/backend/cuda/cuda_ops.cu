@@ -384,20 +384,40 @@ void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor
 
 #define ROUTE_THREADS 256
 
-/* The warp's best (v, i) of its lanes': the larger value, the lower index
- * on equal values (NaN never wins a comparison); every lane gets it */
+/* (v, i) becomes (ov, oi) when that is better: the larger value, the lower
+ * index on equal values (NaN never wins a comparison) */
+template <typename I>
+__device__ __forceinline__ void best_of(float &v, I &i, float ov, I oi)
+{
+    if (ov > v || (ov == v && oi < i)) {
+        v = ov;
+        i = oi;
+    }
+}
+
+/* The warp's best (v, i) of its lanes' (best_of); every lane gets it */
 template <typename I>
 __device__ __forceinline__ void warp_best(float &v, I &i)
 {
     #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-        const I oi = __shfl_xor_sync(0xffffffffu, i, o);
-        if (ov > v || (ov == v && oi < i)) {
-            v = ov;
-            i = oi;
-        }
+    for (int o = 16; o > 0; o >>= 1)
+        best_of(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+}
+
+/* The block's best (v, i) of its threads' (best_of), in thread 0; sv, si:
+ * shared arrays of blockDim.x / 32. Every thread must call it. */
+template <typename I>
+__device__ __forceinline__ void block_best(float &v, I &i, float *sv, I *si)
+{
+    warp_best(v, i);
+    if (!(threadIdx.x & 31)) {
+        sv[threadIdx.x / 32] = v;
+        si[threadIdx.x / 32] = i;
     }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < (int)blockDim.x / 32; w++)
+            best_of(v, i, sv[w], si[w]);
 }
 
 /* One block per row: softmax over E, the top k (largest first, lower
@@ -450,27 +470,12 @@ __global__ void k_route(const float *logits, int64_t ldl, int64_t E, int64_t k, 
         float bp = -1.0f;
         int bi = 0x7fffffff;
         for (int64_t e = tid; e < E; e += blockDim.x)
-            if (p[e] > bp || (p[e] == bp && e < bi)) {
-                bp = p[e];
-                bi = (int)e;
-            }
-        warp_best(bp, bi);
-        if (!lane) {
-            rf[wid] = bp;
-            ri[wid] = bi;
-        }
-        __syncthreads();
+            best_of(bp, bi, p[e], (int)e);
+        block_best(bp, bi, rf, ri);
         if (tid == 0) {
-            float b = rf[0];
-            int bix = ri[0];
-            for (int j = 1; j < nw; j++)
-                if (rf[j] > b || (rf[j] == b && ri[j] < bix)) {
-                    b = rf[j];
-                    bix = ri[j];
-                }
-            best_p[i] = b;
-            best_i[i] = bix;
-            p[bix] = -2.0f;                    /* taken */
+            best_p[i] = bp;
+            best_i[i] = bi;
+            p[bi] = -2.0f;                     /* taken */
         }
         __syncthreads();
     }
@@ -596,28 +601,13 @@ __global__ void k_argmax(const float *x, int64_t ldx, int64_t C, int32_t *ids, i
     __shared__ int64_t bi[ARGMAX_THREADS / 32];
     const int64_t r = blockIdx.x;
     const float *v = x + r * ldx;
-    const int tid = threadIdx.x, lane = tid & 31, wid = tid / 32;
+    const int tid = threadIdx.x;
     float best = -INFINITY;
     int64_t at = INT64_MAX;
-    for (int64_t c = tid; c < C; c += blockDim.x) {
-        const float f = v[c];
-        if (f > best || (f == best && c < at)) {
-            best = f;
-            at = c;
-        }
-    }
-    warp_best(best, at);
-    if (!lane) {
-        bv[wid] = best;
-        bi[wid] = at;
-    }
-    __syncthreads();
+    for (int64_t c = tid; c < C; c += blockDim.x)
+        best_of(best, at, v[c], c);
+    block_best(best, at, bv, bi);
     if (tid == 0) {
-        for (int w = 1; w < (int)blockDim.x / 32; w++)
-            if (bv[w] > best || (bv[w] == best && bi[w] < at)) {
-                best = bv[w];
-                at = bi[w];
-            }
         if (at == INT64_MAX || isnan(v[0]))      /* all NaN, or a NaN first */
             at = 0;
         ids[r * ldi] = (int32_t)at;
