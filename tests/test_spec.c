@@ -37,6 +37,7 @@ enum { CTX = 512, MAXGEN = 512 };
 
 static float g_p_min;      /* --draft-p-min of the drafted runs */
 static bool  g_rewind;     /* --draft-rollback states */
+static bool  g_device;     /* gen_params.device_greedy, both runs */
 
 typedef struct {
     int32_t ids[MAXGEN];
@@ -77,6 +78,7 @@ static bool generate(const q36_model *m, const tok_vocab *tv, const int32_t *pro
     gp.n_predict = n_gen;
     gp.smp.temp = temp;
     gp.smp.seed = 1234;
+    gp.device_greedy = g_device;
     int rc = q36_engine_new(m, n_ctx, &o, &e, &err);
     if (!rc)
         rc = gen_new(&gp, tv, V, &g, &err);
@@ -125,6 +127,8 @@ static double same_tokens_ctx(const q36_model *m, const tok_vocab *tv, const int
         snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".pmin%.1f", g_p_min);
     if (g_rewind)
         snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".rewind");
+    if (g_device)
+        snprintf(cx + strlen(cx), sizeof cx - strlen(cx), ".device");
     snprintf(name, sizeof name, "spec.%s.t%.1f.k%d.dv%d%s", tag, temp, k, dv, cx);
     result a, b;
     double acc = -1;
@@ -608,6 +612,13 @@ static void run_model(const char *tag, const char *path, bool trained)
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.8f, 5, 0, tag);
         g_rewind = false;
+        g_device = true;       /* the verify rows' choices made on the device */
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
+        same_tokens(m, tv, prompt, 24, 48, 0.8f, 3, 0, tag);
+        same_tokens_ctx(m, tv, prompt, 24, 100, 0.0f, 3, 0, 24 + 13, tag);
+        g_rewind = true;
+        same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);
+        g_rewind = g_device = false;
         keep_api(m, tag);
         keep_multi(m, tag);
     } else {
@@ -635,7 +646,11 @@ static void run_model(const char *tag, const char *path, bool trained)
         drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);
         for (int c = 30; c < 33; c++)
             same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
-        g_rewind = false;
+        g_device = true;
+        same_tokens(m, tv, code, nc, 200, 0.0f, 3, 16384, tag);
+        for (int c = 30; c < 33; c++)
+            same_tokens_ctx(m, tv, code, nc, 100, 0.0f, 5, 0, nc + c, tag);
+        g_rewind = g_device = false;
         snprintf(name, sizeof name, "spec.%s.p_min_keeps_more", tag);
         t_check(name, a > 0.8, "acceptance %.3f with --draft-p-min 0.5", a);
         drafts_reference(m, tv, prompt, 24, 160, 4, 0, tag);

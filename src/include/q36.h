@@ -168,6 +168,10 @@ int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const 
  * comes back instead of n_vocab floats. */
 int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, float *hidden,
                            q36_err *err);
+/* q36_engine_eval_hid with the ids of q36_engine_eval_argmax instead of
+ * logits (the server's passes whose every row is sampled greedily). */
+int q36_engine_eval_hid_argmax(q36_engine *e, const q36_batch *b, int32_t *ids,
+                               const int32_t *hid, int n_hid, float *hidden, q36_err *err);
 
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */

@@ -392,6 +392,16 @@ int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, floa
     return rc;
 }
 
+int q36_engine_eval_hid_argmax(q36_engine *e, const q36_batch *b, int32_t *ids,
+                               const int32_t *hid, int n_hid, float *hidden, q36_err *err)
+{
+    if (!ids)
+        return q36_err_set(err, Q36_E_ARG, "q36_engine_eval_hid_argmax: no array for the ids");
+    const int rc = eval_hid(e, b, NULL, ids, hid, n_hid, hidden, err);
+    e->n_saves = 0;
+    return rc;
+}
+
 /* ----------------------------------------------------------------- slots */
 
 int q36_slot_pos(const q36_engine *e, int slot)

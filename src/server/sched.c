@@ -64,6 +64,10 @@ typedef struct slot {
     /* draft-mtp */
     bool     has_next;        /* next was sampled when the last verify row was accepted */
     int32_t  vids[SSPEC_MAX_DRAFT + 1];   /* this step's verify row: next and the drafts */
+    /* greedy slots (gen_greedy): the rows' choices made on the device when
+     * the whole pass is greedy (sched_row.best) */
+    int32_t  best[SSPEC_MAX_DRAFT + 1];
+    bool     best_ok;         /* best[0] is the choice after the last row, not logits */
     float   *hprompt;         /* n_batch x n_embd: a prompt chunk's hidden rows */
 } slot;
 
@@ -248,13 +252,17 @@ static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
     return true;
 }
 
-/* Samples the next token of a decoding slot and publishes it; false when
- * the job ended here. */
+/* Where a greedy slot's rows take their choices (sched_row.best) */
+static int32_t *greedy_ids(slot *sl) { return gen_greedy(sl->gen) ? sl->best : NULL; }
+
+/* Samples the next token of a decoding slot (from the id chosen on the
+ * device, or its logits) and publishes it; false when the job ended here. */
 static bool sample(sched *s, slot *sl)
 {
     gen_token t;
     q36_err err = { 0 };
-    if (gen_next(sl->gen, sl->logits, &t, &err)) {
+    if (sl->best_ok ? gen_next_id(sl->gen, sl->best[0], &t, &err)
+                    : gen_next(sl->gen, sl->logits, &t, &err)) {
         slot_fail(s, sl, "sampling", &err);
         return false;
     }
@@ -274,7 +282,8 @@ static void accept(sched *s, slot *sl, const sched_row *r)
     for (int j = 0; j <= k; j++) {
         gen_token t;
         q36_err err = { 0 };
-        if (gen_next(sl->gen, vlog + j * V, &t, &err)) {
+        if (r->best_ok ? gen_next_id(sl->gen, r->best[j], &t, &err)
+                       : gen_next(sl->gen, vlog + j * V, &t, &err)) {
             slot_fail(s, sl, "sampling", &err);
             return;
         }
@@ -324,7 +333,8 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
         memcpy(sl->vids + 1, sspec_drafts(s->spec, dslot[j]), (size_t)k[j] * sizeof *sl->vids);
         s->rows[(*n_rows)++] = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1,
                                             .n_out = k[j] + 1,
-                                            .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0 };
+                                            .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0,
+                                            .best = greedy_ids(sl) };
         n_tok += k[j] + 1;
     }
     return n_tok;
@@ -387,7 +397,8 @@ static void *engine_main(void *arg)
                     dslot[nd++] = i;
                     continue;
                 }
-                s->rows[n_rows++] = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
+                s->rows[n_rows++] = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits,
+                                                 .best = greedy_ids(sl) };
                 n_tok++;
             }
         }
@@ -440,7 +451,7 @@ static void *engine_main(void *arg)
                                              .logits = sl->logits,
                                              .hidden = s->spec ? sl->hprompt : NULL,
                                              .n_save = sl->n_sv, .save_pos = sl->sv_pos,
-                                             .save_ck = sl->sv_ck };
+                                             .save_ck = sl->sv_ck, .best = greedy_ids(sl) };
             n_tok += n;
             chunks++;
         }
@@ -464,6 +475,7 @@ static void *engine_main(void *arg)
                 slot_fail(s, sl, "evaluation", &r->err);
                 continue;
             }
+            sl->best_ok = r->best_ok;
             if (sl->st == SLOT_DECODE && s->spec) {
                 accept(s, sl, r);
                 continue;

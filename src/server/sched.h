@@ -22,6 +22,7 @@
 #ifndef Q36_SCHED_H
 #define Q36_SCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../include/q36.h"
@@ -42,6 +43,12 @@ typedef struct sched_row {
     q36_err        err;      /* out */
     const float   *out;      /* out: the same logits rows in the engine's buffer, valid
                                 until the next sched_engine_forward */
+    int32_t       *best;     /* NULL, or room for the output rows' ids (n_out, at least
+                                1): a row whose slot samples greedily (gen_greedy). When
+                                every row of a pass has one, the pass returns each output
+                                row's largest-logit column, chosen on the device
+                                (q36_engine_eval_hid_argmax), instead of its logits */
+    bool           best_ok;  /* out: best holds them (logits and out were not written) */
 } sched_row;
 
 /* One MTP item: n rows of one slot at MTP positions p0.., each paired with

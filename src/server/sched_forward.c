@@ -104,6 +104,10 @@ static void pass(sched_engine *e, sched_row **rows, int n)
 {
     int t = 0, n_out = 0, n_hid = 0, rc = 0;
     q36_err err = { 0 };
+    /* every row greedy: one id a row back instead of n_vocab logits */
+    bool ids = n > 0;
+    for (int i = 0; i < n; i++)
+        ids = ids && rows[i]->best;
     for (int i = 0; i < n; i++) {
         sched_row *r = rows[i];
         int p0 = q36_slot_pos(e->eng, r->slot);
@@ -128,17 +132,21 @@ static void pass(sched_engine *e, sched_row **rows, int n)
      * the buffer instead of copying */
     const size_t V = (size_t)e->n_vocab, D = (size_t)e->n_embd;
     float *lg = e->logits + (size_t)e->step_out * V;
-    e->step_out += n_out;
+    e->step_out += ids ? 0 : n_out;
     if (!rc)
-        rc = q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
+        rc = ids ? q36_engine_eval_hid_argmax(e->eng, &b, e->best, e->hid, n_hid, e->hidden, &err)
+                 : q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
     for (int i = 0, o = 0, h = 0; i < n; i++) {
         sched_row *r = rows[i];
         const int no = r->n_out > 1 ? r->n_out : 1;
         r->rc = rc;
         if (rc)
             r->err = err;
-        r->out = rc ? NULL : lg + (size_t)o * V;
-        if (!rc && r->logits)
+        r->best_ok = !rc && ids;
+        if (r->best_ok)
+            memcpy(r->best, e->best + o, (size_t)no * sizeof *r->best);
+        r->out = rc || ids ? NULL : lg + (size_t)o * V;
+        if (r->out && r->logits)
             memcpy(r->logits, r->out, (size_t)no * V * sizeof(float));
         if (!rc && r->hidden)
             memcpy(r->hidden, e->hidden + (size_t)h * D, (size_t)r->n * D * sizeof(float));

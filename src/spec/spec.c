@@ -126,9 +126,10 @@ int spec_round(const spec *s, int32_t *pos, const int32_t **drafts)
 void spec_reset_stats(spec *s) { memset(&s->st, 0, sizeof s->st); }
 
 /* One trunk pass of n rows (ids at the slot's position on), results for the
- * rows out[0..n_out) (logits may be NULL). */
-static int trunk(spec *s, const int32_t *ids, int n, const int32_t *out, int n_out, float *logits,
-                 float *hidden, q36_err *err)
+ * rows out[0..n_out) (logits may be NULL); with best, each row's argmax
+ * chosen on the device instead of its logits (q36_engine_eval_argmax). */
+static int trunk_best(spec *s, const int32_t *ids, int n, const int32_t *out, int n_out,
+                      float *logits, int32_t *best, float *hidden, q36_err *err)
 {
     const int p0 = q36_slot_pos(s->e, s->slot);
     for (int i = 0; i < n; i++) {
@@ -136,7 +137,15 @@ static int trunk(spec *s, const int32_t *ids, int n, const int32_t *out, int n_o
         s->pos[i] = p0 + i;
     }
     const q36_batch b = { n, s->ids, s->slots, s->pos, n_out, out };
+    if (best)
+        return q36_engine_eval_argmax(s->e, &b, best, hidden, err);
     return q36_engine_eval(s->e, &b, logits, hidden, err);
+}
+
+static int trunk(spec *s, const int32_t *ids, int n, const int32_t *out, int n_out, float *logits,
+                 float *hidden, q36_err *err)
+{
+    return trunk_best(s, ids, n, out, n_out, logits, NULL, hidden, err);
 }
 
 /* One MTP pass of n rows at positions p0.., hidden rows h; when want_out,
@@ -284,6 +293,10 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
 {
     const int64_t V = s->V, D = s->D;
     const int n_ctx = q36_engine_n_ctx(s->e);
+    /* greedy (gen_run's rule): the verify rows' choices made on the device,
+     * one id a row back instead of k+1 rows of logits */
+    const bool dev = gen_greedy(g) && gen_device_greedy(g);
+    int32_t vbest[SPEC_MAX_DRAFT + 1];
     int rc = 0;
     double t0 = now();
     gen_token t;
@@ -345,7 +358,8 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
                 vids[i] = d[i - 1];
             outs[i] = i;
         }
-        if ((rc = trunk(s, vids, k + 1, outs, k + 1, s->vlog, s->vh, err)))
+        if ((rc = trunk_best(s, vids, k + 1, outs, k + 1, s->vlog, dev ? vbest : NULL, s->vh,
+                             err)))
             return rc;
         double tc = now();
         s->st.t_verify += tc - tb;
@@ -358,7 +372,8 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
          * while it is the token sampled */
         int m = 0;
         for (;;) {
-            if ((rc = gen_next(g, s->vlog + (int64_t)m * V, &t, err)))
+            if ((rc = dev ? gen_next_id(g, vbest[m], &t, err)
+                          : gen_next(g, s->vlog + (int64_t)m * V, &t, err)))
                 return rc;
             res->n_gen++;
             s->st.emitted++;
@@ -402,7 +417,8 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
         }
         s->pend_pos = P + from;
         memcpy(s->hlast, s->vh + (int64_t)m * D, (size_t)D * sizeof *s->hlast);
-        memcpy(logits, s->vlog + (int64_t)m * V, (size_t)V * sizeof *logits);
+        if (!dev)          /* (with dev, logits stay the prompt's, as in gen_run) */
+            memcpy(logits, s->vlog + (int64_t)m * V, (size_t)V * sizeof *logits);
         P += m + 1;
         x = t.id;
         if (interrupt && *interrupt && !res->stop)
@@ -413,7 +429,8 @@ int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interr
      * holds the whole reply and logits the next row */
     if (P < n_ctx) {
         const int32_t zero = 0;
-        if ((rc = trunk(s, &x, 1, &zero, 1, logits, s->vh, err)))
+        int32_t after;
+        if ((rc = trunk_best(s, &x, 1, &zero, 1, logits, dev ? &after : NULL, s->vh, err)))
             return rc;
         s->pend_id[s->n_pend] = x;
         memcpy(s->pend_h + (int64_t)s->n_pend * D, s->hlast, (size_t)D * sizeof *s->pend_h);

@@ -64,7 +64,9 @@ int spec_prefill(spec *s, const int32_t *ids, int n, float *logits, q36_err *err
 
 /* gen_run with drafts (gen.h): same contract, same tokens. On return the
  * slot holds the whole reply (the last token evaluated too) and logits the
- * row after it. */
+ * row after it; with gen_params.device_greedy (and gen_greedy), as in
+ * gen_run, every choice is made on the device, the verify pass's rows
+ * included, and logits stay the prompt's. */
 int spec_run(spec *s, gen *g, float *logits, const volatile sig_atomic_t *interrupt,
              gen_emit_fn emit, void *user, gen_result *res, q36_err *err);
 

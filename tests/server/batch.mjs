@@ -3,6 +3,7 @@
 // CACHED (a prefix cache small enough to thin and evict, checkpoints every few
 // tokens, several slots). Prints "ok NAME" / "FAIL NAME: why".
 //  - a greedy reply is the same alone and among 7 concurrent streams (COLD);
+//  - a greedy reply is the same chosen from ids on the engine and from logits;
 //  - greedy replies served from the cache (restored prefix + the rest) are
 //    bit-identical (text, token ids, log-probabilities) to the same requests
 //    served cold, over random edit points in a shared conversation, sent
@@ -53,6 +54,22 @@ await kase("greedy_reply_alone_equals_among_7_streams", async () => {
   const bad = (await Promise.all(streams)).reduce((a, b) => a + b, 0);
   if (bad) return `${bad} of the 7 streams did not complete`;
   return alone === together || `alone ${alone.slice(0, 200)} vs together ${together.slice(0, 200)}`;
+});
+
+// A greedy request without log-probabilities takes its choices as ids chosen
+// by the engine (sched_row.best: the argmax on the backend, one id a row);
+// with them, from the logits on the host: the same reply either way.
+await kase("greedy_ids_from_engine_equal_greedy_from_logits", async () => {
+  const req = { messages: [{ role: "user", content: "Greedy from ids, greedy from logits." }], max_tokens: 48,
+    chat_template_kwargs: { enable_thinking: false } };
+  const fromLogits = await chat(cold, req);
+  const r = await fetch(`${cold}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ temperature: 0, ...req }) });
+  const fromIds = await r.json();
+  if (r.status !== 200) return `${r.status} ${JSON.stringify(fromIds)}`;
+  const key = (j) => JSON.stringify([j.choices[0].message.content, j.choices[0].message.reasoning_content,
+    j.choices[0].finish_reason, j.usage.completion_tokens]);
+  return key(fromLogits) === key(fromIds) || `from logits ${key(fromLogits).slice(0, 200)} vs from ids ${key(fromIds).slice(0, 200)}`;
 });
 
 // ---- the prefix cache ----------------------------------------------------------------------------
