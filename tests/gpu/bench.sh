@@ -13,8 +13,8 @@
 # (also with Q36_CUDA_ATTNGQA=1);
 # BENCH_QUICK=1 runs only the comparisons beside llama.cpp (decode and fast
 # pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768),
-# decode without int8 activations (Q36_CUDA_MV8=0) or without kept int8
-# rows (Q36_CUDA_Q8KEEP=0), and exact mode's cost
+# decode with kept int8 rows (Q36_CUDA_Q8KEEP=1, off by default), and
+# exact mode's cost
 # (decode; pp512 batch-invariant and with Q36_CUDA_EXACTINV=0).
 # BENCH_AB=1 runs decode on both files beside llama.cpp, then with each
 # decode switch that is not settled flipped on its own (Q36_CUDA_MV8=0, the
@@ -66,12 +66,10 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
     run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
-    # decode without the int8 activations (Q36_CUDA_MV8=0), and with them
-    # but without kept int8 rows (Q36_CUDA_Q8KEEP=0: k_q8x before each product)
-    run 150 env Q36_CUDA_MV8=0 "$q36" bench -m "$m08" -ngl 99 -p 0 -n 128 -r 5
-    run 150 env Q36_CUDA_MV8=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
-    run 150 env Q36_CUDA_Q8KEEP=0 "$q36" bench -m "$m08" -ngl 99 -p 0 -n 128 -r 5
-    run 150 env Q36_CUDA_Q8KEEP=0 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
+    # decode with kept int8 rows (Q36_CUDA_Q8KEEP=1: a norm writes the int8
+    # rows of the products after it, instead of k_q8x before each product)
+    run 150 env Q36_CUDA_Q8KEEP=1 "$q36" bench -m "$m08" -ngl 99 -p 0 -n 128 -r 5
+    run 150 env Q36_CUDA_Q8KEEP=1 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
     # what exact mode costs: decode, and pp512 batch-invariant (the
     # default) and not (Q36_CUDA_EXACTINV=0)
     for m in "$m08" "$m35"; do

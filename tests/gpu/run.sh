@@ -101,8 +101,8 @@ for m in "${models[@]}"; do
 done
 
 # fast mode as it runs by default (every decode switch on: graphs, fused
-# ops, mixed groups, int8 products with kept rows, whose q8keep_same_bits
-# cases compare with Q36_CUDA_Q8KEEP=0 bit for bit), then the switches
+# ops, mixed groups, int8 products; the q8keep_same_bits cases compare
+# Q36_CUDA_Q8KEEP=1, off by default, with 0 bit for bit), then the switches
 # away from their defaults (their op cases ran above), on the Q4_K models
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
 # activations). Batch-invariant exact

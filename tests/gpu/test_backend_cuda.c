@@ -1577,7 +1577,9 @@ static void test_q8keep_ops(const be_shape *sh)
  * Q4_K with Q6_K (k_matvec8<MV_ANY>), expert products and their SwiGLU
  * pair; other types and the SwiGLU input keep their paths. A context
  * reserved in fast mode (the switch acts there only), so decode sizes
- * only: batches take fast mode's prompt paths. */
+ * only: batches above cuda_mv_rows (32) take fast mode's prompt paths.
+ * Batches of 9 to 32 rows (several slots' decode steps, verify passes)
+ * take the matvec kernels in fast mode too (cuda.h: mv_rows). */
 static void test_mv8(const be_shape *sh)
 {
     be_shape fs = *sh;
@@ -1599,6 +1601,10 @@ static void test_mv8(const be_shape *sh)
     test_matmul(QT_Q6_K, 768, 77, 3);
     test_matmul(QT_Q6_K, 4096, 40, 8);
     test_matmul(QT_Q8_0, 1024, 96, 2);         /* another type: its own path */
+    test_matmul(QT_Q4_K, 2048, 300, 16);       /* up to cuda_mv_rows: matvec kernels */
+    test_matmul(QT_Q4_K, 512, 257, 32);
+    test_matmul(QT_Q6_K, 1024, 96, 13);
+    test_matmul(QT_Q8_0, 1024, 96, 21);
     const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
     const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
     const uint32_t mix3[3] = { QT_Q4_K, QT_Q6_K, QT_Q4_K };
@@ -1607,6 +1613,8 @@ static void test_mv8(const be_shape *sh)
     test_matmul_n(mix4, 4, 1);
     test_matmul_n(mix3, 3, 1);
     test_matmul_n(mix3, 3, 5);
+    test_matmul_n(mix3, 3, 20);
+    test_matmul_n(q4, 6, 9);
     test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 5, false);
     test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 1, false);     /* 35B-A3B expert shapes */
     test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 1, true);
@@ -2413,7 +2421,8 @@ static void test_model_graphs(const char *path)
  * session with it and one without (Q36_CUDA_Q8KEEP=0) must give the same
  * logits bit for bit, prompt and 64 greedy decodes, op by op and with
  * graphs (a replayed pass skips its ops, the rows kept must be dropped):
- * any rows reused after they changed show as a difference. */
+ * any rows reused after they changed show as a difference. (Off by
+ * default since it measured slower: the second session turns it on.) */
 static void test_model_q8keep(const char *path)
 {
     if (!gpu_fast)
@@ -2431,7 +2440,9 @@ static void test_model_q8keep(const char *path)
         snprintf(name, sizeof name, "cuda.model%s.%s.q8keep_same_bits%s", mode_tag, base,
                  graphs ? "_graphs" : "");
         const cmp_opts co = { "cuda", graphs, graphs, NULL, "0" };
+        char *prev = env_set("Q36_CUDA_Q8KEEP", "1");
         model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
+        env_restore("Q36_CUDA_Q8KEEP", prev);
         if (r.rc)
             t_fail(name, "%s", r.err.msg);
         else

@@ -176,7 +176,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn = cuda_fattn_enabled(shape);
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
-    c->q8keep = cuda_env_on("Q36_CUDA_Q8KEEP");
+    c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
+    c->mv_rows = cuda_mv_rows(shape);
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

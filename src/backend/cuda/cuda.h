@@ -83,10 +83,22 @@ struct cuda_ctx {
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
+    /* Weight products of at most this many rows take the matvec kernels
+     * (each weight row read once for every MATVEC_RB rows, from L2 after
+     * the first), larger batches the GEMM paths; passes of at most this
+     * many rows are recorded as graphs (cuda_graph.cu). Exact mode: 8
+     * (cuda_matmul.cu's MATVEC_ROWS; above it batch-invariant exact mode
+     * has k_matvec_inv). Fast mode: Q36_CUDA_MVROWS (8 to 64, default 32):
+     * the decode steps of up to 32 slots, a verify pass of several slots,
+     * without dequantizing every weight to f16 for cuBLAS. */
+    int             mv_rows;
     /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
      * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
      * wrote there, kept for the next products of the same rows
-     * (Q36_CUDA_Q8KEEP, on unless "0"). Dropped when an op writes a tensor
+     * (Q36_CUDA_Q8KEEP=1; off by default: on the H200 on 2026-12-02 the
+     * decode step was 3-4% slower with it, 767 vs 789 t/s on the 0.8B,
+     * 282 vs 293 on the 35B-A3B, though it cut the 35B step's graph
+     * nodes from 835 to 714). Dropped when an op writes a tensor
      * over those rows (the OP wrapper, cuda.cu), when anything else uses
      * the scratch, when an op is skipped in a replayed pass, at a pass's
      * start and its cut, and when tensors are freed or the scratch is
@@ -250,6 +262,8 @@ bool cuda_type_native(uint32_t type);
 
 /* Floats of scratch each family reserves for batches up to `s`. */
 size_t cuda_matmul_scratch(const be_shape *s);
+/* The matvec kernels' row limit for a context reserved for s (cuda_ctx.mv_rows) */
+int cuda_mv_rows(const be_shape *s);
 size_t cuda_attention_scratch(const be_shape *s);
 
 /* ---- cuda_copy.cu: be_copy calls queue small copies, and every other

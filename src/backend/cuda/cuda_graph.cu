@@ -29,7 +29,6 @@
 
 #include <string.h>
 
-#define CUDA_GRAPH_ROWS 8    /* cuda_matmul.cu's MATVEC_ROWS: no cuBLAS below */
 
 void cuda_graph_drop(be_ctx *be)
 {
@@ -70,7 +69,7 @@ void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
     c->gmode = GM_EAGER;
     cuda_q8_drop(c);           /* a pass starts without kept int8 rows (cuda.h: q8) */
     cuda_copy_flush(be);       /* copies queued before the pass run before it */
-    if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > CUDA_GRAPH_ROWS ||
+    if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > c->mv_rows ||
         be->err.kind)
         return;      /* op by op (a profiled pass too: cuda_prof.cu) */
     c->gkey = key;

@@ -611,11 +611,21 @@ __global__ void k_dequant(const uint8_t *__restrict__ W, uint64_t rb, int64_t K,
 
 /* ------------------------------------------------------------- dispatch */
 
+int cuda_mv_rows(const be_shape *s)
+{
+    if (!s->fast)
+        return MATVEC_ROWS;
+    const char *v = getenv("Q36_CUDA_MVROWS");
+    const int n = v && *v ? atoi(v) : 32;
+    return n < MATVEC_ROWS ? MATVEC_ROWS : n > 64 ? 64 : n;
+}
+
 size_t cuda_matmul_scratch(const be_shape *s)
 {
     if (s->n_rows <= MATVEC_ROWS)       /* the int8 rows of Q36_CUDA_MV8 */
         return ((size_t)MATVEC_ROWS * (size_t)(s->max_in > 0 ? s->max_in : 1) * 5 / 4 + 64) / 4 +
                1;
+    /* (above: room for the int8 rows of cuda_mv_rows' batches too) */
     const size_t w = (size_t)(s->max_in > 0 ? s->max_in : 1);
     const size_t f = (size_t)1 << 24;              /* 64 MiB of f32 rows */
     return f > w * 64 ? f : w * 64;
@@ -690,7 +700,7 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows, N = J->start[J->n];
-    assert(R <= MATVEC_ROWS);
+    assert(R <= c->mv_rows);
     const int rb = R == 1 ? 1 : MATVEC_RB;
     dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + rb - 1) / rb));
     /* float4 reads of x when every row starts 16-byte aligned */
@@ -823,7 +833,7 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     if (!x->rows)
         return;
     const uint8_t *W = (const uint8_t *)w->data + (uint64_t)slab * (uint64_t)N * w->row_bytes;
-    if (x->rows <= MATVEC_ROWS) {
+    if (x->rows <= cuda_ctx_of(be)->mv_rows) {
         const mv_jobs J = one_job(w, W, y);
         matvec(be, &J, K, x);
     } else if (cuda_ctx_of(be)->inv) {
@@ -867,7 +877,7 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
 {
     for (int i = 0; i < n; i++)         /* the outputs (cuda.cu: q8_outs) */
         cuda_q8_written(cuda_ctx_of(be), y[i]);
-    if (x->rows > MATVEC_ROWS) {
+    if (x->rows > cuda_ctx_of(be)->mv_rows) {
         for (int i = 0; i < n; i++)
             cuda_matmul(be, w[i], 0, x, y[i]);
         return;
