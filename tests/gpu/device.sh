@@ -33,7 +33,8 @@ if [ "$(ls /tmp/llama-parts | wc -l)" -ge 3 ]; then
         export LD_LIBRARY_PATH=$LLAMA_LIB:$LD_LIBRARY_PATH
 fi
 # serve: q36 serve beside llama-server (when unpacked), -np SERVE_NPS
-# (default 1,4,16), SERVE_SECS s a point (default 15), on the synthetic
+# (default 1,4,16), SERVE_SECS s a point (default 15), more serve_bench.py
+# options in SERVE_ARGS (e.g. --no-ignore-eos), on the synthetic
 # 35B-A3B file, then the 0.8B one (bench.sh's files, made here when
 # missing), in ~6 minutes, at most ~9 (each run has a --budget and a
 # timeout); the JSON lines and tables go to $out/serve-bench.txt, the
@@ -51,7 +52,7 @@ serve_step() {
     synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
     [ -n "${LLAMA_LIB:-}" ] && [ -x "$bin" ] && ls=(--llama-server "$bin")
     [ ${#ls[@]} = 0 ] && echo "# no llama-server unpacked: q36 alone"
-    local opts=(--np "${SERVE_NPS:-1,4,16}" --seconds "${SERVE_SECS:-15}")
+    local opts=(--np "${SERVE_NPS:-1,4,16}" --seconds "${SERVE_SECS:-15}" ${SERVE_ARGS:-})
     local b=$(( 280 - (SECONDS - t0) ))
     [ "$b" -ge 1 ] || b=1     # (--budget 0 would mean no limit)
     timeout $((b + 40)) python3 "$dir/serve_bench.py" "$dir/q36" "$m35" "${ls[@]}" "${opts[@]}" \
