@@ -383,5 +383,8 @@ typedef struct q36_profile {
  * Q36_E_ARG when the session was made without opts.profile. */
 int  q36_session_profile(q36_session *s, const q36_profile **out, q36_err *err);
 void q36_session_profile_reset(q36_session *s);
+/* The same for an engine made with opts.profile = 1 (several slots). */
+int  q36_engine_profile(q36_engine *e, const q36_profile **out, q36_err *err);
+void q36_engine_profile_reset(q36_engine *e);
 
 #endif

@@ -121,10 +121,16 @@ static int prof_by_ms(const void *a, const void *b)
 
 int q36_session_profile(q36_session *s, const q36_profile **out, q36_err *err)
 {
+    return q36_engine_profile(s->e, out, err);
+}
+
+void q36_session_profile_reset(q36_session *s) { q36_engine_profile_reset(s->e); }
+
+int q36_engine_profile(q36_engine *e, const q36_profile **out, q36_err *err)
+{
     *out = NULL;
-    q36_engine *e = s->e;
     if (!e->profile)
-        return q36_err_set(err, Q36_E_ARG, "the session was made without opts.profile");
+        return q36_err_set(err, Q36_E_ARG, "the engine was made without opts.profile");
     q36_profile *p = &e->prof;
     memset(p, 0, sizeof *p);
     be_prof_row rows[Q36_PROFILE_MAX_OPS];
@@ -151,10 +157,10 @@ int q36_session_profile(q36_session *s, const q36_profile **out, q36_err *err)
     return 0;
 }
 
-void q36_session_profile_reset(q36_session *s)
+void q36_engine_profile_reset(q36_engine *e)
 {
-    be_profile_reset(s->e->be);
-    s->e->prof_fwd_ns = s->e->prof_fwd_n = s->e->prof_tok = 0;
+    be_profile_reset(e->be);
+    e->prof_fwd_ns = e->prof_fwd_n = e->prof_tok = 0;
 }
 
 int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err)

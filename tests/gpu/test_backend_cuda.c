@@ -3070,6 +3070,94 @@ static void bench_prompt(const be_shape *sh)
     }
 }
 
+/* --bench-batch MODEL: decode steps of T slots at once in fast mode (T =
+ * 1, 4, 16, 32, 64, or the list in BENCH_T: what q36 serve's continuous
+ * batching runs), each slot
+ * after an 8-token prompt, greedy ids back (as the server's greedy passes):
+ * ms a step with the defaults (graphs), then op by op with the engine's
+ * per-op profile, its largest rows a step. A diagnostic, not a check. */
+static void bench_batch(const char *path)
+{
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    if (q36_model_open(path, &m, &err)) {
+        fprintf(stderr, "bench-batch: %s\n", err.msg);
+        return;
+    }
+    int Ts[8] = { 1, 4, 16, 32, 64 }, nT = 5;
+    const char *env = getenv("BENCH_T");          /* e.g. "1,16" */
+    if (env && *env) {
+        nT = 0;
+        for (const char *c = env; *c && nT < 8; c = strchr(c, ',') ? strchr(c, ',') + 1 : "") {
+            const int v = atoi(c);
+            if (v >= 1 && v <= 64)
+                Ts[nT++] = v;
+        }
+    }
+    const int steps = 24, warm = 4;
+    for (int ti = 0; ti < nT; ti++) {
+        const int T = Ts[ti];
+        for (int prof = 0; prof <= 1; prof++) {
+            q36_engine_opts o = q36_engine_opts_default();
+            o.n_slots = T;
+            o.backend = "cuda";
+            o.fast = 1;
+            o.profile = prof;
+            q36_engine *e = NULL;
+            if (q36_engine_new(m, 128, &o, &e, &err)) {
+                fprintf(stderr, "bench-batch T=%d: %s\n", T, err.msg);
+                continue;
+            }
+            int32_t id[512], slot[512], pos[512], out[64], best[64];
+            int n = 0, rc = 0;
+            for (int sl = 0; sl < T; sl++)
+                for (int i = 0; i < 8; i++, n++) {
+                    id[n] = 100 + 7 * sl + i;
+                    slot[n] = sl;
+                    pos[n] = i;
+                }
+            for (int sl = 0; sl < T; sl++)
+                out[sl] = sl * 8 + 7;
+            q36_batch b = { n, id, slot, pos, T, out };
+            rc = q36_engine_eval_argmax(e, &b, best, NULL, &err);
+            double t0 = 0;
+            for (int st = 0; st < steps + warm && !rc; st++) {
+                if (st == warm) {
+                    if (prof)
+                        q36_engine_profile_reset(e);
+                    t0 = now_s();
+                }
+                for (int sl = 0; sl < T; sl++) {
+                    id[sl] = best[sl];
+                    slot[sl] = sl;
+                    pos[sl] = 8 + st;
+                    out[sl] = sl;
+                }
+                q36_batch d = { T, id, slot, pos, T, out };
+                rc = q36_engine_eval_argmax(e, &d, best, NULL, &err);
+            }
+            const double ms = (now_s() - t0) * 1e3 / steps;
+            if (rc) {
+                fprintf(stderr, "bench-batch T=%d: %s\n", T, err.msg);
+            } else if (!prof) {
+                printf("# bench-batch %s T=%d: %.3f ms a step, %.0f tokens/s\n", path, T, ms,
+                       T * 1e3 / ms);
+            } else {
+                const q36_profile *p = NULL;
+                if (!q36_engine_profile(e, &p, &err)) {
+                    printf("# bench-batch T=%d op by op: %.3f ms a step; ops a step:\n", T,
+                           p->forward_ms / steps);
+                    for (int r = 0; r < p->n_ops && r < 10; r++)
+                        printf("#   %-24s %8.3f ms %6.1f calls\n", p->op[r].name,
+                               p->op[r].ms / steps, (double)p->op[r].calls / steps);
+                }
+            }
+            q36_engine_free(e);
+        }
+    }
+    q36_model_free(m);
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -3093,6 +3181,13 @@ int main(int argc, char **argv)
     }
     t_ok("cuda.backend_new_reserve");
 
+    if (argc > 2 && !strcmp(argv[1], "--bench-batch")) {
+        for (int i = 2; i < argc; i++)
+            bench_batch(argv[i]);
+        be_free(cpu);
+        be_free(gpu);
+        return 0;
+    }
     if (argc > 1 && (!strcmp(argv[1], "--bench") || !strcmp(argv[1], "--bench-prompt"))) {
         if (!strcmp(argv[1], "--bench"))
             run_bench();
