@@ -2,10 +2,27 @@
  * input projections (qkv, z, beta, alpha), the causal conv with its tail,
  * SiLU, per-head L2 norms of q and k, decay and beta, the delta rule
  * (llama.cpp's fused recurrence, which it runs for batches too; the chunked
- * form for batches in fast mode), the gated RMS norm and the output
+ * form in fast mode for batches with a run of at least DN_CHUNK_ROWS rows),
+ * the gated RMS norm and the output
  * projection. The conv and the delta rule run each slot's rows of the
  * batch on that slot's tail and state. */
 #include "forward.h"
+
+/* Fast mode takes the chunked rule for a batch with a run this long (a
+ * prompt chunk); runs of a few rows each (the decode steps of many slots,
+ * a verify pass) take the recurrence, whose work is a step a row where the
+ * chunked form pays for whole chunks of 64 (on the H200, 16 slots' decode
+ * rows on the 35B-A3B: the chunked kernels 5.3 ms a step;
+ * bench/results/2026-12-02-cuda-argmax/bb-1237cef.txt). */
+#define DN_CHUNK_ROWS 32
+
+static bool long_run(const be_batch *b)
+{
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->seq[s].n_rows >= DN_CHUNK_ROWS)
+            return true;
+    return false;
+}
 
 void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
 {
@@ -33,7 +50,7 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
          * inside it (rewind.c) */
         be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
         model_deltanet_rows(e, il, T, mixed, conv, g, beta, core);
-    } else if (e->fast && T > 1) {
+    } else if (e->fast && T > 1 && long_run(&e->batch)) {
         be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);
         be_ssm_conv_silu(be, mixed, e->tail[il], L->ssm_conv, &e->batch, conv);
         be_tensor *qk = be_view(be, conv, 0, 2 * Hk * dk);

@@ -1259,7 +1259,11 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
  * several; top-1/3/8; x per token or per (token, rank). */
 static void test_moe_ops(const be_shape *sh, const char *mode)
 {
+    /* every batch of at least 64 rows grouped, however few an expert gets
+     * (by default, only batches of 4 rows an expert on average) */
+    char *per = env_set("Q36_CUDA_MOEROWS", "0");
     be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
+    env_restore("Q36_CUDA_MOEROWS", per);
     if (!gpm)
         return;
     gpu = gpm;

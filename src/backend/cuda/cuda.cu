@@ -50,7 +50,12 @@
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN, and
  * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
- * the decode path's products). tests/gpu/run.sh checks each either way. */
+ * the decode path's products). tests/gpu/run.sh checks each either way.
+ * Numbers, in fast mode: Q36_CUDA_MVROWS (batches of up to that many rows
+ * on the matvec kernels and graphs, default 32: cuda.h, mv_rows),
+ * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
+ * on average, default 4: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
+ * keeps the int8 rows a norm writes (cuda.h, q8). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -173,6 +178,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunked = cuda_chunk_enabled(shape);
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->moegemm = cuda_moe_mode(shape);
+    const char *mr = getenv("Q36_CUDA_MOEROWS");
+    c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
     c->fattn = cuda_fattn_enabled(shape);
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");

@@ -128,6 +128,7 @@ struct cuda_ctx {
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
+    int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;

@@ -969,7 +969,7 @@ void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                       wg->t->ne[2] == wu->t->ne[2];
     if (!T)
         return;
-    if (!c->f_swiglu || !same || (c->moegemm && T * k >= MG_MIN_ROWS)) {
+    if (!c->f_swiglu || !same || (c->moegemm && cuda_moe_grouped(T * k, wg->t->ne[2], c->moe_per_expert))) {
         cuda_matmul_id(be, wg, x, sel, y);
         cuda_matmul_id(be, wu, x, sel, tmp);
         cuda_swiglu(be, y, tmp, y);
