@@ -1583,7 +1583,9 @@ static void test_q8keep_ops(const be_shape *sh)
  * reserved in fast mode (the switch acts there only), so decode sizes
  * only: batches above cuda_mv_rows (32) take fast mode's prompt paths.
  * Batches of 9 to 32 rows (several slots' decode steps, verify passes)
- * take the matvec kernels in fast mode too (cuda.h: mv_rows). */
+ * take the matvec kernels in fast mode too (cuda.h: mv_rows); Q4_K
+ * batches above 4 rows take 4 output rows a warp (k_matvec8_nb: 257
+ * outputs end in a partial group, 6 jobs of 9 rows straddle groups). */
 static void test_mv8(const be_shape *sh)
 {
     be_shape fs = *sh;

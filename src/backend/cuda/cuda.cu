@@ -55,7 +55,8 @@
  * on the matvec kernels and graphs, default 32: cuda.h, mv_rows),
  * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
  * on average, default 4: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
- * keeps the int8 rows a norm writes (cuda.h, q8). */
+ * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_MVNB=0 gives
+ * batches' Q4_K products one output row a warp again (cuda.h, mv_nb). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -185,6 +186,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
     c->mv_rows = cuda_mv_rows(shape);
+    c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

@@ -92,6 +92,10 @@ struct cuda_ctx {
      * the decode steps of up to 32 slots, a verify pass of several slots,
      * without dequantizing every weight to f16 for cuBLAS. */
     int             mv_rows;
+    /* Q36_CUDA_MVNB (on unless "0"): Q4_K products of batches above 4 rows
+     * on int8 rows take 4 output rows a warp (cuda_matmul.cu,
+     * k_matvec8_nb), so that each load of x serves 4 weight rows */
+    bool            mv_nb;
     /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
      * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
      * wrote there, kept for the next products of the same rows

@@ -223,6 +223,63 @@ __device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const 
     }
 }
 
+/* dot_q4k_q8 for NB consecutive weight rows (row + i * rb) at once: each
+ * load of x's int8 rows serves NB weight rows, which is what batches of
+ * several rows are bound by (the weights are read once either way; x is
+ * read again for every output row). Each sum is formed as dot_q4k_q8
+ * forms it. */
+template <int RB, int NB>
+__device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, int64_t K,
+                                              const int8_t *qx, const float2 *dx, int64_t nr,
+                                              int lane, float acc[NB][RB])
+{
+    const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
+    for (int64_t task = lane; task < nb * 4; task += 32) {
+        const int64_t b = task >> 2;
+        const int c = (int)(task & 3);
+        unsigned u[NB][8];
+        float ds0[NB], ms0[NB], ds1[NB], ms1[NB];
+        #pragma unroll
+        for (int i = 0; i < NB; i++) {
+            const uint8_t *blk = row + (uint64_t)i * rb + b * 144;
+            const uint4 qa = *(const uint4 *)(blk + 16 + 32 * c);
+            const uint4 qb = *(const uint4 *)(blk + 16 + 32 * c + 16);
+            const float d = f16f(blk), dmin = f16f(blk + 2);
+            int sc0, m0, sc1, m1;
+            k4_scale_min(2 * c, blk + 4, &sc0, &m0);
+            k4_scale_min(2 * c + 1, blk + 4, &sc1, &m1);
+            u[i][0] = qa.x; u[i][1] = qa.y; u[i][2] = qa.z; u[i][3] = qa.w;
+            u[i][4] = qb.x; u[i][5] = qb.y; u[i][6] = qb.z; u[i][7] = qb.w;
+            ds0[i] = d * (float)sc0;
+            ms0[i] = dmin * (float)m0;
+            ds1[i] = d * (float)sc1;
+            ms1[i] = dmin * (float)m1;
+        }
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r >= nr)
+                break;
+            const int8_t *xr = qx + r * K + b * 256 + 64 * c;
+            const int4 x0 = *(const int4 *)xr, x1 = *(const int4 *)(xr + 16);
+            const int4 x2 = *(const int4 *)(xr + 32), x3 = *(const int4 *)(xr + 48);
+            const int xl[8] = { x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w };
+            const int xh[8] = { x2.x, x2.y, x2.z, x2.w, x3.x, x3.y, x3.z, x3.w };
+            const float2 d0 = dx[r * nbx + b * 8 + 2 * c], d1 = dx[r * nbx + b * 8 + 2 * c + 1];
+            #pragma unroll
+            for (int i = 0; i < NB; i++) {
+                int sl = 0, sh = 0;
+                #pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    sl = __dp4a((int)(u[i][j] & 0x0F0F0F0Fu), xl[j], sl);
+                    sh = __dp4a((int)((u[i][j] >> 4) & 0x0F0F0F0Fu), xh[j], sh);
+                }
+                acc[i][r] += ds0[i] * d0.x * (float)sl - ms0[i] * d0.y +
+                             ds1[i] * d1.x * (float)sh - ms1[i] * d1.y;
+            }
+        }
+    }
+}
+
 /* The 32-bit little-endian word at p, which need only be 2-byte aligned
  * (Q6_K's 210-byte blocks): the two aligned words around it, shifted */
 __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p)
@@ -457,6 +514,50 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
         mv8_row<T, RB>(J.type[jb], row, K, qx + r0 * K, dx + r0 * (K / Q8X_BLOCK), R - r0, lane,
                        acc);
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
+}
+
+/* k_matvec8 for Q4_K jobs and batches of more than MATVEC_RB rows: each
+ * warp NB consecutive output rows (global rows warp * NB ..), all of one
+ * job when they fit in it (dot_q4k_q8_nb), else each on its own as
+ * k_matvec8 computes it (a group straddling two jobs' rows) */
+template <int RB, int NB>
+__global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
+                             const float2 *__restrict__ dx, int64_t R)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t g0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * NB;
+    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    int jb;
+    int64_t n;
+    if (!mv_find(J, g0, &jb, &n))
+        return;
+    const int8_t *xq = qx + r0 * K;
+    const float2 *xd = dx + r0 * (K / Q8X_BLOCK);
+    if (n + NB <= J.start[jb + 1] - J.start[jb]) {
+        float acc[NB][RB];
+        #pragma unroll
+        for (int i = 0; i < NB; i++)
+            #pragma unroll
+            for (int r = 0; r < RB; r++)
+                acc[i][r] = 0.0f;
+        dot_q4k_q8_nb<RB, NB>(J.W[jb] + (uint64_t)n * J.rb[jb], J.rb[jb], K, xq, xd, R - r0, lane,
+                              acc);
+        #pragma unroll
+        for (int i = 0; i < NB; i++)
+            mv_store<RB>(J, jb, n + i, r0, R, lane, acc[i]);
+        return;
+    }
+    for (int i = 0; i < NB; i++) {
+        if (!mv_find(J, g0 + i, &jb, &n))
+            return;
+        float acc[RB];
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            acc[r] = 0.0f;
+        dot_q4k_q8<RB>(J.W[jb] + (uint64_t)n * J.rb[jb], K, xq, xd, R - r0, lane, acc);
+        mv_store<RB>(J, jb, n, r0, R, lane, acc);
+    }
 }
 
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
@@ -718,6 +819,15 @@ static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
     int8_t *qx;
     float2 *dx;
     if (int8 && q8_rows(be, x, &qx, &dx)) {
+        /* batches: 4 output rows a warp (Q36_CUDA_MVNB, on unless "0") */
+        if (same && type == QT_Q4_K && R > MATVEC_RB && c->mv_nb) {
+            dim3 g4((unsigned)((N + 4 * MV_WARPS - 1) / (4 * MV_WARPS)),
+                    (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
+            cuda_launch(k_matvec8_nb<MATVEC_RB, 4>, g4, 32 * MV_WARPS, 0, c->stream, *J, K,
+                        (const int8_t *)qx, (const float2 *)dx, R);
+            CUDA_LAUNCHED(be, "k_matvec8_nb");
+            return;
+        }
 #define MV8(T, RB) cuda_launch(k_matvec8<T, RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, \
                                (const int8_t *)qx, (const float2 *)dx, R, xd, x->ld, xvec)
         if (!same) {
