@@ -184,50 +184,11 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
 /* acc[r] += this lane's share of the Q4_K row (K % 256 == 0) times the
  * int8 row r0 + r (r < nr): lane l takes the 32 code bytes of chunk c of
  * block b (task 4b + c = l, l + 32, ...), the sub-blocks 2c (low nibbles)
- * and 2c + 1 (high) */
-template <int RB>
-__device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
-                                           const float2 *dx, int64_t nr, int lane, float acc[RB])
-{
-    const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
-    for (int64_t task = lane; task < nb * 4; task += 32) {
-        const int64_t b = task >> 2;
-        const int c = (int)(task & 3);
-        const uint8_t *blk = row + b * 144;
-        const uint4 qa = *(const uint4 *)(blk + 16 + 32 * c);
-        const uint4 qb = *(const uint4 *)(blk + 16 + 32 * c + 16);
-        const float d = f16f(blk), dmin = f16f(blk + 2);
-        int sc0, m0, sc1, m1;
-        k4_scale_min(2 * c, blk + 4, &sc0, &m0);
-        k4_scale_min(2 * c + 1, blk + 4, &sc1, &m1);
-        const unsigned u[8] = { qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w };
-        #pragma unroll
-        for (int r = 0; r < RB; r++) {
-            if (r >= nr)
-                break;
-            const int8_t *xr = qx + r * K + b * 256 + 64 * c;
-            const int4 x0 = *(const int4 *)xr, x1 = *(const int4 *)(xr + 16);
-            const int4 x2 = *(const int4 *)(xr + 32), x3 = *(const int4 *)(xr + 48);
-            const int xl[8] = { x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w };
-            const int xh[8] = { x2.x, x2.y, x2.z, x2.w, x3.x, x3.y, x3.z, x3.w };
-            int sl = 0, sh = 0;
-            #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                sl = __dp4a((int)(u[i] & 0x0F0F0F0Fu), xl[i], sl);
-                sh = __dp4a((int)((u[i] >> 4) & 0x0F0F0F0Fu), xh[i], sh);
-            }
-            const float2 d0 = dx[r * nbx + b * 8 + 2 * c], d1 = dx[r * nbx + b * 8 + 2 * c + 1];
-            acc[r] += d * (float)sc0 * d0.x * (float)sl - dmin * (float)m0 * d0.y +
-                      d * (float)sc1 * d1.x * (float)sh - dmin * (float)m1 * d1.y;
-        }
-    }
-}
-
-/* dot_q4k_q8 for NB consecutive weight rows (row + i * rb) at once: each
- * load of x's int8 rows serves NB weight rows, which is what batches of
- * several rows are bound by (the weights are read once either way; x is
- * read again for every output row). Each sum is formed as dot_q4k_q8
- * forms it. */
+ * and 2c + 1 (high); here for NB consecutive weight rows (row + i * rb)
+ * at once, acc[i][r]: each load of x's int8 rows serves NB weight rows,
+ * which is what batches of several rows are bound by (the weights are read
+ * once either way; x is read again for every output row). dot_q4k_q8 is
+ * the case NB = 1. */
 template <int RB, int NB>
 __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, int64_t K,
                                               const int8_t *qx, const float2 *dx, int64_t nr,
@@ -278,6 +239,13 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
             }
         }
     }
+}
+
+template <int RB>
+__device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
+                                           const float2 *dx, int64_t nr, int lane, float acc[RB])
+{
+    dot_q4k_q8_nb<RB, 1>(row, 0, K, qx, dx, nr, lane, (float(*)[RB])acc);
 }
 
 /* The 32-bit little-endian word at p, which need only be 2-byte aligned
