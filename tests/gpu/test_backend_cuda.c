@@ -1490,17 +1490,26 @@ static void test_fast_mv(const be_shape *sh)
  * y changes by an op (be_add into y), by a write (be_write), and by a
  * matmul whose output is y, each followed by a product of y that must see
  * the new rows; and a product of other rows in between. */
-static void test_q8keep_ops(const be_shape *sh)
+/* Two fast-mode contexts for sh, the switch var "1" in cx[0] and "0" in
+ * cx[1]; false (none kept) when either cannot be made */
+static bool fast_ctx_pair(const be_shape *sh, const char *var, const char *name, be_ctx *cx[2])
 {
     be_shape fs = *sh;
     fs.fast = 1;
-    be_ctx *cx[2] = { ctx_with("Q36_CUDA_Q8KEEP", "1", &fs, "cuda.q8keep_ctx"),
-                      ctx_with("Q36_CUDA_Q8KEEP", "0", &fs, "cuda.q8keep_ctx") };
-    if (!cx[0] || !cx[1]) {
-        if (cx[0]) be_free(cx[0]);
-        if (cx[1]) be_free(cx[1]);
+    cx[0] = ctx_with(var, "1", &fs, name);
+    cx[1] = ctx_with(var, "0", &fs, name);
+    if (cx[0] && cx[1])
+        return true;
+    if (cx[0]) be_free(cx[0]);
+    if (cx[1]) be_free(cx[1]);
+    return false;
+}
+
+static void test_q8keep_ops(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    if (!fast_ctx_pair(sh, "Q36_CUDA_Q8KEEP", "cuda.q8keep_ctx", cx))
         return;
-    }
     enum { R = 2, K = 512, N = 96, NV = 8 };   /* NV: R x N values read, 8 times */
     const char *name = "cuda.q8keep_ops_same_bits";
     t_rng r0 = t_rng_named(name);
@@ -1571,6 +1580,76 @@ static void test_q8keep_ops(const be_shape *sh)
         for (int i = 0; i < 5; i++)
             free(ws[i]->deq);
     }
+}
+
+/* k_matvec8_nb (Q36_CUDA_MVNB, on by default) forms each output's sum as
+ * k_matvec8 does, 4 output rows a warp instead of one: the same Q4_K
+ * weights times the same rows in a context with it and one without must
+ * give the same bits, for R of 5 to 32 rows, N not a multiple of 4, and a
+ * be_matmul_n group whose jobs' rows straddle the warps' groups of 4. */
+static void test_mvnb(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    if (!fast_ctx_pair(sh, "Q36_CUDA_MVNB", "cuda.mvnb_ctx", cx))
+        return;
+    static const int Rs[] = { 5, 8, 13, 32 };
+    static const int64_t Nj[3] = { 257, 6, 41 };       /* the group: 304 rows */
+    const int64_t K = 1024, NT = 257 + 6 + 41;
+    be_ctx *keep = gpu;
+    for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
+        const int R = Rs[ri];
+        char name[64];
+        snprintf(name, sizeof name, "cuda.mvnb_same_bits_r%d", R);
+        t_rng r0 = t_rng_named(name);
+        float *x = t_randv(&r0, (size_t)R * K, 1);
+        float *out[2];
+        for (int v = 0; v < 2; v++) {
+            gpu = cx[v];
+            be_ctx *g = gpu;
+            t_rng r = t_rng_named("cuda.mvnb.weights");
+            wt w[3];
+            const be_weight *wn[3];
+            be_tensor *yn[3];
+            for (int j = 0; j < 3; j++) {
+                make_weight(&w[j], &r, QT_Q4_K, K, Nj[j], 1);
+                wn[j] = w[j].wg;
+                yn[j] = be_tensor_new(g, R, Nj[j]);
+            }
+            be_tensor *xt = be_tensor_new(g, R, K), *o = be_tensor_new(g, R, Nj[0]);
+            be_write(g, xt, 0, R, x);
+            out[v] = malloc(sizeof(float) * (size_t)R * (Nj[0] + NT));
+            be_matmul(g, w[0].wg, 0, xt, o);                  /* one weight, 257 rows */
+            be_read(g, o, 0, R, out[v]);
+            be_matmul_n(g, 3, wn, xt, yn);                    /* three jobs, one launch */
+            float *op = out[v] + (size_t)R * Nj[0];
+            for (int j = 0; j < 3; j++) {
+                be_read(g, yn[j], 0, R, op);
+                op += (size_t)R * Nj[j];
+            }
+            be_sync(g);
+            q36_err err = { 0 };
+            if (be_check(g, &err))
+                t_fail(name, "%s", err.msg);
+            be_tensor_free(g, xt);
+            be_tensor_free(g, o);
+            for (int j = 0; j < 3; j++) {
+                be_tensor_free(g, yn[j]);
+                free(w[j].deq);         /* the data stays: bound weights are keyed by it */
+            }
+        }
+        gpu = keep;
+        int bad = -1;
+        for (size_t i = 0; i < (size_t)R * (Nj[0] + NT) && bad < 0; i++)
+            if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
+                bad = (int)i;
+        t_check(name, bad < 0, "4 output rows a warp differ from one a warp at value %d "
+                "(%.9g vs %.9g)", bad, bad >= 0 ? out[0][bad] : 0.0, bad >= 0 ? out[1][bad] : 0.0);
+        free(out[0]);
+        free(out[1]);
+        free(x);
+    }
+    be_free(cx[0]);
+    be_free(cx[1]);
 }
 
 /* Q36_CUDA_MV8 (fast mode's default): Q4_K and Q6_K decode products on
@@ -3236,6 +3315,7 @@ int main(int argc, char **argv)
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_mv8(&sh);
+        test_mvnb(&sh);
         test_q8keep_ops(&sh);
         test_inv_rows(&sh);
         test_attn_gqa(&sh);
