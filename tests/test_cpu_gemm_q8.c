@@ -251,6 +251,9 @@ static void bench(void)
     static const int64_t shapes[][3] = {      /* K, N, tokens */
         { 1024, 6144, 64 }, { 1024, 3584, 64 }, { 3584, 1024, 64 }, { 2048, 1024, 64 },
         { 1024, 6144, 1 },  { 1024, 3584, 1 },  { 3584, 1024, 1 },  { 1024, 65536, 1 },
+        /* the default model's tied head: a decode step of 1 and 4 slots, a
+         * verify pass of 4 slots x 4 rows (MTP at -np 4) */
+        { 256, 151680, 1 }, { 256, 151680, 4 }, { 256, 151680, 16 },
     };
     t_rng rng = t_rng_named("bench");
     printf("one thread, best of 5, noisy (other jobs share the CPU)\n");

@@ -17,6 +17,8 @@
 #include <assert.h>
 #include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -523,6 +525,25 @@ void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     static const q8_512_fn dec[4] = { q8_512_1x1, q8_512_2x1, q8_512_3x1, q8_512_4x1 };
     assert(K % 32 == 0);
     const int64_t nb = K / 32;
+    /* One token: the AVX2 decode kernel, the same bits (the same lanes and
+     * fused multiply-adds in block order; test_cpu_gemm_q8 checks both
+     * against the reference), with software prefetch in address order: a
+     * decode step streams its weights from memory, and there it is the
+     * faster (tests/test_cpu_gemm_q8 bench, Zen 5: the default model's head
+     * 1.09 ms against 1.99, 1024 x 65536 1.63-1.81 against 1.88-2.01; the
+     * AVX-512 kernels win only on weights already in cache).
+     * Q36_Q8_DECODE512=1 keeps the AVX-512 kernels for one token. */
+    static _Atomic int dec512 = -1;      /* read once; any thread may be first */
+    int d5 = atomic_load_explicit(&dec512, memory_order_relaxed);
+    if (d5 < 0) {
+        const char *e = getenv("Q36_Q8_DECODE512");
+        d5 = e && !strcmp(e, "1");
+        atomic_store_explicit(&dec512, d5, memory_order_relaxed);
+    }
+    if (nt == 1 && !d5 && nb <= 4 * Q8P_BLOCKS_MAX) {
+        q8_avx2_decode(nb, w, wrb, nr, a, y);
+        return;
+    }
     if (nt == 1) {
         for (int64_t r = 0; r < nr; r += 8) {
             const int64_t m = nr - r < 8 ? nr - r : 8;
