@@ -7,7 +7,8 @@
 # and the bench output go to $OUT (or /tmp/q36-out).
 # Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
-# Nsight Compute per-kernel times and the matvecs' sections), BENCH_35B (bench.sh's,
+# Nsight Compute per-kernel times and the matvecs' sections; "batch":
+# batch_step), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -61,6 +62,28 @@ serve_step() {
         --budget 165 --log-dir "$LOG/serve-0.8b" || rc=$?
     echo "# serve step: $((SECONDS - t0)) s, last nonzero exit status ${rc}"
 }
+# batch: test_backend_cuda --bench-batch on bench.sh's synthetic files
+# (made here when missing): decode steps of BATCH_T slots at once (default
+# 1,16,64), op by op; then once more for each "VAR=value" word of
+# BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"), to set a
+# switched path beside the default.
+batch_step() {
+    local m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf m v
+    mkdir -p "$LOG/models"
+    synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
+    synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
+    for m in "$m08" "$m35"; do
+        for v in default ${BATCH_VARIANTS:-}; do
+            echo "### $(basename "$m") $v"
+            if [ "$v" = default ]; then
+                BENCH_T=${BATCH_T:-1,16,64} timeout 200 "$dir/test_backend_cuda" --bench-batch "$m"
+            else
+                env "$v" BENCH_T=${BATCH_T:-1,16,64} timeout 200 "$dir/test_backend_cuda" --bench-batch "$m"
+            fi
+            echo "# exit status $?"
+        done
+    done
+}
 
 trained=/tmp/trained.gguf
 xz -dc models/q36-tiny-moe.gguf.xz >"$trained"
@@ -72,6 +95,8 @@ for s in ${STEPS:-test bench}; do
            tail -n 5 "$out/bench.txt" ;;
     serve) serve_step >"$out/serve-bench.txt" 2>&1
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
+    batch) batch_step >"$out/bench-batch.txt" 2>&1
+           grep -E '^(###|# bench-batch .*tokens/s|FAIL)' "$out/bench-batch.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
     ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1

@@ -56,6 +56,17 @@ __device__ __forceinline__ float dot16(const float w[16], const float *xr, bool 
     return s;
 }
 
+/* Zero a warp lane's NB x RB accumulators (NB weight rows, RB x rows). */
+template <int NB, int RB>
+static __device__ __forceinline__ void acc_zero(float acc[NB][RB])
+{
+    #pragma unroll
+    for (int i = 0; i < NB; i++)
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            acc[i][r] = 0.0f;
+}
+
 /* acc[r] += the Q4_K row (K % 256 == 0) times x row r, r < nr, for this
  * lane's share: lane l reads code bytes [16p, 16p+16), p = l % 8, of block
  * l / 8 + 4i at step i: the low nibbles are weights 64c + 16(p%2) + j of
@@ -504,11 +515,7 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
     const float2 *xd = dx + r0 * (K / Q8X_BLOCK);
     if (n + NB <= J.start[jb + 1] - J.start[jb]) {
         float acc[NB][RB];
-        #pragma unroll
-        for (int i = 0; i < NB; i++)
-            #pragma unroll
-            for (int r = 0; r < RB; r++)
-                acc[i][r] = 0.0f;
+        acc_zero<NB, RB>(acc);
         dot_q4k_q8_nb<RB, NB>(J.W[jb] + (uint64_t)n * J.rb[jb], J.rb[jb], K, xq, xd, R - r0, lane,
                               acc);
         #pragma unroll
@@ -607,11 +614,7 @@ __global__ void k_matvec_inv(const uint8_t *__restrict__ W, uint64_t rb, int64_t
     const int nn = N - n0 < NB ? (int)(N - n0) : NB;
     const int64_t r0 = (int64_t)blockIdx.y * RB;
     float acc[NB][RB];
-    #pragma unroll
-    for (int i = 0; i < NB; i++)
-        #pragma unroll
-        for (int r = 0; r < RB; r++)
-            acc[i][r] = 0.0f;
+    acc_zero<NB, RB>(acc);
     mv_row_nb<T, RB, NB, FAST>(W + (uint64_t)n0 * rb, rb, nn, K, x, ldx, R, r0, xvec, lane, acc);
     #pragma unroll
     for (int i = 0; i < NB; i++)
