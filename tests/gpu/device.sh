@@ -8,7 +8,7 @@
 # Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
-# batch_step), BENCH_35B (bench.sh's,
+# batch_step; "prefill": prefill_step), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -84,6 +84,30 @@ batch_step() {
         done
     done
 }
+# prefill: pp4096 in fast mode, one pass (-ub 4096), on bench.sh's
+# synthetic files beside llama.cpp (when unpacked), 3 reps; the 35B file's
+# op profile (--profile); then the 35B file once more for each "VAR=value"
+# word of PREFILL_VARIANTS (q36 alone, 2 reps).
+prefill_step() {
+    local m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf m v base=()
+    local pp=(-ngl 99 -p 4096 -n 0 -b 4096 -ub 4096 --fast)
+    mkdir -p "$LOG/models"
+    synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
+    synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
+    [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
+    for m in "$m08" "$m35"; do
+        echo "\$ q36 bench -m $m ${pp[*]} -r 3 ${base[*]}"
+        timeout 200 "$dir/q36" bench -m "$m" "${pp[@]}" -r 3 "${base[@]}"
+        echo "# exit status $?"
+    done
+    echo "\$ q36 bench -m $m35 ${pp[*]} -r 1 --profile"
+    timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 1 --profile
+    for v in ${PREFILL_VARIANTS:-}; do
+        echo "\$ env $v q36 bench -m $m35 ${pp[*]} -r 2"
+        env "$v" timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 2
+        echo "# exit status $?"
+    done
+}
 
 trained=/tmp/trained.gguf
 xz -dc models/q36-tiny-moe.gguf.xz >"$trained"
@@ -97,6 +121,8 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     batch) batch_step >"$out/bench-batch.txt" 2>&1
            grep -E '^(###|# bench-batch .*tokens/s|FAIL)' "$out/bench-batch.txt" ;;
+    prefill) prefill_step >"$out/prefill.txt" 2>&1
+           grep -E '^(\$|\| .*pp4096|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
     ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1

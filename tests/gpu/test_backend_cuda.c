@@ -1293,7 +1293,9 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
 /* Q36_CUDA_FATTN=1 (cuda_fattn.cu): the attention cases, run on a context
  * made with it in place of `gpu`, at prompt sizes (at least 64 query rows,
  * the tiled path's threshold), with test_attention's bound; names end in
- * _tiled. Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
+ * _tiled_tc with f16 caches on tensor cores (Q36_CUDA_FATTNTC on,
+ * cuda_fattn_tc.cu; its f32-cache cases take the f32 kernel), _tiled with
+ * it off (the f32 kernel for both). Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
  * with a prefix in the cache, a decode row beside prompts, rows not a
  * multiple of the 32-row tiles. */
 /* The attention cases of the decode paths on `gpu`: head dims 64/128/256,
@@ -1317,13 +1319,16 @@ static void attention_decode_cases(void)
         }
 }
 
-static void test_fattn_ops(const be_shape *sh)
+static void test_fattn_ops(const be_shape *sh, bool tc)
 {
+    /* f16 caches on tensor cores (cuda_fattn_tc.cu) unless tc is false */
+    char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
+    env_restore("Q36_CUDA_FATTNTC", keep);
     if (!gpf)
         return;
     gpu = gpf;
-    case_tag = "_tiled";
+    case_tag = tc ? "_tiled_tc" : "_tiled";
     const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
     const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
     const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
@@ -3311,7 +3316,8 @@ int main(int argc, char **argv)
         test_gemm16_ops(&sh);
         test_moe_ops(&sh, "1");
         test_moe_ops(&sh, "2");
-        test_fattn_ops(&sh);
+        test_fattn_ops(&sh, true);
+        test_fattn_ops(&sh, false);
         test_graph_ops(&sh);
         test_fast_mv(&sh);
         test_mv8(&sh);

@@ -48,7 +48,8 @@
  * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
  * different weight types share one launch (cuda_matmul.cu,
  * k_matvec<MV_ANY>).
- * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN, and
+ * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN
+ * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, cuda_fattn_tc.cu), and
  * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
  * the decode path's products). tests/gpu/run.sh checks each either way.
  * Numbers, in fast mode: Q36_CUDA_MVROWS (batches of up to that many rows
@@ -182,6 +183,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     const char *mr = getenv("Q36_CUDA_MOEROWS");
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
     c->fattn = cuda_fattn_enabled(shape);
+    c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");

@@ -134,6 +134,7 @@ struct cuda_ctx {
     int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
+    bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
@@ -380,6 +381,12 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
 bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                 const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                 float scale, be_tensor *out);
+
+/* ---- cuda_fattn_tc.cu: the same on tensor cores, f16 caches; false when not
+ * taken (f32 caches, rows not 16-byte aligned, shared memory too small) */
+bool cuda_fattn_tc(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                   float scale, be_tensor *out);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

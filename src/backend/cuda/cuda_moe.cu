@@ -259,78 +259,152 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
     mg_store(a, t, tid, acc);
 }
 
-/* The same tiles with their products on tensor cores (Q36_CUDA_MOEGEMM=2):
- * each k step stages the tile's x rows (Xh[m][kk]) and weight rows
- * (Wh[n][kk]) as f16, rounded to nearest; warp w multiplies rows
- * 16 (w % 4) .. + 16 by outputs 32 (w / 4) .. + 32 as two 16 x 16 WMMA
- * accumulators in f32 (A = Xh row-major, B = W^T: Wh read column-major),
- * four 16-wide k steps a stage of MG_BKT columns. The tile's x row
- * offsets are looked up once (xr). At the end the accumulators go through
- * shared memory (Cs) to the rows' outputs. Device only: the host
- * emulation runs the f32 tiles, which share mg_tile_of and the routing. */
-#define MG_BKT 64              /* columns a stage */
-#define MG_LH (MG_BKT + 8)     /* f16 pitch: a multiple of 8, rows 32-byte aligned */
-#define MG_LC (MG_BN + 4)
+/* The same row tiles with their products on tensor cores (Q36_CUDA_MOEGEMM=2,
+ * the default in fast mode): a block computes MG_BM rows by TC_BN outputs,
+ * MG_BK columns a stage. Each stage's x rows (f32, gathered through the
+ * tile's row offsets xr) and weight rows (dequantized by deq8) are rounded
+ * to f16 into one of two shared buffers (Xh[m][kk], Wh[n][kk]); while the
+ * warps multiply one buffer, the next stage's values are already loaded
+ * into registers, so the loads and the dequantization overlap the tensor
+ * cores, and one barrier a stage suffices. Warp w multiplies rows
+ * 32 (w % 2) .. + 32 by outputs 32 (w / 2) .. + 32 as 2 x 2 WMMA 16 x 16
+ * accumulators in f32 (A = Xh row-major, B = W^T: Wh read column-major).
+ * At the end the accumulators go through shared memory (Cs, over the
+ * stage buffers) to the rows' outputs, coalesced along n. VEC: x rows are
+ * read four floats at a time (K, ldx multiples of 4, x 16-byte aligned).
+ * Device only: the host emulation runs the f32 tiles, which share
+ * mg_tile_of and the routing. */
+#define TC_BN      128
+#define TC_LH      (MG_BK + 8)                       /* f16 pitch: rows 16-byte aligned */
+#define TC_LC      (TC_BN + 4)
+#define TC_XH      (MG_BM * TC_LH)                   /* halves of one x stage */
+#define TC_WH      (TC_BN * TC_LH)
+#define TC_STAGES  (2 * (TC_XH + TC_WH) * 2)         /* bytes of both stage buffers */
+#define TC_CS      (MG_BM * TC_LC * 4)
+#define TC_SMEM    (TC_STAGES > TC_CS ? TC_STAGES : TC_CS)
+#define TC_XV      (MG_BM * MG_BK / 4 / MG_THREADS)  /* float4 of x a thread a stage: 2 */
+#define TC_WV      (TC_BN * MG_BK / 8 / MG_THREADS)  /* deq8 groups a thread a stage: 2 */
 
-template <int T>
+template <int T, bool VEC>
+static __device__ __forceinline__ void tc_fetch(const mg_args &a, int64_t e, int64_t n0,
+                                                const int64_t *xr, int64_t k0, int tid,
+                                                float4 xv[TC_XV], float wv[TC_WV][8])
+{
+    #pragma unroll
+    for (int i = 0; i < TC_XV; i++) {
+        const int idx = tid + i * MG_THREADS, m = idx / (MG_BK / 4), c = 4 * (idx % (MG_BK / 4));
+        const int64_t o = xr[m];
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (o >= 0) {
+            if (VEC) {
+                if (k0 + c < a.K)
+                    v = *(const float4 *)(a.x + o + k0 + c);
+            } else {
+                float t[4];
+                #pragma unroll
+                for (int j = 0; j < 4; j++)
+                    t[j] = k0 + c + j < a.K ? a.x[o + k0 + c + j] : 0.0f;
+                v = make_float4(t[0], t[1], t[2], t[3]);
+            }
+        }
+        xv[i] = v;
+    }
+    #pragma unroll
+    for (int i = 0; i < TC_WV; i++) {
+        const int idx = tid + i * MG_THREADS, n = idx / (MG_BK / 8), g = idx % (MG_BK / 8);
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            wv[i][j] = 0.0f;
+        if (n0 + n < a.N && k0 + 8 * g < a.K)
+            deq8<T>(a.W + (uint64_t)(e * a.N + n0 + n) * a.rb, k0 + 8 * g, a.K, wv[i]);
+    }
+}
+
+static __device__ __forceinline__ void tc_stage(int tid, const float4 xv[TC_XV],
+                                                const float wv[TC_WV][8], __half *Xh, __half *Wh)
+{
+    #pragma unroll
+    for (int i = 0; i < TC_XV; i++) {
+        const int idx = tid + i * MG_THREADS, m = idx / (MG_BK / 4), c = 4 * (idx % (MG_BK / 4));
+        __half2 *d = (__half2 *)(Xh + m * TC_LH + c);
+        d[0] = __floats2half2_rn(xv[i].x, xv[i].y);
+        d[1] = __floats2half2_rn(xv[i].z, xv[i].w);
+    }
+    #pragma unroll
+    for (int i = 0; i < TC_WV; i++) {
+        const int idx = tid + i * MG_THREADS, n = idx / (MG_BK / 8), g = idx % (MG_BK / 8);
+        union { uint4 u; __half2 h[4]; } pk;
+        #pragma unroll
+        for (int j = 0; j < 4; j++)
+            pk.h[j] = __floats2half2_rn(wv[i][2 * j], wv[i][2 * j + 1]);
+        *(uint4 *)(Wh + n * TC_LH + 8 * g) = pk.u;
+    }
+}
+
+template <int T, bool VEC>
 __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
 {
     cuda_pdl_enter();
     using namespace nvcuda;
-    __shared__ __align__(32) __half Xh[MG_BM * MG_LH];
-    __shared__ __align__(32) __half Wh[MG_BN * MG_LH];
-    __shared__ __align__(32) float Cs[MG_BM * MG_LC];
+    __shared__ __align__(128) unsigned char smem[TC_SMEM];
     __shared__ int64_t xr[MG_BM];      /* x row offsets; -1 past the tile's rows */
-    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, (int)blockIdx.y);
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, 0);
     if (!t.rows)
         return;
-    const int tid = threadIdx.x, w = tid / 32, wm = w % 4, wn = w / 4;
+    const int64_t n0 = (int64_t)blockIdx.y * TC_BN;
+    const int tid = threadIdx.x, w = tid / 32, wm = w % 2, wn = w / 2;
     for (int m = tid; m < MG_BM; m += MG_THREADS) {
         const int64_t q = m < t.rows ? a.perm[t.p0 + m] : -1;
         xr[m] = q < 0 ? -1 : (a.x_per_tok ? q / a.k : q) * a.ldx;
     }
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
-    wmma::fill_fragment(acc[0], 0.0f);
-    wmma::fill_fragment(acc[1], 0.0f);
-    __syncthreads();
-    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BKT) {
-        for (int e = tid; e < MG_BM * MG_BKT; e += MG_THREADS) {
-            const int m = e / MG_BKT, kk = e % MG_BKT;
-            const int64_t o = xr[m];
-            Xh[m * MG_LH + kk] = __float2half_rn(o >= 0 && k0 + kk < a.K ? a.x[o + k0 + kk] : 0.0f);
-        }
-        for (int e = tid; e < MG_BN * (MG_BKT / 8); e += MG_THREADS) {
-            const int n = e / (MG_BKT / 8), g = e % (MG_BKT / 8);
-            float v[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
-            if (t.n0 + n < a.N && k0 + 8 * g < a.K)
-                deq8<T>(a.W + (uint64_t)(t.e * a.N + t.n0 + n) * a.rb, k0 + 8 * g, a.K, v);
-            #pragma unroll
-            for (int j = 0; j < 8; j++)
-                Wh[n * MG_LH + 8 * g + j] = __float2half_rn(v[j]);
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int kk = 0; kk < MG_BKT; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-            wmma::load_matrix_sync(fa, Xh + 16 * wm * MG_LH + kk, MG_LH);
-            #pragma unroll
-            for (int f = 0; f < 2; f++) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
-                wmma::load_matrix_sync(fb, Wh + (32 * wn + 16 * f) * MG_LH + kk, MG_LH);
-                wmma::mma_sync(acc[f], fa, fb, acc[f]);
-            }
-        }
-        __syncthreads();
-    }
+    __half *Xh = (__half *)smem, *Wh = Xh + 2 * TC_XH;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
     #pragma unroll
-    for (int f = 0; f < 2; f++)
-        wmma::store_matrix_sync(Cs + 16 * wm * MG_LC + 32 * wn + 16 * f, acc[f], MG_LC,
-                                wmma::mem_row_major);
+    for (int i = 0; i < 2; i++)
+        #pragma unroll
+        for (int f = 0; f < 2; f++)
+            wmma::fill_fragment(acc[i][f], 0.0f);
     __syncthreads();
-    for (int e = tid; e < MG_BM * MG_BN; e += MG_THREADS) {
-        const int m = e / MG_BN, n = e % MG_BN;
-        if (m < t.rows && t.n0 + n < a.N)
-            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + t.n0 + n] = Cs[m * MG_LC + n];
+    float4 xv[TC_XV];
+    float wv[TC_WV][8];
+    tc_fetch<T, VEC>(a, t.e, n0, xr, 0, tid, xv, wv);
+    int buf = 0;
+    for (int64_t k0 = 0; k0 < a.K; k0 += MG_BK, buf ^= 1) {
+        __half *xs = Xh + buf * TC_XH, *ws = Wh + buf * TC_WH;
+        tc_stage(tid, xv, wv, xs, ws);
+        __syncthreads();
+        if (k0 + MG_BK < a.K)
+            tc_fetch<T, VEC>(a, t.e, n0, xr, k0 + MG_BK, tid, xv, wv);
+        #pragma unroll
+        for (int kk = 0; kk < MG_BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
+            #pragma unroll
+            for (int i = 0; i < 2; i++)
+                wmma::load_matrix_sync(fa[i], xs + (32 * wm + 16 * i) * TC_LH + kk, TC_LH);
+            #pragma unroll
+            for (int f = 0; f < 2; f++)
+                wmma::load_matrix_sync(fb[f], ws + (32 * wn + 16 * f) * TC_LH + kk, TC_LH);
+            #pragma unroll
+            for (int i = 0; i < 2; i++)
+                #pragma unroll
+                for (int f = 0; f < 2; f++)
+                    wmma::mma_sync(acc[i][f], fa[i], fb[f], acc[i][f]);
+        }
+    }
+    __syncthreads();                   /* the stage buffers become Cs */
+    float *Cs = (float *)smem;
+    #pragma unroll
+    for (int i = 0; i < 2; i++)
+        #pragma unroll
+        for (int f = 0; f < 2; f++)
+            wmma::store_matrix_sync(Cs + (32 * wm + 16 * i) * TC_LC + 32 * wn + 16 * f, acc[i][f],
+                                    TC_LC, wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < MG_BM * TC_BN; e += MG_THREADS) {
+        const int m = e / TC_BN, n = e % TC_BN;
+        if (m < t.rows && n0 + n < a.N)
+            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + n0 + n] = Cs[m * TC_LC + n];
     }
 }
 
@@ -425,11 +499,17 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     cuda_launch(k_mg_scatter, cuda_blocks(Q, 256), 256, 0, st, a);
     if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
         return true;
-    const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + MG_BN - 1) / MG_BN));
-    if (c->moegemm == 2)
-        TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm_tc<TT>, grid, MG_THREADS, 0, st, a))
-    else
+    if (c->moegemm == 2) {
+        const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + TC_BN - 1) / TC_BN));
+        const bool vec = K % 4 == 0 && x->ld % 4 == 0 && (uintptr_t)x->data % 16 == 0;
+        if (vec)
+            TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm_tc<TT, true>, grid, MG_THREADS, 0, st, a))
+        else
+            TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm_tc<TT, false>, grid, MG_THREADS, 0, st, a));
+    } else {
+        const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + MG_BN - 1) / MG_BN));
         TYPE_SWITCH(w->type, cuda_launch(k_moe_gemm<TT>, grid, MG_THREADS, 0, st, a));
+    }
     CUDA_LAUNCHED(be, "k_moe_gemm");
     return true;
 }
