@@ -47,7 +47,7 @@
 #include <string.h>
 
 #define CK_C       64      /* tokens per chunk */
-#define CK_BV      32      /* value columns of the state per block of k_chunk_state */
+#define CK_BV      16      /* value columns of the state per block of k_chunk_state */
 #define CK_THREADS 256
 
 #define HD __host__ __device__ inline
@@ -89,19 +89,20 @@ HD ck_chunk chunk_of(const int32_t *runs, int s, int64_t c0)
 
 /* ------------------------------------------------------------------ prep */
 
-/* Shared memory of k_chunk_prep: K, V, Q rows of the chunk (row pitch
+/* Shared memory of k_chunk_prep: K and Q rows of the chunk (row pitch
  * DK + 1: the Gram phase reads K down a column across a warp), A (pitch
- * C + 1), G, beta. */
+ * C + 1), G, beta. The solve phase reads the V rows into Q's place (Q is
+ * dead after the Gram phase): two blocks fit an SM (83 KB at DK = 128). */
 template <int DK> struct prep_sh {
     static constexpr int LD = DK + 1, LA = CK_C + 1;
-    static constexpr size_t floats = (size_t)3 * CK_C * LD + (size_t)CK_C * LA + 2 * CK_C;
-    float *K, *V, *Q, *A, *G, *bt;
+    static constexpr size_t floats = (size_t)2 * CK_C * LD + (size_t)CK_C * LA + 2 * CK_C;
+    float *K, *Q, *A, *G, *bt;
     HD explicit prep_sh(float *s)
-        : K(s), V(s + CK_C * LD), Q(s + 2 * CK_C * LD), A(s + 3 * CK_C * LD),
-          G(s + 3 * CK_C * LD + CK_C * LA), bt(s + 3 * CK_C * LD + CK_C * LA + CK_C) {}
+        : K(s), Q(s + CK_C * LD), A(s + 2 * CK_C * LD),
+          G(s + 2 * CK_C * LD + CK_C * LA), bt(s + 2 * CK_C * LD + CK_C * LA + CK_C) {}
 };
 
-/* Block (chunk x, value head y, run z). Phase 1: the chunk's q, k, v rows
+/* Block (chunk x, value head y, run z). Phase 1: the chunk's q and k rows
  * (zero past its end), G (the prefix sum, thread 0, in token order) and
  * beta. */
 template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
@@ -113,16 +114,14 @@ template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nth
     const int64_t h = b.y, kh = h % a.Hk, LD = prep_sh<DK>::LD;
     for (int e = tid; e < CK_C * DK; e += nthr) {
         const int t = e / DK, i = e % DK;
-        float q = 0.0f, k = 0.0f, v = 0.0f;
+        float q = 0.0f, k = 0.0f;
         if (t < c.nc) {
             const float *row = a.qkv + (c.r0 + t) * a.ldq;
             q = row[kh * DK + i];
             k = row[(a.Hk + kh) * DK + i];
-            v = row[2 * a.Hk * DK + h * DK + i];
         }
         s.Q[t * LD + i] = q;
         s.K[t * LD + i] = k;
-        s.V[t * LD + i] = v;
     }
     if (tid == 0) {
         float acc = 0.0f;
@@ -184,9 +183,9 @@ template <int DK> HD void prep_gram(const ck_args &a, ck_blk b, int tid, int nth
 
 /* Phase 3: (I + A) X = B by forward substitution, one thread per column
  * (columns 0..DK-1 of W over B = beta e^G K, in place of K; DK..2DK-1 of
- * U over B = beta V, in place of V), then the rows to the scratch. Each
- * row's sum over the rows before it runs in four partial sums (a shorter
- * chain of dependent adds). */
+ * U over B = beta V, V's column read by its thread into Q's place), then
+ * the rows to the scratch. Each row's sum over the rows before it runs in
+ * four partial sums (a shorter chain of dependent adds). */
 template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     const ck_chunk c = chunk_of(a.runs, b.z, (int64_t)b.x * CK_C);
@@ -197,7 +196,10 @@ template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nt
     for (int col = tid; col < 2 * DK; col += nthr) {
         const bool isw = col < DK;
         const int j = isw ? col : col - DK;
-        float *X = (isw ? s.K : s.V) + j;
+        float *X = (isw ? s.K : s.Q) + j;
+        if (!isw)
+            for (int t = 0; t < c.nc; t++)
+                X[t * LD] = a.qkv[(c.r0 + t) * a.ldq + 2 * a.Hk * DK + h * DK + j];
         for (int t = 0; t < c.nc; t++) {
             const float *At = s.A + t * LA;
             float p[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
@@ -293,10 +295,10 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
     }
 }
 
-/* The (t, j) tiles of phases 2 and 4: 4 rows x 2 columns each, C/4 x
+/* The (t, j) tiles of phases 2 and 4: 2 rows x 2 columns each, C/2 x
  * CK_BV/2 = 256 of them. Rows past the chunk's end are zero in X, V and P,
  * so a tile that straddles the end computes zeros there. */
-#define TT 4
+#define TT 2
 #define TJ 2
 #define N_TJ ((CK_C / TT) * (CK_BV / TJ))
 
@@ -397,11 +399,11 @@ template <int DK> HD void st_load_k(const ck_args &a, ck_blk b, int64_t c0, int 
 }
 
 /* Chunk phase 6: S <- e^G_last S + sum_t dec_t k_t v'_t^T, a tile of
- * DK/32 rows (i) x 4 columns (j) per thread, 32 x CK_BV/4 = 256 tiles. */
+ * DK/32 rows (i) x 2 columns (j) per thread, 32 x CK_BV/2 = 256 tiles. */
 template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                     float *sm)
 {
-    constexpr int TI = DK / 32, UJ = 4;
+    constexpr int TI = DK / 32, UJ = 2;
     st_sh<DK> s(sm);
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const float el = expf(s.G[c.nc - 1]);
