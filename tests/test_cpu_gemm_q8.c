@@ -154,6 +154,14 @@ static void test_q8_0(int64_t K, int64_t nr, int64_t nt, int pad)
         else
             check_tile(cname, ks[i].fn, K, w, wrb, nr, a, arb, nt, want);
     }
+    /* one token: the AVX-512 kernels of their own (by default it takes
+     * the AVX2 decode kernel) */
+    if (nt == 1 && vnni) {
+        snprintf(cname, sizeof cname, "%s_avx512vnni_decode512", name);
+        cpu_gemm_q8_decode512(1);
+        check_tile(cname, cpu_gemm_q8_0_avx512vnni, K, w, wrb, nr, a, arb, nt, want);
+        cpu_gemm_q8_decode512(0);
+    }
     free(want);
     free(w);
     free(a);

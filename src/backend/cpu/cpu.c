@@ -35,6 +35,7 @@
  * memory plan) and fixes them; an op that would need more then fails
  * (be_check) instead of allocating. */
 #include "cpu.h"
+#include "cpu_gemm_q8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,10 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     if (n_threads > 256)
         return q36_err_set(err, Q36_E_ARG, "cpu backend: %d threads is more than 256", n_threads);
     cpu_fdot_init();
+    {   /* one-token Q8_0 products on the AVX-512 kernels (cpu_gemm_q8.h) */
+        const char *d5 = getenv("Q36_Q8_DECODE512");
+        cpu_gemm_q8_decode512(d5 && !strcmp(d5, "1"));
+    }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
         float z[8] = { 0 };
         uint8_t blk[292] = { 0 };

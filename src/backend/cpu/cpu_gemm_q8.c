@@ -517,6 +517,14 @@ AVX512 static void q8_pack(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u
 
 #define PACK_ROWS 64     /* weight rows (in L2) that meet each pack */
 
+/* one-token products on the AVX-512 kernels (cpu_gemm_q8_decode512) */
+static _Atomic int g_dec512;
+
+void cpu_gemm_q8_decode512(int on)
+{
+    atomic_store_explicit(&g_dec512, on != 0, memory_order_relaxed);
+}
+
 void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
@@ -532,15 +540,10 @@ void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
      * faster (tests/test_cpu_gemm_q8 bench, Zen 5: the default model's head
      * 1.09 ms against 1.99, 1024 x 65536 1.63-1.81 against 1.88-2.01; the
      * AVX-512 kernels win only on weights already in cache).
-     * Q36_Q8_DECODE512=1 keeps the AVX-512 kernels for one token. */
-    static _Atomic int dec512 = -1;      /* read once; any thread may be first */
-    int d5 = atomic_load_explicit(&dec512, memory_order_relaxed);
-    if (d5 < 0) {
-        const char *e = getenv("Q36_Q8_DECODE512");
-        d5 = e && !strcmp(e, "1");
-        atomic_store_explicit(&dec512, d5, memory_order_relaxed);
-    }
-    if (nt == 1 && !d5 && nb <= 4 * Q8P_BLOCKS_MAX) {
+     * cpu_gemm_q8_decode512(1) (Q36_Q8_DECODE512=1 at the CPU backend's
+     * creation) keeps the AVX-512 kernels for one token. */
+    if (nt == 1 && !atomic_load_explicit(&g_dec512, memory_order_relaxed) &&
+        nb <= 4 * Q8P_BLOCKS_MAX) {
         q8_avx2_decode(nb, w, wrb, nr, a, y);
         return;
     }

@@ -66,6 +66,11 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
 void cpu_gemm_q8_0_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q8_0(void);
+/* One token: cpu_gemm_q8_0_avx512vnni takes the AVX2 decode kernel (the
+ * same bits; faster on weights streamed from memory) unless this was set
+ * on; process-wide, off by default. be_cpu_new sets it from the
+ * environment (Q36_Q8_DECODE512=1), tests set both ways. */
+void cpu_gemm_q8_decode512(int on);
 
 void cpu_gemm_f32_lanes_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                             const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
