@@ -45,12 +45,16 @@ synth_once() {     # synth_once FILE ARGS...: q36 synth ARGS -o FILE unless FILE
     [ -f "$f" ] && return 0
     timeout 150 "$dir/q36" synth "$@" -o "$f.part" && mv "$f.part" "$f"
 }
-serve_step() {
-    local t0=$SECONDS m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf
-    local ls=() bin=/tmp/llama-cuda/llama-cuda-sm90/bin/llama-server rc=0
+# bench.sh's two synthetic files, made here when missing
+m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf
+bench_models() {
     mkdir -p "$LOG/models"
     synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
     synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
+}
+serve_step() {
+    local t0=$SECONDS ls=() bin=/tmp/llama-cuda/llama-cuda-sm90/bin/llama-server rc=0
+    bench_models
     [ -n "${LLAMA_LIB:-}" ] && [ -x "$bin" ] && ls=(--llama-server "$bin")
     [ ${#ls[@]} = 0 ] && echo "# no llama-server unpacked: q36 alone"
     local opts=(--np "${SERVE_NPS:-1,4,16}" --seconds "${SERVE_SECS:-15}" ${SERVE_ARGS:-})
@@ -68,10 +72,8 @@ serve_step() {
 # BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"), to set a
 # switched path beside the default.
 batch_step() {
-    local m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf m v
-    mkdir -p "$LOG/models"
-    synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
-    synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
+    local m v
+    bench_models
     for m in "$m08" "$m35"; do
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
@@ -89,11 +91,8 @@ batch_step() {
 # op profile (--profile); then the 35B file once more for each "VAR=value"
 # word of PREFILL_VARIANTS (q36 alone, 2 reps).
 prefill_step() {
-    local m35=$LOG/models/35b-a3b-q4km.gguf m08=$LOG/models/0.8b-q4km.gguf m v base=()
-    local pp=(-ngl 99 -p 4096 -n 0 -b 4096 -ub 4096 --fast)
-    mkdir -p "$LOG/models"
-    synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
-    synth_once "$m35" --arch qwen35moe --preset 35b-a3b --type q4_K_M || echo "FAIL synth $m35"
+    local m v base=() pp=(-ngl 99 -p 4096 -n 0 -b 4096 -ub 4096 --fast)
+    bench_models
     [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
     for m in "$m08" "$m35"; do
         echo "\$ q36 bench -m $m ${pp[*]} -r 3 ${base[*]}"
