@@ -140,6 +140,7 @@ struct cuda_ctx {
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
     size_t          chunk_floats;
     int             n_sm;
+    int             smem_optin;    /* shared memory a block may opt in to, bytes */
     char            dev_name[160];
     cuda_prof      *prof;          /* the per-op profile (cuda_prof.cu), made when first on */
     bool            prof_on;
@@ -382,11 +383,12 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
                 const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                 float scale, be_tensor *out);
 
-/* ---- cuda_fattn_tc.cu: the same on tensor cores, f16 caches; false when not
- * taken (f32 caches, rows not 16-byte aligned, shared memory too small) */
+/* ---- cuda_fattn_tc.cu: the same on tensor cores, f16 caches (max_rows: the
+ * longest run's rows); false when not taken (f32 caches, rows not 16-byte
+ * aligned, shared memory too small) */
 bool cuda_fattn_tc(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                   float scale, be_tensor *out);
+                   const be_batch *b, int64_t max_rows, int64_t n_head, int64_t n_head_kv,
+                   int64_t head_dim, float scale, be_tensor *out);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

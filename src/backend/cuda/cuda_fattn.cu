@@ -278,12 +278,12 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
 {
     if (head_dim != 64 && head_dim != 128 && head_dim != 256)
         return false;
-    if (cuda_ctx_of(be)->fattn_tc &&
-        cuda_fattn_tc(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
-        return true;
     int64_t max_n = 0;
     for (int s = 0; s < b->n_seq; s++)
         max_n = b->seq[s].n_rows > max_n ? b->seq[s].n_rows : max_n;
+    if (cuda_ctx_of(be)->fattn_tc &&
+        cuda_fattn_tc(be, q, kc, vc, b, max_n, n_head, n_head_kv, head_dim, scale, out))
+        return true;
     const fa_args a = { (const float *)q->data, q->ld, kc->data, vc->data, kc->ld, vc->ld,
                         (const int32_t *)b->runs->data, b->kv_rows, n_head / n_head_kv, scale,
                         (float *)out->data, out->ld };

@@ -207,13 +207,7 @@ static bool launch(be_ctx *be, const tb_args &a, dim3 grid)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const size_t bytes = tb_sh<HD>::bytes;
-    int dev = 0, optin = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    if ((size_t)optin < bytes)        /* this card: the f32 kernel */
+    if ((size_t)c->smem_optin < bytes)        /* this card: the f32 kernel */
         return false;
     if (!CUDA_OK(be, cudaFuncSetAttribute(k_fattn_tc<HD>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)))
@@ -224,19 +218,16 @@ static bool launch(be_ctx *be, const tb_args &a, dim3 grid)
 }
 
 bool cuda_fattn_tc(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                   float scale, be_tensor *out)
+                   const be_batch *b, int64_t max_rows, int64_t n_head, int64_t n_head_kv,
+                   int64_t head_dim, float scale, be_tensor *out)
 {
     if (!kc->f16 || !vc->f16 || q->ld % 4 || kc->ld % 8 || vc->ld % 8 ||
         (uintptr_t)q->data % 16 || (uintptr_t)kc->data % 16 || (uintptr_t)vc->data % 16)
         return false;
-    int64_t max_n = 0;
-    for (int s = 0; s < b->n_seq; s++)
-        max_n = b->seq[s].n_rows > max_n ? b->seq[s].n_rows : max_n;
     const tb_args a = { (const float *)q->data, q->ld, (const __half *)kc->data,
                         (const __half *)vc->data, kc->ld, vc->ld, (const int32_t *)b->runs->data,
                         b->kv_rows, n_head / n_head_kv, scale, (float *)out->data, out->ld };
-    const dim3 grid((unsigned)((max_n + TB_R - 1) / TB_R), (unsigned)n_head, (unsigned)b->n_seq);
+    const dim3 grid((unsigned)((max_rows + TB_R - 1) / TB_R), (unsigned)n_head, (unsigned)b->n_seq);
     switch (head_dim) {
     case 64: return launch<64>(be, a, grid);
     case 128: return launch<128>(be, a, grid);
