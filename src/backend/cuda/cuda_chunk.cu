@@ -301,6 +301,7 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
 #define TT 2
 #define TJ 2
 #define N_TJ ((CK_C / TT) * (CK_BV / TJ))
+static_assert(N_TJ == CK_THREADS, "phases 2 and 4: one (t, j) tile a thread");
 
 /* sums over i of X[t][i] S[i][j] for the tile at (t0, j0) */
 template <int DK> HD void tile_xs(const st_sh<DK> &s, int t0, int j0, float acc[TT][TJ])
@@ -404,6 +405,7 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
                                     float *sm)
 {
     constexpr int TI = DK / 32, UJ = 2;
+    static_assert(32 * (CK_BV / UJ) == CK_THREADS, "phase 6: one (i, j) tile a thread");
     st_sh<DK> s(sm);
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const float el = expf(s.G[c.nc - 1]);
