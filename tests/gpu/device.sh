@@ -77,11 +77,10 @@ batch_step() {
     for m in "$m08" "$m35"; do
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
-            if [ "$v" = default ]; then
-                BENCH_T=${BATCH_T:-1,16,64} timeout 200 "$dir/test_backend_cuda" --bench-batch "$m"
-            else
-                env "$v" BENCH_T=${BATCH_T:-1,16,64} timeout 200 "$dir/test_backend_cuda" --bench-batch "$m"
-            fi
+            local set=()
+            [ "$v" = default ] || set=("$v")
+            env "${set[@]}" BENCH_T=${BATCH_T:-1,16,64} timeout 200 \
+                "$dir/test_backend_cuda" --bench-batch "$m"
             echo "# exit status $?"
         done
     done

@@ -1295,9 +1295,9 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
  * the tiled path's threshold), with test_attention's bound; names end in
  * _tiled_tc with f16 caches on tensor cores (Q36_CUDA_FATTNTC on,
  * cuda_fattn_tc.cu; its f32-cache cases take the f32 kernel), _tiled with
- * it off (the f32 kernel for both). Head dims 64/128/256, 1-3 KV heads, f16 and f32 caches, runs
- * with a prefix in the cache, a decode row beside prompts, rows not a
- * multiple of the 32-row tiles. */
+ * it off (the f32 kernel for both). Head dims 64/128/256, 1-3 KV heads,
+ * f16 and f32 caches, runs with a prefix in the cache, a decode row beside
+ * prompts, rows not a multiple of the 32-row tiles. */
 /* The attention cases of the decode paths on `gpu`: head dims 64/128/256,
  * 1-3 KV heads, GQA groups 1-8, f16 and f32 caches; one row of one slot
  * (short and over a long cache), one row each of 8 slots, and a batch of
