@@ -78,6 +78,8 @@ typedef struct be_shape {
     int64_t n_expert, n_expert_used;            /* MoE; 0 without */
     int64_t max_in;        /* widest matmul input (columns of x) */
     int64_t max_in_expert; /* widest expert matmul input */
+    int64_t expert_elems;  /* elements of one expert's weight matrix (inputs x
+                            * outputs, the largest); 0: unknown */
     int64_t max_views;     /* views one forward pass makes (be_view, be_rows) */
     int     fast;          /* fast mode: products and prompt runs in any order and
                             * precision the backend documents (the CUDA backend's

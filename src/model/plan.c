@@ -117,8 +117,10 @@ be_shape model_plan_shape(const model_hparams *hp, const plan_args *a)
         w = max64(w, 2 * (int64_t)hp->n_embd);     /* eh_proj */
     s.max_in = w;
     /* experts read the normed input (D) or their own SwiGLU rows (Fe) */
-    if (hp->arch == MODEL_QWEN35MOE)
+    if (hp->arch == MODEL_QWEN35MOE) {
         s.max_in_expert = max64(hp->n_embd, hp->n_ff_exp);
+        s.expert_elems = hp->n_embd * hp->n_ff_exp;    /* gate, up and down alike */
+    }
     /* views a pass makes, at most: per layer its blocks' row views and
      * column views (attention: two copies of views per head to split q and
      * the gate), then the head: two per gathered row */

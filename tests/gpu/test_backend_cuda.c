@@ -1251,12 +1251,14 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
 
 /* ------------------------------------------------ grouped expert products */
 
-/* Q36_CUDA_MOEGEMM=1 and =2 (cuda_moe.cu): the matmul_id cases above, run
- * on a context made with it in place of `gpu`, at prompt sizes (at least
- * 64 (token, rank) rows, the grouped path's threshold), against the CPU
- * with mm_bound's sequential-sum order term (and, for =2, the f16
- * roundings of test_gemm16's bound). Experts with no rows, one tile and
- * several; top-1/3/8; x per token or per (token, rank). */
+/* Q36_CUDA_MOEGEMM=1, =2 (cuda_moe.cu) and =3 (cuda_moe_pre.cu): the
+ * matmul_id cases above, run on a context made with it in place of `gpu`,
+ * at prompt sizes (at least 64 (token, rank) rows, the grouped path's
+ * threshold), against the CPU with mm_bound's sequential-sum order term
+ * (and, for =2 and =3, the f16 roundings of test_gemm16's bound). Experts
+ * with no rows, one tile and several; top-1/3/8; x per token or per
+ * (token, rank); for =3 the weights of the large cases in several slabs
+ * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel). */
 static void test_moe_ops(const be_shape *sh, const char *mode)
 {
     /* every batch of at least 64 rows grouped, however few an expert gets
@@ -1268,8 +1270,8 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
         return;
     gpu = gpm;
     mm_sequential = true;
-    mm_f16 = !strcmp(mode, "2");
-    case_tag = mm_f16 ? "_grouped_f16" : "_grouped";
+    mm_f16 = strcmp(mode, "1") != 0;
+    case_tag = !strcmp(mode, "3") ? "_grouped_f16pre" : mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
         test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
@@ -1282,6 +1284,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode)
     test_matmul_id(QT_Q8_0, 256, 64, 4, 1, 130, false);         /* top-1: 2 tiles an expert */
     test_matmul_id(QT_Q8_0, 256, 64, 8, 3, 30, false);
     test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
+    test_matmul_id(QT_F16, 36, 33, 5, 3, 30, false);            /* ... nor of 8 */
     gpu = saved;
     mm_sequential = mm_f16 = false;
     case_tag = "";
@@ -3142,6 +3145,7 @@ static void bench_prompt(const be_shape *sh)
 {
     static const char *const sw[][2] = { { "Q36_CUDA_CHUNKED", "1" }, { "Q36_CUDA_GEMM16", "1" },
                                          { "Q36_CUDA_MOEGEMM", "1" }, { "Q36_CUDA_MOEGEMM", "2" },
+                                         { "Q36_CUDA_MOEGEMM", "3" },
                                          { "Q36_CUDA_FATTN", "1" } };
     be_ctx *saved = gpu;
     no_deq = true;
@@ -3264,7 +3268,9 @@ int main(int argc, char **argv)
     be_shape sh = { .n_rows = 512, .n_seq = 8, .n_ctx = 4096, .n_head = 24, .n_head_kv = 3,
                     .head_dim = 256, .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_dim = 256,
                     .n_expert = 64, .n_expert_used = 8, .max_in = 4096, .max_in_expert = 4096,
-                    .max_views = 4096 };
+                    /* small on purpose: the 2048 x 512 experts of test_moe_ops take
+                     * several of cuda_moe_pre.cu's weight slabs */
+                    .expert_elems = 131072, .max_views = 4096 };
     if (be_reserve(cpu, &sh, &err) || be_reserve(gpu, &sh, &err)) {
         t_fail("cuda.reserve", "%s", err.msg);
         return t_exit();
@@ -3316,6 +3322,7 @@ int main(int argc, char **argv)
         test_gemm16_ops(&sh);
         test_moe_ops(&sh, "1");
         test_moe_ops(&sh, "2");
+        test_moe_ops(&sh, "3");
         test_fattn_ops(&sh, true);
         test_fattn_ops(&sh, false);
         test_graph_ops(&sh);

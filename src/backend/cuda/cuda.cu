@@ -50,12 +50,14 @@
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED, Q36_CUDA_GEMM16, Q36_CUDA_FATTN
  * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, cuda_fattn_tc.cu), and
- * Q36_CUDA_MOEGEMM (2: f16 tensor cores, the default; 1: f32 tiles; 0:
- * the decode path's products). tests/gpu/run.sh checks each either way.
+ * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
+ * dequantized ahead; 2, dequantized inside the product; unset, 3 for
+ * large batches else 2; 1, f32 tiles; 0, the decode path's products).
+ * tests/gpu/run.sh checks each either way.
  * Numbers, in fast mode: Q36_CUDA_MVROWS (batches of up to that many rows
  * on the matvec kernels and graphs, default 32: cuda.h, mv_rows),
  * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
- * on average, default 4: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
+ * on average, default 2: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
  * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_MVNB=0 gives
  * batches' Q4_K products one output row a warp again (cuda.h, mv_nb). */
 #include "cuda.h"
@@ -134,6 +136,7 @@ static void cuda_free(be_ctx *be)
     cudaFree(c->part);
     cudaFree(c->chunk);
     cudaFree(c->moe);
+    cudaFree(c->moeh);
     cudaFreeHost(c->stage);
     cudaFreeHost(c->up);
     if (c->blas)

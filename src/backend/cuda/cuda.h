@@ -131,12 +131,14 @@ struct cuda_ctx {
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
-    int             moegemm;       /* Q36_CUDA_MOEGEMM at creation: 0, 1 f32, 2 f16 (cuda_moe.h) */
+    int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
+    __half         *moeh;          /* their f16 rows and weight slabs (cuda_moe_pre.cu) */
+    size_t          moeh_halves;
     float          *chunk;         /* the chunked delta rule's scratch (cuda_chunk.cu) */
     size_t          chunk_floats;
     int             n_sm;

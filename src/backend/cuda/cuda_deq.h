@@ -121,4 +121,43 @@ __device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, 
                      (unsigned)(type));                                          \
     }
 
+/* Weight rows n0 .. n0+rows of W (row pitch rb bytes, K columns) to f16,
+ * deq8's values rounded to nearest: out[r * K + i]. Groups of 8 columns
+ * over the grid; I, the index type: 32-bit when the groups fit (a 64-bit
+ * division per group costs more than the dequantization). */
+template <int T, typename I>
+__global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t n0,
+                            int64_t rows, __half *__restrict__ out)
+{
+    cuda_pdl_enter();
+    const I per = (I)((K + 7) / 8), n = per * (I)rows;
+    for (I g = (I)blockIdx.x * blockDim.x + threadIdx.x; g < n; g += (I)gridDim.x * blockDim.x) {
+        const I r = g / per, i0 = (g % per) * 8;
+        float v[8];
+        deq8<T>(W + (uint64_t)(n0 + (int64_t)r) * rb, (int64_t)i0, K, v);
+        __half *o = out + (int64_t)r * K + (int64_t)i0;
+        #pragma unroll
+        for (int j = 0; j < 8; j++)
+            if ((int64_t)i0 + j < K)
+                o[j] = __float2half_rn(v[j]);
+    }
+}
+
+/* k_dequant_h of a weight of a device type, on the context's stream;
+ * false when the launch failed (the context's error is set) */
+static inline bool cuda_dequant_h(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb,
+                                  int64_t K, int64_t n0, int64_t rows, __half *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t groups = (K + 7) / 8 * rows;
+    const unsigned grid = cuda_blocks(groups, 256);
+    if (groups + (int64_t)grid * 256 < ((int64_t)1 << 31))
+        TYPE_SWITCH(type, cuda_launch(k_dequant_h<TT, uint32_t>, grid, 256, 0, c->stream, W, rb, K,
+                                      n0, rows, out))
+    else
+        TYPE_SWITCH(type, cuda_launch(k_dequant_h<TT, int64_t>, grid, 256, 0, c->stream, W, rb, K,
+                                      n0, rows, out));
+    return CUDA_LAUNCHED(be, "k_dequant_h");
+}
+
 #endif

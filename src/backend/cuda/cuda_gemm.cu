@@ -20,31 +20,14 @@ bool cuda_gemm16_enabled(const be_shape *s)
     return cuda_fast_path(s, "Q36_CUDA_GEMM16");
 }
 
-template <int T>
-__global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t n0,
-                            int64_t rows, __half *__restrict__ out)
-{
-    cuda_pdl_enter();
-    const int64_t per = (K + 7) / 8;
-    for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < per * rows;
-         g += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = g / per, i0 = (g % per) * 8;
-        float v[8];
-        deq8<T>(W + (uint64_t)(n0 + r) * rb, i0, K, v);
-        #pragma unroll
-        for (int j = 0; j < 8; j++)
-            if (i0 + j < K)
-                out[r * K + i0 + j] = __float2half_rn(v[j]);
-    }
-}
-
+/* rows of x to f16, a block a row (no division per element) */
 __global__ void k_to_half(const float *__restrict__ x, int64_t ldx, int64_t R, int64_t K,
                           __half *__restrict__ out)
 {
     cuda_pdl_enter();
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < R * K;
-         i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = __float2half_rn(x[(i / K) * ldx + i % K]);
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x)
+        for (int64_t i = threadIdx.x; i < K; i += blockDim.x)
+            out[r * K + i] = __float2half_rn(x[r * ldx + i]);
 }
 
 /* y = x · W^T through f16 tiles; false: not taken (the caller runs gemm) */
@@ -61,7 +44,8 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     cuda_q8_drop(c);                    /* the scratch is overwritten */
     const int64_t fit = (int64_t)((halves - xh) / (size_t)K), chunk = fit < N ? fit : N;
     cudaStream_t st = c->stream;
-    cuda_launch(k_to_half, cuda_blocks(R * K, 256), 256, 0, st, (const float *)x->data, x->ld, R, K, x16);
+    cuda_launch(k_to_half, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, st,
+                (const float *)x->data, x->ld, R, K, x16);
     if (!CUDA_LAUNCHED(be, "k_to_half"))
         return true;
     const float one = 1.0f, zero = 0.0f;
@@ -70,9 +54,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
         return true;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-        TYPE_SWITCH(type, cuda_launch(k_dequant_h<TT>, cuda_blocks((K + 7) / 8 * nc, 256), 256, 0, st,
-                    W, rb, K, n0, nc, w16));
-        if (!CUDA_LAUNCHED(be, "k_dequant_h"))
+        if (!cuda_dequant_h(be, type, W, rb, K, n0, nc, w16))
             break;
         /* column-major: C (nc x R, ld y) = A^T (A: K x nc) * B (K x R), f32 sums */
         if (!CUBLAS_OK(be, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)R, (int)K,
@@ -80,6 +62,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
                                         &zero, (float *)y->data + n0, CUDA_R_32F, (int)y->ld,
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
             break;
+        cuda_count_as(c, "cublas f16 gemm");
     }
     CUBLAS_OK(be, cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH));
     return true;

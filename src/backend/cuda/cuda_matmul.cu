@@ -873,9 +873,18 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
                 c->deq_floats);
         return;
     }
+    const float one = 1.0f, zero = 0.0f;
+    if (type == QT_F32 && rb == (uint64_t)K * 4 && (uintptr_t)W % 16 == 0) {
+        /* rows already f32 and packed: cuBLAS reads them in place (the
+         * same values, leading dimension and call as through the copy) */
+        if (CUBLAS_OK(be, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)R, (int)K,
+                                      &one, (const float *)W, (int)K, (const float *)x->data,
+                                      (int)x->ld, &zero, (float *)y->data, (int)y->ld)))
+            cuda_count_as(c, "cublas f32 gemm");
+        return;
+    }
     const int64_t chunk = (int64_t)(c->deq_floats / (size_t)K) < N
                               ? (int64_t)(c->deq_floats / (size_t)K) : N;
-    const float one = 1.0f, zero = 0.0f;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
         const int64_t items = (K + 7) / 8 * nc;
@@ -888,6 +897,7 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
                                        &one, c->deq, (int)K, (const float *)x->data, (int)x->ld,
                                        &zero, (float *)y->data + n0, (int)y->ld)))
             return;
+        cuda_count_as(c, "cublas f32 gemm");
     }
 }
 

@@ -28,6 +28,7 @@
 #include "cuda.h"
 #include "cuda_deq.h"
 #include "cuda_moe.h"
+#include "cuda_moe_tile.h"
 
 #include <assert.h>
 #include <mma.h>
@@ -35,99 +36,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MG_BM      64      /* rows of a tile */
-#define MG_BN      64      /* outputs of a tile */
-#define MG_BK      32      /* columns staged at a time */
-#define MG_THREADS 256     /* 16 x 16 threads, 4 x 4 outputs each */
-#define MG_LX      (MG_BM + 1)
-#define MG_LW      (MG_BN + 1)
-#define MG_SMEM    (MG_BK * MG_LX + MG_BK * MG_LW)
-
-#define HD __host__ __device__ inline
 
 extern "C" int cuda_moe_mode(const be_shape *s)
 {
     if (!cuda_fast_path(s, "Q36_CUDA_MOEGEMM"))
         return 0;
-    return cuda_env_is("Q36_CUDA_MOEGEMM", "1") ? 1 : 2;
-}
-
-typedef struct mg_args {
-    const uint8_t *W;        /* device: the weight in its block format */
-    const float *Wf;         /* host emulation: the dequantized weight */
-    uint64_t rb;
-    int64_t K, N, E;
-    const float *x;
-    int64_t ldx;
-    int x_per_tok;
-    const int32_t *sel;
-    int64_t ldsel, k, Q;     /* Q = T * k rows */
-    float *y;
-    int64_t ldy;
-    int32_t *cnt, *off, *toff, *cur, *perm;   /* scratch: E, E+1, E+1, E, Q */
-} mg_args;
-
-/* ---------------------------------------------------------------- routing */
-
-HD int mg_expert(const mg_args &a, int64_t q)
-{
-    const int e = a.sel[(q / a.k) * a.ldsel + q % a.k];
-    return e < 0 || e >= a.E ? 0 : e;
-}
-
-HD int mg_fetch_add(int32_t *p, int v)
-{
-#ifdef __CUDA_ARCH__
-    return atomicAdd(p, v);
-#else
-    const int old = *p;
-    *p += v;
-    return old;
-#endif
-}
-
-HD void mg_count(const mg_args &a, int64_t q) { mg_fetch_add(&a.cnt[mg_expert(a, q)], 1); }
-
-HD void mg_scan(const mg_args &a)
-{
-    a.off[0] = a.toff[0] = 0;
-    for (int64_t e = 0; e < a.E; e++) {
-        a.off[e + 1] = a.off[e] + a.cnt[e];
-        a.toff[e + 1] = a.toff[e] + (a.cnt[e] + MG_BM - 1) / MG_BM;
-        a.cur[e] = a.off[e];
-    }
-}
-
-HD void mg_scatter(const mg_args &a, int64_t q)
-{
-    a.perm[mg_fetch_add(&a.cur[mg_expert(a, q)], 1)] = (int32_t)q;
-}
-
-/* ------------------------------------------------------------------ tiles */
-
-/* Tile slot bx, output block by: the expert, its rows perm[p0 .. p0+rows)
- * (rows 0: a slot past the last tile), the first output. */
-typedef struct mg_tile { int64_t e, p0, n0; int rows; } mg_tile;
-
-HD mg_tile mg_tile_of(const mg_args &a, int bx, int by)
-{
-    mg_tile t = { 0, 0, (int64_t)by * MG_BN, 0 };
-    if (bx >= a.toff[a.E])
-        return t;
-    /* the largest e with toff[e] <= bx: it has a tile there (toff[e+1] > bx) */
-    int64_t lo = 0, hi = a.E - 1;
-    while (lo < hi) {
-        const int64_t mid = (lo + hi + 1) / 2;
-        if (a.toff[mid] <= bx)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    const int64_t local = (bx - a.toff[lo]) * MG_BM;
-    t.e = lo;
-    t.p0 = a.off[lo] + local;
-    t.rows = (int)(a.cnt[lo] - local < MG_BM ? a.cnt[lo] - local : MG_BM);
-    return t;
+    if (cuda_env_is("Q36_CUDA_MOEGEMM", "1"))
+        return MG_MODE_F32;
+    if (cuda_env_is("Q36_CUDA_MOEGEMM", "2"))
+        return MG_MODE_TC;
+    return cuda_env_is("Q36_CUDA_MOEGEMM", "3") ? MG_MODE_PRE : MG_MODE_AUTO;
 }
 
 /* Dequantizers of 8 weights (row e*N + n, columns i0..i0+7, zero past K):
@@ -274,13 +192,10 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm(mg_args a)
  * read four floats at a time (K, ldx multiples of 4, x 16-byte aligned).
  * Device only: the host emulation runs the f32 tiles, which share
  * mg_tile_of and the routing. */
-#define TC_BN      128
 #define TC_LH      (MG_BK + 8)                       /* f16 pitch: rows 16-byte aligned */
-#define TC_LC      (TC_BN + 4)
 #define TC_XH      (MG_BM * TC_LH)                   /* halves of one x stage */
 #define TC_WH      (TC_BN * TC_LH)
 #define TC_STAGES  (2 * (TC_XH + TC_WH) * 2)         /* bytes of both stage buffers */
-#define TC_CS      (MG_BM * TC_LC * 4)
 #define TC_SMEM    (TC_STAGES > TC_CS ? TC_STAGES : TC_CS)
 #define TC_XV      (MG_BM * MG_BK / 4 / MG_THREADS)  /* float4 of x a thread a stage: 2 */
 #define TC_WV      (TC_BN * MG_BK / 8 / MG_THREADS)  /* deq8 groups a thread a stage: 2 */
@@ -345,25 +260,20 @@ template <int T, bool VEC>
 __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
 {
     cuda_pdl_enter();
-    using namespace nvcuda;
     __shared__ __align__(128) unsigned char smem[TC_SMEM];
     __shared__ int64_t xr[MG_BM];      /* x row offsets; -1 past the tile's rows */
     const mg_tile t = mg_tile_of(a, (int)blockIdx.x, 0);
     if (!t.rows)
         return;
     const int64_t n0 = (int64_t)blockIdx.y * TC_BN;
-    const int tid = threadIdx.x, w = tid / 32, wm = w % 2, wn = w / 2;
+    const int tid = threadIdx.x;
     for (int m = tid; m < MG_BM; m += MG_THREADS) {
         const int64_t q = m < t.rows ? a.perm[t.p0 + m] : -1;
         xr[m] = q < 0 ? -1 : (a.x_per_tok ? q / a.k : q) * a.ldx;
     }
     __half *Xh = (__half *)smem, *Wh = Xh + 2 * TC_XH;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
-    #pragma unroll
-    for (int i = 0; i < 2; i++)
-        #pragma unroll
-        for (int f = 0; f < 2; f++)
-            wmma::fill_fragment(acc[i][f], 0.0f);
+    tc_acc acc[2][2];
+    tc_zero(acc);
     __syncthreads();
     float4 xv[TC_XV];
     float wv[TC_WV][8];
@@ -375,37 +285,10 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
         __syncthreads();
         if (k0 + MG_BK < a.K)
             tc_fetch<T, VEC>(a, t.e, n0, xr, k0 + MG_BK, tid, xv, wv);
-        #pragma unroll
-        for (int kk = 0; kk < MG_BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
-            #pragma unroll
-            for (int i = 0; i < 2; i++)
-                wmma::load_matrix_sync(fa[i], xs + (32 * wm + 16 * i) * TC_LH + kk, TC_LH);
-            #pragma unroll
-            for (int f = 0; f < 2; f++)
-                wmma::load_matrix_sync(fb[f], ws + (32 * wn + 16 * f) * TC_LH + kk, TC_LH);
-            #pragma unroll
-            for (int i = 0; i < 2; i++)
-                #pragma unroll
-                for (int f = 0; f < 2; f++)
-                    wmma::mma_sync(acc[i][f], fa[i], fb[f], acc[i][f]);
-        }
+        tc_mma<MG_BK, TC_LH>(acc, xs, ws, tid);
     }
     __syncthreads();                   /* the stage buffers become Cs */
-    float *Cs = (float *)smem;
-    #pragma unroll
-    for (int i = 0; i < 2; i++)
-        #pragma unroll
-        for (int f = 0; f < 2; f++)
-            wmma::store_matrix_sync(Cs + (32 * wm + 16 * i) * TC_LC + 32 * wn + 16 * f, acc[i][f],
-                                    TC_LC, wmma::mem_row_major);
-    __syncthreads();
-    for (int e = tid; e < MG_BM * TC_BN; e += MG_THREADS) {
-        const int m = e / TC_BN, n = e % TC_BN;
-        if (m < t.rows && n0 + n < a.N)
-            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + n0 + n] = Cs[m * TC_LC + n];
-    }
+    tc_store(a, t, n0, acc, (float *)smem, tid);
 }
 
 /* ------------------------------------------------------------------ the op */
@@ -453,16 +336,17 @@ static int64_t tile_slots(int64_t Q, int64_t E)
 
 size_t cuda_moe_scratch_bytes(const be_shape *s)
 {
-    if (!cuda_moe_mode(s) || !s->n_expert)
+    const int mode = cuda_moe_mode(s);
+    if (!mode || !s->n_expert)
         return 0;
-    return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t);
+    return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t) +
+           cuda_moe_pre_halves(s, mode) * sizeof(__half);
 }
 
-int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
+/* the routing's ints */
+static int reserve_ints(be_ctx *be, const be_shape *s, q36_err *err)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    if (!c->moegemm || !s->n_expert)
-        return 0;
     const size_t need = scratch_ints(s->n_rows * s->n_expert_used, s->n_expert);
     if (need <= c->moe_ints)
         return 0;
@@ -477,6 +361,37 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     c->moe = p;
     c->moe_ints = need;
     return 0;
+}
+
+/* cuda_moe_pre.cu's f16 rows and weight slabs, when the mode can take
+ * them for batches of this shape (and the device gives its kernel the
+ * shared memory it asks); without them that path is not taken */
+static int reserve_pre(be_ctx *be, const be_shape *s, q36_err *err)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t need = cuda_moe_pre_halves(s, c->moegemm);
+    if (need <= c->moeh_halves || !cuda_moe_pre_ready(c))
+        return 0;
+    __half *p = NULL;
+    if (cudaMalloc(&p, need * sizeof(__half)) != cudaSuccess) {
+        cudaGetLastError();
+        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f MiB for the "
+                           "grouped expert products' f16 rows and weights (fast mode; "
+                           "Q36_CUDA_MOEGEMM=2 needs none) on %s",
+                           need * 2.0 / 1048576.0, c->dev_name);
+    }
+    cudaFree(c->moeh);
+    c->moeh = p;
+    c->moeh_halves = need;
+    return 0;
+}
+
+int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
+{
+    if (!cuda_ctx_of(be)->moegemm || !s->n_expert)
+        return 0;
+    const int rc = reserve_ints(be, s, err);
+    return rc ? rc : reserve_pre(be, s, err);
 }
 
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
@@ -499,7 +414,11 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     cuda_launch(k_mg_scatter, cuda_blocks(Q, 256), 256, 0, st, a);
     if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
         return true;
-    if (c->moegemm == 2) {
+    const bool pre = c->moegemm == MG_MODE_PRE ||
+                     (c->moegemm == MG_MODE_AUTO && Q >= (int64_t)MG_PRE_ROWS * E);
+    if (pre && cuda_moe_gemm_pre(be, w, &a, tile_slots(Q, E)))
+        return true;
+    if (c->moegemm != MG_MODE_F32) {
         const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + TC_BN - 1) / TC_BN));
         const bool vec = K % 4 == 0 && x->ld % 4 == 0 && (uintptr_t)x->data % 16 == 0;
         if (vec)

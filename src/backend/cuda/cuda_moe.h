@@ -7,11 +7,17 @@
  * batches) to the grouped kernels: rows sorted by expert on the device,
  * each expert's rows multiplied as tiles of a matrix product, by default
  * in f16 on tensor cores (WMMA, f32 accumulators: the inputs rounded to
- * f16, 2^-11 relative each); Q36_CUDA_MOEGEMM=1 at the context's making
- * takes f32 tiles on the CUDA cores instead, =0 none. In exact mode, or
- * for fewer rows, every row runs the matrix-vector kernel of
- * cuda_matmul.cu. The emulation covers the f32 form and everything the two share
- * (routing, tiles, loads); only the GPU tests check the WMMA product. */
+ * f16, 2^-11 relative each). Q36_CUDA_MOEGEMM at the context's making:
+ * 1, f32 tiles on the CUDA cores (MG_MODE_F32); 2, f16 tiles that
+ * dequantize their weights inside the product (MG_MODE_TC, cuda_moe.cu);
+ * 3, f16 tiles of weights dequantized to f16 a slab of experts at a time
+ * ahead of the product (MG_MODE_PRE, cuda_moe_pre.cu); unset or any other
+ * value, MG_MODE_AUTO: 3 for batches of at least MG_PRE_ROWS rows an
+ * expert on average, else 2; 0 none. 2 and 3 round the same inputs the
+ * same way. In exact mode, or for fewer rows, every row runs the
+ * matrix-vector kernel of cuda_matmul.cu. The emulation covers the f32
+ * form and everything the kinds share (routing, tiles, loads); only the
+ * GPU tests check the WMMA products. */
 #ifndef Q36_CUDA_MOE_H
 #define Q36_CUDA_MOE_H
 
@@ -27,13 +33,25 @@ extern "C" {
 #define MG_MIN_ROWS 64
 /* ... and at least this many rows an expert on average (E experts: Q >=
  * per_expert * E; Q36_CUDA_MOEROWS, default MG_ROWS_PER_EXPERT, 0 for
- * every batch of MG_MIN_ROWS rows): below it the tiles of 64 rows stay nearly empty
- * and the matrix-vector kernel, which reads an expert row once per (token,
- * rank) row, moves fewer bytes in less time (on the H200, 16 tokens of
- * the 35B-A3B, 128 rows over 256 experts: the grouped products 22 ms a
- * step against about 3 ms of weight reads; bench/results/
- * 2026-12-02-cuda-argmax/bb-1237cef.txt). */
-#define MG_ROWS_PER_EXPERT 4
+ * every batch of MG_MIN_ROWS rows): below it the tiles of 64 rows stay
+ * nearly empty and the matrix-vector kernel, which reads an expert row
+ * once per (token, rank) row, moves fewer bytes in less time. On the
+ * H200, 35B-A3B decode steps of 64 slots (512 rows over 256 experts):
+ * 36.1 ms a step grouped against 42.8 on the matvec kernels (run-7f067a8);
+ * of 16 slots (128 rows), 30.3 against 14.5 with the earlier 64 x 64
+ * tiles (run-43f896e; both bench/results/2026-12-02-cuda-moe-rows/). */
+#define MG_ROWS_PER_EXPERT 2
+
+enum { MG_MODE_F32 = 1, MG_MODE_TC = 2, MG_MODE_PRE = 3, MG_MODE_AUTO = 4 };
+
+/* MG_MODE_AUTO takes the f16 weight slabs from this many rows an expert
+ * on average: dequantizing every expert of the weight costs about as much
+ * as reading it three times over, which pays once the tiles of
+ * k_moe_gemm_tc would dequantize each expert's weights several times */
+#define MG_PRE_ROWS 16
+/* at most this many halves of f16 expert weights at a time (1 GiB; the
+ * 35B-A3B's 256 experts of 2048 x 512 take 256 Mi) */
+#define MG_SLAB_HALVES ((int64_t)1 << 29)
 
 /* Whether Q (token, rank) rows over E experts take the grouped products
  * (when switched on) */
@@ -42,8 +60,9 @@ static inline bool cuda_moe_grouped(int64_t Q, int64_t E, int per_expert)
     return Q >= MG_MIN_ROWS && Q >= (int64_t)per_expert * E;
 }
 
-/* For a shape in fast mode: Q36_CUDA_MOEGEMM's 1, 0, or 2 (the default,
- * any other value); 0 in exact mode. */
+/* For a shape in fast mode: Q36_CUDA_MOEGEMM's 0, MG_MODE_F32 (1),
+ * MG_MODE_TC (2), MG_MODE_PRE (3), or MG_MODE_AUTO (unset, any other
+ * value); 0 in exact mode. */
 int cuda_moe_mode(const struct be_shape *s);
 
 /* The grouped kernels run on the host (cuda_chunk.h says how: block by

@@ -1,0 +1,188 @@
+/* cuda_moe_pre.cu: the grouped expert products of large prompt batches
+ * with both operands made f16 ahead of the product (Q36_CUDA_MOEGEMM=3,
+ * and the default's choice from MG_PRE_ROWS rows an expert: cuda_moe.h).
+ *
+ * k_moe_gemm_tc (cuda_moe.cu) dequantizes each weight tile inside the
+ * product, once for every tile of 64 rows of its expert, and rounds the
+ * gathered f32 x rows to f16 once for every block of 128 outputs; the
+ * profile of a 35B-A3B pp4096 pass had those products at ~50 TFLOPS. Here:
+ *  1. k_mg_gather_h: the rows in the routing's sorted order, rounded to
+ *     f16 once (xg, Q rows of K halves);
+ *  2. the experts' weights dequantized to f16 (cuda_deq.h, k_dequant_h:
+ *     deq8's values rounded to nearest, the same halves k_moe_gemm_tc
+ *     stages) into a slab of whole experts; more slabs when they do not
+ *     all fit in the reserved room;
+ *  3. k_moe_gemm_h: the same tiles as k_moe_gemm_tc (MG_BM rows by TC_BN
+ *     outputs, 2 x 2 WMMA accumulators a warp, tc_store), whose stages are
+ *     plain 16-byte copies (cp.async) into HG_STAGES shared buffers: while
+ *     the warps multiply one, the copies of the next ones are in flight.
+ *     Blocks of experts outside the slab return at once.
+ * Both operands round as in k_moe_gemm_tc and the sums run over the same
+ * 16-column steps in the same order. Needs K a multiple of 8 (16-byte
+ * rows); otherwise the caller runs k_moe_gemm_tc. Device only. */
+#include "cuda.h"
+#include "cuda_deq.h"
+#include "cuda_moe.h"
+#include "cuda_moe_tile.h"
+
+#include <mma.h>
+
+#define HG_BK     32                                  /* columns a stage */
+#define HG_STAGES 4
+#define HG_LH     (HG_BK + 8)                         /* f16 pitch: 80 bytes, skews the banks */
+#define HG_XH     (MG_BM * HG_LH)                     /* halves of one x stage */
+#define HG_WH     (TC_BN * HG_LH)
+#define HG_SMEM   (HG_STAGES * (HG_XH + HG_WH) * 2)   /* bytes: 61,440 (opt-in above 48 KiB) */
+static_assert(HG_SMEM >= TC_CS, "the output tile fits over the stage buffers");
+static_assert(MG_BM * HG_BK / 8 == MG_THREADS, "one 16-byte x copy a thread a stage");
+static_assert(TC_BN * HG_BK / 8 == 2 * MG_THREADS, "two 16-byte weight copies a thread a stage");
+static_assert(HG_BK % 16 == 0 && (HG_LH * 2) % 16 == 0, "WMMA steps and 16-byte rows");
+
+/* 16 bytes global -> shared, asynchronous; zeros when !full (src unread) */
+__device__ __forceinline__ void cp16(__half *dst, const __half *src, bool full)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(full ? 16 : 0));
+#else
+    *(uint4 *)dst = full ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+__device__ __forceinline__ void cp_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* until at most N of this thread's committed groups are still in flight */
+template <int N> __device__ __forceinline__ void cp_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* xg[p] = the x row of sorted row p (its token's row, or its own), f16 */
+__global__ void k_mg_gather_h(mg_args a, __half *__restrict__ xg)
+{
+    cuda_pdl_enter();
+    for (int64_t p = blockIdx.x; p < a.Q; p += gridDim.x) {
+        const int64_t q = a.perm[p];
+        const float *x = a.x + (a.x_per_tok ? q / a.k : q) * a.ldx;
+        for (int64_t i = threadIdx.x; i < a.K; i += blockDim.x)
+            xg[p * a.K + i] = __float2half_rn(x[i]);
+    }
+}
+
+/* The tiles of experts e0 .. e1; wh: their weights, f16, expert e's
+ * output n at row (e - e0) * N + n */
+__global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __half *__restrict__ xg,
+                                                          const __half *__restrict__ wh,
+                                                          int64_t e0, int64_t e1)
+{
+    cuda_pdl_enter();
+    extern __shared__ __align__(128) unsigned char hsm[];
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, 0);
+    if (!t.rows || t.e < e0 || t.e >= e1)
+        return;
+    const int64_t n0 = (int64_t)blockIdx.y * TC_BN;
+    const int tid = threadIdx.x;
+    __half *Xs = (__half *)hsm, *Ws = Xs + HG_STAGES * HG_XH;
+    /* this thread's copies a stage: x row xm, weight rows wr[i], at column
+     * offsets of 8 halves; rows past the tile's or N repeat the last one
+     * (their outputs are never stored) */
+    const int xm = tid / (HG_BK / 8), xc = 8 * (tid % (HG_BK / 8));
+    const __half *xs = xg + (t.p0 + (xm < t.rows ? xm : t.rows - 1)) * a.K + xc;
+    const __half *ws[2];
+    int wr[2], wc[2];
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int idx = tid + i * MG_THREADS;
+        wr[i] = idx / (HG_BK / 8);
+        wc[i] = 8 * (idx % (HG_BK / 8));
+        const int64_t n = n0 + wr[i] < a.N ? n0 + wr[i] : a.N - 1;
+        ws[i] = wh + ((t.e - e0) * a.N + n) * a.K + wc[i];
+    }
+    const int nk = (int)((a.K + HG_BK - 1) / HG_BK);
+    auto load = [&](int kt) {
+        const int s = kt % HG_STAGES;
+        const int64_t k0 = (int64_t)kt * HG_BK;
+        cp16(Xs + s * HG_XH + xm * HG_LH + xc, k0 + xc < a.K ? xs + k0 : xs, k0 + xc < a.K);
+        #pragma unroll
+        for (int i = 0; i < 2; i++)
+            cp16(Ws + s * HG_WH + wr[i] * HG_LH + wc[i], k0 + wc[i] < a.K ? ws[i] + k0 : ws[i],
+                 k0 + wc[i] < a.K);
+    };
+    tc_acc acc[2][2];
+    tc_zero(acc);
+    #pragma unroll
+    for (int s = 0; s < HG_STAGES - 1; s++) {
+        if (s < nk)
+            load(s);
+        cp_commit();                   /* a group a stage, empty or not: the counts stay aligned */
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        cp_wait<HG_STAGES - 2>();      /* this thread's copies of stage kt have landed */
+        __syncthreads();               /* everyone's; and stage kt-1's buffer is free */
+        if (kt + HG_STAGES - 1 < nk)
+            load(kt + HG_STAGES - 1);
+        cp_commit();
+        const __half *xb = Xs + (kt % HG_STAGES) * HG_XH, *wb = Ws + (kt % HG_STAGES) * HG_WH;
+        tc_mma<HG_BK, HG_LH>(acc, xb, wb, tid);
+    }
+    cp_wait<0>();
+    __syncthreads();                   /* the stage buffers become Cs */
+    tc_store(a, t, n0, acc, (float *)hsm, tid);
+}
+
+/* ------------------------------------------------------------------ the op */
+
+size_t cuda_moe_pre_halves(const be_shape *s, int mode)
+{
+    if (mode != MG_MODE_PRE && mode != MG_MODE_AUTO)
+        return 0;
+    const int64_t Q = s->n_rows * s->n_expert_used;
+    const int64_t least = mode == MG_MODE_PRE ? MG_MIN_ROWS : MG_PRE_ROWS * s->n_expert;
+    if (!s->n_expert || !s->expert_elems || Q < least || Q < MG_MIN_ROWS)
+        return 0;
+    int64_t slab = s->n_expert * s->expert_elems;
+    if (slab > MG_SLAB_HALVES)
+        slab = MG_SLAB_HALVES > s->expert_elems ? MG_SLAB_HALVES : s->expert_elems;
+    return (size_t)((Q * s->max_in_expert + 7) & ~(int64_t)7) + (size_t)slab;
+}
+
+bool cuda_moe_pre_ready(const cuda_ctx *c)
+{
+    return c->smem_optin >= HG_SMEM &&
+           cudaFuncSetAttribute(k_moe_gemm_h, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                HG_SMEM) == cudaSuccess;
+}
+
+bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_t tiles)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const mg_args &a = *ap;
+    const int64_t xh = (a.Q * a.K + 7) & ~(int64_t)7, per = a.N * a.K;
+    if (a.K % 8 || !c->moeh || (int64_t)c->moeh_halves < xh + per)
+        return false;
+    const int64_t es = ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
+    __half *xg = c->moeh, *wh = c->moeh + xh;
+    cudaStream_t st = c->stream;
+    cuda_launch(k_mg_gather_h, (unsigned)(a.Q < 65535 * 8 ? a.Q : 65535 * 8), 256, 0, st, a, xg);
+    if (!CUDA_LAUNCHED(be, "k_mg_gather_h"))
+        return true;
+    const dim3 grid((unsigned)tiles, (unsigned)((a.N + TC_BN - 1) / TC_BN));
+    for (int64_t e0 = 0; e0 < a.E; e0 += es) {
+        const int64_t e1 = e0 + es < a.E ? e0 + es : a.E;
+        if (!cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))
+            return true;
+        cuda_launch(k_moe_gemm_h, grid, MG_THREADS, HG_SMEM, st, a, (const __half *)xg,
+                    (const __half *)wh, e0, e1);
+        if (!CUDA_LAUNCHED(be, "k_moe_gemm"))
+            return true;
+    }
+    return true;
+}

@@ -1,0 +1,179 @@
+/* cuda_moe_tile.h: what the grouped expert products' kernels share
+ * (cuda_moe.cu, cuda_moe_pre.cu): their arguments, the routing on the
+ * device (count, scan, scatter: rows sorted expert after expert) and the
+ * tile a block computes. Host-and-device (HD) where the host emulation
+ * runs them too. Included by CUDA sources only. */
+#ifndef Q36_CUDA_MOE_TILE_H
+#define Q36_CUDA_MOE_TILE_H
+
+#include "cuda.h"
+
+#include <mma.h>
+#include <stdint.h>
+
+#define MG_BM      64      /* rows of a tile */
+#define MG_BN      64      /* outputs of a tile */
+#define MG_BK      32      /* columns staged at a time */
+#define MG_THREADS 256     /* 16 x 16 threads, 4 x 4 outputs each */
+#define MG_LX      (MG_BM + 1)
+#define MG_LW      (MG_BN + 1)
+#define MG_SMEM    (MG_BK * MG_LX + MG_BK * MG_LW)
+
+#define HD __host__ __device__ inline
+
+typedef struct mg_args {
+    const uint8_t *W;        /* device: the weight in its block format */
+    const float *Wf;         /* host emulation: the dequantized weight */
+    uint64_t rb;
+    int64_t K, N, E;
+    const float *x;
+    int64_t ldx;
+    int x_per_tok;
+    const int32_t *sel;
+    int64_t ldsel, k, Q;     /* Q = T * k rows */
+    float *y;
+    int64_t ldy;
+    int32_t *cnt, *off, *toff, *cur, *perm;   /* scratch: E, E+1, E+1, E, Q */
+} mg_args;
+
+/* ---------------------------------------------------------------- routing */
+
+HD int mg_expert(const mg_args &a, int64_t q)
+{
+    const int e = a.sel[(q / a.k) * a.ldsel + q % a.k];
+    return e < 0 || e >= a.E ? 0 : e;
+}
+
+HD int mg_fetch_add(int32_t *p, int v)
+{
+#ifdef __CUDA_ARCH__
+    return atomicAdd(p, v);
+#else
+    const int old = *p;
+    *p += v;
+    return old;
+#endif
+}
+
+HD void mg_count(const mg_args &a, int64_t q) { mg_fetch_add(&a.cnt[mg_expert(a, q)], 1); }
+
+HD void mg_scan(const mg_args &a)
+{
+    a.off[0] = a.toff[0] = 0;
+    for (int64_t e = 0; e < a.E; e++) {
+        a.off[e + 1] = a.off[e] + a.cnt[e];
+        a.toff[e + 1] = a.toff[e] + (a.cnt[e] + MG_BM - 1) / MG_BM;
+        a.cur[e] = a.off[e];
+    }
+}
+
+HD void mg_scatter(const mg_args &a, int64_t q)
+{
+    a.perm[mg_fetch_add(&a.cur[mg_expert(a, q)], 1)] = (int32_t)q;
+}
+
+/* ------------------------------------------------------------------ tiles */
+
+/* Tile slot bx, output block by: the expert, its rows perm[p0 .. p0+rows)
+ * (rows 0: a slot past the last tile), the first output. */
+typedef struct mg_tile { int64_t e, p0, n0; int rows; } mg_tile;
+
+HD mg_tile mg_tile_of(const mg_args &a, int bx, int by)
+{
+    mg_tile t = { 0, 0, (int64_t)by * MG_BN, 0 };
+    if (bx >= a.toff[a.E])
+        return t;
+    /* the largest e with toff[e] <= bx: it has a tile there (toff[e+1] > bx) */
+    int64_t lo = 0, hi = a.E - 1;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (a.toff[mid] <= bx)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const int64_t local = (bx - a.toff[lo]) * MG_BM;
+    t.e = lo;
+    t.p0 = a.off[lo] + local;
+    t.rows = (int)(a.cnt[lo] - local < MG_BM ? a.cnt[lo] - local : MG_BM);
+    return t;
+}
+
+/* The tensor-core tiles (cuda_moe.cu's k_moe_gemm_tc, cuda_moe_pre.cu's
+ * k_moe_gemm_h): MG_BM rows by TC_BN outputs a block; warp w holds rows
+ * 32 (w % 2) .. + 32 by outputs 32 (w / 2) .. + 32 as 2 x 2 WMMA 16 x 16
+ * f32 accumulators. */
+#define TC_BN      128
+#define TC_LC      (TC_BN + 4)                       /* f32 pitch of the output tile */
+#define TC_CS      (MG_BM * TC_LC * 4)               /* its bytes */
+
+typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> tc_acc;
+
+__device__ __forceinline__ void tc_zero(tc_acc acc[2][2])
+{
+    #pragma unroll
+    for (int i = 0; i < 2; i++)
+        #pragma unroll
+        for (int f = 0; f < 2; f++)
+            nvcuda::wmma::fill_fragment(acc[i][f], 0.0f);
+}
+
+/* One stage of BK columns: the accumulators gain X (MG_BM rows, row-major,
+ * pitch LH halves) times W^T (TC_BN weight rows, pitch LH), 16 columns a
+ * step, in column order. */
+template <int BK, int LH>
+__device__ __forceinline__ void tc_mma(tc_acc acc[2][2], const __half *X, const __half *W, int tid)
+{
+    using namespace nvcuda;
+    const int w = tid / 32, wm = w % 2, wn = w / 2;
+    #pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
+        #pragma unroll
+        for (int i = 0; i < 2; i++)
+            wmma::load_matrix_sync(fa[i], X + (32 * wm + 16 * i) * LH + kk, LH);
+        #pragma unroll
+        for (int f = 0; f < 2; f++)
+            wmma::load_matrix_sync(fb[f], W + (32 * wn + 16 * f) * LH + kk, LH);
+        #pragma unroll
+        for (int i = 0; i < 2; i++)
+            #pragma unroll
+            for (int f = 0; f < 2; f++)
+                wmma::mma_sync(acc[i][f], fa[i], fb[f], acc[i][f]);
+    }
+}
+
+/* The accumulators to the tile's rows of y (outputs n0 ..), through Cs
+ * (TC_CS bytes of shared memory that no thread still reads), coalesced
+ * along n. */
+__device__ __forceinline__ void tc_store(const mg_args &a, const mg_tile &t, int64_t n0,
+                                         tc_acc acc[2][2], float *Cs, int tid)
+{
+    using namespace nvcuda;
+    const int w = tid / 32, wm = w % 2, wn = w / 2;
+    #pragma unroll
+    for (int i = 0; i < 2; i++)
+        #pragma unroll
+        for (int f = 0; f < 2; f++)
+            wmma::store_matrix_sync(Cs + (32 * wm + 16 * i) * TC_LC + 32 * wn + 16 * f, acc[i][f],
+                                    TC_LC, wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < MG_BM * TC_BN; e += MG_THREADS) {
+        const int m = e / TC_BN, n = e % TC_BN;
+        if (m < t.rows && n0 + n < a.N)
+            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + n0 + n] = Cs[m * TC_LC + n];
+    }
+}
+
+/* cuda_moe_pre.cu: the f16 halves its scratch takes for batches up to s
+ * in mode `mode` (0 when that mode never takes it); whether the device
+ * runs its kernel (the shared memory it asks, set once); the product for
+ * the routed arguments a (tiles: the grid's tile slots), false when it
+ * cannot take them (K not a multiple of 8, too little scratch): then
+ * nothing was queued. */
+size_t cuda_moe_pre_halves(const be_shape *s, int mode);
+bool cuda_moe_pre_ready(const cuda_ctx *c);
+bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *a, int64_t tiles);
+
+#endif
