@@ -121,21 +121,37 @@ __device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, 
                      (unsigned)(type));                                          \
     }
 
+/* 8 floats rounded to f16 (nearest), as one 16-byte word */
+__device__ __forceinline__ uint4 cuda_half8(const float v[8])
+{
+    union { uint4 u; __half2 h[4]; } pk;
+    #pragma unroll
+    for (int j = 0; j < 4; j++)
+        pk.h[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+    return pk.u;
+}
+
 /* Weight rows n0 .. n0+rows of W (row pitch rb bytes, K columns) to f16,
  * deq8's values rounded to nearest: out[r * K + i]. Groups of 8 columns
- * over the grid; I, the index type: 32-bit when the groups fit (a 64-bit
- * division per group costs more than the dequantization). */
+ * over the grid, each stored as one 16-byte word where K and out allow;
+ * I, the index type: 32-bit when the groups fit (a 64-bit division per
+ * group costs more than the dequantization). */
 template <int T, typename I>
 __global__ void k_dequant_h(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t n0,
                             int64_t rows, __half *__restrict__ out)
 {
     cuda_pdl_enter();
     const I per = (I)((K + 7) / 8), n = per * (I)rows;
+    const bool vec = K % 8 == 0 && (uintptr_t)out % 16 == 0;
     for (I g = (I)blockIdx.x * blockDim.x + threadIdx.x; g < n; g += (I)gridDim.x * blockDim.x) {
         const I r = g / per, i0 = (g % per) * 8;
         float v[8];
         deq8<T>(W + (uint64_t)(n0 + (int64_t)r) * rb, (int64_t)i0, K, v);
         __half *o = out + (int64_t)r * K + (int64_t)i0;
+        if (vec) {
+            *(uint4 *)o = cuda_half8(v);
+            continue;
+        }
         #pragma unroll
         for (int j = 0; j < 8; j++)
             if ((int64_t)i0 + j < K)

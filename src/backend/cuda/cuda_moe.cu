@@ -248,11 +248,7 @@ static __device__ __forceinline__ void tc_stage(int tid, const float4 xv[TC_XV],
     #pragma unroll
     for (int i = 0; i < TC_WV; i++) {
         const int idx = tid + i * MG_THREADS, n = idx / (MG_BK / 8), g = idx % (MG_BK / 8);
-        union { uint4 u; __half2 h[4]; } pk;
-        #pragma unroll
-        for (int j = 0; j < 4; j++)
-            pk.h[j] = __floats2half2_rn(wv[i][2 * j], wv[i][2 * j + 1]);
-        *(uint4 *)(Wh + n * TC_LH + 8 * g) = pk.u;
+        *(uint4 *)(Wh + n * TC_LH + 8 * g) = cuda_half8(wv[i]);
     }
 }
 
