@@ -1077,6 +1077,19 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
     return rc;
 }
 
+/* The state kernel on tensor cores (Q36_CUDA_CHUNKTC): its operands
+ * rounded to TF32 (u_t = 2^-11) instead of its sums rounded in f32, so
+ * deltanet_ref.h's bound with each stage's error taken as 2 u_t times its
+ * sum of |products| (about M, the rounding once per operand rather than
+ * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
+ * index or mask gives errors of order M, still many times B_t. */
+static bool dn_tf32;
+
+static double dn_bound_tf32(int64_t max_len, double M)
+{
+    return 0x1p-7 * (double)((max_len + DN_CHUNK - 1) / DN_CHUNK + 1) * M;
+}
+
 /* One case as one pass, or (cut > 0, one run) as two passes cut there:
  * the state at the cut is a chunk-boundary state when cut % 64 == 0. */
 static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *len, int gates,
@@ -1088,7 +1101,9 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     for (int i = 0; i < n_seq && n < (int)sizeof name - 16; i++)
         n += snprintf(name + n, sizeof name - (size_t)n, i ? "+%d" : "%d", len[i]);
     if (cut)
-        snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
+        n += snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
+    if (dn_tf32)
+        snprintf(name + n, sizeof name - (size_t)n, "_tf32");
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1097,7 +1112,8 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     for (int64_t i = 0; i < ns; i++)
         S_t[i] = S_c[i] = c.S0[i];
     const double M = dn_truth(&c, c.runs, n_seq, out_t, S_t);
-    const double B = dn_bound(dk, dn_max_len(c.runs, n_seq), M);
+    const double B = dn_tf32 ? dn_bound_tf32(dn_max_len(c.runs, n_seq), M)
+                             : dn_bound(dk, dn_max_len(c.runs, n_seq), M);
     float *out = calloc((size_t)no + 1, sizeof(float)), *S = malloc(sizeof(float) * (size_t)ns);
     memcpy(S, c.S0, sizeof(float) * (size_t)ns);
     q36_err err = { 0 };
@@ -1128,10 +1144,16 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     dn_case_free(&c);
 }
 
-static void test_chunk_ops(const be_shape *sh)
+/* tc: the state kernel on tensor cores (names end in _tf32), else the
+ * f32 one */
+static void test_chunk_ops(const be_shape *sh, bool tc)
 {
-    if (!(gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context")))
+    char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
+    gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
+    env_restore("Q36_CUDA_CHUNKTC", keep);
+    if (!gpc)
         return;
+    dn_tf32 = tc;
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
               l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
               l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
@@ -1158,6 +1180,7 @@ static void test_chunk_ops(const be_shape *sh)
     test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
     be_free(gpc);
     gpc = NULL;
+    dn_tf32 = false;
 }
 
 /* ------------------------------------------------ f16 tensor-core matmul */
@@ -3318,7 +3341,8 @@ int main(int argc, char **argv)
 
     if (ops) {
         test_ops();
-        test_chunk_ops(&sh);
+        test_chunk_ops(&sh, true);
+        test_chunk_ops(&sh, false);
         test_gemm16_ops(&sh);
         test_moe_ops(&sh, "1");
         test_moe_ops(&sh, "2");

@@ -130,6 +130,7 @@ struct cuda_ctx {
     be_stats        stats;
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
+    bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */

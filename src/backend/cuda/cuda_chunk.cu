@@ -42,7 +42,9 @@
 #include "cuda_chunk.h"
 
 #include <assert.h>
+#include <mma.h>
 #include <math.h>
+#include <type_traits>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,21 +222,24 @@ template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nt
 
 /* ----------------------------------------------------------------- state */
 
-/* Shared memory of k_chunk_state: the state's columns (S[i][jl], pitch
- * CK_BV + 1), one chunk of W, Q or K rows (X, pitch DK + 4), U then V'
- * (V, pitch CK_BV), P (pitch C + 4), G and the update weights
+/* Shared memory of k_chunk_state and k_chunk_state_tc: the state's
+ * columns (S[i][jl], pitch CK_BV + 4), one chunk of W, Q or K rows (X,
+ * pitch DK + 4), U then V' (V, pitch CK_BV), P (pitch C + 4), the tensor
+ * cores' output tile (O, C x CK_BV), G and the update weights
  * e^(G_last - G_t). The pitches keep the tiles' reads of one warp off a
- * single bank. */
+ * single bank, and are multiples of 4 floats with every region 32-byte
+ * aligned (WMMA's loads). */
 template <int DK> struct st_sh {
-    static constexpr int LS = CK_BV + 1, LX = DK + 4, LP = CK_C + 4;
-    static constexpr size_t floats = (size_t)DK * LS + (size_t)CK_C * LX + CK_C * CK_BV +
-                                     CK_C * LP + 2 * CK_C;
-    float *S, *X, *V, *P, *G, *dec;
+    static constexpr int LS = CK_BV + 4, LX = DK + 4, LP = CK_C + 4;
+    static constexpr size_t oS = 0, oX = oS + (size_t)DK * LS, oV = oX + (size_t)CK_C * LX,
+                            oP = oV + CK_C * CK_BV, oO = oP + CK_C * LP, oG = oO + CK_C * CK_BV,
+                            oD = oG + CK_C, floats = oD + CK_C;
+    float *S, *X, *V, *P, *O, *G, *dec;
     HD explicit st_sh(float *s)
-        : S(s), X(s + DK * LS), V(s + DK * LS + CK_C * LX), P(s + DK * LS + CK_C * LX + CK_C * CK_BV),
-          G(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP),
-          dec(s + DK * LS + CK_C * LX + CK_C * CK_BV + CK_C * LP + CK_C) {}
+        : S(s + oS), X(s + oX), V(s + oV), P(s + oP), O(s + oO), G(s + oG), dec(s + oD) {}
 };
+static_assert(st_sh<32>::oX % 8 == 0 && st_sh<32>::oO % 8 == 0 && st_sh<32>::oG % 8 == 0,
+              "32-byte aligned regions");
 
 /* Block (value head x, run y, column block z). */
 HD float *state_row(const ck_args &a, ck_blk b)
@@ -441,6 +446,134 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
 #undef TJ
 #undef N_TJ
 
+/* ------------------------------------------------ state on tensor cores */
+
+/* k_chunk_state_tc (Q36_CUDA_CHUNKTC, on in fast mode unless "0"): the same
+ * blocks, layout and loads, with each chunk's three products on tensor
+ * cores in TF32 (WMMA m16n16k8, f32 accumulators): every operand rounded
+ * to TF32 (a 10-bit mantissa, as f16's, with f32's range), sums in f32.
+ *  V' = U - W S             warps 0-3, 16 rows each: acc = -U, += W S,
+ *                           negated;
+ *  O = diag(e^G) Q S + P V' Q's rows scaled by e^G_t as they load; warps
+ *                           0-3, 16 rows each, times 1/sqrt(dk), through O
+ *                           (shared) to the chunk's rows of out;
+ *  S <- e^G_last S + K^T diag(dec) V'
+ *                           V''s rows scaled by dec_t; warp w the state
+ *                           rows 16 m .. + 16 for m = w, w + 8, ...: acc =
+ *                           e^G_last S, += K^T V'.
+ * Device only (the host emulation runs the f32 phases). It writes no
+ * chunk-boundary states: a pass that asks for them (ck_args.ck) takes the
+ * f32 kernel. */
+#ifdef __CUDA_ARCH__
+namespace wm = nvcuda::wmma;
+typedef wm::fragment<wm::accumulator, 16, 16, 8, float> tf_acc;
+static_assert(CK_BV == 16, "a block's value columns are one WMMA tile wide");
+static_assert(CK_C % 16 == 0 && CK_THREADS == 256, "4 row tiles a chunk, 8 warps");
+
+template <class F> __device__ __forceinline__ void tf_round(F &f)
+{
+    #pragma unroll
+    for (int i = 0; i < f.num_elements; i++)
+        f.x[i] = wm::__float_to_tf32(f.x[i]);
+}
+
+__device__ __forceinline__ void tf_scale(tf_acc &f, float v)
+{
+    #pragma unroll
+    for (int i = 0; i < f.num_elements; i++)
+        f.x[i] *= v;
+}
+
+/* acc += A B over 8 * K8 columns of A: A row-major at a (pitch la), or
+ * column-major (A[r][k] at a[k * la + r]) when ACOL; B row-major at b
+ * (pitch lb) */
+template <int K8, bool ACOL>
+__device__ __forceinline__ void tf_mma(tf_acc &acc, const float *a, int la, const float *b, int lb)
+{
+    typedef typename std::conditional<ACOL, wm::col_major, wm::row_major>::type AL;
+    #pragma unroll 4
+    for (int k = 0; k < K8; k++) {
+        wm::fragment<wm::matrix_a, 16, 16, 8, wm::precision::tf32, AL> fa;
+        wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::row_major> fb;
+        wm::load_matrix_sync(fa, ACOL ? a + 8 * k * la : a + 8 * k, la);
+        wm::load_matrix_sync(fb, b + 8 * k * lb, lb);
+        tf_round(fa);
+        tf_round(fb);
+        wm::mma_sync(acc, fa, fb, acc);
+    }
+}
+
+template <int DK> __device__ void tc_vprime(const st_sh<DK> &s, int w)
+{
+    if (w >= CK_C / 16)
+        return;
+    tf_acc acc;
+    wm::load_matrix_sync(acc, s.V + 16 * w * CK_BV, CK_BV, wm::mem_row_major);
+    tf_scale(acc, -1.0f);
+    tf_mma<DK / 8, false>(acc, s.X + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, s.S, st_sh<DK>::LS);
+    tf_scale(acc, -1.0f);
+    wm::store_matrix_sync(s.V + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
+}
+
+/* Q rows scaled by e^G_t (zero past the chunk), P */
+template <int DK> __device__ void tc_load_q(const ck_args &a, ck_blk b, int64_t c0, int tid,
+                                           const st_sh<DK> &s)
+{
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const int64_t h = b.x, col0 = (h % a.Hk) * DK;
+    for (int e = tid; e < CK_C * DK; e += CK_THREADS) {
+        const int t = e / DK, i = e % DK;
+        s.X[t * st_sh<DK>::LX + i] = t < c.nc ? expf(s.G[t]) * a.qkv[(c.r0 + t) * a.ldq + col0 + i]
+                                              : 0.0f;
+    }
+    for (int e = tid; e < CK_C * CK_C; e += CK_THREADS) {
+        const int t = e / CK_C, u = e % CK_C;
+        s.P[t * st_sh<DK>::LP + u] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] : 0.0f;
+    }
+}
+
+template <int DK> __device__ void tc_out(const st_sh<DK> &s, int w)
+{
+    if (w >= CK_C / 16)
+        return;
+    tf_acc acc;
+    wm::fill_fragment(acc, 0.0f);
+    tf_mma<DK / 8, false>(acc, s.X + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, s.S, st_sh<DK>::LS);
+    tf_mma<CK_C / 8, false>(acc, s.P + 16 * w * st_sh<DK>::LP, st_sh<DK>::LP, s.V, CK_BV);
+    tf_scale(acc, 1.0f / sqrtf((float)DK));
+    wm::store_matrix_sync(s.O + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
+}
+
+/* the chunk's output rows to out; V' rows times their update weights */
+template <int DK> __device__ void tc_emit(const ck_args &a, ck_blk b, int64_t c0, int tid,
+                                         const st_sh<DK> &s)
+{
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const int64_t col = b.x * DK + (int64_t)b.z * CK_BV;
+    for (int e = tid; e < CK_C * CK_BV; e += CK_THREADS) {
+        const int t = e / CK_BV, j = e % CK_BV;
+        if (t < c.nc)
+            a.out[(c.r0 + t) * a.ldo + col + j] = s.O[e];
+        s.V[e] *= s.dec[t];
+    }
+}
+
+template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t c0, int w,
+                                           const st_sh<DK> &s)
+{
+    const ck_chunk c = chunk_of(a.runs, b.y, c0);
+    const float el = expf(s.G[c.nc - 1]);
+    for (int m = w; m < DK / 16; m += CK_THREADS / 32) {
+        tf_acc acc;
+        float *St = s.S + 16 * m * st_sh<DK>::LS;
+        wm::load_matrix_sync(acc, St, st_sh<DK>::LS, wm::mem_row_major);
+        tf_scale(acc, el);
+        tf_mma<CK_C / 8, true>(acc, s.X + 16 * m, st_sh<DK>::LX, s.V, CK_BV);
+        wm::store_matrix_sync(St, acc, st_sh<DK>::LS, wm::mem_row_major);
+    }
+}
+#endif
+
 /* --------------------------------------------------------------- kernels */
 
 template <int DK>
@@ -482,6 +615,37 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state(ck_args a)
         __syncthreads();
     }
     st_fini<DK>(a, b, tid, nt, sm);
+}
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
+{
+    cuda_pdl_enter();
+#ifdef __CUDA_ARCH__
+    extern __shared__ __align__(128) float smt[];
+    const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
+    const int tid = threadIdx.x, nt = blockDim.x, w = tid / 32;
+    const int64_t n = a.runs[4 * b.y + 2];
+    const st_sh<DK> s(smt);
+    st_init<DK>(a, b, tid, nt, smt);
+    __syncthreads();
+    for (int64_t c0 = 0; c0 < n; c0 += CK_C) {
+        st_load_w<DK>(a, b, c0, tid, nt, smt);
+        __syncthreads();
+        tc_vprime<DK>(s, w);
+        __syncthreads();
+        tc_load_q<DK>(a, b, c0, tid, s);
+        __syncthreads();
+        tc_out<DK>(s, w);
+        __syncthreads();
+        tc_emit<DK>(a, b, c0, tid, s);
+        st_load_k<DK>(a, b, c0, tid, nt, smt);
+        __syncthreads();
+        tc_update<DK>(a, b, c0, w, s);
+        __syncthreads();
+    }
+    st_fini<DK>(a, b, tid, nt, smt);
+#endif
 }
 
 /* ------------------------------------------------------------ the op */
@@ -532,22 +696,24 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
 
 template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)
 {
-    cudaStream_t st = cuda_ctx_of(be)->stream;
+    cuda_ctx *c = cuda_ctx_of(be);
+    cudaStream_t st = c->stream;
     const size_t bp = prep_sh<DK>::floats * sizeof(float), bs = st_sh<DK>::floats * sizeof(float);
+    void (*state)(ck_args) = c->chunk_tc && !a.ck ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
     /* above the default 48 KB of dynamic shared memory (every call: a
      * host-side setting, cheap beside a prompt pass) */
     if (!CUDA_OK(be, cudaFuncSetAttribute(k_chunk_prep<DK>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bp)) ||
-        !CUDA_OK(be, cudaFuncSetAttribute(k_chunk_state<DK>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bs)))
+        !CUDA_OK(be, cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)bs)))
         return false;
     cuda_launch(k_chunk_prep<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
                        st, a);
     if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
         return false;
-    cuda_launch(k_chunk_state<DK>, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
-                        bs, st, a);
-    return CUDA_LAUNCHED(be, "k_chunk_state");
+    cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
+                bs, st, a);
+    return CUDA_LAUNCHED(be, state == k_chunk_state<DK> ? "k_chunk_state" : "k_chunk_state_tc");
 }
 
 void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
