@@ -217,6 +217,36 @@ __device__ __forceinline__ void cuda_pdl_enter(void)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* 16 bytes global -> shared, asynchronous (cp.async, sm_80 and later; a
+ * plain copy before): zeros when !full (src unread). cp_commit closes this
+ * thread's group of copies; cp_wait<N> waits until at most N of its groups
+ * are still in flight (the copies of other threads need a barrier too). */
+__device__ __forceinline__ void cp16(__half *dst, const __half *src, bool full)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(full ? 16 : 0));
+#else
+    *(uint4 *)dst = full ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+__device__ __forceinline__ void cp_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* until at most N of this thread's committed groups are still in flight */
+template <int N> __device__ __forceinline__ void cp_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 /* The int8 form of a block of 32 values, one a lane of a full warp (the
  * decode products' input rows, cuda_matmul.cu: k_q8x): d = max|v| / 127,
  * q = round(v / d) (0 when the block is all zero); returns this lane's q,

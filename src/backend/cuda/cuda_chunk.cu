@@ -89,6 +89,29 @@ HD ck_chunk chunk_of(const int32_t *runs, int s, int64_t c0)
     return c;
 }
 
+/* Loads into shared memory, n elements over the block's threads: put(e,
+ * get(e)) for e = tid, tid + nthr, ... < n, CK_LOADS of a thread at a
+ * time, every load of a batch issued before its stores. A loop that
+ * stores each value as it loads it waits out a whole memory round trip
+ * per element: the compiler cannot move a global load above a store to
+ * shared memory through pointers that might alias it. */
+#define CK_LOADS 8
+template <class Get, class Put> HD void ck_batched(int n, int tid, int nthr, Get get, Put put)
+{
+    for (int e0 = tid; e0 < n; e0 += CK_LOADS * nthr) {
+        float v[CK_LOADS];
+        for (int j = 0; j < CK_LOADS; j++) {
+            const int e = e0 + j * nthr;
+            v[j] = e < n ? get(e) : 0.0f;
+        }
+        for (int j = 0; j < CK_LOADS; j++) {
+            const int e = e0 + j * nthr;
+            if (e < n)
+                put(e, v[j]);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ prep */
 
 /* Shared memory of k_chunk_prep: K and Q rows of the chunk (row pitch
@@ -114,17 +137,19 @@ template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nth
         return;
     prep_sh<DK> s(sm);
     const int64_t h = b.y, kh = h % a.Hk, LD = prep_sh<DK>::LD;
-    for (int e = tid; e < CK_C * DK; e += nthr) {
-        const int t = e / DK, i = e % DK;
-        float q = 0.0f, k = 0.0f;
-        if (t < c.nc) {
-            const float *row = a.qkv + (c.r0 + t) * a.ldq;
-            q = row[kh * DK + i];
-            k = row[(a.Hk + kh) * DK + i];
-        }
-        s.Q[t * LD + i] = q;
-        s.K[t * LD + i] = k;
-    }
+    /* Q's and K's columns of the chunk's rows, side by side (e: row t,
+     * column i of 2 DK; zero past the chunk) */
+    ck_batched(CK_C * 2 * DK, tid, nthr,
+               [&](int e) {
+                   const int t = e / (2 * DK), i = e % (2 * DK);
+                   return t < c.nc ? a.qkv[(c.r0 + t) * a.ldq + (i < DK ? kh * DK + i
+                                                                         : (a.Hk + kh) * DK + i - DK)]
+                                   : 0.0f;
+               },
+               [&](int e, float v) {
+                   const int t = e / (2 * DK), i = e % (2 * DK);
+                   (i < DK ? s.Q : s.K)[t * LD + i % DK] = v;
+               });
     if (tid == 0) {
         float acc = 0.0f;
         for (int t = 0; t < CK_C; t++) {
@@ -199,9 +224,15 @@ template <int DK> HD void prep_solve(const ck_args &a, ck_blk b, int tid, int nt
         const bool isw = col < DK;
         const int j = isw ? col : col - DK;
         float *X = (isw ? s.K : s.Q) + j;
-        if (!isw)
-            for (int t = 0; t < c.nc; t++)
-                X[t * LD] = a.qkv[(c.r0 + t) * a.ldq + 2 * a.Hk * DK + h * DK + j];
+        if (!isw)       /* V's column j, CK_LOADS rows at a time (ck_batched's reason) */
+            for (int t0 = 0; t0 < c.nc; t0 += CK_LOADS) {
+                float v[CK_LOADS];
+                for (int r = 0; r < CK_LOADS; r++)
+                    v[r] = t0 + r < c.nc ? a.qkv[(c.r0 + t0 + r) * a.ldq + 2 * a.Hk * DK + h * DK + j]
+                                         : 0.0f;
+                for (int r = 0; r < CK_LOADS && t0 + r < c.nc; r++)
+                    X[(t0 + r) * LD] = v[r];
+            }
         for (int t = 0; t < c.nc; t++) {
             const float *At = s.A + t * LA;
             float p[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
@@ -274,10 +305,9 @@ template <int DK> HD void st_fini(const ck_args &a, ck_blk b, int tid, int nthr,
 template <int DK> HD void load_rows(float *X, const float *src, int64_t ld, int64_t col0,
                                     const ck_chunk &c, int tid, int nthr)
 {
-    for (int e = tid; e < CK_C * DK; e += nthr) {
-        const int t = e / DK, i = e % DK;
-        X[t * st_sh<DK>::LX + i] = t < c.nc ? src[(c.r0 + t) * ld + col0 + i] : 0.0f;
-    }
+    ck_batched(CK_C * DK, tid, nthr,
+               [&](int e) { return e / DK < c.nc ? src[(c.r0 + e / DK) * ld + col0 + e % DK] : 0.0f; },
+               [&](int e, float v) { X[e / DK * st_sh<DK>::LX + e % DK] = v; });
 }
 
 /* Chunk phase 1: W rows, this block's columns of U, G, the decays. */
@@ -288,10 +318,12 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const int64_t h = b.x, j0 = (int64_t)b.z * CK_BV;
     load_rows<DK>(s.X, a.W, a.Hv * DK, h * DK, c, tid, nthr);
-    for (int e = tid; e < CK_C * CK_BV; e += nthr) {
-        const int t = e / CK_BV, jl = e % CK_BV;
-        s.V[e] = t < c.nc ? a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + jl] : 0.0f;
-    }
+    ck_batched(CK_C * CK_BV, tid, nthr,
+               [&](int e) {
+                   const int t = e / CK_BV;
+                   return t < c.nc ? a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + e % CK_BV] : 0.0f;
+               },
+               [&](int e, float v) { s.V[e] = v; });
     const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
     for (int t = tid; t < CK_C; t += nthr) {
         const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
@@ -344,6 +376,18 @@ template <int DK> HD void st_vprime(const ck_args &a, ck_blk b, int64_t c0, int 
     }
 }
 
+/* P's rows of the chunk (zero past its end) */
+template <int DK> HD void load_p(const ck_args &a, const ck_chunk &c, int64_t h, int tid, int nthr,
+                                 const st_sh<DK> &s)
+{
+    ck_batched(CK_C * CK_C, tid, nthr,
+               [&](int e) {
+                   const int t = e / CK_C;
+                   return t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + e % CK_C] : 0.0f;
+               },
+               [&](int e, float v) { s.P[e / CK_C * st_sh<DK>::LP + e % CK_C] = v; });
+}
+
 /* Chunk phase 3: Q rows, P. */
 template <int DK> HD void st_load_q(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                     float *sm)
@@ -352,10 +396,7 @@ template <int DK> HD void st_load_q(const ck_args &a, ck_blk b, int64_t c0, int 
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const int64_t h = b.x;
     load_rows<DK>(s.X, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid, nthr);
-    for (int e = tid; e < CK_C * CK_C; e += nthr) {
-        const int t = e / CK_C, u = e % CK_C;
-        s.P[t * st_sh<DK>::LP + u] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] : 0.0f;
-    }
+    load_p<DK>(a, c, h, tid, nthr, s);
 }
 
 /* Chunk phase 4: the outputs of this block's columns. P is zero above its
@@ -521,15 +562,10 @@ template <int DK> __device__ void tc_load_q(const ck_args &a, ck_blk b, int64_t 
 {
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const int64_t h = b.x, col0 = (h % a.Hk) * DK;
-    for (int e = tid; e < CK_C * DK; e += CK_THREADS) {
-        const int t = e / DK, i = e % DK;
-        s.X[t * st_sh<DK>::LX + i] = t < c.nc ? expf(s.G[t]) * a.qkv[(c.r0 + t) * a.ldq + col0 + i]
-                                              : 0.0f;
-    }
-    for (int e = tid; e < CK_C * CK_C; e += CK_THREADS) {
-        const int t = e / CK_C, u = e % CK_C;
-        s.P[t * st_sh<DK>::LP + u] = t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] : 0.0f;
-    }
+    ck_batched(CK_C * DK, tid, CK_THREADS,
+               [&](int e) { return e / DK < c.nc ? a.qkv[(c.r0 + e / DK) * a.ldq + col0 + e % DK] : 0.0f; },
+               [&](int e, float v) { s.X[e / DK * st_sh<DK>::LX + e % DK] = expf(s.G[e / DK]) * v; });
+    load_p<DK>(a, c, h, tid, CK_THREADS, s);
 }
 
 template <int DK> __device__ void tc_out(const st_sh<DK> &s, int w)

@@ -97,18 +97,17 @@ __global__ void __launch_bounds__(TB_THREADS) k_fattn_tc(tb_args a)
     __syncthreads();
 
     for (int64_t j0 = 0; j0 < nkeys; j0 += TB_C) {
-        /* 1. K and V rows j0.. of the slot, zero past the keys */
+        /* 1. K and V rows j0.. of the slot, zero past the keys: every copy of
+         * the tile in flight at once (cp.async), not one round trip each */
         for (int e = tid; e < TB_C * HD / 8; e += TB_THREADS) {
             const int j = e / (HD / 8), i = 8 * (e % (HD / 8));
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (j0 + j < nkeys) {
-                const int64_t row = slot * a.kv_rows + j0 + j;
-                kv = *(const uint4 *)(a.kc + row * a.ldk + hk * HD + i);
-                vv = *(const uint4 *)(a.vc + row * a.ldv + hk * HD + i);
-            }
-            *(uint4 *)(K + j * L::LH + i) = kv;
-            *(uint4 *)(V + j * L::LH + i) = vv;
+            const bool in = j0 + j < nkeys;
+            const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
+            cp16(K + j * L::LH + i, a.kc + row * a.ldk + hk * HD + i, in);
+            cp16(V + j * L::LH + i, a.vc + row * a.ldv + hk * HD + i, in);
         }
+        cp_commit();
+        cp_wait<0>();
         __syncthreads();
 
         /* 2. the warp's scores */

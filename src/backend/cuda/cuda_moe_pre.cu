@@ -38,33 +38,6 @@ static_assert(MG_BM * HG_BK / 8 == MG_THREADS, "one 16-byte x copy a thread a st
 static_assert(TC_BN * HG_BK / 8 == 2 * MG_THREADS, "two 16-byte weight copies a thread a stage");
 static_assert(HG_BK % 16 == 0 && (HG_LH * 2) % 16 == 0, "WMMA steps and 16-byte rows");
 
-/* 16 bytes global -> shared, asynchronous; zeros when !full (src unread) */
-__device__ __forceinline__ void cp16(__half *dst, const __half *src, bool full)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                 "r"(full ? 16 : 0));
-#else
-    *(uint4 *)dst = full ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
-#endif
-}
-
-__device__ __forceinline__ void cp_commit(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-/* until at most N of this thread's committed groups are still in flight */
-template <int N> __device__ __forceinline__ void cp_wait(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
 /* xg[p] = the x row of sorted row p (its token's row, or its own), f16;
  * 8 columns a thread (two 16-byte loads, one store) when x's rows are
  * 16-byte aligned (K is a multiple of 8 here) */
