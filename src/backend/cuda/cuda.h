@@ -411,17 +411,28 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
                    be_tensor *y);
 
 /* ---- cuda_fattn.cu: tiled attention for prompt batches (when switched on);
- * false when not taken (a head dim other than 64, 128, 256) */
+ * false when not taken (a head dim other than 64, 128, 256). Its kernels'
+ * arguments (the caches' rows: f32, or f16 for f16 caches): */
+typedef struct fa_args {
+    const float *q;
+    int64_t ldq;
+    const void *kc, *vc;
+    int64_t ldk, ldv;
+    const int32_t *runs;     /* per run: slot, first batch row, rows, first position */
+    int64_t kv_rows, group;
+    float scale;
+    float *out;
+    int64_t ldo;
+} fa_args;
 bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                 const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                 float scale, be_tensor *out);
 
-/* ---- cuda_fattn_tc.cu: the same on tensor cores, f16 caches (max_rows: the
- * longest run's rows); false when not taken (f32 caches, rows not 16-byte
- * aligned, shared memory too small) */
-bool cuda_fattn_tc(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                   const be_batch *b, int64_t max_rows, int64_t n_head, int64_t n_head_kv,
-                   int64_t head_dim, float scale, be_tensor *out);
+/* ---- cuda_fattn_tc.cu: the same on tensor cores, f16 caches (kv_f16; max_rows:
+ * the longest run's rows); false when not taken (f32 caches, rows not
+ * 16-byte aligned, shared memory too small) */
+bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, int64_t n_head,
+                   int n_seq, int64_t head_dim);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

@@ -35,17 +35,6 @@ extern "C" bool cuda_fattn_enabled(const be_shape *s)
     return cuda_fast_path(s, "Q36_CUDA_FATTN");
 }
 
-typedef struct fa_args {
-    const float *q;
-    int64_t ldq;
-    const void *kc, *vc;
-    int64_t ldk, ldv;
-    const int32_t *runs;
-    int64_t kv_rows, group;
-    float scale;
-    float *out;
-    int64_t ldo;
-} fa_args;
 
 HD_ float fa_load(const float *p) { return *p; }
 HD_ float fa_load(const __half *p) { return __half2float(*p); }
@@ -281,12 +270,12 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
     int64_t max_n = 0;
     for (int s = 0; s < b->n_seq; s++)
         max_n = b->seq[s].n_rows > max_n ? b->seq[s].n_rows : max_n;
-    if (cuda_ctx_of(be)->fattn_tc &&
-        cuda_fattn_tc(be, q, kc, vc, b, max_n, n_head, n_head_kv, head_dim, scale, out))
-        return true;
     const fa_args a = { (const float *)q->data, q->ld, kc->data, vc->data, kc->ld, vc->ld,
                         (const int32_t *)b->runs->data, b->kv_rows, n_head / n_head_kv, scale,
                         (float *)out->data, out->ld };
+    if (cuda_ctx_of(be)->fattn_tc && cuda_fattn_tc(be, &a, kc->f16 && vc->f16, max_n, n_head,
+                                                   b->n_seq, head_dim))
+        return true;
     const dim3 grid((unsigned)((max_n + FA_BR - 1) / FA_BR), (unsigned)n_head, (unsigned)b->n_seq);
     switch (head_dim) {
     case 64: launch_hd<64>(be, a, grid, kc->f16, vc->f16); break;

@@ -32,17 +32,6 @@
 #define TB_C       64      /* K/V rows of a tile */
 #define TB_THREADS 128
 
-typedef struct tb_args {
-    const float *q;
-    int64_t ldq;
-    const __half *kc, *vc;
-    int64_t ldk, ldv;
-    const int32_t *runs;     /* per run: slot, first batch row, rows, first position */
-    int64_t kv_rows, group;
-    float scale;
-    float *out;
-    int64_t ldo;
-} tb_args;
 
 /* Shared memory, in bytes: Q, K, V rows (f16, pitch LH), the scores (f32,
  * pitch LS), the probabilities (f16, pitch LP), the outputs (f32, pitch
@@ -60,7 +49,7 @@ template <int HD> struct tb_sh {
 };
 
 template <int HD>
-__global__ void __launch_bounds__(TB_THREADS) k_fattn_tc(tb_args a)
+__global__ void __launch_bounds__(TB_THREADS) k_fattn_tc(fa_args a)
 {
     cuda_pdl_enter();
     using namespace nvcuda;
@@ -103,8 +92,8 @@ __global__ void __launch_bounds__(TB_THREADS) k_fattn_tc(tb_args a)
             const int j = e / (HD / 8), i = 8 * (e % (HD / 8));
             const bool in = j0 + j < nkeys;
             const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-            cp16(K + j * L::LH + i, a.kc + row * a.ldk + hk * HD + i, in);
-            cp16(V + j * L::LH + i, a.vc + row * a.ldv + hk * HD + i, in);
+            cp16(K + j * L::LH + i, (const __half *)a.kc + row * a.ldk + hk * HD + i, in);
+            cp16(V + j * L::LH + i, (const __half *)a.vc + row * a.ldv + hk * HD + i, in);
         }
         cp_commit();
         cp_wait<0>();
@@ -202,7 +191,7 @@ __global__ void __launch_bounds__(TB_THREADS) k_fattn_tc(tb_args a)
 }
 
 template <int HD>
-static bool launch(be_ctx *be, const tb_args &a, dim3 grid)
+static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const size_t bytes = tb_sh<HD>::bytes;
@@ -216,21 +205,17 @@ static bool launch(be_ctx *be, const tb_args &a, dim3 grid)
     return true;
 }
 
-bool cuda_fattn_tc(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
-                   const be_batch *b, int64_t max_rows, int64_t n_head, int64_t n_head_kv,
-                   int64_t head_dim, float scale, be_tensor *out)
+bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, int64_t n_head,
+                   int n_seq, int64_t head_dim)
 {
-    if (!kc->f16 || !vc->f16 || q->ld % 4 || kc->ld % 8 || vc->ld % 8 ||
-        (uintptr_t)q->data % 16 || (uintptr_t)kc->data % 16 || (uintptr_t)vc->data % 16)
+    if (!kv_f16 || a->ldq % 4 || a->ldk % 8 || a->ldv % 8 || (uintptr_t)a->q % 16 ||
+        (uintptr_t)a->kc % 16 || (uintptr_t)a->vc % 16)
         return false;
-    const tb_args a = { (const float *)q->data, q->ld, (const __half *)kc->data,
-                        (const __half *)vc->data, kc->ld, vc->ld, (const int32_t *)b->runs->data,
-                        b->kv_rows, n_head / n_head_kv, scale, (float *)out->data, out->ld };
-    const dim3 grid((unsigned)((max_rows + TB_R - 1) / TB_R), (unsigned)n_head, (unsigned)b->n_seq);
+    const dim3 grid((unsigned)((max_rows + TB_R - 1) / TB_R), (unsigned)n_head, (unsigned)n_seq);
     switch (head_dim) {
-    case 64: return launch<64>(be, a, grid);
-    case 128: return launch<128>(be, a, grid);
-    case 256: return launch<256>(be, a, grid);
+    case 64: return launch<64>(be, *a, grid);
+    case 128: return launch<128>(be, *a, grid);
+    case 256: return launch<256>(be, *a, grid);
     default: return false;
     }
 }
