@@ -90,10 +90,11 @@ static void usage(FILE *o)
 "                      (with -ngl: the GPU memory's, read by a kernel there)\n"
 "%s"
 "                      (a --baseline llama.cpp gets -ngl 99 too: point --llama-lib\n"
-"                      at a CUDA build's lib/, e.g. ../shared/llama-cuda's; tg tests\n"
-"                      then add device rows: q36's launches per token (single and\n"
-"                      CUDA graph launches, Q36_CUDA_GRAPHS=1) and the board's\n"
-"                      energy per token from NVML for each engine, n/a without it)\n"
+"                      at a CUDA build's lib/, e.g. ../shared/llama-cuda's; each test\n"
+"                      then adds a device row: the board's energy per token from\n"
+"                      NVML for each engine (n/a without it), and for tg tests\n"
+"                      q36's launches per token (single and CUDA graph launches,\n"
+"                      Q36_CUDA_GRAPHS=1))\n"
 "  --spec-type draft-mtp  instead: greedy generation of -n tokens after a prompt (-f\n"
 "                      FILE, or -p seeded ids), plain decoding against drafts from\n"
 "                      the model's MTP block, repetitions interleaved: t/s of each,\n"
@@ -373,6 +374,8 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
         cJSON_AddNumberToObject(j, "decode_state_bytes", r->traffic.state);
         cJSON_AddNumberToObject(j, "decode_gbps", r->traffic.total * r->st.median / 1e9);
     }
+    if (r->n_prompt && R->gpu && r->jst.n)
+        cJSON_AddNumberToObject(j, "prompt_joules_per_token", r->jst.median);
     if (r->n_gen && R->gpu) {
         if (r->jst.n)
             cJSON_AddNumberToObject(j, "decode_joules_per_token", r->jst.median);
@@ -486,8 +489,9 @@ static void traffic_row(run *R, const result *res)
     R->n_traffic++;
 }
 
-/* md: one row of the device table for a tg test: q36's launches per token
- * and each engine's board energy per token (median of the repetitions). */
+/* md: one row of the device table for a test: q36's launches per token
+ * (tg tests; "-" for prompts) and each engine's board energy per token
+ * (median of the repetitions). */
 static void device_row(run *R, const result *res)
 {
     if (R->n_device == MAX_DEPTHS)
@@ -495,9 +499,12 @@ static void device_row(run *R, const result *res)
     char name[48];
     test_name(&res[0], name, sizeof name);
     const bench_launches *l = &res[0].launches;
-    size_t k = (size_t)snprintf(R->device[R->n_device], sizeof R->device[0],
-                                "| %-16s | %9.1f | %8.2f | %8.1f |", name, l->launches,
-                                l->graph_launches, l->graph_nodes);
+    size_t k = res[0].n_gen
+                   ? (size_t)snprintf(R->device[R->n_device], sizeof R->device[0],
+                                      "| %-16s | %9.1f | %8.2f | %8.1f |", name, l->launches,
+                                      l->graph_launches, l->graph_nodes)
+                   : (size_t)snprintf(R->device[R->n_device], sizeof R->device[0],
+                                      "| %-16s | %9s | %8s | %8s |", name, "-", "-", "-");
     for (int e = 0; e < R->n_eng && k < sizeof R->device[0]; e++) {
         if (res[e].jst.n)
             k += (size_t)snprintf(R->device[R->n_device] + k, sizeof R->device[0] - k, " %9.4f |",
@@ -513,9 +520,10 @@ static void print_device(const run *R)
 {
     if (!R->n_device)
         return;
-    printf("\ndecode on the GPU, per token: q36's kernel and copy launches, CUDA graph launches and\n"
-           "their nodes (Q36_CUDA_GRAPHS=1), and the board's energy (NVML total energy over the\n"
-           "timed decodes, whole board, median of the repetitions; n/a: no NVML)\n\n");
+    printf("\non the GPU, per token: q36's kernel and copy launches, CUDA graph launches and their\n"
+           "nodes (Q36_CUDA_GRAPHS=1; decode tests), and the board's energy (NVML total energy\n"
+           "over the timed tokens, prompt or decode, whole board, median of the repetitions;\n"
+           "n/a: no NVML)\n\n");
     printf("| %-16s | %9s | %8s | %8s |", "test", "launches", "graphs", "nodes");
     for (int e = 0; e < R->n_eng; e++)
         printf(" %-9.9s |", R->eng[e]->name);
@@ -580,7 +588,7 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
         for (int k = 0; k < R->n_eng; k++) {
             bench_engine *e = R->eng[k];
             double sec = 0;
-            const double j0 = n_gen && R->energy ? bench_energy_j(R->energy) : -1.0;
+            const double j0 = R->energy ? bench_energy_j(R->energy) : -1.0;
             int rc = n_prompt ? e->time_prompt(e, ids, n, &sec, err) : e->time_gen(e, ids, n, &sec, err);
             if (rc)
                 return rc;
@@ -606,7 +614,7 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
     }
     if (n_gen)
         bench_q36_launches(R->eng[0], &res[0].launches);
-    if (n_gen && R->gpu)
+    if (R->gpu)
         device_row(R, res);
     if (n_gen) {
         bench_traffic t;
