@@ -330,13 +330,13 @@ static int64_t tile_slots(int64_t Q, int64_t E)
     return Q / MG_BM + used;
 }
 
+/* (the f16 rows and weight slabs are not counted: reserve_pre takes them
+ * only from memory still free) */
 size_t cuda_moe_scratch_bytes(const be_shape *s)
 {
-    const int mode = cuda_moe_mode(s);
-    if (!mode || !s->n_expert)
+    if (!cuda_moe_mode(s) || !s->n_expert)
         return 0;
-    return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t) +
-           cuda_moe_pre_halves(s, mode) * sizeof(__half);
+    return scratch_ints(s->n_rows * s->n_expert_used, s->n_expert) * sizeof(int32_t);
 }
 
 /* the routing's ints */
@@ -361,25 +361,31 @@ static int reserve_ints(be_ctx *be, const be_shape *s, q36_err *err)
 
 /* cuda_moe_pre.cu's f16 rows and weight slabs, when the mode can take
  * them for batches of this shape (and the device gives its kernel the
- * shared memory it asks); without them that path is not taken */
-static int reserve_pre(be_ctx *be, const be_shape *s, q36_err *err)
+ * shared memory it asks). They are optional, so not in the memory plan
+ * (be_scratch_bytes): taken only when MG_PRE_SPARE bytes stay free after
+ * them (the engine reserves after its K/V and states; cuBLAS' workspace,
+ * graphs and device checkpoints come later), else that path is not taken
+ * and the products run k_moe_gemm_tc. */
+#define MG_PRE_SPARE ((size_t)1 << 30)
+static void reserve_pre(be_ctx *be, const be_shape *s)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const size_t need = cuda_moe_pre_halves(s, c->moegemm);
+    const size_t need = cuda_moe_pre_halves(s, c->moegemm), bytes = need * sizeof(__half);
+    size_t fr = 0, tot = 0;
     if (need <= c->moeh_halves || !cuda_moe_pre_ready(c))
-        return 0;
-    __half *p = NULL;
-    if (cudaMalloc(&p, need * sizeof(__half)) != cudaSuccess) {
+        return;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + MG_PRE_SPARE) {
         cudaGetLastError();
-        return q36_err_set(err, Q36_E_NOMEM, "cuda backend: cannot reserve %.1f MiB for the "
-                           "grouped expert products' f16 rows and weights (fast mode; "
-                           "Q36_CUDA_MOEGEMM=2 needs none) on %s",
-                           need * 2.0 / 1048576.0, c->dev_name);
+        return;
+    }
+    __half *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return;
     }
     cudaFree(c->moeh);
     c->moeh = p;
     c->moeh_halves = need;
-    return 0;
 }
 
 int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
@@ -387,7 +393,9 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     if (!cuda_ctx_of(be)->moegemm || !s->n_expert)
         return 0;
     const int rc = reserve_ints(be, s, err);
-    return rc ? rc : reserve_pre(be, s, err);
+    if (!rc)
+        reserve_pre(be, s);
+    return rc;
 }
 
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,

@@ -19,7 +19,8 @@
  *     Blocks of experts outside the slab return at once.
  * Both operands round as in k_moe_gemm_tc and the sums run over the same
  * 16-column steps in the same order. Needs K a multiple of 8 (16-byte
- * rows); otherwise the caller runs k_moe_gemm_tc. Device only. */
+ * rows) and the scratch (cuda_moe.cu's reserve_pre takes it only from
+ * memory to spare); otherwise the caller runs k_moe_gemm_tc. Device only. */
 #include "cuda.h"
 #include "cuda_deq.h"
 #include "cuda_moe.h"
