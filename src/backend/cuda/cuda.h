@@ -221,7 +221,7 @@ __device__ __forceinline__ void cuda_pdl_enter(void)
  * plain copy before): zeros when !full (src unread). cp_commit closes this
  * thread's group of copies; cp_wait<N> waits until at most N of its groups
  * are still in flight (the copies of other threads need a barrier too). */
-__device__ __forceinline__ void cp16(__half *dst, const __half *src, bool full)
+__device__ __forceinline__ void cp16(void *dst, const void *src, bool full)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);

@@ -489,13 +489,16 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
 
 /* ------------------------------------------------ state on tensor cores */
 
-/* k_chunk_state_tc (Q36_CUDA_CHUNKTC, on in fast mode unless "0"): the same
- * blocks, layout and loads, with each chunk's three products on tensor
- * cores in TF32 (WMMA m16n16k8, f32 accumulators): every operand rounded
- * to TF32 (a 10-bit mantissa, as f16's, with f32's range), sums in f32.
+/* k_chunk_state_tc (Q36_CUDA_CHUNKTC=1; off by default: in its first form,
+ * with the f32 kernel's loads, it was no faster, bench/results/
+ * 2026-12-02-cuda-prefill/; the cp.async form below has not run yet): the
+ * same blocks and layout (with Q's rows apart), each chunk's three
+ * products on tensor cores in TF32 (WMMA m16n16k8, f32 accumulators):
+ * every operand rounded to TF32 (a 10-bit mantissa, as f16's, with f32's
+ * range), sums in f32.
  *  V' = U - W S             warps 0-3, 16 rows each: acc = -U, += W S,
  *                           negated;
- *  O = diag(e^G) Q S + P V' Q's rows scaled by e^G_t as they load; warps
+ *  O = diag(e^G) Q S + P V' Q's rows scaled by e^G_t once loaded; warps
  *                           0-3, 16 rows each, times 1/sqrt(dk), through O
  *                           (shared) to the chunk's rows of out;
  *  S <- e^G_last S + K^T diag(dec) V'
@@ -556,25 +559,64 @@ template <int DK> __device__ void tc_vprime(const st_sh<DK> &s, int w)
     wm::store_matrix_sync(s.V + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
 }
 
-/* Q rows scaled by e^G_t (zero past the chunk), P */
-template <int DK> __device__ void tc_load_q(const ck_args &a, ck_blk b, int64_t c0, int tid,
-                                           const st_sh<DK> &s)
+/* 16-byte copies (cp.async) of COLS columns from col0 of the chunk's rows
+ * of src (pitch ld) to dst (pitch LD), zeros past the chunk: every copy of
+ * the block in flight at once */
+template <int COLS, int LD>
+__device__ __forceinline__ void tc_cp_rows(float *dst, const float *src, int64_t ld, int64_t col0,
+                                           const ck_chunk &c, int tid)
 {
-    const ck_chunk c = chunk_of(a.runs, b.y, c0);
-    const int64_t h = b.x, col0 = (h % a.Hk) * DK;
-    ck_batched(CK_C * DK, tid, CK_THREADS,
-               [&](int e) { return e / DK < c.nc ? a.qkv[(c.r0 + e / DK) * a.ldq + col0 + e % DK] : 0.0f; },
-               [&](int e, float v) { s.X[e / DK * st_sh<DK>::LX + e % DK] = expf(s.G[e / DK]) * v; });
-    load_p<DK>(a, c, h, tid, CK_THREADS, s);
+    static_assert(COLS % 4 == 0 && LD % 4 == 0, "16-byte rows");
+    for (int e = tid; e < CK_C * (COLS / 4); e += CK_THREADS) {
+        const int t = e / (COLS / 4), i = 4 * (e % (COLS / 4));
+        const bool in = t < c.nc;
+        cp16(dst + t * LD + i, src + (c.r0 + (in ? t : 0)) * ld + col0 + i, in);
+    }
 }
 
-template <int DK> __device__ void tc_out(const st_sh<DK> &s, int w)
+/* The chunk's W rows (to X) and this block's columns of U (to V) */
+template <int DK> __device__ void tc_cp_w(const ck_args &a, ck_blk b, const ck_chunk &c, int tid,
+                                         const st_sh<DK> &s)
+{
+    const int64_t h = b.x;
+    tc_cp_rows<DK, st_sh<DK>::LX>(s.X, a.W, a.Hv * DK, h * DK, c, tid);
+    tc_cp_rows<CK_BV, CK_BV>(s.V, a.U, a.Hv * DK, h * DK + (int64_t)b.z * CK_BV, c, tid);
+}
+
+/* G and the update weights e^(G_last - G_t) of the chunk (plain loads) */
+template <int DK> __device__ void tc_load_g(const ck_args &a, ck_blk b, const ck_chunk &c, int tid,
+                                           const st_sh<DK> &s)
+{
+    const int64_t h = b.x;
+    if (tid < CK_C) {
+        const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
+        const float gt = tid < c.nc ? a.G[(c.r0 + tid) * a.Hv + h] : 0.0f;
+        s.G[tid] = gt;
+        s.dec[tid] = tid < c.nc ? expf(gl - gt) : 0.0f;
+    }
+}
+
+/* Q's rows as this thread copied them (tc_cp_rows' elements for tid),
+ * times e^G_t, once its copies have landed */
+template <int DK> __device__ void tc_scale_q(float *XQ, const st_sh<DK> &s, int tid)
+{
+    for (int e = tid; e < CK_C * (DK / 4); e += CK_THREADS) {
+        const int t = e / (DK / 4), i = 4 * (e % (DK / 4));
+        const float g = expf(s.G[t]);
+        float4 *p = (float4 *)(XQ + t * st_sh<DK>::LX + i);
+        const float4 v = *p;
+        *p = make_float4(g * v.x, g * v.y, g * v.z, g * v.w);
+    }
+}
+
+/* XQ: the chunk's Q rows, scaled by e^G_t */
+template <int DK> __device__ void tc_out(const st_sh<DK> &s, const float *XQ, int w)
 {
     if (w >= CK_C / 16)
         return;
     tf_acc acc;
     wm::fill_fragment(acc, 0.0f);
-    tf_mma<DK / 8, false>(acc, s.X + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, s.S, st_sh<DK>::LS);
+    tf_mma<DK / 8, false>(acc, XQ + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, s.S, st_sh<DK>::LS);
     tf_mma<CK_C / 8, false>(acc, s.P + 16 * w * st_sh<DK>::LP, st_sh<DK>::LP, s.V, CK_BV);
     tf_scale(acc, 1.0f / sqrtf((float)DK));
     wm::store_matrix_sync(s.O + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
@@ -653,6 +695,15 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state(ck_args a)
     st_fini<DK>(a, b, tid, nt, sm);
 }
 
+/* The loads go by cp.async, a phase's copies all in flight at once, and
+ * two of a chunk's three overlap products: Q and P land while V' is
+ * formed, K while the outputs are. Shared memory: st_sh, then Q's rows
+ * (XQ, pitch LX). */
+template <int DK> constexpr size_t tc_smem_bytes()
+{
+    return (st_sh<DK>::floats + (size_t)CK_C * st_sh<DK>::LX) * sizeof(float);
+}
+
 template <int DK>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
 {
@@ -661,25 +712,40 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
     extern __shared__ __align__(128) float smt[];
     const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
     const int tid = threadIdx.x, nt = blockDim.x, w = tid / 32;
-    const int64_t n = a.runs[4 * b.y + 2];
+    const int64_t n = a.runs[4 * b.y + 2], kcol = (a.Hk + b.x % a.Hk) * DK;
     const st_sh<DK> s(smt);
+    float *XQ = smt + st_sh<DK>::floats;
     st_init<DK>(a, b, tid, nt, smt);
-    __syncthreads();
+    if (n > 0)
+        tc_cp_w<DK>(a, b, chunk_of(a.runs, b.y, 0), tid, s);
+    cp_commit();
     for (int64_t c0 = 0; c0 < n; c0 += CK_C) {
-        st_load_w<DK>(a, b, c0, tid, nt, smt);
+        const ck_chunk c = chunk_of(a.runs, b.y, c0);
+        tc_load_g<DK>(a, b, c, tid, s);
+        cp_wait<0>();                  /* W and U */
         __syncthreads();
+        tc_cp_rows<DK, st_sh<DK>::LX>(XQ, a.qkv, a.ldq, (b.x % a.Hk) * DK, c, tid);
+        tc_cp_rows<CK_C, st_sh<DK>::LP>(s.P, a.P + b.x * CK_C, a.Hv * CK_C, 0, c, tid);
+        cp_commit();
         tc_vprime<DK>(s, w);
+        __syncthreads();               /* W is spent: K into X */
+        tc_cp_rows<DK, st_sh<DK>::LX>(s.X, a.qkv, a.ldq, kcol, c, tid);
+        cp_commit();
+        cp_wait<1>();                  /* Q and P (K may still be in flight) */
+        tc_scale_q<DK>(XQ, s, tid);
         __syncthreads();
-        tc_load_q<DK>(a, b, c0, tid, s);
-        __syncthreads();
-        tc_out<DK>(s, w);
+        tc_out<DK>(s, XQ, w);
         __syncthreads();
         tc_emit<DK>(a, b, c0, tid, s);
-        st_load_k<DK>(a, b, c0, tid, nt, smt);
+        cp_wait<0>();                  /* K */
         __syncthreads();
         tc_update<DK>(a, b, c0, w, s);
         __syncthreads();
+        if (c0 + CK_C < n)             /* the next chunk's W and U */
+            tc_cp_w<DK>(a, b, chunk_of(a.runs, b.y, c0 + CK_C), tid, s);
+        cp_commit();
     }
+    cp_wait<0>();
     st_fini<DK>(a, b, tid, nt, smt);
 #endif
 }
@@ -734,8 +800,11 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
 {
     cuda_ctx *c = cuda_ctx_of(be);
     cudaStream_t st = c->stream;
-    const size_t bp = prep_sh<DK>::floats * sizeof(float), bs = st_sh<DK>::floats * sizeof(float);
-    void (*state)(ck_args) = c->chunk_tc && !a.ck ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
+    /* the tensor-core kernel's 16-byte copies need 16-byte rows of qkv */
+    const bool tc = c->chunk_tc && !a.ck && a.ldq % 4 == 0 && (uintptr_t)a.qkv % 16 == 0;
+    void (*state)(ck_args) = tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
+    const size_t bp = prep_sh<DK>::floats * sizeof(float),
+                 bs = tc ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
     /* above the default 48 KB of dynamic shared memory (every call: a
      * host-side setting, cheap beside a prompt pass) */
     if (!CUDA_OK(be, cudaFuncSetAttribute(k_chunk_prep<DK>,
