@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 extern "C" int cuda_moe_mode(const be_shape *s)
 {
     if (!cuda_fast_path(s, "Q36_CUDA_MOEGEMM"))
