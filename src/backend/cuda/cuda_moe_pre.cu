@@ -13,7 +13,8 @@
  *     stages) into a slab of whole experts; more slabs when they do not
  *     all fit in the reserved room;
  *  3. k_moe_gemm_h: the same tiles as k_moe_gemm_tc (MG_BM rows by TC_BN
- *     outputs, 2 x 2 WMMA accumulators a warp, tc_store), whose stages are
+ *     outputs, 2 x 2 WMMA accumulators a warp, tc_store; grid x the
+ *     output blocks, y the tile slots), whose stages are
  *     plain 16-byte copies (cp.async) into HG_STAGES shared buffers: while
  *     the warps multiply one, the copies of the next ones are in flight.
  *     Blocks of experts outside the slab return at once.
@@ -71,10 +72,10 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __ha
 {
     cuda_pdl_enter();
     extern __shared__ __align__(128) unsigned char hsm[];
-    const mg_tile t = mg_tile_of(a, (int)blockIdx.x, 0);
+    const mg_tile t = mg_tile_of(a, (int)blockIdx.y, 0);
     if (!t.rows || t.e < e0 || t.e >= e1)
         return;
-    const int64_t n0 = (int64_t)blockIdx.y * TC_BN;
+    const int64_t n0 = (int64_t)blockIdx.x * TC_BN;
     const int tid = threadIdx.x;
     __half *Xs = (__half *)hsm, *Ws = Xs + HG_STAGES * HG_XH;
     /* this thread's copies a stage: x row xm, weight rows wr[i], at column
@@ -152,7 +153,7 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     cuda_ctx *c = cuda_ctx_of(be);
     const mg_args &a = *ap;
     const int64_t xh = (a.Q * a.K + 7) & ~(int64_t)7, per = a.N * a.K;
-    if (a.K % 8 || !c->moeh || (int64_t)c->moeh_halves < xh + per)
+    if (a.K % 8 || !c->moeh || (int64_t)c->moeh_halves < xh + per || tiles > 65535)
         return false;
     const int64_t es = ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
     __half *xg = c->moeh, *wh = c->moeh + xh;
@@ -160,7 +161,10 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     cuda_launch(k_mg_gather_h, (unsigned)(a.Q < 65535 * 8 ? a.Q : 65535 * 8), 256, 0, st, a, xg);
     if (!CUDA_LAUNCHED(be, "k_mg_gather_h"))
         return true;
-    const dim3 grid((unsigned)tiles, (unsigned)((a.N + TC_BN - 1) / TC_BN));
+    /* output blocks fastest: the blocks that share a tile's x rows run
+     * together, as do (a few blocks apart) an expert's tiles, which share
+     * its weight rows; both come from L2 instead of memory */
+    const dim3 grid((unsigned)((a.N + TC_BN - 1) / TC_BN), (unsigned)tiles);
     for (int64_t e0 = 0; e0 < a.E; e0 += es) {
         const int64_t e1 = e0 + es < a.E ? e0 + es : a.E;
         if (!cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))

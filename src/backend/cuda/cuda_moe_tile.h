@@ -170,8 +170,8 @@ __device__ __forceinline__ void tc_store(const mg_args &a, const mg_tile &t, int
  * in mode `mode` (0 when that mode never takes it); whether the device
  * runs its kernel (the shared memory it asks, set once); the product for
  * the routed arguments a (tiles: the grid's tile slots), false when it
- * cannot take them (K not a multiple of 8, too little scratch): then
- * nothing was queued. */
+ * cannot take them (K not a multiple of 8, too little scratch, more than
+ * 65535 tile slots): then nothing was queued. */
 size_t cuda_moe_pre_halves(const be_shape *s, int mode);
 bool cuda_moe_pre_ready(const cuda_ctx *c);
 bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *a, int64_t tiles);
