@@ -1281,20 +1281,23 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
  * (and, for =2 and =3, the f16 roundings of test_gemm16's bound). Experts
  * with no rows, one tile and several; top-1/3/8; x per token or per
  * (token, rank); for =3 the weights of the large cases in several slabs
- * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel). */
-static void test_moe_ops(const be_shape *sh, const char *mode)
+ * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel), with
+ * tiles of 128 outputs and (bn256) of 256 (Q36_CUDA_MOEBN=256). */
+static void test_moe_ops(const be_shape *sh, const char *mode, bool bn256)
 {
     /* every batch of at least 64 rows grouped, however few an expert gets
-     * (by default, only batches of 4 rows an expert on average) */
-    char *per = env_set("Q36_CUDA_MOEROWS", "0");
+     * (by default, only batches of 2 rows an expert on average) */
+    char *per = env_set("Q36_CUDA_MOEROWS", "0"), *bn = env_set("Q36_CUDA_MOEBN", bn256 ? "256" : "128");
     be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
     env_restore("Q36_CUDA_MOEROWS", per);
+    env_restore("Q36_CUDA_MOEBN", bn);
     if (!gpm)
         return;
     gpu = gpm;
     mm_sequential = true;
     mm_f16 = strcmp(mode, "1") != 0;
-    case_tag = !strcmp(mode, "3") ? "_grouped_f16pre" : mm_f16 ? "_grouped_f16" : "_grouped";
+    case_tag = !strcmp(mode, "3") ? (bn256 ? "_grouped_f16pre256" : "_grouped_f16pre")
+               : mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
         test_matmul_id(etypes[i], 256, 64, 8, 8, 9, false);
@@ -3344,9 +3347,10 @@ int main(int argc, char **argv)
         test_chunk_ops(&sh, true);
         test_chunk_ops(&sh, false);
         test_gemm16_ops(&sh);
-        test_moe_ops(&sh, "1");
-        test_moe_ops(&sh, "2");
-        test_moe_ops(&sh, "3");
+        test_moe_ops(&sh, "1", false);
+        test_moe_ops(&sh, "2", false);
+        test_moe_ops(&sh, "3", false);
+        test_moe_ops(&sh, "3", true);
         test_fattn_ops(&sh, true);
         test_fattn_ops(&sh, false);
         test_graph_ops(&sh);

@@ -187,6 +187,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
+    c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */

@@ -134,6 +134,7 @@ struct cuda_ctx {
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
+    int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */

@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
     }
     __half *Xh = (__half *)smem, *Wh = Xh + 2 * TC_XH;
     tc_acc acc[2][2];
-    tc_zero(acc);
+    tc_zero<2>(acc);
     __syncthreads();
     float4 xv[TC_XV];
     float wv[TC_WV][8];
@@ -280,10 +280,10 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_tc(mg_args a)
         __syncthreads();
         if (k0 + MG_BK < a.K)
             tc_fetch<T, VEC>(a, t.e, n0, xr, k0 + MG_BK, tid, xv, wv);
-        tc_mma<MG_BK, TC_LH>(acc, xs, ws, tid);
+        tc_mma<MG_BK, TC_LH, 2>(acc, xs, ws, tid);
     }
     __syncthreads();                   /* the stage buffers become Cs */
-    tc_store(a, t, n0, acc, (float *)smem, tid);
+    tc_store<2>(a, t, n0, acc, (float *)smem, tid);
 }
 
 /* ------------------------------------------------------------------ the op */

@@ -14,7 +14,9 @@
  *     all fit in the reserved room;
  *  3. k_moe_gemm_h: the same tiles as k_moe_gemm_tc (MG_BM rows by TC_BN
  *     outputs, 2 x 2 WMMA accumulators a warp, tc_store; grid x the
- *     output blocks, y the tile slots), whose stages are
+ *     output blocks, y the tile slots; or, with Q36_CUDA_MOEBN=256, 256
+ *     outputs and 2 x 4 accumulators a warp, each x stage serving twice
+ *     the weight rows), whose stages are
  *     plain 16-byte copies (cp.async) into HG_STAGES shared buffers: while
  *     the warps multiply one, the copies of the next ones are in flight.
  *     Blocks of experts outside the slab return at once.
@@ -33,11 +35,16 @@
 #define HG_STAGES 4
 #define HG_LH     (HG_BK + 8)                         /* f16 pitch: 80 bytes, skews the banks */
 #define HG_XH     (MG_BM * HG_LH)                     /* halves of one x stage */
-#define HG_WH     (TC_BN * HG_LH)
-#define HG_SMEM   (HG_STAGES * (HG_XH + HG_WH) * 2)   /* bytes: 61,440 (opt-in above 48 KiB) */
-static_assert(HG_SMEM >= TC_CS, "the output tile fits over the stage buffers");
+/* BN outputs a block (TC_BN, the default, or 256: Q36_CUDA_MOEBN=256):
+ * halves of one weight stage, bytes of shared memory (61,440 / 102,400:
+ * opt-in above 48 KiB), 16-byte weight copies a thread a stage */
+template <int BN> struct hg {
+    static constexpr int WH = BN * HG_LH, FN = BN / 64, WCP = BN * HG_BK / 8 / MG_THREADS;
+    static constexpr int SMEM = HG_STAGES * (HG_XH + WH) * 2;
+    static_assert(SMEM >= MG_BM * (BN + 4) * 4, "the output tile fits over the stage buffers");
+    static_assert(WCP * MG_THREADS * 8 == BN * HG_BK, "whole weight copies");
+};
 static_assert(MG_BM * HG_BK / 8 == MG_THREADS, "one 16-byte x copy a thread a stage");
-static_assert(TC_BN * HG_BK / 8 == 2 * MG_THREADS, "two 16-byte weight copies a thread a stage");
 static_assert(HG_BK % 16 == 0 && (HG_LH * 2) % 16 == 0, "WMMA steps and 16-byte rows");
 
 /* xg[p] = the x row of sorted row p (its token's row, or its own), f16;
@@ -66,16 +73,18 @@ __global__ void k_mg_gather_h(mg_args a, __half *__restrict__ xg)
 
 /* The tiles of experts e0 .. e1; wh: their weights, f16, expert e's
  * output n at row (e - e0) * N + n */
-__global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __half *__restrict__ xg,
-                                                          const __half *__restrict__ wh,
-                                                          int64_t e0, int64_t e1)
+template <int BN>     /* blocks an SM: as many as shared memory allows (3 at 128, 2 at 256) */
+__global__ void __launch_bounds__(MG_THREADS, BN == 256 ? 2 : 3)
+k_moe_gemm_h(mg_args a, const __half *__restrict__ xg, const __half *__restrict__ wh, int64_t e0,
+             int64_t e1)
 {
+    typedef hg<BN> H;
     cuda_pdl_enter();
     extern __shared__ __align__(128) unsigned char hsm[];
     const mg_tile t = mg_tile_of(a, (int)blockIdx.y, 0);
     if (!t.rows || t.e < e0 || t.e >= e1)
         return;
-    const int64_t n0 = (int64_t)blockIdx.x * TC_BN;
+    const int64_t n0 = (int64_t)blockIdx.x * BN;
     const int tid = threadIdx.x;
     __half *Xs = (__half *)hsm, *Ws = Xs + HG_STAGES * HG_XH;
     /* this thread's copies a stage: x row xm, weight rows wr[i], at column
@@ -83,10 +92,10 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __ha
      * (their outputs are never stored) */
     const int xm = tid / (HG_BK / 8), xc = 8 * (tid % (HG_BK / 8));
     const __half *xs = xg + (t.p0 + (xm < t.rows ? xm : t.rows - 1)) * a.K + xc;
-    const __half *ws[2];
-    int wr[2], wc[2];
+    const __half *ws[H::WCP];
+    int wr[H::WCP], wc[H::WCP];
     #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < H::WCP; i++) {
         const int idx = tid + i * MG_THREADS;
         wr[i] = idx / (HG_BK / 8);
         wc[i] = 8 * (idx % (HG_BK / 8));
@@ -99,12 +108,12 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __ha
         const int64_t k0 = (int64_t)kt * HG_BK;
         cp16(Xs + s * HG_XH + xm * HG_LH + xc, k0 + xc < a.K ? xs + k0 : xs, k0 + xc < a.K);
         #pragma unroll
-        for (int i = 0; i < 2; i++)
-            cp16(Ws + s * HG_WH + wr[i] * HG_LH + wc[i], k0 + wc[i] < a.K ? ws[i] + k0 : ws[i],
+        for (int i = 0; i < H::WCP; i++)
+            cp16(Ws + s * H::WH + wr[i] * HG_LH + wc[i], k0 + wc[i] < a.K ? ws[i] + k0 : ws[i],
                  k0 + wc[i] < a.K);
     };
-    tc_acc acc[2][2];
-    tc_zero(acc);
+    tc_acc acc[2][H::FN];
+    tc_zero<H::FN>(acc);
     #pragma unroll
     for (int s = 0; s < HG_STAGES - 1; s++) {
         if (s < nk)
@@ -117,12 +126,12 @@ __global__ void __launch_bounds__(MG_THREADS) k_moe_gemm_h(mg_args a, const __ha
         if (kt + HG_STAGES - 1 < nk)
             load(kt + HG_STAGES - 1);
         cp_commit();
-        const __half *xb = Xs + (kt % HG_STAGES) * HG_XH, *wb = Ws + (kt % HG_STAGES) * HG_WH;
-        tc_mma<HG_BK, HG_LH>(acc, xb, wb, tid);
+        const __half *xb = Xs + (kt % HG_STAGES) * HG_XH, *wb = Ws + (kt % HG_STAGES) * H::WH;
+        tc_mma<HG_BK, HG_LH, H::FN>(acc, xb, wb, tid);
     }
     cp_wait<0>();
     __syncthreads();                   /* the stage buffers become Cs */
-    tc_store(a, t, n0, acc, (float *)hsm, tid);
+    tc_store<H::FN>(a, t, n0, acc, (float *)hsm, tid);
 }
 
 /* ------------------------------------------------------------------ the op */
@@ -141,11 +150,16 @@ size_t cuda_moe_pre_halves(const be_shape *s, int mode)
     return (size_t)((Q * s->max_in_expert + 7) & ~(int64_t)7) + (size_t)slab;
 }
 
+template <int BN> static bool ready(const cuda_ctx *c)
+{
+    return c->smem_optin >= hg<BN>::SMEM &&
+           cudaFuncSetAttribute(k_moe_gemm_h<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                hg<BN>::SMEM) == cudaSuccess;
+}
+
 bool cuda_moe_pre_ready(const cuda_ctx *c)
 {
-    return c->smem_optin >= HG_SMEM &&
-           cudaFuncSetAttribute(k_moe_gemm_h, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                HG_SMEM) == cudaSuccess;
+    return c->moe_bn == 256 ? ready<256>(c) : ready<TC_BN>(c);
 }
 
 bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_t tiles)
@@ -164,13 +178,18 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     /* output blocks fastest: the blocks that share a tile's x rows run
      * together, as do (a few blocks apart) an expert's tiles, which share
      * its weight rows; both come from L2 instead of memory */
-    const dim3 grid((unsigned)((a.N + TC_BN - 1) / TC_BN), (unsigned)tiles);
+    const int bn = c->moe_bn == 256 ? 256 : TC_BN;
+    const dim3 grid((unsigned)((a.N + bn - 1) / bn), (unsigned)tiles);
     for (int64_t e0 = 0; e0 < a.E; e0 += es) {
         const int64_t e1 = e0 + es < a.E ? e0 + es : a.E;
         if (!cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))
             return true;
-        cuda_launch(k_moe_gemm_h, grid, MG_THREADS, HG_SMEM, st, a, (const __half *)xg,
-                    (const __half *)wh, e0, e1);
+        if (bn == 256)
+            cuda_launch(k_moe_gemm_h<256>, grid, MG_THREADS, hg<256>::SMEM, st, a,
+                        (const __half *)xg, (const __half *)wh, e0, e1);
+        else
+            cuda_launch(k_moe_gemm_h<TC_BN>, grid, MG_THREADS, hg<TC_BN>::SMEM, st, a,
+                        (const __half *)xg, (const __half *)wh, e0, e1);
         if (!CUDA_LAUNCHED(be, "k_moe_gemm"))
             return true;
     }

@@ -100,71 +100,75 @@ HD mg_tile mg_tile_of(const mg_args &a, int bx, int by)
 }
 
 /* The tensor-core tiles (cuda_moe.cu's k_moe_gemm_tc, cuda_moe_pre.cu's
- * k_moe_gemm_h): MG_BM rows by TC_BN outputs a block; warp w holds rows
- * 32 (w % 2) .. + 32 by outputs 32 (w / 2) .. + 32 as 2 x 2 WMMA 16 x 16
- * f32 accumulators. */
+ * k_moe_gemm_h): MG_BM rows by BN outputs a block (TC_BN, or 256 for
+ * k_moe_gemm_h<256>); warp w holds rows 32 (w % 2) .. + 32 by outputs
+ * BN/4 (w / 2) .. + BN/4 as 2 x FN WMMA 16 x 16 f32 accumulators, FN =
+ * BN / 64. */
 #define TC_BN      128
 #define TC_LC      (TC_BN + 4)                       /* f32 pitch of the output tile */
 #define TC_CS      (MG_BM * TC_LC * 4)               /* its bytes */
 
 typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> tc_acc;
 
-__device__ __forceinline__ void tc_zero(tc_acc acc[2][2])
+template <int FN> __device__ __forceinline__ void tc_zero(tc_acc acc[2][FN])
 {
     #pragma unroll
     for (int i = 0; i < 2; i++)
         #pragma unroll
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < FN; f++)
             nvcuda::wmma::fill_fragment(acc[i][f], 0.0f);
 }
 
 /* One stage of BK columns: the accumulators gain X (MG_BM rows, row-major,
- * pitch LH halves) times W^T (TC_BN weight rows, pitch LH), 16 columns a
+ * pitch LH halves) times W^T (64 FN weight rows, pitch LH), 16 columns a
  * step, in column order. */
-template <int BK, int LH>
-__device__ __forceinline__ void tc_mma(tc_acc acc[2][2], const __half *X, const __half *W, int tid)
+template <int BK, int LH, int FN>
+__device__ __forceinline__ void tc_mma(tc_acc acc[2][FN], const __half *X, const __half *W, int tid)
 {
     using namespace nvcuda;
     const int w = tid / 32, wm = w % 2, wn = w / 2;
     #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[FN];
         #pragma unroll
         for (int i = 0; i < 2; i++)
             wmma::load_matrix_sync(fa[i], X + (32 * wm + 16 * i) * LH + kk, LH);
         #pragma unroll
-        for (int f = 0; f < 2; f++)
-            wmma::load_matrix_sync(fb[f], W + (32 * wn + 16 * f) * LH + kk, LH);
+        for (int f = 0; f < FN; f++)
+            wmma::load_matrix_sync(fb[f], W + (16 * FN * wn + 16 * f) * LH + kk, LH);
         #pragma unroll
         for (int i = 0; i < 2; i++)
             #pragma unroll
-            for (int f = 0; f < 2; f++)
+            for (int f = 0; f < FN; f++)
                 wmma::mma_sync(acc[i][f], fa[i], fb[f], acc[i][f]);
     }
 }
 
 /* The accumulators to the tile's rows of y (outputs n0 ..), through Cs
- * (TC_CS bytes of shared memory that no thread still reads), coalesced
- * along n. */
+ * (MG_BM x (64 FN + 4) floats of shared memory that no thread still
+ * reads), coalesced along n. */
+template <int FN>
 __device__ __forceinline__ void tc_store(const mg_args &a, const mg_tile &t, int64_t n0,
-                                         tc_acc acc[2][2], float *Cs, int tid)
+                                         tc_acc acc[2][FN], float *Cs, int tid)
 {
     using namespace nvcuda;
+    constexpr int BN = 64 * FN, LC = BN + 4;
     const int w = tid / 32, wm = w % 2, wn = w / 2;
     #pragma unroll
     for (int i = 0; i < 2; i++)
         #pragma unroll
-        for (int f = 0; f < 2; f++)
-            wmma::store_matrix_sync(Cs + (32 * wm + 16 * i) * TC_LC + 32 * wn + 16 * f, acc[i][f],
-                                    TC_LC, wmma::mem_row_major);
+        for (int f = 0; f < FN; f++)
+            wmma::store_matrix_sync(Cs + (32 * wm + 16 * i) * LC + 16 * FN * wn + 16 * f, acc[i][f],
+                                    LC, wmma::mem_row_major);
     __syncthreads();
-    for (int e = tid; e < MG_BM * TC_BN; e += MG_THREADS) {
-        const int m = e / TC_BN, n = e % TC_BN;
+    for (int e = tid; e < MG_BM * BN; e += MG_THREADS) {
+        const int m = e / BN, n = e % BN;
         if (m < t.rows && n0 + n < a.N)
-            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + n0 + n] = Cs[m * TC_LC + n];
+            a.y[(int64_t)a.perm[t.p0 + m] * a.ldy + n0 + n] = Cs[m * LC + n];
     }
 }
+static_assert(TC_BN == 64 * 2 && TC_LC == 64 * 2 + 4, "k_moe_gemm_tc: FN = 2");
 
 /* cuda_moe_pre.cu: the f16 halves its scratch takes for batches up to s
  * in mode `mode` (0 when that mode never takes it); whether the device
