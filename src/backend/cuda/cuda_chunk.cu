@@ -96,19 +96,50 @@ HD ck_chunk chunk_of(const int32_t *runs, int s, int64_t c0)
  * per element: the compiler cannot move a global load above a store to
  * shared memory through pointers that might alias it. */
 #define CK_LOADS 8
-template <class Get, class Put> HD void ck_batched(int n, int tid, int nthr, Get get, Put put)
+template <class T, class Get, class Put> HD void ck_batched(int n, int tid, int nthr, Get get, Put put)
 {
     for (int e0 = tid; e0 < n; e0 += CK_LOADS * nthr) {
-        float v[CK_LOADS];
+        T v[CK_LOADS];
         for (int j = 0; j < CK_LOADS; j++) {
             const int e = e0 + j * nthr;
-            v[j] = e < n ? get(e) : 0.0f;
+            v[j] = e < n ? get(e) : T{};
         }
         for (int j = 0; j < CK_LOADS; j++) {
             const int e = e0 + j * nthr;
             if (e < n)
                 put(e, v[j]);
         }
+    }
+}
+
+/* Rows 0 .. CK_C of dst (pitch ldd) = COLS floats from col0 of src's rows
+ * (pitch lds) for t < nrows, zeros after, through ck_batched: 16-byte
+ * loads when src's rows allow them (4 times the bytes in flight), else
+ * floats. */
+template <int COLS> HD void ck_rows(float *dst, int64_t ldd, const float *src, int64_t lds,
+                                    int64_t col0, int nrows, int tid, int nthr)
+{
+    if (COLS % 4 == 0 && (uintptr_t)(src + col0) % 16 == 0 && lds % 4 == 0) {
+        constexpr int C4 = COLS / 4;
+        ck_batched<float4>(CK_C * C4, tid, nthr,
+                           [&](int e) {
+                               const int t = e / C4;
+                               return t < nrows ? *(const float4 *)(src + t * lds + col0 + 4 * (e % C4))
+                                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                           },
+                           [&](int e, float4 v) {
+                               float *d = dst + e / C4 * ldd + 4 * (e % C4);
+                               d[0] = v.x;
+                               d[1] = v.y;
+                               d[2] = v.z;
+                               d[3] = v.w;
+                           });
+    } else {
+        ck_batched<float>(CK_C * COLS, tid, nthr,
+                          [&](int e) {
+                              return e / COLS < nrows ? src[e / COLS * lds + col0 + e % COLS] : 0.0f;
+                          },
+                          [&](int e, float v) { dst[e / COLS * ldd + e % COLS] = v; });
     }
 }
 
@@ -137,19 +168,10 @@ template <int DK> HD void prep_load(const ck_args &a, ck_blk b, int tid, int nth
         return;
     prep_sh<DK> s(sm);
     const int64_t h = b.y, kh = h % a.Hk, LD = prep_sh<DK>::LD;
-    /* Q's and K's columns of the chunk's rows, side by side (e: row t,
-     * column i of 2 DK; zero past the chunk) */
-    ck_batched(CK_C * 2 * DK, tid, nthr,
-               [&](int e) {
-                   const int t = e / (2 * DK), i = e % (2 * DK);
-                   return t < c.nc ? a.qkv[(c.r0 + t) * a.ldq + (i < DK ? kh * DK + i
-                                                                         : (a.Hk + kh) * DK + i - DK)]
-                                   : 0.0f;
-               },
-               [&](int e, float v) {
-                   const int t = e / (2 * DK), i = e % (2 * DK);
-                   (i < DK ? s.Q : s.K)[t * LD + i % DK] = v;
-               });
+    /* the chunk's Q and K rows (zero past its end) */
+    const float *rows = a.qkv + c.r0 * a.ldq;
+    ck_rows<DK>(s.Q, LD, rows, a.ldq, kh * DK, c.nc, tid, nthr);
+    ck_rows<DK>(s.K, LD, rows, a.ldq, (a.Hk + kh) * DK, c.nc, tid, nthr);
     if (tid == 0) {
         float acc = 0.0f;
         for (int t = 0; t < CK_C; t++) {
@@ -305,9 +327,7 @@ template <int DK> HD void st_fini(const ck_args &a, ck_blk b, int tid, int nthr,
 template <int DK> HD void load_rows(float *X, const float *src, int64_t ld, int64_t col0,
                                     const ck_chunk &c, int tid, int nthr)
 {
-    ck_batched(CK_C * DK, tid, nthr,
-               [&](int e) { return e / DK < c.nc ? src[(c.r0 + e / DK) * ld + col0 + e % DK] : 0.0f; },
-               [&](int e, float v) { X[e / DK * st_sh<DK>::LX + e % DK] = v; });
+    ck_rows<DK>(X, st_sh<DK>::LX, src + c.r0 * ld, ld, col0, c.nc, tid, nthr);
 }
 
 /* Chunk phase 1: W rows, this block's columns of U, G, the decays. */
@@ -318,12 +338,7 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
     const int64_t h = b.x, j0 = (int64_t)b.z * CK_BV;
     load_rows<DK>(s.X, a.W, a.Hv * DK, h * DK, c, tid, nthr);
-    ck_batched(CK_C * CK_BV, tid, nthr,
-               [&](int e) {
-                   const int t = e / CK_BV;
-                   return t < c.nc ? a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + e % CK_BV] : 0.0f;
-               },
-               [&](int e, float v) { s.V[e] = v; });
+    ck_rows<CK_BV>(s.V, CK_BV, a.U + c.r0 * a.Hv * DK, a.Hv * DK, h * DK + j0, c.nc, tid, nthr);
     const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
     for (int t = tid; t < CK_C; t += nthr) {
         const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
@@ -380,12 +395,8 @@ template <int DK> HD void st_vprime(const ck_args &a, ck_blk b, int64_t c0, int 
 template <int DK> HD void load_p(const ck_args &a, const ck_chunk &c, int64_t h, int tid, int nthr,
                                  const st_sh<DK> &s)
 {
-    ck_batched(CK_C * CK_C, tid, nthr,
-               [&](int e) {
-                   const int t = e / CK_C;
-                   return t < c.nc ? a.P[((c.r0 + t) * a.Hv + h) * CK_C + e % CK_C] : 0.0f;
-               },
-               [&](int e, float v) { s.P[e / CK_C * st_sh<DK>::LP + e % CK_C] = v; });
+    ck_rows<CK_C>(s.P, st_sh<DK>::LP, a.P + c.r0 * a.Hv * CK_C, a.Hv * CK_C, h * CK_C, c.nc, tid,
+                  nthr);
 }
 
 /* Chunk phase 3: Q rows, P. */
