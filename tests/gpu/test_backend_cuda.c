@@ -1686,6 +1686,86 @@ static void test_mvnb(const be_shape *sh)
     be_free(cx[1]);
 }
 
+/* Q36_CUDA_MVGRP=1 (cuda_matmul.cu, k_matvec8_grp): expert products of
+ * decode-sized batches with each expert's rows grouped must give
+ * k_matvec8_id's bits: a context with it and one without, the grouped
+ * products' batches kept away (Q36_CUDA_MOEROWS high in both), the same
+ * Q4_K and Q6_K weights of 64 experts, top-8, T tokens (16 to 264 (token,
+ * rank) rows: experts with none, one and more than 4, the rows a pass
+ * takes), x per token and per (token, rank), and the SwiGLU pair. */
+static void test_mvgrp(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    char *per = env_set("Q36_CUDA_MOEROWS", "100000");
+    const bool made = fast_ctx_pair(sh, "Q36_CUDA_MVGRP", "cuda.mvgrp_ctx", cx);
+    env_restore("Q36_CUDA_MOEROWS", per);
+    if (!made)
+        return;
+    static const int Ts[] = { 2, 5, 16, 33 };
+    const int64_t E = 64, k = 8, K = 512, N = 96;
+    be_ctx *keep = gpu;
+    for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++)
+        for (int ty = 0; ty < 2; ty++) {
+            const int64_t T = Ts[ti], Q = T * k;
+            const uint32_t type = ty ? QT_Q6_K : QT_Q4_K;
+            char name[64];
+            snprintf(name, sizeof name, "cuda.mvgrp_same_bits_%s_t%lld", ty ? "q6_K" : "q4_K",
+                     (long long)T);
+            t_rng r0 = t_rng_named(name);
+            float *x = t_randv(&r0, (size_t)Q * K, 1);
+            int32_t *sv = malloc(sizeof(int32_t) * (size_t)Q);
+            for (int64_t t = 0; t < T; t++)        /* 8 distinct experts a token */
+                for (int64_t i = 0; i < k; i++)
+                    sv[t * k + i] = (int32_t)((t * 5 + i * 13 + (t % 3) * 40) % E);
+            float *out[2];
+            const size_t per_v = (size_t)Q * N * 3;
+            for (int v = 0; v < 2; v++) {
+                gpu = cx[v];
+                be_ctx *g = gpu;
+                t_rng r = t_rng_named("cuda.mvgrp.weights");
+                wt wg, wu;
+                make_weight(&wg, &r, type, K, N, E);
+                make_weight(&wu, &r, type, K, N, E);
+                be_tensor *xt = be_tensor_new(g, Q, K), *sel = be_tensor_new_type(g, BE_I32, T, k);
+                be_tensor *o = be_tensor_new(g, Q, N), *tmp = be_tensor_new(g, Q, N);
+                be_write(g, xt, 0, Q, x);
+                be_write(g, sel, 0, T, sv);
+                out[v] = malloc(sizeof(float) * per_v);
+                be_tensor *xtok = be_rows(g, xt, 0, T);           /* the first T rows: per token */
+                be_matmul_id(g, wg.wg, xtok, sel, o);
+                be_read(g, o, 0, Q, out[v]);
+                be_matmul_id(g, wg.wg, xt, sel, o);               /* per (token, rank) */
+                be_read(g, o, 0, Q, out[v] + (size_t)Q * N);
+                be_matmul_id_swiglu(g, wg.wg, wu.wg, xtok, sel, tmp, o);
+                be_read(g, o, 0, Q, out[v] + (size_t)2 * Q * N);
+                be_sync(g);
+                q36_err err = { 0 };
+                if (be_check(g, &err))
+                    t_fail(name, "%s", err.msg);
+                be_views_reset(g);
+                be_tensor *ts[] = { xt, sel, o, tmp };
+                for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+                    be_tensor_free(g, ts[i]);
+                free(wg.deq);               /* the data stays: bound weights are keyed by it */
+                free(wu.deq);
+            }
+            gpu = keep;
+            int bad = -1;
+            for (size_t i = 0; i < per_v && bad < 0; i++)
+                if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
+                    bad = (int)i;
+            t_check(name, bad < 0, "grouped rows differ from k_matvec8_id's at value %d "
+                    "(%.9g vs %.9g)", bad, bad >= 0 ? out[0][bad] : 0.0,
+                    bad >= 0 ? out[1][bad] : 0.0);
+            free(out[0]);
+            free(out[1]);
+            free(x);
+            free(sv);
+        }
+    be_free(cx[0]);
+    be_free(cx[1]);
+}
+
 /* Q36_CUDA_MV8 (fast mode's default): Q4_K and Q6_K decode products on
  * int8 rows of x (cuda_matmul.cu, k_q8x, k_matvec8, k_matvec8_id) against
  * the CPU with the default path's bounds (the int8 rounding of x, blocks
@@ -3357,6 +3437,7 @@ int main(int argc, char **argv)
         test_fast_mv(&sh);
         test_mv8(&sh);
         test_mvnb(&sh);
+        test_mvgrp(&sh);
         test_q8keep_ops(&sh);
         test_inv_rows(&sh);
         test_attn_gqa(&sh);

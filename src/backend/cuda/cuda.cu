@@ -60,7 +60,9 @@
  * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
  * on average, default 2: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
  * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_MVNB=0 gives
- * batches' Q4_K products one output row a warp again (cuda.h, mv_nb). */
+ * batches' Q4_K products one output row a warp again (cuda.h, mv_nb);
+ * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
+ * batches by expert (cuda_matmul.cu, k_matvec8_grp). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -195,6 +197,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
+    c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

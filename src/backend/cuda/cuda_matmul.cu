@@ -25,6 +25,7 @@
 #include "cuda.h"
 #include "cuda_deq.h"
 #include "cuda_moe.h"       /* MG_MIN_ROWS */
+#include "cuda_moe_tile.h"  /* the routing of the grouped matvecs */
 
 #include <assert.h>
 #include <string.h>
@@ -566,6 +567,71 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
         y[q * ldy + n] = acc;
 }
 
+/* Grouped expert matvecs (Q36_CUDA_MVGRP=1, fast mode, batches of at least
+ * MV_GRP_ROWS (token, rank) rows below the grouped products'): the rows
+ * sorted by expert on the device (cuda_moe_sort), their int8 rows gathered
+ * in that order (k_q8_gather), then block (n group, expert e) reads each of
+ * its weight rows once for all of e's rows, RB at a time, where
+ * k_matvec8_id reads it once per row. Each row's sum is k_matvec8_id's
+ * (mv8_row's per-row order does not depend on RB): the same bits. */
+#define MV_GRP_ROWS 16
+
+/* qg, dg: the int8 rows and block scales of the sorted rows p (a row of
+ * x per token, or per (token, rank)); K % 256 == 0 */
+__global__ void k_q8_gather(const int8_t *__restrict__ qx, const float2 *__restrict__ dx,
+                            int64_t K, mg_args a, int8_t *__restrict__ qg,
+                            float2 *__restrict__ dg)
+{
+    cuda_pdl_enter();
+    const int64_t nb = K / Q8X_BLOCK;
+    for (int64_t p = blockIdx.x; p < a.Q; p += gridDim.x) {
+        const int64_t q = a.perm[p], r = a.x_per_tok ? q / a.k : q;
+        const int4 *s = (const int4 *)(qx + r * K);
+        int4 *d = (int4 *)(qg + p * K);
+        for (int64_t i = threadIdx.x; i < K / 16; i += blockDim.x)
+            d[i] = s[i];
+        for (int64_t i = threadIdx.x; i < nb; i += blockDim.x)
+            dg[p * nb + i] = dx[r * nb + i];
+    }
+}
+
+template <int T, int RB>
+__global__ void k_matvec8_grp(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
+                              mg_args a, const int8_t *__restrict__ qg,
+                              const float2 *__restrict__ dg, float *__restrict__ y, int64_t ldy,
+                              const uint8_t *__restrict__ W2)
+{
+    cuda_pdl_enter();
+    const int lane = threadIdx.x & 31;
+    const int64_t e = blockIdx.y, cnt = a.cnt[e];
+    const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (!cnt || n >= N)
+        return;
+    const int64_t p0 = a.off[e], nb = K / Q8X_BLOCK;
+    const uint64_t off = ((uint64_t)e * (uint64_t)N + (uint64_t)n) * rb;
+    for (int64_t r0 = 0; r0 < cnt; r0 += RB) {
+        float g[RB], u[RB];
+        #pragma unroll
+        for (int r = 0; r < RB; r++)
+            g[r] = u[r] = 0.0f;
+        const int8_t *xq = qg + (p0 + r0) * K;
+        const float2 *xd = dg + (p0 + r0) * nb;
+        mv8_row<T, RB>(T, W + off, K, xq, xd, cnt - r0, lane, g);
+        if (W2)
+            mv8_row<T, RB>(T, W2 + off, K, xq, xd, cnt - r0, lane, u);
+        #pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r0 + r >= cnt)
+                break;
+            float s = warp_sum(g[r]);
+            if (W2)
+                s = cuda_swiglu1(s, warp_sum(u[r]));
+            if (lane == 0)
+                y[(int64_t)a.perm[p0 + r0 + r] * ldy + n] = s;
+        }
+    }
+}
+
 /* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
  * warp per output row of the joint range. T: the jobs' one type, or
  * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
@@ -995,6 +1061,39 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
     }
 }
 
+/* k_q8_gather and k_matvec8_grp for id_launch, the int8 rows of x at qx,
+ * dx (cuda_q8_layout's); false, nothing queued, when the sorted rows do not
+ * fit the scratch after them or the routing has no room */
+static bool grouped_mv8(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
+                        be_tensor *y, const be_weight *w2, const int8_t *qx, const float2 *dx)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
+    const int64_t nb = K / Q8X_BLOCK, Q = sel->rows * sel->cols;
+    const uintptr_t al = 15;
+    int8_t *qg = (int8_t *)(((uintptr_t)(dx + x->rows * nb) + al) & ~al);
+    float2 *dg = (float2 *)(((uintptr_t)(qg + Q * K) + al) & ~al);
+    if ((uintptr_t)(dg + Q * nb) > (uintptr_t)c->deq + c->deq_floats * sizeof(float))
+        return false;
+    mg_args a;
+    if (!cuda_moe_sort(be, sel, E, &a))
+        return false;
+    a.x_per_tok = x->rows == sel->rows && sel->cols > 1;
+    cuda_launch(k_q8_gather, (unsigned)(Q < 65535 * 8 ? Q : 65535 * 8), 128, 0, c->stream, qx, dx,
+                K, a, qg, dg);
+    if (!CUDA_LAUNCHED(be, "k_q8_gather"))
+        return true;
+    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)E);
+#define GRP(TY) cuda_launch(k_matvec8_grp<TY, MATVEC_RB>, grid, 32 * MV_WARPS, 0, c->stream,               (const uint8_t *)w->data, w->row_bytes, K, N, a, (const int8_t *)qg, (const float2 *)dg,         (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
+    if (w->type == QT_Q4_K)
+        GRP(QT_Q4_K);
+    else
+        GRP(QT_Q6_K);
+#undef GRP
+    CUDA_LAUNCHED(be, "k_matvec8_grp");
+    return true;
+}
+
 /* The expert product of every (token, rank) row (k_matvec8_id on int8 rows
  * in fast mode, else k_matvec_id); with w2, the SwiGLU of the two */
 static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
@@ -1008,6 +1107,8 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     int8_t *qx;
     float2 *dx;
     if (mv8_type(w->type) && (!w2 || w2->type == w->type) && q8_rows(be, x, &qx, &dx)) {
+        if (c->mv_grp && T * k >= MV_GRP_ROWS && grouped_mv8(be, w, x, sel, y, w2, qx, dx))
+            return;
 #define ID8(TY) cuda_launch(k_matvec8_id<TY>, grid, 32 * MV_WARPS, 0, c->stream,                   \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
         (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \

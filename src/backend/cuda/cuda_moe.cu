@@ -397,6 +397,29 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     return rc;
 }
 
+/* count, scan, scatter: a's routing scratch filled on the stream; false
+ * when a launch failed (the context's error is set) */
+static bool route(be_ctx *be, const mg_args &a)
+{
+    cudaStream_t st = cuda_ctx_of(be)->stream;
+    if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)a.E, st)))
+        return false;
+    cuda_launch(k_mg_count, cuda_blocks(a.Q, 256), 256, 0, st, a);
+    cuda_launch(k_mg_scan, 1, 32, 0, st, a);
+    cuda_launch(k_mg_scatter, cuda_blocks(a.Q, 256), 256, 0, st, a);
+    return CUDA_LAUNCHED(be, "k_mg_count/scan/scatter");
+}
+
+bool cuda_moe_sort(be_ctx *be, const be_tensor *sel, int64_t E, mg_args *a)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t T = sel->rows, k = sel->cols, Q = T * k;
+    if (!c->moe || scratch_ints(Q, E) > c->moe_ints)
+        return false;
+    *a = mg_make(0, 0, E, NULL, 0, 0, (const int32_t *)sel->data, sel->ld, k, Q, NULL, 0, c->moe);
+    return route(be, *a);
+}
+
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                    be_tensor *y)
 {
@@ -410,12 +433,7 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     a.W = (const uint8_t *)w->data;
     a.rb = w->row_bytes;
     cudaStream_t st = c->stream;
-    if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)E, st)))
-        return true;
-    cuda_launch(k_mg_count, cuda_blocks(Q, 256), 256, 0, st, a);
-    cuda_launch(k_mg_scan, 1, 32, 0, st, a);
-    cuda_launch(k_mg_scatter, cuda_blocks(Q, 256), 256, 0, st, a);
-    if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
+    if (!route(be, a))
         return true;
     const bool pre = c->moegemm == MG_MODE_PRE ||
                      (c->moegemm == MG_MODE_AUTO && Q >= (int64_t)MG_PRE_ROWS * E);

@@ -170,6 +170,13 @@ __device__ __forceinline__ void tc_store(const mg_args &a, const mg_tile &t, int
 }
 static_assert(TC_BN == 64 * 2 && TC_LC == 64 * 2 + 4, "k_moe_gemm_tc: FN = 2");
 
+/* The routing alone, for be_matmul_id's selection sel over E experts
+ * (cuda_matmul.cu's grouped matvecs): a's E, k, Q and routing scratch set
+ * and filled on the stream (cnt, off, perm); false, nothing queued,
+ * without room in the context's routing scratch; false too when a launch
+ * failed (the context's error is set). */
+bool cuda_moe_sort(be_ctx *be, const be_tensor *sel, int64_t E, mg_args *a);
+
 /* cuda_moe_pre.cu: the f16 halves its scratch takes for batches up to s
  * in mode `mode` (0 when that mode never takes it); whether the device
  * runs its kernel (the shared memory it asks, set once); the product for
