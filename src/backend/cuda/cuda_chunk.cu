@@ -330,6 +330,18 @@ template <int DK> HD void load_rows(float *X, const float *src, int64_t ld, int6
     ck_rows<DK>(X, st_sh<DK>::LX, src + c.r0 * ld, ld, col0, c.nc, tid, nthr);
 }
 
+/* G and the update weights e^(G_last - G_t) of the chunk, zero past it */
+template <int DK> HD void load_g(const ck_args &a, const ck_chunk &c, int64_t h, int tid, int nthr,
+                                 const st_sh<DK> &s)
+{
+    const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
+    for (int t = tid; t < CK_C; t += nthr) {
+        const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
+        s.G[t] = gt;
+        s.dec[t] = t < c.nc ? expf(gl - gt) : 0.0f;
+    }
+}
+
 /* Chunk phase 1: W rows, this block's columns of U, G, the decays. */
 template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int tid, int nthr,
                                     float *sm)
@@ -339,12 +351,7 @@ template <int DK> HD void st_load_w(const ck_args &a, ck_blk b, int64_t c0, int 
     const int64_t h = b.x, j0 = (int64_t)b.z * CK_BV;
     load_rows<DK>(s.X, a.W, a.Hv * DK, h * DK, c, tid, nthr);
     ck_rows<CK_BV>(s.V, CK_BV, a.U + c.r0 * a.Hv * DK, a.Hv * DK, h * DK + j0, c.nc, tid, nthr);
-    const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
-    for (int t = tid; t < CK_C; t += nthr) {
-        const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
-        s.G[t] = gt;
-        s.dec[t] = t < c.nc ? expf(gl - gt) : 0.0f;
-    }
+    load_g<DK>(a, c, h, tid, nthr, s);
 }
 
 /* The (t, j) tiles of phases 2 and 4: 2 rows x 2 columns each, C/2 x
@@ -594,19 +601,6 @@ template <int DK> __device__ void tc_cp_w(const ck_args &a, ck_blk b, const ck_c
     tc_cp_rows<CK_BV, CK_BV>(s.V, a.U, a.Hv * DK, h * DK + (int64_t)b.z * CK_BV, c, tid);
 }
 
-/* G and the update weights e^(G_last - G_t) of the chunk (plain loads) */
-template <int DK> __device__ void tc_load_g(const ck_args &a, ck_blk b, const ck_chunk &c, int tid,
-                                           const st_sh<DK> &s)
-{
-    const int64_t h = b.x;
-    if (tid < CK_C) {
-        const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
-        const float gt = tid < c.nc ? a.G[(c.r0 + tid) * a.Hv + h] : 0.0f;
-        s.G[tid] = gt;
-        s.dec[tid] = tid < c.nc ? expf(gl - gt) : 0.0f;
-    }
-}
-
 /* Q's rows as this thread copied them (tc_cp_rows' elements for tid),
  * times e^G_t, once its copies have landed */
 template <int DK> __device__ void tc_scale_q(float *XQ, const st_sh<DK> &s, int tid)
@@ -732,7 +726,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
     cp_commit();
     for (int64_t c0 = 0; c0 < n; c0 += CK_C) {
         const ck_chunk c = chunk_of(a.runs, b.y, c0);
-        tc_load_g<DK>(a, b, c, tid, s);
+        load_g<DK>(a, c, b.x, tid, nt, s);
         cp_wait<0>();                  /* W and U */
         __syncthreads();
         tc_cp_rows<DK, st_sh<DK>::LX>(XQ, a.qkv, a.ldq, (b.x % a.Hk) * DK, c, tid);
