@@ -12,7 +12,8 @@
  *     (off), its first tile of MG_BM rows (toff), a cursor;
  *  3. scatter: perm[] lists the rows q = t*k + i expert after expert (the
  *     order inside an expert is whatever the atomics gave: each row's
- *     result does not depend on it);
+ *     result does not depend on it); batches of up to MG_ROUTE_ONE rows
+ *     run 1-3 in one block (k_mg_route);
  *  4. k_moe_gemm, grid (tile slots, output blocks of MG_BN): block x finds
  *     its expert by a binary search of toff (slots past the last tile
  *     return), stages MG_BK columns at a time of its (at most) MG_BM rows
@@ -143,6 +144,27 @@ __global__ void k_mg_scan(mg_args a)
     cuda_pdl_enter();
     if (threadIdx.x == 0 && blockIdx.x == 0)
         mg_scan(a);
+}
+
+/* The whole routing in one block, for batches of up to MG_ROUTE_ONE rows
+ * (decode steps of several slots): the counts zeroed, counted, scanned and
+ * scattered with a barrier between, one launch instead of a memset and
+ * three */
+#define MG_ROUTE_ONE 4096
+__global__ void __launch_bounds__(1024) k_mg_route(mg_args a)
+{
+    cuda_pdl_enter();
+    for (int64_t e = threadIdx.x; e < a.E; e += blockDim.x)
+        a.cnt[e] = 0;
+    __syncthreads();
+    for (int64_t q = threadIdx.x; q < a.Q; q += blockDim.x)
+        mg_count(a, q);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        mg_scan(a);
+    __syncthreads();
+    for (int64_t q = threadIdx.x; q < a.Q; q += blockDim.x)
+        mg_scatter(a, q);
 }
 
 __global__ void k_mg_scatter(mg_args a)
@@ -402,6 +424,10 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
 static bool route(be_ctx *be, const mg_args &a)
 {
     cudaStream_t st = cuda_ctx_of(be)->stream;
+    if (a.Q <= MG_ROUTE_ONE) {
+        cuda_launch(k_mg_route, 1, 1024, 0, st, a);
+        return CUDA_LAUNCHED(be, "k_mg_count/scan/scatter");
+    }
     if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)a.E, st)))
         return false;
     cuda_launch(k_mg_count, cuda_blocks(a.Q, 256), 256, 0, st, a);

@@ -57,14 +57,25 @@ HD int mg_fetch_add(int32_t *p, int v)
 
 HD void mg_count(const mg_args &a, int64_t q) { mg_fetch_add(&a.cnt[mg_expert(a, q)], 1); }
 
+/* One thread: the running sums in registers, the counts read 8 at a time
+ * (a loop that read back what it had just stored waited a memory round
+ * trip per expert) */
 HD void mg_scan(const mg_args &a)
 {
-    a.off[0] = a.toff[0] = 0;
-    for (int64_t e = 0; e < a.E; e++) {
-        a.off[e + 1] = a.off[e] + a.cnt[e];
-        a.toff[e + 1] = a.toff[e] + (a.cnt[e] + MG_BM - 1) / MG_BM;
-        a.cur[e] = a.off[e];
+    int32_t off = 0, toff = 0;
+    for (int64_t e0 = 0; e0 < a.E; e0 += 8) {
+        int32_t c[8];
+        for (int j = 0; j < 8; j++)
+            c[j] = e0 + j < a.E ? a.cnt[e0 + j] : 0;
+        for (int j = 0; j < 8 && e0 + j < a.E; j++) {
+            a.off[e0 + j] = a.cur[e0 + j] = off;
+            a.toff[e0 + j] = toff;
+            off += c[j];
+            toff += (c[j] + MG_BM - 1) / MG_BM;
+        }
     }
+    a.off[a.E] = off;
+    a.toff[a.E] = toff;
 }
 
 HD void mg_scatter(const mg_args &a, int64_t q)
