@@ -496,15 +496,27 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
                                           int64_t c, int Kc, const float *wc, float *win,
                                           bool silu, float *y, int64_t ldy)
 {
-    for (int t = t0; t < t1; t++) {
-        const int64_t r = row0 + t;
-        win[Kc - 1] = x[r * ldx + c];
-        float acc = 0.0f;
-        for (int j = 0; j < Kc; j++)
-            acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
-        y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
-        for (int j = 0; j < Kc - 1; j++)
-            win[j] = win[j + 1];
+    /* 8 rows' x loaded before their 8 stores: a load cannot pass a store
+     * to y that might alias it, so loading each row after the last row's
+     * store waited a memory round trip a row */
+    for (int tb = t0; tb < t1; tb += 8) {
+        float xv[8];
+        #pragma unroll
+        for (int i = 0; i < 8; i++)
+            xv[i] = tb + i < t1 ? x[(row0 + tb + i) * ldx + c] : 0.0f;
+        #pragma unroll
+        for (int i = 0; i < 8; i++) {
+            if (tb + i >= t1)
+                break;
+            const int64_t r = row0 + tb + i;
+            win[Kc - 1] = xv[i];
+            float acc = 0.0f;
+            for (int j = 0; j < Kc; j++)
+                acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
+            y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
+            for (int j = 0; j < Kc - 1; j++)
+                win[j] = win[j + 1];
+        }
     }
 }
 
