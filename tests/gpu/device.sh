@@ -85,12 +85,13 @@ batch_step() {
         done
     done
 }
-# prefill: pp4096 in fast mode, one pass (-ub 4096), on bench.sh's
+# prefill: pp4096 (PREFILL_P tokens) in fast mode, one pass, on bench.sh's
 # synthetic files beside llama.cpp (when unpacked), 3 reps; the 35B file's
 # op profile (--profile); then the 35B file once more for each "VAR=value"
 # word of PREFILL_VARIANTS (q36 alone, 2 reps).
 prefill_step() {
-    local m v base=() pp=(-ngl 99 -p 4096 -n 0 -b 4096 -ub 4096 --fast)
+    local m v base=() p=${PREFILL_P:-4096}
+    local pp=(-ngl 99 -p "$p" -n 0 -b "$p" -ub "$p" --fast)
     bench_models
     [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
     for m in "$m08" "$m35"; do
@@ -120,7 +121,7 @@ for s in ${STEPS:-test bench}; do
     batch) batch_step >"$out/bench-batch.txt" 2>&1
            grep -E '^(###|# bench-batch .*tokens/s|FAIL)' "$out/bench-batch.txt" ;;
     prefill) prefill_step >"$out/prefill.txt" 2>&1
-           grep -E '^(\$|\| .*pp4096|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
+           grep -E '^(\$|\| .*pp[0-9]|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
     ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1
