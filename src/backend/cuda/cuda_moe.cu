@@ -393,7 +393,17 @@ static void reserve_pre(be_ctx *be, const be_shape *s)
     cuda_ctx *c = cuda_ctx_of(be);
     const size_t need = cuda_moe_pre_halves(s, c->moegemm), bytes = need * sizeof(__half);
     size_t fr = 0, tot = 0;
-    if (need <= c->moeh_halves || !cuda_moe_pre_ready(c))
+    if (!need)
+        return;
+    /* the kernel's shared memory at every reserve: Q36_CUDA_MOEBN, read at
+     * each, may pick the other width (without it the path is not taken) */
+    if (!cuda_moe_pre_ready(c)) {
+        cudaFree(c->moeh);
+        c->moeh = NULL;
+        c->moeh_halves = 0;
+        return;
+    }
+    if (need <= c->moeh_halves)
         return;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess || fr < bytes + MG_PRE_SPARE) {
         cudaGetLastError();
