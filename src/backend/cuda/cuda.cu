@@ -48,8 +48,8 @@
  * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
  * different weight types share one launch (cuda_matmul.cu,
  * k_matvec<MV_ANY>).
- * In fast mode only: Q36_CUDA_CHUNKED (with Q36_CUDA_CHUNKTC=1: its state
- * kernel on tensor cores in TF32, cuda_chunk.cu; off by default), Q36_CUDA_GEMM16, Q36_CUDA_FATTN
+ * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
+ * TF32 unless Q36_CUDA_CHUNKTC=0, cuda_chunk.cu), Q36_CUDA_GEMM16, Q36_CUDA_FATTN
  * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, cuda_fattn_tc.cu), and
  * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
  * dequantized ahead; 2, dequantized inside the product; unset, 3 for
@@ -184,7 +184,7 @@ static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
 static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
 {
     c->chunked = cuda_chunk_enabled(shape);
-    c->chunk_tc = c->chunked && cuda_env_is("Q36_CUDA_CHUNKTC", "1");
+    c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");

@@ -507,9 +507,10 @@ template <int DK> HD void st_update(const ck_args &a, ck_blk b, int64_t c0, int 
 
 /* ------------------------------------------------ state on tensor cores */
 
-/* k_chunk_state_tc (Q36_CUDA_CHUNKTC=1; off by default: in its first form,
- * with the f32 kernel's loads, it was no faster, bench/results/
- * 2026-12-02-cuda-prefill/; the cp.async form below has not run yet): the
+/* k_chunk_state_tc (the default; Q36_CUDA_CHUNKTC=0 runs the f32 kernel):
+ * in its first form, with the f32 kernel's loads, it was no faster; in
+ * the cp.async form below the 35B-A3B's pp4096 rose 8.7% and pp512 4.3%
+ * (bench/results/2026-12-02-cuda-prefill/, run-f169360). The
  * same blocks and layout (with Q's rows apart), each chunk's three
  * products on tensor cores in TF32 (WMMA m16n16k8, f32 accumulators):
  * every operand rounded to TF32 (a 10-bit mantissa, as f16's, with f32's

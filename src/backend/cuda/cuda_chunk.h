@@ -8,8 +8,8 @@
  * be_deltanet_chunked (fast mode's prompt runs) to the chunked kernels,
  * unless Q36_CUDA_CHUNKED=0 was in the environment when it was made (then
  * the token-by-token recurrence). Its state kernel runs in f32 on the
- * CUDA cores (the kernel the emulation runs), or with Q36_CUDA_CHUNKTC=1
- * there too on tensor cores in TF32 (k_chunk_state_tc). Exact mode never
+ * tensor cores in TF32 (k_chunk_state_tc), or with Q36_CUDA_CHUNKTC=0 in
+ * f32 on the CUDA cores (the kernel the emulation runs). Exact mode never
  * reaches them: it calls be_deltanet. */
 #ifndef Q36_CUDA_CHUNK_H
 #define Q36_CUDA_CHUNK_H

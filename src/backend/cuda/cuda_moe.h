@@ -45,10 +45,13 @@ extern "C" {
 enum { MG_MODE_F32 = 1, MG_MODE_TC = 2, MG_MODE_PRE = 3, MG_MODE_AUTO = 4 };
 
 /* MG_MODE_AUTO takes the f16 weight slabs from this many rows an expert
- * on average: dequantizing every expert of the weight costs about as much
- * as reading it three times over, which pays once the tiles of
- * k_moe_gemm_tc would dequantize each expert's weights several times */
-#define MG_PRE_ROWS 16
+ * on average. Dequantizing every expert ahead is a fixed cost (30 ms of
+ * the 35B-A3B's pp4096); it pays once the tiles of k_moe_gemm_tc would
+ * dequantize each expert's weights often enough. Measured on the 35B-A3B
+ * (bench/results/2026-12-02-cuda-prefill/, run-f169360): at pp512 (16
+ * rows an expert) mode 2 was 26% faster, at pp4096 (128) mode 3 won; the
+ * two runs' profiles put the crossing near 40 */
+#define MG_PRE_ROWS 48
 /* at most this many halves of f16 expert weights at a time (1 GiB; the
  * 35B-A3B's 256 experts of 2048 x 512 take 256 Mi) */
 #define MG_SLAB_HALVES ((int64_t)1 << 29)
