@@ -5,7 +5,8 @@
 # there, unpacks the trained default model, runs tests/gpu/run.sh, then
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
 # and the bench output go to $OUT (or /tmp/q36-out).
-# Env: STEPS (default "test bench"; "profile": tests/gpu/profile.sh;
+# Env: STEPS (default "test bench"; "ops": ops_step; "ncuk": ncuk_step;
+# "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
 # batch_step; "prefill": prefill_step), BENCH_35B (bench.sh's,
@@ -69,8 +70,8 @@ serve_step() {
 # batch: test_backend_cuda --bench-batch on bench.sh's synthetic files
 # (made here when missing): decode steps of BATCH_T slots at once (default
 # 1,16,64), op by op; then once more for each "VAR=value" word of
-# BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"), to set a
-# switched path beside the default.
+# BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"; "A=1+B=2"
+# sets both), to set a switched path beside the default.
 batch_step() {
     local m v
     bench_models
@@ -78,7 +79,7 @@ batch_step() {
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
             local set=()
-            [ "$v" = default ] || set=("$v")
+            [ "$v" = default ] || set=(${v//+/ })
             env "${set[@]}" BENCH_T=${BATCH_T:-1,16,64} timeout 200 \
                 "$dir/test_backend_cuda" --bench-batch "$m"
             echo "# exit status $?"
@@ -108,6 +109,41 @@ prefill_step() {
     done
 }
 
+# ops: the op cases of test_backend_cuda's groups OPS (e.g. "mv8,mvgrp";
+# TBC_OPS), as run.sh's NEW=1 pass sets the switches, then once more for
+# each "VAR=value" word of OPS_VARIANTS ("A=1+B=2" sets both): a short
+# check of a changed kernel when a whole test run does not fit.
+ops_step() {
+    local v
+    for v in default ${OPS_VARIANTS:-}; do
+        local set=()
+        [ "$v" = default ] || set=(${v//+/ })
+        echo "### ops ${OPS:-all} $v"
+        env Q36_CUDA_GRAPHS=1 Q36_CUDA_FASTMV=1 Q36_CUDA_FUSED=1 Q36_CUDA_PDL=1 Q36_CUDA_ATTNGQA=1 \
+            Q36_CUDA_MVMIXED=1 Q36_CUDA_EXACTINV=1 TBC_OPS="${OPS:-}" "${set[@]}" timeout 300 \
+            "$dir/test_backend_cuda"
+        echo "# exit status $?"
+    done
+}
+# ncuk: Nsight Compute's sections (speed of light, memory, occupancy, warp
+# stalls, launch) for the kernels of NCUK (e.g. "k_matvec8_id:16
+# k_moe_gemm:64": KERNEL:T) in test_backend_cuda --bench-batch's op-by-op
+# steps of T slots on the 35B-A3B file, 3 launches each after 40.
+ncuk_step() {
+    local kt ncu
+    ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    [ -n "$ncu" ] || { echo "FAIL ncuk: no ncu on this machine"; return; }
+    bench_models
+    for kt in ${NCUK:-}; do
+        echo "### ncu ${kt%%:*} at T=${kt##*:}"
+        env Q36_CUDA_GRAPHS=0 BENCH_T="${kt##*:}" timeout 200 "$ncu" --clock-control none \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+            --section WarpStateStats --section LaunchStats -k "regex:${kt%%:*}" \
+            --launch-skip 40 --launch-count 3 "$dir/test_backend_cuda" --bench-batch "$m35"
+        echo "# exit status $?"
+    done
+}
+
 trained=/tmp/trained.gguf
 xz -dc models/q36-tiny-moe.gguf.xz >"$trained"
 for s in ${STEPS:-test bench}; do
@@ -124,6 +160,10 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(\$|\| .*pp[0-9]|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
+    ops)   ops_step >"$out/ops.txt" 2>&1
+           grep -E '^(###|FAIL|# exit)' "$out/ops.txt"; grep -c '^ok ' "$out/ops.txt" ;;
+    ncuk)  ncuk_step >"$out/ncuk.txt" 2>&1
+           grep -E '^(###|FAIL|# exit)|Duration|DRAM Throughput|Achieved Occupancy' "$out/ncuk.txt" ;;
     ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1
            grep -E '^(# |void|k_)' "$out/ncu.txt" | head -n 30 ;;
     esac

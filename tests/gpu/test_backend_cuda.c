@@ -3360,6 +3360,20 @@ static void bench_batch(const char *path)
 
 /* ------------------------------------------------------------------- main */
 
+/* TBC_OPS="mv8,mvgrp,...": only those groups of op cases (main's names;
+ * unset: all of them), for a short device call after a change to one kernel */
+static bool want_ops(const char *group)
+{
+    const char *list = getenv("TBC_OPS");
+    if (!list || !*list)
+        return true;
+    const size_t n = strlen(group);
+    for (const char *p = list; (p = strstr(p, group)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     q36_err err = { 0 };
@@ -3423,26 +3437,26 @@ int main(int argc, char **argv)
         mode_tag = ".noinv";
 
     if (ops) {
-        test_ops();
-        test_chunk_ops(&sh, true);
-        test_chunk_ops(&sh, false);
-        test_gemm16_ops(&sh);
-        test_moe_ops(&sh, "1", false);
-        test_moe_ops(&sh, "2", false);
-        test_moe_ops(&sh, "3", false);
-        test_moe_ops(&sh, "3", true);
-        test_fattn_ops(&sh, true);
-        test_fattn_ops(&sh, false);
-        test_graph_ops(&sh);
-        test_fast_mv(&sh);
-        test_mv8(&sh);
-        test_mvnb(&sh);
-        test_mvgrp(&sh);
-        test_q8keep_ops(&sh);
-        test_inv_rows(&sh);
-        test_attn_gqa(&sh);
-        test_mv_mixed(&sh);
-        test_fused(&sh);
+        if (want_ops("ops")) test_ops();
+        if (want_ops("chunk")) { test_chunk_ops(&sh, true); test_chunk_ops(&sh, false); }
+        if (want_ops("gemm16")) test_gemm16_ops(&sh);
+        if (want_ops("moe")) {
+            test_moe_ops(&sh, "1", false);
+            test_moe_ops(&sh, "2", false);
+            test_moe_ops(&sh, "3", false);
+            test_moe_ops(&sh, "3", true);
+        }
+        if (want_ops("fattn")) { test_fattn_ops(&sh, true); test_fattn_ops(&sh, false); }
+        if (want_ops("graph")) test_graph_ops(&sh);
+        if (want_ops("fast_mv")) test_fast_mv(&sh);
+        if (want_ops("mv8")) test_mv8(&sh);
+        if (want_ops("mvnb")) test_mvnb(&sh);
+        if (want_ops("mvgrp")) test_mvgrp(&sh);
+        if (want_ops("q8keep")) test_q8keep_ops(&sh);
+        if (want_ops("inv")) test_inv_rows(&sh);
+        if (want_ops("gqa")) test_attn_gqa(&sh);
+        if (want_ops("mixed")) test_mv_mixed(&sh);
+        if (want_ops("fused")) test_fused(&sh);
     }
 
     for (int i = a0; i < argc; i++) {
