@@ -132,6 +132,7 @@ struct cuda_ctx {
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
+    bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
@@ -207,7 +208,9 @@ static inline unsigned cuda_blocks(int64_t n, int threads)
  * kernel opens with cuda_pdl_enter: it waits until the kernel before it has
  * finished and its writes are visible (griddepcontrol.wait), then lets the
  * one after it be scheduled. The wait comes before any read, write or early
- * return, so a kernel never sees its predecessor's work half done; without
+ * return (only the weights, which no kernel writes, may be read before it:
+ * cuda_matmul.cu, mv_prefetch), so a kernel never sees its predecessor's
+ * work half done, and a grid's completion implies its predecessor's; without
  * the launch attribute the wait returns at once. What it saves is the gap
  * between dependent kernels, most of a small decode kernel's cost. The
  * switch is process-wide: the last context made sets it. */

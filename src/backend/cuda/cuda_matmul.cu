@@ -200,14 +200,16 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
  * at once, acc[i][r]: each load of x's int8 rows serves NB weight rows,
  * which is what batches of several rows are bound by (the weights are read
  * once either way; x is read again for every output row). dot_q4k_q8 is
- * the case NB = 1. */
-template <int RB, int NB>
+ * the case NB = 1. With L < 32 the row has L lanes (lane < L), each task
+ * still taken by lane task % L: where a row has at most L tasks each lane
+ * sums what lane task of a whole warp would (mv_lanes). */
+template <int RB, int NB, int L = 32>
 __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, int64_t K,
                                               const int8_t *qx, const float2 *dx, int64_t nr,
                                               int lane, float acc[NB][RB])
 {
     const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
-    for (int64_t task = lane; task < nb * 4; task += 32) {
+    for (int64_t task = lane; task < nb * 4; task += L) {
         const int64_t b = task >> 2;
         const int c = (int)(task & 3);
         unsigned u[NB][8];
@@ -253,11 +255,11 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
     }
 }
 
-template <int RB>
+template <int RB, int L = 32>
 __device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
                                            const float2 *dx, int64_t nr, int lane, float acc[RB])
 {
-    dot_q4k_q8_nb<RB, 1>(row, 0, K, qx, dx, nr, lane, (float(*)[RB])acc);
+    dot_q4k_q8_nb<RB, 1, L>(row, 0, K, qx, dx, nr, lane, (float(*)[RB])acc);
 }
 
 /* The 32-bit little-endian word at p, which need only be 2-byte aligned
@@ -275,12 +277,12 @@ __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p)
  * 16b + 2j + h), whose codes q - 32 (ql's nibble, qh's two bits, as deq8
  * forms them) go into signed bytes for __dp4a against the x block b*8 + j;
  * the product is d * scale * d_x * sum(q_w * q_x). */
-template <int RB>
+template <int RB, int L = 32>
 __device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
                                            const float2 *dx, int64_t nr, int lane, float acc[RB])
 {
     const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
-    for (int64_t task = lane; task < nb * 16; task += 32) {
+    for (int64_t task = lane; task < nb * 16; task += L) {
         const int64_t b = task >> 4;
         const int tb = (int)(task & 15), j = tb >> 1, h = tb & 1, n = j >> 2, qu = j & 3;
         const uint8_t *blk = row + b * 210;
@@ -311,15 +313,30 @@ __device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const 
 
 /* The int8 product of a row of type T (Q4_K or Q6_K; MV_ANY: type says) */
 #define MV_ANY (-1)
-template <int T, int RB>
+template <int T, int RB, int L = 32>
 __device__ __forceinline__ void mv8_row(uint32_t type, const uint8_t *row, int64_t K,
                                         const int8_t *qx, const float2 *dx, int64_t nr, int lane,
                                         float acc[RB])
 {
     if (T == QT_Q4_K || (T == MV_ANY && type == QT_Q4_K))
-        dot_q4k_q8<RB>(row, K, qx, dx, nr, lane, acc);
+        dot_q4k_q8<RB, L>(row, K, qx, dx, nr, lane, acc);
     else
-        dot_q6k_q8<RB>(row, K, qx, dx, nr, lane, acc);
+        dot_q6k_q8<RB, L>(row, K, qx, dx, nr, lane, acc);
+}
+
+/* The lanes a row of mv8_row needs (8, 16 or 32): a power of two no
+ * smaller than its tasks (Q4_K: 4 a block of 256, Q6_K: 16), so that
+ * each lane takes at most one. A 35B-A3B expert down product (K 512,
+ * Q4_K) has 8 tasks a row: a warp a row left 24 lanes idle. A row's sum
+ * over L lanes is the whole warp's over the same partials: the idle
+ * lanes' exact zeros change no sum (group_sum). */
+static int mv_lanes(uint32_t type, int64_t K)
+{
+    const int64_t tasks = (K / 256) * (type == QT_Q4_K ? 4 : 16);
+    int L = 32;
+    while (L > 8 && tasks <= L / 2)
+        L /= 2;
+    return L;
 }
 
 /* -------------------------------------------------------------- kernels */
@@ -328,6 +345,16 @@ __device__ __forceinline__ float warp_sum(float s)
 {
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+/* warp_sum within each group of L lanes (every lane of the warp calls it) */
+template <int L>
+__device__ __forceinline__ float group_sum(float s)
+{
+    #pragma unroll
+    for (int o = L / 2; o > 0; o >>= 1)
         s += __shfl_xor_sync(0xffffffffu, s, o);
     return s;
 }
@@ -345,7 +372,22 @@ typedef struct mv_jobs {
     uint64_t       rb[MV_JOBS];
     uint32_t       type[MV_JOBS];
     int            n;
+    int            pf;          /* prefetch the weight rows before the PDL wait */
 } mv_jobs;
+
+/* Q36_CUDA_MVPF=1 (mv_jobs.pf): a matvec warp asks L2 for its weight rows
+ * before cuda_pdl_enter's wait. Weights are never written by a kernel, so
+ * they may be read before the kernel ahead has finished; under PDL the
+ * grid is launched while that kernel runs, and the rows' DRAM latency
+ * overlaps it instead of following it. */
+__device__ __forceinline__ void mv_prefetch(const uint8_t *p, uint64_t bytes, int lane)
+{
+#if defined(__CUDA_ARCH__)
+    const uintptr_t a0 = (uintptr_t)p & ~(uintptr_t)127, a1 = (uintptr_t)p + bytes;
+    for (uintptr_t a = a0 + (uintptr_t)lane * 128; a < a1; a += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+#endif
+}
 
 /* acc += the 8 weights v (elements i0.. of a row, past K zero) times
  * those of the x row xr (pointing at element i0): every f32 matvec's sum */
@@ -430,6 +472,22 @@ __device__ __forceinline__ bool mv_find(const mv_jobs &J, int64_t g, int *jb, in
     return true;
 }
 
+/* A matvec kernel's opening: the warp's output row g (job jb, row n),
+ * with J.pf its rows g .. g + nrows of that job asked of L2 (mv_prefetch),
+ * then cuda_pdl_enter; false when g is past the jobs (the warp returns). */
+__device__ __forceinline__ bool mv_enter(const mv_jobs &J, int64_t g, int nrows, int lane,
+                                         int *jb, int64_t *n)
+{
+    const bool any = mv_find(J, g, jb, n);
+    if (any && J.pf) {
+        const int64_t left = J.start[*jb + 1] - J.start[*jb] - *n;
+        mv_prefetch(J.W[*jb] + (uint64_t)*n * J.rb[*jb],
+                    (uint64_t)(left < nrows ? left : nrows) * J.rb[*jb], lane);
+    }
+    cuda_pdl_enter();
+    return any;
+}
+
 template <int RB>
 __device__ __forceinline__ void mv_store(const mv_jobs &J, int jb, int64_t n, int64_t r0,
                                          int64_t R, int lane, float acc[RB])
@@ -476,11 +534,10 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
                           const float2 *__restrict__ dx, int64_t R, const float *__restrict__ x,
                           int64_t ldx, bool xvec)
 {
-    cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     int jb;
     int64_t n;
-    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+    if (!mv_enter(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
         return;
     const int64_t r0 = (int64_t)blockIdx.y * RB;
     float acc[RB];
@@ -504,13 +561,12 @@ template <int RB, int NB>
 __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
                              const float2 *__restrict__ dx, int64_t R)
 {
-    cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     const int64_t g0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * NB;
     const int64_t r0 = (int64_t)blockIdx.y * RB;
     int jb;
     int64_t n;
-    if (!mv_find(J, g0, &jb, &n))
+    if (!mv_enter(J, g0, NB, lane, &jb, &n))
         return;
     const int8_t *xq = qx + r0 * K;
     const float2 *xd = dx + r0 * (K / Q8X_BLOCK);
@@ -537,8 +593,9 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
 }
 
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
- * with W2, the SwiGLU of the two products as k_matvec_id forms it) */
-template <int T>
+ * with W2, the SwiGLU of the two products as k_matvec_id forms it); a row
+ * takes L lanes (mv_lanes), a warp 32 / L rows */
+template <int T, int L>
 __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                              int64_t n_exp, const int8_t *__restrict__ qx,
                              const float2 *__restrict__ dx, int x_per_tok,
@@ -546,24 +603,26 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
                              float *__restrict__ y, int64_t ldy, const uint8_t *__restrict__ W2)
 {
     cuda_pdl_enter();
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x & 31, sl = lane % L;
     const int64_t q = blockIdx.y, t = q / k, i = q % k;
-    const int64_t n = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (n >= N)
+    const int64_t n0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * (32 / L);
+    if (n0 >= N)        /* the whole warp: group_sum needs every lane */
         return;
-    const uint64_t off = id_row_off(sel, ldsel, t, i, n_exp, N, n, rb);
+    const int64_t n = n0 + lane / L;
+    const bool live = n < N;
+    const uint64_t off = id_row_off(sel, ldsel, t, i, n_exp, N, live ? n : N - 1, rb);
     const int64_t xr = x_per_tok ? t : q;
     const int8_t *qr = qx + xr * K;
     const float2 *dr = dx + xr * (K / Q8X_BLOCK);
     float a[1] = { 0.0f };
-    mv8_row<T, 1>(T, W + off, K, qr, dr, 1, lane, a);
-    float acc = warp_sum(a[0]);
+    mv8_row<T, 1, L>(T, W + off, K, qr, dr, 1, sl, a);
+    float acc = group_sum<L>(a[0]);
     if (W2) {
         float b[1] = { 0.0f };
-        mv8_row<T, 1>(T, W2 + off, K, qr, dr, 1, lane, b);
-        acc = cuda_swiglu1(acc, warp_sum(b[0]));
+        mv8_row<T, 1, L>(T, W2 + off, K, qr, dr, 1, sl, b);
+        acc = cuda_swiglu1(acc, group_sum<L>(b[0]));
     }
-    if (lane == 0)
+    if (sl == 0 && live)
         y[q * ldy + n] = acc;
 }
 
@@ -641,12 +700,11 @@ template <int T, int RB, bool FAST = false>
 __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int64_t ldx, int64_t R,
                          bool xvec)
 {
-    cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
     const int64_t r0 = (int64_t)blockIdx.y * RB;
     int jb;
     int64_t n;
-    if (!mv_find(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, &jb, &n))
+    if (!mv_enter(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
         return;
     float acc[RB];
     #pragma unroll
@@ -834,9 +892,12 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8 on int8 rows of x
  * (Q36_CUDA_MV8), else k_matvec when they share a type, k_matvec<MV_ANY>
  * otherwise. */
-static void matvec(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
+static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    mv_jobs jobs = *Jin;
+    jobs.pf = c->mv_pf;
+    const mv_jobs *J = &jobs;
     const int64_t R = x->rows, N = J->start[J->n];
     assert(R <= c->mv_rows);
     const int rb = R == 1 ? 1 : MATVEC_RB;
@@ -1109,14 +1170,20 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     if (mv8_type(w->type) && (!w2 || w2->type == w->type) && q8_rows(be, x, &qx, &dx)) {
         if (c->mv_grp && T * k >= MV_GRP_ROWS && grouped_mv8(be, w, x, sel, y, w2, qx, dx))
             return;
-#define ID8(TY) cuda_launch(k_matvec8_id<TY>, grid, 32 * MV_WARPS, 0, c->stream,                   \
+        const int L = mv_lanes(w->type, K);
+        const int64_t per_block = MV_WARPS * (32 / L);
+        const dim3 g8((unsigned)((N + per_block - 1) / per_block), (unsigned)(T * k));
+#define ID8(TY, L) cuda_launch(k_matvec8_id<TY, L>, g8, 32 * MV_WARPS, 0, c->stream,              \
         (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
         (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
         y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
+#define ID8L(TY) do { if (L == 8) ID8(TY, 8); else if (L == 16) ID8(TY, 16); else ID8(TY, 32); } \
+        while (0)
         if (w->type == QT_Q4_K)
-            ID8(QT_Q4_K);
+            ID8L(QT_Q4_K);
         else
-            ID8(QT_Q6_K);
+            ID8L(QT_Q6_K);
+#undef ID8L
 #undef ID8
         CUDA_LAUNCHED(be, "k_matvec8_id");
         return;
