@@ -3275,7 +3275,14 @@ static void bench_prompt(const be_shape *sh)
  * batching runs), each slot
  * after an 8-token prompt, greedy ids back (as the server's greedy passes):
  * ms a step with the defaults (graphs), then op by op with the engine's
- * per-op profile, its largest rows a step. A diagnostic, not a check. */
+ * per-op profile, its largest rows a step. A diagnostic, not a check.
+ * Each step's input ids differ between slots and steps (pseudo-random over
+ * the vocabulary) unless BENCH_IDS=greedy (each slot's greedy id, as
+ * before 2026-12-02's session 12): a synthetic model's greedy ids are
+ * mostly one token for every slot, which sent every slot to the same
+ * experts (Nsight Compute: the expert kernels read 3-4% of their bytes
+ * from DRAM, record 2026-12-02-cuda-matvec-lanes), where a real batch's
+ * tokens spread over the experts. */
 static void bench_batch(const char *path)
 {
     q36_err err = { 0 };
@@ -3295,6 +3302,8 @@ static void bench_batch(const char *path)
         }
     }
     const int steps = 24, warm = 4;
+    const char *ids_env = getenv("BENCH_IDS");
+    const bool greedy_ids = ids_env && !strcmp(ids_env, "greedy");
     for (int ti = 0; ti < nT; ti++) {
         const int T = Ts[ti];
         for (int prof = 0; prof <= 1; prof++) {
@@ -3320,6 +3329,7 @@ static void bench_batch(const char *path)
                 out[sl] = sl * 8 + 7;
             q36_batch b = { n, id, slot, pos, T, out };
             rc = q36_engine_eval_argmax(e, &b, best, NULL, &err);
+            const uint32_t V = (uint32_t)q36_engine_n_vocab(e);
             double t0 = 0;
             for (int st = 0; st < steps + warm && !rc; st++) {
                 if (st == warm) {
@@ -3328,7 +3338,10 @@ static void bench_batch(const char *path)
                     t0 = now_s();
                 }
                 for (int sl = 0; sl < T; sl++) {
-                    id[sl] = best[sl];
+                    /* a fixed pseudo-random id per (slot, step): the same
+                     * batches in every run */
+                    const uint32_t h = (uint32_t)(sl * 64 + st + 1) * 2654435761u;
+                    id[sl] = greedy_ids ? best[sl] : (int32_t)((h >> 7) % V);
                     slot[sl] = sl;
                     pos[sl] = 8 + st;
                     out[sl] = sl;

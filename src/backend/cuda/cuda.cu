@@ -62,8 +62,8 @@
  * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_MVNB=0 gives
  * batches' Q4_K products one output row a warp again (cuda.h, mv_nb);
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
- * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF=1 (off
- * by default) has the matvec kernels prefetch their weight rows into L2
+ * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
+ * unless "0") has the matvec kernels prefetch their weight rows into L2
  * before the PDL wait (cuda_matmul.cu, mv_prefetch). */
 #include "cuda.h"
 #include "cuda_chunk.h"
@@ -200,7 +200,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
-    c->mv_pf = cuda_env_is("Q36_CUDA_MVPF", "1");
+    c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

@@ -375,7 +375,7 @@ typedef struct mv_jobs {
     int            pf;          /* prefetch the weight rows before the PDL wait */
 } mv_jobs;
 
-/* Q36_CUDA_MVPF=1 (mv_jobs.pf): a matvec warp asks L2 for its weight rows
+/* Q36_CUDA_MVPF (mv_jobs.pf; on unless "0"): a matvec warp asks L2 for its weight rows
  * before cuda_pdl_enter's wait. Weights are never written by a kernel, so
  * they may be read before the kernel ahead has finished; under PDL the
  * grid is launched while that kernel runs, and the rows' DRAM latency
