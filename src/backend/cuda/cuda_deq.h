@@ -30,6 +30,34 @@ __device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int *sc, i
     }
 }
 
+/* k4_scale_min of sub-blocks 2c and 2c + 1 (c < 4, known at run time),
+ * from a Q4_K block's first 16 bytes h (d, dmin, the 12 scale bytes)
+ * loaded as one uint4: bytes q[0..3] of the scales are h.y's, q[4..7]
+ * h.z's, q[8..11] h.w's; the same values as from memory byte by byte */
+__device__ __forceinline__ void k4_scale_min2(uint4 h, int c, int *sc0, int *m0, int *sc1,
+                                              int *m1)
+{
+    const int sh = 16 * (c & 1);
+    const unsigned y = h.y >> sh, z = h.z >> sh, w = h.w >> sh;
+    if (c < 2) {
+        *sc0 = y & 63;
+        *m0 = z & 63;
+        *sc1 = (y >> 8) & 63;
+        *m1 = (z >> 8) & 63;
+    } else {
+        *sc0 = (w & 0xF) | (((y >> 6) & 3) << 4);
+        *m0 = ((w >> 4) & 0xF) | (((z >> 6) & 3) << 4);
+        *sc1 = ((w >> 8) & 0xF) | (((y >> 14) & 3) << 4);
+        *m1 = ((w >> 12) & 0xF) | (((z >> 14) & 3) << 4);
+    }
+}
+
+/* the f16 in the low (hi = 0) or high half of a 32-bit word, as f32 */
+__device__ __forceinline__ float f16w(unsigned v, int hi)
+{
+    return __half2float(__ushort_as_half((unsigned short)(hi ? v >> 16 : v & 0xFFFF)));
+}
+
 /* Elements i0..i0+7 of a row (i0 a multiple of 8); past K they are 0. */
 template <int T>
 __device__ __forceinline__ void deq8(const uint8_t *row, int64_t i0, int64_t K, float v[8])

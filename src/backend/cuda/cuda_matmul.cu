@@ -79,12 +79,12 @@ __device__ __forceinline__ void q4k_lane_w(const uint8_t *blk, int c, int l0, fl
                                            float w1[16])
 {
     const uint4 q = *(const uint4 *)(blk + 16 + 32 * c + l0);   /* 16-byte aligned */
-    const float d = f16f(blk), dmin = f16f(blk + 2);
-    int sc, m;
-    k4_scale_min(2 * c, blk + 4, &sc, &m);
-    const float dl0 = d * (float)sc, ml0 = dmin * (float)m;
-    k4_scale_min(2 * c + 1, blk + 4, &sc, &m);
-    const float dl1 = d * (float)sc, ml1 = dmin * (float)m;
+    const uint4 hd = *(const uint4 *)blk;                         /* d, dmin, scales */
+    const float d = f16w(hd.x, 0), dmin = f16w(hd.x, 1);
+    int sc0, m0, sc1, m1;
+    k4_scale_min2(hd, c, &sc0, &m0, &sc1, &m1);
+    const float dl0 = d * (float)sc0, ml0 = dmin * (float)m0;
+    const float dl1 = d * (float)sc1, ml1 = dmin * (float)m1;
     const uint32_t u[4] = { q.x, q.y, q.z, q.w };
     #pragma unroll
     for (int j = 0; j < 16; j++) {
@@ -216,13 +216,15 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
         float ds0[NB], ms0[NB], ds1[NB], ms1[NB];
         #pragma unroll
         for (int i = 0; i < NB; i++) {
+            /* blocks of 144 bytes, 16-byte aligned: the header (d, dmin,
+             * the scale bytes) in one load, not ten of one or two bytes */
             const uint8_t *blk = row + (uint64_t)i * rb + b * 144;
+            const uint4 hd = *(const uint4 *)blk;
             const uint4 qa = *(const uint4 *)(blk + 16 + 32 * c);
             const uint4 qb = *(const uint4 *)(blk + 16 + 32 * c + 16);
-            const float d = f16f(blk), dmin = f16f(blk + 2);
+            const float d = f16w(hd.x, 0), dmin = f16w(hd.x, 1);
             int sc0, m0, sc1, m1;
-            k4_scale_min(2 * c, blk + 4, &sc0, &m0);
-            k4_scale_min(2 * c + 1, blk + 4, &sc1, &m1);
+            k4_scale_min2(hd, c, &sc0, &m0, &sc1, &m1);
             u[i][0] = qa.x; u[i][1] = qa.y; u[i][2] = qa.z; u[i][3] = qa.w;
             u[i][4] = qb.x; u[i][5] = qb.y; u[i][6] = qb.z; u[i][7] = qb.w;
             ds0[i] = d * (float)sc0;
@@ -239,7 +241,9 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
             const int4 x2 = *(const int4 *)(xr + 32), x3 = *(const int4 *)(xr + 48);
             const int xl[8] = { x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w };
             const int xh[8] = { x2.x, x2.y, x2.z, x2.w, x3.x, x3.y, x3.z, x3.w };
-            const float2 d0 = dx[r * nbx + b * 8 + 2 * c], d1 = dx[r * nbx + b * 8 + 2 * c + 1];
+            /* the two x blocks' (scale, sum) pairs: one 16-byte load */
+            const float4 dd = *(const float4 *)(dx + r * nbx + b * 8 + 2 * c);
+            const float2 d0 = make_float2(dd.x, dd.y), d1 = make_float2(dd.z, dd.w);
             #pragma unroll
             for (int i = 0; i < NB; i++) {
                 int sl = 0, sh = 0;
