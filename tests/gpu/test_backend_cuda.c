@@ -1686,31 +1686,36 @@ static void test_mvnb(const be_shape *sh)
     be_free(cx[1]);
 }
 
-/* Q36_CUDA_MVGRP=1 (cuda_matmul.cu, k_matvec8_grp): expert products of
- * decode-sized batches with each expert's rows grouped must give
- * k_matvec8_id's bits: a context with it and one without, the grouped
- * products' batches kept away (Q36_CUDA_MOEROWS high in both), the same
- * Q4_K and Q6_K weights of 64 experts, top-8, T tokens (16 to 264 (token,
- * rank) rows: experts with none, one and more than 4, the rows a pass
- * takes), x per token and per (token, rank), and the SwiGLU pair. */
-static void test_mvgrp(const be_shape *sh)
+/* Expert products of decode-sized batches with the switch VAR on must
+ * give k_matvec8_id's bits without it: a context with it and one without,
+ * the grouped products' batches kept away (Q36_CUDA_MOEROWS high in both),
+ * the same Q4_K and Q6_K weights (K x N) of 64 experts, top-8, T tokens
+ * (16 to 264 (token, rank) rows: experts with none, one and more than 4,
+ * the rows a pass takes), x per token and per (token, rank), and the
+ * SwiGLU pair. Cases cuda.TAG_same_bits_TYPE[_kK]_tT. */
+static void id_same_bits(const be_shape *sh, const char *var, const char *tag, int64_t K,
+                         int64_t N)
 {
     be_ctx *cx[2];
+    char ctx_name[64];
+    snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
     char *per = env_set("Q36_CUDA_MOEROWS", "100000");
-    const bool made = fast_ctx_pair(sh, "Q36_CUDA_MVGRP", "cuda.mvgrp_ctx", cx);
+    const bool made = fast_ctx_pair(sh, var, ctx_name, cx);
     env_restore("Q36_CUDA_MOEROWS", per);
     if (!made)
         return;
     static const int Ts[] = { 2, 5, 16, 33 };
-    const int64_t E = 64, k = 8, K = 512, N = 96;
+    const int64_t E = 64, k = 8;
     be_ctx *keep = gpu;
     for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++)
         for (int ty = 0; ty < 2; ty++) {
             const int64_t T = Ts[ti], Q = T * k;
             const uint32_t type = ty ? QT_Q6_K : QT_Q4_K;
-            char name[64];
-            snprintf(name, sizeof name, "cuda.mvgrp_same_bits_%s_t%lld", ty ? "q6_K" : "q4_K",
-                     (long long)T);
+            char name[80], kk[24] = "";
+            if (K != 512)
+                snprintf(kk, sizeof kk, "_k%lld", (long long)K);
+            snprintf(name, sizeof name, "cuda.%s_same_bits_%s%s_t%lld", tag, ty ? "q6_K" : "q4_K",
+                     kk, (long long)T);
             t_rng r0 = t_rng_named(name);
             float *x = t_randv(&r0, (size_t)Q * K, 1);
             int32_t *sv = malloc(sizeof(int32_t) * (size_t)Q);
@@ -1754,8 +1759,8 @@ static void test_mvgrp(const be_shape *sh)
             for (size_t i = 0; i < per_v && bad < 0; i++)
                 if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
                     bad = (int)i;
-            t_check(name, bad < 0, "grouped rows differ from k_matvec8_id's at value %d "
-                    "(%.9g vs %.9g)", bad, bad >= 0 ? out[0][bad] : 0.0,
+            t_check(name, bad < 0, "%s=1 differs from k_matvec8_id's bits without it at "
+                    "value %d (%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
                     bad >= 0 ? out[1][bad] : 0.0);
             free(out[0]);
             free(out[1]);
@@ -1764,6 +1769,23 @@ static void test_mvgrp(const be_shape *sh)
         }
     be_free(cx[0]);
     be_free(cx[1]);
+}
+
+/* Q36_CUDA_MVGRP=1 (cuda_matmul.cu, k_matvec8_grp): each expert's rows
+ * grouped, each weight row read once for them all */
+static void test_mvgrp(const be_shape *sh)
+{
+    id_same_bits(sh, "Q36_CUDA_MVGRP", "mvgrp", 512, 96);
+}
+
+/* Q36_CUDA_MVSX=1 (cuda_matmul.cu, sx_stage): the Q4_K expert matvec's
+ * row of x from shared memory, at 8, 16 and 32 lanes a row (mv_lanes: K
+ * 512, 1024, 2048) and two blocks a lane (K 4096); Q6_K keeps its path */
+static void test_mvsx(const be_shape *sh)
+{
+    static const int64_t Ks[] = { 512, 1024, 2048, 4096 };
+    for (size_t i = 0; i < sizeof Ks / sizeof Ks[0]; i++)
+        id_same_bits(sh, "Q36_CUDA_MVSX", "mvsx", Ks[i], i ? 36 : 96);
 }
 
 /* Q36_CUDA_MV8 (fast mode's default): Q4_K and Q6_K decode products on
@@ -3465,6 +3487,7 @@ int main(int argc, char **argv)
         if (want_ops("mv8")) test_mv8(&sh);
         if (want_ops("mvnb")) test_mvnb(&sh);
         if (want_ops("mvgrp")) test_mvgrp(&sh);
+        if (want_ops("mvsx")) test_mvsx(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);

@@ -64,7 +64,9 @@
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
  * unless "0") has the matvec kernels prefetch their weight rows into L2
- * before the PDL wait (cuda_matmul.cu, mv_prefetch). */
+ * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX=1 (off
+ * by default) has each block of the Q4_K expert matvec copy its row of x
+ * to shared memory once (cuda_matmul.cu, sx_stage). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -201,6 +203,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
+    c->mv_sx = cuda_env_is("Q36_CUDA_MVSX", "1");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

@@ -193,6 +193,32 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
         dx[r * nb + b] = ds;
 }
 
+/* Q36_CUDA_MVSX=1: an expert product's block (every warp on the same
+ * (token, rank) row of x) copies that int8 row and its block scales to
+ * shared memory once (sx_stage), and its warps read them from there.
+ * Nsight Compute found k_matvec8_id bound by L1 (92% busy): each warp read
+ * the row again, a lane's 64 bytes at a time, 16 lines a warp load.
+ * Chunk u (16 bytes) of the row sits at slot sx_slot(u), so that the 8
+ * lanes of a quarter warp, reading chunks 4l + i (lanes l, load i), hit 8
+ * different 16-byte bank groups, and a copy's 8 consecutive chunks too. */
+__device__ __forceinline__ int sx_slot(int u)
+{
+    return u ^ ((u >> 3) & 3);
+}
+
+/* the int8 row qr (K bytes) and its K / 32 (scale, sum) pairs dr to xs
+ * (swizzled) and ds; every thread of the block calls it, then it waits */
+__device__ __forceinline__ void sx_stage(const int8_t *qr, const float2 *dr, int64_t K, int4 *xs,
+                                         float2 *ds)
+{
+    const int nch = (int)(K / 16);
+    for (int u = threadIdx.x; u < nch; u += blockDim.x)
+        xs[sx_slot(u)] = ((const int4 *)qr)[u];
+    for (int u = threadIdx.x; u < nch / 2; u += blockDim.x)
+        ds[u] = dr[u];
+    __syncthreads();
+}
+
 /* acc[r] += this lane's share of the Q4_K row (K % 256 == 0) times the
  * int8 row r0 + r (r < nr): lane l takes the 32 code bytes of chunk c of
  * block b (task 4b + c = l, l + 32, ...), the sub-blocks 2c (low nibbles)
@@ -202,12 +228,15 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
  * once either way; x is read again for every output row). dot_q4k_q8 is
  * the case NB = 1. With L < 32 the row has L lanes (lane < L), each task
  * still taken by lane task % L: where a row has at most L tasks each lane
- * sums what lane task of a whole warp would (mv_lanes). */
-template <int RB, int NB, int L = 32>
+ * sums what lane task of a whole warp would (mv_lanes). With SX (RB 1),
+ * qx and dx are the block's copy of the row in shared memory (sx_stage):
+ * the same values, from other addresses. */
+template <int RB, int NB, int L = 32, bool SX = false>
 __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, int64_t K,
                                               const int8_t *qx, const float2 *dx, int64_t nr,
                                               int lane, float acc[NB][RB])
 {
+    static_assert(!SX || RB == 1, "a shared row is one row");
     const int64_t nb = K / 256, nbx = K / Q8X_BLOCK;
     for (int64_t task = lane; task < nb * 4; task += L) {
         const int64_t b = task >> 2;
@@ -236,13 +265,26 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
         for (int r = 0; r < RB; r++) {
             if (r >= nr)
                 break;
-            const int8_t *xr = qx + r * K + b * 256 + 64 * c;
-            const int4 x0 = *(const int4 *)xr, x1 = *(const int4 *)(xr + 16);
-            const int4 x2 = *(const int4 *)(xr + 32), x3 = *(const int4 *)(xr + 48);
+            int4 x0, x1, x2, x3;
+            float4 dd;      /* the two x blocks' (scale, sum) pairs: one 16-byte load */
+            if constexpr (SX) {
+                const int4 *xs = (const int4 *)qx;
+                const int u = 4 * (int)task;        /* the task's 64 bytes: chunks u .. u + 3 */
+                x0 = xs[sx_slot(u)];
+                x1 = xs[sx_slot(u + 1)];
+                x2 = xs[sx_slot(u + 2)];
+                x3 = xs[sx_slot(u + 3)];
+                dd = ((const float4 *)dx)[task];
+            } else {
+                const int8_t *xr = qx + r * K + b * 256 + 64 * c;
+                x0 = *(const int4 *)xr;
+                x1 = *(const int4 *)(xr + 16);
+                x2 = *(const int4 *)(xr + 32);
+                x3 = *(const int4 *)(xr + 48);
+                dd = *(const float4 *)(dx + r * nbx + b * 8 + 2 * c);
+            }
             const int xl[8] = { x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w };
             const int xh[8] = { x2.x, x2.y, x2.z, x2.w, x3.x, x3.y, x3.z, x3.w };
-            /* the two x blocks' (scale, sum) pairs: one 16-byte load */
-            const float4 dd = *(const float4 *)(dx + r * nbx + b * 8 + 2 * c);
             const float2 d0 = make_float2(dd.x, dd.y), d1 = make_float2(dd.z, dd.w);
             #pragma unroll
             for (int i = 0; i < NB; i++) {
@@ -259,11 +301,11 @@ __device__ __forceinline__ void dot_q4k_q8_nb(const uint8_t *row, uint64_t rb, i
     }
 }
 
-template <int RB, int L = 32>
+template <int RB, int L = 32, bool SX = false>
 __device__ __forceinline__ void dot_q4k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
                                            const float2 *dx, int64_t nr, int lane, float acc[RB])
 {
-    dot_q4k_q8_nb<RB, 1, L>(row, 0, K, qx, dx, nr, lane, (float(*)[RB])acc);
+    dot_q4k_q8_nb<RB, 1, L, SX>(row, 0, K, qx, dx, nr, lane, (float(*)[RB])acc);
 }
 
 /* The 32-bit little-endian word at p, which need only be 2-byte aligned
@@ -317,13 +359,14 @@ __device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const 
 
 /* The int8 product of a row of type T (Q4_K or Q6_K; MV_ANY: type says) */
 #define MV_ANY (-1)
-template <int T, int RB, int L = 32>
+template <int T, int RB, int L = 32, bool SX = false>
 __device__ __forceinline__ void mv8_row(uint32_t type, const uint8_t *row, int64_t K,
                                         const int8_t *qx, const float2 *dx, int64_t nr, int lane,
                                         float acc[RB])
 {
+    static_assert(!SX || T == QT_Q4_K, "shared rows: Q4_K only");
     if (T == QT_Q4_K || (T == MV_ANY && type == QT_Q4_K))
-        dot_q4k_q8<RB, L>(row, K, qx, dx, nr, lane, acc);
+        dot_q4k_q8<RB, L, SX>(row, K, qx, dx, nr, lane, acc);
     else
         dot_q6k_q8<RB, L>(row, K, qx, dx, nr, lane, acc);
 }
@@ -598,8 +641,9 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
 
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
  * with W2, the SwiGLU of the two products as k_matvec_id forms it); a row
- * takes L lanes (mv_lanes), a warp 32 / L rows */
-template <int T, int L>
+ * takes L lanes (mv_lanes), a warp 32 / L rows; with SX (Q4_K) the block
+ * reads its row of x from shared memory (K + K / 4 bytes, sx_stage) */
+template <int T, int L, bool SX = false>
 __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                              int64_t n_exp, const int8_t *__restrict__ qx,
                              const float2 *__restrict__ dx, int x_per_tok,
@@ -609,21 +653,27 @@ __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31, sl = lane % L;
     const int64_t q = blockIdx.y, t = q / k, i = q % k;
+    const int64_t xr = x_per_tok ? t : q;
+    const int8_t *qr = qx + xr * K;
+    const float2 *dr = dx + xr * (K / Q8X_BLOCK);
+    if constexpr (SX) {     /* before any warp returns: the copy waits for all */
+        extern __shared__ int4 sx_mem[];
+        sx_stage(qr, dr, K, sx_mem, (float2 *)(sx_mem + K / 16));
+        qr = (const int8_t *)sx_mem;
+        dr = (const float2 *)(sx_mem + K / 16);
+    }
     const int64_t n0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * (32 / L);
     if (n0 >= N)        /* the whole warp: group_sum needs every lane */
         return;
     const int64_t n = n0 + lane / L;
     const bool live = n < N;
     const uint64_t off = id_row_off(sel, ldsel, t, i, n_exp, N, live ? n : N - 1, rb);
-    const int64_t xr = x_per_tok ? t : q;
-    const int8_t *qr = qx + xr * K;
-    const float2 *dr = dx + xr * (K / Q8X_BLOCK);
     float a[1] = { 0.0f };
-    mv8_row<T, 1, L>(T, W + off, K, qr, dr, 1, sl, a);
+    mv8_row<T, 1, L, SX>(T, W + off, K, qr, dr, 1, sl, a);
     float acc = group_sum<L>(a[0]);
     if (W2) {
         float b[1] = { 0.0f };
-        mv8_row<T, 1, L>(T, W2 + off, K, qr, dr, 1, sl, b);
+        mv8_row<T, 1, L, SX>(T, W2 + off, K, qr, dr, 1, sl, b);
         acc = cuda_swiglu1(acc, group_sum<L>(b[0]));
     }
     if (sl == 0 && live)
@@ -1177,16 +1227,21 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
         const int L = mv_lanes(w->type, K);
         const int64_t per_block = MV_WARPS * (32 / L);
         const dim3 g8((unsigned)((N + per_block - 1) / per_block), (unsigned)(T * k));
-#define ID8(TY, L) cuda_launch(k_matvec8_id<TY, L>, g8, 32 * MV_WARPS, 0, c->stream,              \
-        (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx, (const float2 *)dx, \
-        (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld, k, (float *)y->data,  \
-        y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
-#define ID8L(TY) do { if (L == 8) ID8(TY, 8); else if (L == 16) ID8(TY, 16); else ID8(TY, 32); } \
-        while (0)
-        if (w->type == QT_Q4_K)
-            ID8L(QT_Q4_K);
+        /* Q36_CUDA_MVSX: the row of x from shared memory (K + K / 4 bytes) */
+        const size_t sxb = (size_t)K + (size_t)K / 4;
+        const bool sx = c->mv_sx && w->type == QT_Q4_K && sxb <= 48 * 1024;
+#define ID8(TY, L, SX) cuda_launch(k_matvec8_id<TY, L, SX>, g8, 32 * MV_WARPS, SX ? sxb : 0,      \
+        c->stream, (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx,          \
+        (const float2 *)dx, (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld,  \
+        k, (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
+#define ID8L(TY, SX) do { if (L == 8) ID8(TY, 8, SX); else if (L == 16) ID8(TY, 16, SX);          \
+        else ID8(TY, 32, SX); } while (0)
+        if (sx)
+            ID8L(QT_Q4_K, true);
+        else if (w->type == QT_Q4_K)
+            ID8L(QT_Q4_K, false);
         else
-            ID8L(QT_Q6_K);
+            ID8L(QT_Q6_K, false);
 #undef ID8L
 #undef ID8
         CUDA_LAUNCHED(be, "k_matvec8_id");
