@@ -74,6 +74,7 @@
 
 bool cuda_pdl;      /* cuda.h: cuda_launch */
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,35 @@ bool cuda_ok(be_ctx *be, cudaError_t e, const char *call, const char *file, int 
     be_fail(be, Q36_E_IO, "%s at %s:%d: %s (%s)", call, file, line, cudaGetErrorString(e),
             cudaGetErrorName(e));
     return false;
+}
+
+/* (kernel, device) pairs whose shared memory limit is set, and to what;
+ * the contexts of a process may live on several threads */
+#define SMEM_SET_MAX 64
+static struct { const void *fn; int device, bytes; } smem_set[SMEM_SET_MAX];
+static int smem_n;
+static pthread_mutex_t smem_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool cuda_smem_optin(be_ctx *be, const void *fn, size_t bytes)
+{
+    int dev = 0;
+    if (!CUDA_OK(be, cudaGetDevice(&dev)))
+        return false;
+    pthread_mutex_lock(&smem_mu);
+    int i = 0;
+    while (i < smem_n && (smem_set[i].fn != fn || smem_set[i].device != dev))
+        i++;
+    bool ok = i < smem_n && (size_t)smem_set[i].bytes >= bytes;
+    if (!ok) {
+        ok = CUDA_OK(be, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)bytes));
+        if (ok && i == smem_n && smem_n < SMEM_SET_MAX)
+            smem_n++;
+        if (ok && i < smem_n)
+            smem_set[i] = { fn, dev, (int)bytes };
+    }
+    pthread_mutex_unlock(&smem_mu);
+    return ok;
 }
 
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line)

@@ -280,6 +280,11 @@ __device__ __forceinline__ float cuda_swiglu1(float g, float u)
     return g / (1.0f + expf(-g)) * u;
 }
 
+/* The kernel fn may take `bytes` of dynamic shared memory (above the
+ * default 48 KB: cudaFuncSetAttribute), set once per (kernel, device) and
+ * size, not at every launch; a failure lands in be (CUDA_OK) */
+bool cuda_smem_optin(be_ctx *be, const void *fn, size_t bytes);
+
 template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */
 template <typename... KA>
 static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem,

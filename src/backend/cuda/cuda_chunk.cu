@@ -811,12 +811,8 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     void (*state)(ck_args) = tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
     const size_t bp = prep_sh<DK>::floats * sizeof(float),
                  bs = tc ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
-    /* above the default 48 KB of dynamic shared memory (every call: a
-     * host-side setting, cheap beside a prompt pass) */
-    if (!CUDA_OK(be, cudaFuncSetAttribute(k_chunk_prep<DK>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bp)) ||
-        !CUDA_OK(be, cudaFuncSetAttribute(state, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)bs)))
+    if (!cuda_smem_optin(be, (const void *)k_chunk_prep<DK>, bp) ||
+        !cuda_smem_optin(be, (const void *)state, bs))
         return false;
     cuda_launch(k_chunk_prep<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
                        st, a);

@@ -241,8 +241,7 @@ template <typename CK, typename CV, int HD>
 static void launch(be_ctx *be, const fa_args &a, dim3 grid)
 {
     const size_t bytes = fa_sh<HD>::floats * sizeof(float);
-    if (!CUDA_OK(be, cudaFuncSetAttribute(k_fattn<CK, CV, HD>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)))
+    if (!cuda_smem_optin(be, (const void *)k_fattn<CK, CV, HD>, bytes))
         return;
     cuda_launch(k_fattn<CK, CV, HD>, grid, FA_THREADS, bytes, cuda_ctx_of(be)->stream, a);
     CUDA_LAUNCHED(be, "k_fattn");

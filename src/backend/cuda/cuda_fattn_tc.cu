@@ -197,8 +197,7 @@ static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
     const size_t bytes = tb_sh<HD>::bytes;
     if ((size_t)c->smem_optin < bytes)        /* this card: the f32 kernel */
         return false;
-    if (!CUDA_OK(be, cudaFuncSetAttribute(k_fattn_tc<HD>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)))
+    if (!cuda_smem_optin(be, (const void *)k_fattn_tc<HD>, bytes))
         return true;
     cuda_launch(k_fattn_tc<HD>, grid, TB_THREADS, bytes, c->stream, a);
     CUDA_LAUNCHED(be, "k_fattn_tc");
