@@ -1616,15 +1616,19 @@ static void test_q8keep_ops(const be_shape *sh)
     }
 }
 
-/* k_matvec8_nb (Q36_CUDA_MVNB, on by default) forms each output's sum as
- * k_matvec8 does, 4 output rows a warp instead of one: the same Q4_K
- * weights times the same rows in a context with it and one without must
- * give the same bits, for R of 5 to 32 rows, N not a multiple of 4, and a
- * be_matmul_n group whose jobs' rows straddle the warps' groups of 4. */
-static void test_mvnb(const be_shape *sh)
+/* Decode-sized products with the switch VAR on must give the bits they
+ * have without it: the same weights of type `type` times the same rows in
+ * a context with it and one without, for R of 5 to 32 rows, N not a
+ * multiple of 4, and a be_matmul_n group whose jobs' rows straddle the
+ * warps' groups of 4. Cases cuda.TAG_same_bits[_TYPE]_rR (Q4_K unnamed). */
+static void dense_same_bits(const be_shape *sh, const char *var, const char *tag, uint32_t type)
 {
     be_ctx *cx[2];
-    if (!fast_ctx_pair(sh, "Q36_CUDA_MVNB", "cuda.mvnb_ctx", cx))
+    char ctx_name[64], ty[16] = "";
+    snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
+    if (type != QT_Q4_K)
+        snprintf(ty, sizeof ty, "_%s", type == QT_Q6_K ? "q6_K" : "other");
+    if (!fast_ctx_pair(sh, var, ctx_name, cx))
         return;
     static const int Rs[] = { 5, 8, 13, 32 };
     static const int64_t Nj[3] = { 257, 6, 41 };       /* the group: 304 rows */
@@ -1632,8 +1636,8 @@ static void test_mvnb(const be_shape *sh)
     be_ctx *keep = gpu;
     for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
         const int R = Rs[ri];
-        char name[64];
-        snprintf(name, sizeof name, "cuda.mvnb_same_bits_r%d", R);
+        char name[80];
+        snprintf(name, sizeof name, "cuda.%s_same_bits%s_r%d", tag, ty, R);
         t_rng r0 = t_rng_named(name);
         float *x = t_randv(&r0, (size_t)R * K, 1);
         float *out[2];
@@ -1645,7 +1649,7 @@ static void test_mvnb(const be_shape *sh)
             const be_weight *wn[3];
             be_tensor *yn[3];
             for (int j = 0; j < 3; j++) {
-                make_weight(&w[j], &r, QT_Q4_K, K, Nj[j], 1);
+                make_weight(&w[j], &r, type, K, Nj[j], 1);
                 wn[j] = w[j].wg;
                 yn[j] = be_tensor_new(g, R, Nj[j]);
             }
@@ -1676,14 +1680,31 @@ static void test_mvnb(const be_shape *sh)
         for (size_t i = 0; i < (size_t)R * (Nj[0] + NT) && bad < 0; i++)
             if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
                 bad = (int)i;
-        t_check(name, bad < 0, "4 output rows a warp differ from one a warp at value %d "
-                "(%.9g vs %.9g)", bad, bad >= 0 ? out[0][bad] : 0.0, bad >= 0 ? out[1][bad] : 0.0);
+        t_check(name, bad < 0, "%s=1 differs from the bits without it at value %d "
+                "(%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
+                bad >= 0 ? out[1][bad] : 0.0);
         free(out[0]);
         free(out[1]);
         free(x);
     }
     be_free(cx[0]);
     be_free(cx[1]);
+}
+
+/* k_matvec8_nb (Q36_CUDA_MVNB, on by default) forms each output's sum as
+ * k_matvec8 does, 4 output rows a warp instead of one */
+static void test_mvnb(const be_shape *sh)
+{
+    dense_same_bits(sh, "Q36_CUDA_MVNB", "mvnb", QT_Q4_K);
+}
+
+/* Q36_CUDA_MVYF (on by default): the matvec grids' row groups dispatched
+ * fastest (mv_block) change which block runs when, not a sum: Q4_K takes
+ * k_matvec8_nb above 4 rows, Q6_K k_matvec8 */
+static void test_mvyf(const be_shape *sh)
+{
+    dense_same_bits(sh, "Q36_CUDA_MVYF", "mvyf", QT_Q4_K);
+    dense_same_bits(sh, "Q36_CUDA_MVYF", "mvyf", QT_Q6_K);
 }
 
 /* Expert products of decode-sized batches with the switch VAR on must
@@ -3488,6 +3509,7 @@ int main(int argc, char **argv)
         if (want_ops("mvnb")) test_mvnb(&sh);
         if (want_ops("mvgrp")) test_mvgrp(&sh);
         if (want_ops("mvsx")) test_mvsx(&sh);
+        if (want_ops("mvyf")) test_mvyf(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);

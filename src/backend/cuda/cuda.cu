@@ -66,7 +66,8 @@
  * unless "0") has the matvec kernels prefetch their weight rows into L2
  * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX=1 (off
  * by default) has each block of the Q4_K expert matvec copy its row of x
- * to shared memory once (cuda_matmul.cu, sx_stage). */
+ * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
+ * unless "0") dispatches a matvec's row groups fastest (mv_block). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -234,6 +235,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     c->mv_sx = cuda_env_is("Q36_CUDA_MVSX", "1");
+    c->mv_yf = cuda_env_on("Q36_CUDA_MVYF");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

@@ -134,6 +134,7 @@ struct cuda_ctx {
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF, on) */
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
+    bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */

@@ -420,7 +420,24 @@ typedef struct mv_jobs {
     uint32_t       type[MV_JOBS];
     int            n;
     int            pf;          /* prefetch the weight rows before the PDL wait */
+    int            yf;          /* row groups fastest (mv_block) */
+    int64_t        nbx, ny;     /* the grid: nbx blocks of weight rows x ny row groups */
 } mv_jobs;
+
+/* Block blockIdx.x of a matvec grid (one-dimensional, nbx * ny blocks):
+ * its block of weight rows *bx and group of x rows *by. With J.yf
+ * (Q36_CUDA_MVYF, on unless "0") the row groups vary fastest: the ny
+ * blocks that read the same weight rows for different rows of x are
+ * dispatched together and share those rows through L2. Before, all the
+ * weight's blocks of the first row group ran first (a 2-D grid, x
+ * fastest), then the second's, each reading the weight from DRAM again
+ * once it outgrew L2: a 16-row pass read the 0.4 GB head four times. */
+__device__ __forceinline__ void mv_block(const mv_jobs &J, int64_t *bx, int64_t *by)
+{
+    const int64_t b = blockIdx.x;
+    *bx = J.yf ? b / J.ny : b % J.nbx;
+    *by = J.yf ? b % J.ny : b / J.nbx;
+}
 
 /* Q36_CUDA_MVPF (mv_jobs.pf; on unless "0"): a matvec warp asks L2 for its weight rows
  * before cuda_pdl_enter's wait. Weights are never written by a kernel, so
@@ -573,7 +590,7 @@ __device__ __forceinline__ void mv_row_any(uint32_t type, bool fast, const uint8
 }
 
 /* The jobs J (Q4_K or Q6_K: T, or MV_ANY, each job its type) times the
- * int8 rows of k_q8x (rows r0.. of blockIdx.y); with MV_ANY, a job of
+ * int8 rows of k_q8x (rows r0.. of the block's row group, mv_block); with MV_ANY, a job of
  * another type (an f32 router beside Q4_K projections) reads the f32 rows
  * x as k_matvec does */
 template <int T, int RB>
@@ -582,11 +599,13 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
                           int64_t ldx, bool xvec)
 {
     const int lane = threadIdx.x & 31;
+    int64_t bx, by;
+    mv_block(J, &bx, &by);
     int jb;
     int64_t n;
-    if (!mv_enter(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
+    if (!mv_enter(J, bx * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
         return;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    const int64_t r0 = by * RB;
     float acc[RB];
     #pragma unroll
     for (int r = 0; r < RB; r++)
@@ -609,8 +628,10 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
                              const float2 *__restrict__ dx, int64_t R)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t g0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * NB;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    int64_t bx, by;
+    mv_block(J, &bx, &by);
+    const int64_t g0 = (bx * (blockDim.x / 32) + threadIdx.x / 32) * NB;
+    const int64_t r0 = by * RB;
     int jb;
     int64_t n;
     if (!mv_enter(J, g0, NB, lane, &jb, &n))
@@ -745,7 +766,7 @@ __global__ void k_matvec8_grp(const uint8_t *__restrict__ W, uint64_t rb, int64_
     }
 }
 
-/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (blockIdx.y * RB); one
+/* y_j[r][n] = W_j[n] · x[r] for rows r0..r0+RB of x (row group * RB); one
  * warp per output row of the joint range. T: the jobs' one type, or
  * MV_ANY: each job of its own type (Q36_CUDA_MVMIXED; the warp's job
  * decides, so a warp never diverges, and each row is the same sum as for
@@ -755,10 +776,12 @@ __global__ void k_matvec(mv_jobs J, int64_t K, const float *__restrict__ x, int6
                          bool xvec)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t r0 = (int64_t)blockIdx.y * RB;
+    int64_t bx, by;
+    mv_block(J, &bx, &by);
+    const int64_t r0 = by * RB;
     int jb;
     int64_t n;
-    if (!mv_enter(J, (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
+    if (!mv_enter(J, bx * (blockDim.x / 32) + threadIdx.x / 32, 1, lane, &jb, &n))
         return;
     float acc[RB];
     #pragma unroll
@@ -951,11 +974,14 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
     cuda_ctx *c = cuda_ctx_of(be);
     mv_jobs jobs = *Jin;
     jobs.pf = c->mv_pf;
-    const mv_jobs *J = &jobs;
+    jobs.yf = c->mv_yf;
+    mv_jobs *J = &jobs;
     const int64_t R = x->rows, N = J->start[J->n];
     assert(R <= c->mv_rows);
     const int rb = R == 1 ? 1 : MATVEC_RB;
-    dim3 grid((unsigned)((N + MV_WARPS - 1) / MV_WARPS), (unsigned)((R + rb - 1) / rb));
+    J->nbx = (N + MV_WARPS - 1) / MV_WARPS;
+    J->ny = (R + rb - 1) / rb;
+    const dim3 grid((unsigned)(J->nbx * J->ny));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     const float *xd = (const float *)x->data;
@@ -973,8 +999,9 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
     if (int8 && q8_rows(be, x, &qx, &dx)) {
         /* batches: 4 output rows a warp (Q36_CUDA_MVNB, on unless "0") */
         if (same && type == QT_Q4_K && R > MATVEC_RB && c->mv_nb) {
-            dim3 g4((unsigned)((N + 4 * MV_WARPS - 1) / (4 * MV_WARPS)),
-                    (unsigned)((R + MATVEC_RB - 1) / MATVEC_RB));
+            J->nbx = (N + 4 * MV_WARPS - 1) / (4 * MV_WARPS);
+            J->ny = (R + MATVEC_RB - 1) / MATVEC_RB;
+            const dim3 g4((unsigned)(J->nbx * J->ny));
             cuda_launch(k_matvec8_nb<MATVEC_RB, 4>, g4, 32 * MV_WARPS, 0, c->stream, *J, K,
                         (const int8_t *)qx, (const float2 *)dx, R);
             CUDA_LAUNCHED(be, "k_matvec8_nb");
