@@ -10,9 +10,14 @@ on a free port (its -c is the total, q36's a slot's, as in vs_llama.sh),
 the two in turn, the order swapped from one point to the next so that both
 see the same machine state. Each server first gets N concurrent warm-up
 requests (not timed), then N clients for SECONDS: each loops one streamed
-chat completion (max_tokens MAX_TOKENS, temperature 0, seed 1, ignore_eos,
-stream_options.include_usage) with a prompt of its own, the same sequence
-of prompts for both servers, and no two alike. Then the server is stopped.
+chat completion (max_tokens MAX_TOKENS, temperature 0 or --temperature,
+seed 1, ignore_eos, stream_options.include_usage) with a prompt of its own,
+the same sequence of prompts for both servers, and no two alike. Then the
+server is stopped. On a synthetic (random-weight) file greedy replies tend
+to be one token over and over for every client, so that every slot's MoE
+rows go to the same experts, which a real batch does not do; a temperature
+of 1 spreads the tokens (the replies are sampled on the host then, by both
+servers).
 
 Counted: completion tokens from each stream's usage (a stream without
 usage, without [DONE], with an error event or a status other than 200 is a
@@ -145,7 +150,8 @@ class Server:
 
 def body(a, text, max_tokens):
     return json.dumps({"messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
-                       "temperature": 0, "seed": 1, "ignore_eos": a.ignore_eos, "stream": True,
+                       "temperature": a.temperature, "seed": 1, "ignore_eos": a.ignore_eos,
+                       "stream": True,
                        "stream_options": {"include_usage": True}}).encode()
 
 
@@ -341,6 +347,7 @@ def main():
     p.add_argument("--start-timeout", type=float, default=300)
     p.add_argument("--request-timeout", type=float, default=300)
     p.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false")
+    p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--q36-arg", action="append", default=[])
     p.add_argument("--llama-arg", action="append", default=[])
     p.add_argument("--log-dir", default="")
@@ -361,7 +368,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"# serve_bench.py {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: model {a.model}, "
           f"engines {' '.join(engines)}, -np {a.np}, {a.reps} rep(s), {a.seconds:g} s, {a.max_tokens} tokens, "
-          f"ctx {a.ctx} a slot, NGL={os.environ.get('NGL', '99')}, logs {a.log_dir}", flush=True)
+          f"temperature {a.temperature:g}, ctx {a.ctx} a slot, NGL={os.environ.get('NGL', '99')}, logs {a.log_dir}", flush=True)
     t_start, starts, rows, status, srv, finished = time.monotonic(), [], [], 0, None, False
     try:
         k = 0
