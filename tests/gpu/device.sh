@@ -17,6 +17,7 @@
 # Usage: bash .cuda-carry/device.sh [CARRY (.cuda-carry)]
 set -u
 dir=${1:-.cuda-carry}
+. "$(dirname "$0")/lib.sh"     # new_env
 out=${OUT:-/tmp/q36-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -121,9 +122,7 @@ ops_step() {
         local set=()
         [ "$v" = default ] || set=(${v//+/ })
         echo "### ops ${OPS:-all} $v"
-        env Q36_CUDA_GRAPHS=1 Q36_CUDA_FASTMV=1 Q36_CUDA_FUSED=1 Q36_CUDA_PDL=1 Q36_CUDA_ATTNGQA=1 \
-            Q36_CUDA_MVMIXED=1 Q36_CUDA_EXACTINV=1 TBC_OPS="${OPS:-}" "${set[@]}" timeout 300 \
-            "$dir/test_backend_cuda"
+        env $(new_env 1) TBC_OPS="${OPS:-}" "${set[@]}" timeout 300 "$dir/test_backend_cuda"
         echo "# exit status $?"
     done
 }

@@ -1,4 +1,12 @@
-# tests/gpu/lib.sh: sourced by bench.sh and profile.sh.
+# tests/gpu/lib.sh: sourced by bench.sh, profile.sh, ncu.sh, run.sh and device.sh.
+# new_env V: the decode switches run.sh's op and model passes set together
+# (NEW=0: op by op; NEW=1: the backend's default), as env arguments.
+new_env() {
+    local s
+    for s in GRAPHS FASTMV FUSED PDL ATTNGQA MVMIXED EXACTINV; do
+        printf 'Q36_CUDA_%s=%s ' "$s" "$1"
+    done
+}
 # run TIMEOUT CMD...: appends the command line, then its output and exit
 # status, to $out (and shows them).
 run() {

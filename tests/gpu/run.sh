@@ -28,6 +28,7 @@ trained=${2:-}
 q36=${bin:+$bin/q36}; q36=${q36:-build/q36}
 tbc=${bin:+$bin/test_backend_cuda}; tbc=${tbc:-build/tests/gpu/test_backend_cuda}
 log=${LOG:-/tmp/q36-gpu}
+. "$(dirname "$0")/lib.sh"     # new_env
 mkdir -p "$log/models"
 passed=0 failed=0
 count() {   # count FILE: adds its ok/FAIL lines
@@ -68,9 +69,7 @@ synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --
 # ---- the ops, then each model in a process of its own, against the CPU
 one() {     # one NAME ARGS...: a run of test_backend_cuda into $log/NAME.log
     local name=$1; shift
-    timeout "${limit:-150}" env Q36_CUDA_GRAPHS="${NEW:-0}" Q36_CUDA_FASTMV="${NEW:-0}" Q36_CUDA_FUSED="${NEW:-0}" Q36_CUDA_PDL="${NEW:-0}" \
-        Q36_CUDA_ATTNGQA="${NEW:-0}" Q36_CUDA_MVMIXED="${NEW:-0}" Q36_CUDA_EXACTINV="${NEW:-0}" \
-        "$tbc" "$@" >"$log/$name.log" 2>&1
+    timeout "${limit:-150}" env $(new_env "${NEW:-0}") "$tbc" "$@" >"$log/$name.log" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL|#) ' "$log/$name.log"
     count "$log/$name.log"

@@ -1526,6 +1526,15 @@ static void test_fast_mv(const be_shape *sh)
  * the new rows; and a product of other rows in between. */
 /* Two fast-mode contexts for sh, the switch var "1" in cx[0] and "0" in
  * cx[1]; false (none kept) when either cannot be made */
+/* the first of n floats whose bits differ between a and b, or -1 */
+static int first_bits_diff(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)))
+            return (int)i;
+    return -1;
+}
+
 static bool fast_ctx_pair(const be_shape *sh, const char *var, const char *name, be_ctx *cx[2])
 {
     be_shape fs = *sh;
@@ -1601,10 +1610,7 @@ static void test_q8keep_ops(const be_shape *sh)
             be_tensor_free(g, ts[i]);
     }
     gpu = keep;
-    int bad = -1;
-    for (size_t i = 0; i < (size_t)NV * R * N && bad < 0; i++)
-        if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
-            bad = (int)i;
+    const int bad = first_bits_diff(out[0], out[1], (size_t)NV * R * N);
     t_check(name, bad < 0, "the kept rows' products differ from k_q8x's at value %d", bad);
     free(out[0]); free(out[1]); free(x); free(x2); free(d);
     be_free(cx[0]);
@@ -1676,10 +1682,7 @@ static void dense_same_bits(const be_shape *sh, const char *var, const char *tag
             }
         }
         gpu = keep;
-        int bad = -1;
-        for (size_t i = 0; i < (size_t)R * (Nj[0] + NT) && bad < 0; i++)
-            if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
-                bad = (int)i;
+        const int bad = first_bits_diff(out[0], out[1], (size_t)R * (Nj[0] + NT));
         t_check(name, bad < 0, "%s=1 differs from the bits without it at value %d "
                 "(%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
                 bad >= 0 ? out[1][bad] : 0.0);
@@ -1776,10 +1779,7 @@ static void id_same_bits(const be_shape *sh, const char *var, const char *tag, i
                 free(wu.deq);
             }
             gpu = keep;
-            int bad = -1;
-            for (size_t i = 0; i < per_v && bad < 0; i++)
-                if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
-                    bad = (int)i;
+            const int bad = first_bits_diff(out[0], out[1], per_v);
             t_check(name, bad < 0, "%s=1 differs from k_matvec8_id's bits without it at "
                     "value %d (%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
                     bad >= 0 ? out[1][bad] : 0.0);
