@@ -399,16 +399,15 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
 
 /* How far ahead the AVX-512 tile prefetches its weight rows: whole groups
  * of rows (a group: the rows one call reads, grp bytes), at least
- * Q8_PF_BYTES ahead, at the same offset. Measured with `test_cpu_gemm_q8
- * bench` (one thread, Zen 5, best of 5): the default model's head (K 256,
- * 151,680 rows) times 4 tokens (an MTP verify pass) on the AVX-512 tile
- * took 2.94-3.03 ms with the next group prefetched (1 KiB ahead), 2.53 at
- * 2 KiB, 1.95 at 4 KiB, 1.60-1.68 at 8.7 KiB, 1.66-1.70 at 17 KiB; times
- * 16 tokens 7.1-7.4 -> 5.7-5.8 ms. A short row's group is done before the
- * group after it arrives. Long rows (K 1024 and up on the AVX-512 tile:
- * groups of 4 KiB or more) keep the next group: their prompt tiles did not
- * move. (The AVX2 tile, compute-bound at 4 tokens, 4.1-4.3 ms either way,
- * has no software prefetch.) */
+ * Q8_PF_BYTES ahead, at the same offset. A short row's group is done
+ * before the group after it arrives. Measured with `test_cpu_gemm_q8
+ * bench` (one thread, Zen 5, best of 5; bench/results/2026-12-02-cpu-mtp-
+ * prefetch/gemm-bench.txt): the default model's head (K 256, 151,680
+ * rows) times 4 tokens (an MTP verify pass) took 2.94-3.16 ms with the
+ * next group prefetched (1 KiB ahead), 1.73-1.96 with 8 KiB; times 16
+ * tokens 7.30-7.37 -> 5.65-5.77 ms. Long rows (K 1024 and up: groups of 4
+ * KiB or more) keep the next group: their prompt tiles did not move. (The
+ * AVX2 tile, compute-bound at 4 tokens, has no software prefetch.) */
 #define Q8_PF_BYTES 8192
 
 static inline uint64_t q8_pf_bytes(uint64_t grp)
