@@ -67,7 +67,9 @@
  * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX=1 (off
  * by default) has each block of the Q4_K expert matvec copy its row of x
  * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
- * unless "0") dispatches a matvec's row groups fastest (mv_block). */
+ * unless "0") dispatches a matvec's row groups fastest (mv_block).
+ * Q36_CUDA_KNOCK (a timing diagnostic, wrong results) launches the listed
+ * kernels with one block (cuda.h, cuda_knock). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -879,6 +881,12 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
+    {
+        const char *kn = getenv("Q36_CUDA_KNOCK");
+        cuda_knock = kn && *kn ? kn : NULL;
+        if (cuda_knock)
+            fprintf(stderr, "q36: Q36_CUDA_KNOCK=%s: those kernels run one block, results are wrong\n", kn);
+    }
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

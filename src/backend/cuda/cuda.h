@@ -286,6 +286,14 @@ __device__ __forceinline__ float cuda_swiglu1(float g, float u)
  * size, not at every launch; a failure lands in be (CUDA_OK) */
 bool cuda_smem_optin(be_ctx *be, const void *fn, size_t bytes);
 
+/* Q36_CUDA_KNOCK, a diagnostic whose results are wrong: the kernels named
+ * in its comma-separated list ("all" for every one) launch one block
+ * instead of their grid, so that a timed step shows what those kernels
+ * cost beyond their launch and dependency wait (test_backend_cuda
+ * --bench-batch, device.sh's batch step). NULL when unset (cuda.cu). */
+extern const char *cuda_knock;
+bool cuda_knocked(const void *fn);
+
 template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */
 template <typename... KA>
 static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem,
@@ -301,6 +309,8 @@ static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t s
     cfg.stream = st;
     cfg.attrs = at;
     cfg.numAttrs = cuda_pdl ? 1 : 0;
+    if (cuda_knock && cuda_knocked((const void *)k))
+        cfg.gridDim = dim3(1, 1, 1);
     void *argv[] = { (void *)&args... };
     (void)cudaLaunchKernelExC(&cfg, (const void *)k, argv);   /* checked by CUDA_LAUNCHED */
 }

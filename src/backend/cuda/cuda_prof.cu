@@ -162,3 +162,56 @@ void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
         rows[i].ns = p ? p->layer_ns[i] : 0;
     }
 }
+
+/* ---- Q36_CUDA_KNOCK (cuda.h): which kernels launch one block. A kernel's
+ * name is its identifier (the mangled name's first part: "k_matvec8" for
+ * every instance of that template), matched whole against the list's
+ * words. Answers are kept per kernel; launches come from one thread a
+ * context, but contexts may live on several, hence the lock. */
+#include <pthread.h>
+#include <string.h>
+
+const char *cuda_knock;
+
+static bool knock_listed(const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(name, "_Z", 2)) {          /* _Z <length> <identifier> ... */
+        char *end;
+        unsigned long len = strtoul(name + 2, &end, 10);
+        if (end == name + 2 || len > strlen(end))
+            return false;
+        name = end, n = len;
+    }
+    for (const char *w = cuda_knock; *w;) {
+        size_t m = strcspn(w, ",");
+        if ((m == 3 && !strncmp(w, "all", 3)) || (m == n && !strncmp(w, name, n)))
+            return true;
+        w += m + (w[m] == ',');
+    }
+    return false;
+}
+
+bool cuda_knocked(const void *fn)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const void *seen[256];
+    static bool ans[256];
+    static int n_seen;
+    bool r = false;
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < n_seen && seen[i] != fn)
+        i++;
+    if (i < n_seen) {
+        r = ans[i];
+    } else {
+        const char *name = NULL;
+        r = cudaFuncGetName(&name, fn) == cudaSuccess && name && knock_listed(name);
+        cudaGetLastError();
+        if (n_seen < 256)
+            seen[n_seen] = fn, ans[n_seen++] = r;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
