@@ -1535,6 +1535,30 @@ static int first_bits_diff(const float *a, const float *b, size_t n)
     return -1;
 }
 
+/* The end of one context's pass of a same-bits case: sync, any sticky
+ * error as a failure of case `name`, the views and tensors ts freed */
+static void pass_end(be_ctx *g, const char *name, be_tensor *const *ts, size_t n)
+{
+    be_sync(g);
+    q36_err err = { 0 };
+    if (be_check(g, &err))
+        t_fail(name, "%s", err.msg);
+    be_views_reset(g);
+    for (size_t i = 0; i < n; i++)
+        be_tensor_free(g, ts[i]);
+}
+
+/* Case `name`: out[0] (VAR=1) and out[1] (VAR=0), n values each, the same
+ * bits; frees both */
+static void same_bits(const char *name, const char *var, float *out[2], size_t n)
+{
+    const int bad = first_bits_diff(out[0], out[1], n);
+    t_check(name, bad < 0, "%s=1 differs from the bits without it at value %d (%.9g vs %.9g)",
+            var, bad, bad >= 0 ? out[0][bad] : 0.0, bad >= 0 ? out[1][bad] : 0.0);
+    free(out[0]);
+    free(out[1]);
+}
+
 static bool fast_ctx_pair(const be_shape *sh, const char *var, const char *name, be_ctx *cx[2])
 {
     be_shape fs = *sh;
@@ -1601,18 +1625,12 @@ static void test_q8keep_ops(const be_shape *sh)
         be_matmul(g, wsq[v].wg, 0, dt, y);            /* by a product into y */
         PROD(y);
 #undef PROD
-        be_sync(g);
-        q36_err err = { 0 };
-        if (be_check(g, &err))
-            t_fail(name, "%s", err.msg);
         be_tensor *ts[] = { xt, y, dt, o2, o, of, oe, tmp, sel };
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            be_tensor_free(g, ts[i]);
+        pass_end(g, name, ts, sizeof ts / sizeof ts[0]);
     }
     gpu = keep;
-    const int bad = first_bits_diff(out[0], out[1], (size_t)NV * R * N);
-    t_check(name, bad < 0, "the kept rows' products differ from k_q8x's at value %d", bad);
-    free(out[0]); free(out[1]); free(x); free(x2); free(d);
+    same_bits(name, "Q36_CUDA_Q8KEEP", out, (size_t)NV * R * N);
+    free(x); free(x2); free(d);
     be_free(cx[0]);
     be_free(cx[1]);
     for (int v = 0; v < 2; v++) {      /* the data stays: bound weights are keyed by it */
@@ -1670,24 +1688,13 @@ static void dense_same_bits(const be_shape *sh, const char *var, const char *tag
                 be_read(g, yn[j], 0, R, op);
                 op += (size_t)R * Nj[j];
             }
-            be_sync(g);
-            q36_err err = { 0 };
-            if (be_check(g, &err))
-                t_fail(name, "%s", err.msg);
-            be_tensor_free(g, xt);
-            be_tensor_free(g, o);
-            for (int j = 0; j < 3; j++) {
-                be_tensor_free(g, yn[j]);
+            be_tensor *ts[] = { xt, o, yn[0], yn[1], yn[2] };
+            pass_end(g, name, ts, sizeof ts / sizeof ts[0]);
+            for (int j = 0; j < 3; j++)
                 free(w[j].deq);         /* the data stays: bound weights are keyed by it */
-            }
         }
         gpu = keep;
-        const int bad = first_bits_diff(out[0], out[1], (size_t)R * (Nj[0] + NT));
-        t_check(name, bad < 0, "%s=1 differs from the bits without it at value %d "
-                "(%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
-                bad >= 0 ? out[1][bad] : 0.0);
-        free(out[0]);
-        free(out[1]);
+        same_bits(name, var, out, (size_t)R * (Nj[0] + NT));
         free(x);
     }
     be_free(cx[0]);
@@ -1767,27 +1774,75 @@ static void id_same_bits(const be_shape *sh, const char *var, const char *tag, i
                 be_read(g, o, 0, Q, out[v] + (size_t)Q * N);
                 be_matmul_id_swiglu(g, wg.wg, wu.wg, xtok, sel, tmp, o);
                 be_read(g, o, 0, Q, out[v] + (size_t)2 * Q * N);
-                be_sync(g);
-                q36_err err = { 0 };
-                if (be_check(g, &err))
-                    t_fail(name, "%s", err.msg);
-                be_views_reset(g);
                 be_tensor *ts[] = { xt, sel, o, tmp };
-                for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-                    be_tensor_free(g, ts[i]);
+                pass_end(g, name, ts, sizeof ts / sizeof ts[0]);
                 free(wg.deq);               /* the data stays: bound weights are keyed by it */
                 free(wu.deq);
             }
             gpu = keep;
-            const int bad = first_bits_diff(out[0], out[1], per_v);
-            t_check(name, bad < 0, "%s=1 differs from k_matvec8_id's bits without it at "
-                    "value %d (%.9g vs %.9g)", var, bad, bad >= 0 ? out[0][bad] : 0.0,
-                    bad >= 0 ? out[1][bad] : 0.0);
-            free(out[0]);
-            free(out[1]);
+            same_bits(name, var, out, per_v);
             free(x);
             free(sv);
         }
+    be_free(cx[0]);
+    be_free(cx[1]);
+}
+
+/* Q36_CUDA_FGLU8 (on by default): be_matmul_glu's SwiGLU and its
+ * product's int8 rows in one launch (cuda_matmul.cu, k_q8x with u) against
+ * k_ew's SwiGLU then k_q8x: the product and the SwiGLU left in g, then a
+ * second product reading g, the same bits; rows 1-16 take it, 33 (above
+ * mv_rows) and Q8_0 the plain path. Cases cuda.fglu8_same_bits_TYPE_kK_rR. */
+static void test_fglu8(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    if (!fast_ctx_pair(sh, "Q36_CUDA_FGLU8", "cuda.fglu8_ctx", cx))
+        return;
+    static const int Rs[] = { 1, 3, 16, 33 };
+    static const int64_t Ks[] = { 512, 3584 };
+    static const uint32_t types[] = { QT_Q4_K, QT_Q6_K, QT_Q8_0 };
+    const int64_t N = 96;
+    be_ctx *keep = gpu;
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t ki = 0; ki < 2; ki++)
+            for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
+                const int64_t R = Rs[ri], K = Ks[ki];
+                const uint32_t type = types[ti];
+                char name[80];
+                snprintf(name, sizeof name, "cuda.fglu8_same_bits_%s_k%lld_r%lld",
+                         type == QT_Q4_K ? "q4_K" : type == QT_Q6_K ? "q6_K" : "q8_0",
+                         (long long)K, (long long)R);
+                t_rng r0 = t_rng_named(name);
+                float *gv = t_randv(&r0, (size_t)R * K, 1), *uv = t_randv(&r0, (size_t)R * K, 1);
+                const size_t per_v = (size_t)R * (2 * N + K);
+                float *out[2];
+                for (int v = 0; v < 2; v++) {
+                    gpu = cx[v];
+                    be_ctx *g = gpu;
+                    t_rng r = t_rng_named("cuda.fglu8.weights");
+                    wt w1, w2;
+                    make_weight(&w1, &r, type, K, N, 1);
+                    make_weight(&w2, &r, type, K, N, 1);
+                    be_tensor *gt = be_tensor_new(g, R, K), *ut = be_tensor_new(g, R, K);
+                    be_tensor *y1 = be_tensor_new(g, R, N), *y2 = be_tensor_new(g, R, N);
+                    be_write(g, gt, 0, R, gv);
+                    be_write(g, ut, 0, R, uv);
+                    be_matmul_glu(g, w1.wg, gt, ut, y1);
+                    be_matmul(g, w2.wg, 0, gt, y2);
+                    out[v] = malloc(sizeof(float) * per_v);
+                    be_read(g, y1, 0, R, out[v]);
+                    be_read(g, y2, 0, R, out[v] + (size_t)R * N);
+                    be_read(g, gt, 0, R, out[v] + (size_t)2 * R * N);
+                    be_tensor *ts[] = { gt, ut, y1, y2 };
+                    pass_end(g, name, ts, sizeof ts / sizeof ts[0]);
+                    free(w1.deq);           /* the data stays: bound weights are keyed by it */
+                    free(w2.deq);
+                }
+                gpu = keep;
+                same_bits(name, "Q36_CUDA_FGLU8", out, per_v);
+                free(gv);
+                free(uv);
+            }
     be_free(cx[0]);
     be_free(cx[1]);
 }
@@ -3511,6 +3566,7 @@ int main(int argc, char **argv)
         if (want_ops("mvsx")) test_mvsx(&sh);
         if (want_ops("mvyf")) test_mvyf(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
+        if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);
         if (want_ops("mixed")) test_mv_mixed(&sh);

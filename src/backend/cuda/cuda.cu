@@ -38,8 +38,8 @@
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
- * later fused entries off each (be_matmul_glu is backend.c's two ops:
- * cuda.h). Q36_CUDA_MV8 (fast mode
+ * later fused entries off each, and Q36_CUDA_FGLU8 be_matmul_glu's
+ * SwiGLU with its int8 rows (cuda.h). Q36_CUDA_MV8 (fast mode
  * only; on unless "0") runs Q4_K and Q6_K decode products on int8
  * activations (cuda_matmul.cu, k_matvec8). Q36_CUDA_EXACTINV (exact mode
  * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
@@ -64,12 +64,13 @@
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
  * unless "0") has the matvec kernels prefetch their weight rows into L2
- * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX=1 (off
- * by default) has each block of the Q4_K expert matvec copy its row of x
+ * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX (on
+ * unless "0") has each block of the Q4_K expert matvec copy its row of x
  * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
  * unless "0") dispatches a matvec's row groups fastest (mv_block).
  * Q36_CUDA_KNOCK (a timing diagnostic, wrong results) launches the listed
- * kernels with one block (cuda.h, cuda_knock). */
+ * kernels with one block (cuda.h, cuda_knock); Q36_CUDA_PAD=N (a timing
+ * diagnostic) follows every launch with N empty ones (cuda_pad). */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_moe.h"
@@ -236,7 +237,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
-    c->mv_sx = cuda_env_is("Q36_CUDA_MVSX", "1");
+    c->mv_sx = cuda_env_on("Q36_CUDA_MVSX");
     c->mv_yf = cuda_env_on("Q36_CUDA_MVYF");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
@@ -630,6 +631,7 @@ OP(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
 OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
 OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
 OP(cuda_matmul_id, (be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel, be_tensor *y), (be, w, x, sel, y))
+OP(cuda_matmul_glu, (be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y), (be, w, g, u, y))
 OP(cuda_matmul_id_swiglu, (be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y), (be, wg, wu, x, sel, tmp, y))
 OP(cuda_rms_norm, (be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, x, w, eps, g, y))
 OP(cuda_add_rms_norm, (be_ctx *be, const be_tensor *o, be_tensor *x, const be_weight *w, float eps, int64_t g, be_tensor *y), (be, o, x, w, eps, g, y))
@@ -752,7 +754,7 @@ static const struct be_ops cuda_ops = {
     .matmul = f_cuda_matmul,
     .matmul_n = f_cuda_matmul_n,
     .matmul_id = f_cuda_matmul_id,
-    .matmul_glu = NULL,         /* backend.c's two ops: cuda.h, f_swiglu */
+    .matmul_glu = f_cuda_matmul_glu,
     .matmul_id_glu = NULL,
     .matmul_id_swiglu = f_cuda_matmul_id_swiglu,
     .rms_norm = f_cuda_rms_norm,
@@ -876,6 +878,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->f_swiglu = c->fused && cuda_env_on("Q36_CUDA_FSWIGLU");
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
+    c->f_glu8 = c->fused && cuda_env_on("Q36_CUDA_FGLU8");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     int cc = 0;
@@ -886,6 +889,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cuda_knock = kn && *kn ? kn : NULL;
         if (cuda_knock)
             fprintf(stderr, "q36: Q36_CUDA_KNOCK=%s: those kernels run one block, results are wrong\n", kn);
+        const char *pad = getenv("Q36_CUDA_PAD");
+        cuda_pad = pad ? atoi(pad) : 0;
+        cuda_pad = cuda_pad < 0 ? 0 : cuda_pad > 16 ? 16 : cuda_pad;
     }
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();

@@ -73,13 +73,19 @@ struct cuda_ctx {
     /* the fused entries added later, each also with a switch of its own
      * (off with Q36_CUDA_FUSED=0): Q36_CUDA_FSWIGLU (be_matmul_id_swiglu),
      * Q36_CUDA_FDN (be_deltanet_gated), Q36_CUDA_FATTNPRO
-     * (be_attn_prologue), on unless "0". be_matmul_glu and
-     * be_matmul_id_glu are left to backend.c (the SwiGLU, then the
-     * product): a kernel that formed silu(g) * u in shared memory before
-     * reading a weight cost more than the launch it saved on the 0.8B's
-     * dense down product (K 3584; 2026-12-02: 473 t/s with it, 649
-     * without) and was neutral on the 35B-A3B, so it was removed */
+     * (be_attn_prologue), on unless "0". be_matmul_id_glu is left to
+     * backend.c (the SwiGLU, then the product). A kernel that formed
+     * silu(g) * u in shared memory before reading a weight cost more than
+     * the launch it saved on the 0.8B's dense down product (K 3584;
+     * 2026-12-02: 473 t/s with it, 649 without) and was neutral on the
+     * 35B-A3B, so it was removed; be_matmul_glu now forms the SwiGLU in
+     * the launch that rounds the product's rows to int8 (f_glu8) */
     bool            f_swiglu, f_dn, f_attn;
+    /* Q36_CUDA_FGLU8 (on unless "0", off with Q36_CUDA_FUSED=0):
+     * be_matmul_glu's SwiGLU and the int8 rows of its product in one
+     * launch (cuda_matmul.cu: cuda_matmul_glu, k_q8x with u); the product
+     * itself is the plain decode matvec */
+    bool            f_glu8;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
@@ -293,6 +299,11 @@ bool cuda_smem_optin(be_ctx *be, const void *fn, size_t bytes);
  * --bench-batch, device.sh's batch step). NULL when unset (cuda.cu). */
 extern const char *cuda_knock;
 bool cuda_knocked(const void *fn);
+/* Q36_CUDA_PAD=N, a diagnostic (results right, time wrong): every launch
+ * is followed by N empty kernels of one warp on the same terms (PDL), so
+ * that a timed step shows what a node of the chain costs by itself. */
+extern int cuda_pad;
+static __global__ void k_pad(void) { cuda_pdl_enter(); }
 
 template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */
 template <typename... KA>
@@ -313,6 +324,12 @@ static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t s
         cfg.gridDim = dim3(1, 1, 1);
     void *argv[] = { (void *)&args... };
     (void)cudaLaunchKernelExC(&cfg, (const void *)k, argv);   /* checked by CUDA_LAUNCHED */
+    for (int i = 0; i < cuda_pad; i++) {
+        cfg.gridDim = dim3(1, 1, 1);
+        cfg.blockDim = dim3(32, 1, 1);
+        cfg.dynamicSmemBytes = 0;
+        (void)cudaLaunchKernelExC(&cfg, (const void *)k_pad, NULL);
+    }
 }
 
 /* The device Q36_CUDA_DEVICE names (default 0). */
@@ -362,6 +379,7 @@ void cuda_q8_kept(cuda_ctx *c, const be_tensor *x);
 
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
+void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y);
 void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                            const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,

@@ -175,9 +175,13 @@ __device__ __forceinline__ uint64_t id_row_off(const int32_t *sel, int64_t ldsel
  * GPU run): hence fast mode only. */
 #define Q8X_BLOCK 32
 
-/* one warp per block of 32 of a row: lane = element */
-__global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64_t K,
-                      int8_t *__restrict__ qx, float2 *__restrict__ dx)
+/* one warp per block of 32 of a row: lane = element. With u, the rows
+ * are v = silu(x) * u (cuda_swiglu1, as k_ew's swiglu forms it), v also
+ * stored over x: be_matmul_glu's SwiGLU and its product's int8 rows in one
+ * launch (cuda_matmul_glu); without, x is only read. */
+__global__ void k_q8x(float *__restrict__ x, int64_t ldx, const float *__restrict__ u,
+                      int64_t ldu, int64_t R, int64_t K, int8_t *__restrict__ qx,
+                      float2 *__restrict__ dx)
 {
     cuda_pdl_enter();
     const int lane = threadIdx.x & 31;
@@ -185,15 +189,20 @@ __global__ void k_q8x(const float *__restrict__ x, int64_t ldx, int64_t R, int64
     const int64_t g = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (g >= R * nb)
         return;
-    const int64_t r = g / nb, b = g % nb;
+    const int64_t r = g / nb, b = g % nb, i = b * Q8X_BLOCK + lane;
+    float v = x[r * ldx + i];
+    if (u) {
+        v = cuda_swiglu1(v, u[r * ldu + i]);
+        x[r * ldx + i] = v;
+    }
     float2 ds;
-    const int q = cuda_q8_lane(x[r * ldx + b * Q8X_BLOCK + lane], &ds);
-    qx[r * K + b * Q8X_BLOCK + lane] = (int8_t)q;
+    const int q = cuda_q8_lane(v, &ds);
+    qx[r * K + i] = (int8_t)q;
     if (lane == 0)
         dx[r * nb + b] = ds;
 }
 
-/* Q36_CUDA_MVSX=1: an expert product's block (every warp on the same
+/* Q36_CUDA_MVSX (on unless "0"): an expert product's block (every warp on the same
  * (token, rank) row of x) copies that int8 row and its block scales to
  * shared memory once (sx_stage), and its warps read them from there.
  * Nsight Compute found k_matvec8_id bound by L1 (92% busy): each warp read
@@ -961,7 +970,7 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
     if (c->q8.valid && c->q8.x == x->data && c->q8.R == R && c->q8.ld == x->ld && c->q8.K == K)
         return true;
     cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream,
-                (const float *)x->data, x->ld, R, K, *qx, *dx);
+                (float *)x->data, x->ld, (const float *)NULL, (int64_t)0, R, K, *qx, *dx);
     cuda_q8_kept(c, x);
     return CUDA_LAUNCHED(be, "k_q8x");
 }
@@ -1140,6 +1149,35 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
     } else if (!(cuda_ctx_of(be)->gemm16 && cuda_gemm16(be, w->type, W, w->row_bytes, K, N, x, y))) {
         gemm(be, w->type, W, w->row_bytes, K, N, x, y);
     }
+}
+
+/* be_matmul_glu: y = (silu(g) * u) · W^T, the SwiGLU stored over g. When
+ * the product takes the int8 decode path (Q36_CUDA_MV8: a Q4_K or Q6_K
+ * weight, rows within mv_rows), the SwiGLU and the int8 rows are one
+ * launch (k_q8x with u, Q36_CUDA_FGLU8 on unless "0", off with
+ * Q36_CUDA_FUSED=0), the rows handed to the product as kept ones (cuda.h:
+ * q8); otherwise k_ew's SwiGLU, then the product. The same bits either way. */
+void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = g->rows, K = g->cols;
+    int8_t *qx;
+    float2 *dx;
+    if (c->f_glu8 && R && R <= c->mv_rows && mv8_type(w->type) && !g->f16 && !u->f16 &&
+        cuda_q8_layout(c, R, K, &qx, &dx)) {
+        cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream,
+                    (float *)g->data, g->ld, (const float *)u->data, u->ld, R, K, qx, dx);
+        if (!CUDA_LAUNCHED(be, "k_q8x(glu)"))
+            return;
+        const bool keep = c->q8keep;
+        cuda_q8_kept(c, g);
+        c->q8.valid = true;             /* this product's rows, kept or not */
+        cuda_matmul(be, w, 0, g, y);
+        c->q8.valid = c->q8.valid && keep;
+        return;
+    }
+    cuda_swiglu(be, g, u, g);
+    cuda_matmul(be, w, 0, g, y);
 }
 
 /* Launches for w[idx[0..n)]: groups of up to MV_JOBS in their order */
