@@ -72,13 +72,15 @@ serve_step() {
 # (made here when missing): decode steps of BATCH_T slots at once (default
 # 1,16,64), op by op; then once more for each "VAR=value" word of
 # BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"; "A=1+B=2"
-# sets both), to set a switched path beside the default. The slots' ids
+# sets both), to set a switched path beside the default; BATCH_ONLY=35b
+# skips the 0.8B file. The slots' ids
 # are pseudo-random unless BENCH_IDS=greedy (test_backend_cuda.c,
 # bench_batch, says why).
 batch_step() {
-    local m v
+    local m v ms=("$m08" "$m35")
     bench_models
-    for m in "$m08" "$m35"; do
+    [ "${BATCH_ONLY:-}" = 35b ] && ms=("$m35")
+    for m in "${ms[@]}"; do
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
             local set=()

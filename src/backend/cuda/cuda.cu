@@ -69,7 +69,8 @@
  * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
  * unless "0") dispatches a matvec's row groups fastest (mv_block).
  * Q36_CUDA_KNOCK (a timing diagnostic, wrong results) launches the listed
- * kernels with one block (cuda.h, cuda_knock); Q36_CUDA_PAD=N (a timing
+ * kernels with one block (cuda.h, cuda_knock), Q36_CUDA_DROP not at all
+ * (cuda_drop); Q36_CUDA_PAD=N (a timing
  * diagnostic) follows every launch with N empty ones (cuda_pad). */
 #include "cuda.h"
 #include "cuda_chunk.h"
@@ -885,10 +886,15 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
     {
-        const char *kn = getenv("Q36_CUDA_KNOCK");
+        const char *kn = getenv("Q36_CUDA_KNOCK"), *dr = getenv("Q36_CUDA_DROP");
+        cuda_drop = dr && *dr;
+        if (cuda_drop)
+            kn = dr;
         cuda_knock = kn && *kn ? kn : NULL;
         if (cuda_knock)
-            fprintf(stderr, "q36: Q36_CUDA_KNOCK=%s: those kernels run one block, results are wrong\n", kn);
+            fprintf(stderr, "q36: %s=%s: those kernels %s, results are wrong\n",
+                    cuda_drop ? "Q36_CUDA_DROP" : "Q36_CUDA_KNOCK", kn,
+                    cuda_drop ? "are not launched" : "run one block");
         const char *pad = getenv("Q36_CUDA_PAD");
         cuda_pad = pad ? atoi(pad) : 0;
         cuda_pad = cuda_pad < 0 ? 0 : cuda_pad > 16 ? 16 : cuda_pad;

@@ -299,6 +299,11 @@ bool cuda_smem_optin(be_ctx *be, const void *fn, size_t bytes);
  * --bench-batch, device.sh's batch step). NULL when unset (cuda.cu). */
 extern const char *cuda_knock;
 bool cuda_knocked(const void *fn);
+/* Q36_CUDA_DROP: the same list (cuda_knock) not launched at all, so that a
+ * timed step shows what those kernels cost in the graph, launch, wait and
+ * work (results wrong; dropped routing leaves earlier or zero ids, which
+ * the expert products clamp) */
+extern bool cuda_drop;
 /* Q36_CUDA_PAD=N, a diagnostic (results right, time wrong): every launch
  * is followed by N empty kernels of one warp on the same terms (PDL), so
  * that a timed step shows what a node of the chain costs by itself. */
@@ -320,8 +325,11 @@ static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t s
     cfg.stream = st;
     cfg.attrs = at;
     cfg.numAttrs = cuda_pdl ? 1 : 0;
-    if (cuda_knock && cuda_knocked((const void *)k))
+    if (cuda_knock && cuda_knocked((const void *)k)) {
+        if (cuda_drop)
+            return;
         cfg.gridDim = dim3(1, 1, 1);
+    }
     void *argv[] = { (void *)&args... };
     (void)cudaLaunchKernelExC(&cfg, (const void *)k, argv);   /* checked by CUDA_LAUNCHED */
     for (int i = 0; i < cuda_pad; i++) {

@@ -172,6 +172,7 @@ void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
 #include <string.h>
 
 const char *cuda_knock;
+bool cuda_drop;
 int cuda_pad;
 
 static bool knock_listed(const char *name)
