@@ -2123,6 +2123,82 @@ static be_weight *vec_on(be_ctx *f, wt *w, const float *v, int64_t n, int64_t n1
     return wf;
 }
 
+/* Q36_CUDA_NORMREG (on by default): the norms with each thread's elements
+ * in registers (cuda_ops.cu, k_norm_reg) against k_norm's loop, the same
+ * bits: add + RMS norm (1-16 elements a thread, and 24, which keeps
+ * k_norm), RMS norm then a product reading its kept int8 rows (both
+ * contexts with Q36_CUDA_Q8KEEP=1), the gated norm and the L2 norm per
+ * head of 128. Cases cuda.normreg_same_bits_KIND_RxCOLS. */
+static void test_normreg(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    char *q8k = env_set("Q36_CUDA_Q8KEEP", "1");
+    const bool made = fast_ctx_pair(sh, "Q36_CUDA_NORMREG", "cuda.normreg_ctx", cx);
+    env_restore("Q36_CUDA_Q8KEEP", q8k);
+    if (!made)
+        return;
+    enum { ADD, RMS_MM, GATE, L2 };
+    static const char *const kinds[] = { "add_rms", "rms_q8", "gate", "l2" };
+    static const int64_t cs[][4] = {        /* kind, rows, cols, group */
+        { ADD, 1, 1024, 1024 }, { ADD, 1, 2048, 2048 }, { ADD, 5, 2048, 2048 },
+        { ADD, 2, 4096, 4096 }, { ADD, 1, 6144, 6144 }, { ADD, 3, 200, 200 },
+        { RMS_MM, 1, 2048, 2048 }, { RMS_MM, 3, 1024, 1024 },
+        { GATE, 1, 4096, 128 }, { GATE, 3, 4096, 128 }, { L2, 2, 2048, 128 },
+    };
+    const int64_t N = 64;
+    be_ctx *keep = gpu;
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        const int kind = (int)cs[ci][0];
+        const int64_t R = cs[ci][1], C = cs[ci][2], G = cs[ci][3];
+        char name[96];
+        snprintf(name, sizeof name, "cuda.normreg_same_bits_%s_%lldx%lld", kinds[kind],
+                 (long long)R, (long long)C);
+        t_rng r0 = t_rng_named(name);
+        float *o = t_randv(&r0, (size_t)(R * C), 2), *x = t_randv(&r0, (size_t)(R * C), 3);
+        float *wv = t_randv(&r0, (size_t)G, 1), *z = t_randv(&r0, (size_t)(R * C), 2);
+        wt wn, wm = { 0 };
+        make_vec(&wn, wv, G, 1);
+        t_rng rw = t_rng_named("cuda.normreg.weights");
+        if (kind == RMS_MM)             /* K = C, a multiple of 256 */
+            make_weight(&wm, &rw, QT_Q4_K, C, N, 1);
+        const size_t per_v = (size_t)(R * (2 * C + N));
+        float *out[2];
+        for (int v = 0; v < 2; v++) {
+            gpu = cx[v];
+            be_ctx *g = gpu;
+            be_weight *wg = NULL, *mg = NULL;
+            be_weight_bind(g, &wn.t, &wg, NULL);
+            if (kind == RMS_MM)
+                be_weight_bind(g, &wm.t, &mg, NULL);
+            be_tensor *ot = up_on(g, o, R, C), *xt = up_on(g, x, R, C), *zt = up_on(g, z, R, C);
+            be_tensor *yt = be_tensor_new(g, R, C), *mt = be_tensor_new(g, R, N);
+            be_zero(g, mt);
+            if (kind == ADD)
+                be_add_rms_norm(g, ot, xt, wg, 1e-6f, G, yt);
+            else if (kind == RMS_MM)
+                be_rms_norm(g, xt, wg, 1e-6f, G, yt);
+            else if (kind == GATE)
+                be_rms_norm_gate(g, xt, wg, 1e-6f, G, zt, yt);
+            else
+                be_l2_norm(g, xt, 1e-6f, G, yt);
+            if (kind == RMS_MM)
+                be_matmul(g, mg, 0, yt, mt);
+            out[v] = malloc(sizeof(float) * per_v);
+            be_read(g, yt, 0, R, out[v]);
+            be_read(g, xt, 0, R, out[v] + (size_t)(R * C));
+            be_read(g, mt, 0, R, out[v] + (size_t)(2 * R * C));
+            be_tensor *ts[] = { ot, xt, zt, yt, mt };
+            pass_end(g, name, ts, sizeof ts / sizeof ts[0]);
+        }
+        gpu = keep;
+        same_bits(name, "Q36_CUDA_NORMREG", out, per_v);
+        free(wn.data); free(wm.data); free(wm.deq);
+        free(o); free(x); free(wv); free(z);
+    }
+    be_free(cx[0]);
+    be_free(cx[1]);
+}
+
 /* The fused context f's result tf against the default context's in p (the
  * separate kernels: equal bits) and the CPU's in p (rowscale bound eps; 0:
  * equal); false when a backend failed. */
@@ -3567,6 +3643,7 @@ int main(int argc, char **argv)
         if (want_ops("mvyf")) test_mvyf(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
+        if (want_ops("normreg")) test_normreg(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);
         if (want_ops("mixed")) test_mv_mixed(&sh);

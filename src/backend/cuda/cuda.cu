@@ -39,7 +39,9 @@
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
  * later fused entries off each, and Q36_CUDA_FGLU8 be_matmul_glu's
- * SwiGLU with its int8 rows (cuda.h). Q36_CUDA_MV8 (fast mode
+ * SwiGLU with its int8 rows (cuda.h). Q36_CUDA_NORMREG (on unless "0")
+ * runs the norms with every load issued first (cuda_ops.cu: k_norm_reg).
+ * Q36_CUDA_MV8 (fast mode
  * only; on unless "0") runs Q4_K and Q6_K decode products on int8
  * activations (cuda_matmul.cu, k_matvec8). Q36_CUDA_EXACTINV (exact mode
  * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
@@ -880,6 +882,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
     c->f_glu8 = c->fused && cuda_env_on("Q36_CUDA_FGLU8");
+    c->norm_reg = cuda_env_on("Q36_CUDA_NORMREG");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     int cc = 0;

@@ -86,6 +86,10 @@ struct cuda_ctx {
      * launch (cuda_matmul.cu: cuda_matmul_glu, k_q8x with u); the product
      * itself is the plain decode matvec */
     bool            f_glu8;
+    /* Q36_CUDA_NORMREG (on unless "0"): the norms hold each thread's
+     * elements in registers, every load issued first (cuda_ops.cu:
+     * k_norm_reg), the same bits as k_norm's loop */
+    bool            norm_reg;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */

@@ -46,10 +46,10 @@ __device__ __forceinline__ double block_sum(double s)
 /* One block per (row, group): with o (the fused add), x = o + x first,
  * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post, and with z (the
  * fused gate) times silu(z) as k_ew's swiglu forms it. Each thread squares,
- * and scales, the elements it added. With qx (a group a row, group % 32
- * == 0, blockDim.x % 32 == 0: a warp holds 32 consecutive elements at each
- * step), y's rows are also written as the int8 rows the decode products
- * read (cuda.h: cuda_q8_lane, as k_q8x forms them). */
+ * and scales, the elements it added. With qx (group % 32 == 0,
+ * blockDim.x % 32 == 0: a warp holds 32 consecutive elements at each
+ * step), y's rows (gpr groups each) are also written as the int8 rows the
+ * decode products read (cuda.h: cuda_q8_lane, as k_q8x forms them). */
 __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
                        int64_t gpr, const float *__restrict__ w, float eps, float post,
                        const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx, float2 *dx)
@@ -83,9 +83,85 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
         yr[i] = v;
         if (qx) {
             float2 ds;
-            qx[r * group + i] = (int8_t)cuda_q8_lane(v, &ds);
+            const int64_t e = r * gpr * group + g0 + i;     /* y's element in a packed row */
+            qx[e] = (int8_t)cuda_q8_lane(v, &ds);
             if ((threadIdx.x & 31) == 0)
-                dx[r * (group / 32) + i / 32] = ds;
+                dx[e / 32] = ds;
+        }
+    }
+}
+
+/* k_norm with each thread's NPT elements (i = tid + m * blockDim.x, m <
+ * NPT) held in registers: every load of a pass issued before the first
+ * use, where k_norm's loop loads, adds, stores and squares an element
+ * before the next load may issue (the store may alias it): a one-row norm
+ * of 2048 values on 256 threads paid 8 memory round trips in turn, then
+ * 8 more scaling (4.8 µs a node in a 35B-A3B decode step, record
+ * 2026-12-02-cuda-knock). The same arithmetic in the same order as
+ * k_norm, so the same bits (Q36_CUDA_NORMREG, on unless "0"; cuda.h). */
+template <int NPT>
+__global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
+                           int64_t gpr, const float *__restrict__ w, float eps, float post,
+                           const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx,
+                           float2 *dx)
+{
+    cuda_pdl_enter();
+    const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
+    float *xr = x + r * ldx + g0;
+    const int bd = blockDim.x, tid = threadIdx.x;
+    float v[NPT], a[NPT];
+    #pragma unroll
+    for (int m = 0; m < NPT; m++) {
+        const int64_t i = tid + (int64_t)m * bd;
+        v[m] = i < group ? xr[i] : 0.0f;
+        a[m] = o && i < group ? o[r * ldo + g0 + i] : 0.0f;
+    }
+    double s = 0.0;
+    #pragma unroll
+    for (int m = 0; m < NPT; m++) {
+        const int64_t i = tid + (int64_t)m * bd;
+        if (i >= group)
+            break;
+        if (o) {
+            v[m] = a[m] + v[m];
+            xr[i] = v[m];
+        }
+        s += (double)(v[m] * v[m]);
+    }
+    s = block_sum(s);
+    const float mean = (float)(s / (double)group);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    #pragma unroll
+    for (int m = 0; m < NPT; m++) {     /* the second pass's loads, all first */
+        const int64_t i = tid + (int64_t)m * bd;
+        a[m] = w && i < group ? w[i] : 0.0f;
+    }
+    float zv[NPT];
+    #pragma unroll
+    for (int m = 0; m < NPT; m++) {
+        const int64_t i = tid + (int64_t)m * bd;
+        zv[m] = z && i < group ? z[r * ldz + g0 + i] : 0.0f;
+    }
+    float *yr = y + r * ldy + g0;
+    #pragma unroll
+    for (int m = 0; m < NPT; m++) {
+        const int64_t i = tid + (int64_t)m * bd;
+        if (i >= group)
+            break;
+        float u = v[m] * scale;
+        if (w)
+            u = u * a[m];
+        if (post != 1.0f)
+            u = u * post;
+        if (z)
+            u = zv[m] / (1.0f + expf(-zv[m])) * u;
+        yr[i] = u;
+        if (qx) {
+            float2 ds;
+            const int64_t e = r * gpr * group + g0 + i;     /* y's element in a packed row */
+            qx[e] = (int8_t)cuda_q8_lane(u, &ds);
+            if ((tid & 31) == 0)
+                dx[e / 32] = ds;
         }
     }
 }
@@ -101,16 +177,31 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t gpr = x->cols / group;
     const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
-    /* a decode row's whole-row norm feeds weight products: their int8
-     * rows too (cuda.h: q8) */
+    /* a decode row's norm feeds weight products (whole-row norms, and
+     * the DeltaNet's gated norm per head before its output product):
+     * their int8 rows too (cuda.h: q8) */
     int8_t *qx = NULL;
     float2 *dx = NULL;
-    const bool q8 = c->q8keep && gpr == 1 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
+    const bool q8 = c->q8keep && group % 32 == 0 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
                     cuda_q8_layout(c, y->rows, y->cols, &qx, &dx);
-    cuda_launch(k_norm, (unsigned)(x->rows * gpr), threads, 0, c->stream,
-        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w,
-        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,
-        q8 ? qx : NULL, q8 ? dx : NULL);
+    const int npt = (int)((group + threads - 1) / threads);
+#define NORM(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                   \
+        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
+        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
+        q8 ? qx : NULL, q8 ? dx : NULL)
+    if (!c->norm_reg || npt > 16)
+        NORM(k_norm);
+    else if (npt == 1)
+        NORM(k_norm_reg<1>);
+    else if (npt == 2)
+        NORM(k_norm_reg<2>);
+    else if (npt <= 4)
+        NORM(k_norm_reg<4>);
+    else if (npt <= 8)
+        NORM(k_norm_reg<8>);
+    else
+        NORM(k_norm_reg<16>);
+#undef NORM
     if (CUDA_LAUNCHED(be, what) && q8)
         cuda_q8_kept(c, y);
 }
