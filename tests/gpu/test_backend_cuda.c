@@ -1548,28 +1548,34 @@ static void pass_end(be_ctx *g, const char *name, be_tensor *const *ts, size_t n
         be_tensor_free(g, ts[i]);
 }
 
-/* Case `name`: out[0] (VAR=1) and out[1] (VAR=0), n values each, the same
+/* Case `name`: out[0] (VAR on) and out[1] (VAR=0), n values each, the same
  * bits; frees both */
 static void same_bits(const char *name, const char *var, float *out[2], size_t n)
 {
     const int bad = first_bits_diff(out[0], out[1], n);
-    t_check(name, bad < 0, "%s=1 differs from the bits without it at value %d (%.9g vs %.9g)",
+    t_check(name, bad < 0, "%s on differs from the bits with it 0 at value %d (%.9g vs %.9g)",
             var, bad, bad >= 0 ? out[0][bad] : 0.0, bad >= 0 ? out[1][bad] : 0.0);
     free(out[0]);
     free(out[1]);
 }
 
-static bool fast_ctx_pair(const be_shape *sh, const char *var, const char *name, be_ctx *cx[2])
+/* Two fast-mode contexts: cx[0] with VAR=on, cx[1] with VAR=0 */
+static bool fast_ctx_pair_on(const be_shape *sh, const char *var, const char *on, const char *name,
+                             be_ctx *cx[2])
 {
     be_shape fs = *sh;
     fs.fast = 1;
-    cx[0] = ctx_with(var, "1", &fs, name);
+    cx[0] = ctx_with(var, on, &fs, name);
     cx[1] = ctx_with(var, "0", &fs, name);
     if (cx[0] && cx[1])
         return true;
     if (cx[0]) be_free(cx[0]);
     if (cx[1]) be_free(cx[1]);
     return false;
+}
+static bool fast_ctx_pair(const be_shape *sh, const char *var, const char *name, be_ctx *cx[2])
+{
+    return fast_ctx_pair_on(sh, var, "1", name, cx);
 }
 
 static void test_q8keep_ops(const be_shape *sh)
@@ -1640,21 +1646,22 @@ static void test_q8keep_ops(const be_shape *sh)
     }
 }
 
-/* Decode-sized products with the switch VAR on must give the bits they
- * have without it: the same weights of type `type` times the same rows in
- * a context with it and one without, for R of 5 to 32 rows, N not a
+/* Decode-sized products with the switch VAR=on must give the bits they
+ * have with VAR=0: the same weights of type `type` times the same rows in
+ * a context with it and one without, for R of 1 to 32 rows, N not a
  * multiple of 4, and a be_matmul_n group whose jobs' rows straddle the
  * warps' groups of 4. Cases cuda.TAG_same_bits[_TYPE]_rR (Q4_K unnamed). */
-static void dense_same_bits(const be_shape *sh, const char *var, const char *tag, uint32_t type)
+static void dense_same_bits(const be_shape *sh, const char *var, const char *on, const char *tag,
+                            uint32_t type)
 {
     be_ctx *cx[2];
     char ctx_name[64], ty[16] = "";
     snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
     if (type != QT_Q4_K)
         snprintf(ty, sizeof ty, "_%s", type == QT_Q6_K ? "q6_K" : "other");
-    if (!fast_ctx_pair(sh, var, ctx_name, cx))
+    if (!fast_ctx_pair_on(sh, var, on, ctx_name, cx))
         return;
-    static const int Rs[] = { 5, 8, 13, 32 };
+    static const int Rs[] = { 1, 5, 8, 13, 32 };
     static const int64_t Nj[3] = { 257, 6, 41 };       /* the group: 304 rows */
     const int64_t K = 1024, NT = 257 + 6 + 41;
     be_ctx *keep = gpu;
@@ -1705,7 +1712,15 @@ static void dense_same_bits(const be_shape *sh, const char *var, const char *tag
  * k_matvec8 does, 4 output rows a warp instead of one */
 static void test_mvnb(const be_shape *sh)
 {
-    dense_same_bits(sh, "Q36_CUDA_MVNB", "mvnb", QT_Q4_K);
+    dense_same_bits(sh, "Q36_CUDA_MVNB", "1", "mvnb", QT_Q4_K);
+}
+
+/* Q36_CUDA_MVNB1=2 or 4 (off by default): one-row Q4_K products on
+ * k_matvec8_nb, 2 or 4 output rows a warp: k_matvec8's sums */
+static void test_mvnb1(const be_shape *sh)
+{
+    dense_same_bits(sh, "Q36_CUDA_MVNB1", "2", "mvnb1_2", QT_Q4_K);
+    dense_same_bits(sh, "Q36_CUDA_MVNB1", "4", "mvnb1_4", QT_Q4_K);
 }
 
 /* Q36_CUDA_MVYF (on by default): the matvec grids' row groups dispatched
@@ -1713,8 +1728,8 @@ static void test_mvnb(const be_shape *sh)
  * k_matvec8_nb above 4 rows, Q6_K k_matvec8 */
 static void test_mvyf(const be_shape *sh)
 {
-    dense_same_bits(sh, "Q36_CUDA_MVYF", "mvyf", QT_Q4_K);
-    dense_same_bits(sh, "Q36_CUDA_MVYF", "mvyf", QT_Q6_K);
+    dense_same_bits(sh, "Q36_CUDA_MVYF", "1", "mvyf", QT_Q4_K);
+    dense_same_bits(sh, "Q36_CUDA_MVYF", "1", "mvyf", QT_Q6_K);
 }
 
 /* Expert products of decode-sized batches with the switch VAR on must
@@ -3638,6 +3653,7 @@ int main(int argc, char **argv)
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);
         if (want_ops("mvnb")) test_mvnb(&sh);
+        if (want_ops("mvnb1")) test_mvnb1(&sh);
         if (want_ops("mvgrp")) test_mvgrp(&sh);
         if (want_ops("mvsx")) test_mvsx(&sh);
         if (want_ops("mvyf")) test_mvyf(&sh);

@@ -238,6 +238,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
+    c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     c->mv_sx = cuda_env_on("Q36_CUDA_MVSX");

@@ -106,6 +106,9 @@ struct cuda_ctx {
      * on int8 rows take 4 output rows a warp (cuda_matmul.cu,
      * k_matvec8_nb), so that each load of x serves 4 weight rows */
     bool            mv_nb;
+    /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
+     * takes that many output rows a warp too (cuda_matmul.cu) */
+    int             mv_nb1;
     /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
      * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
      * wrote there, kept for the next products of the same rows

@@ -1006,6 +1006,23 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
     int8_t *qx;
     float2 *dx;
     if (int8 && q8_rows(be, x, &qx, &dx)) {
+        /* one row: Q36_CUDA_MVNB1=2 or 4 (off by default, a measurement):
+         * that many output rows a warp, each lane's loads of them all in
+         * flight before the first is used */
+        if (same && type == QT_Q4_K && R == 1 && c->mv_nb1) {
+            const int nb = c->mv_nb1;
+            J->nbx = (N + nb * MV_WARPS - 1) / (nb * MV_WARPS);
+            J->ny = 1;
+            const dim3 g1((unsigned)J->nbx);
+            if (nb == 2)
+                cuda_launch(k_matvec8_nb<1, 2>, g1, 32 * MV_WARPS, 0, c->stream, *J, K,
+                            (const int8_t *)qx, (const float2 *)dx, R);
+            else
+                cuda_launch(k_matvec8_nb<1, 4>, g1, 32 * MV_WARPS, 0, c->stream, *J, K,
+                            (const int8_t *)qx, (const float2 *)dx, R);
+            CUDA_LAUNCHED(be, "k_matvec8_nb");
+            return;
+        }
         /* batches: 4 output rows a warp (Q36_CUDA_MVNB, on unless "0") */
         if (same && type == QT_Q4_K && R > MATVEC_RB && c->mv_nb) {
             J->nbx = (N + 4 * MV_WARPS - 1) / (4 * MV_WARPS);
