@@ -166,7 +166,8 @@ void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
 /* ---- Q36_CUDA_KNOCK (cuda.h): which kernels launch one block. A kernel's
  * name is its identifier (the mangled name's first part: "k_matvec8" for
  * every instance of that template), matched whole against the list's
- * words. Answers are kept per kernel; launches come from one thread a
+ * words; a word ~PART matches any kernel whose mangled name holds PART
+ * ("~k_matvec8ILi14E": the Q6_K instances of k_matvec8). Answers are kept per kernel; launches come from one thread a
  * context, but contexts may live on several, hence the lock. */
 #include <pthread.h>
 #include <string.h>
@@ -177,6 +178,18 @@ int cuda_pad;
 
 static bool knock_listed(const char *name)
 {
+    for (const char *w = cuda_knock; *w;) {     /* ~WORD: a part of the mangled name */
+        size_t m = strcspn(w, ",");
+        if (*w == '~' && m > 1) {
+            char part[128];
+            const size_t pm = m - 1 < sizeof part - 1 ? m - 1 : sizeof part - 1;
+            memcpy(part, w + 1, pm);
+            part[pm] = 0;
+            if (strstr(name, part))
+                return true;
+        }
+        w += m + (w[m] == ',');
+    }
     size_t n = strlen(name);
     if (!strncmp(name, "_Z", 2)) {          /* _Z <length> <identifier> ... */
         char *end;
