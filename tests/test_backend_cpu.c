@@ -510,8 +510,9 @@ static void test_moe_route(int64_t T, int64_t E, int64_t k)
  * is above every one before it and not below any after it, i.e. the lowest
  * column of the largest value, NaN never chosen but a row starting with NaN
  * giving 0. Rows: random values with the maximum repeated (ties), all
- * equal, all -inf, NaN first, NaN elsewhere, the maximum last; C columns
- * (a vocabulary's width and odd widths). */
+ * equal, all -inf, NaN first, NaN elsewhere, the maximum last, -0 before
+ * +0 as the maximum; C columns (a vocabulary's width, and widths about
+ * the kernel's chunks of 16). */
 static int64_t argmax_ref(const float *v, int64_t C)
 {
     if (isnan(v[0]))
@@ -541,6 +542,10 @@ static void test_argmax(int64_t C)
     x[4 * C + C / 2] = NAN;             /* row 4: NaN inside, the maximum after it */
     x[4 * C + C - 1] = 200.0f;
     x[5 * C + C - 1] = 300.0f;          /* row 5: the maximum last */
+    for (int64_t c = 0; c < C; c++)     /* row 6: negative but a -0 then a +0 (equal) */
+        x[6 * C + c] = -1.0f - (float)(c % 7);
+    x[6 * C + j2 / 2] = -0.0f;
+    x[6 * C + j2] = 0.0f;
     be_tensor *xt = upload(be1, x, R, C);
     be_tensor *it = be_tensor_new_type(be1, BE_I32, R, 1);
     be_argmax(be1, xt, it);
@@ -714,7 +719,9 @@ int main(void)
     test_moe_route(3, 4, 1);
     test_moe_route(1, 256, 8);
     test_argmax(1);
+    test_argmax(16);
     test_argmax(33);
+    test_argmax(47);
     test_argmax(151680);
     be_free(be1);
     be_free(be3);

@@ -185,7 +185,7 @@ static int parse(int argc, char **argv, bench_opts *o)
             i++;
         } else if (cli_mode_flag(a, &o->cfg.fast)) {
         } else if (!strcmp(a, "--profile")) {
-            o->profile = 1;
+            o->profile = o->cfg.profile = 1;
         } else if (!strcmp(a, "--bandwidth")) {
             o->bandwidth = 1;
         } else if (!strcmp(a, "-o")) {
@@ -634,7 +634,7 @@ static int run_test(run *R, result *res, int n_prompt, int n_gen, int depth, con
 /* Two tables of one profiled run of n tokens: by op family, then by layer
  * kind; percentages of the forward calls' wall time, so the share the ops
  * do not account for shows. */
-static void print_profile(FILE *f, const char *what, int depth, const q36_profile *p, int n)
+void bench_print_profile(FILE *f, const char *what, int depth, const q36_profile *p, int n)
 {
     double fwd = p->forward_ms > 0 ? p->forward_ms : 1e-9, ops = 0;
     fprintf(f, "\nq36 profile: %s @ d%d: %llu forward calls, %llu tokens, forward %.3f ms"
@@ -674,11 +674,11 @@ static int profile_depth(run *R, int depth, const int32_t *pp, int p, const int3
         char what[32];
         if (p) {
             snprintf(what, sizeof what, "pp%d", p);
-            print_profile(f, what, depth, &prof[0], p);
+            bench_print_profile(f, what, depth, &prof[0], p);
         }
         if (n) {
             snprintf(what, sizeof what, "tg%d", n);
-            print_profile(f, what, depth, &prof[1], n);
+            bench_print_profile(f, what, depth, &prof[1], n);
         }
     }
     free(prof);

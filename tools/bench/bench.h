@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../../src/util/err.h"
 
@@ -70,6 +71,7 @@ typedef struct bench_cfg {
     int type_k, type_v;   /* enum bench_kv */
     int fast;          /* q36 only: q36_session_opts.fast */
     const char *backend;   /* q36 only: q36_session_opts.backend (NULL: the CPU; -ngl/--device) */
+    int profile;       /* --profile (bench_spec: one more profiled run of each decoding) */
 } bench_cfg;
 
 /* What an engine says about itself and the model it loaded. */
@@ -155,6 +157,10 @@ int bench_membw_device(const char *backend, size_t bytes, int passes, bench_stat
 /* --spec-type draft-mtp: plain greedy decoding against MTP speculative
  * decoding from a prompt (text file, or n_prompt seeded ids), -r
  * repetitions interleaved; a markdown report on stdout (bench_spec.c). */
+/* bench.c's profile tables of one run of n tokens (what: "tg128", "draft-mtp", ...) */
+struct q36_profile;
+void bench_print_profile(FILE *f, const char *what, int depth, const struct q36_profile *p, int n);
+
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
                int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
                uint64_t seed, q36_err *err);

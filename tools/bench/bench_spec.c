@@ -42,9 +42,10 @@ static int on_token(void *user, const gen_token *t)
 }
 
 /* One generation of n tokens after the prompt, plain (sp NULL) or drafted;
- * *sec the wall time of the generation alone. */
+ * *sec the wall time of the generation alone. With prof, the engine's
+ * profile is reset after the prompt (it then holds the generation's). */
 static int one(q36_engine *e, spec *sp, const tok_vocab *tv, const int32_t *prompt, int np, int n,
-               float *logits, sink *out, double *sec, q36_err *err)
+               float *logits, sink *out, double *sec, bool prof, q36_err *err)
 {
     q36_slot_reset(e, 0);
     gen_params gp = gen_params_default();
@@ -59,6 +60,8 @@ static int one(q36_engine *e, spec *sp, const tok_vocab *tv, const int32_t *prom
     if (!rc)
         rc = sp ? spec_prefill(sp, prompt, np, logits, err)
                 : q36_session_append(s, prompt, np, logits, Q36_LOGITS_LAST, err);
+    if (prof)
+        q36_engine_profile_reset(e);
     gen_result res = { 0 };
     out->n = 0;
     if (!rc)
@@ -133,6 +136,49 @@ static int probe_positions(q36_engine *e, const int32_t *y, int np, int N, int k
     return rc ? rc : probes;
 }
 
+/* An engine of options o with the MTP layer, and its one-slot drafter */
+static int spec_engine(q36_model *m, int n_ctx, const q36_engine_opts *o, int draft_max,
+                       int draft_vocab, float p_min, int rewind, q36_engine **e, spec **sp,
+                       q36_err *err)
+{
+    int rc = q36_engine_new(m, n_ctx, o, e, err);
+    if (!rc)
+        rc = spec_new(*e, 0, draft_max, sp, err);
+    if (!rc)
+        rc = q36_mtp_draft_vocab(*e, draft_vocab, err);
+    if (!rc) {
+        spec_set_p_min(*sp, p_min);
+        spec_set_rewind(*sp, rewind != 0);
+    }
+    return rc;
+}
+
+/* --profile: one more run of each decoding on an engine made with the
+ * profile on (its timers are not in the timed runs), each run's op and
+ * layer tables: where a verify pass's time goes beside a plain step's */
+static int spec_profile(q36_model *m, int n_ctx, q36_engine_opts o, int draft_max,
+                        int draft_vocab, float p_min, int rewind, const tok_vocab *tv,
+                        const int32_t *prompt, int np, int n_gen, float *logits, sink *out,
+                        q36_err *err)
+{
+    q36_engine *e = NULL;
+    spec *sp = NULL;
+    o.profile = 1;
+    int rc = spec_engine(m, n_ctx, &o, draft_max, draft_vocab, p_min, rewind, &e, &sp, err);
+    for (int drafted = 0; drafted < 2 && !rc; drafted++) {
+        double sec;
+        const q36_profile *p = NULL;
+        rc = one(e, drafted ? sp : NULL, tv, prompt, np, n_gen, logits, out, &sec, true, err);
+        if (!rc)
+            rc = q36_engine_profile(e, &p, err);
+        if (!rc)
+            bench_print_profile(stdout, drafted ? "draft-mtp" : "plain", np, p, out->n);
+    }
+    spec_free(sp);
+    q36_engine_free(e);
+    return rc;
+}
+
 int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, int n_prompt,
                int n_gen, int reps, int draft_max, int draft_vocab, float p_min, int rewind,
                uint64_t seed, q36_err *err)
@@ -170,6 +216,7 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
             bench_random_ids(prompt, (int)np, tok_n_vocab(tv), seed);
     }
     q36_engine_opts o = q36_engine_opts_default();
+    const int n_ctx = (int)np + n_gen + draft_max + 8;
     o.n_threads = cfg->n_threads;
     o.n_batch = cfg->n_ubatch;
     o.type_k = cfg->type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
@@ -179,15 +226,7 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
     o.backend = cfg->backend;           /* -ngl: the MTP block and the rollback on the GPU */
     o.fast = cfg->fast;
     if (!rc)
-        rc = q36_engine_new(m, (int)np + n_gen + draft_max + 8, &o, &e, err);
-    if (!rc)
-        rc = spec_new(e, 0, draft_max, &sp, err);
-    if (!rc)
-        rc = q36_mtp_draft_vocab(e, draft_vocab, err);
-    if (!rc) {
-        spec_set_p_min(sp, p_min);
-        spec_set_rewind(sp, rewind != 0);
-    }
+        rc = spec_engine(m, n_ctx, &o, draft_max, draft_vocab, p_min, rewind, &e, &sp, err);
     if (!rc && (!ta || !tb || !prompt || !(logits = malloc((size_t)q36_engine_n_vocab(e) * sizeof *logits)) ||
                 !(a.ids = malloc((size_t)n_gen * sizeof *a.ids)) ||
                 !(b.ids = malloc((size_t)n_gen * sizeof *b.ids))))
@@ -197,10 +236,10 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
     /* one untimed warm-up of each, then the repetitions, interleaved */
     for (int r = -1; r < reps && !rc; r++) {
         double s0, s1;
-        rc = one(e, NULL, tv, prompt, (int)np, n_gen, logits, &a, &s0, err);
+        rc = one(e, NULL, tv, prompt, (int)np, n_gen, logits, &a, &s0, false, err);
         spec_reset_stats(sp);
         if (!rc)
-            rc = one(e, sp, tv, prompt, (int)np, n_gen, logits, &b, &s1, err);
+            rc = one(e, sp, tv, prompt, (int)np, n_gen, logits, &b, &s1, false, err);
         if (rc || r < 0)
             continue;
         same &= a.n == b.n && !memcmp(a.ids, b.ids, (size_t)a.n * sizeof *a.ids);
@@ -265,6 +304,9 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
             printf("\n");
         }
     }
+    if (!rc && cfg->profile)
+        rc = spec_profile(m, n_ctx, o, draft_max, draft_vocab, p_min, rewind, tv, prompt, (int)np,
+                          n_gen, logits, &a, err);
     free(ta);
     free(tb);
     free(a.ids);

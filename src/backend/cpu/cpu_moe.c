@@ -5,6 +5,10 @@
  * be_matmul_id reads (no host round trip). Also be_argmax, the greedy
  * choice of a row of logits (a top 1 without the softmax). */
 #include "cpu.h"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include "cpu_gexp.h"
 #include "cpu_vexp.h"
 
@@ -69,19 +73,61 @@ void cpu_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *se
     CPU_PROF_END(be, BE_PROF_ROUTE);
 }
 
-/* be_argmax: a scan of each row in order, keeping a value above every one
- * before it (so the first of equals, and never a NaN unless it comes first) */
+/* The index a scan of v[0..n) in order gives when it keeps a value above
+ * every one before it: the first of equals, and never a NaN unless v[0] is
+ * one. One pass in 8 lanes (SSE2, every x86-64; the scan's compare chain
+ * took 0.05 ms for a 151,680-token head, a fortieth of the default model's
+ * decode step): each lane keeps its largest value and where it first saw
+ * it (v > m, false for NaN, as the scan's compare); then the largest of
+ * the lanes, and of the lanes holding it the lowest index. -0 and +0
+ * compare equal, as in the scan. */
+int64_t cpu_argmax_row(const float *v, int64_t n)
+{
+    if (n <= 1 || v[0] != v[0])
+        return 0;
+    float m = v[0];
+    int64_t best = 0, c = 0;
+#if defined(__SSE2__)
+    if (n >= 8 && n <= INT32_MAX) {
+        __m128 m0 = _mm_set1_ps(m), m1 = m0;
+        __m128i i0 = _mm_setzero_si128(), i1 = i0;
+        __m128i c0 = _mm_setr_epi32(0, 1, 2, 3), c1 = _mm_setr_epi32(4, 5, 6, 7);
+        const __m128i step = _mm_set1_epi32(8);
+        for (; c + 8 <= n; c += 8) {
+            const __m128 a = _mm_loadu_ps(v + c), b = _mm_loadu_ps(v + c + 4);
+            const __m128 ga = _mm_cmpgt_ps(a, m0), gb = _mm_cmpgt_ps(b, m1);
+            m0 = _mm_or_ps(_mm_and_ps(ga, a), _mm_andnot_ps(ga, m0));
+            m1 = _mm_or_ps(_mm_and_ps(gb, b), _mm_andnot_ps(gb, m1));
+            i0 = _mm_or_si128(_mm_and_si128(_mm_castps_si128(ga), c0),
+                              _mm_andnot_si128(_mm_castps_si128(ga), i0));
+            i1 = _mm_or_si128(_mm_and_si128(_mm_castps_si128(gb), c1),
+                              _mm_andnot_si128(_mm_castps_si128(gb), i1));
+            c0 = _mm_add_epi32(c0, step);
+            c1 = _mm_add_epi32(c1, step);
+        }
+        float lv[8];
+        int32_t li[8];
+        _mm_storeu_ps(lv, m0);
+        _mm_storeu_ps(lv + 4, m1);
+        _mm_storeu_si128((__m128i *)li, i0);
+        _mm_storeu_si128((__m128i *)(li + 4), i1);
+        for (int k = 0; k < 8; k++)
+            if (lv[k] > m || (lv[k] == m && li[k] < best))
+                m = lv[k], best = li[k];
+    }
+#endif
+    for (; c < n; c++)
+        if (v[c] > m)
+            m = v[c], best = c;
+    return best;
+}
+
+/* be_argmax: cpu_argmax_row of each row */
 void cpu_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
 {
     CPU_PROF_BEGIN(be);
-    for (int64_t r = 0; r < x->rows; r++) {
-        const float *v = cpu_row(x, r);
-        int64_t best = 0;
-        for (int64_t c = 1; c < x->cols; c++)
-            if (v[c] > v[best])
-                best = c;
-        ((int32_t *)ids->data)[r * ids->ld] = (int32_t)best;
-    }
+    for (int64_t r = 0; r < x->rows; r++)
+        ((int32_t *)ids->data)[r * ids->ld] = (int32_t)cpu_argmax_row(cpu_row(x, r), x->cols);
     CPU_PROF_END(be, BE_PROF_ARGMAX);
 }
 
