@@ -510,6 +510,29 @@ void be_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_
     be->ops->deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
+bool be_can_keep(be_ctx *be)
+{
+    return be->ops->ssm_conv_silu_keep && be->ops->deltanet_keep;
+}
+
+void be_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                           const be_batch *b, be_tensor *y, be_tensor *keep_tails)
+{
+    assert(x->rows == b->n_rows && b->n_seq == 1 && be_can_keep(be));
+    assert(keep_tails->cols == tails->cols &&
+           keep_tails->rows >= (b->n_rows - 1) * (int64_t)w->t->ne[1]);
+    be->ops->ssm_conv_silu_keep(be, x, tails, w, b, y, keep_tails);
+}
+
+void be_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                      be_tensor *S, be_tensor *keep_S, int64_t n_k_heads, int64_t n_v_heads,
+                      int64_t dk, const be_batch *b, be_tensor *out)
+{
+    assert(qkv->rows == b->n_rows && b->n_seq == 1 && be_can_keep(be));
+    assert(keep_S->cols == S->cols && keep_S->rows >= (b->n_rows - 1) * n_v_heads);
+    be->ops->deltanet_keep(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
+}
+
 void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const be_tensor *b_in,
                        const be_weight *dt_bias, const be_weight *a, float eps, be_tensor *g,
                        be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,

@@ -343,6 +343,21 @@ void be_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
 void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                       const be_batch *b, be_tensor *y);
 
+/* Optional (be_can_keep): be_ssm_conv_silu and be_deltanet of a batch of
+ * ONE run that also keep the state after each of its rows but the last,
+ * for a rollback without replay (an MTP verify pass, rewind.c): after row
+ * t (t < n_rows - 1) the run's tail (C rows) is written to rows [t*C,
+ * (t+1)*C) of keep_tails, and its state (Hv rows) to rows [t*Hv,
+ * (t+1)*Hv) of keep_S; the results and the final state are those of the
+ * plain ops. Where a backend lacks them the caller runs the rows one at a
+ * time and copies the states. */
+bool be_can_keep(be_ctx *be);
+void be_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                           const be_batch *b, be_tensor *y, be_tensor *keep_tails);
+void be_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                      be_tensor *S, be_tensor *keep_S, int64_t n_k_heads, int64_t n_v_heads,
+                      int64_t dk, const be_batch *b, be_tensor *out);
+
 /* The gated delta rule, token by token (MODEL.md §2.5), llama.cpp's fused
  * op, each run on its slot's state. qkv: T x (2*Hk*dk + Hv*dk) with q and
  * k already L2-normed; g, beta: T x Hv; S: Hv rows per slot, slot after

@@ -135,6 +135,14 @@ struct be_ops {
     void (*deltanet)(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                      const be_batch *b, be_tensor *out);
+    /* optional, both or neither (be_can_keep) */
+    void (*ssm_conv_silu_keep)(be_ctx *be, const be_tensor *x, be_tensor *tails,
+                               const be_weight *w, const be_batch *b, be_tensor *y,
+                               be_tensor *keep_tails);
+    void (*deltanet_keep)(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                          const be_tensor *beta, be_tensor *S, be_tensor *keep_S,
+                          int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                          be_tensor *out);
     /* optional (NULL: backend.c runs the gates, the norms and be_deltanet) */
     void (*deltanet_gated)(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
                            const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,

@@ -156,6 +156,16 @@ static void cpu_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, 
     cpu_silu(be, y, y);
 }
 
+static void cpu_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails,
+                                   const be_weight *w, const be_batch *b, be_tensor *y,
+                                   be_tensor *keep)
+{
+    CPU_PROF_BEGIN(be);
+    cpu_ssm_conv_keep_tails(x, tails, (int64_t)w->t->ne[0], b, keep);
+    CPU_PROF_END(be, BE_PROF_CONV);
+    cpu_ssm_conv_silu(be, x, tails, w, b, y);
+}
+
 /* Passes run op by op here: nothing to record, nothing counted. */
 static void cpu_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
@@ -203,6 +213,8 @@ static const struct be_ops cpu_ops = {
     .ssm_conv = cpu_ssm_conv,
     .ssm_conv_silu = cpu_ssm_conv_silu,
     .deltanet = cpu_deltanet,
+    .ssm_conv_silu_keep = cpu_ssm_conv_silu_keep,
+    .deltanet_keep = cpu_deltanet_keep,
     .deltanet_chunked = cpu_deltanet_chunked,
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,

@@ -64,6 +64,11 @@ void cpu_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_wei
                   const be_batch *b, be_tensor *y);
 
 /* cpu_deltanet.c */
+void cpu_ssm_conv_keep_tails(const be_tensor *x, const be_tensor *tails, int64_t Kc,
+                             const be_batch *b, be_tensor *keep);
+void cpu_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                       const be_tensor *beta, be_tensor *S, be_tensor *keep_S, int64_t n_k_heads,
+                       int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);
 void cpu_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                   be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                   const be_batch *b, be_tensor *out);

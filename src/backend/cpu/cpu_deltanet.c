@@ -25,6 +25,7 @@
 
 typedef struct {
     const be_tensor *qkv, *beta, *S, *out;
+    const be_tensor *keep;         /* be_deltanet_keep's states after each row, or NULL */
     const float *decay;            /* T x Hv: e^g */
     const be_batch *b;
     be_ctx *be;
@@ -51,8 +52,11 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
         const be_seq *run = &j->b->seq[i / j->Hv];
         const int64_t h = i % j->Hv, kh = h % j->Hk, T = run->n_rows;
         float *S = cpu_row(j->S, (int64_t)run->slot * j->Hv + h);
-        for (int64_t c0 = run->row0; c0 < run->row0 + T; c0 += GDN_TC) {
-            const int64_t n = run->row0 + T - c0 < GDN_TC ? run->row0 + T - c0 : GDN_TC;
+        /* keeping: a token at a time, its state copied after it (the
+         * per-row sums do not depend on how tokens are grouped) */
+        const int64_t tc = j->keep ? 1 : GDN_TC;
+        for (int64_t c0 = run->row0; c0 < run->row0 + T; c0 += tc) {
+            const int64_t n = run->row0 + T - c0 < tc ? run->row0 + T - c0 : tc;
             for (int64_t t = 0; t < n; t++) {
                 const float *row = cpu_row(j->qkv, c0 + t);
                 memcpy(qp + t * dk, row + kh * dk, vb);
@@ -69,13 +73,17 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
                 cpu_deltanet_rows(&hd, S, r0, r0 + GDN_RB < dk ? r0 + GDN_RB : dk, j->W);
             for (int64_t t = 0; t < n; t++)
                 memcpy(cpu_row(j->out, c0 + t) + h * dk, op + t * dk, vb);
+            if (j->keep && c0 + 1 < run->row0 + T)
+                memcpy(cpu_row(j->keep, (c0 - run->row0) * j->Hv + h), S, vb * (size_t)dk);
         }
     }
 }
 
-void cpu_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
-                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
-                  const be_batch *b, be_tensor *out)
+/* be_deltanet, with keep (be_deltanet_keep) the state after each row of
+ * the one run but its last */
+static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                     be_tensor *S, const be_tensor *keep, int64_t n_k_heads, int64_t n_v_heads,
+                     int64_t dk, const be_batch *b, be_tensor *out)
 {
     CPU_PROF_BEGIN(be);
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk);
@@ -93,9 +101,24 @@ void cpu_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be
             decay[t * Hv + h] = expf(cpu_row(g, t)[h]);
     for (int s = 0; s < b->n_seq; s++)
         assert(((int64_t)b->seq[s].slot + 1) * Hv <= S->rows);
-    gdn_job j = { qkv, beta, S, out, decay, b, be, n_k_heads, Hv, dk, cpu_lanes() };
+    gdn_job j = { qkv, beta, S, out, keep, decay, b, be, n_k_heads, Hv, dk, cpu_lanes() };
     cpu_for(be, (int64_t)b->n_seq * Hv, 1, gdn_task, &j);
     CPU_PROF_END(be, BE_PROF_DELTANET);
+}
+
+void cpu_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
+                  be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                  const be_batch *b, be_tensor *out)
+{
+    deltanet(be, qkv, g, beta, S, NULL, n_k_heads, n_v_heads, dk, b, out);
+}
+
+void cpu_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                       const be_tensor *beta, be_tensor *S, be_tensor *keep_S, int64_t n_k_heads,
+                       int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
+{
+    assert(b->n_seq == 1 && !keep_S->f16 && keep_S->cols == dk * dk);
+    deltanet(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
 }
 
 /* ------------------------------------------------------- deltanet, chunked */
