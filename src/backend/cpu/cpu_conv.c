@@ -381,14 +381,18 @@ void cpu_ssm_conv_keep_tails(const be_tensor *x, const be_tensor *tails, int64_t
                              const be_batch *b, be_tensor *keep)
 {
     const be_seq *r = &b->seq[0];
-    const int64_t C = x->cols, nt = Kc - 1;
-    for (int64_t t = 0; t + 1 < r->n_rows; t++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *tl = cpu_row(tails, (int64_t)r->slot * C + c);
-            float *k = cpu_row(keep, t * C + c);
-            for (int64_t i = 0; i < nt; i++) {
-                const int64_t p = t + 1 + i;
-                k[i] = p < nt ? tl[p] : cpu_row(x, r->row0 + p - nt)[c];
-            }
+    const int64_t C = x->cols, nt = Kc - 1, kl = keep->ld, tld = tails->ld;
+    const float *tl = cpu_row(tails, (int64_t)r->slot * C);
+    for (int64_t t = 0; t + 1 < r->n_rows; t++) {
+        float *k = cpu_row(keep, t * C);
+        for (int64_t i = 0; i < nt; i++) {
+            const int64_t p = t + 1 + i;
+            if (p < nt)
+                for (int64_t c = 0; c < C; c++)
+                    k[c * kl + i] = tl[c * tld + p];
+            else
+                for (int64_t c = 0, u = r->row0 + p - nt; c < C; c++)
+                    k[c * kl + i] = cpu_row(x, u)[c];
         }
+    }
 }

@@ -14,6 +14,9 @@
 #include "cpu.h"
 
 #include <assert.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <string.h>
 
@@ -32,6 +35,22 @@ typedef struct {
     int64_t Hk, Hv, dk;
     int W;
 } gdn_job;
+
+/* A kept state (be_deltanet_keep): read back only when a verify pass is
+ * rolled back, so written past the caches where the rows allow (SSE2's
+ * streaming stores: no read of the lines first) */
+static void keep_store(float *dst, const float *src, int64_t n)
+{
+#if defined(__SSE2__)
+    if (((uintptr_t)dst & 15) == 0 && n % 4 == 0) {
+        for (int64_t i = 0; i < n; i += 4)
+            _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+        _mm_sfence();
+        return;
+    }
+#endif
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+}
 
 /* One value head of one run per item. Its k, q and v of GDN_TC tokens are copied
  * into contiguous per-thread scratch first: in place they sit one qkv row
@@ -74,7 +93,7 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
             for (int64_t t = 0; t < n; t++)
                 memcpy(cpu_row(j->out, c0 + t) + h * dk, op + t * dk, vb);
             if (j->keep && c0 + 1 < run->row0 + T)
-                memcpy(cpu_row(j->keep, (c0 - run->row0) * j->Hv + h), S, vb * (size_t)dk);
+                keep_store(cpu_row(j->keep, (c0 - run->row0) * j->Hv + h), S, dk * dk);
         }
     }
 }
