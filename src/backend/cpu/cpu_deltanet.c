@@ -14,9 +14,6 @@
 #include "cpu.h"
 
 #include <assert.h>
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 #include <math.h>
 #include <string.h>
 
@@ -36,22 +33,6 @@ typedef struct {
     int W;
 } gdn_job;
 
-/* A kept state (be_deltanet_keep): read back only when a verify pass is
- * rolled back, so written past the caches where the rows allow (SSE2's
- * streaming stores: no read of the lines first) */
-static void keep_store(float *dst, const float *src, int64_t n)
-{
-#if defined(__SSE2__)
-    if (((uintptr_t)dst & 15) == 0 && n % 4 == 0) {
-        for (int64_t i = 0; i < n; i += 4)
-            _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
-        _mm_sfence();
-        return;
-    }
-#endif
-    memcpy(dst, src, sizeof(float) * (size_t)n);
-}
-
 /* One value head of one run per item. Its k, q and v of GDN_TC tokens are copied
  * into contiguous per-thread scratch first: in place they sit one qkv row
  * apart (24 KB in the 0.8B model), a stride that maps every token's vector
@@ -70,12 +51,19 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
         /* item i: head h of run i / Hv, rows [row0, row0+T) on its slot's state */
         const be_seq *run = &j->b->seq[i / j->Hv];
         const int64_t h = i % j->Hv, kh = h % j->Hk, T = run->n_rows;
-        float *S = cpu_row(j->S, (int64_t)run->slot * j->Hv + h);
-        /* keeping: a token at a time, its state copied after it (the
-         * per-row sums do not depend on how tokens are grouped) */
+        float *const S0 = cpu_row(j->S, (int64_t)run->slot * j->Hv + h), *S = S0;
+        const float *src = NULL;
+        /* keeping: a token at a time (the per-row sums do not depend on
+         * how tokens are grouped), each reading the state the token
+         * before it left and writing its own into the kept row of that
+         * token, the last token's into the slot's state */
         const int64_t tc = j->keep ? 1 : GDN_TC;
         for (int64_t c0 = run->row0; c0 < run->row0 + T; c0 += tc) {
             const int64_t n = run->row0 + T - c0 < tc ? run->row0 + T - c0 : tc;
+            if (j->keep) {
+                src = S;
+                S = c0 + 1 < run->row0 + T ? cpu_row(j->keep, (c0 - run->row0) * j->Hv + h) : S0;
+            }
             for (int64_t t = 0; t < n; t++) {
                 const float *row = cpu_row(j->qkv, c0 + t);
                 memcpy(qp + t * dk, row + kh * dk, vb);
@@ -87,13 +75,12 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
                 .decay = j->decay + c0 * j->Hv + h, .dstride = j->Hv,
                 .beta = cpu_row(j->beta, c0) + h, .bstride = j->beta->ld,
                 .out = op, .ldo = dk, .T = n, .dk = dk, .scale = 1.0f / sqrtf((float)dk),
+                .src = src != S ? src : NULL,
             };
             for (int64_t r0 = 0; r0 < dk; r0 += GDN_RB)
                 cpu_deltanet_rows(&hd, S, r0, r0 + GDN_RB < dk ? r0 + GDN_RB : dk, j->W);
             for (int64_t t = 0; t < n; t++)
                 memcpy(cpu_row(j->out, c0 + t) + h * dk, op + t * dk, vb);
-            if (j->keep && c0 + 1 < run->row0 + T)
-                keep_store(cpu_row(j->keep, (c0 - run->row0) * j->Hv + h), S, dk * dk);
         }
     }
 }

@@ -40,7 +40,10 @@ void cpu_conv_fast(const be_tensor *x, be_tensor *tail, const float *w, int64_t 
  * be_deltanet): q, k, v point at token 0's vectors (dk floats each), the
  * next token's are ld floats further; decay[t*dstride] = e^g_t and
  * beta[t*bstride] = beta_t; out[t*ldo + j] receives o_t[j] (scaled).
- * S is the head's state, row j = S[j*dk .. j*dk+dk) (backend.h's layout). */
+ * S is the head's state, row j = S[j*dk .. j*dk+dk) (backend.h's layout).
+ * With src, token 0 reads the state's rows from src instead and writes
+ * them to S (be_deltanet_keep: a kept row's state to the next one's,
+ * without a copy). */
 typedef struct {
     const float *q, *k, *v;
     int64_t ld;
@@ -50,6 +53,7 @@ typedef struct {
     int64_t ldo;
     int64_t T, dk;
     float scale;
+    const float *src;
 } cpu_deltanet_head;
 
 /* Rows [j0, j1) of the head's state through all T tokens. Row j's

@@ -72,8 +72,9 @@ void cpu_deltanet_rows_ref(const cpu_deltanet_head *hd, float *S, int64_t j0, in
         for (int64_t t = 0; t < hd->T; t++) {
             const float *q = hd->q + t * hd->ld, *k = hd->k + t * hd->ld;
             const float dec = hd->decay[t * hd->dstride], b = hd->beta[t * hd->bstride];
+            const float *si = t == 0 && hd->src ? hd->src + j * n : s;
             for (int64_t i = 0; i < n; i++)
-                s[i] *= dec;
+                s[i] = si[i] * dec;
             const float delta = (hd->v[t * hd->ld + j] - cpu_dot_vec_ref(n, s, k, W)) * b;
             for (int64_t i = 0; i < n; i++)
                 s[i] = fmaf(k[i], delta, s[i]);

@@ -155,10 +155,11 @@ static void NAME(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1) 
         const bool full = j1 - j0 == 16;                                                 \
         for (int64_t j = j0; j < j1; j++) {                                              \
             float *s = S + j * n;                                                        \
+            const float *si = (t == 0 && hd->src ? hd->src + j * n : s);                 \
             __m512 x[4 * (NV)];                                                          \
             _Pragma("GCC unroll 8")                                                      \
             for (int i = 0; i < 4 * (NV); i++)                                           \
-                x[i] = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * i), vd);                   \
+                x[i] = _mm512_mul_ps(_mm512_loadu_ps(si + 16 * i), vd);                  \
             const float d = (v[j] - dot_rr(x, kv, (NV))) * b;                            \
             const __m512 vdl = _mm512_set1_ps(d);                                        \
             _Pragma("GCC unroll 8")                                                      \
@@ -196,16 +197,17 @@ static void NAME(const cpu_deltanet_head *hd, float *S, int64_t j0, int64_t j1) 
         const V vd = SET1(dec);                                                          \
         for (int64_t j = j0; j < j1; j++) {                                              \
             float *s = S + j * n;                                                        \
+            const float *si = (t == 0 && hd->src ? hd->src + j * n : s);                 \
             V a[4] = { z, z, z, z };                                                     \
             for (int64_t i = 0; i < np; i += 4 * (L))                                    \
                 _Pragma("GCC unroll 4")                                                  \
                 for (int u = 0; u < 4; u++) {                                            \
-                    const V x = MUL(LOAD(s + i + (L) * u), vd);                          \
+                    const V x = MUL(LOAD(si + i + (L) * u), vd);                         \
                     STORE(s + i + (L) * u, x);                                           \
                     a[u] = FMA(x, LOAD(k + i + (L) * u), a[u]);                          \
                 }                                                                        \
             for (int64_t i = np; i < n; i++)                                             \
-                s[i] *= dec;                                                             \
+                s[i] = si[i] * dec;                                                      \
             const float d = (v[j] - FINISH(a[0], a[1], a[2], a[3], np, n, s, k)) * b;    \
             const V vdl = SET1(d);                                                       \
             a[0] = a[1] = a[2] = a[3] = z;                                               \
@@ -273,21 +275,22 @@ static void rows_avx2_pair(const cpu_deltanet_head *hd, float *S, int64_t j0, in
         const __m256 vd = _mm256_set1_ps(dec);
         for (int64_t j = j0; j + 1 < j1; j += 2) {
             float *s0 = S + j * n, *s1 = s0 + n;
+            const float *i0 = t == 0 && hd->src ? hd->src + j * n : s0, *i1 = i0 + n;
             __m256 a[4] = { z, z, z, z }, c[4] = { z, z, z, z };
             for (int64_t i = 0; i < np; i += 32)
                 _Pragma("GCC unroll 4")
                 for (int u = 0; u < 4; u++) {
                     const __m256 kk = _mm256_loadu_ps(k + i + 8 * u);
-                    const __m256 x0 = _mm256_mul_ps(_mm256_loadu_ps(s0 + i + 8 * u), vd);
-                    const __m256 x1 = _mm256_mul_ps(_mm256_loadu_ps(s1 + i + 8 * u), vd);
+                    const __m256 x0 = _mm256_mul_ps(_mm256_loadu_ps(i0 + i + 8 * u), vd);
+                    const __m256 x1 = _mm256_mul_ps(_mm256_loadu_ps(i1 + i + 8 * u), vd);
                     _mm256_storeu_ps(s0 + i + 8 * u, x0);
                     _mm256_storeu_ps(s1 + i + 8 * u, x1);
                     a[u] = _mm256_fmadd_ps(x0, kk, a[u]);
                     c[u] = _mm256_fmadd_ps(x1, kk, c[u]);
                 }
             for (int64_t i = np; i < n; i++) {
-                s0[i] *= dec;
-                s1[i] *= dec;
+                s0[i] = i0[i] * dec;
+                s1[i] = i1[i] * dec;
             }
             const float d0 = (v[j] - finish8(a[0], a[1], a[2], a[3], np, n, s0, k)) * b;
             const float d1 = (v[j + 1] - finish8(c[0], c[1], c[2], c[3], np, n, s1, k)) * b;
