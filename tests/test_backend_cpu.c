@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
 #include "test_batch.h"
+#include "keep_case.h"
 #include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/fp16.h"
@@ -411,78 +412,14 @@ static void test_deltanet(int64_t T, int64_t Hk, int64_t Hv, int64_t dk)
     free(qkv); free(g); free(b); free(S0); free(o); free(Sg); free(S); free(ot_);
 }
 
-/* be_ssm_conv_silu_keep and be_deltanet_keep (slot 1 of 2) against the
- * plain ops run a row at a time with the tail and state read after each
- * row: the same outputs, final tail and state, and kept rows, bit for bit. */
+/* be_ssm_conv_silu_keep and be_deltanet_keep against the plain ops a row
+ * at a time (tests/keep_case.h) */
 static void test_keep(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t Kc)
 {
     char name[96];
     snprintf(name, sizeof name, "cpu.keep_t%lld_hk%lld_hv%lld_dk%lld_k%lld", (long long)T,
              (long long)Hk, (long long)Hv, (long long)dk, (long long)Kc);
-    t_rng r = t_rng_named(name);
-    const int64_t W = (2 * Hk + Hv) * dk, C = W, SR = Hv * dk * dk, TR = C * (Kc - 1);
-    float *x = t_randv(&r, T * C, 1), *tail0 = t_randv(&r, 2 * TR, 1), *wv = t_randv(&r, C * Kc, 1);
-    float *g = malloc(sizeof(float) * (size_t)(T * Hv)), *b = malloc(sizeof(float) * (size_t)(T * Hv));
-    float *S0 = t_randv(&r, 2 * SR, 0.1f);
-    for (int64_t i = 0; i < T * Hv; i++) {
-        g[i] = -t_uniform(&r);
-        b[i] = t_uniform(&r);
-    }
-    gguf_tensor gw = { .name = "c", .type = QT_F32, .n_dims = 2, .ne = { (uint64_t)Kc, (uint64_t)C, 1, 1 },
-                       .data = wv, .nbytes = (uint64_t)(C * Kc) * 4 };
-    be_weight *bw;
-    be_weight_bind(be3, &gw, &bw, NULL);
-    /* [m]: 0 the keeping ops, 1 a row at a time; y (T x C) then the
-     * deltanet's output (T x Hv*dk), the final tails and states, the kept
-     * tails and states of rows 0..T-2 */
-    const size_t n_out = (size_t)(T * C + T * Hv * dk + 2 * TR + 2 * SR + (T - 1) * (TR + SR));
-    float *got[2];
-    for (int m = 0; m < 2; m++) {
-        float *p = got[m] = calloc(n_out, sizeof(float));
-        be_tensor *xt = upload(be3, x, T, C), *tl = upload(be3, tail0, 2 * C, Kc - 1);
-        be_tensor *yt = be_tensor_new(be3, T, C), *ot = be_tensor_new(be3, T, Hv * dk);
-        be_tensor *gt = upload(be3, g, T, Hv), *bt = upload(be3, b, T, Hv);
-        be_tensor *St = upload(be3, S0, 2 * Hv, dk * dk);
-        be_tensor *kt = be_tensor_new(be3, T * C, Kc - 1), *kS = be_tensor_new(be3, T * Hv, dk * dk);
-        float *keep_t = p + T * C + T * Hv * dk + 2 * TR + 2 * SR, *keep_S = keep_t + (T - 1) * TR;
-        if (m == 0) {
-            be_batch bb = t_batch1(be3, T, 0, T, 1);
-            be_ssm_conv_silu_keep(be3, xt, tl, bw, &bb, yt, kt);
-            be_deltanet_keep(be3, yt, gt, bt, St, kS, Hk, Hv, dk, &bb, ot);
-            be_batch_free(be3, &bb);
-            be_read(be3, kt, 0, (T - 1) * C, keep_t);
-            be_read(be3, kS, 0, (T - 1) * Hv, keep_S);
-        } else {
-            for (int64_t t = 0; t < T; t++) {
-                be_batch bb = t_batch1(be3, 1, t, t + 1, 1);
-                be_tensor *yr = be_rows(be3, yt, t, 1);
-                be_ssm_conv_silu(be3, be_rows(be3, xt, t, 1), tl, bw, &bb, yr);
-                be_deltanet(be3, yr, be_rows(be3, gt, t, 1), be_rows(be3, bt, t, 1), St, Hk, Hv,
-                            dk, &bb, be_rows(be3, ot, t, 1));
-                be_batch_free(be3, &bb);
-                if (t + 1 < T) {
-                    be_read(be3, tl, C, C, keep_t + t * TR);
-                    be_read(be3, St, Hv, Hv, keep_S + t * SR);
-                }
-            }
-        }
-        be_read(be3, yt, 0, T, p);
-        be_read(be3, ot, 0, T, p + T * C);
-        be_read(be3, tl, 0, 2 * C, p + T * C + T * Hv * dk);
-        be_read(be3, St, 0, 2 * Hv, p + T * C + T * Hv * dk + 2 * TR);
-        be_views_reset(be3);
-        be_tensor *all[] = { xt, tl, yt, ot, gt, bt, St, kt, kS };
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-            be_tensor_free(be3, all[i]);
-    }
-    size_t bad = n_out;
-    for (size_t i = 0; i < n_out && bad == n_out; i++)
-        if (memcmp(&got[0][i], &got[1][i], sizeof(float)))
-            bad = i;
-    t_check(name, bad == n_out, "the keeping ops differ from row-at-a-time ops at value %zu of %zu",
-            bad, n_out);
-    free(got[0]); free(got[1]);
-    free(x); free(tail0); free(wv); free(g); free(b); free(S0);
+    keep_case(be3, name, T, Hk, Hv, dk, Kc, false);
 }
 
 /* The chunked form against the recurrence on the same inputs, both from a

@@ -350,7 +350,7 @@ void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be
  * (t+1)*C) of keep_tails, and its state (Hv rows) to rows [t*Hv,
  * (t+1)*Hv) of keep_S; the results and the final state are those of the
  * plain ops. Where a backend lacks them the caller runs the rows one at a
- * time and copies the states. */
+ * time and copies the states (the CPU and CUDA backends have them). */
 bool be_can_keep(be_ctx *be);
 void be_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                            const be_batch *b, be_tensor *y, be_tensor *keep_tails);

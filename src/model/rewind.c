@@ -16,7 +16,7 @@
  * (engine.c: pass_key; the CUDA graphs). Rewinding copies one kept row
  * back: no replay. Several slots keep their states in one pass (the
  * server's verify rows). A backend with the keeping ops (be_can_keep: the
- * CPU) runs a kept slot's run whole instead, the ops writing each row's
+ * CPU and CUDA backends) runs a kept slot's run whole instead, the ops writing each row's
  * state into the kept rows as they go: no per-row calls, no copies (an MTP
  * verify pass of the default model: 0.08-0.10 ms of 2.7 less, record
  * 2026-12-02-cpu-keep). The same run-by-run path serves a pass that saves

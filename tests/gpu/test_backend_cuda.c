@@ -32,6 +32,7 @@
 #include "backend/backend.h"
 #include "include/q36.h"
 #include "test_batch.h"
+#include "keep_case.h"
 #include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -2214,6 +2215,20 @@ static void test_normreg(const be_shape *sh)
     be_free(cx[1]);
 }
 
+/* be_ssm_conv_silu_keep and be_deltanet_keep (k_conv and k_deltanet
+ * writing each row's tail and state) against the plain ops a row at a time,
+ * both on the GPU (tests/keep_case.h). Cases cuda.keep_tT_dkD. */
+static void test_cuda_keep(void)
+{
+    static const int64_t cs[][4] = { { 1, 2, 4, 64 }, { 4, 2, 4, 128 }, { 5, 1, 2, 64 } };
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        char name[64];
+        snprintf(name, sizeof name, "cuda.keep_t%lld_dk%lld", (long long)cs[ci][0],
+                 (long long)cs[ci][3]);
+        keep_case(gpu, name, cs[ci][0], cs[ci][1], cs[ci][2], cs[ci][3], 4, true);
+    }
+}
+
 /* The fused context f's result tf against the default context's in p (the
  * separate kernels: equal bits) and the CPU's in p (rowscale bound eps; 0:
  * equal); false when a backend failed. */
@@ -3664,6 +3679,7 @@ int main(int argc, char **argv)
         if (want_ops("gqa")) test_attn_gqa(&sh);
         if (want_ops("mixed")) test_mv_mixed(&sh);
         if (want_ops("fused")) test_fused(&sh);
+        if (want_ops("keep")) test_cuda_keep();
     }
 
     for (int i = a0; i < argc; i++) {

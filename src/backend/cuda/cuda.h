@@ -444,6 +444,14 @@ void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const 
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                    be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                    const be_batch *b, be_tensor *out);
+/* be_ssm_conv_silu_keep, be_deltanet_keep: k_conv and k_deltanet write the
+ * tail and state after each row of the one run but its last (keep NULL:
+ * the plain ops) */
+void cuda_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                             const be_batch *b, be_tensor *y, be_tensor *keep);
+void cuda_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                        const be_tensor *beta, be_tensor *S, be_tensor *keep, int64_t n_k_heads,
+                        int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);
 void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
                          const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
                          float eps, be_tensor *g, be_tensor *beta, be_tensor *S,

@@ -491,10 +491,13 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
 
 /* Rows t0..t1 of a run (from row0) of channel c: each output the window
  * win (the Kc-1 raw values before t0, oldest first) and the row's raw
- * value times the weights wc, summed in order; win moves along. */
+ * value times the weights wc, summed in order; win moves along. With keep
+ * (be_ssm_conv_silu_keep), the window after each run row t < nk is also
+ * written to keep row t * C + c (row pitch ldk). */
 __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t row0, int t0, int t1,
                                           int64_t c, int Kc, const float *wc, float *win,
-                                          bool silu, float *y, int64_t ldy)
+                                          bool silu, float *y, int64_t ldy, float *keep = nullptr,
+                                          int64_t ldk = 0, int64_t C = 0, int nk = 0)
 {
     /* 8 rows' x loaded before their 8 stores: a load cannot pass a store
      * to y that might alias it, so loading each row after the last row's
@@ -516,6 +519,9 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
             y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
             for (int j = 0; j < Kc - 1; j++)
                 win[j] = win[j + 1];
+            if (keep && tb + i < nk)
+                for (int j = 0; j < Kc - 1; j++)
+                    keep[((int64_t)(tb + i) * C + c) * ldk + j] = win[j];
         }
     }
 }
@@ -523,7 +529,8 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
 /* Thread per (run, channel): the run's rows in order over a window of the
  * Kc-1 previous raw values, then the tail is the window's last values. */
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
-                       int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy)
+                       int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy,
+                       float *keep, int64_t ldk)
 {
     cuda_pdl_enter();
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -537,7 +544,7 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         win[j] = tl[j];
     for (int j = 0; j < Kc; j++)
         wc[j] = w[c * Kc + j];
-    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy);
+    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy, keep, ldk, C, n - 1);
     for (int j = 0; j < Kc - 1; j++)
         tl[j] = win[j];
 }
@@ -590,12 +597,15 @@ __global__ void k_conv_tail(const float *x, int64_t ldx, float *tails, int64_t l
     }
 }
 
+/* With keep (be_ssm_conv_silu_keep: one run of at most CONV_TILE rows),
+ * the tail after each row but the last to keep's rows t * C .. */
 static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
-                 const be_batch *b, bool silu, be_tensor *y)
+                 const be_batch *b, bool silu, be_tensor *y, be_tensor *keep = nullptr)
 {
     const int64_t C = x->cols, Kc = (int64_t)w->t->ne[0];
     assert(w->type == 0 && (int64_t)w->t->ne[1] == C && tails->cols == Kc - 1);
     assert(y->rows == x->rows && y->cols == C && Kc >= 2 && Kc <= CONV_MAX_K);
+    assert(!keep || (b->n_seq == 1 && x->rows <= CONV_TILE && keep->cols == Kc - 1));
     if (!x->rows || !b->n_seq)
         return;
     cuda_ctx *c = cuda_ctx_of(be);
@@ -603,7 +613,8 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
     if (x->rows <= CONV_TILE) {    /* decode: one kernel walks each run */
         cuda_launch(k_conv, grid, 128, 0, c->stream,
             (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
-            (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld);
+            (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld,
+            keep ? (float *)keep->data : (float *)nullptr, keep ? keep->ld : (int64_t)0);
         CUDA_LAUNCHED(be, "k_conv");
         return;
     }
@@ -632,11 +643,17 @@ void cuda_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_we
 void cuda_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                         const be_batch *b, be_tensor *y)
 {
+    cuda_ssm_conv_silu_keep(be, x, tails, w, b, y, NULL);
+}
+
+void cuda_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
+                             const be_batch *b, be_tensor *y, be_tensor *keep)
+{
     if (cuda_ctx_of(be)->fused) {
-        conv(be, x, tails, w, b, true, y);
+        conv(be, x, tails, w, b, true, y, keep);
         return;
     }
-    conv(be, x, tails, w, b, false, y);
+    conv(be, x, tails, w, b, false, y, keep);
     cuda_silu(be, y, y);
 }
 
@@ -670,11 +687,13 @@ __device__ __forceinline__ void dn_l2(float x[NPL], const dn_gates &G)
         x[m] = x[m] * scale * G.post;
 }
 
+/* With keep (be_deltanet_keep: one run), the state after each of the
+ * run's rows but the last also goes to keep's rows t * Hv + h (pitch ldS) */
 template <int NPL, bool GATED>   /* state rows per lane: dk / 32 */
 __global__ void __launch_bounds__(128)
 k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const float *beta,
            int64_t ldb, float *S, int64_t ldS, int64_t Hk, int64_t Hv, const int32_t *runs,
-           float *out, int64_t ldo, dn_gates G)
+           float *out, int64_t ldo, dn_gates G, float *keep)
 {
     cuda_pdl_enter();
     constexpr int DK = NPL * 32;
@@ -735,6 +754,12 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
             o_ += __shfl_xor_sync(0xffffffffu, o_, o);
         if (!lane)
             out[r * ldo + h * DK + j] = o_ * oscale;
+        if (keep && t + 1 < n) {
+            float *kc = keep + ((int64_t)t * Hv + h) * ldS + j * DK;
+            #pragma unroll
+            for (int m = 0; m < NPL; m++)
+                kc[lane + 32 * m] = st[m];
+        }
     }
     #pragma unroll
     for (int m = 0; m < NPL; m++)
@@ -745,10 +770,12 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
  * un-normed q and k */
 static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
-                     const be_batch *b, be_tensor *out, const dn_gates &G)
+                     const be_batch *b, be_tensor *out, const dn_gates &G,
+                     be_tensor *keep = nullptr)
 {
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk && out->cols == n_v_heads * dk);
     assert(S->cols == dk * dk);
+    assert(!keep || (b->n_seq == 1 && keep->cols == dk * dk && keep->ld == S->ld));
     if (!qkv->rows || !b->n_seq)
         return;
     dim3 grid((unsigned)n_v_heads, (unsigned)b->n_seq, (unsigned)((dk + 3) / 4));
@@ -757,7 +784,8 @@ static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const
 #define DN1(NPL, GT) cuda_launch(k_deltanet<NPL, GT>, grid, 128, 0, st, (const float *)qkv->data,   \
         qkv->ld, g ? (const float *)g->data : nullptr, g ? g->ld : 0,                            \
         beta ? (const float *)beta->data : nullptr, beta ? beta->ld : 0, (float *)S->data, S->ld, \
-        n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld, G)
+        n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld, G, \
+        keep ? (float *)keep->data : (float *)nullptr)
 #define DN(NPL) do { if (gated) DN1(NPL, true); else DN1(NPL, false); } while (0)
     switch (dk) {
     case 32: DN(1); break;
@@ -781,6 +809,15 @@ void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
     assert(g->cols == n_v_heads && beta->cols == n_v_heads);
     const dn_gates none = {};
     deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out, none);
+}
+
+void cuda_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
+                        const be_tensor *beta, be_tensor *S, be_tensor *keep, int64_t n_k_heads,
+                        int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
+{
+    assert(g->cols == n_v_heads && beta->cols == n_v_heads);
+    const dn_gates none = {};
+    deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out, none, keep);
 }
 
 /* be_deltanet_gated: one kernel with Q36_CUDA_FUSED, else the three ops */
