@@ -75,11 +75,11 @@ void model_keep_batches(q36_engine *e, int n_seq)
     be_ctx *be = e->be;
     for (int s = 0; s < n_seq; s++) {
         const be_seq r = e->seq[s];
-        if (e->keep[r.slot])
+        if (e->keep[r.slot] && !be_can_keep(be))     /* a kept slot row by row */
             for (int32_t t = 0; t < r.n_rows; t++)
                 be_batch_set(be, &e->keep_b[(int64_t)s * e->n_keep + t], 1,
                              &(be_seq){ r.slot, 0, 1, r.pos0 + t });
-        if (!e->keep[r.slot] || be_can_keep(be))    /* the run whole (be_deltanet_keep) */
+        else                                          /* the run whole */
             be_batch_set(be, &e->keep_run_b[s], 1, &(be_seq){ r.slot, 0, r.n_rows, r.pos0 });
     }
     e->keep_ready = true;
@@ -114,28 +114,24 @@ static void dn_run(q36_engine *e, int il, be_batch *b, bool set, int sl, int64_t
     be_ctx *be = e->be;
     if (set)
         be_batch_set(be, b, 1, &(be_seq){ sl, 0, (int32_t)n, (int32_t)p0 });
-    be_tensor *ct = be_rows(be, conv, a, n);
+    be_tensor *ct = be_rows(be, conv, a, n), *xr = be_rows(be, mixed, a, n);
+    be_tensor *gr = be_rows(be, g, a, n), *br = be_rows(be, beta, a, n), *cr = be_rows(be, core, a, n);
     const be_weight *cw = e->w.layer[il].ssm_conv;
-    if (keep) {
-        const int64_t K = e->n_keep, Cc = be_rows_of(e->tail[il]) / e->n_slots;
-        be_ssm_conv_silu_keep(be, be_rows(be, mixed, a, n), e->tail[il], cw, b, ct,
+    const int64_t K = e->n_keep, Cc = be_rows_of(e->tail[il]) / e->n_slots;
+    if (keep)
+        be_ssm_conv_silu_keep(be, xr, e->tail[il], cw, b, ct,
                               be_rows(be, e->keep_tail[il], (int64_t)sl * K * Cc, K * Cc));
-        be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
-        be_l2_norm(be, qk, hp->eps, dk, qk);
-        be_deltanet_keep(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il],
-                         be_rows(be, e->keep_S[il], (int64_t)sl * K * Hv, K * Hv), Hk, Hv, dk, b,
-                         be_rows(be, core, a, n));
-        return;
-    }
-    be_ssm_conv_silu(be, be_rows(be, mixed, a, n), e->tail[il], cw, b, ct);
+    else
+        be_ssm_conv_silu(be, xr, e->tail[il], cw, b, ct);
     be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
     be_l2_norm(be, qk, hp->eps, dk, qk);
-    if (e->fast && n > 1)
-        be_deltanet_chunked(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk,
-                            Hv, dk, b, be_rows(be, core, a, n));
+    if (keep)
+        be_deltanet_keep(be, ct, gr, br, e->S[il],
+                         be_rows(be, e->keep_S[il], (int64_t)sl * K * Hv, K * Hv), Hk, Hv, dk, b, cr);
+    else if (e->fast && n > 1)
+        be_deltanet_chunked(be, ct, gr, br, e->S[il], Hk, Hv, dk, b, cr);
     else
-        be_deltanet(be, ct, be_rows(be, g, a, n), be_rows(be, beta, a, n), e->S[il], Hk, Hv, dk,
-                    b, be_rows(be, core, a, n));
+        be_deltanet(be, ct, gr, br, e->S[il], Hk, Hv, dk, b, cr);
 }
 
 void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_tensor *conv,
