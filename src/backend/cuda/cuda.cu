@@ -893,20 +893,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
-    {
-        const char *kn = getenv("Q36_CUDA_KNOCK"), *dr = getenv("Q36_CUDA_DROP");
-        cuda_drop = dr && *dr;
-        if (cuda_drop)
-            kn = dr;
-        cuda_knock = kn && *kn ? kn : NULL;
-        if (cuda_knock)
-            fprintf(stderr, "q36: %s=%s: those kernels %s, results are wrong\n",
-                    cuda_drop ? "Q36_CUDA_DROP" : "Q36_CUDA_KNOCK", kn,
-                    cuda_drop ? "are not launched" : "run one block");
-        const char *pad = getenv("Q36_CUDA_PAD");
-        cuda_pad = pad ? atoi(pad) : 0;
-        cuda_pad = cuda_pad < 0 ? 0 : cuda_pad > 16 ? 16 : cuda_pad;
-    }
+    cuda_diag_init();
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -315,6 +315,8 @@ extern bool cuda_drop;
  * is followed by N empty kernels of one warp on the same terms (PDL), so
  * that a timed step shows what a node of the chain costs by itself. */
 extern int cuda_pad;
+/* Reads Q36_CUDA_KNOCK, Q36_CUDA_DROP and Q36_CUDA_PAD (cuda_prof.cu) */
+void cuda_diag_init(void);
 static __global__ void k_pad(void) { cuda_pdl_enter(); }
 
 template <typename T> struct cuda_same { typedef T type; };   /* no deduction through it */

@@ -167,8 +167,9 @@ void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
  * name is its identifier (the mangled name's first part: "k_matvec8" for
  * every instance of that template), matched whole against the list's
  * words; a word ~PART matches any kernel whose mangled name holds PART
- * ("~k_matvec8ILi14E": the Q6_K instances of k_matvec8). Answers are kept per kernel; launches come from one thread a
- * context, but contexts may live on several, hence the lock. */
+ * ("~k_matvec8ILi14E": the Q6_K instances of k_matvec8). Answers are
+ * kept per kernel; launches come from one thread a context, but contexts
+ * may live on several, hence the lock. */
 #include <pthread.h>
 #include <string.h>
 
@@ -178,33 +179,41 @@ int cuda_pad;
 
 static bool knock_listed(const char *name)
 {
-    for (const char *w = cuda_knock; *w;) {     /* ~WORD: a part of the mangled name */
-        size_t m = strcspn(w, ",");
-        if (*w == '~' && m > 1) {
-            char part[128];
-            const size_t pm = m - 1 < sizeof part - 1 ? m - 1 : sizeof part - 1;
-            memcpy(part, w + 1, pm);
-            part[pm] = 0;
-            if (strstr(name, part))
-                return true;
-        }
-        w += m + (w[m] == ',');
-    }
-    size_t n = strlen(name);
-    if (!strncmp(name, "_Z", 2)) {          /* _Z <length> <identifier> ... */
+    const size_t nn = strlen(name);
+    const char *id = name;                  /* _Z <length> <identifier> ...: the identifier */
+    size_t idn = nn;
+    if (!strncmp(name, "_Z", 2)) {
         char *end;
-        unsigned long len = strtoul(name + 2, &end, 10);
-        if (end == name + 2 || len > strlen(end))
-            return false;
-        name = end, n = len;
+        const unsigned long len = strtoul(name + 2, &end, 10);
+        if (end != name + 2 && len <= strlen(end))
+            id = end, idn = len;
     }
     for (const char *w = cuda_knock; *w;) {
-        size_t m = strcspn(w, ",");
-        if ((m == 3 && !strncmp(w, "all", 3)) || (m == n && !strncmp(w, name, n)))
+        const size_t m = strcspn(w, ",");
+        if ((m == 3 && !strncmp(w, "all", 3)) || (m == idn && !strncmp(w, id, idn)) ||
+            (*w == '~' && m > 1 && memmem(name, nn, w + 1, m - 1)))
             return true;
         w += m + (w[m] == ',');
     }
     return false;
+}
+
+/* The switches of cuda.h's diagnostics, read when a context is made
+ * (process-wide, as cuda_pdl) */
+void cuda_diag_init(void)
+{
+    const char *kn = getenv("Q36_CUDA_KNOCK"), *dr = getenv("Q36_CUDA_DROP");
+    cuda_drop = dr && *dr;
+    if (cuda_drop)
+        kn = dr;
+    cuda_knock = kn && *kn ? kn : NULL;
+    if (cuda_knock)
+        fprintf(stderr, "q36: %s=%s: those kernels %s, results are wrong\n",
+                cuda_drop ? "Q36_CUDA_DROP" : "Q36_CUDA_KNOCK", kn,
+                cuda_drop ? "are not launched" : "run one block");
+    const char *pad = getenv("Q36_CUDA_PAD");
+    cuda_pad = pad ? atoi(pad) : 0;
+    cuda_pad = cuda_pad < 0 ? 0 : cuda_pad > 16 ? 16 : cuda_pad;
 }
 
 bool cuda_knocked(const void *fn)
