@@ -82,7 +82,7 @@ void cpu_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *se
  * one thread, Zen 5 (record 2026-12-02-cpu-argmax, argmax-bench.txt): the
  * scan's compare chain 67 us, one pass keeping each lane's value and
  * first index 31 us, these two passes 8 us. */
-int64_t cpu_argmax_row(const float *v, int64_t n)
+static int64_t argmax_row(const float *v, int64_t n)
 {
     if (n <= 1 || v[0] != v[0])
         return 0;
@@ -123,12 +123,12 @@ int64_t cpu_argmax_row(const float *v, int64_t n)
     return c;
 }
 
-/* be_argmax: cpu_argmax_row of each row */
+/* be_argmax: argmax_row of each row */
 void cpu_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
 {
     CPU_PROF_BEGIN(be);
     for (int64_t r = 0; r < x->rows; r++)
-        ((int32_t *)ids->data)[r * ids->ld] = (int32_t)cpu_argmax_row(cpu_row(x, r), x->cols);
+        ((int32_t *)ids->data)[r * ids->ld] = (int32_t)argmax_row(cpu_row(x, r), x->cols);
     CPU_PROF_END(be, BE_PROF_ARGMAX);
 }
 
