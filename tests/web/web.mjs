@@ -255,7 +255,12 @@ try {
       await page.keyboard.press('Enter');
       // (the first token, after the prompt of every earlier test's turns:
       // seconds on a loaded 2-core machine, so a generous bound)
-      await until('the reply starts', async () => ((await lastReply()) || {}).text > 0, 15000, 20);
+      // (or ends: a reply of no text at all, the end token drawn first, is
+      // one that ended on its own; CI once waited out the 15 s on one)
+      await until('the reply starts', async () => {
+        const l = (await lastReply()) || {};
+        return l.text > 0 || l.state === 'done';
+      }, 15000, 20);
       if (await page.$eval('#stop', (e) => e.disabled)) { // it ended on its own already
         r = await lastReply();
         continue;
