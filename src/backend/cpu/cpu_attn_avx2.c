@@ -267,6 +267,23 @@ T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const 
             for (int c = 0; c < NC; c++)
                 a[qi][c] = _mm256_loadu_ps(al + qi * 8 * hd + 8 * c);
         int64_t pp = l;
+        /* positions every query sees, then those only some see */
+        for (; pp < nmin; pp += 8) {
+            if (PF)
+                for (int64_t b = 64; b < hd * es; b += 64)
+                    _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
+            __m256 v[3];
+#pragma GCC unroll 3
+            for (int c = 0; c < NC; c++)
+                v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < NQ; qi++) {
+                const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
+#pragma GCC unroll 3
+                for (int c = 0; c < NC; c++)
+                    a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
+            }
+        }
         for (; pp < nmax; pp += 8) {
             if (PF)
                 for (int64_t b = 64; b < hd * es; b += 64)
@@ -275,24 +292,14 @@ T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const 
 #pragma GCC unroll 3
             for (int c = 0; c < NC; c++)
                 v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
-            if (pp < nmin) {
 #pragma GCC unroll 4
-                for (int qi = 0; qi < NQ; qi++) {
-                    const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
+            for (int qi = 0; qi < NQ; qi++) {
+                if (pp >= nv[qi])
+                    continue;
+                const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
 #pragma GCC unroll 3
-                    for (int c = 0; c < NC; c++)
-                        a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
-                }
-            } else {
-#pragma GCC unroll 4
-                for (int qi = 0; qi < NQ; qi++) {
-                    if (pp >= nv[qi])
-                        continue;
-                    const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
-#pragma GCC unroll 3
-                    for (int c = 0; c < NC; c++)
-                        a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
-                }
+                for (int c = 0; c < NC; c++)
+                    a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
             }
         }
 #pragma GCC unroll 4
@@ -311,8 +318,14 @@ T256 INL void pvr_queries(const int NQ, const int F16, const float *p, int64_t p
 {
     const int64_t hd8 = hd - hd % 8;
     int64_t d0 = 0;
+    /* the first column slice of the first group asks for the rows (PF a
+     * constant in each instantiation, as F16) */
+    if (first && d0 + 24 <= hd8) {
+        pvr_tile(NQ, 3, F16, 1, p, pld, nv, src, ld, hd, d0, acc);
+        d0 += 24;
+    }
     for (; d0 + 24 <= hd8; d0 += 24)
-        pvr_tile(NQ, 3, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
+        pvr_tile(NQ, 3, F16, 0, p, pld, nv, src, ld, hd, d0, acc);
     if (d0 + 16 <= hd8)
         pvr_tile(NQ, 2, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
     else if (d0 + 8 <= hd8)
@@ -327,7 +340,7 @@ T256 INL void pvr_queries(const int NQ, const int F16, const float *p, int64_t p
             }
 }
 
-T256 static void pvr_f(const int F16, int64_t nq, int64_t hd, const float *p, int64_t pld,
+T256 INL void pvr_f(const int F16, int64_t nq, int64_t hd, const float *p, int64_t pld,
                        const int64_t *nv, const void *src, int64_t ld, float *acc)
 {
     int64_t i = 0;
