@@ -108,6 +108,24 @@ AVX2 INLINE float sum8_avx2(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+/* sum8 of eight registers at once, as a transpose: lane k of the result
+ * is sum8 of v[(k % 4) * 2 + k / 4]; each add is one of sum8's (lanes i
+ * and i+4, then (0+4)+(2+6) and (1+5)+(3+7), then the two), 21
+ * instructions for the 8 sums where sum8_avx2 takes 6 each. */
+AVX2 INLINE __m256 sum8x8(const __m256 *v)
+{
+    __m256 t[4], u[2];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)        /* lanes i and i+4 of v[2i] (low) and v[2i+1] (high) */
+        t[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)        /* (0+4)+(2+6), (1+5)+(3+7) */
+        u[i] = _mm256_add_ps(_mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0x44),
+                             _mm256_shuffle_ps(t[2 * i], t[2 * i + 1], 0xEE));
+    return _mm256_add_ps(_mm256_shuffle_ps(u[0], u[1], 0x88), _mm256_shuffle_ps(u[0], u[1], 0xDD));
+}
+
 AVX512 INLINE __m512 sum8x2(__m512 v)
 {
     v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -186,7 +204,12 @@ typedef void (*q8_shape_fn)(int64_t nb, const uint8_t *w, uint64_t wrb, const ui
  * vpmaddubsw, vpmaddwd, vcvtdq2ps and one fused multiply-add, and the 8
  * accumulators, the rows' codes and their magnitudes stay in the 16
  * registers. The products are exact (two f16 significands), so each lane
- * sees the same fma operands in the same order: pick_dot's bits. */
+ * sees the same fma operands in the same order: pick_dot's bits.
+ * A pair of rows' scales are packed as the first token group meets them,
+ * not for the whole pack beforehand: that pass read a pack's rows from
+ * memory alone, a scalar load a block, before the kernel read them again
+ * (the default model's head, K 256 x 151,680 rows, times 4 tokens: 3.67 ->
+ * 2.79 ms, one thread, test_cpu_gemm_q8 bench, Zen 5 under the AVX2 cap). */
 #define Q8P_WS_MAX 8192        /* weight scales one pack holds (32 KiB) */
 #define Q8P_BLOCKS_MAX 2048    /* K <= 65536; longer rows take q8_avx2_block */
 
@@ -224,6 +247,21 @@ AVX2 INLINE void q8p_block(const int NR, const int NT, int64_t nb, const uint8_t
                                             _mm256_cvtepi32_ps(i32), acc[r][t]);
             }
         }
+    }
+    if (NR == 2 && NT == 4) {
+        /* v[2i] and v[2i+1]: outputs i and i+4 of the 8, output o = (row o / 4, token o % 4) */
+        __m256 v[8];
+        _Alignas(32) float sums[8];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            v[2 * i] = acc[0][i];
+            v[2 * i + 1] = acc[1][i];
+        }
+        _mm256_store_ps(sums, sum8x8(v));
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++)    /* lane k: v[(k % 4) * 2 + k / 4] = acc[k / 4][k % 4] */
+            y[(k % 4) * ldy + k / 4] = sums[k];
+        return;
     }
 #pragma GCC unroll 2
     for (int r = 0; r < NR; r++)
@@ -265,8 +303,6 @@ AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int6
     _Alignas(32) float da[4 * Q8P_BLOCKS_MAX];
     for (int64_t r0 = 0; r0 < nr; r0 += rows) {
         const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
-        for (int64_t r = r0; r < r1; r++)
-            q8_scales(nb, w + (uint64_t)r * wrb, ws + (r - r0) * nb, 1);
         for (int64_t t = 0; t < nt; t += 4) {
             const int64_t u = nt - t < 4 ? nt - t : 4;
             for (int64_t i = 0; i < u; i++)
@@ -277,6 +313,9 @@ AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int6
             for (int64_t r = r0; r < r1; r += 2) {
                 const int64_t m = r1 - r < 2 ? 1 : 2;
                 const float *ws0 = ws + (r - r0) * nb;
+                if (t == 0)
+                    for (int64_t i = 0; i < m; i++)
+                        q8_scales(nb, w + (uint64_t)(r + i) * wrb, ws + (r + i - r0) * nb, 1);
                 tab[m - 1][u - 1](nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + m - 1) * wrb, ws0,
                                   ws0 + (m - 1) * nb, a + (uint64_t)t * arb, arb, da,
                                   y + t * ldy + r, ldy);
