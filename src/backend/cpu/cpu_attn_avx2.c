@@ -248,7 +248,21 @@ T256 void cpu_attn256_softmax(int64_t n, float *s, int f16)
  * the reference's. Positions at or past a query's nv[i] are skipped (a
  * fused multiply-add with a zero probability is not a no-op). PF: the
  * first pass over a row asks for the rest of it. */
-T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const float *p,
+/* Columns d0 .. d0+8*NC-1 of cache row pp as NC vectors; PF: ask for the
+ * rest of the row first. */
+T256 INL void pvr_row(const int NC, const int F16, const int PF, const void *src, int64_t ld,
+                      int64_t hd, int64_t pp, int64_t d0, __m256 *v)
+{
+    const int64_t es = F16 ? 2 : 4;
+    if (PF)
+        for (int64_t b = 64; b < hd * es; b += 64)
+            _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
+#pragma GCC unroll 3
+    for (int c = 0; c < NC; c++)
+        v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
+}
+
+T256 INL void pvr_tile(const int NQ, const int NC, const int F16, const int PF, const float *p,
                        int64_t pld, const int64_t *nv, const void *src, int64_t ld, int64_t hd,
                        int64_t d0, float *acc)
 {
@@ -257,7 +271,6 @@ T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const 
         nmax = nv[qi] > nmax ? nv[qi] : nmax;
         nmin = nv[qi] < nmin ? nv[qi] : nmin;
     }
-    const int64_t es = F16 ? 2 : 4;
     for (int64_t l = 0; l < 8 && l < nmax; l++) {
         float *al = acc + l * hd + d0;
         __m256 a[4][3];
@@ -269,13 +282,8 @@ T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const 
         int64_t pp = l;
         /* positions every query sees, then those only some see */
         for (; pp < nmin; pp += 8) {
-            if (PF)
-                for (int64_t b = 64; b < hd * es; b += 64)
-                    _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
             __m256 v[3];
-#pragma GCC unroll 3
-            for (int c = 0; c < NC; c++)
-                v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
+            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
 #pragma GCC unroll 4
             for (int qi = 0; qi < NQ; qi++) {
                 const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
@@ -285,13 +293,8 @@ T256 INL void pvr_tile(const int NQ, const int NC, const int F16, int PF, const 
             }
         }
         for (; pp < nmax; pp += 8) {
-            if (PF)
-                for (int64_t b = 64; b < hd * es; b += 64)
-                    _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
             __m256 v[3];
-#pragma GCC unroll 3
-            for (int c = 0; c < NC; c++)
-                v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
+            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
 #pragma GCC unroll 4
             for (int qi = 0; qi < NQ; qi++) {
                 if (pp >= nv[qi])
