@@ -9,12 +9,11 @@
  * the query heads of its group (or a part of them) and a tile of query
  * rows, about 32 query vectors: each K and V row is read from memory once
  * for all of them (once per query head and row before, and widened from
- * f16 each time), scores for the whole tile are kept, and V is transposed
- * per block of positions so that the lane accumulators of 16 positions
- * fill one vector (cpu_attn_avx512.c); cpu_attn_avx2.c, on CPUs without
- * AVX-512, reads V rows as they are into the reference's accumulator
- * layout (pv_rows); the generic kernels widen a block of rows to f32 and
- * use cpu_fdot's dot and axpy.
+ * f16 each time), scores for the whole tile are kept, and the vector
+ * kernels (cpu_attn_avx512.c, cpu_attn_avx2.c on CPUs without AVX-512)
+ * read V rows as they are into the reference's accumulator layout
+ * (pv_rows); the generic kernels widen a block of rows to f32 and use
+ * cpu_fdot's dot and axpy.
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
  * group is split over items.
@@ -283,8 +282,6 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
         if (ks) {
-            if (!ks->pv_rows)
-                ks->vt(nb, hd, cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16, B);
             int64_t nv[64];
             for (int64_t i0 = 0; i0 < nq; i0 += 64) {
                 const int64_t m = nq - i0 < 64 ? nq - i0 : 64;
@@ -292,12 +289,9 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
                     const int64_t n = n_kv_of(pl, r0, i0 + i) - p0;
                     nv[i] = n < 0 ? 0 : n < nb ? n : nb;
                 }
-                if (ks->pv_rows)
-                    ks->pv_rows(m, hd, S + i0 * pl->sld + p0, pl->sld, nv,
-                                cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16,
-                                A + i0 * ks->lanes * hd);
-                else
-                    ks->pv(m, hd, S + i0 * pl->sld + p0, pl->sld, nv, B, A + i0 * ks->lanes, nq);
+                ks->pv_rows(m, hd, S + i0 * pl->sld + p0, pl->sld, nv,
+                            cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16,
+                            A + i0 * ks->lanes * hd);
             }
         } else {
             cache_rows(pl, pl->vc, kvh, p0, nb, B);
@@ -313,7 +307,7 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
         const int64_t r = r0 + i / pl->hsub, h = h0 + i % pl->hsub;
         float *o = cpu_row(pl->out, r) + h * hd;
         if (ks) {
-            ks->out(hd, A + i * ks->lanes * (ks->pv_rows ? hd : 1), nq, o);
+            ks->out(hd, A + i * ks->lanes * hd, nq, o);
             continue;
         }
         for (int64_t d = 0; d < hd; d++) {
@@ -368,8 +362,8 @@ static void attn_task(void *arg, int64_t i0, int64_t i1, int tid)
 }
 
 static const cpu_attn_kernels attn512_kernels = {
-    16, cpu_attn512_scores, cpu_attn512_softmax, cpu_attn512_scale_round, cpu_attn512_vt,
-    cpu_attn512_pv, cpu_attn512_out, NULL,
+    16, cpu_attn512_scores, cpu_attn512_softmax, cpu_attn512_scale_round, cpu_attn512_pv_rows,
+    cpu_attn512_out,
 };
 
 int cpu_attn_best_path(void)

@@ -38,26 +38,23 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
 /* The vector kernels of one path, with L = lanes (16 or 8) the positions
  * per vector, as declared for the AVX-512 set below; the AVX2 set is the
  * same with 8 in place of 16 (lane = position mod 8, scores in the 8-lane
- * order, zeros up to nb rounded up to 8), except that it has no vt and pv
- * but pv_rows, with the reference's accumulator layout (see below), which
- * its out reads (ald unused). */
+ * order, zeros up to nb rounded up to 8). */
 typedef struct {
     int lanes;
     void (*scores)(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld, int f16,
                    int64_t nb, float scale, float *s, int64_t sld);
     void (*softmax)(int64_t n, float *s, int f16);
     void (*scale_round)(int64_t n, float *x, float v, int f16);
-    void (*vt)(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
-    void (*pv)(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-               const float *vt, float *acc, int64_t ald);
-    void (*out)(int64_t hd, const float *acc, int64_t ald, float *o);
-    /* When set, in place of vt and pv: lane accumulators of nq query
-     * vectors, acc[(i * L + lane) * hd + d] (query i's block of L x hd, as
-     * cpu_attention_ref's), += probabilities p[i * pld + pp] times row pp,
-     * column d of the cache rows at src (ld elements apart, f16 when f16),
-     * fused, in position order, for pp < nv[i] (nv[i] <= CPU_ATTN_KB). */
+    /* Lane accumulators of nq query vectors, acc[(i * L + lane) * hd + d]
+     * (query i's block of L x hd, as cpu_attention_ref's), += probabilities
+     * p[i * pld + pp] times row pp, column d of the cache rows at src (ld
+     * elements apart, f16 when f16), fused, in position order, for
+     * pp < nv[i] (nv[i] <= CPU_ATTN_KB). */
     void (*pv_rows)(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
                     const void *src, int64_t ld, int f16, float *acc);
+    /* o[d] = the halving-tree sum over the L lanes of one query's block
+     * (acc[lane * hd + d]); ald unused */
+    void (*out)(int64_t hd, const float *acc, int64_t ald, float *o);
 } cpu_attn_kernels;
 
 /* ---------------------------------- scalar pieces of the vector kernels */
@@ -97,20 +94,6 @@ static inline void cpu_attn_prefetch_rows(const void *src, int64_t ld, int f16, 
     }
 }
 
-/* Column d of rows p0 .. p0+nr-1 into vt[d * CPU_ATTN_KB + p0 ..], zeros
- * from nr to L (a transposed V block's columns past the last vector). */
-static inline void cpu_attn_vt_column(const void *src, int64_t ld, int f16, int64_t p0, int64_t nr,
-                                      int64_t d, int L, float *vt)
-{
-    for (int64_t k = 0; k < L; k++) {
-        float x = 0.0f;
-        if (k < nr)
-            x = f16 ? quant_f16_to_f32(((const uint16_t *)src)[(p0 + k) * ld + d])
-                    : ((const float *)src)[(p0 + k) * ld + d];
-        vt[d * CPU_ATTN_KB + p0 + k] = x;
-    }
-}
-
 /* ------------------------------------- AVX-512 kernels (cpu_attn_avx512.c) */
 
 /* s[i * sld + k] = dot(key k, query i) * scale for queries i < nq (rows
@@ -125,18 +108,12 @@ void cpu_attn512_scores(int64_t hd, int64_t nq, const float *q, const void *src,
 void cpu_attn512_softmax(int64_t n, float *s, int f16);
 /* x[i] = x[i] * v for i < n, then rounded to f16 and back when f16. */
 void cpu_attn512_scale_round(int64_t n, float *x, float v, int f16);
-/* vt[d * CPU_ATTN_KB + p] = row p, column d, for p < n (rows of hd values,
- * f16 when f16, ld elements apart), 0 from n to n rounded up to 16. */
-void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt);
-/* Lane accumulators of nq query vectors (acc + (d * ald + i) * 16, lane =
- * position mod 16) += probabilities p[i * pld + pp] times vt column d
- * row pp, fused, in position order, for pp < nv[i] (nv[i] <= CPU_ATTN_KB).
- * Column-major accumulators: the 4 columns a pass works on are contiguous
- * for all queries (query-major, they sat 16 KiB apart and fought over the
- * same L1 sets). */
-void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                    const float *vt, float *acc, int64_t ald);
-/* o[d] = the halving-tree sum of the 16 lanes of acc + d * ald * 16, d < hd. */
+/* Lane accumulators of nq query vectors, acc[(i * 16 + lane) * hd + d]
+ * (lane = position mod 16), += probabilities times the cache rows: the
+ * cpu_attn_kernels pv_rows contract at 16 lanes. */
+void cpu_attn512_pv_rows(int64_t nq, int64_t hd, const float *p, int64_t pld,
+                         const int64_t *nv, const void *src, int64_t ld, int f16, float *acc);
+/* o[d] = the halving-tree sum of acc[lane * hd + d] over the 16 lanes. */
 void cpu_attn512_out(int64_t hd, const float *acc, int64_t ald, float *o);
 
 /* ---------------------------------------- AVX2 kernels (cpu_attn_avx2.c) */

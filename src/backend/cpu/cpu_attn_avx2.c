@@ -4,8 +4,8 @@
  * (f16 widened with vcvtph2ps), 8 keys at a time in ggml_vec_dot_f32's
  * 8-lane order, the softmax, probabilities scaled and rounded to f16, and
  * probabilities times V in the f32 GEMM's 8-lane order straight from the
- * cache rows (pv_rows). The scores and softmax are cpu_attn_avx512.c's at
- * half the width.
+ * cache rows (pv_rows, cpu_attn_pvr.h's body at 8 lanes). The scores and
+ * softmax are cpu_attn_avx512.c's at half the width.
  *
  * Same bits as the reference (cpu_attn_ref.c at W = 8), by construction:
  *  - a score keeps ggml_vec_dot_f32's four accumulators (steps of 32), its
@@ -238,158 +238,21 @@ T256 void cpu_attn256_softmax(int64_t n, float *s, int f16)
     cpu_attn256_scale_round(n, s, (float)(1.0 / sum), f16);
 }
 
-/* Probabilities times V straight from the cache rows, no transposed block.
- * The reference's lane accumulator (query i, lane l = position mod 8,
- * column d) is acc[(i * 8 + l) * hd + d]; a vector holds 8 columns of one
- * lane, and a register tile of NQ queries x NC column vectors of one lane
- * takes positions l, l+8, l+16, ... in order: one V chunk (widened from f16)
- * per column vector and position serves NQ fused multiply-adds with the
- * queries' broadcast probabilities, each lane's chain in position order as
- * the reference's. Positions at or past a query's nv[i] are skipped (a
- * fused multiply-add with a zero probability is not a no-op). PF: the
- * first pass over a row asks for the rest of it. */
-/* Columns d0 .. d0+8*NC-1 of cache row pp as NC vectors; PF: ask for the
- * rest of the row first. */
-T256 INL void pvr_row(const int NC, const int F16, const int PF, const void *src, int64_t ld,
-                      int64_t hd, int64_t pp, int64_t d0, __m256 *v)
-{
-    const int64_t es = F16 ? 2 : 4;
-    if (PF)
-        for (int64_t b = 64; b < hd * es; b += 64)
-            _mm_prefetch((const char *)src + pp * ld * es + b, _MM_HINT_T0);
-#pragma GCC unroll 3
-    for (int c = 0; c < NC; c++)
-        v[c] = KROW8(F16, src, ld, pp, d0 + 8 * c);
-}
-
-T256 INL void pvr_tile(const int NQ, const int NC, const int F16, const int PF, const float *p,
-                       int64_t pld, const int64_t *nv, const void *src, int64_t ld, int64_t hd,
-                       int64_t d0, float *acc)
-{
-    int64_t nmax = 0, nmin = CPU_ATTN_KB;
-    for (int qi = 0; qi < NQ; qi++) {
-        nmax = nv[qi] > nmax ? nv[qi] : nmax;
-        nmin = nv[qi] < nmin ? nv[qi] : nmin;
-    }
-    for (int64_t l = 0; l < 8 && l < nmax; l++) {
-        float *al = acc + l * hd + d0;
-        __m256 a[4][3];
-#pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 3
-            for (int c = 0; c < NC; c++)
-                a[qi][c] = _mm256_loadu_ps(al + qi * 8 * hd + 8 * c);
-        int64_t pp = l;
-        /* positions every query sees, then those only some see */
-        for (; pp < nmin; pp += 8) {
-            __m256 v[3];
-            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
-#pragma GCC unroll 4
-            for (int qi = 0; qi < NQ; qi++) {
-                const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
-#pragma GCC unroll 3
-                for (int c = 0; c < NC; c++)
-                    a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
-            }
-        }
-        for (; pp < nmax; pp += 8) {
-            __m256 v[3];
-            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
-#pragma GCC unroll 4
-            for (int qi = 0; qi < NQ; qi++) {
-                if (pp >= nv[qi])
-                    continue;
-                const __m256 b = _mm256_broadcast_ss(p + qi * pld + pp);
-#pragma GCC unroll 3
-                for (int c = 0; c < NC; c++)
-                    a[qi][c] = _mm256_fmadd_ps(v[c], b, a[qi][c]);
-            }
-        }
-#pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 3
-            for (int c = 0; c < NC; c++)
-                _mm256_storeu_ps(al + qi * 8 * hd + 8 * c, a[qi][c]);
-    }
-}
-
-/* Queries i0 .. i0+NQ-1 over every column: 3 column vectors at a time,
- * then the last 1 or 2, then columns past the last vector one by one. */
-T256 INL void pvr_queries(const int NQ, const int F16, const float *p, int64_t pld,
-                          const int64_t *nv, const void *src, int64_t ld, int64_t hd,
-                          float *acc, int first)
-{
-    const int64_t hd8 = hd - hd % 8;
-    int64_t d0 = 0;
-    /* the first column slice of the first group asks for the rows (PF a
-     * constant in each instantiation, as F16) */
-    if (first && d0 + 24 <= hd8) {
-        pvr_tile(NQ, 3, F16, 1, p, pld, nv, src, ld, hd, d0, acc);
-        d0 += 24;
-    }
-    for (; d0 + 24 <= hd8; d0 += 24)
-        pvr_tile(NQ, 3, F16, 0, p, pld, nv, src, ld, hd, d0, acc);
-    if (d0 + 16 <= hd8)
-        pvr_tile(NQ, 2, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
-    else if (d0 + 8 <= hd8)
-        pvr_tile(NQ, 1, F16, first && d0 == 0, p, pld, nv, src, ld, hd, d0, acc);
-    for (int64_t d = hd8; d < hd; d++)
-        for (int qi = 0; qi < NQ; qi++)
-            for (int64_t pp = 0; pp < nv[qi]; pp++) {
-                const float x = F16 ? quant_f16_to_f32(((const uint16_t *)src)[pp * ld + d])
-                                    : ((const float *)src)[pp * ld + d];
-                float *a = acc + (qi * 8 + pp % 8) * hd + d;
-                *a = __builtin_fmaf(x, p[qi * pld + pp], *a);
-            }
-}
-
-T256 INL void pvr_f(const int F16, int64_t nq, int64_t hd, const float *p, int64_t pld,
-                       const int64_t *nv, const void *src, int64_t ld, float *acc)
-{
-    int64_t i = 0;
-    for (; i + 4 <= nq; i += 4)
-        pvr_queries(4, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
-    if (nq - i == 3)
-        pvr_queries(3, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
-    else if (nq - i == 2)
-        pvr_queries(2, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
-    else if (nq - i == 1)
-        pvr_queries(1, F16, p + i * pld, pld, nv + i, src, ld, hd, acc + i * 8 * hd, i == 0);
-}
-
-T256 void cpu_attn256_pv_rows(int64_t nq, int64_t hd, const float *p, int64_t pld,
-                              const int64_t *nv, const void *src, int64_t ld, int f16, float *acc)
-{
-    if (f16)
-        pvr_f(1, nq, hd, p, pld, nv, src, ld, acc);
-    else
-        pvr_f(0, nq, hd, p, pld, nv, src, ld, acc);
-}
-
-T256 void cpu_attn256_out(int64_t hd, const float *acc, int64_t ald, float *o)
-{
-    (void)ald;
-    const int64_t hd8 = hd - hd % 8;
-    for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
-        __m256 v[8];
-#pragma GCC unroll 8
-        for (int l = 0; l < 8; l++)
-            v[l] = _mm256_loadu_ps(acc + l * hd + d0);
-        /* cpu_lane_sum's halving tree, one column per lane */
-        _mm256_storeu_ps(o + d0, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[0], v[4]),
-                                                             _mm256_add_ps(v[2], v[6])),
-                                               _mm256_add_ps(_mm256_add_ps(v[1], v[5]),
-                                                             _mm256_add_ps(v[3], v[7]))));
-    }
-    for (int64_t d = hd8; d < hd; d++) {
-        float l[8];
-        for (int k = 0; k < 8; k++)
-            l[k] = acc[k * hd + d];
-        o[d] = cpu_lane_sum(l, 8);
-    }
-}
+#define PVR_L 8
+#define PVR_NC 3
+#define PVR_T T256
+#define PVR_V __m256
+#define PVR_ROW KROW8
+#define PVR_SET1(x) _mm256_set1_ps(x)
+#define PVR_FMA _mm256_fmadd_ps
+#define PVR_LOAD _mm256_loadu_ps
+#define PVR_STORE _mm256_storeu_ps
+#define PVR_ADD _mm256_add_ps
+#define PVR_PV_ROWS cpu_attn256_pv_rows
+#define PVR_OUT cpu_attn256_out
+#include "cpu_attn_pvr.h"
 
 const cpu_attn_kernels cpu_attn256_kernels = {
-    8, cpu_attn256_scores, cpu_attn256_softmax, cpu_attn256_scale_round, NULL, NULL,
-    cpu_attn256_out, cpu_attn256_pv_rows,
+    8, cpu_attn256_scores, cpu_attn256_softmax, cpu_attn256_scale_round, cpu_attn256_pv_rows,
+    cpu_attn256_out,
 };

@@ -1,8 +1,9 @@
 /* cpu_attn_avx512.c: the AVX-512 kernels of the tiled attention
  * (cpu_attn.c): scores of up to 4 queries per K row read (f16 widened
- * with vcvtph2ps), 16 keys at a time in ggml_vec_dot_f32's order, probabilities scaled and rounded to f16, a V
- * block transposed so that 16 consecutive positions fill one vector, and
- * probabilities times V in the f32 GEMM's lane order.
+ * with vcvtph2ps), 16 keys at a time in ggml_vec_dot_f32's order,
+ * probabilities scaled and rounded to f16, and probabilities times V in
+ * the f32 GEMM's lane order straight from the cache rows (pv_rows, as
+ * cpu_attn_avx2.c's at 16 lanes).
  *
  * Same bits as the reference (cpu_attn_ref.c), by construction:
  *  - a score keeps ggml_vec_dot_f32's four accumulators, its pairwise
@@ -11,12 +12,21 @@
  *    (tree16): each stage adds the same two lanes the scalar tree adds, so
  *    only where the sums live changes.
  *  - the f32 GEMM's lanes are position mod 16 with fused multiply-adds in
- *    position order; with V transposed, one vector holds the 16 lanes of
- *    one output column, so a lane sees the same fmas in the same order.
- *    Positions past a query's own are left out with a mask (an fma with a
- *    zero probability is not a no-op: it can turn -0 into +0).
+ *    position order: the reference's accumulators, lane l of column d at
+ *    acc[l * hd + d], a vector holding 16 columns of one lane, each lane's
+ *    chain taking its positions in order. Positions past a query's own are
+ *    skipped (an fma with a zero probability is not a no-op: it can turn
+ *    -0 into +0).
  *  - vcvtph2ps is exact; vcvtps2ph with round-to-nearest-even is the
- *    reference's quant_f32_to_f16 for every non-NaN float. */
+ *    reference's quant_f32_to_f16 for every non-NaN float.
+ *
+ * P x V went from a V block transposed into 16-position columns (16x16
+ * shuffle transposes, then a pass over them) to the rows as they are:
+ * under attnbench (one KV head per item, 8 query heads over 2, head 256,
+ * f16 caches, Zen 5), a decode call at depth 4096 over 8 layers' caches
+ * 0.96-1.13 -> 0.70-0.80 ms on one thread, 0.50 -> 0.36-0.41 on two; 512
+ * query rows at depth 4096, two threads, 98-101 -> 81-83 ms
+ * (bench/results/2026-12-03-cpu-attn512-rows). */
 #include "cpu_attn.h"
 
 #include <immintrin.h>
@@ -237,159 +247,18 @@ T512 void cpu_attn512_softmax(int64_t n, float *s, int f16)
     cpu_attn512_scale_round(n, s, (float)(1.0 / sum), f16);
 }
 
-/* 16 rows of 16 floats to 16 columns: r[k] lane e -> c[e] lane k. */
-T512 INL void transpose16(__m512 *r)
-{
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-        const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
-        const __m512d c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
-        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    /* u[4g + e], 128-bit chunk c: rows 4g..4g+3 of column 4c + e */
-#pragma GCC unroll 4
-    for (int e = 0; e < 4; e++) {
-        const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88);
-        const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xDD);
-        const __m512 w0 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88);
-        const __m512 w1 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xDD);
-        r[e] = _mm512_shuffle_f32x4(v0, w0, 0x88);
-        r[4 + e] = _mm512_shuffle_f32x4(v1, w1, 0x88);
-        r[8 + e] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
-        r[12 + e] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
-    }
-}
+/* ------------------------------------------- P x V straight from the rows */
 
-/* Rows p0 .. p0+nr-1 (nr <= 16; zeros after them), columns d0 .. d0+15,
- * transposed into vt. */
-T512 INL void vt_tile(const int F16, const void *src, int64_t ld, int64_t p0, int64_t nr,
-                      int64_t d0, float *vt)
-{
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++)
-        r[k] = k >= nr ? _mm512_setzero_ps()
-             : F16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                         (const __m256i *)((const uint16_t *)src + (p0 + k) * ld + d0)))
-                   : _mm512_loadu_ps((const float *)src + (p0 + k) * ld + d0);
-    transpose16(r);
-#pragma GCC unroll 16
-    for (int e = 0; e < 16; e++)
-        _mm512_storeu_ps(vt + (d0 + e) * CPU_ATTN_KB + p0, r[e]);
-}
-
-T512 void cpu_attn512_vt(int64_t n, int64_t hd, const void *src, int64_t ld, int f16, float *vt)
-{
-    const int64_t hd16 = hd - hd % 16;
-    for (int64_t p0 = 0; p0 < n; p0 += 16) {
-        const int64_t nr = n - p0 < 16 ? n - p0 : 16;
-        cpu_attn_prefetch_rows(src, ld, f16, hd, p0 + 16, n - p0 - 16 < 16 ? n - p0 - 16 : 16);
-        for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
-            if (f16)
-                vt_tile(1, src, ld, p0, nr, d0, vt);
-            else
-                vt_tile(0, src, ld, p0, nr, d0, vt);
-        }
-        for (int64_t d = hd16; d < hd; d++)        /* columns past the last 16 */
-            cpu_attn_vt_column(src, ld, f16, p0, nr, d, 16, vt);
-    }
-}
-
-/* One step of 16 positions at t: a[qi][c] += vt column c times the
- * probabilities of query qi, lanes outside m[qi] kept. */
-T512 INL void pv_step(const int NQ, const int NC, const float *p, int64_t pld, const float *vt,
-                      int64_t i0, int64_t d0, int64_t t, const __mmask16 *m, __m512 a[4][4])
-{
-    __m512 pv[4];
-#pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-        pv[qi] = _mm512_loadu_ps(p + (i0 + qi) * pld + t);
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
-        const __m512 x = _mm512_loadu_ps(vt + (d0 + c) * CPU_ATTN_KB + t);
-#pragma GCC unroll 4
-        for (int qi = 0; qi < NQ; qi++)
-            a[qi][c] = _mm512_mask3_fmadd_ps(x, pv[qi], a[qi][c], m[qi]);
-    }
-}
-
-/* NQ query vectors x NC columns of lane accumulators held in registers
- * over the block; a query's positions past nv[i] are masked off. */
-T512 INL void pv_regs(const int NQ, const int NC, int64_t ald, const float *p, int64_t pld,
-                      const int64_t *nv, const float *vt, float *acc, int64_t i0, int64_t d0)
-{
-    int64_t nmax = 0, nmin = CPU_ATTN_KB;
-    for (int qi = 0; qi < NQ; qi++) {
-        nmax = nv[i0 + qi] > nmax ? nv[i0 + qi] : nmax;
-        nmin = nv[i0 + qi] < nmin ? nv[i0 + qi] : nmin;
-    }
-    if (nmax == 0)
-        return;
-    __m512 a[4][4];
-#pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++)
-            a[qi][c] = _mm512_loadu_ps(acc + ((d0 + c) * ald + i0 + qi) * 16);
-    const __mmask16 all[4] = { 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF };
-    int64_t t = 0;
-    for (; t + 16 <= nmin; t += 16)            /* every query takes all 16 */
-        pv_step(NQ, NC, p, pld, vt, i0, d0, t, all, a);
-    for (; t < nmax; t += 16) {
-        __mmask16 m[4];
-        for (int qi = 0; qi < NQ; qi++) {
-            const int64_t left = nv[i0 + qi] - t;
-            m[qi] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-        }
-        pv_step(NQ, NC, p, pld, vt, i0, d0, t, m, a);
-    }
-#pragma GCC unroll 4
-    for (int qi = 0; qi < NQ; qi++)
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++)
-            _mm512_storeu_ps(acc + ((d0 + c) * ald + i0 + qi) * 16, a[qi][c]);
-}
-
-T512 void cpu_attn512_pv(int64_t nq, int64_t hd, const float *p, int64_t pld, const int64_t *nv,
-                         const float *vt, float *acc, int64_t ald)
-{
-    const int64_t nq4 = nq - nq % 4, hd4 = hd - hd % 4;
-    /* columns outer: 4 columns of vt are read from L2 once, while the
-     * probabilities of the tile stay in L1 */
-    for (int64_t d0 = 0; d0 < hd4; d0 += 4) {
-        for (int64_t i0 = 0; i0 < nq4; i0 += 4)
-            pv_regs(4, 4, ald, p, pld, nv, vt, acc, i0, d0);
-        for (int64_t i = nq4; i < nq; i++)
-            pv_regs(1, 4, ald, p, pld, nv, vt, acc, i, d0);
-    }
-    for (int64_t d = hd4; d < hd; d++)
-        for (int64_t i = 0; i < nq; i++)
-            pv_regs(1, 1, ald, p, pld, nv, vt, acc, i, d);
-}
-
-T512 void cpu_attn512_out(int64_t hd, const float *acc, int64_t ald, float *o)
-{
-    const int64_t hd16 = hd - hd % 16;
-    for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
-        __m512 v[16];
-#pragma GCC unroll 16
-        for (int k = 0; k < 16; k++)
-            v[k] = _mm512_loadu_ps(acc + (d0 + k) * ald * 16);
-        _mm512_storeu_ps(o + d0, tree16(v));
-    }
-    for (int64_t d = hd16; d < hd; d++) {
-        float l[16];
-        for (int k = 0; k < 16; k++)
-            l[k] = acc[d * ald * 16 + k];
-        o[d] = cpu_lane_sum(l, 16);
-    }
-}
+#define PVR_L 16
+#define PVR_NC 4
+#define PVR_T T512
+#define PVR_V __m512
+#define PVR_ROW KROW
+#define PVR_SET1(x) _mm512_set1_ps(x)
+#define PVR_FMA _mm512_fmadd_ps
+#define PVR_LOAD _mm512_loadu_ps
+#define PVR_STORE _mm512_storeu_ps
+#define PVR_ADD _mm512_add_ps
+#define PVR_PV_ROWS cpu_attn512_pv_rows
+#define PVR_OUT cpu_attn512_out
+#include "cpu_attn_pvr.h"
