@@ -24,8 +24,8 @@
  * shuffle transposes, then a pass over them) to the rows as they are:
  * under attnbench (one KV head per item, 8 query heads over 2, head 256,
  * f16 caches, Zen 5), a decode call at depth 4096 over 8 layers' caches
- * 0.96-1.13 -> 0.70-0.80 ms on one thread, 0.50 -> 0.36-0.41 on two; 512
- * query rows at depth 4096, two threads, 98-101 -> 81-83 ms
+ * 1.10-1.22 -> 0.62-0.71 ms on one thread, 0.58-0.74 -> 0.37-0.40 on two;
+ * 512 query rows at depth 4096, two threads, 88-110 -> 78-98 ms
  * (bench/results/2026-12-03-cpu-attn512-rows). */
 #include "cpu_attn.h"
 
