@@ -208,8 +208,9 @@ typedef void (*q8_shape_fn)(int64_t nb, const uint8_t *w, uint64_t wrb, const ui
  * A pair of rows' scales are packed as the first token group meets them,
  * not for the whole pack beforehand: that pass read a pack's rows from
  * memory alone, a scalar load a block, before the kernel read them again
- * (the default model's head, K 256 x 151,680 rows, times 4 tokens: 3.67 ->
- * 2.79 ms, one thread, test_cpu_gemm_q8 bench's AVX2 tile on a Zen 5). */
+ * (the default model's head, K 256 x 151,680 rows, times 4 tokens: 4.2-5.5
+ * -> 3.3-4.6 ms, one thread, test_cpu_gemm_q8 bench's AVX2 tile on a Zen 5;
+ * bench/results/2026-12-03-cpu-mtp-avx2/gemm-bench.txt). */
 #define Q8P_WS_MAX 8192        /* weight scales one pack holds (32 KiB) */
 #define Q8P_BLOCKS_MAX 2048    /* K <= 65536; longer rows take q8_avx2_block */
 
