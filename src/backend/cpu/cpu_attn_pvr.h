@@ -37,6 +37,26 @@ PVR_T PVR_INL void pvr_row(const int NC, const int F16, const int PF, const void
         v[c] = PVR_ROW(F16, src, ld, pp, d0 + PVR_L * c);
 }
 
+/* Row pp into the register tile a: each query's probability times the
+ * row's NC column vectors; CHECK: skip the queries that do not see pp. */
+PVR_T PVR_INL void pvr_step(const int NQ, const int NC, const int F16, const int PF,
+                            const int CHECK, const float *p, int64_t pld, const int64_t *nv,
+                            const void *src, int64_t ld, int64_t hd, int64_t pp, int64_t d0,
+                            PVR_V a[4][4])
+{
+    PVR_V v[4];
+    pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
+#pragma GCC unroll 4
+    for (int qi = 0; qi < NQ; qi++) {
+        if (CHECK && pp >= nv[qi])
+            continue;
+        const PVR_V b = PVR_SET1(p[qi * pld + pp]);
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++)
+            a[qi][c] = PVR_FMA(v[c], b, a[qi][c]);
+    }
+}
+
 PVR_T PVR_INL void pvr_tile(const int NQ, const int NC, const int F16, const int PF,
                             const float *p, int64_t pld, const int64_t *nv, const void *src,
                             int64_t ld, int64_t hd, int64_t d0, float *acc)
@@ -56,30 +76,10 @@ PVR_T PVR_INL void pvr_tile(const int NQ, const int NC, const int F16, const int
                 a[qi][c] = PVR_LOAD(al + qi * PVR_L * hd + PVR_L * c);
         int64_t pp = l;
         /* positions every query sees, then those only some see */
-        for (; pp < nmin; pp += PVR_L) {
-            PVR_V v[4];
-            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
-#pragma GCC unroll 4
-            for (int qi = 0; qi < NQ; qi++) {
-                const PVR_V b = PVR_SET1(p[qi * pld + pp]);
-#pragma GCC unroll 4
-                for (int c = 0; c < NC; c++)
-                    a[qi][c] = PVR_FMA(v[c], b, a[qi][c]);
-            }
-        }
-        for (; pp < nmax; pp += PVR_L) {
-            PVR_V v[4];
-            pvr_row(NC, F16, PF, src, ld, hd, pp, d0, v);
-#pragma GCC unroll 4
-            for (int qi = 0; qi < NQ; qi++) {
-                if (pp >= nv[qi])
-                    continue;
-                const PVR_V b = PVR_SET1(p[qi * pld + pp]);
-#pragma GCC unroll 4
-                for (int c = 0; c < NC; c++)
-                    a[qi][c] = PVR_FMA(v[c], b, a[qi][c]);
-            }
-        }
+        for (; pp < nmin; pp += PVR_L)
+            pvr_step(NQ, NC, F16, PF, 0, p, pld, nv, src, ld, hd, pp, d0, a);
+        for (; pp < nmax; pp += PVR_L)
+            pvr_step(NQ, NC, F16, PF, 1, p, pld, nv, src, ld, hd, pp, d0, a);
 #pragma GCC unroll 4
         for (int qi = 0; qi < NQ; qi++)
 #pragma GCC unroll 4
