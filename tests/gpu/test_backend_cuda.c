@@ -1331,7 +1331,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode, bool bn256)
 /* The attention cases of the decode paths on `gpu`: head dims 64/128/256,
  * 1-3 KV heads, GQA groups 1-8, f16 and f32 caches; one row of one slot
  * (short and over a long cache), one row each of 8 slots, and a batch of
- * three runs. */
+ * three runs; one row over a cache of 20000 on the 35B-A3B heads. */
 static void attention_decode_cases(void)
 {
     const int l1[] = { 1 }, p0[] = { 0 }, p_long[] = { 3000 };
@@ -1347,6 +1347,11 @@ static void attention_decode_cases(void)
             test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
             test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
         }
+    /* a deep cache on the Qwen3.6-35B-A3B heads: 256 splits of 79 keys, more
+     * splits than the merge's threads */
+    const int p_deep[] = { 20000 };
+    for (int f16 = 0; f16 < 2; f16++)
+        test_attention(16, 2, 256, f16, 1, l1, p_deep);
 }
 
 static void test_fattn_ops(const be_shape *sh, bool tc)

@@ -32,6 +32,7 @@
 #include "cuda_fattn.h"
 
 #include <assert.h>
+#include <type_traits>
 
 #define ATT_THREADS  128
 #define ATT_MIN_KEYS 32      /* keys a split takes at least */
@@ -142,6 +143,51 @@ __device__ __forceinline__ void load_lane(const C *p, float *out)
         for (int i = 0; i < NPL; i++)
             out[i] = from_cache(p[i]);
     }
+}
+
+/* A lane's NPL elements of a cache row as raw 8- or 16-byte words, so that
+ * the loads of later keys can be in flight while a key is used (NPL of 4
+ * or more: 8 bytes at least); lane_floats gives the values load_lane gives */
+template <typename C, int NPL> struct lane_raw {
+    static constexpr int B = (int)sizeof(C) * NPL;
+    typedef typename std::conditional<B % 16 == 0, uint4, uint2>::type W;
+    static constexpr int N = B / (int)sizeof(W);
+    static_assert(B % 8 == 0, "8-byte lane rows");
+    W w[N];
+};
+
+template <typename C, int NPL>
+__device__ __forceinline__ void lane_load(const C *p, lane_raw<C, NPL> &r)
+{
+    typedef typename lane_raw<C, NPL>::W W;
+    #pragma unroll
+    for (int i = 0; i < lane_raw<C, NPL>::N; i++)
+        r.w[i] = ((const W *)p)[i];
+}
+
+__device__ __forceinline__ void word_floats(uint32_t u, __half, float *o)
+{
+    o[0] = __half2float(__ushort_as_half((unsigned short)(u & 0xffffu)));
+    o[1] = __half2float(__ushort_as_half((unsigned short)(u >> 16)));
+}
+__device__ __forceinline__ void word_floats(uint32_t u, float, float *o) { o[0] = __uint_as_float(u); }
+
+template <typename C, int NPL>
+__device__ __forceinline__ void lane_floats(const lane_raw<C, NPL> &r, float *out)
+{
+    constexpr int PER = 4 / (int)sizeof(C);      /* elements a 32-bit word */
+    uint32_t u[NPL / PER];
+    #pragma unroll
+    for (int i = 0; i < lane_raw<C, NPL>::N; i++) {
+        if constexpr (sizeof(typename lane_raw<C, NPL>::W) == 16) {
+            u[4 * i] = r.w[i].x; u[4 * i + 1] = r.w[i].y; u[4 * i + 2] = r.w[i].z; u[4 * i + 3] = r.w[i].w;
+        } else {
+            u[2 * i] = r.w[i].x; u[2 * i + 1] = r.w[i].y;
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < NPL / PER; i++)
+        word_floats(u[i], C(), out + PER * i);
 }
 
 /* One block per (split, head, query row); each of its 4 warps walks every
@@ -265,10 +311,29 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
         m[g] = -INFINITY;
         l[g] = 0.0f;
     }
+    /* the next two keys' rows are in flight while a key is used (the
+     * loop waited a memory round trip a key: at depth 32768 its 67 MB a
+     * layer took 86 us on the H200) */
+    lane_raw<CK, NPL> k0, k1, k2;
+    lane_raw<CV, NPL> v0, v1, v2;
+    if (j0 + wid < j1) {
+        lane_load(kb + (j0 + wid) * ldkc, k1);
+        lane_load(vb + (j0 + wid) * ldvc, v1);
+    }
+    if (j0 + wid + NW < j1) {
+        lane_load(kb + (j0 + wid + NW) * ldkc, k2);
+        lane_load(vb + (j0 + wid + NW) * ldvc, v2);
+    }
     for (int64_t j = j0 + wid; j < j1; j += NW) {
+        k0 = k1; v0 = v1;
+        k1 = k2; v1 = v2;
+        if (j + 2 * NW < j1) {
+            lane_load(kb + (j + 2 * NW) * ldkc, k2);
+            lane_load(vb + (j + 2 * NW) * ldvc, v2);
+        }
         float kv[NPL], vv[NPL];
-        load_lane<CK, NPL>(kb + j * ldkc, kv);
-        load_lane<CV, NPL>(vb + j * ldvc, vv);
+        lane_floats(k0, kv);
+        lane_floats(v0, vv);
         #pragma unroll
         for (int g = 0; g < G; g++) {
             float d = 0.0f;
@@ -357,32 +422,89 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
     return true;
 }
 
-__global__ void k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo,
-                             int64_t r0)
+/* The merge of a row's splits for one head: one block per (MERGE_DIMS
+ * dims, head, query row). The splits' maxima and sums are read once by the
+ * whole block (dynamic shared memory: the sums l, then each split's
+ * weight e = exp(M_s - M), 2 nsplit floats), the sum L by one thread in
+ * split order; then a thread per dim runs down the splits with its loads
+ * independent of the sums (16 in flight). The same expressions in
+ * the same order as the one-block-a-head loop it replaced (same bits): that
+ * loop read each split's max and sum once per dim, a memory round trip a
+ * split, and at depth 32768 took 193 us a layer on the H200 against 86 for
+ * the splits themselves (bench/results/2026-12-03-cuda-attn-depth/). */
+#define MERGE_DIMS 128
+__global__ void __launch_bounds__(MERGE_DIMS)
+k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo, int64_t r0)
 {
     cuda_pdl_enter();
-    const int64_t h = blockIdx.y, r = r0 + blockIdx.z, Hq = gridDim.y;
-    const float *p = part + ((int64_t)blockIdx.z * Hq + h) * nsplit * (hd + 2);
+    extern __shared__ float msm[];
+    float *ls = msm, *es = msm + nsplit;
+    __shared__ float wmax[MERGE_DIMS / 32], inv_l;
+    const int64_t h = blockIdx.y, r = r0 + blockIdx.z, Hq = gridDim.y, pitch = hd + 2;
+    const float *p = part + ((int64_t)blockIdx.z * Hq + h) * nsplit * pitch;
+    const int tid = threadIdx.x;
     float M = -INFINITY;
-    for (int s = 0; s < nsplit; s++)
-        if (p[s * (hd + 2) + 1] > 0.0f)
-            M = fmaxf(M, p[s * (hd + 2)]);
-    float L = 0.0f;
-    for (int s = 0; s < nsplit; s++) {
-        const float l = p[s * (hd + 2) + 1];
+    for (int s = tid; s < nsplit; s += MERGE_DIMS) {
+        const float l = p[s * pitch + 1], m = p[s * pitch];
+        ls[s] = l;
+        es[s] = m;
         if (l > 0.0f)
-            L += l * expf(p[s * (hd + 2)] - M);
+            M = fmaxf(M, m);
     }
-    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if (tid % 32 == 0)
+        wmax[tid / 32] = M;
+    __syncthreads();
+    M = wmax[0];
+    #pragma unroll
+    for (int w = 1; w < MERGE_DIMS / 32; w++)
+        M = fmaxf(M, wmax[w]);
+    for (int s = tid; s < nsplit; s += MERGE_DIMS)
+        es[s] = ls[s] > 0.0f ? expf(es[s] - M) : 0.0f;
+    __syncthreads();
+    if (tid == 0) {
+        float L = 0.0f;
+        #pragma unroll 8
+        for (int s = 0; s < nsplit; s++)
+            if (ls[s] > 0.0f)
+                L += ls[s] * es[s];
+        inv_l = L > 0.0f ? 1.0f / L : 0.0f;
+    }
+    const int64_t d = (int64_t)blockIdx.x * MERGE_DIMS + tid;
+    float a = 0.0f;
+    if (d < hd) {
+        const float *pd = p + 2 + d;
+        #pragma unroll 16
         for (int s = 0; s < nsplit; s++) {
-            const float l = p[s * (hd + 2) + 1];
-            if (l > 0.0f)
-                a += p[s * (hd + 2) + 2 + d] * expf(p[s * (hd + 2)] - M);
+            const float v = pd[s * pitch];
+            if (ls[s] > 0.0f)
+                a += v * es[s];
         }
-        out[r * ldo + h * hd + d] = a * inv;
     }
+    __syncthreads();
+    if (d < hd)
+        out[r * ldo + h * hd + d] = a * inv_l;
+}
+
+/* Queues the merge of rows r0 .. r0+T (their partials from the start of
+ * c->part) into out */
+static void attn_merge(be_ctx *be, int64_t nsplit, int64_t n_head, int64_t head_dim, int64_t r0,
+                       int64_t T, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t smem = 2 * (size_t)nsplit * sizeof(float);
+    if (smem > 48 * 1024) {
+        be_fail(be, Q36_E_UNSUP, "cuda attention: %lld splits to merge, at most %d",
+                (long long)nsplit, (int)(48 * 1024 / (2 * sizeof(float))));
+        return;
+    }
+    cuda_launch(k_attn_merge, dim3((unsigned)((head_dim + MERGE_DIMS - 1) / MERGE_DIMS),
+                                   (unsigned)n_head, (unsigned)T),
+                MERGE_DIMS, smem, c->stream, c->part, (int)nsplit, head_dim, (float *)out->data,
+                out->ld, r0);
+    CUDA_LAUNCHED(be, "k_attn_merge");
 }
 
 /* Rows r0..r0+T of the batch (their partials from the start of c->part):
@@ -395,11 +517,8 @@ static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
     cuda_ctx *c = cuda_ctx_of(be);
     if (c->attn_gqa && n_head > n_head_kv &&
         attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T)) {
-        if (!CUDA_LAUNCHED(be, "k_attn_split_gqa"))
-            return;
-        cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
-            c->part, (int)nsplit, head_dim, (float *)out->data, out->ld, r0);
-        CUDA_LAUNCHED(be, "k_attn_merge");
+        if (CUDA_LAUNCHED(be, "k_attn_split_gqa"))
+            attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
         return;
     }
     dim3 grid((unsigned)nsplit, (unsigned)n_head, (unsigned)T);
@@ -429,11 +548,8 @@ static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
         ATT(float, float)
 #undef ATT
 #undef ATT1
-    if (!CUDA_LAUNCHED(be, "k_attn_split"))
-        return;
-    cuda_launch(k_attn_merge, dim3(1, (unsigned)n_head, (unsigned)T), 128, 0, c->stream,
-        c->part, (int)nsplit, head_dim, (float *)out->data, out->ld, r0);
-    CUDA_LAUNCHED(be, "k_attn_merge");
+    if (CUDA_LAUNCHED(be, "k_attn_split"))
+        attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
 }
 
 
