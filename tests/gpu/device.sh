@@ -9,7 +9,7 @@
 # "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
-# batch_step; "prefill": prefill_step), BENCH_35B (bench.sh's,
+# batch_step; "prefill": prefill_step; "deep": deep_step), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -114,6 +114,31 @@ prefill_step() {
     done
 }
 
+# deep: decode at depth (DEEP_D, default "8192 32768") on the synthetic
+# 35B-A3B file beside llama.cpp (when unpacked), 2 reps each, then the
+# op profile of 16 tokens at the last depth, then each "VAR=value" word of
+# DEEP_VARIANTS ("A=1+B=2" sets both) at each depth, q36 alone, 2 reps.
+deep_step() {
+    local d v base=() fa=(-b 4096 -ub 4096 --fast) last
+    bench_models
+    [ -n "${LLAMA_LIB:-}" ] && base=(--baseline llama.cpp --llama-lib "$LLAMA_LIB")
+    for d in ${DEEP_D:-8192 32768}; do
+        echo "\$ q36 bench -m $m35 -ngl 99 -p 0 -n 64 -d $d -r 2 ${fa[*]} ${base[*]}"
+        timeout 150 "$dir/q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d "$d" -r 2 "${fa[@]}" "${base[@]}"
+        echo "# exit status $?"
+        last=$d
+    done
+    echo "\$ q36 bench -m $m35 -ngl 99 -p 0 -n 16 -d $last -r 1 ${fa[*]} --profile"
+    timeout 150 "$dir/q36" bench -m "$m35" -ngl 99 -p 0 -n 16 -d "$last" -r 1 "${fa[@]}" --profile
+    for v in ${DEEP_VARIANTS:-}; do
+        for d in ${DEEP_D:-8192 32768}; do
+            echo "\$ env ${v//+/ } q36 bench -m $m35 -ngl 99 -p 0 -n 64 -d $d -r 2 ${fa[*]}"
+            env ${v//+/ } timeout 150 "$dir/q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d "$d" -r 2 "${fa[@]}"
+            echo "# exit status $?"
+        done
+    done
+}
+
 # ops: the op cases of test_backend_cuda's groups OPS (e.g. "mv8,mvgrp";
 # TBC_OPS), as run.sh's NEW=1 pass sets the switches, then once more for
 # each "VAR=value" word of OPS_VARIANTS ("A=1+B=2" sets both): a short
@@ -159,6 +184,8 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     batch) batch_step >"$out/bench-batch.txt" 2>&1
            grep -E '^(###|# bench-batch .*tokens/s|FAIL)' "$out/bench-batch.txt" ;;
+    deep)  deep_step >"$out/deep.txt" 2>&1
+           grep -E '^(\$|\| tg|\| k_attn|# exit)' "$out/deep.txt" ;;
     prefill) prefill_step >"$out/prefill.txt" 2>&1
            grep -E '^(\$|\| .*pp[0-9]|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1

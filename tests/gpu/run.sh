@@ -104,7 +104,8 @@ done
 # Q36_CUDA_Q8KEEP=1, off by default, with 0 bit for bit), then the switches
 # away from their defaults (their op cases ran above), on the Q4_K models
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
-# activations). Batch-invariant exact
+# activations); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
+# attention's splits on tensor cores, off by default). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
@@ -112,7 +113,11 @@ for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
         NEW=1 one "model-fastnew-$(basename "$m" .gguf)" --no-ops --fast "$m"
-        NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+        NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        case $(basename "$m") in
+        dense-q4km.gguf|moe-q4k-top8.gguf)
+            NEW=1 Q36_CUDA_ATTNTC=1 one "model-attntc-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+        esac ;;
     esac
 done
 

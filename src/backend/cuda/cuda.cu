@@ -47,7 +47,9 @@
  * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
  * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
  * head, each block serving the query heads that share the K/V rows it
- * reads (cuda_seq.cu); Q36_CUDA_MVMIXED lets decode projections of
+ * reads (cuda_seq.cu), and Q36_CUDA_ATTNTC=1 (off by default) runs
+ * those splits on tensor cores for f16 caches (cuda_attn_tc.cu);
+ * Q36_CUDA_MVMIXED lets decode projections of
  * different weight types share one launch (cuda_matmul.cu,
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
@@ -889,6 +891,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->f_glu8 = c->fused && cuda_env_on("Q36_CUDA_FGLU8");
     c->norm_reg = cuda_env_on("Q36_CUDA_NORMREG");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
+    c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);

@@ -91,6 +91,7 @@ struct cuda_ctx {
      * k_norm_reg), the same bits as k_norm's loop */
     bool            norm_reg;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
+    bool            attn_tc;       /* Q36_CUDA_ATTNTC=1: its splits on tensor cores (cuda_attn_tc.cu) */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
     /* Weight products of at most this many rows take the matvec kernels
@@ -237,6 +238,18 @@ __device__ __forceinline__ void cuda_pdl_enter(void)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* The run of batch row r in a batch's runs tensor (slot, first row, rows,
+ * first position), or slot -1 when no run holds it. */
+__device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r)
+{
+    for (int s = 0; s < n_seq; s++) {
+        const int4 q = make_int4(runs[4 * s], runs[4 * s + 1], runs[4 * s + 2], runs[4 * s + 3]);
+        if (r >= q.y && r < q.y + q.z)
+            return q;
+    }
+    return make_int4(-1, 0, 0, 0);
+}
+
 /* 16 bytes global -> shared, asynchronous (cp.async, sm_80 and later; a
  * plain copy before): zeros when !full (src unread). cp_commit closes this
  * thread's group of copies; cp_wait<N> waits until at most N of its groups
@@ -498,6 +511,25 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
  * 16-byte aligned, shared memory too small) */
 bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, int64_t n_head,
                    int n_seq, int64_t head_dim);
+
+/* ---- cuda_attn_tc.cu: decode attention's splits on tensor cores (f16
+ * caches), writing cuda_seq.cu's partials for its merge; false when not
+ * taken (f32 caches, a head dim other than 128 or 256, more than 16 query
+ * heads a K/V head, rows not 16-byte aligned, too little shared memory),
+ * else *ok says whether the launch went */
+typedef struct at_args {
+    const float *q;
+    int64_t ldq;
+    const void *kc, *vc;
+    int64_t ldk, ldv;
+    bool kv_f16;
+    const int32_t *runs;     /* the batch's runs (slot, first row, rows, first position) */
+    int n_seq;
+    int64_t kv_rows, n_head, n_head_kv, head_dim;
+    float scale;
+    int64_t chunk, nsplit, r0, T;   /* keys a split (0: from each row's length), splits, rows */
+} at_args;
+bool cuda_attn_split_tc(be_ctx *be, const at_args *a, bool *ok);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

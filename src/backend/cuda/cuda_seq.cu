@@ -39,17 +39,6 @@
 #define ATT_BLOCKS   4096
 #define ATT_INV_KEYS 512     /* batch-invariant exact mode: keys a split (cuda.h: inv) */
 
-/* The run of row r (slot, first row, rows, first position). */
-__device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r)
-{
-    for (int s = 0; s < n_seq; s++) {
-        const int4 q = make_int4(runs[4 * s], runs[4 * s + 1], runs[4 * s + 2], runs[4 * s + 3]);
-        if (r >= q.y && r < q.y + q.z)
-            return q;
-    }
-    return make_int4(-1, 0, 0, 0);
-}
-
 template <typename C> __device__ __forceinline__ C to_cache(float v);
 template <> __device__ __forceinline__ float to_cache<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half to_cache<__half>(float v) { return __float2half_rn(v); }
@@ -515,6 +504,17 @@ static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
                            int64_t nsplit, int64_t r0, int64_t T, be_tensor *out)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    if (c->attn_tc) {
+        const at_args a = { (const float *)q->data, q->ld, kc->data, vc->data, kc->ld, vc->ld,
+                            kc->f16 && vc->f16, (const int32_t *)b->runs->data, b->n_seq,
+                            b->kv_rows, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T };
+        bool ok;
+        if (cuda_attn_split_tc(be, &a, &ok)) {
+            if (ok)
+                attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
+            return;
+        }
+    }
     if (c->attn_gqa && n_head > n_head_kv &&
         attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T)) {
         if (CUDA_LAUNCHED(be, "k_attn_split_gqa"))
