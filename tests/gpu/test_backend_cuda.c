@@ -1825,6 +1825,81 @@ static void id_same_bits(const be_shape *sh, const char *var, const char *tag, i
     be_free(cx[1]);
 }
 
+/* Q36_CUDA_F16KEEP=1 (fast mode, off by default): prompt products keep each
+ * weight's f16 copy (cuda_f16keep.cu). Two fast contexts, the switch on and
+ * off, grouped expert products forced onto the f16 slabs
+ * (Q36_CUDA_MOEGEMM=3, every batch grouped): the same expert weight twice
+ * (the copy made, then reused) must give the same bits as the scratch's
+ * dequantization (the same halves, the same tiles); a dense prompt product
+ * twice (cuBLAS on the kept copy in one product) within 1e-5 of the
+ * largest output of the scratch's slabs. Case cuda.f16keep_same_bits and
+ * cuda.f16keep_dense. */
+static void test_f16keep(const be_shape *sh)
+{
+    char *mg = env_set("Q36_CUDA_MOEGEMM", "3"), *per = env_set("Q36_CUDA_MOEROWS", "0");
+    be_ctx *cx[2];
+    const bool made = fast_ctx_pair(sh, "Q36_CUDA_F16KEEP", "cuda.f16keep_ctx", cx);
+    env_restore("Q36_CUDA_MOEGEMM", mg);
+    env_restore("Q36_CUDA_MOEROWS", per);
+    if (!made)
+        return;
+    enum { T = 128, K = 256, N = 512, E = 16, k = 8, Q = T * k, R = 64, KD = 2048, ND = 384 };
+    t_rng r0 = t_rng_named("cuda.f16keep");
+    float *x = t_randv(&r0, (size_t)Q * K, 1), *x2 = t_randv(&r0, (size_t)Q * K, 1);
+    float *xd = t_randv(&r0, (size_t)R * KD, 1), *xd2 = t_randv(&r0, (size_t)R * KD, 1);
+    int32_t *sv = malloc(sizeof(int32_t) * Q);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t i = 0; i < k; i++)
+            sv[t * k + i] = (int32_t)((t * 5 + i * 3 + (t % 4)) % E);
+    const size_t per_moe = (size_t)Q * N * 2, per_v = per_moe + (size_t)R * ND * 2;
+    float *out[2];
+    be_ctx *keep = gpu;
+    for (int v = 0; v < 2; v++) {
+        gpu = cx[v];
+        be_ctx *g = gpu;
+        t_rng r = t_rng_named("cuda.f16keep.weights");
+        wt we, wd;
+        make_weight(&we, &r, QT_Q4_K, K, N, E);
+        make_weight(&wd, &r, QT_Q4_K, KD, ND, 1);
+        be_tensor *xt = be_tensor_new(g, T, K), *sel = be_tensor_new_type(g, BE_I32, T, k);
+        be_tensor *o = be_tensor_new(g, Q, N), *xdt = be_tensor_new(g, R, KD);
+        be_tensor *od = be_tensor_new(g, R, ND);
+        be_write(g, sel, 0, T, sv);
+        out[v] = malloc(sizeof(float) * per_v);
+        for (int pass = 0; pass < 2; pass++) {
+            be_write(g, xt, 0, T, pass ? x2 : x);
+            be_matmul_id(g, we.wg, xt, sel, o);
+            be_read(g, o, 0, Q, out[v] + (size_t)pass * Q * N);
+            be_write(g, xdt, 0, R, pass ? xd2 : xd);
+            be_matmul(g, wd.wg, 0, xdt, od);
+            be_read(g, od, 0, R, out[v] + per_moe + (size_t)pass * R * ND);
+        }
+        be_tensor *ts[] = { xt, sel, o, xdt, od };
+        pass_end(g, "cuda.f16keep_same_bits", ts, sizeof ts / sizeof ts[0]);
+        free(we.deq);               /* the data stays: bound weights are keyed by it */
+        free(wd.deq);
+    }
+    gpu = keep;
+    double worst = 0.0, top = 0.0;
+    for (size_t i = per_moe; i < per_v; i++) {
+        const double d = fabs((double)out[0][i] - out[1][i]);
+        worst = d > worst ? d : worst;
+        top = fabs((double)out[1][i]) > top ? fabs((double)out[1][i]) : top;
+    }
+    t_check("cuda.f16keep_dense", worst <= 1e-5 * top + 1e-7,
+            "kept f16 copy against the scratch's slabs: worst |d| %.3g, largest output %.3g",
+            worst, top);
+    const int bad = first_bits_diff(out[0], out[1], per_moe);
+    t_check("cuda.f16keep_same_bits", bad < 0,
+            "Q36_CUDA_F16KEEP on differs from off at value %d (%.9g vs %.9g)", bad,
+            bad >= 0 ? out[0][bad] : 0.0, bad >= 0 ? out[1][bad] : 0.0);
+    free(out[0]);
+    free(out[1]);
+    free(x); free(x2); free(xd); free(xd2); free(sv);
+    be_free(cx[0]);
+    be_free(cx[1]);
+}
+
 /* Q36_CUDA_FGLU8 (on by default): be_matmul_glu's SwiGLU and its
  * product's int8 rows in one launch (cuda_matmul.cu, k_q8x with u) against
  * k_ew's SwiGLU then k_q8x: the product and the SwiGLU left in g, then a
@@ -3698,6 +3773,7 @@ int main(int argc, char **argv)
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("normreg")) test_normreg(&sh);
+        if (want_ops("f16keep")) test_f16keep(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);
         if (want_ops("attntc")) test_attn_tc(&sh);

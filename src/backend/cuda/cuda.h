@@ -146,6 +146,13 @@ struct cuda_ctx {
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
+    /* Q36_CUDA_F16KEEP=1 in fast mode: prompt products keep each weight
+     * region's f16 dequantization (cuda_f16keep.cu): the regions, their
+     * bytes, and whether one was refused (no other is tried) */
+    bool            f16keep;
+    struct cuda_kept *kept;
+    size_t          kept_bytes;
+    bool            kept_full;
     bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF, on) */
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
     bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
@@ -511,6 +518,14 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
  * 16-byte aligned, shared memory too small) */
 bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, int64_t n_head,
                    int n_seq, int64_t head_dim);
+
+/* ---- cuda_f16keep.cu: the kept f16 copy of a weight region (rows x K
+ * halves, deq8's values rounded to nearest, row n of the region at n K),
+ * made on its first use when switched on and the device has room; NULL
+ * otherwise (the caller dequantizes into its scratch). */
+const __half *cuda_f16_kept(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K,
+                            int64_t rows);
+void cuda_f16_kept_free(cuda_ctx *c);
 
 /* ---- cuda_attn_tc.cu: decode attention's splits on tensor cores (f16
  * caches), writing cuda_seq.cu's partials for its merge; false when not

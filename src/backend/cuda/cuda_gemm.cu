@@ -42,7 +42,10 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
         return false;
     __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
     cuda_q8_drop(c);                    /* the scratch is overwritten */
-    const int64_t fit = (int64_t)((halves - xh) / (size_t)K), chunk = fit < N ? fit : N;
+    /* Q36_CUDA_F16KEEP: the weight's kept f16 copy, one product */
+    const __half *kept = cuda_f16_kept(be, type, W, rb, K, N);
+    const int64_t fit = (int64_t)((halves - xh) / (size_t)K);
+    const int64_t chunk = kept || fit >= N ? N : fit;
     cudaStream_t st = c->stream;
     cuda_launch(k_to_half, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, st,
                 (const float *)x->data, x->ld, R, K, x16);
@@ -54,11 +57,12 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
         return true;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
         const int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-        if (!cuda_dequant_h(be, type, W, rb, K, n0, nc, w16))
+        if (!kept && !cuda_dequant_h(be, type, W, rb, K, n0, nc, w16))
             break;
         /* column-major: C (nc x R, ld y) = A^T (A: K x nc) * B (K x R), f32 sums */
         if (!CUBLAS_OK(be, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)R, (int)K,
-                                        &one, w16, CUDA_R_16F, (int)K, x16, CUDA_R_16F, (int)K,
+                                        &one, kept ? kept + n0 * K : w16, CUDA_R_16F, (int)K,
+                                        x16, CUDA_R_16F, (int)K,
                                         &zero, (float *)y->data + n0, CUDA_R_32F, (int)y->ld,
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
             break;

@@ -169,7 +169,9 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     const int64_t xh = (a.Q * a.K + 7) & ~(int64_t)7, per = a.N * a.K;
     if (a.K % 8 || !c->moeh || (int64_t)c->moeh_halves < xh + per || tiles > 65535)
         return false;
-    const int64_t es = ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
+    /* Q36_CUDA_F16KEEP: every expert's kept f16 copy, one slab */
+    const __half *kept = cuda_f16_kept(be, w->type, a.W, a.rb, a.K, a.E * a.N);
+    const int64_t es = kept ? a.E : ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
     __half *xg = c->moeh, *wh = c->moeh + xh;
     cudaStream_t st = c->stream;
     cuda_launch(k_mg_gather_h, (unsigned)(a.Q < 65535 * 8 ? a.Q : 65535 * 8), 256, 0, st, a, xg);
@@ -182,14 +184,15 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     const dim3 grid((unsigned)((a.N + bn - 1) / bn), (unsigned)tiles);
     for (int64_t e0 = 0; e0 < a.E; e0 += es) {
         const int64_t e1 = e0 + es < a.E ? e0 + es : a.E;
-        if (!cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))
+        if (!kept && !cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))
             return true;
+        const __half *ws = kept ? kept : wh;
         if (bn == 256)
             cuda_launch(k_moe_gemm_h<256>, grid, MG_THREADS, hg<256>::SMEM, st, a,
-                        (const __half *)xg, (const __half *)wh, e0, e1);
+                        (const __half *)xg, ws, e0, e1);
         else
             cuda_launch(k_moe_gemm_h<TC_BN>, grid, MG_THREADS, hg<TC_BN>::SMEM, st, a,
-                        (const __half *)xg, (const __half *)wh, e0, e1);
+                        (const __half *)xg, ws, e0, e1);
         if (!CUDA_LAUNCHED(be, "k_moe_gemm"))
             return true;
     }
