@@ -411,29 +411,33 @@ static bool attn_gqa(be_ctx *be, const be_tensor *q, const be_tensor *kc, const 
     return true;
 }
 
-/* The merge of a row's splits for one head: one block per (MERGE_DIMS
- * dims, head, query row). The splits' maxima and sums are read once by the
- * whole block (dynamic shared memory: the sums l, then each split's
- * weight e = exp(M_s - M), 2 nsplit floats), the sum L by one thread in
- * split order; then a thread per dim runs down the splits with its loads
- * independent of the sums (16 in flight). The same expressions in
- * the same order as the one-block-a-head loop it replaced (same bits): that
- * loop read each split's max and sum once per dim, a memory round trip a
- * split, and at depth 32768 took 193 us a layer on the H200 against 86 for
- * the splits themselves (bench/results/2026-12-03-cuda-attn-depth/). */
-#define MERGE_DIMS 128
-__global__ void __launch_bounds__(MERGE_DIMS)
+/* The merge of a row's splits for one head: one block of MERGE_THREADS
+ * per (MERGE_DIMS dims, head, query row). The splits' maxima and sums are
+ * read once by the whole block (dynamic shared memory: the sums l, then
+ * each split's weight e = exp(M_s - M), 2 nsplit floats), the sum L by one
+ * thread in split order. Then each warp runs down a quarter of the splits
+ * for the block's dims (a lane a dim, 16 loads in flight), and the four
+ * quarters add in order. The loop before it read each split's max and sum
+ * once per dim, a memory round trip a split, in 16 blocks a layer: at depth
+ * 32768 it took 193 us a layer on the H200 against 86 for the splits
+ * themselves; with the block's weights in shared memory but one thread
+ * running down all splits of a dim, 31 us op by op
+ * (bench/results/2026-12-03-cuda-attn-depth/). */
+#define MERGE_DIMS    32
+#define MERGE_THREADS 128
+#define MERGE_WARPS   (MERGE_THREADS / 32)
+__global__ void __launch_bounds__(MERGE_THREADS)
 k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo, int64_t r0)
 {
     cuda_pdl_enter();
     extern __shared__ float msm[];
     float *ls = msm, *es = msm + nsplit;
-    __shared__ float wmax[MERGE_DIMS / 32], inv_l;
+    __shared__ float wmax[MERGE_WARPS], wsum[MERGE_WARPS][MERGE_DIMS], inv_l;
     const int64_t h = blockIdx.y, r = r0 + blockIdx.z, Hq = gridDim.y, pitch = hd + 2;
     const float *p = part + ((int64_t)blockIdx.z * Hq + h) * nsplit * pitch;
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, lane = tid % 32, w = tid / 32;
     float M = -INFINITY;
-    for (int s = tid; s < nsplit; s += MERGE_DIMS) {
+    for (int s = tid; s < nsplit; s += MERGE_THREADS) {
         const float l = p[s * pitch + 1], m = p[s * pitch];
         ls[s] = l;
         es[s] = m;
@@ -443,14 +447,14 @@ k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo,
     #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
         M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    if (tid % 32 == 0)
-        wmax[tid / 32] = M;
+    if (lane == 0)
+        wmax[w] = M;
     __syncthreads();
     M = wmax[0];
     #pragma unroll
-    for (int w = 1; w < MERGE_DIMS / 32; w++)
-        M = fmaxf(M, wmax[w]);
-    for (int s = tid; s < nsplit; s += MERGE_DIMS)
+    for (int i = 1; i < MERGE_WARPS; i++)
+        M = fmaxf(M, wmax[i]);
+    for (int s = tid; s < nsplit; s += MERGE_THREADS)
         es[s] = ls[s] > 0.0f ? expf(es[s] - M) : 0.0f;
     __syncthreads();
     if (tid == 0) {
@@ -461,20 +465,28 @@ k_attn_merge(const float *part, int nsplit, int64_t hd, float *out, int64_t ldo,
                 L += ls[s] * es[s];
         inv_l = L > 0.0f ? 1.0f / L : 0.0f;
     }
-    const int64_t d = (int64_t)blockIdx.x * MERGE_DIMS + tid;
+    const int64_t d = (int64_t)blockIdx.x * MERGE_DIMS + lane;
+    const int q = (nsplit + MERGE_WARPS - 1) / MERGE_WARPS;
+    const int s0 = w * q, s1 = s0 + q < nsplit ? s0 + q : nsplit;
     float a = 0.0f;
     if (d < hd) {
         const float *pd = p + 2 + d;
         #pragma unroll 16
-        for (int s = 0; s < nsplit; s++) {
+        for (int s = s0; s < s1; s++) {
             const float v = pd[s * pitch];
             if (ls[s] > 0.0f)
                 a += v * es[s];
         }
     }
+    wsum[w][lane] = a;
     __syncthreads();
-    if (d < hd)
+    if (w == 0 && d < hd) {
+        a = wsum[0][lane];
+        #pragma unroll
+        for (int i = 1; i < MERGE_WARPS; i++)
+            a += wsum[i][lane];
         out[r * ldo + h * hd + d] = a * inv_l;
+    }
 }
 
 /* Queues the merge of rows r0 .. r0+T (their partials from the start of
@@ -491,7 +503,7 @@ static void attn_merge(be_ctx *be, int64_t nsplit, int64_t n_head, int64_t head_
     }
     cuda_launch(k_attn_merge, dim3((unsigned)((head_dim + MERGE_DIMS - 1) / MERGE_DIMS),
                                    (unsigned)n_head, (unsigned)T),
-                MERGE_DIMS, smem, c->stream, c->part, (int)nsplit, head_dim, (float *)out->data,
+                MERGE_THREADS, smem, c->stream, c->part, (int)nsplit, head_dim, (float *)out->data,
                 out->ld, r0);
     CUDA_LAUNCHED(be, "k_attn_merge");
 }
