@@ -2259,6 +2259,7 @@ static void test_normreg(const be_shape *sh)
     };
     const int64_t N = 64;
     be_ctx *keep = gpu;
+    void *kept[2 * sizeof cs / sizeof cs[0]] = { 0 };
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         const int kind = (int)cs[ci][0];
         const int64_t R = cs[ci][1], C = cs[ci][2], G = cs[ci][3];
@@ -2304,11 +2305,20 @@ static void test_normreg(const be_shape *sh)
         }
         gpu = keep;
         same_bits(name, "Q36_CUDA_NORMREG", out, per_v);
-        free(wn.data); free(wm.data); free(wm.deq);
+        /* the weights' host data stays until the contexts go: bound weights
+         * are keyed by their tensor and its data, and a later case's wn
+         * (the same stack tensor) with data at a freed address would be
+         * handed this case's device copy, of this case's size (an illegal
+         * address in a 4096-wide case after a 2048-wide one, seen once) */
+        kept[2 * ci] = wn.data;
+        kept[2 * ci + 1] = wm.data;
+        free(wm.deq);
         free(o); free(x); free(wv); free(z);
     }
     be_free(cx[0]);
     be_free(cx[1]);
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        free(kept[i]);
 }
 
 /* be_ssm_conv_silu_keep and be_deltanet_keep (k_conv and k_deltanet
