@@ -284,6 +284,8 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
     }
     if (cuda_chunk_reserve(be, shape, err) || cuda_moe_reserve(be, shape, err))
         return Q36_E_NOMEM;
+    if (c->attn_tc)             /* its shared memory asked now, not inside a graph's capture */
+        cuda_attn_tc_ready(be);
     c->reserved = true;
     return 0;
 nomem:

@@ -545,6 +545,8 @@ typedef struct at_args {
     int64_t chunk, nsplit, r0, T;   /* keys a split (0: from each row's length), splits, rows */
 } at_args;
 bool cuda_attn_split_tc(be_ctx *be, const at_args *a, bool *ok);
+/* the shared memory its kernels ask, set for this device (at reserve) */
+void cuda_attn_tc_ready(be_ctx *be);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

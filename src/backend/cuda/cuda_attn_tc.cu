@@ -214,6 +214,18 @@ static bool launch(be_ctx *be, const at_args &a, bool *ok)
     return true;
 }
 
+template <int HD> static void ready(be_ctx *be)
+{
+    if ((size_t)cuda_ctx_of(be)->smem_optin >= at_sh<HD>::bytes)
+        cuda_smem_optin(be, (const void *)k_attn_split_tc<HD>, at_sh<HD>::bytes);
+}
+
+void cuda_attn_tc_ready(be_ctx *be)
+{
+    ready<128>(be);
+    ready<256>(be);
+}
+
 bool cuda_attn_split_tc(be_ctx *be, const at_args *a, bool *ok)
 {
     const int64_t G = a->n_head / a->n_head_kv;
