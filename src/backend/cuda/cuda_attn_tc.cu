@@ -67,6 +67,14 @@ k_attn_split_tc(const float *q, int64_t ldq, const __half *kc, int64_t ldkc, con
     const int64_t ch = chunk > 0 ? chunk : (L_ + nsplit - 1) / nsplit;   /* 0: from L */
     const int64_t j0 = (int64_t)s * ch, j1 = j0 + ch < L_ ? j0 + ch : L_;
     const int64_t slot = run.x < 0 ? 0 : run.x;
+    if (j0 >= j1) {          /* an empty split (most of them in a short row's graph step) */
+        for (int e = tid; e < G * (HD + 2); e += AT_THREADS) {
+            const int g = e / (HD + 2), i = e % (HD + 2);
+            part[(((int64_t)blockIdx.z * Hq + hk * G + g) * nsplit + s) * (HD + 2) + i] =
+                i == 0 ? -INFINITY : 0.0f;
+        }
+        return;
+    }
     __half *Q = (__half *)(at_smem + L::q_at), *K = (__half *)(at_smem + L::k_at);
     __half *V = (__half *)(at_smem + L::v_at), *P = (__half *)(at_smem + L::p_at);
     float *S = (float *)(at_smem + L::s_at), *O = (float *)(at_smem + L::o_at);
