@@ -6,8 +6,12 @@
  * product, once for every tile of 64 rows of its expert, and rounds the
  * gathered f32 x rows to f16 once for every block of 128 outputs; the
  * profile of a 35B-A3B pp4096 pass had those products at ~50 TFLOPS. Here:
- *  1. k_mg_gather_h: the rows in the routing's sorted order, rounded to
- *     f16 once (xg, Q rows of K halves);
+ *  1. k_mg_half: x's rows rounded to f16 once, in their own order (xh:
+ *     one a token when the k ranks of a token share its row, else one a
+ *     (token, rank) row); the tiles find a sorted row's x row through the
+ *     routing's perm. (Gathering a copy a (token, rank) row in sorted order
+ *     first wrote k = 8 copies of each token's row: 9 ms of a 35B-A3B
+ *     pp4096 pass, bench/results/2026-12-02-cuda-prefill/, run-f169360);
  *  2. the experts' weights dequantized to f16 (cuda_deq.h, k_dequant_h:
  *     deq8's values rounded to nearest, the same halves k_moe_gemm_tc
  *     stages) into a slab of whole experts; more slabs when they do not
@@ -47,17 +51,17 @@ template <int BN> struct hg {
 static_assert(MG_BM * HG_BK / 8 == MG_THREADS, "one 16-byte x copy a thread a stage");
 static_assert(HG_BK % 16 == 0 && (HG_LH * 2) % 16 == 0, "WMMA steps and 16-byte rows");
 
-/* xg[p] = the x row of sorted row p (its token's row, or its own), f16;
- * 8 columns a thread (two 16-byte loads, one store) when x's rows are
- * 16-byte aligned (K is a multiple of 8 here) */
-__global__ void k_mg_gather_h(mg_args a, __half *__restrict__ xg)
+/* xh[r] = x's row r rounded to f16, for its XR rows (a token's when
+ * x_per_tok, else a (token, rank) row's); 8 columns a thread (two 16-byte
+ * loads, one store) when x's rows are 16-byte aligned (K is a multiple of
+ * 8 here) */
+__global__ void k_mg_half(mg_args a, int64_t XR, __half *__restrict__ xh)
 {
     cuda_pdl_enter();
     const bool vec = a.ldx % 4 == 0 && (uintptr_t)a.x % 16 == 0;
-    for (int64_t p = blockIdx.x; p < a.Q; p += gridDim.x) {
-        const int64_t q = a.perm[p];
-        const float *x = a.x + (a.x_per_tok ? q / a.k : q) * a.ldx;
-        __half *o = xg + p * a.K;
+    for (int64_t r = blockIdx.x; r < XR; r += gridDim.x) {
+        const float *x = a.x + r * a.ldx;
+        __half *o = xh + r * a.K;
         if (vec) {
             for (int64_t i = 8 * (int64_t)threadIdx.x; i < a.K; i += 8 * (int64_t)blockDim.x) {
                 const float4 u = *(const float4 *)(x + i), w = *(const float4 *)(x + i + 4);
@@ -75,7 +79,7 @@ __global__ void k_mg_gather_h(mg_args a, __half *__restrict__ xg)
  * output n at row (e - e0) * N + n */
 template <int BN>     /* blocks an SM: as many as shared memory allows (3 at 128, 2 at 256) */
 __global__ void __launch_bounds__(MG_THREADS, BN == 256 ? 2 : 3)
-k_moe_gemm_h(mg_args a, const __half *__restrict__ xg, const __half *__restrict__ wh, int64_t e0,
+k_moe_gemm_h(mg_args a, const __half *__restrict__ xh, const __half *__restrict__ wh, int64_t e0,
              int64_t e1)
 {
     typedef hg<BN> H;
@@ -91,7 +95,8 @@ k_moe_gemm_h(mg_args a, const __half *__restrict__ xg, const __half *__restrict_
      * offsets of 8 halves; rows past the tile's or N repeat the last one
      * (their outputs are never stored) */
     const int xm = tid / (HG_BK / 8), xc = 8 * (tid % (HG_BK / 8));
-    const __half *xs = xg + (t.p0 + (xm < t.rows ? xm : t.rows - 1)) * a.K + xc;
+    const int64_t q = a.perm[t.p0 + (xm < t.rows ? xm : t.rows - 1)];
+    const __half *xs = xh + (a.x_per_tok ? q / a.k : q) * a.K + xc;
     const __half *ws[H::WCP];
     int wr[H::WCP], wc[H::WCP];
     #pragma unroll
@@ -174,8 +179,9 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
     const int64_t es = kept ? a.E : ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
     __half *xg = c->moeh, *wh = c->moeh + xh;
     cudaStream_t st = c->stream;
-    cuda_launch(k_mg_gather_h, (unsigned)(a.Q < 65535 * 8 ? a.Q : 65535 * 8), 256, 0, st, a, xg);
-    if (!CUDA_LAUNCHED(be, "k_mg_gather_h"))
+    const int64_t XR = a.x_per_tok ? a.Q / a.k : a.Q;      /* x's rows */
+    cuda_launch(k_mg_half, (unsigned)(XR < 65535 * 8 ? XR : 65535 * 8), 256, 0, st, a, XR, xg);
+    if (!CUDA_LAUNCHED(be, "k_mg_half"))
         return true;
     /* output blocks fastest: the blocks that share a tile's x rows run
      * together, as do (a few blocks apart) an expert's tiles, which share
