@@ -9,7 +9,8 @@
 # "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
-# batch_step; "prefill": prefill_step; "deep": deep_step), BENCH_35B (bench.sh's,
+# batch_step; "prefill": prefill_step; "deep": deep_step; "ncup":
+# ncup_step), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -139,6 +140,30 @@ deep_step() {
     done
 }
 
+# ncup: Nsight Compute on the prompt kernels of one 35B-A3B pp4096 pass in
+# fast mode (q36 bench, bench.sh's file): for each regex of NCUP (default
+# "k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_tc"), NCUP_COUNT
+# (default 2) launches after the first NCUP_SKIP (default 8), the same
+# sections as ncuk; NCUP_ENV adds q36 switches, NCUP_ARGS replaces the
+# bench arguments (e.g. "-p 0 -n 4 -d 32768 -b 4096 -ub 4096 --fast" with
+# NCUP=k_attn for decode attention at depth).
+ncup_step() {
+    local kr ncu args
+    ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    [ -n "$ncu" ] || { echo "FAIL ncup: no ncu on this machine"; return; }
+    bench_models
+    args=${NCUP_ARGS:--p 4096 -n 0 -b 4096 -ub 4096 --fast}
+    for kr in ${NCUP:-k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_tc}; do
+        echo "### ncu $kr: q36 bench -m $m35 -ngl 99 $args -r 1 ${NCUP_ENV:-}"
+        env ${NCUP_ENV:-} timeout 280 "$ncu" --clock-control none \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+            --section WarpStateStats --section LaunchStats -k "regex:$kr" \
+            --launch-skip "${NCUP_SKIP:-8}" --launch-count "${NCUP_COUNT:-2}" \
+            "$dir/q36" bench -m "$m35" -ngl 99 $args -r 1
+        echo "# exit status $?"
+    done
+}
+
 # ops: the op cases of test_backend_cuda's groups OPS (e.g. "mv8,mvgrp";
 # TBC_OPS), as run.sh's NEW=1 pass sets the switches, then once more for
 # each "VAR=value" word of OPS_VARIANTS ("A=1+B=2" sets both): a short
@@ -194,6 +219,8 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(###|FAIL|# exit)' "$out/ops.txt"; grep -c '^ok ' "$out/ops.txt" ;;
     ncuk)  ncuk_step >"$out/ncuk.txt" 2>&1
            grep -E '^(###|FAIL|# exit)|Duration|DRAM Throughput|Achieved Occupancy' "$out/ncuk.txt" ;;
+    ncup)  ncup_step >"$out/ncup.txt" 2>&1
+           grep -E '^(###|FAIL|# exit)|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy' "$out/ncup.txt" ;;
     ncu)   NCU_OUT=$out/ncu.txt bash "$dir/ncu.sh" "$dir" >/dev/null 2>&1
            grep -E '^(# |void|k_)' "$out/ncu.txt" | head -n 30 ;;
     esac
