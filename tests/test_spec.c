@@ -463,6 +463,38 @@ static void mtp_argmax_same(q36_engine *e, const q36_batch *all, const float *h,
     free(hc);
 }
 
+/* q36_mtp_eval_chain gives the drafts of a host loop over
+ * q36_mtp_eval_argmax (each draft's id, through the draft vocabulary's
+ * ids when one is set, and hidden row fed back): three rows of slot 1 from
+ * position 0 with hidden rows h, then K drafts in all */
+static void mtp_chain_same(q36_engine *e, const int32_t *ids, const float *h, int D,
+                           const char *name)
+{
+    enum { K = 4 };
+    const int32_t *vid;
+    q36_mtp_vocab(e, &vid);
+    const int32_t sl[3] = { 1, 1, 1 }, ps[3] = { 0, 1, 2 }, last = 2, z = 0;
+    const q36_batch first = { 3, ids, sl, ps, 1, &last };
+    int32_t want[K], got[K];
+    float *hc = malloc((size_t)D * sizeof *hc);
+    q36_err err = { 0 };
+    int rc = q36_mtp_eval_argmax(e, &first, h, Q36_MTP_H_TRUNK, &want[0], hc, &err);
+    for (int i = 1; i < K && !rc; i++) {
+        const int32_t id = vid ? vid[want[i - 1]] : want[i - 1], p = 2 + i;
+        const q36_batch one = { 1, &id, &sl[0], &p, 1, &z };
+        rc = q36_mtp_eval_argmax(e, &one, hc, Q36_MTP_H_MTP, &want[i], hc, &err);
+    }
+    if (!rc)
+        rc = q36_mtp_eval_chain(e, &first, h, Q36_MTP_H_TRUNK, K, got, &err);
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !memcmp(got, want, sizeof got),
+                "chained drafts %d %d %d %d, the host loop's %d %d %d %d", got[0], got[1], got[2],
+                got[3], want[0], want[1], want[2], want[3]);
+    free(hc);
+}
+
 /* MTP rows in one pass equal the rows one pass each (exact mode). */
 static void mtp_invariance(const q36_model *m, const char *tag)
 {
@@ -509,6 +541,9 @@ static void mtp_invariance(const q36_model *m, const char *tag)
     snprintf(name, sizeof name, "spec.%s.mtp_argmax_is_host_argmax", tag);
     if (!rc)
         mtp_argmax_same(e, &all, h, la, ha, V, D, name);
+    snprintf(name, sizeof name, "spec.%s.mtp_chain_is_host_loop", tag);
+    if (!rc)
+        mtp_chain_same(e, ids, h, D, name);
     /* the same with a draft vocabulary (the head's columns a view of
      * several rows at once) */
     snprintf(name, sizeof name, "spec.%s.mtp_rows_batch_invariant.draft_vocab", tag);
@@ -536,6 +571,8 @@ static void mtp_invariance(const q36_model *m, const char *tag)
             t_fail(name, "%s", err.msg);
         else
             mtp_argmax_same(e, &all, h, la, ha, nv, D, name);
+        snprintf(name, sizeof name, "spec.%s.mtp_chain_is_host_loop.draft_vocab", tag);
+        mtp_chain_same(e, ids, h, D, name);
     }
     /* a row above the MTP position is refused */
     const int32_t s0 = 0, p = 20, z = 0;

@@ -98,6 +98,9 @@ struct q36_engine {
     gguf_tensor    dv_t;          /* describes dv_buf for be_weight_bind */
     void          *dv_buf;
     be_weight     *dv_head;       /* NULL: the full head */
+    gguf_tensor    dv_et;         /* the MTP embedding's rows of the same ids: */
+    void          *dv_ebuf;       /* chained drafts look up a draft's */
+    be_weight     *dv_embd;       /* embedding by its draft-vocabulary column */
     int32_t       *dv_ids;
     int            dv_n;
     /* checkpoints inside a pass (ckpt_pass.c): the next pass's requests,
@@ -181,9 +184,15 @@ static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
 
 /* The MTP pass over the T rows set up like model_forward's, with the
  * hidden rows already in e->mtp_h (mtp.c); for the rows out[], logits, or
- * with ids their argmax columns only (be_argmax), and hidden rows. */
-int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
-                      float *logits, int32_t *ids, float *hidden, q36_err *err);
+ * with ids their argmax columns only (be_argmax), and hidden rows. With
+ * chain >= 0 (one row asked for, nothing read back): its argmax column
+ * goes to row `chain` of the argmax scratch and to row 0 of the ids, its
+ * hidden row to row 0 of e->mtp_h: the next chained pass's inputs. dv_in:
+ * the ids are draft-vocabulary columns (their embedding rows from
+ * e->dv_embd). */
+int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
+                      int n_out, float *logits, int32_t *ids, float *hidden, int chain,
+                      q36_err *err);
 
 /* The delta rule and the conv of a pass that keeps per-row states or saves
  * checkpoints inside it (rewind.c): each run on its own, a kept slot's row

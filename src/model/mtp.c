@@ -79,7 +79,8 @@ static int mtp_runs(const q36_engine *e, const q36_batch *b, q36_err *err)
  * the token ids, hidden rows, slots and positions reach the kernels
  * through device memory. A salt keeps it apart from the trunk's keys. */
 static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
-                             enum q36_mtp_h h_src, bool logits, bool hidden, bool ids)
+                             enum q36_mtp_h h_src, bool logits, bool hidden, bool ids, int chain,
+                             bool dv_in)
 {
     uint64_t k = 0x6D74702070617373u;       /* "mtp pass" */
 #define MIX(v) (k = model_key_mix(k, (uint64_t)(v)))
@@ -96,6 +97,8 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
     MIX(h_src == Q36_MTP_H_MTP ? 1 : 0);
     MIX(e->dv_head ? e->dv_n : 0);
     MIX(e->fast ? 1 : 0);
+    MIX(chain + 1);
+    MIX(dv_in ? 1 : 0);
 #undef MIX
     return k | 1;
 }
@@ -112,9 +115,9 @@ static int mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_
     be_write(be, e->mtp_h, 0, b->n, h);
     be_batch_set(be, &e->batch, n_seq, e->seq);
     be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, logits != NULL || ids != NULL,
-                                   hidden != NULL, ids != NULL), b->n);
-    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, b->out, b->n_out, logits, ids,
-                               hidden, err);
+                                   hidden != NULL, ids != NULL, -1, false), b->n);
+    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, false, b->out, b->n_out, logits,
+                               ids, hidden, -1, err);
     be_pass_end(be);
     if (rc)
         return rc;
@@ -137,8 +140,59 @@ int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
     return mtp_eval(e, b, h, h_src, NULL, ids, hidden, err);
 }
 
-int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *out, int n_out,
-                      float *logits, int32_t *ids, float *hidden, q36_err *err)
+/* Chained drafts: the pass of b, then k - 1 passes of one row, each after
+ * the row before it in the asked-for row's slot, reading the previous
+ * pass's argmax and hidden row where that pass left them on the device
+ * (model_mtp_forward's chain); the k argmax columns are read back once at
+ * the end. Each pass as mtp_eval's would run it: the same drafts, without
+ * a host round trip (a device sync, a read of the hidden row and writes of
+ * the id and hidden row) between two drafts. */
+int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                       int k, int32_t *ids, q36_err *err)
+{
+    model_scratch *sc = &e->sc;
+    if (b->n_out != 1 || k < 1 || k > be_rows_of(sc->amax))
+        return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: %d asked-for rows and %d "
+                           "drafts (one row, 1 to %lld drafts)", b->n_out, k,
+                           (long long)be_rows_of(sc->amax));
+    be_ctx *be = e->be;
+    const bool dv = e->dv_head != NULL;
+    const int r = b->out[0];
+    int32_t slot = b->slot[r], id = 0;
+    const int32_t zero = 0;
+    for (int i = 0; i < k; i++) {
+        /* pass i > 0: its one row's id and hidden row are on the device
+         * (the row's id here only passes mtp_runs' range check) */
+        const int32_t p1 = b->pos[r] + i;
+        const q36_batch b1 = { 1, &id, &slot, &p1, 1, &zero };
+        const q36_batch *bi = i ? &b1 : b;
+        const int n_seq = mtp_runs(e, bi, err);
+        if (n_seq < 0)
+            return n_seq;
+        be_views_reset(be);
+        if (!i) {
+            be_write(be, sc->ids, 0, b->n, b->id);
+            be_write(be, e->mtp_h, 0, b->n, h);
+        }
+        be_batch_set(be, &e->batch, n_seq, e->seq);
+        const bool dv_in = i && dv;
+        const enum q36_mtp_h src = i ? Q36_MTP_H_MTP : h_src;
+        be_pass_begin(be, mtp_pass_key(e, bi, n_seq, src, true, false, true, i, dv_in), bi->n);
+        int rc = model_mtp_forward(e, bi->n, src == Q36_MTP_H_MTP, dv_in, bi->out, 1, NULL,
+                                   NULL, NULL, i, err);
+        be_pass_end(be);
+        if (rc)
+            return rc;
+        for (int s = 0; s < n_seq; s++)
+            e->mtp_pos[e->seq[s].slot] = e->seq[s].pos0 + e->seq[s].n_rows;
+    }
+    be_read(be, sc->amax, 0, k, ids);
+    return be_check(be, err);
+}
+
+int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
+                      int n_out, float *logits, int32_t *ids, float *hidden, int chain,
+                      q36_err *err)
 {
     const model_hparams *hp = e->hp;
     const model_mtp_w *M = &e->w.mtp;
@@ -156,7 +210,7 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
     be_tensor *h = model_rows(e, sc->h, T);
     be_tensor *o = model_rows(e, sc->o, T);
     be_tensor *cat = model_rows(e, e->mtp_cat, T);
-    be_get_rows(be, M->embd, model_rows(e, sc->ids, T), h);
+    be_get_rows(be, dv_in ? e->dv_embd : M->embd, model_rows(e, sc->ids, T), h);
     be_rms_norm(be, h, M->enorm, hp->eps, D, be_view(be, cat, 0, D));
     be_rms_norm(be, hin, M->hnorm, hp->eps, D, be_view(be, cat, D, D));
     be_matmul(be, M->eh_proj, 0, cat, x);
@@ -182,6 +236,16 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
         for (int64_t j = 0; j < n; j++)
             be_copy(be, be_rows(be, x, out[i + j], 1), be_rows(be, o, j, 1));
         be_tensor *xr = be_rows(be, o, 0, n);
+        if (chain >= 0) {       /* the next chained pass's inputs, on the device */
+            be_tensor *hr = be_rows(be, h, 0, 1);
+            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, 1), 0, Vh);
+            be_copy(be, xr, model_rows(e, e->mtp_h, 1));
+            be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
+            be_matmul(be, head, 0, hr, lr);
+            be_argmax(be, lr, be_rows(be, sc->amax, chain, 1));
+            be_argmax(be, lr, model_rows(e, sc->ids, 1));
+            break;
+        }
         if (hidden)
             be_read(be, xr, 0, n, hidden + (int64_t)i * D);
         if (logits || ids) {
@@ -207,6 +271,7 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, const int32_t *
 void model_mtp_free(q36_engine *e)
 {
     free(e->dv_buf);
+    free(e->dv_ebuf);
     free(e->dv_ids);
 }
 
@@ -258,5 +323,28 @@ int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err)
     e->dv_t.nbytes = (uint64_t)k * rb;
     e->dv_t.data = e->dv_buf;
     e->dv_n = k;
-    return be_weight_bind(e->be, &e->dv_t, &e->dv_head, err);
+    int rc = be_weight_bind(e->be, &e->dv_t, &e->dv_head, err);
+    if (rc)
+        return rc;
+    /* the MTP block's embedding rows of the same ids, in column order:
+     * chained drafts (q36_mtp_eval_chain) look a draft up by its column */
+    snprintf(name, sizeof name, "blk.%d.nextn.embed_tokens.weight", e->w.mtp.il);
+    const gguf_tensor *et = gguf_find_tensor(f, name);
+    if (!et)
+        et = gguf_find_tensor(f, "token_embd.weight");
+    const uint64_t erb = et ? quant_row_bytes(et->type, et->ne[0]) : 0;
+    if (!erb || (int64_t)et->ne[1] < V)
+        return q36_err_set(err, Q36_E_FORMAT, "draft vocabulary: no MTP embedding of %lld rows",
+                           (long long)V);
+    e->dv_ebuf = malloc((size_t)k * erb);
+    if (!e->dv_ebuf)
+        return q36_err_set(err, Q36_E_NOMEM, "draft vocabulary of %d ids: out of memory", k);
+    for (int j = 0; j < k; j++)
+        memcpy((uint8_t *)e->dv_ebuf + (uint64_t)j * erb,
+               (const uint8_t *)et->data + (uint64_t)e->dv_ids[j] * erb, erb);
+    e->dv_et = *et;
+    e->dv_et.ne[1] = (uint64_t)k;
+    e->dv_et.nbytes = (uint64_t)k * erb;
+    e->dv_et.data = e->dv_ebuf;
+    return be_weight_bind(e->be, &e->dv_et, &e->dv_embd, err);
 }

@@ -269,10 +269,26 @@ static int draft(spec *s, int32_t x, int P, int *k, int32_t *d, q36_err *err)
     ids[s->n_pend] = x;
     memcpy(s->hbuf, s->pend_h, (size_t)s->n_pend * D * sizeof *s->hbuf);
     memcpy(s->hbuf + s->n_pend * D, s->hlast, (size_t)D * sizeof *s->hbuf);
-    int rc = mtp(s, ids, n, P - s->n_pend, s->hbuf, Q36_MTP_H_TRUNK, true, err);
-    s->n_pend = 0;
     const int32_t *vid;
     const int nv = q36_mtp_vocab(s->e, &vid);
+    if (s->p_min <= 0 && *k > 0) {
+        /* greedy drafts with no threshold to test: chained on the device,
+         * the k columns read back at the end */
+        int32_t best[SPEC_MAX_DRAFT];
+        for (int i = 0; i < n; i++) {
+            s->ids[i] = ids[i];
+            s->pos[i] = P - s->n_pend + i;
+        }
+        const int32_t last = n - 1;
+        const q36_batch b = { n, s->ids, s->slots, s->pos, 1, &last };
+        s->n_pend = 0;
+        int rc = q36_mtp_eval_chain(s->e, &b, s->hbuf, Q36_MTP_H_TRUNK, *k, best, err);
+        for (int i = 0; i < *k && !rc; i++)
+            d[i] = vid ? vid[best[i]] : best[i];
+        return rc;
+    }
+    int rc = mtp(s, ids, n, P - s->n_pend, s->hbuf, Q36_MTP_H_TRUNK, true, err);
+    s->n_pend = 0;
     for (int i = 0; i < *k && !rc; i++) {
         const int32_t best = s->p_min > 0 ? spec_argmax(s->mlog, nv) : s->mbest;
         if (s->p_min > 0 && top10_p(s->mlog, nv, best) < s->p_min) {
