@@ -228,8 +228,10 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * for id ids[j]. A draft is only a guess: the verify pass decides, so this
  * changes speed and acceptance, never the output. n <= 0: the full head
  * (the default, as llama.cpp drafts). Once per engine; the copy of those
- * rows (n x the head's row bytes) is allocated here, outside the plan, and
- * freed with the engine. */
+ * rows (n x the head's row bytes), and of the MTP embedding's rows of the
+ * same ids (n x its row bytes: q36_mtp_eval_chain's drafts look up by
+ * column), is allocated here, outside the plan, and freed with the
+ * engine. */
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 
