@@ -81,9 +81,13 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
     [ "${BENCH_DEEP:-0}" = 1 ] &&
         run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"
     # MTP drafts on the GPU, exact mode, on the trained model (a random
-    # MTP layer accepts almost nothing)
-    [ -n "$trained" ] &&
+    # MTP layer accepts almost nothing); then with a draft vocabulary of
+    # 16384 ids (a draft's head 1/9 of the full one's rows)
+    if [ -n "$trained" ]; then
         run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3
+        run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3 \
+            --draft-vocab 16384
+    fi
     exit 0
 fi
 # decode: op by op, then the default (graphs, 16-byte matvecs, fused ops)
