@@ -302,7 +302,8 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
     }
     /* the next two keys' rows are in flight while a key is used (the
      * loop waited a memory round trip a key: at depth 32768 its 67 MB a
-     * layer took 86 us on the H200) */
+     * layer took 86 us on the H200, 65 since; record
+     * bench/results/2026-12-03-cuda-attn-depth/) */
     lane_raw<CK, NPL> k0, k1, k2;
     lane_raw<CV, NPL> v0, v1, v2;
     if (j0 + wid < j1) {
