@@ -157,6 +157,9 @@ int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q
                            (long long)be_rows_of(sc->amax));
     be_ctx *be = e->be;
     const bool dv = e->dv_head != NULL;
+    if (dv && !e->dv_embd)
+        return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: the draft vocabulary has no "
+                           "embedding rows (q36_mtp_draft_vocab failed)");
     const int r = b->out[0];
     int32_t slot = b->slot[r], id = 0;
     const int32_t zero = 0;
