@@ -492,6 +492,18 @@ static void mtp_chain_same(q36_engine *e, const int32_t *ids, const float *h, in
         t_check(name, !memcmp(got, want, sizeof got),
                 "chained drafts %d %d %d %d, the host loop's %d %d %d %d", got[0], got[1], got[2],
                 got[3], want[0], want[1], want[2], want[3]);
+    /* refused: two asked-for rows, no drafts, more drafts than argmax rows */
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s.refuses", name);
+    const int32_t outs[2] = { 1, 2 };
+    const q36_batch two = { 3, ids, sl, ps, 2, outs };
+    int32_t many[1024];
+    const int r1 = q36_mtp_eval_chain(e, &two, h, Q36_MTP_H_TRUNK, K, got, &err);
+    const int r2 = q36_mtp_eval_chain(e, &first, h, Q36_MTP_H_TRUNK, 0, got, &err);
+    const int r3 = q36_mtp_eval_chain(e, &first, h, Q36_MTP_H_TRUNK, 1024, many, &err);
+    t_check(bad, r1 == Q36_E_ARG && r2 == Q36_E_ARG && r3 == Q36_E_ARG &&
+                 strstr(err.msg, "chained MTP drafts") != NULL,
+            "return codes %d %d %d (Q36_E_ARG each), last message \"%s\"", r1, r2, r3, err.msg);
     free(hc);
 }
 
