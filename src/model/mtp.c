@@ -103,21 +103,28 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
     return k | 1;
 }
 
-static int mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
-                    float *logits, int32_t *ids, float *hidden, q36_err *err)
+/* One MTP pass of b: its ids and hidden rows h written first (h NULL: a
+ * chained pass, both already on the device), then model_mtp_forward with
+ * chain and dv_in as it takes them; the slots' MTP positions after it. */
+static int mtp_pass(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
+                    float *logits, int32_t *ids, float *hidden, int chain, bool dv_in,
+                    q36_err *err)
 {
     const int n_seq = mtp_runs(e, b, err);
     if (n_seq < 0)
         return n_seq;
     be_ctx *be = e->be;
     be_views_reset(be);
-    be_write(be, e->sc.ids, 0, b->n, b->id);
-    be_write(be, e->mtp_h, 0, b->n, h);
+    if (h) {
+        be_write(be, e->sc.ids, 0, b->n, b->id);
+        be_write(be, e->mtp_h, 0, b->n, h);
+    }
     be_batch_set(be, &e->batch, n_seq, e->seq);
-    be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, logits != NULL || ids != NULL,
-                                   hidden != NULL, ids != NULL, -1, false), b->n);
-    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, false, b->out, b->n_out, logits,
-                               ids, hidden, -1, err);
+    const bool want = logits != NULL || ids != NULL || chain >= 0;
+    be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, want, hidden != NULL,
+                                   ids != NULL || chain >= 0, chain, dv_in), b->n);
+    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, dv_in, b->out, b->n_out, logits,
+                               ids, hidden, chain, err);
     be_pass_end(be);
     if (rc)
         return rc;
@@ -129,7 +136,7 @@ static int mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_
 int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                  float *logits, float *hidden, q36_err *err)
 {
-    return mtp_eval(e, b, h, h_src, logits, NULL, hidden, err);
+    return mtp_pass(e, b, h, h_src, logits, NULL, hidden, -1, false, err);
 }
 
 int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
@@ -137,14 +144,14 @@ int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
 {
     if (!ids)
         return q36_err_set(err, Q36_E_ARG, "q36_mtp_eval_argmax: no array for the ids");
-    return mtp_eval(e, b, h, h_src, NULL, ids, hidden, err);
+    return mtp_pass(e, b, h, h_src, NULL, ids, hidden, -1, false, err);
 }
 
 /* Chained drafts: the pass of b, then k - 1 passes of one row, each after
  * the row before it in the asked-for row's slot, reading the previous
  * pass's argmax and hidden row where that pass left them on the device
  * (model_mtp_forward's chain); the k argmax columns are read back once at
- * the end. Each pass as mtp_eval's would run it: the same drafts, without
+ * the end. Each pass as q36_mtp_eval_argmax's would run it: the same drafts, without
  * a host round trip (a device sync, a read of the hidden row and writes of
  * the id and hidden row) between two drafts. */
 int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
@@ -163,32 +170,16 @@ int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q
     const int r = b->out[0];
     int32_t slot = b->slot[r], id = 0;
     const int32_t zero = 0;
-    for (int i = 0; i < k; i++) {
-        /* pass i > 0: its one row's id and hidden row are on the device
-         * (the row's id here only passes mtp_runs' range check) */
+    int rc = mtp_pass(e, b, h, h_src, NULL, NULL, NULL, 0, false, err);
+    for (int i = 1; i < k && !rc; i++) {
+        /* its one row's id and hidden row are on the device (the row's id
+         * here only passes mtp_runs' range check) */
         const int32_t p1 = b->pos[r] + i;
         const q36_batch b1 = { 1, &id, &slot, &p1, 1, &zero };
-        const q36_batch *bi = i ? &b1 : b;
-        const int n_seq = mtp_runs(e, bi, err);
-        if (n_seq < 0)
-            return n_seq;
-        be_views_reset(be);
-        if (!i) {
-            be_write(be, sc->ids, 0, b->n, b->id);
-            be_write(be, e->mtp_h, 0, b->n, h);
-        }
-        be_batch_set(be, &e->batch, n_seq, e->seq);
-        const bool dv_in = i && dv;
-        const enum q36_mtp_h src = i ? Q36_MTP_H_MTP : h_src;
-        be_pass_begin(be, mtp_pass_key(e, bi, n_seq, src, true, false, true, i, dv_in), bi->n);
-        int rc = model_mtp_forward(e, bi->n, src == Q36_MTP_H_MTP, dv_in, bi->out, 1, NULL,
-                                   NULL, NULL, i, err);
-        be_pass_end(be);
-        if (rc)
-            return rc;
-        for (int s = 0; s < n_seq; s++)
-            e->mtp_pos[e->seq[s].slot] = e->seq[s].pos0 + e->seq[s].n_rows;
+        rc = mtp_pass(e, &b1, NULL, Q36_MTP_H_MTP, NULL, NULL, NULL, i, dv, err);
     }
+    if (rc)
+        return rc;
     be_read(be, sc->amax, 0, k, ids);
     return be_check(be, err);
 }
