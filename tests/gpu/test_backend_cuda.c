@@ -1461,17 +1461,24 @@ static void test_inv_rows(const be_shape *sh)
     be_free(v);
 }
 
-static void test_attn_gqa(const be_shape *sh)
+/* attention_decode_cases on a context made with `var`=1, names ending in tag */
+static void attn_decode_with(const be_shape *sh, const char *var, const char *ctx_name,
+                             const char *tag)
 {
-    be_ctx *g = ctx_with("Q36_CUDA_ATTNGQA", "1", sh, "cuda.attn_gqa_context"), *saved = gpu;
+    be_ctx *g = ctx_with(var, "1", sh, ctx_name), *saved = gpu;
     if (!g)
         return;
     gpu = g;
-    case_tag = "_gqa";
+    case_tag = tag;
     attention_decode_cases();
     gpu = saved;
     case_tag = "";
     be_free(g);
+}
+
+static void test_attn_gqa(const be_shape *sh)
+{
+    attn_decode_with(sh, "Q36_CUDA_ATTNGQA", "cuda.attn_gqa_context", "_gqa");
 }
 
 /* Q36_CUDA_ATTNTC=1: decode attention's splits on tensor cores for f16
@@ -1479,15 +1486,7 @@ static void test_attn_gqa(const be_shape *sh)
  * (names end in _tc; f32 caches and head dim 64 take the other kernels) */
 static void test_attn_tc(const be_shape *sh)
 {
-    be_ctx *g = ctx_with("Q36_CUDA_ATTNTC", "1", sh, "cuda.attn_tc_context"), *saved = gpu;
-    if (!g)
-        return;
-    gpu = g;
-    case_tag = "_tc";
-    attention_decode_cases();
-    gpu = saved;
-    case_tag = "";
-    be_free(g);
+    attn_decode_with(sh, "Q36_CUDA_ATTNTC", "cuda.attn_tc_context", "_tc");
 }
 
 /* ----------------------------------------------------------------- graphs */
