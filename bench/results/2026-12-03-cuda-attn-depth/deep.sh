@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # the session-15 deep-decode bench: q36 beside llama.cpp at depths, the
-# deep profile, Q8KEEP A/B. Run from the carried tree's root.
+# deep profile, Q8KEEP A/B. Run from the carried tree's root (run1 ran it
+# with the defaults below). Since then device.sh's deep step does the same.
 set -u
 d=.cuda-carry
 STEPS=none bash $d/device.sh >/dev/null 2>&1
-export LD_LIBRARY_PATH=$PWD/$d/lib:/tmp/llama-cuda/llama-cuda-sm90/lib
-L=/tmp/llama-cuda/llama-cuda-sm90/lib
-q=$d/q36 m8=/tmp/m08.gguf m35=/tmp/m35.gguf
+# WORK: the scratch folder (device.sh unpacks llama.cpp under $WORK/llama-cuda)
+work=${WORK:-/tmp}
+L=${LLAMA_LIB:-$work/llama-cuda/llama-cuda-sm90/lib}
+export LD_LIBRARY_PATH=$PWD/$d/lib:$L
+q=$d/q36 m8=$work/m08.gguf m35=$work/m35.gguf
 base=(--baseline llama.cpp --llama-lib $L)
 [ -d $L ] || { echo "no llama.cpp unpacked"; base=(); }
 echo "# commit $(cat $d/commit.txt)"
