@@ -85,6 +85,22 @@ static uint64_t weight_bytes(const q36_model *m)
 #endif
 }
 
+/* Device bytes fast mode's kept f16 weight copies may take at most
+ * (be_cuda_f16keep_bytes): taken at the first prompts only from memory
+ * to spare, so not part of what must fit. */
+static uint64_t f16keep_bytes(const q36_model *m)
+{
+    uint64_t b = 0;
+#ifdef Q36_CUDA
+    const gguf_file *f = q36_model_gguf(m);
+    for (int64_t i = 0; i < gguf_n_tensors(f); i++)
+        b += be_cuda_f16keep_bytes(gguf_tensor_at(f, i));
+#else
+    (void)m;
+#endif
+    return b;
+}
+
 int cli_device_check(const q36_model *m, int n_ctx, const q36_engine_opts *o, int print,
                      q36_err *err)
 {
@@ -108,6 +124,11 @@ int cli_device_check(const q36_model *m, int n_ctx, const q36_engine_opts *o, in
                p.scratch / 1048576.0, p.backend / 1048576.0);
         printf("  on the device in total     %10.1f MiB  of %.1f MiB free (%.1f MiB total): %s\n",
                need / 1048576.0, fr / 1048576.0, tot / 1048576.0, need <= fr ? "fits" : "DOES NOT FIT");
+        const uint64_t keep = q36_opts_fast(o) ? f16keep_bytes(m) : 0;
+        if (keep)
+            printf("  and f16 weight copies for prompts, up to %.1f MiB, made at first use only while\n"
+                   "    max(2 GiB, 5%%) of the device stays free (fast mode; Q36_CUDA_F16KEEP=0: none)\n",
+                   keep / 1048576.0);
     }
     if (need > fr)
         return q36_err_set(err, Q36_E_NOMEM, "the model and a context of %d tokens in %d slot(s) "

@@ -118,6 +118,10 @@ int  be_cuda_read_bandwidth(uint64_t bytes, int passes, double *gbps, q36_err *e
 /* Device bytes be_weight_bind of the CUDA backend takes for t (types
  * without device kernels are uploaded as f32). */
 uint64_t be_cuda_weight_bytes(const gguf_tensor *t);
+/* Device bytes the CUDA backend's fast mode may keep for t's f16 copy
+ * (cuda/cuda_f16keep.cu), taken only from memory to spare: 0 for tensors
+ * that no prompt product reads through one, or with Q36_CUDA_F16KEEP=0. */
+uint64_t be_cuda_f16keep_bytes(const gguf_tensor *t);
 
 /* The device of a built-in backend by name, for memory plans: as
  * be_cuda_device_info; Q36_E_UNSUP for the CPU (host memory is the

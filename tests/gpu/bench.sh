@@ -13,9 +13,9 @@
 # (also with Q36_CUDA_ATTNGQA=1);
 # BENCH_QUICK=1 runs only the comparisons beside llama.cpp (decode and fast
 # pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768),
-# decode with kept int8 rows (Q36_CUDA_Q8KEEP=1, off by default), and
-# exact mode's cost
-# (decode; pp512 batch-invariant and with Q36_CUDA_EXACTINV=0).
+# exact mode's cost (decode; pp512 batch-invariant and with
+# Q36_CUDA_EXACTINV=0), and GPU MTP on the trained model (full head; a
+# draft vocabulary of 16384 ids at --draft-max 3, 4, 5).
 # BENCH_AB=1 runs decode on both files beside llama.cpp, then with each
 # decode switch that is not settled flipped on its own (Q36_CUDA_MV8=0, the
 # later fused entries =0, Q36_CUDA_FUSED=0).
@@ -66,10 +66,6 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
     run 200 "$q36" bench -m "$m08" -ngl 99 -p 4096 -n 0 -r 3 -b 4096 -ub 4096 --fast "${base[@]}"
     [ -f "$m35" ] || run 150 "$q36" synth --arch qwen35moe --preset 35b-a3b --type q4_K_M -o "$m35"
     run 200 "$q36" bench -m "$m35" -ngl 99 --bandwidth -p 0 -n 64 -r 3 "${base[@]}"
-    # decode with kept int8 rows (Q36_CUDA_Q8KEEP=1: a norm writes the int8
-    # rows of the products after it, instead of k_q8x before each product)
-    run 150 env Q36_CUDA_Q8KEEP=1 "$q36" bench -m "$m08" -ngl 99 -p 0 -n 128 -r 5
-    run 150 env Q36_CUDA_Q8KEEP=1 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -r 3
     # what exact mode costs: decode, and pp512 batch-invariant (the
     # default) and not (Q36_CUDA_EXACTINV=0)
     for m in "$m08" "$m35"; do
@@ -82,11 +78,14 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
         run 400 "$q36" bench -m "$m35" -ngl 99 -p 0 -n 64 -d 32768 -r 2 -b 4096 -ub 4096 --fast "${base[@]}"
     # MTP drafts on the GPU, exact mode, on the trained model (a random
     # MTP layer accepts almost nothing); then with a draft vocabulary of
-    # 16384 ids (a draft's head 1/9 of the full one's rows)
+    # 16384 ids (a draft's head 1/9 of the full one's rows), at 3, 4 and 5
+    # drafts a round
     if [ -n "$trained" ]; then
         run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3
-        run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3 \
-            --draft-vocab 16384
+        for dm in 3 4 5; do
+            run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3 \
+                --draft-vocab 16384 --draft-max $dm
+        done
     fi
     exit 0
 fi

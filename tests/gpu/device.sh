@@ -7,7 +7,7 @@
 # and the bench output go to $OUT (or /tmp/q36-out).
 # Env: STEPS (default "test bench"; "ops": ops_step; "ncuk": ncuk_step;
 # "profile": tests/gpu/profile.sh;
-# "serve": tests/gpu/serve_bench.py, see serve_step; "ncu": tests/gpu/ncu.sh,
+# "serve": tests/gpu/serve_bench.py, see serve_step; "servemtp": servemtp_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
 # batch_step; "prefill": prefill_step; "deep": deep_step; "ncup":
 # ncup_step), BENCH_35B (bench.sh's,
@@ -22,6 +22,10 @@ dir=${1:-.cuda-carry}
 out=${OUT:-/tmp/q36-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# pack.sh sends the binaries xz-compressed
+for f in "$dir"/q36.xz "$dir"/test_backend_cuda.xz; do
+    [ -f "$f" ] && xz -d -f "$f" && chmod +x "${f%.xz}"
+done
 export LOG=/tmp/q36-gpu
 { nvidia-smi; echo "commit: $(cat "$dir/commit.txt")"; nproc; } >"$out/env.txt" 2>&1
 # the machine keeps /tmp between warm calls but not the carried folders
@@ -69,6 +73,23 @@ serve_step() {
         --budget 165 --log-dir "$LOG/serve-0.8b" || rc=$?
     echo "# serve step: $((SECONDS - t0)) s, last nonzero exit status ${rc}"
 }
+# servemtp: q36 serve on the trained default model with MTP drafting
+# (--spec-type draft-mtp and the words of SPEC_ARGS, default
+# "--draft-vocab 16384") beside q36 serve plain, taking turns
+# (serve_bench.py --base-q36), -np SERVE_NPS (default 1,4), SERVE_SECS s a
+# point (default 15), greedy, --cache-ram 0 on both (a prompt restored from
+# the prefix cache gives the MTP block no hidden rows for its part); the
+# ratio is MTP's aggregate speed-up in the server.
+servemtp_step() {
+    local a=(--cache-ram 0) x=() w
+    for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384}; do x+=("--q36-arg=$w"); done
+    timeout 400 python3 "$dir/serve_bench.py" "$dir/q36" "$trained" --base-q36 \
+        "${x[@]}" "--q36-arg=${a[0]}" "--q36-arg=${a[1]}" "--base-q36-arg=${a[0]}" "--base-q36-arg=${a[1]}" \
+        --np "${SERVE_NPS:-1,4}" --seconds "${SERVE_SECS:-15}" --max-tokens 256 --ctx 2048 --reps "${SERVE_REPS:-2}" \
+        --budget 360 --log-dir "$LOG/serve-mtp"
+    echo "# servemtp step: exit status $?"
+}
+
 # batch: test_backend_cuda --bench-batch on bench.sh's synthetic files
 # (made here when missing): decode steps of BATCH_T slots at once (default
 # 1,16,64), op by op; then once more for each "VAR=value" word of
@@ -205,6 +226,8 @@ for s in ${STEPS:-test bench}; do
            tail -n 1 "$out/gpu-tests.txt" ;;
     bench) BENCH_OUT=$out/bench.txt bash "$dir/bench.sh" "$dir" "$trained" >/dev/null 2>&1
            tail -n 5 "$out/bench.txt" ;;
+    servemtp) servemtp_step >"$out/serve-mtp.txt" 2>&1
+           grep -E '^(###|\||FAIL|SKIP|# servemtp|q36:)' "$out/serve-mtp.txt" | tail -n 12 ;;
     serve) serve_step >"$out/serve-bench.txt" 2>&1
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     batch) batch_step >"$out/bench-batch.txt" 2>&1

@@ -6,11 +6,11 @@
 # --llama, also the prebuilt llama.cpp CUDA build of ../shared/llama-cuda
 # in three folders .dev-p0 .dev-p1 .dev-p2, one part each.
 #
-# Why three: a call carries the tree (~42 MB, most of it the default model)
+# Why three: a call carries the tree (~47 MB, most of it the default model)
 # plus its carried folders within 64 MiB, so the 42 MB of llama.cpp parts
 # travel one per call, back to back while the machine is warm (it is given
 # back after ~30 s idle; /tmp stays there between calls, an earlier call's
-# carried folders do not), and CARRY (~16 MB) in a call of its own:
+# carried folders do not), and CARRY (~6 MB) in a call of its own:
 #   run carry=[.dev-p0]  command: mkdir -p /tmp/llama-parts && cp .dev-p0/* /tmp/llama-parts/
 #   run carry=[.dev-p1]  command: mkdir -p /tmp/llama-parts && cp .dev-p1/* /tmp/llama-parts/
 #   run carry=[.dev-p2]  command: mkdir -p /tmp/llama-parts && cp .dev-p2/* /tmp/llama-parts/
@@ -31,8 +31,11 @@ for f in build/q36 build/tests/gpu/test_backend_cuda; do
 done
 rm -rf "$dir"
 mkdir -p "$dir/lib"
-strip -o "$dir/q36" build/q36
-strip -o "$dir/test_backend_cuda" build/tests/gpu/test_backend_cuda
+# the two binaries travel xz-compressed (~20 MB -> ~5 MB) so that the tree
+# and a carry fit a call's 64 MiB; device.sh unpacks them first
+for f in build/q36 build/tests/gpu/test_backend_cuda; do
+    strip -o "$dir/${f##*/}" "$f" && xz -T2 -6 "$dir/${f##*/}"
+done
 cp tests/gpu/run.sh tests/gpu/bench.sh tests/gpu/device.sh tests/gpu/profile.sh tests/gpu/lib.sh tests/gpu/serve_gpu.py \
     tests/gpu/serve_bench.py tests/gpu/ncu.sh tests/gpu/ncu_sum.py "$dir/"
 cp build/commit.txt "$dir/" 2>/dev/null || git rev-parse --short HEAD >"$dir/commit.txt"

@@ -32,9 +32,15 @@ covers 90% of the requests, stream first. Per-stream decode rate:
 timings.predicted_n / predicted_ms, median over requests.
 
 Prints one JSON line per (engine, N, repetition), with failures, their
-first messages and the client's CPU share (near 1: the client, not the
-server, limits), then a markdown table of medians over repetitions and
+first messages, q36's MTP counters when it drafts (GET /monitor) and
+the client's CPU share (near 1: the client, not the server, limits), then a markdown table of medians over repetitions and
 the ratios q36 / llama-server. Server logs go to --log-dir.
+
+With --base-q36 instead of --llama-server, the baseline is a second q36
+configuration (`q36 serve` with the --base-q36-arg arguments, none by
+default) taking turns with the first (its --q36-arg ones) in the same way:
+e.g. MTP drafting (--q36-arg=--spec-type --q36-arg=draft-mtp) beside plain
+decoding on the same model, the ratio its speed-up.
 
 Exit status: 0 when every server started and every request succeeded; 1
 when a server did not start or any request failed (both are printed, with
@@ -99,7 +105,8 @@ def healthy(host, port):
 
 
 class Server:
-    """One server process: q36 serve or llama-server, logs under logdir."""
+    """One server process: q36 serve (engine "q36" or, with --base-q36,
+    "base") or llama-server ("llama"), logs under logdir."""
 
     def __init__(self, engine, a, n, rep):
         self.engine, self.a = engine, a
@@ -108,9 +115,9 @@ class Server:
         self.proc, self.host, self.port = None, "127.0.0.1", None
         ngl = os.environ.get("NGL", "99")
         thr = ["-t", str(a.threads)] if a.threads else []
-        if engine == "q36":
+        if engine in ("q36", "base"):
             self.cmd = [a.q36, "serve", "-m", a.model, "-ngl", ngl, "--port", "0", "-np", str(n),
-                        "-c", str(a.ctx)] + thr + a.q36_arg
+                        "-c", str(a.ctx)] + thr + (a.q36_arg if engine == "q36" else a.base_q36_arg)
         else:
             self.port = free_port()
             self.cmd = [a.llama_server, "-m", a.model, "-ngl", ngl, "--host", self.host, "--port", str(self.port),
@@ -229,6 +236,23 @@ def run_threads(fns):
             t.join(1)
 
 
+def mtp_stats(srv):
+    """q36 serve's MTP counters over the whole run (GET /monitor's "mtp",
+    null without --spec-type draft-mtp): {} when there are none."""
+    try:
+        c = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
+        c.request("GET", "/monitor")
+        m = json.loads(c.getresponse().read()).get("mtp")
+        c.close()
+    except (OSError, http.client.HTTPException, ValueError):
+        return {}
+    if not m:
+        return {}
+    return {"mtp_acceptance": round(m["acceptance"], 3),
+            "mtp_tokens_per_verify": round(m["tokens_per_verify_row"], 2),
+            "mtp_by_position": m["acceptance_by_position"]}
+
+
 def load(a, srv, n):
     """Warm-up, then n clients for a.seconds: the point's summary."""
     warm = []
@@ -299,12 +323,16 @@ def table(a, rows, engines):
     print(f"\n### {os.path.basename(a.model)}: {a.seconds:g} s a point, {a.max_tokens} tokens a request, "
           f"-c {a.ctx} a slot, NGL={os.environ.get('NGL', '99')}\n")
     both = len(engines) == 2
-    hdr = f"| -np | reps ({'q36, llama' if both else 'q36'}) | q36 tok/s | q36 TTFT ms med / p90 |"
+    o = engines[-1]                     # the baseline: "llama" or "base"
+    name = "llama-server" if o == "llama" else "q36 base"
+    if o == "base":
+        print(f"q36: {' '.join(a.q36_arg) or '(no arguments)'}; q36 base: {' '.join(a.base_q36_arg) or '(no arguments)'}\n")
+    hdr = f"| -np | reps ({'q36, ' + o if both else 'q36'}) | q36 tok/s | q36 TTFT ms med / p90 |"
     sep = "|---:|---:|---:|---:|"
     if both:
-        hdr += " llama-server tok/s | llama-server TTFT ms med / p90 | tok/s q36/llama | TTFT q36/llama |"
+        hdr += f" {name} tok/s | {name} TTFT ms med / p90 | tok/s q36/{o} | TTFT q36/{o} |"
         sep += "---:|---:|---:|---:|"
-    print(hdr + " failed (q36" + (", llama)" if both else ")") + " |")
+    print(hdr + " failed (q36" + (f", {o})" if both else ")") + " |")
     print(sep + "---|")
     for n in a.np:
         pts = {e: {r["rep"]: r for r in rows if r.get("np") == n and r.get("engine") == e and "tok_s" in r}
@@ -320,16 +348,21 @@ def table(a, rows, engines):
         line = f"| {n} | {', '.join(str(len(pts[e])) for e in engines)} | {fmt(col('q36', 'tok_s'))} | " \
                f"{fmt(col('q36', 'ttft_ms_median'), 0)} / {fmt(col('q36', 'ttft_ms_p90'), 0)} ({src('q36')}) |"
         if both:
-            pairs = [(q, pts["llama"][rep]) for rep, q in pts["q36"].items() if rep in pts["llama"]]
+            pairs = [(q, pts[o][rep]) for rep, q in pts["q36"].items() if rep in pts[o]]
             ratio = lambda k: median(q[k] / l[k] if q[k] is not None and l[k] else None for q, l in pairs)
-            line += f" {fmt(col('llama', 'tok_s'))} | {fmt(col('llama', 'ttft_ms_median'), 0)} / " \
-                    f"{fmt(col('llama', 'ttft_ms_p90'), 0)} ({src('llama')}) | " \
+            line += f" {fmt(col(o, 'tok_s'))} | {fmt(col(o, 'ttft_ms_median'), 0)} / " \
+                    f"{fmt(col(o, 'ttft_ms_p90'), 0)} ({src(o)}) | " \
                     f"{fmt(ratio('tok_s'), 2)} | {fmt(ratio('ttft_ms_median'), 2)} |"
         fails = [sum(r.get("failed", 0) + r.get("warmup_failed", 0) for r in here if r.get("engine") == e)
                  for e in engines]
         nostart = [sum(1 for r in here if r.get("engine") == e and "start_failed" in r) for e in engines]
         print(line + " " + ", ".join(map(str, fails)) +
               (f" (did not start: {', '.join(map(str, nostart))})" if any(nostart) else "") + " |")
+    for e in engines:      # MTP counters of the servers that drafted, a line a point
+        for r in rows:
+            if r.get("engine") == e and "mtp_acceptance" in r:
+                print(f"# {e} -np {r['np']} rep {r['rep']}: MTP acceptance {r['mtp_acceptance']} "
+                      f"(by position {r['mtp_by_position']}), {r['mtp_tokens_per_verify']} tokens a verify row")
 
 
 def main():
@@ -350,6 +383,9 @@ def main():
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--q36-arg", action="append", default=[])
     p.add_argument("--llama-arg", action="append", default=[])
+    p.add_argument("--base-q36", action="store_true",
+                   help="the baseline is q36 serve with --base-q36-arg's arguments, not llama-server")
+    p.add_argument("--base-q36-arg", action="append", default=[])
     p.add_argument("--log-dir", default="")
     a = p.parse_args()
     try:
@@ -363,7 +399,9 @@ def main():
             p.error(f"{f}: no such file")
     a.log_dir = a.log_dir or tempfile.mkdtemp(prefix="serve-bench-")
     os.makedirs(a.log_dir, exist_ok=True)
-    engines = ["q36"] + (["llama"] if a.llama_server else [])
+    if a.base_q36 and a.llama_server:
+        p.error("--base-q36 and --llama-server: one baseline at a time")
+    engines = ["q36"] + (["llama"] if a.llama_server else ["base"] if a.base_q36 else [])
     # a timeout's SIGTERM must still stop the servers (finally below)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     print(f"# serve_bench.py {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: model {a.model}, "
@@ -391,6 +429,8 @@ def main():
                         row["start_s"] = round(srv.start(), 1)
                         starts.append(row["start_s"])
                         row.update(load(a, srv, n))
+                        if e != "llama":
+                            row.update(mtp_stats(srv))
                     except StartError as x:
                         row["start_failed"] = str(x)
                     finally:

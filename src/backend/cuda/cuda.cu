@@ -230,7 +230,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunked = cuda_chunk_enabled(shape);
     c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
     c->gemm16 = cuda_gemm16_enabled(shape);
-    c->f16keep = shape->fast && cuda_env_is("Q36_CUDA_F16KEEP", "1");
+    c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
