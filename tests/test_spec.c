@@ -463,10 +463,19 @@ static void mtp_argmax_same(q36_engine *e, const q36_batch *all, const float *h,
     free(hc);
 }
 
+static int first_diff_i32(const int32_t *a, const int32_t *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return i;
+    return -1;
+}
+
 /* q36_mtp_eval_chain gives the drafts of a host loop over
  * q36_mtp_eval_argmax (each draft's id, through the draft vocabulary's
  * ids when one is set, and hidden row fed back): three rows of slot 1 from
- * position 0 with hidden rows h, then K drafts in all */
+ * position 0 with hidden rows h, then K drafts in all; then slots 1 and 0
+ * chained at once */
 static void mtp_chain_same(q36_engine *e, const int32_t *ids, const float *h, int D,
                            const char *name)
 {
@@ -492,7 +501,35 @@ static void mtp_chain_same(q36_engine *e, const int32_t *ids, const float *h, in
         t_check(name, !memcmp(got, want, sizeof got),
                 "chained drafts %d %d %d %d, the host loop's %d %d %d %d", got[0], got[1], got[2],
                 got[3], want[0], want[1], want[2], want[3]);
-    /* refused: two asked-for rows, no drafts, more drafts than argmax rows */
+    /* two slots at once: slot 1's three rows and slot 0's two, one asked-for
+     * row each; draft i of row j at got2[i * 2 + j], as the host loop over
+     * passes of one row a slot gives them */
+    char two_name[160];
+    snprintf(two_name, sizeof two_name, "%s.two_slots", name);
+    const int32_t sl2[5] = { 1, 1, 1, 0, 0 }, ps2[5] = { 0, 1, 2, 0, 1 }, outs2[2] = { 2, 4 };
+    const q36_batch both = { 5, ids, sl2, ps2, 2, outs2 };
+    int32_t want2[2 * K], got2[2 * K];
+    float *h2 = malloc((size_t)2 * D * sizeof *h2);
+    int rc2 = q36_mtp_eval_argmax(e, &both, h, Q36_MTP_H_TRUNK, want2, h2, &err);
+    for (int i = 1; i < K && !rc2; i++) {
+        const int32_t s2[2] = { 1, 0 }, o2[2] = { 0, 1 }, p2[2] = { 2 + i, 1 + i };
+        int32_t id2[2];
+        for (int j = 0; j < 2; j++)
+            id2[j] = vid ? vid[want2[(i - 1) * 2 + j]] : want2[(i - 1) * 2 + j];
+        const q36_batch step = { 2, id2, s2, p2, 2, o2 };
+        rc2 = q36_mtp_eval_argmax(e, &step, h2, Q36_MTP_H_MTP, &want2[i * 2], h2, &err);
+    }
+    if (!rc2)
+        rc2 = q36_mtp_eval_chain(e, &both, h, Q36_MTP_H_TRUNK, K, got2, &err);
+    if (rc2)
+        t_fail(two_name, "%s", err.msg);
+    else
+        t_check(two_name, !memcmp(got2, want2, sizeof got2),
+                "chained drafts of two slots differ from the host loop's (first at %d)",
+                first_diff_i32(got2, want2, 2 * K));
+    free(h2);
+    /* refused: two asked-for rows of one slot, no drafts, more drafts than
+     * argmax rows */
     char bad[160];
     snprintf(bad, sizeof bad, "%s.refuses", name);
     const int32_t outs[2] = { 1, 2 };

@@ -211,15 +211,19 @@ int q36_mtp_eval(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp
  * row comes back instead of n_vocab (or the draft vocabulary's) floats. */
 int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
                         enum q36_mtp_h h_src, int32_t *ids, float *hidden, q36_err *err);
-/* k greedy drafts in a row: the pass of b (one asked-for row), then k - 1
- * passes of one row each in that row's slot at the next positions, each
- * fed the previous pass's argmax and hidden row on the device (as
+/* k greedy drafts in a row for each asked-for row of b (n_out of them, in
+ * n_out different slots): the pass of b, then k - 1 passes of one row a
+ * slot, each row in its asked-for row's slot at the next position, fed the
+ * previous pass's argmax and hidden row on the device (as
  * q36_mtp_eval_argmax's caller would feed them back: the same drafts); ids
- * gets the k argmax columns (draft-vocabulary columns when one is set),
- * read back once. Q36_E_ARG for another number of asked-for rows, or k
- * outside [1, the engine's argmax rows]. */
+ * gets the k x n_out argmax columns (draft-vocabulary columns when one is
+ * set), draft i of asked-for row j at ids[i * n_out + j], read back once.
+ * Q36_E_ARG for two asked-for rows of one slot, or k x n_out outside [1,
+ * the engine's argmax rows]. */
 int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                        int k, int32_t *ids, q36_err *err);
+/* Whether q36_mtp_eval_chain takes n_out asked-for rows and k drafts. */
+int q36_mtp_chain_fits(const q36_engine *e, int n_out, int k);
 int q36_mtp_pos(const q36_engine *e, int slot);
 /* A draft vocabulary: the MTP head restricted to at most n ids, the lowest
  * ids whose head row is not all zero (BPE ids follow merge order, so the

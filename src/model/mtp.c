@@ -147,41 +147,62 @@ int q36_mtp_eval_argmax(q36_engine *e, const q36_batch *b, const float *h,
     return mtp_pass(e, b, h, h_src, NULL, ids, hidden, -1, false, err);
 }
 
-/* Chained drafts: the pass of b, then k - 1 passes of one row, each after
- * the row before it in the asked-for row's slot, reading the previous
- * pass's argmax and hidden row where that pass left them on the device
- * (model_mtp_forward's chain); the k argmax columns are read back once at
- * the end. Each pass as q36_mtp_eval_argmax's would run it: the same drafts, without
- * a host round trip (a device sync, a read of the hidden row and writes of
- * the id and hidden row) between two drafts. */
+/* Chained drafts: the pass of b, then k - 1 passes of one row a slot, each
+ * row after the one before it in its asked-for row's slot, reading the
+ * previous pass's argmax and hidden row where that pass left them on the
+ * device (model_mtp_forward's chain); the k x n_out argmax columns are
+ * read back once at the end. Each pass as q36_mtp_eval_argmax's would run
+ * it: the same drafts, without a host round trip (a device sync, a read of
+ * the hidden rows and writes of the ids and hidden rows) between two
+ * drafts. */
 int q36_mtp_eval_chain(q36_engine *e, const q36_batch *b, const float *h, enum q36_mtp_h h_src,
                        int k, int32_t *ids, q36_err *err)
 {
     model_scratch *sc = &e->sc;
-    if (b->n_out != 1 || k < 1 || k > be_rows_of(sc->amax))
+    const int n = b->n_out;
+    if (!q36_mtp_chain_fits(e, n, k))
         return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: %d asked-for rows and %d "
-                           "drafts (one row, 1 to %lld drafts)", b->n_out, k,
-                           (long long)be_rows_of(sc->amax));
+                           "drafts (1 to %lld rows, at most %lld drafts in all)", n, k,
+                           (long long)sc->logit_rows, (long long)be_rows_of(sc->amax));
+    int32_t slot[64], pos[64], out[64];
+    for (int j = 0; j < n; j++) {
+        const int r = b->out[j];
+        if (r < 0 || r >= b->n)
+            return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: asked-for row %d is outside "
+                               "the batch of %d", r, b->n);
+        slot[j] = b->slot[r];
+        pos[j] = b->pos[r];
+        out[j] = j;
+        for (int i = 0; i < j; i++)
+            if (slot[i] == slot[j])
+                return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: two asked-for rows "
+                                   "(%d and %d) of slot %d: one a slot", b->out[i], r, slot[j]);
+    }
     be_ctx *be = e->be;
     const bool dv = e->dv_head != NULL;
     if (dv && !e->dv_embd)
         return q36_err_set(err, Q36_E_ARG, "chained MTP drafts: the draft vocabulary has no "
                            "embedding rows (q36_mtp_draft_vocab failed)");
-    const int r = b->out[0];
-    int32_t slot = b->slot[r], id = 0;
-    const int32_t zero = 0;
     int rc = mtp_pass(e, b, h, h_src, NULL, NULL, NULL, 0, false, err);
     for (int i = 1; i < k && !rc; i++) {
-        /* its one row's id and hidden row are on the device (the row's id
-         * here only passes mtp_runs' range check) */
-        const int32_t p1 = b->pos[r] + i;
-        const q36_batch b1 = { 1, &id, &slot, &p1, 1, &zero };
+        /* each row's id and hidden row are on the device (the ids here only
+         * pass mtp_runs' range check) */
+        int32_t id[64] = { 0 }, p1[64];
+        for (int j = 0; j < n; j++)
+            p1[j] = pos[j] + i;
+        const q36_batch b1 = { n, id, slot, p1, n, out };
         rc = mtp_pass(e, &b1, NULL, Q36_MTP_H_MTP, NULL, NULL, NULL, i, dv, err);
     }
     if (rc)
         return rc;
-    be_read(be, sc->amax, 0, k, ids);
+    be_read(be, sc->amax, 0, (int64_t)k * n, ids);
     return be_check(be, err);
+}
+
+int q36_mtp_chain_fits(const q36_engine *e, int n_out, int k)
+{
+    return n_out >= 1 && n_out <= e->sc.logit_rows && k >= 1 &&
+           (int64_t)k * n_out <= be_rows_of(e->sc.amax);
 }
 
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
@@ -231,14 +252,14 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
             be_copy(be, be_rows(be, x, out[i + j], 1), be_rows(be, o, j, 1));
         be_tensor *xr = be_rows(be, o, 0, n);
         if (chain >= 0) {       /* the next chained pass's inputs, on the device */
-            be_tensor *hr = be_rows(be, h, 0, 1);
-            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, 1), 0, Vh);
-            be_copy(be, xr, model_rows(e, e->mtp_h, 1));
+            be_tensor *hr = be_rows(be, h, 0, n);
+            be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
+            be_copy(be, xr, model_rows(e, e->mtp_h, n));
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
             be_matmul(be, head, 0, hr, lr);
-            be_argmax(be, lr, be_rows(be, sc->amax, chain, 1));
-            be_argmax(be, lr, model_rows(e, sc->ids, 1));
-            break;
+            be_argmax(be, lr, be_rows(be, sc->amax, (int64_t)chain * n, n));
+            be_argmax(be, lr, model_rows(e, sc->ids, n));
+            break;          /* n_out <= logit_rows (q36_mtp_eval_chain) */
         }
         if (hidden)
             be_read(be, xr, 0, n, hidden + (int64_t)i * D);

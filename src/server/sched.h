@@ -77,6 +77,15 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n);
  * 0 or the first pass's error (every item of the call fails then). */
 int  sched_engine_mtp(sched_engine *e, const sched_mtp_row *items, int n, enum q36_mtp_h h_src,
                       q36_err *err);
+/* The MTP pass over items[0..n) (hidden rows from the trunk) followed on
+ * the device by k - 1 chained passes (q36_mtp_eval_chain): each item with
+ * best != NULL gets k greedy drafts, draft i of the j-th such item at
+ * ids[i * n_out + j] (draft head columns), n_out of them; nothing goes to
+ * best or hidden. 1, nothing run, when the items do not fit one pass
+ * (n_batch rows) or the chain (sched_engine_mtp's passes then); else 0 or
+ * the pass's error. */
+int  sched_engine_mtp_chain(sched_engine *e, const sched_mtp_row *items, int n, int k,
+                            int32_t *ids, int *n_out, q36_err *err);
 /* Rolls a slot back to the first `rows` rows of its last kept row
  * (q36_slot_rewind). */
 int  sched_engine_rewind(sched_engine *e, int slot, int rows, q36_err *err);

@@ -215,6 +215,36 @@ static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h 
     return 0;
 }
 
+int sched_engine_mtp_chain(sched_engine *e, const sched_mtp_row *items, int n, int k,
+                           int32_t *ids, int *n_out, q36_err *err)
+{
+    const size_t D = (size_t)e->n_embd;
+    int rows = 0, outs = 0;
+    for (int i = 0; i < n; i++) {
+        rows += items[i].n;
+        outs += items[i].best != NULL;
+    }
+    *n_out = outs;
+    if (rows > e->n_batch || !q36_mtp_chain_fits(e->eng, outs, k))
+        return 1;
+    int t = 0;
+    outs = 0;
+    for (int i = 0; i < n; i++) {
+        const sched_mtp_row *it = &items[i];
+        for (int r = 0; r < it->n; r++, t++) {
+            e->id[t] = it->ids[r];
+            e->slot[t] = it->slot;
+            e->pos[t] = it->p0 + r;
+            memcpy(e->h + (size_t)t * D, it->h + (size_t)r * D, D * sizeof(float));
+        }
+        if (it->best)
+            e->out[outs++] = t - 1;
+    }
+    const q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = outs,
+                          .out = e->out };
+    return q36_mtp_eval_chain(e->eng, &b, e->h, Q36_MTP_H_TRUNK, k, ids, err);
+}
+
 int sched_engine_mtp(sched_engine *e, const sched_mtp_row *items, int n, enum q36_mtp_h h_src,
                      q36_err *err)
 {

@@ -39,6 +39,8 @@ struct sspec {
     sslot        *sl;
     sched_mtp_row *items;    /* n_slots */
     float        *hchain;    /* n_slots x D: the hidden rows fed to a draft step */
+    bool          chain;     /* drafts chained on the device (Q36_SERVER_MTP_CHAIN, on
+                                unless "0"): sspec_draft */
 };
 
 void sspec_free(sspec *s)
@@ -73,6 +75,8 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     s->k_max = k_max;
+    const char *ch = getenv("Q36_SERVER_MTP_CHAIN");
+    s->chain = !ch || strcmp(ch, "0") != 0;
     s->cap = (n_batch > k_max + 1 ? n_batch : k_max + 1) + 1;
     s->V = q36_engine_n_vocab(e);
     s->D = q36_engine_n_embd(e);
@@ -192,11 +196,40 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         s->items[n_it++] = (sched_mtp_row){ i, t->pend_id, t->n_pend, t->pend_pos, t->pend_h,
                                             drafting[i] ? &t->mbest : NULL, t->mh };
     }
-    int rc = n_it ? sched_engine_mtp(s->eng, s->items, n_it, Q36_MTP_H_TRUNK, err) : 0;
+    /* every draft at once where they fit: the pass above and kk - 1 more
+     * chained on the device (a slot that wants fewer drafts gets kk and
+     * keeps its k; each chained row must fit the slot's context) */
+    bool chain = s->chain && n_it && kk >= 2;
+    for (int j = 0; j < n && chain; j++)
+        chain = k[j] <= 0 || P[j] + kk <= s->n_ctx;
+    int32_t ids[64];
+    int n_out = 0, rc = 1;
+    if (chain)
+        rc = sched_engine_mtp_chain(s->eng, s->items, n_it, kk, ids, &n_out, err);
+    const bool chained = rc == 0;
+    if (rc == 1)            /* not chained (nothing ran): a pass a draft below */
+        rc = n_it ? sched_engine_mtp(s->eng, s->items, n_it, Q36_MTP_H_TRUNK, err) : 0;
     for (int i = 0; i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
         t->pend_pos += t->n_pend;
         t->n_pend = 0;
+    }
+    if (chained) {
+        /* drafting slots in slot order, as the items list them */
+        for (int i = 0, o = 0; i < s->n_slots; i++) {
+            if (!drafting[i])
+                continue;
+            sslot *t = &s->sl[i];
+            int kj = 0;
+            for (int j = 0; j < n; j++)
+                kj = slot[j] == i ? k[j] : kj;
+            for (int d = 0; d < kj; d++) {
+                const int32_t best = ids[d * n_out + o];
+                t->d[d] = s->vid ? s->vid[best] : best;
+            }
+            o++;
+        }
+        return 0;
     }
     /* draft i of each slot: the argmax of its last MTP row; then one row
      * per slot that wants another */
