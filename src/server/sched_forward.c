@@ -180,10 +180,13 @@ void sched_engine_forward(sched_engine *e, sched_row *rows, int n)
         pass(e, run, n_run);
 }
 
-/* One MTP pass over the pieces pc[0..n) (whole or cut items, rows fit n_batch). */
+/* Rows a .. a+n of an item: the items of an MTP call cut to fit n_batch. */
 typedef struct { const sched_mtp_row *it; int a, n; } mtp_piece;
 
-static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h h_src, q36_err *err)
+/* The batch of the pieces pc[0..n): ids, slots, positions and hidden rows
+ * into the engine's arrays, an asked-for row at the end of each item with
+ * best that a piece ends. */
+static q36_batch mtp_batch(sched_engine *e, const mtp_piece *pc, int n)
 {
     const size_t D = (size_t)e->n_embd;
     int t = 0, n_out = 0;
@@ -198,8 +201,16 @@ static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h 
         if (it->best && pc[i].a + pc[i].n == it->n)
             e->out[n_out++] = t - 1;
     }
-    const q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out,
-                          .out = e->out };
+    return (q36_batch){ .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out,
+                        .out = e->out };
+}
+
+/* One MTP pass over the pieces pc[0..n) (whole or cut items, rows fit n_batch). */
+static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h h_src, q36_err *err)
+{
+    const size_t D = (size_t)e->n_embd;
+    const q36_batch b = mtp_batch(e, pc, n);
+    const int n_out = b.n_out;
     int rc = n_out ? q36_mtp_eval_argmax(e->eng, &b, e->h, h_src, e->best, e->hidden, err)
                    : q36_mtp_eval(e->eng, &b, e->h, h_src, NULL, NULL, err);
     if (rc)
@@ -218,30 +229,19 @@ static int mtp_pass(sched_engine *e, const mtp_piece *pc, int n, enum q36_mtp_h 
 int sched_engine_mtp_chain(sched_engine *e, const sched_mtp_row *items, int n, int k,
                            int32_t *ids, int *n_out, q36_err *err)
 {
-    const size_t D = (size_t)e->n_embd;
+    mtp_piece pc[256];                    /* n <= n_slots <= 256 */
     int rows = 0, outs = 0;
+    if (n > 256)
+        return 1;
     for (int i = 0; i < n; i++) {
+        pc[i] = (mtp_piece){ &items[i], 0, items[i].n };
         rows += items[i].n;
         outs += items[i].best != NULL;
     }
     *n_out = outs;
     if (rows > e->n_batch || !q36_mtp_chain_fits(e->eng, outs, k))
         return 1;
-    int t = 0;
-    outs = 0;
-    for (int i = 0; i < n; i++) {
-        const sched_mtp_row *it = &items[i];
-        for (int r = 0; r < it->n; r++, t++) {
-            e->id[t] = it->ids[r];
-            e->slot[t] = it->slot;
-            e->pos[t] = it->p0 + r;
-            memcpy(e->h + (size_t)t * D, it->h + (size_t)r * D, D * sizeof(float));
-        }
-        if (it->best)
-            e->out[outs++] = t - 1;
-    }
-    const q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = outs,
-                          .out = e->out };
+    const q36_batch b = mtp_batch(e, pc, n);
     return q36_mtp_eval_chain(e->eng, &b, e->h, Q36_MTP_H_TRUNK, k, ids, err);
 }
 
