@@ -185,9 +185,10 @@ static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
 /* The MTP pass over the T rows set up like model_forward's, with the
  * hidden rows already in e->mtp_h (mtp.c); for the rows out[], logits, or
  * with ids their argmax columns only (be_argmax), and hidden rows. With
- * chain >= 0 (one row asked for, nothing read back): its argmax column
- * goes to row `chain` of the argmax scratch and to row 0 of the ids, its
- * hidden row to row 0 of e->mtp_h: the next chained pass's inputs. dv_in:
+ * chain >= 0 (n_out <= logit_rows rows asked for, one a slot, nothing read
+ * back): their argmax columns go to rows chain * n_out .. of the argmax
+ * scratch and to rows 0 .. n_out of the ids, their hidden rows to rows
+ * 0 .. n_out of e->mtp_h: the next chained pass's inputs. dv_in:
  * the ids are draft-vocabulary columns (their embedding rows from
  * e->dv_embd). */
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,

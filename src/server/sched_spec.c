@@ -215,20 +215,16 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         t->n_pend = 0;
     }
     if (chained) {
-        /* drafting slots in slot order, as the items list them */
-        for (int i = 0, o = 0; i < s->n_slots; i++) {
-            if (!drafting[i])
-                continue;
-            sslot *t = &s->sl[i];
-            int kj = 0;
-            for (int j = 0; j < n; j++)
-                kj = slot[j] == i ? k[j] : kj;
-            for (int d = 0; d < kj; d++) {
-                const int32_t best = ids[d * n_out + o];
-                t->d[d] = s->vid ? s->vid[best] : best;
+        /* the asked-for rows are the drafting slots' in slot order, as the
+         * items list them: col[i] is slot i's column of ids */
+        int col[256];
+        for (int i = 0, o = 0; i < s->n_slots; i++)
+            col[i] = drafting[i] ? o++ : -1;
+        for (int j = 0; j < n; j++)
+            for (int d = 0; d < k[j]; d++) {
+                const int32_t best = ids[d * n_out + col[slot[j]]];
+                s->sl[slot[j]].d[d] = s->vid ? s->vid[best] : best;
             }
-            o++;
-        }
         return 0;
     }
     /* draft i of each slot: the argmax of its last MTP row; then one row

@@ -81,10 +81,10 @@ serve_step() {
 # the prefix cache gives the MTP block no hidden rows for its part); the
 # ratio is MTP's aggregate speed-up in the server.
 servemtp_step() {
-    local a=(--cache-ram 0) x=() w
-    for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384}; do x+=("--q36-arg=$w"); done
+    local x=() w
+    for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384} --cache-ram 0; do x+=("--q36-arg=$w"); done
     timeout 400 python3 "$dir/serve_bench.py" "$dir/q36" "$trained" --base-q36 \
-        "${x[@]}" "--q36-arg=${a[0]}" "--q36-arg=${a[1]}" "--base-q36-arg=${a[0]}" "--base-q36-arg=${a[1]}" \
+        "${x[@]}" --base-q36-arg=--cache-ram --base-q36-arg=0 \
         --np "${SERVE_NPS:-1,4}" --seconds "${SERVE_SECS:-15}" --max-tokens 256 --ctx 2048 --reps "${SERVE_REPS:-2}" \
         --budget 360 --log-dir "$LOG/serve-mtp"
     echo "# servemtp step: exit status $?"

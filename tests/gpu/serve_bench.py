@@ -33,8 +33,9 @@ timings.predicted_n / predicted_ms, median over requests.
 
 Prints one JSON line per (engine, N, repetition), with failures, their
 first messages, q36's MTP counters when it drafts (GET /monitor) and
-the client's CPU share (near 1: the client, not the server, limits), then a markdown table of medians over repetitions and
-the ratios q36 / llama-server. Server logs go to --log-dir.
+the client's CPU share (near 1: the client, not the server, limits),
+then a markdown table of medians over repetitions and the ratios q36 /
+llama-server. Server logs go to --log-dir.
 
 With --base-q36 instead of --llama-server, the baseline is a second q36
 configuration (`q36 serve` with the --base-q36-arg arguments, none by
