@@ -1046,14 +1046,14 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         CUDA_LAUNCHED(be, "k_matvec8");
         return;
     }
-    /* k_matvec (cuda.h: mv_wide): more than MATVEC_RB rows (an MTP verify
-     * pass of 5-8 rows) in one pass over the weights, MATVEC_ROWS
-     * accumulators a lane; each row's sum is formed as with fewer, so the
-     * bits do not change */
+    /* k_matvec (cuda.h: mv_wide): batches of more than MATVEC_RB rows (an
+     * MTP verify pass of 5-8 rows) MATVEC_ROWS rows a pass over the
+     * weights, MATVEC_ROWS accumulators a lane; each row's sum is formed
+     * as with fewer, so the bits do not change */
     const bool wide = c->mv_wide && R > MATVEC_RB;
     if (wide) {
-        J->ny = 1;
-        grid.x = (unsigned)J->nbx;
+        J->ny = (R + MATVEC_ROWS - 1) / MATVEC_ROWS;
+        grid.x = (unsigned)(J->nbx * J->ny);
     }
 #define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, xd, \
                             x->ld, R, xvec)
