@@ -15,8 +15,7 @@
 # pp4096 on both files, with BENCH_DEEP=1 the 35B decode at depth 32768),
 # exact mode's cost (decode; pp512 batch-invariant and with
 # Q36_CUDA_EXACTINV=0), and GPU MTP on the trained model (full head; a
-# draft vocabulary of 16384 ids at --draft-max 3 to 7, and at 4 and 5 with
-# Q36_CUDA_MVWIDE=0).
+# draft vocabulary of 16384 ids at --draft-max 3 to 7).
 # BENCH_AB=1 runs decode on both files beside llama.cpp, then with each
 # decode switch that is not settled flipped on its own (Q36_CUDA_MV8=0, the
 # later fused entries =0, Q36_CUDA_FUSED=0).
@@ -86,12 +85,6 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then    # the comparisons beside llama.cpp only
         for dm in 3 4 5 6 7; do
             run 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 256 -r 3 \
                 --draft-vocab 16384 --draft-max $dm
-        done
-        # verify passes of 5-8 rows as two passes over the weights (before
-        # cuda.h's mv_wide)
-        for dm in 4 5; do
-            run 200 env Q36_CUDA_MVWIDE=0 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 \
-                --exact -p 64 -n 256 -r 3 --draft-vocab 16384 --draft-max $dm
         done
     fi
     exit 0

@@ -71,9 +71,7 @@
  * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX (on
  * unless "0") has each block of the Q4_K expert matvec copy its row of x
  * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
- * unless "0") dispatches a matvec's row groups fastest (mv_block);
- * Q36_CUDA_MVWIDE (on unless "0") gives k_matvec 5-8 rows in one pass
- * (cuda.h, mv_wide).
+ * unless "0") dispatches a matvec's row groups fastest (mv_block).
  * Q36_CUDA_KNOCK (a timing diagnostic, wrong results) launches the listed
  * kernels with one block (cuda.h, cuda_knock), Q36_CUDA_DROP not at all
  * (cuda_drop); Q36_CUDA_PAD=N (a timing
@@ -244,7 +242,6 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
-    c->mv_wide = cuda_env_on("Q36_CUDA_MVWIDE");
     c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");

@@ -110,11 +110,6 @@ struct cuda_ctx {
     /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
      * takes that many output rows a warp too (cuda_matmul.cu) */
     int             mv_nb1;
-    /* Q36_CUDA_MVWIDE (on unless "0"): k_matvec takes batches of more
-     * than MATVEC_RB rows of x MATVEC_ROWS (8) a pass: an exact-mode MTP
-     * verify pass of 5-8 rows reads each weight row once, where passes of
-     * MATVEC_RB read it twice */
-    bool            mv_wide;
     /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
      * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
      * wrote there, kept for the next products of the same rows

@@ -990,7 +990,7 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
     const int rb = R == 1 ? 1 : MATVEC_RB;
     J->nbx = (N + MV_WARPS - 1) / MV_WARPS;
     J->ny = (R + rb - 1) / rb;
-    dim3 grid((unsigned)(J->nbx * J->ny));
+    const dim3 grid((unsigned)(J->nbx * J->ny));
     /* float4 reads of x when every row starts 16-byte aligned */
     const bool xvec = ((uintptr_t)x->data & 15) == 0 && (x->ld & 3) == 0;
     const float *xd = (const float *)x->data;
@@ -1046,32 +1046,27 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         CUDA_LAUNCHED(be, "k_matvec8");
         return;
     }
-    /* k_matvec (cuda.h: mv_wide): batches of more than MATVEC_RB rows (an
-     * MTP verify pass of 5-8 rows) MATVEC_ROWS rows a pass over the
-     * weights, MATVEC_ROWS accumulators a lane; each row's sum is formed
-     * as with fewer, so the bits do not change */
-    const bool wide = c->mv_wide && R > MATVEC_RB;
-    if (wide) {
-        J->ny = (R + MATVEC_ROWS - 1) / MATVEC_ROWS;
-        grid.x = (unsigned)(J->nbx * J->ny);
-    }
 #define MV(...) cuda_launch(k_matvec<__VA_ARGS__>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, xd, \
                             x->ld, R, xvec)
-#define MV_R(T, ...) do {                                                            \
-        if (R == 1) MV(T, 1, ##__VA_ARGS__);                                         \
-        else if (wide) MV(T, MATVEC_ROWS, ##__VA_ARGS__);                            \
-        else MV(T, MATVEC_RB, ##__VA_ARGS__);                                        \
-    } while (0)
     if (!same) {
-        if (c->fast_mv) MV_R(MV_ANY, true); else MV_R(MV_ANY, false);
+        if (R == 1) {
+            if (c->fast_mv) MV(MV_ANY, 1, true); else MV(MV_ANY, 1, false);
+        } else {
+            if (c->fast_mv) MV(MV_ANY, MATVEC_RB, true); else MV(MV_ANY, MATVEC_RB, false);
+        }
         CUDA_LAUNCHED(be, "k_matvec_mixed");
         return;
     }
-    if (c->fast_mv && type == QT_Q4_K)
-        MV_R(QT_Q4_K, true);
-    else
-        TYPE_SWITCH(type, MV_R(TT));
-#undef MV_R
+    if (c->fast_mv && type == QT_Q4_K) {
+        if (R == 1)
+            MV(QT_Q4_K, 1, true);
+        else
+            MV(QT_Q4_K, MATVEC_RB, true);
+    } else if (R == 1) {
+        TYPE_SWITCH(type, MV(TT, 1));
+    } else {
+        TYPE_SWITCH(type, MV(TT, MATVEC_RB));
+    }
 #undef MV
     CUDA_LAUNCHED(be, "k_matvec");
 }
