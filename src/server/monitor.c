@@ -158,6 +158,10 @@ int route_monitor(srv_conn *c)
     cJSON_AddNumberToObject(t, "tokens_predicted", (double)gen_live);
     cJSON_AddNumberToObject(t, "predicted_seconds", m.predicted_seconds);
     cJSON_AddNumberToObject(t, "n_decode", (double)m.n_decode);
+    cJSON_AddNumberToObject(t, "step_seconds", m.step_seconds);
+    cJSON_AddNumberToObject(t, "forward_seconds", m.forward_seconds);
+    cJSON_AddNumberToObject(t, "draft_seconds", m.draft_seconds);
+    cJSON_AddNumberToObject(t, "accept_seconds", m.accept_seconds);
     cJSON_AddNumberToObject(t, "requests", (double)m.requests);
     cJSON_AddNumberToObject(t, "errors", (double)m.errors);
     cJSON_AddNumberToObject(t, "cancelled", (double)m.cancelled);

@@ -55,6 +55,15 @@ int route_metrics(srv_conn *c)
     srv_buf_fmt(&b, "# HELP q36:%s %s\n# TYPE q36:%s %s\nq36:%s %llu\n", name, help, name, type, name, \
                 (unsigned long long)(v))
     Q36M("requests_total", "counter", "Generation requests queued.", m.requests);
+#define Q36F(name, help, v) \
+    srv_buf_fmt(&b, "# HELP q36:%s %s\n# TYPE q36:%s counter\nq36:%s %.17g\n", name, help, name, name, (double)(v))
+    Q36F("step_seconds_total", "Engine thread: wall time of its steps (forward passes, drafts, host work).",
+         m.step_seconds);
+    Q36F("forward_seconds_total", "Engine thread: time in forward passes.", m.forward_seconds);
+    Q36F("draft_seconds_total", "Engine thread: time in MTP draft passes.", m.draft_seconds);
+    Q36F("accept_seconds_total", "Engine thread: time accepting MTP verify rows (sampling, rollback).",
+         m.accept_seconds);
+#undef Q36F
     Q36M("errors_total", "counter", "Requests answered with an error.", m.errors);
     Q36M("cancelled_total", "counter", "Requests whose client left before the end.", m.cancelled);
     Q36M("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds (checkpoints and tree).", m.cache_bytes);

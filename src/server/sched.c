@@ -358,6 +358,7 @@ static void *engine_main(void *arg)
             pthread_mutex_unlock(&s->mu);
             break;
         }
+        const double t_step = srv_now();
         srv_job *incoming[64];
         int n_in = 0;
         for (int i = 0; i < s->n_slots && s->q_len && n_in < 64; i++)
@@ -404,11 +405,14 @@ static void *engine_main(void *arg)
         }
         /* draft-mtp: the pending MTP rows of every slot and the drafts of
          * the decoding ones, then their verify rows */
+        double t_draft = 0;
         if (s->spec) {
+            const double t0 = srv_now();
             int nt = spec_rows(s, dslot, nd, &n_rows);
             if (nt < 0)
                 continue;
             n_tok += nt;
+            t_draft = srv_now() - t0;
         }
         /* Prompt chunks in what is left of the batch, from slot rr on; one
          * chunk at least, so that prompts advance when decode rows alone
@@ -462,6 +466,7 @@ static void *engine_main(void *arg)
         sched_engine_forward(s->eng, s->rows, n_rows);
         double dt = srv_now() - t0;
         int n_prompt_tok = 0;
+        double t_accept = 0;
         for (int k = 0; k < n_rows; k++) {
             sched_row *r = &s->rows[k];
             slot *sl = &s->slots[r->slot];
@@ -477,7 +482,9 @@ static void *engine_main(void *arg)
             }
             sl->best_ok = r->best_ok;
             if (sl->st == SLOT_DECODE && s->spec) {
+                const double ta = srv_now();
                 accept(s, sl, r);
+                t_accept += srv_now() - ta;
                 continue;
             }
             if (sl->st == SLOT_DECODE) {
@@ -514,6 +521,10 @@ static void *engine_main(void *arg)
         s->met->cache_hits = cs.hits;
         s->met->cache_lookups = cs.lookups;
         s->met->n_decode++;
+        s->met->step_seconds += srv_now() - t_step;
+        s->met->forward_seconds += dt;
+        s->met->draft_seconds += t_draft;
+        s->met->accept_seconds += t_accept;
         s->met->busy_slots_last = busy;
         s->met->prompt_tokens += (uint64_t)n_prompt_tok;
         if (n_prompt_tok)

@@ -78,6 +78,11 @@ typedef struct srv_metrics {
     uint64_t cache_bytes, cache_budget, cache_saves, cache_evictions, cache_thinned, cache_hits, cache_lookups;
     int      cache_ckpts;                   /* the prefix cache, as of the last step */
     double   prompt_seconds, predicted_seconds;
+    /* the engine thread's steps (sched.c): wall time from admission to the
+     * step's end, the forward passes in it, the MTP draft passes in it,
+     * the verify rows' acceptance (sampling, rollback, publishing); what
+     * is left is the rest (admission, plain sampling, scheduling) */
+    double   step_seconds, forward_seconds, draft_seconds, accept_seconds;
     int      processing, deferred, busy_slots_last;
     uint64_t n_tokens_max;
 } srv_metrics;

@@ -32,7 +32,8 @@ covers 90% of the requests, stream first. Per-stream decode rate:
 timings.predicted_n / predicted_ms, median over requests.
 
 Prints one JSON line per (engine, N, repetition), with failures, their
-first messages, q36's MTP counters when it drafts (GET /monitor) and
+first messages, q36's engine-thread split (ms a step: forward passes,
+MTP drafts, host work) and MTP counters when it drafts (GET /monitor) and
 the client's CPU share (near 1: the client, not the server, limits),
 then a markdown table of medians over repetitions and the ratios q36 /
 llama-server. Server logs go to --log-dir.
@@ -237,21 +238,34 @@ def run_threads(fns):
             t.join(1)
 
 
-def mtp_stats(srv):
-    """q36 serve's MTP counters over the whole run (GET /monitor's "mtp",
-    null without --spec-type draft-mtp): {} when there are none."""
+def q36_stats(srv):
+    """q36 serve's counters over the whole run (GET /monitor): where the
+    engine thread's steps went (ms a step: all of it, the forward passes,
+    the MTP draft passes, accepting verify rows, the rest) and, with --spec-type
+    draft-mtp, the MTP counters ("mtp", null without); {} when the server
+    does not answer."""
     try:
         c = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
         c.request("GET", "/monitor")
-        m = json.loads(c.getresponse().read()).get("mtp")
+        r = json.loads(c.getresponse().read())
         c.close()
     except (OSError, http.client.HTTPException, ValueError):
         return {}
-    if not m:
-        return {}
-    return {"mtp_acceptance": round(m["acceptance"], 3),
-            "mtp_tokens_per_verify": round(m["tokens_per_verify_row"], 2),
-            "mtp_by_position": m["acceptance_by_position"]}
+    out = {}
+    t = r.get("totals") or {}
+    steps = t.get("n_decode") or 0
+    if steps and "step_seconds" in t:
+        ms = lambda k: round(t[k] * 1e3 / steps, 4)
+        out.update({"steps": steps, "step_ms": ms("step_seconds"), "forward_ms": ms("forward_seconds"),
+                    "draft_ms": ms("draft_seconds"), "accept_ms": ms("accept_seconds"),
+                    "host_ms": round((t["step_seconds"] - t["forward_seconds"] - t["draft_seconds"]
+                                      - t["accept_seconds"]) * 1e3 / steps, 4)})
+    m = r.get("mtp")
+    if m:
+        out.update({"mtp_acceptance": round(m["acceptance"], 3),
+                    "mtp_tokens_per_verify": round(m["tokens_per_verify_row"], 2),
+                    "mtp_by_position": m["acceptance_by_position"]})
+    return out
 
 
 def load(a, srv, n):
@@ -359,11 +373,15 @@ def table(a, rows, engines):
         nostart = [sum(1 for r in here if r.get("engine") == e and "start_failed" in r) for e in engines]
         print(line + " " + ", ".join(map(str, fails)) +
               (f" (did not start: {', '.join(map(str, nostart))})" if any(nostart) else "") + " |")
-    for e in engines:      # MTP counters of the servers that drafted, a line a point
+    for e in engines:      # MTP counters and q36 engine-thread splits, a line a point
         for r in rows:
             if r.get("engine") == e and "mtp_acceptance" in r:
                 print(f"# {e} -np {r['np']} rep {r['rep']}: MTP acceptance {r['mtp_acceptance']} "
                       f"(by position {r['mtp_by_position']}), {r['mtp_tokens_per_verify']} tokens a verify row")
+            if r.get("engine") == e and "step_ms" in r:
+                print(f"# {e} -np {r['np']} rep {r['rep']}: {r['steps']} engine steps, ms a step: "
+                      f"{r['step_ms']} = forward {r['forward_ms']} + drafts {r['draft_ms']} + accepting "
+                      f"{r['accept_ms']} + the rest {r['host_ms']}")
 
 
 def main():
@@ -431,7 +449,7 @@ def main():
                         starts.append(row["start_s"])
                         row.update(load(a, srv, n))
                         if e != "llama":
-                            row.update(mtp_stats(srv))
+                            row.update(q36_stats(srv))
                     except StartError as x:
                         row["start_failed"] = str(x)
                     finally:
