@@ -205,8 +205,12 @@ static void admit(sched *s, slot *sl, srv_job *j)
     }
 }
 
-/* Publishes a sampled token to the job; with `settle`, ends the job when
- * the token ends it or leaves no room to go on (false then). */
+/* Publishes a sampled token to the job; with `settle` (the last token of
+ * the slot's step), wakes the job's reader and ends the job when the token
+ * ends it or leaves no room to go on (false then). The tokens of a verify
+ * row before its last are published without a wake: one wake a step, not
+ * one a token (each is a system call that can cost tens of microseconds
+ * on a VM, on the engine thread). */
 static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
 {
     srv_job *j = sl->job;
@@ -235,7 +239,8 @@ static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
     j->n_gen++;
     if (j->n_gen == 1)
         j->t_first = srv_now();
-    pthread_cond_broadcast(&j->cv);
+    if (settle)
+        pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     if (!settle)
         return true;
