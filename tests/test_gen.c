@@ -65,6 +65,58 @@ static int feed(gen_params *p, const int32_t *ids, int n, run_out *o)
     return 0;
 }
 
+/* ignore_eos at temperature 0: the choice is the first id of the largest
+ * logit once every end-of-generation id is out, on rows that tie such an
+ * id with others before and after it, put it alone on top, or leave it
+ * below; with and without a repeat penalty (which takes the copied row). */
+static void ignore_eos_rows(void)
+{
+    int32_t eogs[8], n_eog = 0;
+    for (int32_t i = 0; i < n_vocab && n_eog < 8; i++)
+        if (tok_is_eog(vocab, i))
+            eogs[n_eog++] = i;
+    uint32_t r = 12345;
+    int bad = 0, n = 0;
+    for (int pen = 0; pen < 2; pen++)
+        for (int c = 0; c < 24; c++) {
+            gen_params p = gen_params_default();
+            p.ignore_eos = true;
+            p.smp.temp = 0.0f;
+            if (pen) {
+                p.smp.penalty_last_n = 8;
+                p.smp.repeat_penalty = 1.5f;
+            }
+            gen *g;
+            q36_err err = { 0 };
+            if (!n_eog || gen_new(&p, vocab, n_vocab, &g, &err)) {
+                bad++;
+                break;
+            }
+            for (int32_t i = 0; i < n_vocab; i++) {
+                r = r * 1664525u + 1013904223u;
+                row[i] = (float)(r >> 20) / 4096.0f;      /* [0, 1024) */
+            }
+            const int32_t e = eogs[c % n_eog];
+            r = r * 1664525u + 1013904223u;
+            const int32_t a = (int32_t)(r % (uint32_t)n_vocab);
+            row[e] = 2000.0f;                   /* c % 3 == 0: alone on top */
+            if (c % 3 == 1)
+                row[a] = 2000.0f;               /* tied with a, before or after it */
+            if (c % 3 == 2)
+                row[e] = -1.0f;                 /* below everything */
+            int32_t want = -1;
+            for (int32_t i = 0; i < n_vocab; i++)
+                if (!tok_is_eog(vocab, i) && (want < 0 || row[i] > row[want]))
+                    want = i;
+            gen_token t;
+            if (gen_next(g, row, &t, &err) || t.id != want)
+                bad++;
+            n++;
+            gen_free(g);
+        }
+    t_check("gen.ignore_eos_greedy_rows", bad == 0 && n == 48, "%d of %d rows chose otherwise", bad, n);
+}
+
 static int32_t *encode(const char *s, int *n)
 {
     int32_t *ids = NULL;
@@ -134,6 +186,7 @@ int main(void)
     t_check("gen.ignore_eos", o.stop == GEN_GOING && o.n_tokens == 1 && !strcmp(o.text, "Hello"),
             "stop %d after %d, text '%s'", o.stop, o.n_tokens, o.text);
     p.ignore_eos = false;
+    ignore_eos_rows();
 
     /* "é" is C3 A9; as byte tokens they are "Ã" and "©" in the byte alphabet. */
     int32_t b1 = tok_find(vocab, "\xC3\x83", 2), b2 = tok_find(vocab, "\xC2\xA9", 2);

@@ -201,13 +201,19 @@ static int stop_hold(gen *g, size_t *out_len)
 
 bool gen_device_greedy(const gen *g) { return g->p.device_greedy; }
 
-bool gen_greedy(const gen *g)
+/* The argmax of the raw logits, with no penalty to apply. */
+static bool plain_argmax(const gen *g)
 {
     const smp_params *s = &g->p.smp;
     const bool no_penalty = s->penalty_last_n == 0 ||
                             (s->repeat_penalty == 1.0f && s->presence_penalty == 0.0f &&
                              s->frequency_penalty == 0.0f);
-    return s->temp <= 0.0f && no_penalty && !g->masked && g->p.n_probs < 0;
+    return s->temp <= 0.0f && no_penalty;
+}
+
+bool gen_greedy(const gen *g)
+{
+    return plain_argmax(g) && !g->masked && g->p.n_probs < 0;
 }
 
 /* Records the token id chosen from logits (NULL: chosen outside, by
@@ -229,6 +235,14 @@ int gen_next(gen *g, const float *logits, gen_token *t, q36_err *err)
     if (token_begin(g, t, err))
         return Q36_E_ARG;
     const float *row = logits;
+    if (g->masked && plain_argmax(g)) {
+        /* the raw row's argmax, unless it is a masked id: then it is the
+         * masked row's too (the first index of the largest value in both),
+         * and the row need not be copied (~600 KB at Qwen's vocabulary) */
+        const int32_t id = smp_sample(g->smp, logits, g->n_vocab);
+        if (id >= 0 && !tok_is_eog(g->tok, id))
+            return take(g, id, logits, t);
+    }
     if (g->masked) {
         memcpy(g->masked, logits, (size_t)g->n_vocab * sizeof *g->masked);
         for (int32_t i = 0; i < g->n_eog; i++)
