@@ -209,8 +209,8 @@ static void admit(sched *s, slot *sl, srv_job *j)
  * the slot's step), wakes the job's reader and ends the job when the token
  * ends it or leaves no room to go on (false then). The tokens of a verify
  * row before its last are published without a wake: one wake a step, not
- * one a token (each is a system call that can cost tens of microseconds
- * on a VM, on the engine thread). */
+ * one a token (waking a reader that sleeps is a system call on the engine
+ * thread). */
 static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
 {
     srv_job *j = sl->job;
