@@ -668,6 +668,96 @@ static void decode_argmax_same(q36_model *m, const int32_t *prompt, int n, const
     q36_session_free(b);
 }
 
+/* The host's greedy choice of row x with the ids ban[0..nb) at -inf. */
+static int32_t masked_argmax(const float *x, int V, const int32_t *ban, int nb)
+{
+    int32_t best = 0;
+    float bv = -INFINITY;
+    for (int c = 0; c < V; c++) {
+        bool skip = false;
+        for (int j = 0; j < nb; j++)
+            skip = skip || ban[j] == c;
+        if (!skip && x[c] > bv) {
+            bv = x[c];
+            best = c;
+        }
+    }
+    return best;
+}
+
+/* q36_engine_argmax_ban: an ids pass that skips the banned ids chooses as
+ * the host does on the logits with them at -inf. Engine a returns logits,
+ * engine b ids; each pass bans the row's own largest logit (found on a's
+ * logits first, so that b must choose again from its row) and two random
+ * ids, every other pass none of the row's best. A prompt pass asking for
+ * every row, then 24 decode steps; a pass asking for scattered rows is
+ * refused with a ban and runs without one. */
+static void argmax_ban_same(q36_model *m, const int32_t *prompt, int n, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.argmax_ban_is_host_masked_argmax", tag);
+    q36_engine_opts o = q36_engine_opts_default();
+    q36_engine *a = NULL, *b = NULL;
+    q36_err err = { 0 };
+    int rc = q36_engine_new(m, 128, &o, &a, &err);
+    rc = rc ? rc : q36_engine_new(m, 128, &o, &b, &err);
+    const int V = rc ? 1 : q36_engine_n_vocab(a);
+    float *lg = malloc((size_t)n * V * sizeof *lg);
+    int32_t ids[64], slot[64], pos[64], out[64], got[64], ban[3];
+    int bad = 0, checked = 0, rechosen = 0;
+    t_rng r = t_rng_named(name);
+    if (n > 64)
+        n = 64;
+    for (int i = 0; i < n; i++) {
+        ids[i] = prompt[i];
+        slot[i] = 0;
+        pos[i] = i;
+        out[i] = i;
+    }
+    /* a pass of rows [0, n) asked for all of them, then steps of one row */
+    for (int step = 0, rows = n, p0 = 0; step < 25 && !rc; step++) {
+        const q36_batch bt = { rows, ids, slot, pos, rows, out };
+        rc = q36_engine_eval(a, &bt, lg, NULL, &err);
+        for (int k = 0; k < 3 && !rc; k++)
+            ban[k] = (int32_t)(t_next(&r) % (uint64_t)V);
+        if (!rc && step % 2 == 0)
+            ban[0] = spec_argmax(lg + (size_t)(rows - 1) * V, V);
+        rc = rc ? rc : q36_engine_argmax_ban(b, ban, 3, &err);
+        rc = rc ? rc : q36_engine_eval_argmax(b, &bt, got, NULL, &err);
+        for (int i = 0; i < rows && !rc; i++) {
+            const float *x = lg + (size_t)i * V;
+            rechosen += spec_argmax(x, V) != got[i];
+            bad += got[i] != masked_argmax(x, V, ban, 3);
+            checked++;
+        }
+        ids[0] = rc ? 0 : got[rows - 1];
+        p0 += rows;
+        pos[0] = p0;
+        rows = 1;
+    }
+    /* scattered rows with a ban: refused, nothing evaluated */
+    int refused = 0;
+    if (!rc) {
+        const int32_t two[2] = { 0, 2 }, id3[3] = { 1, 2, 3 }, s3[3] = { 0, 0, 0 };
+        const int32_t p3[3] = { pos[0], pos[0] + 1, pos[0] + 2 };
+        const q36_batch sc = { 3, id3, s3, p3, 2, two };
+        q36_err e2 = { 0 };
+        refused = q36_engine_eval_argmax(b, &sc, got, NULL, &e2) == Q36_E_ARG &&
+                  q36_slot_pos(b, 0) == pos[0] && !q36_engine_argmax_ban_fits(b, &sc);
+        rc = q36_engine_argmax_ban(b, NULL, 0, &err);
+        rc = rc ? rc : q36_engine_eval_argmax(b, &sc, got, NULL, &err);
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !bad && refused && rechosen >= 10,
+                "%d of %d rows chose otherwise; %d rows chosen again; scattered rows %s", bad,
+                checked, rechosen, refused ? "refused" : "not refused");
+    free(lg);
+    q36_engine_free(a);
+    q36_engine_free(b);
+}
+
 static void run_model(const char *tag, const char *path, bool trained)
 {
     q36_model *m = NULL;
@@ -687,6 +777,7 @@ static void run_model(const char *tag, const char *path, bool trained)
     for (int i = 0; i < 24; i++)
         prompt[i] = (int32_t)(t_next(&r) % (uint64_t)V);
     decode_argmax_same(m, prompt, 24, tag);
+    argmax_ban_same(m, prompt, 24, tag);
     if (!trained) {
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 1, 0, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);

@@ -216,6 +216,14 @@ bool gen_greedy(const gen *g)
     return plain_argmax(g) && !g->masked && g->p.n_probs < 0;
 }
 
+int gen_greedy_ban(const gen *g, const int32_t **ban)
+{
+    *ban = g->masked ? g->eog : NULL;
+    if (!plain_argmax(g) || g->p.n_probs >= 0)
+        return -1;
+    return g->masked ? g->n_eog : 0;
+}
+
 /* Records the token id chosen from logits (NULL: chosen outside, by
  * gen_next_id: no log-probabilities then) and applies the stop conditions */
 static int take(gen *g, int32_t id, const float *logits, gen_token *t);
@@ -259,12 +267,15 @@ int gen_next_id(gen *g, int32_t id, gen_token *t, q36_err *err)
 {
     if (token_begin(g, t, err))
         return Q36_E_ARG;
-    if (!gen_greedy(g))
+    const int32_t *ban;
+    if (gen_greedy_ban(g, &ban) < 0)
         return q36_err_set(err, Q36_E_ARG, "a token chosen outside the sampler needs greedy "
-                           "sampling without penalties, masks or log-probabilities");
+                           "sampling without penalties or log-probabilities");
     if (id < 0 || id >= g->n_vocab)
         return q36_err_set(err, Q36_E_ARG, "token %d is outside the vocabulary of %d", id,
                            g->n_vocab);
+    if (g->masked && tok_is_eog(g->tok, id))
+        return q36_err_set(err, Q36_E_ARG, "token %d ends the reply, which ignore_eos masks", id);
     return take(g, id, NULL, t);
 }
 

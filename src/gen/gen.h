@@ -112,6 +112,13 @@ int  gen_next(gen *g, const float *logits, gen_token *out, q36_err *err);
  * gen_greedy is false). */
 bool gen_greedy(const gen *g);
 bool gen_device_greedy(const gen *g);     /* p.device_greedy */
+/* gen_greedy, or the same with ignore_eos's ids masked: the choice is the
+ * largest logit among the ids that *ban receives (n returned; 0 when
+ * nothing is masked), which an argmax that skips them makes
+ * (q36_engine_argmax_ban). -1 when the choice needs the logits. */
+int  gen_greedy_ban(const gen *g, const int32_t **ban);
+/* Records a token chosen outside as gen_next would have chosen it: needs
+ * gen_greedy_ban >= 0, and no masked id (Q36_E_ARG otherwise). */
 int  gen_next_id(gen *g, int32_t id, gen_token *out, q36_err *err);
 
 /* Ends the reply from outside (context full, a client gone): *text receives

@@ -172,6 +172,17 @@ int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, floa
  * logits (the server's passes whose every row is sampled greedily). */
 int q36_engine_eval_hid_argmax(q36_engine *e, const q36_batch *b, int32_t *ids,
                                const int32_t *hid, int n_hid, float *hidden, q36_err *err);
+/* The greedy choices of the ids passes above skip ids[0..n) (n = 0: none)
+ * from now on, as a sampler with those logits at -inf chooses: a row whose
+ * largest logit is a banned id is chosen again on the host from that row's
+ * logits, read back after the pass (the end-of-generation ids of a request
+ * with ignore_eos come back as one id a row, and a row's logits only when
+ * it would have ended). A pass with a ban must ask for rows that
+ * q36_engine_argmax_ban_fits (one consecutive run the head takes at once,
+ * so that every row's logits are still there after it); others are
+ * refused. Q36_E_ARG for an id outside the vocabulary or more than 64 ids. */
+int  q36_engine_argmax_ban(q36_engine *e, const int32_t *ids, int n, q36_err *err);
+int  q36_engine_argmax_ban_fits(const q36_engine *e, const q36_batch *b);   /* 1 or 0 */
 
 int  q36_slot_pos(const q36_engine *e, int slot);
 /* Back to position 0 with zero state. */

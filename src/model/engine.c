@@ -7,6 +7,7 @@
  * operations of a pass is in forward.c. */
 #include "forward.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,8 @@ void q36_engine_free(q36_engine *e)
     free(e->saves);
     free(e->save0);
     free(e->save_n);
+    free(e->ban);
+    free(e->ban_row);
     free(e);
 }
 
@@ -319,6 +322,95 @@ int q36_engine_eval(q36_engine *e, const q36_batch *b, float *logits, float *hid
     return q36_engine_eval_hid(e, b, logits, NULL, -1, hidden, err);
 }
 
+enum { MAX_BAN = 64 };
+
+int q36_engine_argmax_ban(q36_engine *e, const int32_t *ids, int n, q36_err *err)
+{
+    const int64_t V = q36_engine_n_vocab(e);
+    if (n < 0 || n > MAX_BAN)
+        return q36_err_set(err, Q36_E_ARG, "argmax ban: %d ids (at most %d)", n, MAX_BAN);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return q36_err_set(err, Q36_E_ARG, "argmax ban: id %d is outside the vocabulary of "
+                               "%lld", ids[i], (long long)V);
+    if (n && !e->ban) {
+        e->ban = malloc(MAX_BAN * sizeof *e->ban);
+        e->ban_row = malloc((size_t)V * sizeof *e->ban_row);
+        if (!e->ban || !e->ban_row) {
+            free(e->ban), free(e->ban_row);
+            e->ban = NULL, e->ban_row = NULL;
+            return q36_err_set(err, Q36_E_NOMEM, "argmax ban: out of memory for a row of %lld "
+                               "logits", (long long)V);
+        }
+    }
+    e->n_ban = n;
+    for (int i = 0; i < n; i++) {          /* sorted, for banned() */
+        int j = i;
+        for (; j > 0 && e->ban[j - 1] > ids[i]; j--)
+            e->ban[j] = e->ban[j - 1];
+        e->ban[j] = ids[i];
+    }
+    return 0;
+}
+
+static bool banned(const q36_engine *e, int32_t id)
+{
+    int lo = 0, hi = e->n_ban;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (e->ban[mid] == id)
+            return true;
+        if (e->ban[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* One consecutive run of at most logit_rows asked-for rows: the head runs
+ * once, and row i's logits are row i of sc.logits after the pass. */
+int q36_engine_argmax_ban_fits(const q36_engine *e, const q36_batch *b)
+{
+    bool run = b->n_out <= e->sc.logit_rows;
+    for (int i = 1; i < b->n_out && run; i++)
+        run = b->out[i] == b->out[0] + i;
+    return run;
+}
+
+static int ban_check(const q36_engine *e, const q36_batch *b, q36_err *err)
+{
+    return q36_engine_argmax_ban_fits(e, b)
+               ? 0 : q36_err_set(err, Q36_E_ARG, "argmax ban: a pass asking for %d rows, not one "
+                                 "run of at most %lld", b->n_out, (long long)e->sc.logit_rows);
+}
+
+/* The rows whose device choice is banned, chosen again from their logits
+ * as the host's greedy choice does on a row with those ids at -inf: the
+ * first id of a value above every one before it (0 when none is). */
+static int ban_rechoose(q36_engine *e, int n_out, int32_t *ids, q36_err *err)
+{
+    const int64_t V = q36_engine_n_vocab(e);
+    for (int i = 0; i < n_out; i++) {
+        if (!banned(e, ids[i]))
+            continue;
+        be_views_reset(e->be);
+        be_read(e->be, be_rows(e->be, e->sc.logits, i, 1), 0, 1, e->ban_row);
+        const int rc = be_check(e->be, err);
+        if (rc)
+            return rc;
+        int32_t best = 0;
+        float bv = -INFINITY;
+        for (int64_t c = 0; c < V; c++)
+            if (e->ban_row[c] > bv && !banned(e, (int32_t)c)) {
+                bv = e->ban_row[c];
+                best = (int32_t)c;
+            }
+        ids[i] = best;
+    }
+    return 0;
+}
+
 /* n_hid < 0: hidden follows b->out (q36_engine_eval) */
 static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *ids,
                     const int32_t *hid, int n_hid, float *hidden, q36_err *err)
@@ -328,6 +420,11 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
         return n_seq;
     if (n_hid > b->n)
         return q36_err_set(err, Q36_E_ARG, "%d hidden rows for a batch of %d", n_hid, b->n);
+    if (ids && e->n_ban) {
+        const int rb = ban_check(e, b, err);
+        if (rb)
+            return rb;
+    }
     for (int i = 0; i < n_hid; i++)
         if (hid[i] < 0 || hid[i] >= b->n)
             return q36_err_set(err, Q36_E_ARG, "hidden row %d is outside the batch of %d",
@@ -371,7 +468,7 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
         return rc;
     for (int s = 0; s < n_seq; s++)
         e->pos[e->seq[s].slot] += e->seq[s].n_rows;
-    return 0;
+    return ids && e->n_ban ? ban_rechoose(e, b->n_out, ids, err) : 0;
 }
 
 int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,

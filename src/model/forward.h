@@ -109,6 +109,11 @@ struct q36_engine {
     struct model_save *saves;     /* Q36_MAX_SAVES */
     int            n_saves;
     int           *save0, *save_n;
+    /* q36_engine_argmax_ban: the ids the greedy choices of the next ids
+     * passes skip (sorted), and a logits row for choosing again */
+    int32_t       *ban;
+    int            n_ban;
+    float         *ban_row;
 };
 
 /* A checkpoint (ckpt.c): device copies of one slot's DeltaNet tails and

@@ -64,7 +64,7 @@ typedef struct slot {
     /* draft-mtp */
     bool     has_next;        /* next was sampled when the last verify row was accepted */
     int32_t  vids[SSPEC_MAX_DRAFT + 1];   /* this step's verify row: next and the drafts */
-    /* greedy slots (gen_greedy): the rows' choices made on the device when
+    /* greedy slots (gen_greedy_ban): the rows' choices made on the device when
      * the whole pass is greedy (sched_row.best) */
     int32_t  best[SSPEC_MAX_DRAFT + 1];
     bool     best_ok;         /* best[0] is the choice after the last row, not logits */
@@ -257,8 +257,13 @@ static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
     return true;
 }
 
-/* Where a greedy slot's rows take their choices (sched_row.best) */
-static int32_t *greedy_ids(slot *sl) { return gen_greedy(sl->gen) ? sl->best : NULL; }
+/* Where a greedy slot's rows take their choices (sched_row.best), and the
+ * ids those choices skip */
+static int32_t *greedy_ids(slot *sl, const int32_t **ban, int *n_ban)
+{
+    *n_ban = gen_greedy_ban(sl->gen, ban);
+    return *n_ban >= 0 ? sl->best : NULL;
+}
 
 /* Samples the next token of a decoding slot (from the id chosen on the
  * device, or its logits) and publishes it; false when the job ended here. */
@@ -336,10 +341,10 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
         slot *sl = &s->slots[dslot[j]];
         sl->vids[0] = x[j];
         memcpy(sl->vids + 1, sspec_drafts(s->spec, dslot[j]), (size_t)k[j] * sizeof *sl->vids);
-        s->rows[(*n_rows)++] = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1,
-                                            .n_out = k[j] + 1,
-                                            .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0,
-                                            .best = greedy_ids(sl) };
+        sched_row *r = &s->rows[(*n_rows)++];
+        *r = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1, .n_out = k[j] + 1,
+                          .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0 };
+        r->best = greedy_ids(sl, &r->ban, &r->n_ban);
         n_tok += k[j] + 1;
     }
     return n_tok;
@@ -403,8 +408,9 @@ static void *engine_main(void *arg)
                     dslot[nd++] = i;
                     continue;
                 }
-                s->rows[n_rows++] = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits,
-                                                 .best = greedy_ids(sl) };
+                sched_row *r = &s->rows[n_rows++];
+                *r = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
+                r->best = greedy_ids(sl, &r->ban, &r->n_ban);
                 n_tok++;
             }
         }
@@ -456,11 +462,11 @@ static void *engine_main(void *arg)
                 }
                 sl->i_save++;
             }
-            s->rows[n_rows++] = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
-                                             .logits = sl->logits,
-                                             .hidden = s->spec ? sl->hprompt : NULL,
-                                             .n_save = sl->n_sv, .save_pos = sl->sv_pos,
-                                             .save_ck = sl->sv_ck, .best = greedy_ids(sl) };
+            sched_row *r = &s->rows[n_rows++];
+            *r = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
+                              .logits = sl->logits, .hidden = s->spec ? sl->hprompt : NULL,
+                              .n_save = sl->n_sv, .save_pos = sl->sv_pos, .save_ck = sl->sv_ck };
+            r->best = greedy_ids(sl, &r->ban, &r->n_ban);
             n_tok += n;
             chunks++;
         }

@@ -44,10 +44,14 @@ typedef struct sched_row {
     const float   *out;      /* out: the same logits rows in the engine's buffer, valid
                                 until the next sched_engine_forward */
     int32_t       *best;     /* NULL, or room for the output rows' ids (n_out, at least
-                                1): a row whose slot samples greedily (gen_greedy). When
-                                every row of a pass has one, the pass returns each output
-                                row's largest-logit column, chosen on the device
+                                1): a row whose slot samples greedily (gen_greedy_ban).
+                                When every row of a pass has one, the pass returns each
+                                output row's largest-logit column, chosen on the device
                                 (q36_engine_eval_hid_argmax), instead of its logits */
+    const int32_t *ban;      /* with best: the ids its choice skips (ignore_eos), n_ban of
+                                them; a pass returns ids only when its rows agree on them
+                                and ask for one run (q36_engine_argmax_ban) */
+    int            n_ban;
     bool           best_ok;  /* out: best holds them (logits and out were not written) */
 } sched_row;
 

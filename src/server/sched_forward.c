@@ -104,10 +104,13 @@ static void pass(sched_engine *e, sched_row **rows, int n)
 {
     int t = 0, n_out = 0, n_hid = 0, rc = 0;
     q36_err err = { 0 };
-    /* every row greedy: one id a row back instead of n_vocab logits */
+    /* every row greedy, skipping the same ids: one id a row back instead of
+     * n_vocab logits */
     bool ids = n > 0;
     for (int i = 0; i < n; i++)
-        ids = ids && rows[i]->best;
+        ids = ids && rows[i]->best && rows[i]->n_ban == rows[0]->n_ban &&
+              (!rows[0]->n_ban || !memcmp(rows[i]->ban, rows[0]->ban,
+                                          (size_t)rows[0]->n_ban * sizeof *rows[0]->ban));
     for (int i = 0; i < n; i++) {
         sched_row *r = rows[i];
         int p0 = q36_slot_pos(e->eng, r->slot);
@@ -127,6 +130,11 @@ static void pass(sched_engine *e, sched_row **rows, int n)
             rc = q36_engine_save_at(e->eng, r->slot, r->save_pos[k], r->save_ck[k], &err);
     }
     q36_batch b = { .n = t, .id = e->id, .slot = e->slot, .pos = e->pos, .n_out = n_out, .out = e->out };
+    /* a ban needs the asked-for rows as one run the head takes at once */
+    if (ids && rows[0]->n_ban)
+        ids = q36_engine_argmax_ban_fits(e->eng, &b);
+    if (ids && !rc)
+        rc = q36_engine_argmax_ban(e->eng, rows[0]->ban, rows[0]->n_ban, &err);
     /* the step's passes write their logits one after the other (a step
      * asks for n_slots x n_keep rows at most), so that rows may point into
      * the buffer instead of copying */

@@ -13,7 +13,9 @@
 //  - a request again, its prompt restored from the prefix cache: the same;
 //  - 4 replies cut by the context's end: the same tokens and finish;
 //  - LOW: a slot whose drafts miss stops drafting (adaptive k: few drafts,
-//    paused steps) and its reply is still PLAIN's.
+//    paused steps) and its reply is still PLAIN's;
+//  - ignore_eos greedy replies chosen as ids on the engine (end-of-generation
+//    ids skipped) equal the host's choice from the logits, PLAIN and MTP.
 // With LOW_URL "-" the LOW case is left out (a random-weight model: its
 // drafts miss anyway); SPEC_TAG prefixes the case names, SPEC_MIN_ACCEPTED
 // (default 50) is the drafts the greedy case must have seen kept.
@@ -129,6 +131,31 @@ if (low !== "-") await kase("spec_low_acceptance_stops_drafting", async () => {
 
 // /monitor's MTP card: the drafts of every slot on a drafting server, null
 // on a plain one.
+// ignore_eos at temperature 0 without log-probabilities: each row's choice
+// comes back as one id, made on the engine with the end-of-generation ids
+// skipped (q36_engine_argmax_ban; a row whose best id ends the reply is
+// chosen again from its logits); with log-probabilities the host chooses
+// from the whole row. Chat replies, which this model ends early: the two
+// texts are equal, on the plain server and on the drafting one, 2 at once.
+await kase("ignore_eos_greedy_ids_equal_host_choice", async () => {
+  const chat = async (base, say, lp) => {
+    const r = await fetch(`${base}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: say }], temperature: 0, max_tokens: 64, ignore_eos: true,
+                             ...(lp ? { logprobs: true, top_logprobs: 1 } : {}) }) });
+    const j = await r.json();
+    if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(j)}`);
+    return JSON.stringify([j.choices[0].message.content, j.choices[0].message.reasoning_content ?? null, j.usage.completion_tokens]);
+  };
+  const says = ["Hi", "What is 2+2?"];
+  const bad = [];
+  for (const base of [plain, mtp]) {
+    const ids = await Promise.all(says.map((x) => chat(base, x, false)));
+    const host = await Promise.all(says.map((x) => chat(base, x, true)));
+    ids.forEach((t, i) => { if (t !== host[i]) bad.push(`${base} "${says[i]}": ${t.slice(0, 200)} vs ${host[i].slice(0, 200)}`); });
+  }
+  return bad.length ? bad.join("; ") : true;
+});
+
 await kase("spec_monitor_card", async () => {
   const a = (await (await fetch(`${plain}/monitor`)).json()).mtp;
   const b = (await (await fetch(`${mtp}/monitor`)).json()).mtp;
