@@ -227,7 +227,8 @@ for s in ${STEPS:-test bench}; do
     bench) BENCH_OUT=$out/bench.txt bash "$dir/bench.sh" "$dir" "$trained" >/dev/null 2>&1
            tail -n 5 "$out/bench.txt" ;;
     servemtp) servemtp_step >"$out/serve-mtp.txt" 2>&1
-           grep -E '^(###|\||FAIL|SKIP|# servemtp|q36:)' "$out/serve-mtp.txt" | tail -n 12 ;;
+           grep -E '^(###|\||FAIL|SKIP|# servemtp|q36:|# (q36|base) -np .*engine steps)' "$out/serve-mtp.txt" |
+               tail -n 20 ;;
     serve) serve_step >"$out/serve-bench.txt" 2>&1
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     batch) batch_step >"$out/bench-batch.txt" 2>&1
