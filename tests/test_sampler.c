@@ -284,6 +284,93 @@ static void test_smaller_call(void)
     smp_free(small);
 }
 
+/* smp_sample_top: the K best logits of a row, given in a shuffled order,
+ * draw what smp_sample draws from the whole row, draw after draw from the
+ * same seed: rows with 16-level ties and rows of distinct values, top_k 1
+ * to K with top_p, min_p and temperature on and off, greedy; and the
+ * refusals (top_k off or above K, penalties on). */
+static void test_sample_top(void)
+{
+    enum { N = 3000, K = 64, DRAWS = 24 };
+    static const int32_t ks[] = { 1, 5, 20, 40, 64 };
+    static const float tops[] = { 1.0f, 0.9f, 0.5f }, mins[] = { 0.0f, 0.05f },
+                       temps[] = { 0.0f, 0.6f, 1.0f, 1.5f };
+    float *l = malloc(N * sizeof *l);
+    ref *sorted = malloc(N * sizeof *sorted);
+    smp_cand top[K];
+    int bad = 0, cases = 0;
+    for (int ties = 0; ties < 2; ties++) {
+        make(ties ? "sampler/unit/sample-top/ties" : "sampler/unit/sample-top", l, sorted, N);
+        if (!ties) {       /* distinct values */
+            t_rng r = t_rng_named("sampler/unit/sample-top/distinct");
+            for (int32_t i = 0; i < N; i++)
+                sorted[i] = (ref){ i, l[i] = (float)(t_uniform(&r) * 8.0 - 4.0) };
+            qsort(sorted, N, sizeof *sorted, cmp_ref);
+        }
+        t_rng sh = t_rng_named("sampler/unit/sample-top/shuffle");
+        for (int i = 0; i < K; i++)
+            top[i] = (smp_cand){ sorted[i].id, sorted[i].l, 0.0f };
+        for (int i = K - 1; i > 0; i--) {
+            const int j = (int)(t_next(&sh) % (uint64_t)(i + 1));
+            const smp_cand t = top[i];
+            top[i] = top[j];
+            top[j] = t;
+        }
+        for (size_t a = 0; a < sizeof ks / sizeof *ks; a++)
+            for (size_t b = 0; b < sizeof tops / sizeof *tops; b++)
+                for (size_t c = 0; c < sizeof mins / sizeof *mins; c++)
+                    for (size_t d = 0; d < sizeof temps / sizeof *temps; d++) {
+                        smp_params p = neutral();
+                        p.top_k = ks[a];
+                        p.top_p = tops[b];
+                        p.min_p = mins[c];
+                        p.temp = temps[d];
+                        p.seed = 1000u + (uint32_t)(a * 97 + b * 13 + c * 5 + d);
+                        smp *s1 = NULL, *s2 = NULL;
+                        q36_err err = { 0 };
+                        if (smp_new(&p, N, &s1, &err) || smp_new(&p, N, &s2, &err)) {
+                            bad++;
+                            continue;
+                        }
+                        const int32_t need = smp_top_need(s2, N);
+                        bad += need != (p.temp <= 0.0f ? 1 : ks[a]);
+                        for (int i = 0; i < DRAWS; i++)
+                            bad += smp_sample(s1, l, N) != smp_sample_top(s2, top, K, N);
+                        cases++;
+                        smp_free(s1);
+                        smp_free(s2);
+                    }
+    }
+    /* refusals */
+    smp_params p = neutral();
+    p.temp = 1.0f;
+    p.top_k = 0;
+    smp *s = NULL;
+    q36_err err = { 0 };
+    int refused = 0;
+    if (!smp_new(&p, N, &s, &err)) {
+        refused += smp_top_need(s, N) == 0 && smp_sample_top(s, top, K, N) == Q36_E_ARG;
+        smp_free(s);
+    }
+    p.top_k = K + 1;
+    if (!smp_new(&p, N, &s, &err)) {
+        refused += smp_top_need(s, N) == K + 1 && smp_sample_top(s, top, K, N) == Q36_E_ARG;
+        smp_free(s);
+    }
+    p.top_k = 20;
+    p.repeat_penalty = 1.3f;
+    p.penalty_last_n = 16;
+    if (!smp_new(&p, N, &s, &err)) {
+        refused += smp_top_need(s, N) == 0 && smp_sample_top(s, top, K, N) == Q36_E_ARG;
+        smp_free(s);
+    }
+    t_check("sampler/unit/sample-top", !bad && cases == 240 && refused == 3,
+            "%d mismatches (draws of %d each, or the ids needed) over %d cases; %d of 3 refusals",
+            bad, DRAWS, cases, refused);
+    free(l);
+    free(sorted);
+}
+
 int main(void)
 {
     test_errors();
@@ -292,5 +379,6 @@ int main(void)
     test_top_k_orders();
     test_top_p();
     test_smaller_call();
+    test_sample_top();
     return t_exit();
 }

@@ -92,6 +92,18 @@ void smp_free(smp *s);                        /* accepts NULL */
  * Q36_E_ARG when logits is NULL or n_vocab is not in [1, n_vocab of smp_new]. */
 int32_t smp_sample(smp *s, const float *logits, int32_t n_vocab);
 
+/* How many of a row's best logits decide the next draw of s over a row of
+ * n ids: top_k when it is on (0 < top_k < n), 1 when greedy; 0 when the
+ * whole row is needed (top_k off, or penalties on, which change logits
+ * before top_k). */
+int32_t smp_top_need(const smp *s, int32_t n);
+/* smp_sample from the k best logits of a row of n ids alone (k >=
+ * smp_top_need(s, n) > 0): top[0..k) holds them, id and logit (p unused),
+ * in any order; "best" as smp_sample ranks them (larger logit, lower id
+ * among equals; no NaN). The same draw as smp_sample on the whole row, the
+ * same random stream. Q36_E_ARG when k or s does not allow it. */
+int32_t smp_sample_top(smp *s, const smp_cand *top, int32_t k, int32_t n);
+
 /* The candidate set the chain leaves before the draw, with probabilities
  * (summing to 1): *out points into s and stays valid until the next call on
  * s. Order is unspecified. Greedy mode leaves one candidate with p = 1 (the

@@ -14,6 +14,25 @@
 #include "smp_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t chain_tail(smp *s, int32_t m, int32_t sorted, float max, double zp, bool use_min,
+                          double *z);
+
+/* top_k's k candidates, sorted, in s->cand: the chain from there on */
+static int32_t chain_top_k(smp *s, double *z)
+{
+    const smp_params *P = &s->par;
+    const smp_cand *c = s->cand;
+    const int32_t m = P->top_k;
+    const float max = c[0].logit;
+    double zp = 0.0;   /* softmax denominator of the set top_k left, for top_p */
+    if (P->top_p < 1.0f && max > -INFINITY)
+        for (int32_t i = 0; i < m; i++)
+            zp += expf(c[i].logit - max);
+    return chain_tail(s, m, m, max, zp, P->min_p > 0.0f, z);
+}
 
 /* Runs top_k .. temperature. Leaves m candidates in s->cand with
  * p = exp(logit / temp - max / temp) (unnormalized) and *z their sum;
@@ -31,11 +50,7 @@ static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
 
     if (use_k) {
         smp_top_k(s, logits, n, P->top_k);
-        m = sorted = P->top_k;
-        max = c[0].logit;
-        if (use_p && max > -INFINITY)
-            for (int32_t i = 0; i < m; i++)
-                zp += expf(c[i].logit - max);
+        return chain_top_k(s, z);
     } else {
         int32_t top = smp_argmax(s, logits, n);
         max = smp_logit(s, logits, top);
@@ -65,7 +80,18 @@ static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
         sorted = 0;
         use_min = false;             /* applied */
     }
+    return chain_tail(s, m, sorted, max, zp, use_min, z);
+}
 
+/* min_p (use_min: still to apply; c sorted), top_p (its softmax
+ * denominator zp), temperature, over the m candidates in s->cand, the
+ * first `sorted` of them in order. */
+static int32_t chain_tail(smp *s, int32_t m, int32_t sorted, float max, double zp, bool use_min,
+                          double *z)
+{
+    const smp_params *P = &s->par;
+    smp_cand *c = s->cand;
+    const bool use_p = P->top_p < 1.0f;
     if (!(max > -INFINITY)) {        /* every logit -inf: nothing to weigh */
         c[0].p = 1.0f;
         *z = 1.0;
@@ -114,14 +140,9 @@ static int check_call(const smp *s, const float *logits, int32_t n)
     return s && logits && n >= 1 && n <= s->n_vocab ? 0 : Q36_E_ARG;
 }
 
-int32_t smp_sample(smp *s, const float *logits, int32_t n)
+/* The draw among the m candidates in s->cand, weights p summing to z. */
+static int32_t draw(smp *s, int32_t m, double z)
 {
-    if (check_call(s, logits, n))
-        return Q36_E_ARG;
-    if (s->greedy)
-        return smp_argmax(s, logits, n);
-    double z;
-    int32_t m = run_chain(s, logits, n, &z);
     const smp_cand *c = s->cand;
     /* inverse CDF; a strict compare never picks a zero-weight candidate */
     const double target = smp_rng_uniform(s) * z;
@@ -135,6 +156,41 @@ int32_t smp_sample(smp *s, const float *logits, int32_t n)
         if (c[i].p > 0.0f)
             return c[i].id;
     return c[0].id;
+}
+
+int32_t smp_sample(smp *s, const float *logits, int32_t n)
+{
+    if (check_call(s, logits, n))
+        return Q36_E_ARG;
+    if (s->greedy)
+        return smp_argmax(s, logits, n);
+    double z;
+    const int32_t m = run_chain(s, logits, n, &z);
+    return draw(s, m, z);
+}
+
+int32_t smp_top_need(const smp *s, int32_t n)
+{
+    if (!s || s->penalize)
+        return 0;
+    if (s->greedy)
+        return 1;
+    return s->par.top_k > 0 && s->par.top_k < n ? s->par.top_k : 0;
+}
+
+int32_t smp_sample_top(smp *s, const smp_cand *top, int32_t k, int32_t n)
+{
+    const int32_t need = s && top && n >= 1 && n <= s->n_vocab ? smp_top_need(s, n) : 0;
+    if (!need || k < need || k > n)
+        return Q36_E_ARG;
+    smp_cand *c = s->cand;
+    memcpy(c, top, (size_t)k * sizeof *c);
+    qsort(c, (size_t)k, sizeof *c, smp_cand_cmp);
+    if (s->greedy)
+        return c[0].id;
+    double z;
+    const int32_t m = chain_top_k(s, &z);
+    return draw(s, m, z);
 }
 
 int32_t smp_apply(smp *s, const float *logits, int32_t n, const smp_cand **out)
