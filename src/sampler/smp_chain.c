@@ -40,47 +40,41 @@ static int32_t chain_top_k(smp *s, double *z)
 static int32_t run_chain(smp *s, const float *logits, int32_t n, double *z)
 {
     const smp_params *P = &s->par;
-    smp_cand *c = s->cand;
-    const bool use_k = P->top_k > 0 && P->top_k < n;
-    const bool use_p = P->top_p < 1.0f;
-    bool use_min = P->min_p > 0.0f;
-    int32_t m, sorted;
-    float max;
-    double zp = 0.0;   /* softmax denominator of the set top_k left, for top_p */
-
-    if (use_k) {
+    if (P->top_k > 0 && P->top_k < n) {
         smp_top_k(s, logits, n, P->top_k);
         return chain_top_k(s, z);
-    } else {
-        int32_t top = smp_argmax(s, logits, n);
-        max = smp_logit(s, logits, top);
-        /* max + logf(min_p) in float, as the definition reads: ids on the
-         * boundary fall on the same side as in llama.cpp. */
-        const float thr = use_min ? max + logf(P->min_p) : -INFINITY;
-        float tmp[SMP_BLOCK];
-        m = 0;
-        for (int32_t b0 = 0; b0 < n; b0 += SMP_BLOCK) {
-            int32_t len = n - b0 < SMP_BLOCK ? n - b0 : SMP_BLOCK;
-            const float *v = smp_block(s, logits, b0, len, tmp);
-            if (use_p) {             /* keep each weight for top_p's search */
-                for (int32_t j = 0; j < len; j++) {
-                    float e = expf(v[j] - max);
-                    zp += e;
-                    if (v[j] >= thr)
-                        c[m++] = (smp_cand){ b0 + j, v[j], e };
-                }
-            } else {
-                for (int32_t j = 0; j < len; j++)
-                    if (v[j] >= thr)
-                        c[m++] = (smp_cand){ b0 + j, v[j], 0.0f };
-            }
-        }
-        if (m == 0)                  /* min_p > 1: only the top survives */
-            c[m++] = (smp_cand){ top, max, 1.0f };
-        sorted = 0;
-        use_min = false;             /* applied */
     }
-    return chain_tail(s, m, sorted, max, zp, use_min, z);
+    /* top_k off: min_p filters while the weights are formed, top_p searches
+     * its survivors unsorted */
+    smp_cand *c = s->cand;
+    const bool use_p = P->top_p < 1.0f, use_min = P->min_p > 0.0f;
+    double zp = 0.0;   /* softmax denominator of the whole row, for top_p */
+    const int32_t top = smp_argmax(s, logits, n);
+    const float max = smp_logit(s, logits, top);
+    /* max + logf(min_p) in float, as the definition reads: ids on the
+     * boundary fall on the same side as in llama.cpp. */
+    const float thr = use_min ? max + logf(P->min_p) : -INFINITY;
+    float tmp[SMP_BLOCK];
+    int32_t m = 0;
+    for (int32_t b0 = 0; b0 < n; b0 += SMP_BLOCK) {
+        int32_t len = n - b0 < SMP_BLOCK ? n - b0 : SMP_BLOCK;
+        const float *v = smp_block(s, logits, b0, len, tmp);
+        if (use_p) {             /* keep each weight for top_p's search */
+            for (int32_t j = 0; j < len; j++) {
+                float e = expf(v[j] - max);
+                zp += e;
+                if (v[j] >= thr)
+                    c[m++] = (smp_cand){ b0 + j, v[j], e };
+            }
+        } else {
+            for (int32_t j = 0; j < len; j++)
+                if (v[j] >= thr)
+                    c[m++] = (smp_cand){ b0 + j, v[j], 0.0f };
+        }
+    }
+    if (m == 0)                  /* min_p > 1: only the top survives */
+        c[m++] = (smp_cand){ top, max, 1.0f };
+    return chain_tail(s, m, 0, max, zp, false, z);   /* min_p applied */
 }
 
 /* min_p (use_min: still to apply; c sorted), top_p (its softmax
