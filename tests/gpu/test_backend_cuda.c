@@ -3064,6 +3064,118 @@ static void test_model_slots(const char *path)
     q36_model_free(mt);
 }
 
+/* The verify pass of 4 slots' drafts (the server's MTP step), recorded
+ * (engine.c: pass_key; in exact mode its 16 rows, above the 8 of the
+ * matvec kernels, take cuda_graph.cu's graph_rows): 4 slots with prompts of
+ * 3-9 tokens, then 6 passes of every slot's 4 rows, each slot keeping its
+ * states and rewound after the pass to 1-4 rows (a different count each
+ * pass and slot). The key repeats, so on an engine with graphs the first
+ * pass runs op by op, the second is recorded and the rest replay. Checked:
+ * the pass was recorded and replayed; its logits agree with an engine
+ * without graphs (Q36_CUDA_GRAPHS=0) within the file's bound; the graphed
+ * engine, its slots reset, running it all again (every pass a replay now)
+ * gives its first run's bits. */
+enum { KG_SLOTS = 4, KG_ROWS = 4, KG_PASSES = 6 };
+
+static int keep_graph_run(q36_engine *e, float *lg, int V, uint64_t seed, q36_err *err)
+{
+    static const int plen[KG_SLOTS] = { 5, 3, 9, 4 };
+    int32_t id[64], sl[64], pos[64], out[64];
+    int n = 0, cur[KG_SLOTS];
+    t_rng r = { seed };
+    const int span = V < 256 ? V : 256;
+    for (int s = 0; s < KG_SLOTS; s++) {
+        q36_slot_reset(e, s);
+        for (int i = 0; i < plen[s]; i++, n++)
+            id[n] = (int32_t)(t_next(&r) % (uint64_t)span), sl[n] = s, pos[n] = i;
+        cur[s] = plen[s];
+    }
+    int32_t last = 0;
+    q36_batch b = { n, id, sl, pos, 1, &last };
+    int rc = q36_engine_eval(e, &b, NULL, NULL, err);
+    for (int p = 0; p < KG_PASSES && !rc; p++) {
+        n = 0;
+        for (int s = 0; s < KG_SLOTS; s++)
+            for (int i = 0; i < KG_ROWS; i++, n++) {
+                id[n] = (int32_t)(t_next(&r) % (uint64_t)span);
+                sl[n] = s, pos[n] = cur[s] + i, out[n] = n;
+            }
+        for (int s = 0; s < KG_SLOTS && !rc; s++)
+            rc = q36_engine_keep_states(e, s, err);
+        const q36_batch vb = { n, id, sl, pos, n, out };
+        if (!rc)
+            rc = q36_engine_eval(e, &vb, lg + (size_t)p * n * V, NULL, err);
+        for (int s = 0; s < KG_SLOTS && !rc; s++) {
+            const int keep = 1 + (p + s) % KG_ROWS;
+            rc = q36_slot_rewind(e, s, keep, err);
+            cur[s] += keep;
+        }
+    }
+    return rc;
+}
+
+static void test_model_keep_graphs(const char *path)
+{
+    char name[256];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, sizeof name, "cuda.model%s.%s.verify4_recorded", mode_tag, base);
+    q36_err err = { 0 };
+    q36_model *m = NULL;
+    if (q36_model_open(path, &m, &err)) {
+        t_fail(name, "%s", err.msg);
+        return;
+    }
+    q36_engine_opts o = q36_engine_opts_default();
+    o.n_slots = KG_SLOTS;
+    o.n_keep = KG_ROWS;
+    o.n_threads = 0;
+    o.backend = "cuda";
+    o.fast = gpu_fast;
+    q36_engine *eg = NULL, *ee = NULL;
+    char *keep = graphs_env_set(1);
+    int rc = q36_engine_new(m, 128, &o, &eg, &err);
+    graphs_env_restore(keep);
+    keep = graphs_env_set(0);
+    rc = rc ? rc : q36_engine_new(m, 128, &o, &ee, &err);
+    graphs_env_restore(keep);
+    const int V = rc ? 1 : q36_engine_n_vocab(eg);
+    const size_t nl = (size_t)KG_PASSES * KG_SLOTS * KG_ROWS * (size_t)V;
+    float *lg = malloc(nl * sizeof *lg), *le = malloc(nl * sizeof *le), *l2 = malloc(nl * sizeof *l2);
+    q36_backend_stats s0 = { 0 }, s1 = { 0 }, s2 = { 0 };
+    const uint64_t seed = t_rng_named(name).s;
+    double worst = 0, absd = 0;
+    if (!rc) {
+        q36_engine_backend_stats(eg, &s0);
+        rc = keep_graph_run(eg, lg, V, seed, &err);
+        q36_engine_backend_stats(eg, &s1);
+    }
+    rc = rc ? rc : keep_graph_run(ee, le, V, seed, &err);
+    rc = rc ? rc : keep_graph_run(eg, l2, V, seed, &err);
+    if (!rc) {
+        q36_engine_backend_stats(eg, &s2);
+        worst = logit_diff(le, lg, (int64_t)nl, V, &absd);
+    }
+    const double tol = gpu_fast ? fmax(MODEL_TOL, model_tol) : MODEL_TOL;
+    const uint64_t rec = s1.graphs_recorded - s0.graphs_recorded;
+    const uint64_t l1 = s1.graph_launches - s0.graph_launches, l2n = s2.graph_launches - s1.graph_launches;
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, rec >= 1 && l1 >= KG_PASSES - 2 && l2n >= KG_PASSES && worst <= tol &&
+                !memcmp(lg, l2, nl * sizeof *lg),
+                "%llu graphs recorded (>= 1), %llu and %llu launched (>= %d, >= %d), logits |d| "
+                "%.4g std against op by op (tolerance %.2g), second run %s", (unsigned long long)rec,
+                (unsigned long long)l1, (unsigned long long)l2n, KG_PASSES - 2, KG_PASSES, worst,
+                tol, memcmp(lg, l2, nl * sizeof *lg) ? "differs" : "the same bits");
+    printf("#   %s: %llu graphs recorded, %llu + %llu launched; logits |d| %.4g std against op "
+           "by op\n", name, (unsigned long long)rec, (unsigned long long)l1, (unsigned long long)l2n,
+           worst);
+    free(lg), free(le), free(l2);
+    q36_engine_free(eg);
+    q36_engine_free(ee);
+    q36_model_free(m);
+}
+
 /* The SwiGLU products (be_matmul_glu, be_matmul_id_glu: on the GPU,
  * backend.c's SwiGLU then product), each device type: decode rows 1, 3,
  * 8 and 9, K of 12 KiB and 14 KiB of floats, experts top-1 to top-8 with
@@ -3795,6 +3907,7 @@ int main(int argc, char **argv)
         test_model(argv[i]);
         test_model_slots(argv[i]);
         test_model_graphs(argv[i]);
+        test_model_keep_graphs(argv[i]);
         test_model_invariance(argv[i]);
         test_model_q8keep(argv[i]);
     }

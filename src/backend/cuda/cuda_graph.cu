@@ -3,7 +3,7 @@
  *
  * The engine brackets each forward pass with be_pass_begin(key, rows) and
  * be_pass_end (backend.h, "passes"). The first pass of a key (of at most
- * CUDA_GRAPH_ROWS rows: decode steps and small batches, whose matmuls are
+ * graph_rows' rows: decode steps and small batches, whose matmuls are
  * the warp kernels; larger ones call cuBLAS and run op by op) runs op by
  * op, so that every kernel it launches is loaded (lazy module loading)
  * before any capture; the second is captured from the stream: its ops are recorded, not run, up to the first read,
@@ -63,13 +63,24 @@ static cuda_graph *graph_slot(cuda_ctx *c)
     return g;
 }
 
+/* The rows a recorded pass may have: the matvec kernels' limit (above it
+ * fast mode calls cuBLAS), or in batch-invariant exact mode, whose products
+ * above that take k_matvec_inv and whose other ops are the decode ones,
+ * CUDA_GRAPH_ROWS_INV: the verify pass of several slots' drafts (4 slots
+ * of 1 + 3 rows: 16) */
+#define CUDA_GRAPH_ROWS_INV 64
+static int64_t graph_rows(const cuda_ctx *c)
+{
+    return c->inv && c->mv_rows < CUDA_GRAPH_ROWS_INV ? CUDA_GRAPH_ROWS_INV : c->mv_rows;
+}
+
 void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     c->gmode = GM_EAGER;
     cuda_q8_drop(c);           /* a pass starts without kept int8 rows (cuda.h: q8) */
     cuda_copy_flush(be);       /* copies queued before the pass run before it */
-    if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > c->mv_rows ||
+    if (!c->graphs_on || c->prof_on || !key || n_rows < 1 || n_rows > graph_rows(c) ||
         be->err.kind)
         return;      /* op by op (a profiled pass too: cuda_prof.cu) */
     c->gkey = key;
