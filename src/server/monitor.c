@@ -162,6 +162,9 @@ int route_monitor(srv_conn *c)
     cJSON_AddNumberToObject(t, "forward_seconds", m.forward_seconds);
     cJSON_AddNumberToObject(t, "draft_seconds", m.draft_seconds);
     cJSON_AddNumberToObject(t, "accept_seconds", m.accept_seconds);
+    cJSON_AddNumberToObject(t, "device_launches", (double)m.dev_launches);
+    cJSON_AddNumberToObject(t, "device_graph_launches", (double)m.dev_graph_launches);
+    cJSON_AddNumberToObject(t, "device_graphs_recorded", (double)m.dev_graphs_recorded);
     cJSON_AddNumberToObject(t, "requests", (double)m.requests);
     cJSON_AddNumberToObject(t, "errors", (double)m.errors);
     cJSON_AddNumberToObject(t, "cancelled", (double)m.cancelled);

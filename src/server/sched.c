@@ -522,7 +522,12 @@ static void *engine_main(void *arg)
         pcache_stats cs = { 0 };
         if (s->cache)
             pcache_get_stats(s->cache, &cs);
+        q36_backend_stats bs;
+        q36_engine_backend_stats(sched_engine_q36(s->eng), &bs);
         pthread_mutex_lock(&s->met->mu);
+        s->met->dev_launches = bs.launches;
+        s->met->dev_graph_launches = bs.graph_launches;
+        s->met->dev_graphs_recorded = bs.graphs_recorded;
         s->met->cache_bytes = cs.bytes;
         s->met->cache_budget = cs.budget;
         s->met->cache_ckpts = cs.ckpts;
@@ -659,7 +664,9 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
     s->n_vocab = sched_engine_n_vocab(s->eng);
     if (o->spec_mtp &&
         ((rc = q36_mtp_draft_vocab(sched_engine_q36(s->eng), o->draft_vocab, err)) ||
-         (rc = sspec_new(s->eng, o->n_slots, n_ctx, s->n_batch, k_max, &s->spec, err))))
+         (rc = sspec_new(s->eng, o->n_slots, n_ctx, s->n_batch, k_max,
+                         o->sess.backend && strcmp(o->sess.backend, "cpu"),
+                         &s->spec, err))))
         goto fail;
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))

@@ -22,11 +22,19 @@ typedef struct sslot {
     int32_t *pend_id;
     float   *pend_h;
     int      n_pend, pend_pos;
+    /* The last n_hist MTP rows written (at most k_max + 1, positions
+     * hist_end - n_hist .. hist_end), kept just before pend_id and pend_h
+     * (the buffers start k_max + 1 rows earlier: pend_id0, pend_h0), so
+     * that a drafting slot's rows can be padded to k_max + 1 from below
+     * (sspec_draft) */
+    int32_t *pend_id0;
+    float   *pend_h0;
+    int      n_hist, hist_end;
     float   *vh;             /* (k_max+1) rows: the verify row's hidden rows */
     float   *mh;             /* the last MTP row's hidden row */
     int32_t  mbest;          /* its greedy draft: the draft head's column */
     /* since the server started */
-    int64_t  rounds, drafted, accepted, paused_steps;
+    int64_t  rounds, drafted, accepted, paused_steps, padded;
     int64_t  drafted_at[SSPEC_MAX_DRAFT], accepted_at[SSPEC_MAX_DRAFT];
 } sslot;
 
@@ -41,6 +49,8 @@ struct sspec {
     float        *hchain;    /* n_slots x D: the hidden rows fed to a draft step */
     bool          chain;     /* drafts chained on the device (Q36_SERVER_MTP_CHAIN, on
                                 unless "0"): sspec_draft */
+    bool          adaptive;  /* k after a round as sspec_verified says, else k_max */
+    bool          pad;       /* drafting slots' first MTP pass padded: sspec_draft */
 };
 
 void sspec_free(sspec *s)
@@ -49,7 +59,7 @@ void sspec_free(sspec *s)
         return;
     for (int i = 0; s->sl && i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
-        free(t->hlast), free(t->pend_id), free(t->pend_h), free(t->vh);
+        free(t->hlast), free(t->pend_id0), free(t->pend_h0), free(t->vh);
         free(t->mh);
     }
     free(s->sl);
@@ -59,8 +69,15 @@ void sspec_free(sspec *s)
     free(s);
 }
 
-int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, sspec **out,
-              q36_err *err)
+/* getenv(name) "1" or "0" as a bool, else def */
+static bool env_bool(const char *name, bool def)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? *v == '1' : def;
+}
+
+int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, bool device,
+              sspec **out, q36_err *err)
 {
     *out = NULL;
     if (k_max < 1 || k_max > SSPEC_MAX_DRAFT)
@@ -75,6 +92,8 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     s->k_max = k_max;
+    s->adaptive = env_bool("Q36_SERVER_MTP_ADAPTIVE", !device);
+    s->pad = env_bool("Q36_SERVER_MTP_PAD", device);
     const char *ch = getenv("Q36_SERVER_MTP_CHAIN");
     s->chain = !ch || strcmp(ch, "0") != 0;
     s->cap = (n_batch > k_max + 1 ? n_batch : k_max + 1) + 1;
@@ -90,11 +109,15 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
     for (int i = 0; !oom && i < n_slots; i++) {
         sslot *t = &s->sl[i];
         t->hlast = calloc(D, sizeof *t->hlast);
-        t->pend_id = malloc(cap * sizeof *t->pend_id);
-        t->pend_h = malloc(cap * D * sizeof *t->pend_h);
+        t->pend_id0 = malloc((K1 + cap) * sizeof *t->pend_id0);
+        t->pend_h0 = malloc((K1 + cap) * D * sizeof *t->pend_h0);
         t->vh = malloc(K1 * D * sizeof *t->vh);
         t->mh = malloc(D * sizeof *t->mh);
-        oom = !t->hlast || !t->pend_id || !t->pend_h || !t->vh || !t->mh;
+        oom = !t->hlast || !t->pend_id0 || !t->pend_h0 || !t->vh || !t->mh;
+        if (!oom) {
+            t->pend_id = t->pend_id0 + K1;
+            t->pend_h = t->pend_h0 + K1 * D;
+        }
     }
     if (oom) {
         sspec_free(s);
@@ -105,7 +128,7 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
 }
 
 int sspec_k_max(const sspec *s) { return s->k_max; }
-void sspec_end(sspec *s, int i) { s->sl[i].n_pend = 0; }
+void sspec_end(sspec *s, int i) { s->sl[i].n_pend = s->sl[i].n_hist = 0; }
 const int32_t *sspec_drafts(const sspec *s, int i) { return s->sl[i].d; }
 float *sspec_vh(sspec *s, int i) { return s->sl[i].vh; }
 
@@ -127,7 +150,7 @@ void sspec_reset(sspec *s, int i)
     t->k = s->k_max;
     t->miss = t->wait = 0;
     t->pause = PAUSE_FIRST;
-    t->n_pend = 0;
+    t->n_pend = t->n_hist = 0;
     t->pend_pos = 0;
     memset(t->hlast, 0, (size_t)s->D * sizeof *t->hlast);
 }
@@ -135,6 +158,7 @@ void sspec_reset(sspec *s, int i)
 int sspec_prefix(sspec *s, int i, const int32_t *prompt, int d, q36_err *err)
 {
     s->sl[i].pend_pos = d;
+    s->sl[i].n_hist = 0;
     /* a restored prefix has no hidden rows: its MTP rows get zero rows */
     int rc = 0;
     for (int a = 0; a < d && !rc; a += s->n_batch) {
@@ -189,11 +213,23 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         }
         kk = k[j] > kk ? k[j] : kk;
     }
+    /* A drafting slot's rows padded from below to k_max + 1 with the rows
+     * written last (the same tokens, hidden rows and positions: the same
+     * MTP K/V rows again), where it has them: then the pass has the same
+     * shape from step to step whatever each slot kept, and a device that
+     * records passes (CUDA graphs) replays it instead of running it op by
+     * op. */
+    const int R = s->k_max + 1;
     for (int i = 0; i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
         if (!t->n_pend)
             continue;
-        s->items[n_it++] = (sched_mtp_row){ i, t->pend_id, t->n_pend, t->pend_pos, t->pend_h,
+        const int have = t->hist_end == t->pend_pos ? t->n_hist : 0;
+        int pad = s->pad && drafting[i] && t->n_pend < R ? R - t->n_pend : 0;
+        pad = pad < have ? pad : have;
+        t->padded += pad;
+        s->items[n_it++] = (sched_mtp_row){ i, t->pend_id - pad, t->n_pend + pad, t->pend_pos - pad,
+                                            t->pend_h - (size_t)pad * D,
                                             drafting[i] ? &t->mbest : NULL, t->mh };
     }
     /* every draft at once where they fit: the pass above and kk - 1 more
@@ -211,7 +247,17 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         rc = n_it ? sched_engine_mtp(s->eng, s->items, n_it, Q36_MTP_H_TRUNK, err) : 0;
     for (int i = 0; i < s->n_slots; i++) {
         sslot *t = &s->sl[i];
+        if (!t->n_pend)
+            continue;
+        /* the last R rows written become the history, just before pend_id */
+        const int have = (t->hist_end == t->pend_pos ? t->n_hist : 0) + t->n_pend;
+        const int keep = have < R ? have : R;
+        memmove(t->pend_id - keep, t->pend_id + t->n_pend - keep, (size_t)keep * sizeof *t->pend_id);
+        memmove(t->pend_h - (size_t)keep * D, t->pend_h + (size_t)(t->n_pend - keep) * D,
+                (size_t)keep * D * sizeof *t->pend_h);
+        t->n_hist = keep;
         t->pend_pos += t->n_pend;
+        t->hist_end = t->pend_pos;
         t->n_pend = 0;
     }
     if (chained) {
@@ -272,7 +318,7 @@ void sspec_verified(sspec *s, int i, const int32_t *vids, int rows, int k)
         t->drafted_at[j]++;
         t->accepted_at[j] += j < m;
     }
-    /* adaptive k (sched_spec.h) */
+    /* adaptive k (sched_spec.h): the pauses always, the count when adaptive */
     if (m > 0) {
         t->miss = 0;
         t->pause = PAUSE_FIRST;
@@ -280,7 +326,7 @@ void sspec_verified(sspec *s, int i, const int32_t *vids, int rows, int k)
         t->wait = t->pause;
         t->pause = t->pause * 2 < PAUSE_MAX ? t->pause * 2 : PAUSE_MAX;
     }
-    t->k = m == k ? (k + 1 < s->k_max ? k + 1 : s->k_max) : m + 1;
+    t->k = !s->adaptive ? s->k_max : m == k ? (k + 1 < s->k_max ? k + 1 : s->k_max) : m + 1;
 }
 
 cJSON *sspec_json(const sspec *s, int i)
@@ -288,11 +334,13 @@ cJSON *sspec_json(const sspec *s, int i)
     const sslot *t = &s->sl[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "draft_max", s->k_max);
+    cJSON_AddBoolToObject(o, "draft_adaptive", s->adaptive);
     cJSON_AddNumberToObject(o, "next_k", t->wait > 0 ? 0 : t->k);
     cJSON_AddNumberToObject(o, "rounds", (double)t->rounds);
     cJSON_AddNumberToObject(o, "drafted", (double)t->drafted);
     cJSON_AddNumberToObject(o, "accepted", (double)t->accepted);
     cJSON_AddNumberToObject(o, "paused_steps", (double)t->paused_steps);
+    cJSON_AddNumberToObject(o, "padded_rows", (double)t->padded);
     cJSON *dr = cJSON_AddArrayToObject(o, "drafted_at"), *ac = cJSON_AddArrayToObject(o, "accepted_at");
     for (int j = 0; j < s->k_max; j++) {
         cJSON_AddItemToArray(dr, cJSON_CreateNumber((double)t->drafted_at[j]));

@@ -32,6 +32,18 @@
  * pause is 8 again). k never exceeds what the context leaves (a token after
  * the last verify row must fit).
  *
+ * On a device that records passes (CUDA graphs; sched.c: any backend but
+ * the CPU) a pass is recorded per shape, and the shapes must repeat. So
+ * there the count stays k_max between pauses (Q36_SERVER_MTP_ADAPTIVE=1
+ * or 0 says otherwise): with every slot's own k the verify passes of 4
+ * slots rarely repeated a shape and ran op by op (1.35 ms a step against
+ * ~0.5 recorded, record 2026-12-03-cuda-session18), while a verify row's
+ * extra tokens cost the device little; the drafts are made anyway (the
+ * chained draft passes give every slot the largest k of the step). And a
+ * drafting slot's first MTP pass is padded to k_max + 1 rows with the rows
+ * written last (sspec_draft; Q36_SERVER_MTP_PAD=1 or 0 says otherwise),
+ * whatever it kept.
+ *
  * A prompt restored from the prefix cache has no MTP rows (checkpoints hold
  * none): its restored tokens are written to the MTP block at admission
  * (sspec_prefix), paired with zero hidden rows, which only lowers the
@@ -52,9 +64,11 @@
 typedef struct sspec sspec;
 
 /* k_max in [1, SSPEC_MAX_DRAFT]; the engine made with opts.mtp = 1 and
- * n_keep >= k_max + 1; n_batch: rows of a pass (a prompt chunk at most). */
-int  sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, sspec **out,
-               q36_err *err);
+ * n_keep >= k_max + 1; n_batch: rows of a pass (a prompt chunk at most);
+ * device: the engine runs on a device that records passes (below: "On a
+ * device"). */
+int  sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max, bool device,
+               sspec **out, q36_err *err);
 void sspec_free(sspec *s);                                  /* accepts NULL */
 int  sspec_k_max(const sspec *s);
 

@@ -83,6 +83,9 @@ typedef struct srv_metrics {
      * the verify rows' acceptance (sampling, rollback, publishing); what
      * is left is the rest (admission, plain sampling, scheduling) */
     double   step_seconds, forward_seconds, draft_seconds, accept_seconds;
+    /* the engine's device queue as of the last step (q36_backend_stats):
+     * kernels and copies launched one by one, recorded passes launched */
+    uint64_t dev_launches, dev_graph_launches, dev_graphs_recorded;
     int      processing, deferred, busy_slots_last;
     uint64_t n_tokens_max;
 } srv_metrics;

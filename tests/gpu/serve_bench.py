@@ -260,6 +260,10 @@ def q36_stats(srv):
                     "draft_ms": ms("draft_seconds"), "accept_ms": ms("accept_seconds"),
                     "host_ms": round((t["step_seconds"] - t["forward_seconds"] - t["draft_seconds"]
                                       - t["accept_seconds"]) * 1e3 / steps, 4)})
+        if "device_launches" in t:     # the device's queue a step: single launches, recorded passes
+            out.update({"launches_step": round(t["device_launches"] / steps, 1),
+                        "graph_launches_step": round(t["device_graph_launches"] / steps, 2),
+                        "graphs_recorded": t["device_graphs_recorded"]})
     m = r.get("mtp")
     if m:
         out.update({"mtp_acceptance": round(m["acceptance"], 3),
@@ -381,7 +385,9 @@ def table(a, rows, engines):
             if r.get("engine") == e and "step_ms" in r:
                 print(f"# {e} -np {r['np']} rep {r['rep']}: {r['steps']} engine steps, ms a step: "
                       f"{r['step_ms']} = forward {r['forward_ms']} + drafts {r['draft_ms']} + accepting "
-                      f"{r['accept_ms']} + the rest {r['host_ms']}")
+                      f"{r['accept_ms']} + the rest {r['host_ms']}"
+                      + (f"; a step launched {r['launches_step']} kernels one by one and {r['graph_launches_step']} "
+                         f"recorded passes ({r['graphs_recorded']} recorded in all)" if "launches_step" in r else ""))
 
 
 def main():

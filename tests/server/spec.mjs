@@ -18,11 +18,16 @@
 //    ids skipped) equal the host's choice from the logits, PLAIN and MTP.
 // With LOW_URL "-" the LOW case is left out (a random-weight model: its
 // drafts miss anyway); SPEC_TAG prefixes the case names, SPEC_MIN_ACCEPTED
-// (default 50) is the drafts the greedy case must have seen kept.
+// (default 50) is the drafts the greedy case must have seen kept,
+// SPEC_MIN_RATE (default 0) the part of its drafts; SPEC_PAD=1: the MTP
+// server pads its drafting slots' MTP rows (Q36_SERVER_MTP_PAD=1), and
+// the greedy case must have seen padded rows.
 // Usage: node spec.mjs PLAIN_URL MTP_URL LOW_URL|-
 const [plain, mtp, low] = process.argv.slice(2);
 const tag = process.env.SPEC_TAG ? `${process.env.SPEC_TAG}_` : "";
 const minAccepted = Number(process.env.SPEC_MIN_ACCEPTED ?? 50);
+const minRate = Number(process.env.SPEC_MIN_RATE ?? 0);
+const padded = process.env.SPEC_PAD === "1";
 let failed = 0;
 const ok = (n) => console.log(`ok ${n}`);
 const fail = (n, why) => { failed++; console.log(`FAIL ${n}: ${String(why).replace(/\n/g, " ").slice(0, 600)}`); };
@@ -71,12 +76,24 @@ await kase("spec_greedy_4_slots_equal_plain", async () => {
   const acc = sum(after, (s) => s.accepted) - sum(before, (s) => s.accepted);
   const dr = sum(after, (s) => s.drafted) - sum(before, (s) => s.drafted);
   const busy = after.filter((s, i) => s.rounds > before[i].rounds).length;
-  console.log(`# greedy: ${dr} drafted, ${acc} accepted on ${busy} slots; by position ` +
+  const pad = sum(after, (s) => s.padded_rows) - sum(before, (s) => s.padded_rows);
+  console.log(`# greedy: ${dr} drafted, ${acc} accepted on ${busy} slots, ${pad} MTP rows padded; by position ` +
     after[0].accepted_at.map((_, j) => (sum(after, (s) => s.accepted_at[j]) / Math.max(1, sum(after, (s) => s.drafted_at[j]))).toFixed(3)).join(" "));
   // (a fast model may finish a request before the late one arrives, which
   // then reuses its slot: 3 slots at least)
-  return (acc >= minAccepted && dr > acc && busy >= 3) ||
-    `drafts were not used: ${dr} drafted, ${acc} accepted, ${busy} slots drafted`;
+  return (acc >= minAccepted && dr > acc && busy >= 3 && acc >= minRate * dr && (pad > 0) === padded) ||
+    `drafts were not used as expected: ${dr} drafted, ${acc} accepted (at least ${minAccepted}, ` +
+    `${minRate} of them), ${busy} slots drafted, ${pad} rows padded (${padded ? "some" : "none"} expected)`;
+});
+
+// The draft count's mode (sched_spec.h): adaptive (SPEC_ADAPTIVE, default
+// 1), or k_max in every round but pauses (Q36_SERVER_MTP_ADAPTIVE=0 on the
+// server), after the greedy requests above.
+await kase("spec_draft_count_mode", async () => {
+  const want = (process.env.SPEC_ADAPTIVE ?? "1") === "1";
+  const sl = await spec(mtp);
+  const bad = sl.filter((s) => s.draft_adaptive !== want || (!want && s.next_k !== 0 && s.next_k !== s.draft_max));
+  return !bad.length || `want adaptive ${want}: ${JSON.stringify(bad)}`;
 });
 
 await kase("spec_sampled_4_slots_equal_plain", async () => {
