@@ -724,6 +724,7 @@ int main(void)
     test_keep(1, 2, 4, 32, 4);
     test_keep(4, 2, 4, 64, 4);
     test_keep(5, 1, 2, 128, 3);
+    test_keep(9, 1, 2, 32, 4);
     test_deltanet(3, 1, 3, 64);
     test_deltanet_chunked(1, 2, 4, 32);
     test_deltanet_chunked(63, 2, 4, 32);

@@ -356,7 +356,10 @@ static void keep_api(const q36_model *m, const char *tag)
 /* Several slots keep their states in one pass beside a slot that keeps
  * nothing (the server's verify rows beside a prompt chunk): each kept slot
  * rewound to its own row gives the next row's logits bit for bit as a
- * plain pass of that many rows; the slot beside them is as if alone. */
+ * plain pass of that many rows; the slot beside them is as if alone. The
+ * plain slot's run comes between the kept ones, or (even rounds) after
+ * both: then the two kept runs lead the pass and take the keeping ops
+ * together (rewind.c: keep_lead_b). */
 static void keep_multi(const q36_model *m, const char *tag)
 {
     char name[128];
@@ -389,14 +392,17 @@ static void keep_multi(const q36_model *m, const char *tag)
             id[n] = B[i], sl[n] = 2, pos[n] = i;
         q36_batch b = { n, id, sl, pos, 0, &z };
         rc = q36_engine_eval(e, &b, NULL, NULL, &err);
-        /* one pass: slot 2 keeps 5 rows, slot 1 reads 9 plainly, slot 0 keeps 5 */
+        /* one pass: slot 2 keeps 5 rows, slot 1 reads 9 plainly, slot 0 keeps 5
+         * (even rounds: slot 1 last) */
         n = 0;
         for (int i = 2; i < 7; i++, n++)
             id[n] = B[i], sl[n] = 2, pos[n] = i;
-        for (int i = 0; i < 9; i++, n++)
+        for (int i = 0; i < 9 && r % 2; i++, n++)
             id[n] = C[i], sl[n] = 1, pos[n] = i;
         for (int i = 2; i < 7; i++, n++)
             id[n] = A[i], sl[n] = 0, pos[n] = i;
+        for (int i = 0; i < 9 && !(r % 2); i++, n++)
+            id[n] = C[i], sl[n] = 1, pos[n] = i;
         b.n = n;
         if (!rc)
             rc = q36_engine_keep_states(e, 0, &err);

@@ -518,9 +518,11 @@ bool be_can_keep(be_ctx *be)
 void be_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                            const be_batch *b, be_tensor *y, be_tensor *keep_tails)
 {
-    assert(x->rows == b->n_rows && b->n_seq == 1 && be_can_keep(be));
-    assert(keep_tails->cols == tails->cols &&
-           keep_tails->rows >= (b->n_rows - 1) * (int64_t)w->t->ne[1]);
+    assert(x->rows == b->n_rows && be_can_keep(be));
+    assert(keep_tails->cols == tails->cols && tails->rows > 0 &&
+           keep_tails->rows % tails->rows == 0);
+    for (int s = 0; s < b->n_seq; s++)
+        assert(b->seq[s].n_rows <= keep_tails->rows / tails->rows);
     be->ops->ssm_conv_silu_keep(be, x, tails, w, b, y, keep_tails);
 }
 
@@ -528,8 +530,10 @@ void be_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g, cons
                       be_tensor *S, be_tensor *keep_S, int64_t n_k_heads, int64_t n_v_heads,
                       int64_t dk, const be_batch *b, be_tensor *out)
 {
-    assert(qkv->rows == b->n_rows && b->n_seq == 1 && be_can_keep(be));
-    assert(keep_S->cols == S->cols && keep_S->rows >= (b->n_rows - 1) * n_v_heads);
+    assert(qkv->rows == b->n_rows && be_can_keep(be));
+    assert(keep_S->cols == S->cols && S->rows > 0 && keep_S->rows % S->rows == 0);
+    for (int s = 0; s < b->n_seq; s++)
+        assert(b->seq[s].n_rows <= keep_S->rows / S->rows);
     be->ops->deltanet_keep(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
 }
 

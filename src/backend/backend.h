@@ -348,13 +348,16 @@ void be_ssm_conv_silu(be_ctx *be, const be_tensor *x, be_tensor *tails, const be
                       const be_batch *b, be_tensor *y);
 
 /* Optional (be_can_keep): be_ssm_conv_silu and be_deltanet of a batch of
- * ONE run that also keep the state after each of its rows but the last,
- * for a rollback without replay (an MTP verify pass, rewind.c): after row
- * t (t < n_rows - 1) the run's tail (C rows) is written to rows [t*C,
- * (t+1)*C) of keep_tails, and its state (Hv rows) to rows [t*Hv,
- * (t+1)*Hv) of keep_S; the results and the final state are those of the
- * plain ops. Where a backend lacks them the caller runs the rows one at a
- * time and copies the states (the CPU and CUDA backends have them). */
+ * runs (several slots' MTP verify rows, rewind.c) that also keep the state
+ * after each row but the last, for a rollback without replay. keep_tails
+ * and keep_S hold K rows a slot, K = keep_tails->rows / tails->rows =
+ * keep_S->rows / S->rows, and a run has at most K rows: after its row t
+ * (t < n_rows - 1) the tail of its slot sl (C rows) is written to rows
+ * [(sl*K + t)*C, +C) of keep_tails, and its state (Hv rows) to rows
+ * [(sl*K + t)*Hv, +Hv) of keep_S; the results and the final states are
+ * those of the plain ops. Where a backend lacks them the caller runs the
+ * rows one at a time and copies the states (the CPU and CUDA backends have
+ * them). */
 bool be_can_keep(be_ctx *be);
 void be_ssm_conv_silu_keep(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                            const be_batch *b, be_tensor *y, be_tensor *keep_tails);

@@ -85,6 +85,8 @@ void q36_engine_free(q36_engine *e)
             be_batch_free(e->be, &e->keep_b[i]);
         for (int i = 0; e->keep_run_b && i < e->n_slots; i++)
             be_batch_free(e->be, &e->keep_run_b[i]);
+        if (e->keep_lead_b.runs)
+            be_batch_free(e->be, &e->keep_lead_b);
     }
     be_free(e->be);
     model_mtp_free(e);
@@ -204,6 +206,8 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
             rc = be_batch_init(e->be, &e->keep_b[i], 1, 1, n_ctx, err);
         for (int i = 0; i < o.n_slots && !rc; i++)
             rc = be_batch_init(e->be, &e->keep_run_b[i], o.n_batch, 1, n_ctx, err);
+        if (!rc)
+            rc = be_batch_init(e->be, &e->keep_lead_b, o.n_batch, o.n_slots, n_ctx, err);
         if (rc)
             goto fail;
     }

@@ -86,9 +86,13 @@ struct q36_engine {
     /* a pass that keeps states (and saves none): its runs' batches set
      * before it begins, so that the pass uploads nothing (a backend may
      * record it, engine.c: pass_key): keep_b[s * n_keep + t] for row t of
-     * run s of a kept slot, keep_run_b[s] for run s of another slot
-     * (rewind.c: model_keep_batches); keep_ready while they are this pass's */
-    be_batch      *keep_b, *keep_run_b;
+     * run s of a kept slot, keep_run_b[s] for run s of another slot, and
+     * with the keeping ops (be_can_keep) keep_lead_b for the kept runs that
+     * lead the pass, n_keep_lead of them (0: none), all in one call of each
+     * op (rewind.c: model_keep_batches); keep_ready while they are this
+     * pass's */
+    be_batch      *keep_b, *keep_run_b, keep_lead_b;
+    int            n_keep_lead;
     bool           keep_ready;
     uint8_t       *keep;          /* per slot: the next pass keeps its states */
     int            n_keep_req;    /* slots with keep set */
@@ -212,8 +216,8 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
  * states of every other slot of the pass (moved on). */
 int  model_keep_check(q36_engine *e, int n_seq, q36_err *err);
 void model_keep_done(q36_engine *e, int n_seq, bool ok);
-/* Sets the keeping pass's per-run batches (keep_b, keep_run_b) for the
- * e->seq[0..n_seq) about to run, before the pass begins */
+/* Sets the keeping pass's batches (keep_b, keep_run_b, keep_lead_b) for
+ * the e->seq[0..n_seq) about to run, before the pass begins */
 void model_keep_batches(q36_engine *e, int n_seq);
 
 /* Checkpoints inside a pass (ckpt_pass.c). model_saves_check, before

@@ -19,7 +19,9 @@
  * CPU and CUDA backends) runs a kept slot's run whole instead, the ops writing each row's
  * state into the kept rows as they go: no per-row calls, no copies (an MTP
  * verify pass of the default model: 0.08-0.10 ms of 2.7 less, record
- * 2026-12-02-cpu-keep). The same run-by-run path serves a pass that saves
+ * 2026-12-02-cpu-keep); the kept runs that lead the pass (the server puts
+ * its verify rows first) go in one call of each op, so that the kernels
+ * of a verify pass of several slots are as many as of one slot's. The same run-by-run path serves a pass that saves
  * checkpoints inside it (ckpt_pass.c): a slot with saves runs in pieces
  * that end at their positions, each state copied into its checkpoint. */
 #include "forward.h"
@@ -73,7 +75,14 @@ int model_keep_check(q36_engine *e, int n_seq, q36_err *err)
 void model_keep_batches(q36_engine *e, int n_seq)
 {
     be_ctx *be = e->be;
-    for (int s = 0; s < n_seq; s++) {
+    /* the kept runs that lead the pass: one call of each keeping op */
+    int lead = 0;
+    while (be_can_keep(be) && lead < n_seq && e->keep[e->seq[lead].slot])
+        lead++;
+    e->n_keep_lead = lead;
+    if (lead)
+        be_batch_set(be, &e->keep_lead_b, lead, e->seq);
+    for (int s = lead; s < n_seq; s++) {
         const be_seq r = e->seq[s];
         if (e->keep[r.slot] && !be_can_keep(be))     /* a kept slot row by row */
             for (int32_t t = 0; t < r.n_rows; t++)
@@ -102,9 +111,10 @@ void model_keep_done(q36_engine *e, int n_seq, bool ok)
  * slot sl at positions p0.., on batch b: set here to that run alone, or
  * with set false, already so (model_keep_batches). In fast mode a piece
  * of several rows takes the chunked rule, as a pass of those rows would.
- * With keep (a kept slot's whole run, be_can_keep), the ops that also
- * write the state after each row but the last into the slot's kept rows:
- * no per-row calls, no copies. */
+ * With keep (be_can_keep: kept slots' whole runs, b holding one or, for
+ * the runs leading the pass, several), the ops that also write the state
+ * after each row but the last into each slot's kept rows: no per-row
+ * calls, no copies. */
 static void dn_run(q36_engine *e, int il, be_batch *b, bool set, int sl, int64_t a, int64_t n,
                    int64_t p0, be_tensor *mixed, be_tensor *conv, be_tensor *g, be_tensor *beta,
                    be_tensor *core, bool keep)
@@ -117,17 +127,14 @@ static void dn_run(q36_engine *e, int il, be_batch *b, bool set, int sl, int64_t
     be_tensor *ct = be_rows(be, conv, a, n), *xr = be_rows(be, mixed, a, n);
     be_tensor *gr = be_rows(be, g, a, n), *br = be_rows(be, beta, a, n), *cr = be_rows(be, core, a, n);
     const be_weight *cw = e->w.layer[il].ssm_conv;
-    const int64_t K = e->n_keep, Cc = be_rows_of(e->tail[il]) / e->n_slots;
     if (keep)
-        be_ssm_conv_silu_keep(be, xr, e->tail[il], cw, b, ct,
-                              be_rows(be, e->keep_tail[il], (int64_t)sl * K * Cc, K * Cc));
+        be_ssm_conv_silu_keep(be, xr, e->tail[il], cw, b, ct, e->keep_tail[il]);
     else
         be_ssm_conv_silu(be, xr, e->tail[il], cw, b, ct);
     be_tensor *qk = be_view(be, ct, 0, 2 * Hk * dk);
     be_l2_norm(be, qk, hp->eps, dk, qk);
     if (keep)
-        be_deltanet_keep(be, ct, gr, br, e->S[il],
-                         be_rows(be, e->keep_S[il], (int64_t)sl * K * Hv, K * Hv), Hk, Hv, dk, b, cr);
+        be_deltanet_keep(be, ct, gr, br, e->S[il], e->keep_S[il], Hk, Hv, dk, b, cr);
     else if (e->fast && n > 1)
         be_deltanet_chunked(be, ct, gr, br, e->S[il], Hk, Hv, dk, b, cr);
     else
@@ -142,7 +149,15 @@ void model_deltanet_rows(q36_engine *e, int il, int64_t T, be_tensor *mixed, be_
     be_ctx *be = e->be;
     const int64_t Hv = hp->ssm_dt_rank, K = e->n_keep;
     const int64_t Cc = be_rows_of(e->tail[il]) / e->n_slots;
-    for (int s = 0; s < e->batch.n_seq; s++) {
+    int s0 = 0;
+    if (e->keep_ready && e->n_keep_lead && !e->n_saves) {
+        /* the kept runs leading the pass, together: rows [0, their rows) */
+        const be_seq *last = &e->seq[e->n_keep_lead - 1];
+        dn_run(e, il, &e->keep_lead_b, false, last->slot, 0, last->row0 + last->n_rows, 0, mixed,
+               conv, g, beta, core, true);
+        s0 = e->n_keep_lead;
+    }
+    for (int s = s0; s < e->batch.n_seq; s++) {
         const be_seq r = e->seq[s];
         const bool kept = e->keeping && e->keep[r.slot];
         const int n_sv = e->n_saves ? e->save_n[r.slot] : 0;

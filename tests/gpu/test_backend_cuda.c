@@ -2325,7 +2325,8 @@ static void test_normreg(const be_shape *sh)
  * both on the GPU (tests/keep_case.h). Cases cuda.keep_tT_dkD. */
 static void test_cuda_keep(void)
 {
-    static const int64_t cs[][4] = { { 1, 2, 4, 64 }, { 4, 2, 4, 128 }, { 5, 1, 2, 64 } };
+    static const int64_t cs[][4] = { { 1, 2, 4, 64 }, { 4, 2, 4, 128 }, { 5, 1, 2, 64 },
+                                     { 9, 1, 2, 32 } };     /* 17 rows: above CONV_TILE */
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         char name[64];
         snprintf(name, sizeof name, "cuda.keep_t%lld_dk%lld", (long long)cs[ci][0],

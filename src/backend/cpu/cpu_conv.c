@@ -373,26 +373,30 @@ void cpu_ssm_conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_wei
     CPU_PROF_END(be, BE_PROF_CONV);
 }
 
-/* be_ssm_conv_silu_keep's tails: after row t of the one run, the last Kc-1
+/* be_ssm_conv_silu_keep's tails: after row t of each run, the last Kc-1
  * raw values of each channel, positions t+1 .. t+Kc-1 of [tail | x] (the
- * slot's tail, then the run's rows), written before the conv moves the
- * tail; a copy of values, no arithmetic */
+ * slot's tail, then the run's rows), into the slot's kept row t (K a
+ * slot), written before the conv moves the tail; a copy of values, no
+ * arithmetic */
 void cpu_ssm_conv_keep_tails(const be_tensor *x, const be_tensor *tails, int64_t Kc,
                              const be_batch *b, be_tensor *keep)
 {
-    const be_seq *r = &b->seq[0];
     const int64_t C = x->cols, nt = Kc - 1, kl = keep->ld, tld = tails->ld;
-    const float *tl = cpu_row(tails, (int64_t)r->slot * C);
-    for (int64_t t = 0; t + 1 < r->n_rows; t++) {
-        float *k = cpu_row(keep, t * C);
-        for (int64_t i = 0; i < nt; i++) {
-            const int64_t p = t + 1 + i;
-            if (p < nt)
-                for (int64_t c = 0; c < C; c++)
-                    k[c * kl + i] = tl[c * tld + p];
-            else
-                for (int64_t c = 0, u = r->row0 + p - nt; c < C; c++)
-                    k[c * kl + i] = cpu_row(x, u)[c];
+    const int64_t K = keep->rows / tails->rows;
+    for (int s = 0; s < b->n_seq; s++) {
+        const be_seq *r = &b->seq[s];
+        const float *tl = cpu_row(tails, (int64_t)r->slot * C);
+        for (int64_t t = 0; t + 1 < r->n_rows; t++) {
+            float *k = cpu_row(keep, ((int64_t)r->slot * K + t) * C);
+            for (int64_t i = 0; i < nt; i++) {
+                const int64_t p = t + 1 + i;
+                if (p < nt)
+                    for (int64_t c = 0; c < C; c++)
+                        k[c * kl + i] = tl[c * tld + p];
+                else
+                    for (int64_t c = 0, u = r->row0 + p - nt; c < C; c++)
+                        k[c * kl + i] = cpu_row(x, u)[c];
+            }
         }
     }
 }

@@ -26,6 +26,7 @@
 typedef struct {
     const be_tensor *qkv, *beta, *S, *out;
     const be_tensor *keep;         /* be_deltanet_keep's states after each row, or NULL */
+    int64_t K;                     /* ... K rows a slot */
     const float *decay;            /* T x Hv: e^g */
     const be_batch *b;
     be_ctx *be;
@@ -62,7 +63,9 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
             const int64_t n = run->row0 + T - c0 < tc ? run->row0 + T - c0 : tc;
             if (j->keep) {
                 src = S;
-                S = c0 + 1 < run->row0 + T ? cpu_row(j->keep, (c0 - run->row0) * j->Hv + h) : S0;
+                S = c0 + 1 < run->row0 + T
+                        ? cpu_row(j->keep, ((int64_t)run->slot * j->K + c0 - run->row0) * j->Hv + h)
+                        : S0;
             }
             for (int64_t t = 0; t < n; t++) {
                 const float *row = cpu_row(j->qkv, c0 + t);
@@ -86,7 +89,7 @@ static void gdn_task(void *arg, int64_t i0, int64_t i1, int tid)
 }
 
 /* be_deltanet, with keep (be_deltanet_keep) the state after each row of
- * the one run but its last */
+ * each run but its last, in the slot's kept rows */
 static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
                      be_tensor *S, const be_tensor *keep, int64_t n_k_heads, int64_t n_v_heads,
                      int64_t dk, const be_batch *b, be_tensor *out)
@@ -107,7 +110,8 @@ static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const
             decay[t * Hv + h] = expf(cpu_row(g, t)[h]);
     for (int s = 0; s < b->n_seq; s++)
         assert(((int64_t)b->seq[s].slot + 1) * Hv <= S->rows);
-    gdn_job j = { qkv, beta, S, out, keep, decay, b, be, n_k_heads, Hv, dk, cpu_lanes() };
+    gdn_job j = { qkv, beta, S, out, keep, keep ? keep->rows / S->rows : 0, decay, b, be,
+                  n_k_heads, Hv, dk, cpu_lanes() };
     cpu_for(be, (int64_t)b->n_seq * Hv, 1, gdn_task, &j);
     CPU_PROF_END(be, BE_PROF_DELTANET);
 }
@@ -123,7 +127,7 @@ void cpu_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                        const be_tensor *beta, be_tensor *S, be_tensor *keep_S, int64_t n_k_heads,
                        int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)
 {
-    assert(b->n_seq == 1 && !keep_S->f16 && keep_S->cols == dk * dk);
+    assert(!keep_S->f16 && keep_S->cols == dk * dk && keep_S->rows % S->rows == 0);
     deltanet(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
 }
 

@@ -659,7 +659,7 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
  * Kc-1 previous raw values, then the tail is the window's last values. */
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
                        int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy,
-                       float *keep, int64_t ldk)
+                       float *keep, int64_t ldk, int64_t nk)
 {
     cuda_pdl_enter();
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -673,7 +673,8 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
         win[j] = tl[j];
     for (int j = 0; j < Kc; j++)
         wc[j] = w[c * Kc + j];
-    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy, keep, ldk, C, n - 1);
+    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy,
+              keep ? keep + (int64_t)slot * nk * C * ldk : nullptr, ldk, C, n - 1);
     for (int j = 0; j < Kc - 1; j++)
         tl[j] = win[j];
 }
@@ -726,24 +727,27 @@ __global__ void k_conv_tail(const float *x, int64_t ldx, float *tails, int64_t l
     }
 }
 
-/* With keep (be_ssm_conv_silu_keep: one run of at most CONV_TILE rows),
- * the tail after each row but the last to keep's rows t * C .. */
+/* With keep (be_ssm_conv_silu_keep: runs of at most K rows, K =
+ * keep->rows / tails->rows a slot), k_conv whatever the rows, each run's
+ * tail after each of its rows but the last to keep's rows (slot * K + t) *
+ * C .. */
 static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weight *w,
                  const be_batch *b, bool silu, be_tensor *y, be_tensor *keep = nullptr)
 {
     const int64_t C = x->cols, Kc = (int64_t)w->t->ne[0];
     assert(w->type == 0 && (int64_t)w->t->ne[1] == C && tails->cols == Kc - 1);
     assert(y->rows == x->rows && y->cols == C && Kc >= 2 && Kc <= CONV_MAX_K);
-    assert(!keep || (b->n_seq == 1 && x->rows <= CONV_TILE && keep->cols == Kc - 1));
+    assert(!keep || (keep->cols == Kc - 1 && keep->rows % tails->rows == 0));
     if (!x->rows || !b->n_seq)
         return;
     cuda_ctx *c = cuda_ctx_of(be);
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
-    if (x->rows <= CONV_TILE) {    /* decode: one kernel walks each run */
+    if (x->rows <= CONV_TILE || keep) {    /* decode: one kernel walks each run */
         cuda_launch(k_conv, grid, 128, 0, c->stream,
             (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
             (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld,
-            keep ? (float *)keep->data : (float *)nullptr, keep ? keep->ld : (int64_t)0);
+            keep ? (float *)keep->data : (float *)nullptr, keep ? keep->ld : (int64_t)0,
+            keep ? keep->rows / tails->rows : (int64_t)0);
         CUDA_LAUNCHED(be, "k_conv");
         return;
     }
@@ -816,13 +820,14 @@ __device__ __forceinline__ void dn_l2(float x[NPL], const dn_gates &G)
         x[m] = x[m] * scale * G.post;
 }
 
-/* With keep (be_deltanet_keep: one run), the state after each of the
- * run's rows but the last also goes to keep's rows t * Hv + h (pitch ldS) */
+/* With keep (be_deltanet_keep), the state after each of a run's rows but
+ * the last also goes to keep's rows (slot * nk + t) * Hv + h (pitch ldS;
+ * nk kept rows a slot) */
 template <int NPL, bool GATED>   /* state rows per lane: dk / 32 */
 __global__ void __launch_bounds__(128)
 k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const float *beta,
            int64_t ldb, float *S, int64_t ldS, int64_t Hk, int64_t Hv, const int32_t *runs,
-           float *out, int64_t ldo, dn_gates G, float *keep)
+           float *out, int64_t ldo, dn_gates G, float *keep, int64_t nk)
 {
     cuda_pdl_enter();
     constexpr int DK = NPL * 32;
@@ -884,7 +889,7 @@ k_deltanet(const float *qkv, int64_t ldq, const float *g, int64_t ldg, const flo
         if (!lane)
             out[r * ldo + h * DK + j] = o_ * oscale;
         if (keep && t + 1 < n) {
-            float *kc = keep + ((int64_t)t * Hv + h) * ldS + j * DK;
+            float *kc = keep + (((int64_t)slot * nk + t) * Hv + h) * ldS + j * DK;
             #pragma unroll
             for (int m = 0; m < NPL; m++)
                 kc[lane + 32 * m] = st[m];
@@ -904,7 +909,7 @@ static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const
 {
     assert(qkv->cols == (2 * n_k_heads + n_v_heads) * dk && out->cols == n_v_heads * dk);
     assert(S->cols == dk * dk);
-    assert(!keep || (b->n_seq == 1 && keep->cols == dk * dk && keep->ld == S->ld));
+    assert(!keep || (keep->cols == dk * dk && keep->ld == S->ld && keep->rows % S->rows == 0));
     if (!qkv->rows || !b->n_seq)
         return;
     dim3 grid((unsigned)n_v_heads, (unsigned)b->n_seq, (unsigned)((dk + 3) / 4));
@@ -914,7 +919,7 @@ static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const
         qkv->ld, g ? (const float *)g->data : nullptr, g ? g->ld : 0,                            \
         beta ? (const float *)beta->data : nullptr, beta ? beta->ld : 0, (float *)S->data, S->ld, \
         n_k_heads, n_v_heads, (const int32_t *)b->runs->data, (float *)out->data, out->ld, G, \
-        keep ? (float *)keep->data : (float *)nullptr)
+        keep ? (float *)keep->data : (float *)nullptr, keep ? keep->rows / S->rows : (int64_t)0)
 #define DN(NPL) do { if (gated) DN1(NPL, true); else DN1(NPL, false); } while (0)
     switch (dk) {
     case 32: DN(1); break;
