@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_internal.h"
 #include "test_batch.h"
 #include "keep_case.h"
+#include "topk_case.h"
 #include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/fp16.h"
@@ -574,6 +575,43 @@ static void test_argmax(int64_t C)
     free(x);
 }
 
+/* be_topk against a full sort of each row (tests/topk_case.h): the same
+ * columns, the same value bits, R rows of C columns (a view of the first
+ * C of rows ld wide), k of 1, 20, 64 */
+static void test_topk(int64_t R, int64_t C, int64_t ld, int k)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.topk_r%lld_c%lld_k%d%s", (long long)R, (long long)C, k,
+             ld > C ? "_view" : "");
+    t_rng r = t_rng_named(name);
+    float *x = malloc(sizeof(float) * (size_t)(R * ld));
+    topk_fill(&r, x, R, ld, ld);          /* past the view: values never to be chosen */
+    if (ld > C)
+        for (int64_t i = 0; i < R; i++)
+            x[i * ld + C] = 1e30f;
+    be_tensor *xt = upload(be1, x, R, ld);
+    be_tensor *it = be_tensor_new_type(be1, BE_I32, R, k), *vt = be_tensor_new(be1, R, k);
+    be_topk(be1, be_view(be1, xt, 0, C), k, it, vt);
+    int32_t *gi = malloc(sizeof(int32_t) * (size_t)(R * k)), wi[BE_TOPK_MAX];
+    float *gv = malloc(sizeof(float) * (size_t)(R * k)), wv[BE_TOPK_MAX];
+    be_read(be1, it, 0, R, gi);
+    be_read(be1, vt, 0, R, gv);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < R; i++) {
+        topk_ref(x + i * ld, C, k, wi, wv);
+        if ((memcmp(wi, gi + i * k, sizeof(int32_t) * (size_t)k) ||
+             memcmp(wv, gv + i * k, sizeof(float) * (size_t)k)) && !bad++)
+            first = i;
+    }
+    t_check(name, bad == 0, "%lld of %lld rows differ from the full sort (first: row %lld)",
+            (long long)bad, (long long)R, (long long)first);
+    be_views_reset(be1);
+    be_tensor_free(be1, xt);
+    be_tensor_free(be1, it);
+    be_tensor_free(be1, vt);
+    free(x); free(gi); free(gv);
+}
+
 /* --------------------------------------------------------------- the table */
 
 /* Every entry of the CPU's ops table is filled but the fused ones be_impl.h
@@ -738,6 +776,13 @@ int main(void)
     test_argmax(33);
     test_argmax(47);
     test_argmax(151680);
+    test_topk(8, 1, 1, 1);
+    test_topk(8, 5, 5, 20);              /* fewer columns than k: padding */
+    test_topk(16, 1000, 1000, 64);
+    test_topk(16, 4097, 4097, 20);
+    test_topk(8, 151680, 151680, 64);
+    test_topk(8, 151680, 151680, 1);
+    test_topk(8, 16384, 20000, 40);
     be_free(be1);
     be_free(be3);
     return t_exit();

@@ -28,14 +28,20 @@
  * (2 * 2^-11 [f16] + 4 hd u max|q||k| scale + 8 u) max|V|. Cache rows past
  * each run's last position hold NaN: the kernel must never read them.
  * (The chunked delta rule's emulation is checked in
- * tests/test_deltanet_chunk.c.) */
+ * tests/test_deltanet_chunk.c.)
+ *
+ * The top k of rows of logits (cuda_topk.h): every row's columns and value
+ * bits against a full sort (tests/topk_case.h: ties across a whole row at
+ * the threshold, NaN, -0 and +0, -inf, fewer values than k). */
 #include "test.h"
 
 #include <stdbool.h>
 
 #include "backend/cuda/cuda_fattn.h"
 #include "backend/cuda/cuda_moe.h"
+#include "backend/cuda/cuda_topk.h"
 #include "quant/fp16.h"
+#include "topk_case.h"
 
 #define U 0x1p-24
 
@@ -202,6 +208,33 @@ static void test_fattn(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_seq,
     free(q); free(k); free(v); free(kh); free(vh); free(out); free(sc); free(qd);
 }
 
+static void test_topk(int64_t R, int64_t C, int k)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda_emu.topk_r%lld_c%lld_k%d", (long long)R, (long long)C, k);
+    t_rng r = t_rng_named(name);
+    float *x = malloc(sizeof(float) * (size_t)(R * C)), wv[64], *gv = malloc(sizeof(float) * (size_t)(R * k));
+    int32_t wi[64], *gi = malloc(sizeof(int32_t) * (size_t)(R * k));
+    topk_fill(&r, x, R, C, C);
+    int rc = cuda_topk_emulate(x, C, R, C, k, gi, k, gv, k);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < R && !rc; i++) {
+        topk_ref(x + i * C, C, k, wi, wv);
+        if ((memcmp(wi, gi + i * k, sizeof(int32_t) * (size_t)k) ||
+             memcmp(wv, gv + i * k, sizeof(float) * (size_t)k)) && !bad++)
+            first = i;
+    }
+    if (rc)
+        t_fail(name, "the emulation refused k %d", k);
+    else
+        t_check(name, bad == 0, "%lld of %lld rows differ from the full sort (first: row %lld: "
+                "%d %d against %d %d)", (long long)bad, (long long)R, (long long)first,
+                first >= 0 ? gi[first * k] : 0, first >= 0 && k > 1 ? gi[first * k + 1] : 0,
+                first >= 0 ? (topk_ref(x + first * C, C, k, wi, wv), wi[0]) : 0,
+                first >= 0 && k > 1 ? wi[1] : 0);
+    free(x); free(gv); free(gi);
+}
+
 int main(void)
 {
     {
@@ -221,5 +254,11 @@ int main(void)
     test_moe(40, 31, 3, 1, 100, false, 0, false);       /* top-1, K not a multiple of 32 */
     test_moe(96, 50, 4, 3, 30, false, 0, true);         /* ids outside [0, E) */
     test_moe(64, 65, 2, 1, 129, false, 64, false);      /* 64 and 65 rows: tile edges */
+    test_topk(8, 151680, 64);
+    test_topk(8, 151680, 1);
+    test_topk(16, 1000, 20);
+    test_topk(8, 5, 20);                                /* fewer columns than k */
+    test_topk(8, 300, 64);                              /* fewer than 256 threads' worth */
+    test_topk(8, 4097, 33);
     return t_exit();
 }

@@ -575,6 +575,14 @@ void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
     be->ops->argmax(be, x, ids);
 }
 
+void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals)
+{
+    assert(k >= 1 && k <= BE_TOPK_MAX && !x->f16 && !vals->f16);
+    assert(ids->type == BE_I32 && ids->rows == x->rows && ids->cols == k);
+    assert(vals->type == BE_F32 && vals->rows == x->rows && vals->cols == k);
+    be->ops->topk(be, x, k, ids, vals);
+}
+
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out)
 {
     be->ops->moe_combine(be, y, w, k, out);

@@ -406,6 +406,15 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
  * host's greedy choice does (spec_argmax). A greedy step then reads one id
  * a row instead of the row's logits. */
 void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
+/* The k best values of each row of x (f32, rows x n), 1 <= k <=
+ * BE_TOPK_MAX: their columns to ids (i32, rows x k) and values to vals
+ * (f32, rows x k), on the device, best first: the larger value, the lower
+ * column among equal ones (-0 equals +0; -inf is a value like any). NaN
+ * is never chosen; a row with fewer than k other values ends with column
+ * -1 and value -inf. A sampled step then reads a row's k candidates
+ * instead of its logits (smp_sample_top). */
+#define BE_TOPK_MAX 64
+void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
 /* out[t] = sum_i w[t][i] * y[t*k+i], products rounded then added in rank
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,

@@ -157,6 +157,7 @@ struct be_ops {
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
     void (*argmax)(be_ctx *be, const be_tensor *x, be_tensor *ids);
+    void (*topk)(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
 

@@ -33,6 +33,7 @@
 #include "include/q36.h"
 #include "test_batch.h"
 #include "keep_case.h"
+#include "topk_case.h"
 #include "deltanet_ref.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -789,6 +790,53 @@ static void test_argmax(int64_t R, int64_t C, int64_t ld)
     }
     pfree(xt);
     pfree(it);
+    free(x);
+}
+
+/* be_topk (k_topk's radix select) against the CPU's (a running sorted
+ * list, itself checked against a full sort in test_backend_cpu): the same
+ * columns and value bits for every row of tests/topk_case.h's cases (ties
+ * across ~C columns at the threshold, NaN, -0 and +0, -inf, fewer values
+ * than k), R rows of C columns, a view of the first C of wider rows */
+static void test_topk(int64_t R, int64_t C, int64_t ld, int k)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.topk_r%lld_c%lld_k%d%s", (long long)R, (long long)C, k,
+             ld > C ? "_view" : "");
+    t_rng r = t_rng_named(name);
+    float *x = malloc(sizeof(float) * (size_t)(R * ld));
+    topk_fill(&r, x, R, ld, ld);
+    if (ld > C)
+        for (int64_t i = 0; i < R; i++)
+            x[i * ld + C] = 1e30f;       /* past the view: never chosen */
+    pair xt = up(x, R, ld);
+    pair it = up_type(BE_I32, NULL, R, k), vt = up(NULL, R, k);
+    be_topk(cpu, be_view(cpu, xt.c, 0, C), k, it.c, vt.c);
+    be_topk(gpu, be_view(gpu, xt.g, 0, C), k, it.g, vt.g);
+    if (gpu_ok(name)) {
+        const size_t n = (size_t)(R * k);
+        int32_t *ic = malloc(sizeof(int32_t) * n), *ig = malloc(sizeof(int32_t) * n);
+        float *vc = malloc(sizeof(float) * n), *vg = malloc(sizeof(float) * n);
+        be_read(cpu, it.c, 0, R, ic);
+        be_read(gpu, it.g, 0, R, ig);
+        be_read(cpu, vt.c, 0, R, vc);
+        be_read(gpu, vt.g, 0, R, vg);
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < R; i++)
+            if ((memcmp(ic + i * k, ig + i * k, sizeof(int32_t) * (size_t)k) ||
+                 memcmp(vc + i * k, vg + i * k, sizeof(float) * (size_t)k)) && !bad++)
+                first = i;
+        t_check(name, bad == 0, "%lld of %lld rows differ from the CPU's (first: row %lld, its "
+                "first ids cuda %d %d, cpu %d %d)", (long long)bad, (long long)R, (long long)first,
+                first >= 0 ? ig[first * k] : 0, first >= 0 && k > 1 ? ig[first * k + 1] : 0,
+                first >= 0 ? ic[first * k] : 0, first >= 0 && k > 1 ? ic[first * k + 1] : 0);
+        free(ic); free(ig); free(vc); free(vg);
+    }
+    be_views_reset(cpu);
+    be_views_reset(gpu);
+    pfree(xt);
+    pfree(it);
+    pfree(vt);
     free(x);
 }
 
@@ -3400,6 +3448,13 @@ static void test_ops(void)
     test_argmax(7, 16384, 151680);
     test_argmax(3, 1, 1);
     test_argmax(9, 1023, 1023);
+    test_topk(16, 151680, 151680, 64);
+    test_topk(8, 151680, 151680, 1);
+    test_topk(64, 248320, 248320, 40);
+    test_topk(16, 16384, 151680, 20);
+    test_topk(8, 5, 5, 20);                /* fewer columns than k: padding */
+    test_topk(24, 1000, 1000, 64);
+    test_topk(8, 4097, 4097, 33);
 
     /* attention: head dims 64/128/256, 1-3 KV heads, GQA groups, f16 and
      * f32 caches, decode (1 row of 1 slot, or 1 row each of 8 slots over

@@ -219,6 +219,7 @@ static const struct be_ops cpu_ops = {
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
     .argmax = cpu_argmax,
+    .topk = cpu_topk,
     .moe_combine_shared = cpu_moe_combine_shared,
     .pass_begin = cpu_pass_begin,
     .pass_end = cpu_pass_end,

@@ -48,6 +48,7 @@ void cpu_rope(be_ctx *be, be_tensor *x, int64_t head_dim, int64_t n_rot,
 /* cpu_moe.c */
 void cpu_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 void cpu_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
+void cpu_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
 void cpu_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                      be_tensor *out);
 

@@ -48,6 +48,7 @@ static void op_name(int row, char *buf, size_t cap)
         [BE_PROF_DELTANET] = "deltanet", [BE_PROF_DELTANET_CHUNKED] = "deltanet (chunked)",
         [BE_PROF_ROUTE] = "moe route", [BE_PROF_COMBINE] = "moe combine",
         [BE_PROF_ARGMAX] = "argmax",
+        [BE_PROF_TOPK] = "topk",
     };
     if (row < 0 || row >= BE_PROF_ROWS)
         snprintf(buf, cap, "?");

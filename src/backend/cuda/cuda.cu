@@ -667,6 +667,7 @@ OP(cuda_deltanet_gated, (be_ctx *be, be_tensor *qkv, const be_tensor *al, const 
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
 OP(cuda_argmax, (be_ctx *be, const be_tensor *x, be_tensor *ids), (be, x, ids))
+OP(cuda_topk, (be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals), (be, x, k, ids, vals))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
 OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
 #undef OP
@@ -794,6 +795,7 @@ static const struct be_ops cuda_ops = {
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,
     .argmax = f_cuda_argmax,
+    .topk = f_cuda_topk,
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,

@@ -448,6 +448,7 @@ void cuda_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor
                         const be_tensor *pos);
 void cuda_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel, be_tensor *w);
 void cuda_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
+void cuda_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                       be_tensor *out);
 void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
