@@ -19,6 +19,7 @@
  *   6-token distributions.
  * Synth models are made with `$Q36 synth` (default ./q36). */
 #include "test.h"
+#include "topk_case.h"
 #include "test_synth.h"
 
 #include <math.h>
@@ -764,6 +765,67 @@ static void argmax_ban_same(q36_model *m, const int32_t *prompt, int n, const ch
     q36_engine_free(b);
 }
 
+/* q36_engine_eval_hid_topk: the k best of each asked-for row as a full
+ * sort of the logits another engine returns for the same passes
+ * (tests/topk_case.h's topk_ref): a prompt pass asking for every row, k of
+ * 1, 20 and 64, then decode steps, hidden rows too; a k outside [1, 64]
+ * refused. A pass with an argmax ban set takes no notice of it. */
+static void topk_same(q36_model *m, const int32_t *prompt, int n, const char *tag)
+{
+    char name[128];
+    snprintf(name, sizeof name, "spec.%s.topk_is_host_topk", tag);
+    q36_engine_opts o = q36_engine_opts_default();
+    q36_engine *a = NULL, *b = NULL;
+    q36_err err = { 0 };
+    int rc = q36_engine_new(m, 128, &o, &a, &err);
+    rc = rc ? rc : q36_engine_new(m, 128, &o, &b, &err);
+    const int V = rc ? 1 : q36_engine_n_vocab(a), D = rc ? 1 : q36_engine_n_embd(a);
+    if (n > 32)
+        n = 32;
+    float *lg = malloc((size_t)n * V * sizeof *lg), *vals = malloc((size_t)n * 64 * sizeof *vals);
+    float *ha = malloc((size_t)n * D * sizeof *ha), *hb = malloc((size_t)n * D * sizeof *hb);
+    int32_t ids[64], slot[64], pos[64], out[64], got[32 * 64], want_i[64], ban = 0;
+    float want_v[64];
+    int bad = 0, checked = 0, hid_bad = 0;
+    for (int i = 0; i < n; i++)
+        ids[i] = prompt[i], slot[i] = 0, pos[i] = i, out[i] = i;
+    static const int ks[] = { 1, 20, 64, 7, 33 };
+    rc = rc ? rc : q36_engine_argmax_ban(b, &ban, 1, &err);
+    for (int step = 0, rows = n, p0 = 0; step < 5 && !rc; step++) {
+        const int k = ks[step];
+        const q36_batch bt = { rows, ids, slot, pos, rows, out };
+        rc = q36_engine_eval_hid(a, &bt, lg, out, rows, ha, &err);
+        rc = rc ? rc : q36_engine_eval_hid_topk(b, &bt, k, got, vals, out, rows, hb, &err);
+        for (int i = 0; i < rows && !rc; i++) {
+            topk_ref(lg + (size_t)i * V, V, k, want_i, want_v);
+            bad += memcmp(want_i, got + i * k, (size_t)k * sizeof *got) != 0 ||
+                   memcmp(want_v, vals + i * k, (size_t)k * sizeof *vals) != 0;
+            checked++;
+        }
+        hid_bad += !rc && memcmp(ha, hb, (size_t)rows * D * sizeof *ha) != 0;
+        ids[0] = rc ? 0 : got[(rows - 1) * k];
+        p0 += rows;
+        pos[0] = p0;
+        rows = 1;
+    }
+    bool refused = false;
+    if (!rc) {
+        const q36_batch one = { 1, ids, slot, pos, 1, out };
+        q36_err e2 = { 0 };
+        refused = q36_engine_eval_hid_topk(b, &one, 65, got, vals, NULL, -1, NULL, &e2) == Q36_E_ARG &&
+                  q36_engine_eval_hid_topk(b, &one, 0, got, vals, NULL, -1, NULL, &e2) == Q36_E_ARG;
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, !bad && !hid_bad && refused && checked == n + 4,
+                "%d of %d rows differ from the full sort; hidden rows %s; k 65 and 0 %s", bad,
+                checked, hid_bad ? "differ" : "the same", refused ? "refused" : "not refused");
+    free(lg); free(vals); free(ha); free(hb);
+    q36_engine_free(a);
+    q36_engine_free(b);
+}
+
 static void run_model(const char *tag, const char *path, bool trained)
 {
     q36_model *m = NULL;
@@ -784,6 +846,7 @@ static void run_model(const char *tag, const char *path, bool trained)
         prompt[i] = (int32_t)(t_next(&r) % (uint64_t)V);
     decode_argmax_same(m, prompt, 24, tag);
     argmax_ban_same(m, prompt, 24, tag);
+    topk_same(m, prompt, 24, tag);
     if (!trained) {
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 1, 0, tag);
         same_tokens(m, tv, prompt, 24, 48, 0.0f, 3, 0, tag);

@@ -172,6 +172,16 @@ int q36_engine_eval_argmax(q36_engine *e, const q36_batch *b, int32_t *ids, floa
  * logits (the server's passes whose every row is sampled greedily). */
 int q36_engine_eval_hid_argmax(q36_engine *e, const q36_batch *b, int32_t *ids,
                                const int32_t *hid, int n_hid, float *hidden, q36_err *err);
+/* q36_engine_eval_hid returning, instead of each asked-for row's logits,
+ * its k best (1 <= k <= Q36_TOPK_MAX): ids and vals hold b->n_out rows of
+ * k, the largest logit first, the lower id among equal ones; NaN never
+ * chosen; a row with fewer than k other logits ends with id -1 and -inf.
+ * Chosen on the device: k pairs a row come back instead of n_vocab floats
+ * (a row sampled with top_k, smp_sample_top). The argmax ban does not
+ * apply here: the caller skips those ids among the candidates. */
+#define Q36_TOPK_MAX 64
+int q36_engine_eval_hid_topk(q36_engine *e, const q36_batch *b, int k, int32_t *ids, float *vals,
+                             const int32_t *hid, int n_hid, float *hidden, q36_err *err);
 /* The greedy choices of the ids passes above skip ids[0..n) (n = 0: none)
  * from now on, as a sampler with those logits at -inf chooses: a row whose
  * largest logit is a banned id is chosen again on the host from that row's

@@ -311,7 +311,7 @@ static uint64_t pass_key(const q36_engine *e, const q36_batch *b, int n_seq, int
     MIX(b->n_out);
     for (int i = 0; i < b->n_out; i++)
         MIX(b->out[i]);
-    MIX(logits);        /* 0, 1: logits, 2: their argmax */
+    MIX(logits);        /* 0, 1: logits, 2: their argmax, 2 + k: their top k */
     MIX(hidden ? 1 : 0);
     MIX(n_hid);
     for (int i = 0; i < n_hid; i++)
@@ -425,7 +425,7 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
         return n_seq;
     if (n_hid > b->n)
         return q36_err_set(err, Q36_E_ARG, "%d hidden rows for a batch of %d", n_hid, b->n);
-    if (ids && e->n_ban) {
+    if (ids && e->n_ban && !e->topk) {
         const int rb = ban_check(e, b, err);
         if (rb)
             return rb;
@@ -453,8 +453,8 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
     be_batch_set(be, &e->batch, n_seq, e->seq);
     if (e->keeping && !e->n_saves)
         model_keep_batches(e, n_seq);
-    be_pass_begin(be, pass_key(e, b, n_seq, logits ? 1 : ids ? 2 : 0, hidden != NULL, hid, n_hid),
-                  b->n);
+    be_pass_begin(be, pass_key(e, b, n_seq, logits ? 1 : ids ? 2 + e->topk : 0, hidden != NULL, hid,
+                               n_hid), b->n);
     int rc = model_forward(e, b->n, b->out, b->n_out, logits, ids, n_hid < 0 ? hidden : NULL,
                            hid, n_hid < 0 ? 0 : n_hid, hidden, err);
     be_pass_end(be);
@@ -473,7 +473,7 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
         return rc;
     for (int s = 0; s < n_seq; s++)
         e->pos[e->seq[s].slot] += e->seq[s].n_rows;
-    return ids && e->n_ban ? ban_rechoose(e, b->n_out, ids, err) : 0;
+    return ids && e->n_ban && !e->topk ? ban_rechoose(e, b->n_out, ids, err) : 0;
 }
 
 int q36_engine_eval_hid(q36_engine *e, const q36_batch *b, float *logits, const int32_t *hid,
@@ -500,6 +500,25 @@ int q36_engine_eval_hid_argmax(q36_engine *e, const q36_batch *b, int32_t *ids,
     if (!ids)
         return q36_err_set(err, Q36_E_ARG, "q36_engine_eval_hid_argmax: no array for the ids");
     const int rc = eval_hid(e, b, NULL, ids, hid, n_hid, hidden, err);
+    e->n_saves = 0;
+    return rc;
+}
+
+_Static_assert(Q36_TOPK_MAX == BE_TOPK_MAX, "the engine's top k is the backend's");
+
+int q36_engine_eval_hid_topk(q36_engine *e, const q36_batch *b, int k, int32_t *ids, float *vals,
+                             const int32_t *hid, int n_hid, float *hidden, q36_err *err)
+{
+    if (!ids || !vals)
+        return q36_err_set(err, Q36_E_ARG, "q36_engine_eval_hid_topk: no arrays for the ids "
+                           "and values");
+    if (k < 1 || k > Q36_TOPK_MAX)
+        return q36_err_set(err, Q36_E_ARG, "top k of %d is outside [1, %d]", k, Q36_TOPK_MAX);
+    e->topk = k;
+    e->topk_vals = vals;
+    const int rc = eval_hid(e, b, NULL, ids, hid, n_hid, hidden, err);
+    e->topk = 0;
+    e->topk_vals = NULL;
     e->n_saves = 0;
     return rc;
 }

@@ -83,7 +83,14 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
             be_rms_norm(be, xr, e->w.output_norm, hp->eps, hp->n_embd, hr);
             be_matmul(be, e->w.output, 0, hr, lr);
-            if (ids) {      /* the greedy choice on the device: one id a row back */
+            if (ids && e->topk) {      /* a row's best candidates back, not the row */
+                const int64_t k = e->topk;
+                be_tensor *ir = be_view(be, be_rows(be, sc->tk_ids, 0, n), 0, k);
+                be_tensor *vr = be_view(be, be_rows(be, sc->tk_vals, 0, n), 0, k);
+                be_topk(be, lr, k, ir, vr);
+                be_read(be, ir, 0, n, ids + i * k);
+                be_read(be, vr, 0, n, e->topk_vals + i * k);
+            } else if (ids) {      /* the greedy choice on the device: one id a row back */
                 be_tensor *ir = be_rows(be, sc->amax, 0, n);
                 be_argmax(be, lr, ir);
                 be_read(be, ir, 0, n, ids + i);

@@ -45,6 +45,8 @@ typedef struct model_scratch {
     /* head */
     be_tensor *logits;     /* L x Vocab, L = min(B, 64) rows at a time */
     be_tensor *amax;       /* i32 L x 1: the logits rows' argmax (be_argmax) */
+    be_tensor *tk_ids;     /* i32 L x BE_TOPK_MAX, and */
+    be_tensor *tk_vals;    /* L x BE_TOPK_MAX: the logits rows' best (be_topk) */
     int64_t    logit_rows;
 } model_scratch;
 
@@ -118,6 +120,11 @@ struct q36_engine {
     int32_t       *ban;
     int            n_ban;
     float         *ban_row;
+    /* q36_engine_eval_hid_topk's pass: the ids pass returns each row's
+     * topk best ids (topk of them a row) and their logits into topk_vals
+     * (topk 0: the argmax) */
+    int            topk;
+    float         *topk_vals;
 };
 
 /* A checkpoint (ckpt.c): device copies of one slot's DeltaNet tails and

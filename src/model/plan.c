@@ -83,6 +83,8 @@ void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
     }
     ITEM("logits", PLAN_SCRATCH, BE_F32, B < 64 ? B : 64, hp->n_vocab, &sc->logits);
     ITEM("argmax ids", PLAN_SCRATCH, BE_I32, B < 64 ? B : 64, 1, &sc->amax);
+    ITEM("top-k ids", PLAN_SCRATCH, BE_I32, B < 64 ? B : 64, BE_TOPK_MAX, &sc->tk_ids);
+    ITEM("top-k values", PLAN_SCRATCH, BE_F32, B < 64 ? B : 64, BE_TOPK_MAX, &sc->tk_vals);
     /* the batch's positions and runs (be_batch_init) */
     ITEM("batch positions", PLAN_SCRATCH, BE_I32, B, 1, NULL);
     ITEM("batch runs", PLAN_SCRATCH, BE_I32, S, 4, NULL);
