@@ -117,6 +117,114 @@ static void ignore_eos_rows(void)
     t_check("gen.ignore_eos_greedy_rows", bad == 0 && n == 48, "%d of %d rows chose otherwise", bad, n);
 }
 
+/* qsort order of ids by their logit in row, larger first, lower id on ties */
+static int by_logit(const void *a, const void *b)
+{
+    const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    return row[i] > row[j] ? -1 : row[i] < row[j] ? 1 : (i > j) - (i < j);
+}
+
+/* gen_next_top: two generators of the same parameters and seed, one fed
+ * whole rows (gen_next), one each row's gen_top_need best in a shuffled
+ * order (gen_next_top), choose the same tokens over 40 rows; parameters:
+ * top_k 20 at temperature 0.8, top_k 40 with top_p and min_p, top_k 1,
+ * greedy, ignore_eos with an end-of-generation id among the best; and
+ * gen_top_need is 0 with penalties, log-probabilities, top_k off, or more
+ * than the limit, and k short of it is refused. */
+static void next_top_rows(void)
+{
+    int32_t *ord = malloc((size_t)n_vocab * sizeof *ord), eog = -1;
+    for (int32_t i = 0; i < n_vocab && eog < 0; i++)
+        if (tok_is_eog(vocab, i))
+            eog = i;
+    uint32_t r = 777;
+    int bad = 0, n = 0, cases = 0;
+    for (int c = 0; c < 5; c++) {
+        gen_params p = gen_params_default();
+        p.smp.seed = 42 + (uint32_t)c;
+        p.smp.temp = c == 3 ? 0.0f : 0.8f;
+        p.smp.top_k = c == 1 ? 40 : c == 2 ? 1 : 20;
+        if (c == 1) {
+            p.smp.top_p = 0.9f;
+            p.smp.min_p = 0.05f;
+        }
+        p.ignore_eos = c == 4;
+        gen *ga = NULL, *gb = NULL;
+        q36_err err = { 0 };
+        if (gen_new(&p, vocab, n_vocab, &ga, &err) || gen_new(&p, vocab, n_vocab, &gb, &err)) {
+            bad++;
+            break;
+        }
+        const int k = gen_top_need(gb, 64);
+        cases += k > 0;
+        for (int step = 0; step < 40 && k > 0; step++) {
+            for (int32_t i = 0; i < n_vocab; i++) {
+                r = r * 1664525u + 1013904223u;
+                row[i] = (float)(r >> 22) / 64.0f;      /* [0, 16): ties */
+            }
+            for (int32_t i = 0; i < n_vocab; i++)       /* no reply ends early */
+                if (tok_is_eog(vocab, i))
+                    row[i] = -1.0f;
+            if (eog >= 0 && p.ignore_eos && step % 2 == 0)
+                row[eog] = 100.0f;                      /* an end-of-generation id on top */
+            for (int32_t i = 0; i < n_vocab; i++)
+                ord[i] = i;
+            qsort(ord, (size_t)n_vocab, sizeof *ord, by_logit);
+            int32_t ids[64];
+            float vals[64];
+            for (int i = 0; i < k; i++) {               /* the k best, reversed */
+                ids[i] = ord[k - 1 - i];
+                vals[i] = row[ids[i]];
+            }
+            gen_token ta, tb;
+            if (gen_next(ga, row, &ta, &err) || gen_next_top(gb, ids, vals, k, &tb, &err) ||
+                ta.id != tb.id)
+                bad++;
+            n++;
+            if (ta.stop || tb.stop)
+                break;
+        }
+        gen_free(ga);
+        gen_free(gb);
+    }
+    /* refusals */
+    gen_params p = gen_params_default();
+    p.smp.top_k = 20;
+    gen *g = NULL;
+    int refused = 0;
+    if (!gen_new(&p, vocab, n_vocab, &g, NULL)) {
+        int32_t ids[19] = { 0 };
+        float vals[19] = { 0 };
+        gen_token t;
+        q36_err err = { 0 };
+        refused += gen_top_need(g, 19) == 0 && gen_next_top(g, ids, vals, 19, &t, &err) == Q36_E_ARG;
+        gen_free(g);
+    }
+    p.smp.penalty_last_n = 8;
+    p.smp.repeat_penalty = 1.3f;
+    if (!gen_new(&p, vocab, n_vocab, &g, NULL)) {
+        refused += gen_top_need(g, 64) == 0;
+        gen_free(g);
+    }
+    p = gen_params_default();
+    p.smp.top_k = 20;
+    p.n_probs = 2;
+    if (!gen_new(&p, vocab, n_vocab, &g, NULL)) {
+        refused += gen_top_need(g, 64) == 0;
+        gen_free(g);
+    }
+    p = gen_params_default();
+    p.smp.top_k = 0;
+    if (!gen_new(&p, vocab, n_vocab, &g, NULL)) {
+        refused += gen_top_need(g, 64) == 0;
+        gen_free(g);
+    }
+    t_check("gen.next_top_same_as_row", bad == 0 && cases == 5 && n == 200 && refused == 4,
+            "%d of %d rows chose otherwise; %d of 5 parameter sets could; %d of 4 refusals", bad,
+            n, cases, refused);
+    free(ord);
+}
+
 static int32_t *encode(const char *s, int *n)
 {
     int32_t *ids = NULL;
@@ -142,6 +250,7 @@ int main(void)
     }
     n_vocab = tok_n_vocab(vocab);
     row = malloc((size_t)n_vocab * sizeof *row);
+    next_top_rows();
     const char *text = "Hello world, this is q36 speaking.";
     int n;
     int32_t *ids = encode(text, &n);

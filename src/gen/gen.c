@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { GEN_MAX_TOP = 256 };      /* gen_next_top's candidates at most */
+
 struct gen {
     gen_params       p;
     const tok_vocab *tok;
@@ -276,6 +278,35 @@ int gen_next_id(gen *g, int32_t id, gen_token *t, q36_err *err)
                            g->n_vocab);
     if (g->masked && tok_is_eog(g->tok, id))
         return q36_err_set(err, Q36_E_ARG, "token %d ends the reply, which ignore_eos masks", id);
+    return take(g, id, NULL, t);
+}
+
+int gen_top_need(const gen *g, int max)
+{
+    if (g->p.n_probs >= 0)
+        return 0;
+    const int need = (int)smp_top_need(g->smp, g->n_vocab);
+    const int k = need > 0 ? need + (g->masked ? g->n_eog : 0) : 0;
+    return k <= max ? k : 0;
+}
+
+int gen_next_top(gen *g, const int32_t *ids, const float *vals, int k, gen_token *t, q36_err *err)
+{
+    if (token_begin(g, t, err))
+        return Q36_E_ARG;
+    const int need = gen_top_need(g, k);
+    if (!need || k < need)
+        return q36_err_set(err, Q36_E_ARG, "%d best logits cannot stand for the row (%d needed)",
+                           k, need);
+    smp_cand c[GEN_MAX_TOP];
+    int32_t m = 0;
+    for (int i = 0; i < k && m < GEN_MAX_TOP; i++)
+        if (ids[i] >= 0 && ids[i] < g->n_vocab && !(g->masked && tok_is_eog(g->tok, ids[i])))
+            c[m++] = (smp_cand){ ids[i], vals[i], 0.0f };
+    const int32_t id = smp_sample_top(g->smp, c, m, g->n_vocab);
+    if (id < 0)
+        return q36_err_set(err, Q36_E_ARG, "sampler failed on %d best logits of %d", (int)m,
+                           g->n_vocab);
     return take(g, id, NULL, t);
 }
 

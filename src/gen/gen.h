@@ -120,6 +120,17 @@ int  gen_greedy_ban(const gen *g, const int32_t **ban);
 /* Records a token chosen outside as gen_next would have chosen it: needs
  * gen_greedy_ban >= 0, and no masked id (Q36_E_ARG otherwise). */
 int  gen_next_id(gen *g, int32_t id, gen_token *out, q36_err *err);
+/* How many of a row's best logits gen_next_top needs to choose as gen_next
+ * would from the whole row: the sampler's (smp_top_need: top_k on, no
+ * penalties) plus the masked ids (ignore_eos: some of the best may be
+ * them), when no log-probabilities are asked for; 0 when the row is
+ * needed or more than max would be. */
+int  gen_top_need(const gen *g, int max);
+/* gen_next from a row's k best (ids and logits, any order; id -1: none),
+ * k >= gen_top_need: the same token, the same random stream (Q36_E_ARG
+ * when k is short of it). */
+int  gen_next_top(gen *g, const int32_t *ids, const float *vals, int k, gen_token *out,
+                  q36_err *err);
 
 /* Ends the reply from outside (context full, a client gone): *text receives
  * whatever was held back; returns its length. */
