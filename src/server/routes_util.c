@@ -64,6 +64,11 @@ int route_metrics(srv_conn *c)
     Q36F("accept_seconds_total", "Engine thread: time accepting MTP verify rows (sampling, rollback).",
          m.accept_seconds);
 #undef Q36F
+    Q36M("output_rows_ids_total", "counter", "Output rows returned as one id (greedy, chosen on the device).",
+         m.rows_ids);
+    Q36M("output_rows_topk_total", "counter", "Output rows returned as their best logits (top_k sampling).",
+         m.rows_top);
+    Q36M("output_rows_logits_total", "counter", "Output rows returned as all their logits.", m.rows_full);
     Q36M("errors_total", "counter", "Requests answered with an error.", m.errors);
     Q36M("cancelled_total", "counter", "Requests whose client left before the end.", m.cancelled);
     Q36M("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds (checkpoints and tree).", m.cache_bytes);

@@ -68,6 +68,12 @@ typedef struct slot {
      * the whole pass is greedy (sched_row.best) */
     int32_t  best[SSPEC_MAX_DRAFT + 1];
     bool     best_ok;         /* best[0] is the choice after the last row, not logits */
+    /* sampled slots (gen_top_need): the rows' best logits, chosen on the
+     * device when the whole pass can (sched_row.top_ids) */
+    int32_t  top_id[(SSPEC_MAX_DRAFT + 1) * Q36_TOPK_MAX];
+    float    top_v[(SSPEC_MAX_DRAFT + 1) * Q36_TOPK_MAX];
+    int      top_k;
+    bool     top_ok;          /* top_id / top_v hold the last row's, not logits */
     float   *hprompt;         /* n_batch x n_embd: a prompt chunk's hidden rows */
 } slot;
 
@@ -258,11 +264,27 @@ static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
 }
 
 /* Where a greedy slot's rows take their choices (sched_row.best), and the
- * ids those choices skip */
-static int32_t *greedy_ids(slot *sl, const int32_t **ban, int *n_ban)
+ * ids those choices skip; else, where a sampled slot's rows take their
+ * best logits and how many (sched_row.top_ids) */
+static void choose_on_device(slot *sl, sched_row *r)
 {
-    *n_ban = gen_greedy_ban(sl->gen, ban);
-    return *n_ban >= 0 ? sl->best : NULL;
+    r->n_ban = gen_greedy_ban(sl->gen, &r->ban);
+    r->best = r->n_ban >= 0 ? sl->best : NULL;
+    r->top_need = r->best ? 0 : gen_top_need(sl->gen, Q36_TOPK_MAX);
+    r->top_ids = sl->top_id;
+    r->top_vals = sl->top_v;
+}
+
+/* The next token of a slot from the row its last pass returned for it:
+ * the id chosen on the device, its best logits, or its logits */
+static int next_of(slot *sl, bool best_ok, int32_t best, bool top_ok, const int32_t *tid,
+                   const float *tv, int top_k, const float *logits, gen_token *t, q36_err *err)
+{
+    if (best_ok)
+        return gen_next_id(sl->gen, best, t, err);
+    if (top_ok)
+        return gen_next_top(sl->gen, tid, tv, top_k, t, err);
+    return gen_next(sl->gen, logits, t, err);
 }
 
 /* Samples the next token of a decoding slot (from the id chosen on the
@@ -271,8 +293,8 @@ static bool sample(sched *s, slot *sl)
 {
     gen_token t;
     q36_err err = { 0 };
-    if (sl->best_ok ? gen_next_id(sl->gen, sl->best[0], &t, &err)
-                    : gen_next(sl->gen, sl->logits, &t, &err)) {
+    if (next_of(sl, sl->best_ok, sl->best[0], sl->top_ok, sl->top_id, sl->top_v, sl->top_k,
+                sl->logits, &t, &err)) {
         slot_fail(s, sl, "sampling", &err);
         return false;
     }
@@ -292,8 +314,10 @@ static void accept(sched *s, slot *sl, const sched_row *r)
     for (int j = 0; j <= k; j++) {
         gen_token t;
         q36_err err = { 0 };
-        if (r->best_ok ? gen_next_id(sl->gen, r->best[j], &t, &err)
-                       : gen_next(sl->gen, vlog + j * V, &t, &err)) {
+        if (next_of(sl, r->best_ok, r->best_ok ? r->best[j] : 0, r->top_ok,
+                    r->top_ids + (size_t)j * (size_t)r->top_k,
+                    r->top_vals + (size_t)j * (size_t)r->top_k, r->top_k,
+                    vlog ? vlog + j * V : NULL, &t, &err)) {
             slot_fail(s, sl, "sampling", &err);
             return;
         }
@@ -344,7 +368,7 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
         sched_row *r = &s->rows[(*n_rows)++];
         *r = (sched_row){ .slot = dslot[j], .ids = sl->vids, .n = k[j] + 1, .n_out = k[j] + 1,
                           .hidden = sspec_vh(s->spec, dslot[j]), .keep = k[j] > 0 };
-        r->best = greedy_ids(sl, &r->ban, &r->n_ban);
+        choose_on_device(sl, r);
         n_tok += k[j] + 1;
     }
     return n_tok;
@@ -410,7 +434,7 @@ static void *engine_main(void *arg)
                 }
                 sched_row *r = &s->rows[n_rows++];
                 *r = (sched_row){ .slot = i, .ids = &sl->next, .n = 1, .logits = sl->logits };
-                r->best = greedy_ids(sl, &r->ban, &r->n_ban);
+                choose_on_device(sl, r);
                 n_tok++;
             }
         }
@@ -466,7 +490,7 @@ static void *engine_main(void *arg)
             *r = (sched_row){ .slot = i, .ids = sl->job->prompt + sl->n_read, .n = n,
                               .logits = sl->logits, .hidden = s->spec ? sl->hprompt : NULL,
                               .n_save = sl->n_sv, .save_pos = sl->sv_pos, .save_ck = sl->sv_ck };
-            r->best = greedy_ids(sl, &r->ban, &r->n_ban);
+            choose_on_device(sl, r);
             n_tok += n;
             chunks++;
         }
@@ -492,6 +516,8 @@ static void *engine_main(void *arg)
                 continue;
             }
             sl->best_ok = r->best_ok;
+            sl->top_ok = r->top_ok;
+            sl->top_k = r->top_k;
             if (sl->st == SLOT_DECODE && s->spec) {
                 const double ta = srv_now();
                 accept(s, sl, r);
@@ -528,6 +554,7 @@ static void *engine_main(void *arg)
         s->met->dev_launches = bs.launches;
         s->met->dev_graph_launches = bs.graph_launches;
         s->met->dev_graphs_recorded = bs.graphs_recorded;
+        sched_engine_row_counts(s->eng, &s->met->rows_ids, &s->met->rows_top, &s->met->rows_full);
         s->met->cache_bytes = cs.bytes;
         s->met->cache_budget = cs.budget;
         s->met->cache_ckpts = cs.ckpts;

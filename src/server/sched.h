@@ -53,6 +53,17 @@ typedef struct sched_row {
                                 and ask for one run (q36_engine_argmax_ban) */
     int            n_ban;
     bool           best_ok;  /* out: best holds them (logits and out were not written) */
+    /* Without best: the best logits of each output row that stand for it
+     * (gen_top_need; 0: the row is needed). When every row of a pass has
+     * some, the pass returns each output row's top_k best ids and logits,
+     * chosen on the device (q36_engine_eval_hid_topk; top_k the largest
+     * top_need of the pass), into top_ids and top_vals (room for n_out
+     * rows of Q36_TOPK_MAX; row j at j * top_k), instead of its logits */
+    int            top_need;
+    int32_t       *top_ids;
+    float         *top_vals;
+    int            top_k;    /* out */
+    bool           top_ok;   /* out: top_ids and top_vals hold them */
 } sched_row;
 
 /* One MTP item: n rows of one slot at MTP positions p0.., each paired with
@@ -102,5 +113,8 @@ int  sched_engine_n_vocab(const sched_engine *e);
 int  sched_engine_n_batch(const sched_engine *e);
 /* The engine itself, for the prefix cache's checkpoints (same thread). */
 q36_engine *sched_engine_q36(sched_engine *e);
+/* Output rows returned so far as one id (greedy), as their best logits
+ * (sampled with top_k), and as whole rows of logits */
+void sched_engine_row_counts(const sched_engine *e, uint64_t *ids, uint64_t *top, uint64_t *full);
 
 #endif

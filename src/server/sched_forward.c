@@ -30,6 +30,10 @@ struct sched_engine {
     int         n_slots, n_vocab, n_embd, n_batch;
     int32_t    *id, *slot, *pos, *out, *hid;   /* one pass: n_batch rows each */
     int32_t    *best;                    /* an MTP pass's greedy drafts: n_batch */
+    int32_t    *tid;                     /* a pass's top ids and logits: as many rows as */
+    float      *tval;                    /* logits, Q36_TOPK_MAX each */
+    bool        topk;                    /* top-k passes (Q36_SERVER_TOPK, on unless "0") */
+    uint64_t    n_ids, n_top, n_full;    /* output rows returned each way */
     float      *logits;                  /* n_slots x n_keep (or 1) rows of n_vocab: a row
                                             per slot, or a verify row's each */
     float      *hidden, *h;              /* n_batch rows of n_embd: out, MTP in */
@@ -69,9 +73,14 @@ int sched_engine_new(const q36_model *m, int n_slots, int n_ctx, const q36_engin
     e->best = malloc(B * sizeof *e->best);
     const size_t n_out = (size_t)n_slots * (size_t)(eo.n_keep > 1 ? eo.n_keep : 1);
     e->logits = malloc(n_out * (size_t)e->n_vocab * sizeof *e->logits);
+    e->tid = malloc(n_out * Q36_TOPK_MAX * sizeof *e->tid);
+    e->tval = malloc(n_out * Q36_TOPK_MAX * sizeof *e->tval);
+    const char *tk = getenv("Q36_SERVER_TOPK");
+    e->topk = !tk || strcmp(tk, "0") != 0;
     e->hidden = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->hidden) : NULL;
     e->h = eo.mtp ? malloc(B * (size_t)e->n_embd * sizeof *e->h) : NULL;
     if (!e->id || !e->slot || !e->pos || !e->out || !e->hid || !e->best || !e->logits ||
+        !e->tid || !e->tval ||
         (eo.mtp && (!e->hidden || !e->h))) {
         sched_engine_free(e);
         return q36_err_set(err, Q36_E_NOMEM, "out of memory for a batch of %d rows", e->n_batch);
@@ -92,6 +101,8 @@ void sched_engine_free(sched_engine *e)
     free(e->hid);
     free(e->best);
     free(e->logits);
+    free(e->tid);
+    free(e->tval);
     free(e->hidden);
     free(e->h);
     free(e);
@@ -133,6 +144,15 @@ static void pass(sched_engine *e, sched_row **rows, int n)
     /* a ban needs the asked-for rows as one run the head takes at once */
     if (ids && rows[0]->n_ban)
         ids = q36_engine_argmax_ban_fits(e->eng, &b);
+    /* else every row sampled from its best logits: those back, not the rows */
+    int top_k = 0;
+    for (int i = 0; i < n && !ids && e->topk; i++) {
+        if (!rows[i]->top_need || !rows[i]->top_ids) {
+            top_k = 0;
+            break;
+        }
+        top_k = rows[i]->top_need > top_k ? rows[i]->top_need : top_k;
+    }
     if (ids && !rc)
         rc = q36_engine_argmax_ban(e->eng, rows[0]->ban, rows[0]->n_ban, &err);
     /* the step's passes write their logits one after the other (a step
@@ -140,10 +160,12 @@ static void pass(sched_engine *e, sched_row **rows, int n)
      * the buffer instead of copying */
     const size_t V = (size_t)e->n_vocab, D = (size_t)e->n_embd;
     float *lg = e->logits + (size_t)e->step_out * V;
-    e->step_out += ids ? 0 : n_out;
+    e->step_out += ids || top_k ? 0 : n_out;
     if (!rc)
-        rc = ids ? q36_engine_eval_hid_argmax(e->eng, &b, e->best, e->hid, n_hid, e->hidden, &err)
-                 : q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
+        rc = ids     ? q36_engine_eval_hid_argmax(e->eng, &b, e->best, e->hid, n_hid, e->hidden, &err)
+           : top_k ? q36_engine_eval_hid_topk(e->eng, &b, top_k, e->tid, e->tval, e->hid, n_hid,
+                                              e->hidden, &err)
+                     : q36_engine_eval_hid(e->eng, &b, lg, e->hid, n_hid, e->hidden, &err);
     for (int i = 0, o = 0, h = 0; i < n; i++) {
         sched_row *r = rows[i];
         const int no = r->n_out > 1 ? r->n_out : 1;
@@ -153,7 +175,15 @@ static void pass(sched_engine *e, sched_row **rows, int n)
         r->best_ok = !rc && ids;
         if (r->best_ok)
             memcpy(r->best, e->best + o, (size_t)no * sizeof *r->best);
-        r->out = rc || ids ? NULL : lg + (size_t)o * V;
+        r->top_ok = !rc && top_k;
+        r->top_k = top_k;
+        if (r->top_ok) {
+            memcpy(r->top_ids, e->tid + (size_t)o * top_k, (size_t)(no * top_k) * sizeof *e->tid);
+            memcpy(r->top_vals, e->tval + (size_t)o * top_k, (size_t)(no * top_k) * sizeof *e->tval);
+        }
+        r->out = rc || ids || top_k ? NULL : lg + (size_t)o * V;
+        if (!rc)
+            *(ids ? &e->n_ids : top_k ? &e->n_top : &e->n_full) += (uint64_t)no;
         if (r->out && r->logits)
             memcpy(r->logits, r->out, (size_t)no * V * sizeof(float));
         if (!rc && r->hidden)
@@ -286,3 +316,10 @@ int  sched_engine_pos(const sched_engine *e, int slot) { return q36_slot_pos(e->
 int  sched_engine_n_vocab(const sched_engine *e) { return e->n_vocab; }
 int  sched_engine_n_batch(const sched_engine *e) { return e->n_batch; }
 q36_engine *sched_engine_q36(sched_engine *e) { return e->eng; }
+
+void sched_engine_row_counts(const sched_engine *e, uint64_t *ids, uint64_t *top, uint64_t *full)
+{
+    *ids = e->n_ids;
+    *top = e->n_top;
+    *full = e->n_full;
+}

@@ -86,6 +86,8 @@ typedef struct srv_metrics {
     /* the engine's device queue as of the last step (q36_backend_stats):
      * kernels and copies launched one by one, recorded passes launched */
     uint64_t dev_launches, dev_graph_launches, dev_graphs_recorded;
+    /* output rows returned as one id, as their best logits, as rows */
+    uint64_t rows_ids, rows_top, rows_full;
     int      processing, deferred, busy_slots_last;
     uint64_t n_tokens_max;
 } srv_metrics;

@@ -87,6 +87,15 @@ try:
         check("serve_gpu.bad_request_400", bad[0] == 400, str(bad))
         s3, _ = post("/v1/chat/completions", body)
         check("serve_gpu.serves_after_error", s3 == 200, str(s3))
+        if mode.startswith("exact"):
+            # sampled with top_k: the rows' best logits chosen on the device
+            # (be_topk) give what whole rows give (log-probabilities asked)
+            sb = dict(body, temperature=0.9, top_k=20, seed=11, max_tokens=32)
+            s4, r4 = post("/v1/chat/completions", sb)
+            s5, r5 = post("/v1/chat/completions", dict(sb, logprobs=True, top_logprobs=1))
+            check("serve_gpu.sampled_top_k_equals_rows",
+                  s4 == 200 and s5 == 200 and r4["choices"][0]["message"].get("content") ==
+                  r5["choices"][0]["message"].get("content"), f"{s4} {s5}: {r4} {r5}")
 finally:
     srv.terminate()
     try:

@@ -72,6 +72,35 @@ await kase("greedy_ids_from_engine_equal_greedy_from_logits", async () => {
   return key(fromLogits) === key(fromIds) || `from logits ${key(fromLogits).slice(0, 200)} vs from ids ${key(fromIds).slice(0, 200)}`;
 });
 
+// Sampled with top_k and no log-probabilities, a row's best logits come back
+// instead of the row (q36_engine_eval_hid_topk): four such requests at once
+// (top_k 20, top_k 40 with top_p and min_p, top_k 5 with ignore_eos, top_k
+// 64) give the replies the same requests give one at a time with
+// log-probabilities, which take whole rows; the server counted top-k rows.
+await kase("sampled_from_top_k_equal_sampled_from_logits", async () => {
+  const base = (i) => ({ messages: [{ role: "user", content: `Sample me, request ${i}.` }], max_tokens: 40,
+    chat_template_kwargs: { enable_thinking: false }, temperature: 0.9, seed: 100 + i,
+    ...[{ top_k: 20 }, { top_k: 40, top_p: 0.9, min_p: 0.02 }, { top_k: 5, ignore_eos: true }, { top_k: 64 }][i] });
+  const key = (j) => JSON.stringify([j.choices[0].message.content, j.choices[0].finish_reason, j.usage.completion_tokens]);
+  const top0 = await metric(cold, "q36:output_rows_topk_total");
+  const fromTop = await Promise.all([0, 1, 2, 3].map(async (i) => {
+    const r = await fetch(`${cold}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify(base(i)) });
+    const j = await r.json();
+    if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(j)}`);
+    return j;
+  }));
+  const top1 = await metric(cold, "q36:output_rows_topk_total");
+  const bad = [];
+  for (let i = 0; i < 4; i++) {
+    const fromRows = await chat(cold, base(i));
+    if (key(fromRows) !== key(fromTop[i])) bad.push(`request ${i}: ${key(fromTop[i]).slice(0, 160)} vs ${key(fromRows).slice(0, 160)}`);
+  }
+  const top2 = await metric(cold, "q36:output_rows_topk_total");
+  if (bad.length) return bad.join("; ");
+  return (top1 - top0 >= 100 && top2 === top1) || `top-k rows: ${top1 - top0} for the four, ${top2 - top1} with log-probabilities`;
+});
+
 // ---- the prefix cache ----------------------------------------------------------------------------
 const words = "the of and to in is that for it as with was on be by this are from or have an they which one you were all we her she there would their will when who him been has more if no out so up said what its about into than them can only other new some could time these two may then do first any my now such like our over man me even most made after also did many before must through back years where much your way well down should because each just those people".split(" ");
 const para = (n) => [...Array(n)].map(() => pick(words)).join(" ");
