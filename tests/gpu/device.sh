@@ -95,13 +95,16 @@ servemtp_step() {
 # 1,16,64), op by op; then once more for each "VAR=value" word of
 # BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"; "A=1+B=2"
 # sets both), to set a switched path beside the default; BATCH_ONLY=35b
-# skips the 0.8B file. The slots' ids
+# skips the 0.8B file, BATCH_ONLY=trained takes the trained default model
+# alone (its 4- and 16-row passes: the server's MTP verify rows at -np 1
+# and 4, BATCH_T=1,4,16). The slots' ids
 # are pseudo-random unless BENCH_IDS=greedy (test_backend_cuda.c,
 # bench_batch, says why).
 batch_step() {
     local m v ms=("$m08" "$m35")
     bench_models
     [ "${BATCH_ONLY:-}" = 35b ] && ms=("$m35")
+    [ "${BATCH_ONLY:-}" = trained ] && ms=("$trained")
     for m in "${ms[@]}"; do
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
