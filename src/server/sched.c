@@ -36,6 +36,7 @@
 #include "pcache.h"
 #include "sched.h"
 #include "sched_spec.h"
+#include "spec_guard.h"
 #include "../backend/backend.h"
 
 #include <errno.h>
@@ -87,6 +88,9 @@ struct sched {
     int             rr;           /* the slot whose prompt chunk comes first next step */
     pcache         *cache;        /* NULL: no prefix cache */
     sspec          *spec;         /* NULL: no speculative decoding */
+    spec_guard     *guard;        /* with spec: whether a step drafts (NULL: always;
+                                     Q36_SERVER_MTP_GUARD=0) */
+    int             step_tok;     /* tokens published in this step */
     char            cache_file[4096]; /* --cache-dir's file, or "" */
     uint64_t        cache_fp;     /* the model's and options' fingerprint for it */
     char            plan_text[512];
@@ -221,6 +225,7 @@ static bool publish(sched *s, slot *sl, const gen_token *tp, bool settle)
 {
     srv_job *j = sl->job;
     const gen_token t = *tp;
+    s->step_tok++;
     pthread_mutex_lock(&j->mu);
     if (j->gp.n_probs >= 0) {
         if (j->n_toks == j->cap_toks) {
@@ -342,7 +347,7 @@ static void accept(sched *s, slot *sl, const sched_row *r)
 /* The drafts of every decoding slot (dslot[0..nd), their tokens at the
  * slot's position), and the verify rows into s->rows; returns the rows'
  * tokens, or -1 when the MTP pass failed (every busy slot failed then). */
-static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
+static int spec_rows(sched *s, const int *dslot, int nd, bool draft, int *n_rows)
 {
     int32_t x[256];
     int P[256], k[256], n_tok = 0;
@@ -351,7 +356,7 @@ static int spec_rows(sched *s, const int *dslot, int nd, int *n_rows)
         slot *sl = &s->slots[dslot[j]];
         x[j] = sl->next;
         P[j] = sched_engine_pos(s->eng, dslot[j]);
-        k[j] = sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx);
+        k[j] = draft ? sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx) : 0;
     }
     pthread_mutex_unlock(&s->mu);
     q36_err err = { 0 };
@@ -393,6 +398,7 @@ static void *engine_main(void *arg)
             break;
         }
         const double t_step = srv_now();
+        s->step_tok = 0;
         srv_job *incoming[64];
         int n_in = 0;
         for (int i = 0; i < s->n_slots && s->q_len && n_in < 64; i++)
@@ -441,9 +447,15 @@ static void *engine_main(void *arg)
         /* draft-mtp: the pending MTP rows of every slot and the drafts of
          * the decoding ones, then their verify rows */
         double t_draft = 0;
+        bool draft = true;
+        if (s->guard && nd) {
+            pthread_mutex_lock(&s->mu);             /* /monitor reads its counts */
+            draft = spec_guard_draft(s->guard, nd);
+            pthread_mutex_unlock(&s->mu);
+        }
         if (s->spec) {
             const double t0 = srv_now();
-            int nt = spec_rows(s, dslot, nd, &n_rows);
+            int nt = spec_rows(s, dslot, nd, draft, &n_rows);
             if (nt < 0)
                 continue;
             n_tok += nt;
@@ -550,6 +562,8 @@ static void *engine_main(void *arg)
             pcache_get_stats(s->cache, &cs);
         q36_backend_stats bs;
         q36_engine_backend_stats(sched_engine_q36(s->eng), &bs);
+        if (s->guard && nd && !n_prompt_tok)       /* a decode step: what it made */
+            spec_guard_done(s->guard, nd, draft, s->step_tok, srv_now() - t_step);
         pthread_mutex_lock(&s->met->mu);
         s->met->dev_launches = bs.launches;
         s->met->dev_graph_launches = bs.graph_launches;
@@ -695,6 +709,11 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
                          o->sess.backend && strcmp(o->sess.backend, "cpu"),
                          &s->spec, err))))
         goto fail;
+    const char *gv = getenv("Q36_SERVER_MTP_GUARD");
+    if (s->spec && !(gv && !strcmp(gv, "0")) && !(s->guard = spec_guard_new(o->n_slots))) {
+        rc = q36_err_set(err, Q36_E_NOMEM, "draft-mtp: out of memory for the guard");
+        goto fail;
+    }
     if (o->cache_mib > 0 &&
         (rc = pcache_new(sched_engine_q36(s->eng), (uint64_t)o->cache_mib << 20, &s->cache, err)))
         goto fail;
@@ -782,6 +801,7 @@ void sched_free(sched *s)
     free(s->queue);
     pcache_free(s->cache);
     sspec_free(s->spec);
+    spec_guard_free(s->guard);
     sched_engine_free(s->eng);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -818,7 +838,13 @@ cJSON *sched_spec_json(sched *s)
         return NULL;
     pthread_mutex_lock(&s->mu);
     cJSON *o = sspec_total_json(s->spec);
+    uint64_t plain = 0, drafted = 0;
+    if (s->guard)
+        spec_guard_counts(s->guard, &plain, &drafted);
     pthread_mutex_unlock(&s->mu);
+    cJSON_AddBoolToObject(o, "guard", s->guard != NULL);
+    cJSON_AddNumberToObject(o, "guard_plain_steps", (double)plain);
+    cJSON_AddNumberToObject(o, "guard_drafting_steps", (double)drafted);
     return o;
 }
 

@@ -18,7 +18,8 @@
 //    ids skipped) equal the host's choice from the logits, PLAIN and MTP.
 // With LOW_URL "-" the LOW case is left out (a random-weight model: its
 // drafts miss anyway); SPEC_TAG prefixes the case names, SPEC_MIN_ACCEPTED
-// (default 50) is the drafts the greedy case must have seen kept,
+// (default 50) is the drafts the greedy case must have seen kept (the MTP
+// server started with Q36_SERVER_MTP_GUARD=0 unless SPEC_GUARD=1),
 // SPEC_MIN_RATE (default 0) the part of its drafts; SPEC_PAD=1: the MTP
 // server pads its drafting slots' MTP rows (Q36_SERVER_MTP_PAD=1), and
 // the greedy case must have seen padded rows.
@@ -178,8 +179,14 @@ await kase("spec_monitor_card", async () => {
   const b = (await (await fetch(`${mtp}/monitor`)).json()).mtp;
   const sl = await spec(mtp);
   if (a !== null) return `the plain server reports ${JSON.stringify(a)}`;
+  // SPEC_GUARD=1: the server chooses step by step whether to draft
+  // (spec_guard.h): after the requests above it has measured both ways
+  const guard = process.env.SPEC_GUARD === "1";
+  const g = b && (guard ? b.guard === true && b.guard_plain_steps >= 8 && b.guard_drafting_steps >= 8
+                        : b.guard === false && b.guard_plain_steps === 0);
+  if (b) console.log(`# guard ${b.guard}: ${b.guard_plain_steps} steps without drafts, ${b.guard_drafting_steps} with`);
   return (b && b.type === "draft-mtp" && b.drafted === sum(sl, (s) => s.drafted) && b.accepted === sum(sl, (s) => s.accepted) &&
-    b.acceptance_by_position.split(" ").length === sl[0].draft_max) || JSON.stringify(b);
+    b.acceptance_by_position.split(" ").length === sl[0].draft_max && g) || JSON.stringify(b);
 });
 
 process.exit(failed ? 1 : 0);
