@@ -81,13 +81,20 @@ serve_step() {
 # the prefix cache gives the MTP block no hidden rows for its part); the
 # ratio is MTP's aggregate speed-up in the server.
 servemtp_step() {
-    local x=() w
+    local x=() w v
     for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384} --cache-ram 0; do x+=("--q36-arg=$w"); done
-    timeout 400 python3 "$dir/serve_bench.py" "$dir/q36" "$trained" --base-q36 \
-        "${x[@]}" --base-q36-arg=--cache-ram --base-q36-arg=0 \
-        --np "${SERVE_NPS:-1,4}" --seconds "${SERVE_SECS:-15}" --max-tokens 256 --ctx 2048 --reps "${SERVE_REPS:-2}" \
-        --budget 360 --log-dir "$LOG/serve-mtp"
-    echo "# servemtp step: exit status $?"
+    # SERVEMTP_VARIANTS: "VAR=value" words (A=1+B=2 sets both), each a run
+    # of its own after the default one (e.g. Q36_SERVER_MTP_GUARD=0)
+    for v in default ${SERVEMTP_VARIANTS:-}; do
+        local set=()
+        [ "$v" = default ] || set=(${v//+/ })
+        echo "### servemtp variant: $v"
+        env "${set[@]}" timeout 400 python3 "$dir/serve_bench.py" "$dir/q36" "$trained" --base-q36 \
+            "${x[@]}" --base-q36-arg=--cache-ram --base-q36-arg=0 \
+            --np "${SERVE_NPS:-1,4}" --seconds "${SERVE_SECS:-15}" --max-tokens 256 --ctx 2048 --reps "${SERVE_REPS:-2}" \
+            --budget 360 --log-dir "$LOG/serve-mtp-$v"
+        echo "# servemtp step: exit status $?"
+    done
 }
 
 # batch: test_backend_cuda --bench-batch on bench.sh's synthetic files
@@ -231,7 +238,7 @@ for s in ${STEPS:-test bench}; do
            tail -n 5 "$out/bench.txt" ;;
     servemtp) servemtp_step >"$out/serve-mtp.txt" 2>&1
            grep -E '^(###|\||FAIL|SKIP|# servemtp|q36:|# (q36|base) -np .*engine steps)' "$out/serve-mtp.txt" |
-               tail -n 20 ;;
+               tail -n 40 ;;
     serve) serve_step >"$out/serve-bench.txt" 2>&1
            grep -E '^(###|\||FAIL|SKIP|# serve step|# .*INTERRUPTED)' "$out/serve-bench.txt" | tail -n 24 ;;
     batch) batch_step >"$out/bench-batch.txt" 2>&1
