@@ -3,7 +3,8 @@
  * SPEC_GUARD_WARM steps drafting, then as many plain, then takes the
  * faster way with one step of the other every SPEC_GUARD_EXPLORE; buckets
  * of different slot counts choose apart; a change of speed turns it; steps
- * without tokens teach nothing; the counts add up. */
+ * without tokens teach nothing; the average is per token over the steps;
+ * the counts add up. */
 #include "test.h"
 
 #include "server/spec_guard.h"
@@ -56,6 +57,22 @@ int main(void)
     }
     t_check("guard.no_tokens_no_measure", h && dh == 3 * SPEC_GUARD_WARM,
             "%d of %d steps drafted while nothing was measured", dh, 3 * SPEC_GUARD_WARM);
+    /* per token over the steps, not the steps' own ratios: drafting steps
+     * of 1 token (every draft missed) and of 5, 2 ms each, make 0.67 ms a
+     * token against plain's 1 ms (the steps' ratios average 1.2 ms) */
+    spec_guard *q = spec_guard_new(3);
+    int dq = 0;
+    for (int i = 0; q && i < 2 * SPEC_GUARD_WARM + 4 * SPEC_GUARD_EXPLORE; i++) {
+        const bool x = spec_guard_draft(q, 3);
+        dq += x;
+        if (x)
+            spec_guard_done(q, 3, true, i % 2 ? 1 : 5, 2e-3);
+        else
+            spec_guard_done(q, 3, false, 1, 1e-3);
+    }
+    t_check("guard.per_token_over_steps", q && dq == SPEC_GUARD_WARM + 4 * SPEC_GUARD_EXPLORE - 4,
+            "%d steps drafted", dq);
+    spec_guard_free(q);
     uint64_t plain = 0, drafted = 0;
     spec_guard_counts(g, &plain, &drafted);
     const uint64_t total = 2 * SPEC_GUARD_WARM + 10 * SPEC_GUARD_EXPLORE + 2 * SPEC_GUARD_WARM +

@@ -1,6 +1,7 @@
 /* spec_guard.c: drafting while it pays (spec_guard.h). Per number of
  * decoding slots and way (0 plain, 1 drafting): the steps measured and
- * the moving average of seconds per token. A bucket measures
+ * the moving averages of a step's seconds and tokens, whose ratio is the
+ * way's seconds per token. A bucket measures
  * SPEC_GUARD_WARM steps drafting, then as many plain, then takes the way
  * of the lower average, and every SPEC_GUARD_EXPLORE steps one of the
  * other way, so that a change of load or of acceptance shows: such a
@@ -15,7 +16,9 @@
 
 typedef struct {
     uint64_t n[2];
-    double   spt[2];       /* seconds per token */
+    double   sec[2], tok[2];   /* moving averages of a step's seconds and tokens (their
+                                  ratio, not the average of the steps' ratios: a step
+                                  whose drafts all missed weighs as its one token) */
     uint64_t steps;        /* decisions taken in the bucket */
     int      pref;         /* the way taken, explorations aside (-1: none yet) */
 } guard_bucket;
@@ -64,7 +67,7 @@ bool spec_guard_draft(spec_guard *g, int n_dec)
     else if (b->n[0] < SPEC_GUARD_WARM)
         draft = false;
     else {
-        draft = b->spt[1] <= b->spt[0];
+        draft = b->sec[1] * b->tok[0] <= b->sec[0] * b->tok[1];    /* s/t: per token */
         b->pref = draft;
         if (++b->steps % SPEC_GUARD_EXPLORE == 0)
             draft = !draft;              /* the other way, once */
@@ -79,12 +82,12 @@ void spec_guard_done(spec_guard *g, int n_dec, bool drafted, int tokens, double 
         return;
     guard_bucket *b = bucket(g, n_dec);
     const int w = drafted ? 1 : 0;
-    const double x = seconds / tokens;
     /* the mean of the first steps, then the moving average */
     const double mean = 1.0 / (double)(b->n[w] + 1);
     const double ema = b->pref >= 0 && w != b->pref ? EXPLORE_WEIGHT : EMA_WEIGHT;
     const double a = mean > ema ? mean : ema;
-    b->spt[w] += a * (x - b->spt[w]);
+    b->sec[w] += a * (seconds - b->sec[w]);
+    b->tok[w] += a * ((double)tokens - b->tok[w]);
     b->n[w]++;
 }
 
