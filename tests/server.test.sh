@@ -69,12 +69,13 @@ kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
 
 # MTP speculative decoding in every slot (spec.mjs): a plain server, one
 # with drafts (prompts read in chunks of 32 beside the verify rows; its
-# drafting slots' MTP rows padded, as on a GPU: at least 0.7 of the drafts
-# must still hit, ~0.8 without), and one whose draft head of one id (almost)
-# never hits (adaptive k).
+# drafting slots' MTP rows padded, as on a GPU; the guard on, as by
+# default, so that its steps without drafts leave the MTP rows for later:
+# at least 0.7 of the drafts must still hit, ~0.8 without either), and one
+# whose draft head of one id (almost) never hits (adaptive k, no guard).
 "$Q36" serve --port 0 -np 4 -c 2048 -ub 32 >"$tmp/out5" 2>"$tmp/err5" &
 pid_plain=$!
-Q36_SERVER_MTP_GUARD=0 Q36_SERVER_MTP_PAD=1 "$Q36" serve --port 0 -np 4 -c 2048 -ub 32 --spec-type draft-mtp --draft-vocab 16384 >"$tmp/out6" 2>"$tmp/err6" &
+Q36_SERVER_MTP_PAD=1 "$Q36" serve --port 0 -np 4 -c 2048 -ub 32 --spec-type draft-mtp --draft-vocab 16384 >"$tmp/out6" 2>"$tmp/err6" &
 pid_mtp=$!
 Q36_SERVER_MTP_GUARD=0 "$Q36" serve --port 0 -np 2 -c 2048 --spec-type draft-mtp --draft-vocab 1 >"$tmp/out7" 2>"$tmp/err7" &
 pid_low=$!
@@ -82,7 +83,7 @@ url_plain=$(wait_url "$tmp/out5" $pid_plain)
 url_mtp=$(wait_url "$tmp/out6" $pid_mtp)
 url_low=$(wait_url "$tmp/out7" $pid_low)
 if [ -n "$url_plain" ] && [ -n "$url_mtp" ] && [ -n "$url_low" ]; then
-    SPEC_PAD=1 SPEC_MIN_RATE=0.7 node tests/server/spec.mjs "$url_plain" "$url_mtp" "$url_low"
+    SPEC_PAD=1 SPEC_MIN_RATE=0.7 SPEC_GUARD=1 SPEC_MIN_ACCEPTED=20 node tests/server/spec.mjs "$url_plain" "$url_mtp" "$url_low"
 else
     fail spec_servers "did not start: $(cat "$tmp/err5" "$tmp/err6" "$tmp/err7")"
 fi
@@ -90,18 +91,17 @@ kill -TERM $pid_plain $pid_mtp $pid_low; wait $pid_plain; wait $pid_mtp; wait $p
 # The same on a random-weight dense qwen35 with an MTP block (q36 synth): its
 # drafts miss, so nearly every round rewinds, and slots pause their drafts;
 # its drafting server keeps k_max drafts a round (Q36_SERVER_MTP_ADAPTIVE=0,
-# the GPU's default) and chooses step by step whether to draft at all (the
-# guard, on by default; the servers above run without it, so that their
-# draft counts are the test's).
+# the GPU's default) and drafts in every step (no guard: its draft counts
+# are the test's).
 if "$Q36" synth --arch qwen35 --preset tiny --seed 13 --mtp on -o "$tmp/dense.gguf" >"$tmp/synth.log" 2>&1; then
     "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 >"$tmp/out8" 2>"$tmp/err8" &
     pid_plain=$!
-    Q36_SERVER_MTP_ADAPTIVE=0 "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 --spec-type draft-mtp >"$tmp/out9" 2>"$tmp/err9" &
+    Q36_SERVER_MTP_GUARD=0 Q36_SERVER_MTP_ADAPTIVE=0 "$Q36" serve -m "$tmp/dense.gguf" --port 0 -np 4 -c 4096 -ub 32 --spec-type draft-mtp >"$tmp/out9" 2>"$tmp/err9" &
     pid_mtp=$!
     url_plain=$(wait_url "$tmp/out8" $pid_plain)
     url_mtp=$(wait_url "$tmp/out9" $pid_mtp)
     if [ -n "$url_plain" ] && [ -n "$url_mtp" ]; then
-        SPEC_TAG=synth_dense SPEC_MIN_ACCEPTED=0 SPEC_ADAPTIVE=0 SPEC_GUARD=1 node tests/server/spec.mjs "$url_plain" "$url_mtp" -
+        SPEC_TAG=synth_dense SPEC_MIN_ACCEPTED=0 SPEC_ADAPTIVE=0 node tests/server/spec.mjs "$url_plain" "$url_mtp" -
     else
         fail synth_dense_spec_servers "did not start: $(cat "$tmp/err8" "$tmp/err9")"
     fi

@@ -76,6 +76,8 @@ typedef struct slot {
     int      top_k;
     bool     top_ok;          /* top_id / top_v hold the last row's, not logits */
     float   *hprompt;         /* n_batch x n_embd: a prompt chunk's hidden rows */
+    int      dec_steps;       /* decode steps of this job so far (the guard skips the
+                                 first: its MTP pass catches up the whole prompt) */
 } slot;
 
 struct sched {
@@ -91,6 +93,7 @@ struct sched {
     spec_guard     *guard;        /* with spec: whether a step drafts (NULL: always;
                                      Q36_SERVER_MTP_GUARD=0) */
     int             step_tok;     /* tokens published in this step */
+    bool            deferred;     /* the last step left MTP rows pending (spec_rows) */
     char            cache_file[4096]; /* --cache-dir's file, or "" */
     uint64_t        cache_fp;     /* the model's and options' fingerprint for it */
     char            plan_text[512];
@@ -187,6 +190,7 @@ static void admit(sched *s, slot *sl, srv_job *j)
         err = (q36_err){ 0 };
     }
     sl->n_read = d;
+    sl->dec_steps = 0;
     pthread_mutex_lock(&s->mu);                /* /slots reads it */
     sl->n_cached = d;
     pthread_mutex_unlock(&s->mu);
@@ -345,9 +349,12 @@ static void accept(sched *s, slot *sl, const sched_row *r)
 }
 
 /* The drafts of every decoding slot (dslot[0..nd), their tokens at the
- * slot's position), and the verify rows into s->rows; returns the rows'
- * tokens, or -1 when the MTP pass failed (every busy slot failed then). */
-static int spec_rows(sched *s, const int *dslot, int nd, bool draft, int *n_rows)
+ * slot's position; none unless draft), and the verify rows into s->rows;
+ * *drafted: some slot drafts; *caught: it wrote the MTP rows earlier steps
+ * left pending. Returns the rows' tokens, or -1 when the MTP
+ * pass failed (every busy slot failed then). */
+static int spec_rows(sched *s, const int *dslot, int nd, bool draft, bool *drafted, bool *caught,
+                     int *n_rows)
 {
     int32_t x[256];
     int P[256], k[256], n_tok = 0;
@@ -357,10 +364,21 @@ static int spec_rows(sched *s, const int *dslot, int nd, bool draft, int *n_rows
         x[j] = sl->next;
         P[j] = sched_engine_pos(s->eng, dslot[j]);
         k[j] = draft ? sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx) : 0;
+        *drafted |= k[j] > 0;
     }
     pthread_mutex_unlock(&s->mu);
     q36_err err = { 0 };
-    if (sspec_draft(s->spec, dslot, x, P, k, nd, &err)) {
+    /* a decode step the guard keeps from drafting leaves the MTP rows
+     * pending (a later step writes them in one pass), up to
+     * SSPEC_DEFER_ROWS a slot; the step that writes them is not reported
+     * to the guard (*caught) */
+    bool prefill = false;
+    for (int i = 0; i < s->n_slots; i++)
+        prefill |= s->slots[i].st == SLOT_PREFILL;
+    const bool catch_up = draft || prefill || !sspec_may_defer(s->spec);
+    *caught = catch_up && s->deferred;
+    s->deferred = !catch_up;
+    if (catch_up && sspec_draft(s->spec, dslot, x, P, k, nd, &err)) {
         for (int i = 0; i < s->n_slots; i++)
             if (s->slots[i].st != SLOT_IDLE && s->slots[i].gen)
                 slot_fail(s, &s->slots[i], "drafting", &err);
@@ -420,6 +438,7 @@ static void *engine_main(void *arg)
         /* Drop the slots whose client is gone; sample the decoding ones:
          * their rows come first. */
         int n_rows = 0, busy = 0, n_tok = 0, nd = 0, dslot[256];
+        bool fresh = false;        /* a slot's first decode step (the guard skips it) */
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
             if (sl->st == SLOT_IDLE)
@@ -435,6 +454,7 @@ static void *engine_main(void *arg)
                 else if (!sample(s, sl))
                     continue;
                 if (s->spec) {
+                    fresh |= sl->dec_steps++ == 0;
                     dslot[nd++] = i;
                     continue;
                 }
@@ -447,7 +467,7 @@ static void *engine_main(void *arg)
         /* draft-mtp: the pending MTP rows of every slot and the drafts of
          * the decoding ones, then their verify rows */
         double t_draft = 0;
-        bool draft = true;
+        bool draft = true, drafted = false, caught = false;
         if (s->guard && nd) {
             pthread_mutex_lock(&s->mu);             /* /monitor reads its counts */
             draft = spec_guard_draft(s->guard, nd);
@@ -455,7 +475,7 @@ static void *engine_main(void *arg)
         }
         if (s->spec) {
             const double t0 = srv_now();
-            int nt = spec_rows(s, dslot, nd, draft, &n_rows);
+            int nt = spec_rows(s, dslot, nd, draft, &drafted, &caught, &n_rows);
             if (nt < 0)
                 continue;
             n_tok += nt;
@@ -562,8 +582,8 @@ static void *engine_main(void *arg)
             pcache_get_stats(s->cache, &cs);
         q36_backend_stats bs;
         q36_engine_backend_stats(sched_engine_q36(s->eng), &bs);
-        if (s->guard && nd && !n_prompt_tok)       /* a decode step: what it made */
-            spec_guard_done(s->guard, nd, draft, s->step_tok, srv_now() - t_step);
+        if (s->guard && nd && !n_prompt_tok && !fresh && !caught)   /* a decode step's make */
+            spec_guard_done(s->guard, nd, drafted, s->step_tok, srv_now() - t_step);
         pthread_mutex_lock(&s->met->mu);
         s->met->dev_launches = bs.launches;
         s->met->dev_graph_launches = bs.graph_launches;

@@ -128,6 +128,16 @@ int sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max,
 }
 
 int sspec_k_max(const sspec *s) { return s->k_max; }
+
+bool sspec_may_defer(const sspec *s)
+{
+    for (int i = 0; i < s->n_slots; i++) {
+        const int n = s->sl[i].n_pend;
+        if (n > SSPEC_DEFER_ROWS || n + s->k_max + 1 >= s->cap)
+            return false;
+    }
+    return true;
+}
 void sspec_end(sspec *s, int i) { s->sl[i].n_pend = s->sl[i].n_hist = 0; }
 const int32_t *sspec_drafts(const sspec *s, int i) { return s->sl[i].d; }
 float *sspec_vh(sspec *s, int i) { return s->sl[i].vh; }
@@ -304,8 +314,11 @@ void sspec_verified(sspec *s, int i, const int32_t *vids, int rows, int k)
     /* the MTP rows of the kept tokens with the trunk's hidden rows (x's
      * own was written by the draft pass when k > 0) */
     const int from = k > 0 ? 1 : 0;
-    t->n_pend = 0;
-    t->pend_pos = q36_slot_pos(sched_engine_q36(s->eng), i) - rows + from;
+    const int start = q36_slot_pos(sched_engine_q36(s->eng), i) - rows + from;
+    if (!t->n_pend || t->pend_pos + t->n_pend != start) {   /* else after rows left pending */
+        t->n_pend = 0;
+        t->pend_pos = start;
+    }
     for (int j = from; j < rows; j++)
         pend_add(s, t, &vids[j], 1, j ? t->vh + (size_t)(j - 1) * D : t->hlast);
     memcpy(t->hlast, t->vh + (size_t)m * D, D * sizeof *t->hlast);

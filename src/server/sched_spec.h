@@ -71,6 +71,13 @@ int  sspec_new(sched_engine *eng, int n_slots, int n_ctx, int n_batch, int k_max
                sspec **out, q36_err *err);
 void sspec_free(sspec *s);                                  /* accepts NULL */
 int  sspec_k_max(const sspec *s);
+/* Whether a step that drafts nothing may leave the MTP rows pending (for
+ * the next sspec_draft to write in one pass) instead of calling
+ * sspec_draft: every slot holds at most SSPEC_DEFER_ROWS pending rows and
+ * room for a verify row's more (sched.c calls sspec_draft in any step
+ * that drafts, reads a prompt, or may not defer). */
+bool sspec_may_defer(const sspec *s);
+#define SSPEC_DEFER_ROWS 64
 
 /* A job starts in slot i: the drafting state afresh (k = k_max); then
  * sspec_prefix with its first d prompt tokens restored from the prefix

@@ -3,9 +3,9 @@
  * the moving averages of a step's seconds and tokens, whose ratio is the
  * way's seconds per token. A bucket measures
  * SPEC_GUARD_WARM steps drafting, then as many plain, then takes the way
- * of the lower average, and every SPEC_GUARD_EXPLORE steps one of the
- * other way, so that a change of load or of acceptance shows: such a
- * step weighs EXPLORE_WEIGHT in its average (a step of the way taken
+ * of the lower average, and every SPEC_GUARD_EXPLORE steps SPEC_GUARD_RUN
+ * of the other way, so that a change of load or of acceptance shows: such
+ * a step weighs EXPLORE_WEIGHT in its average (a step of the way taken
  * EMA_WEIGHT), so that a few of them can turn the choice. */
 #include "spec_guard.h"
 
@@ -69,8 +69,8 @@ bool spec_guard_draft(spec_guard *g, int n_dec)
     else {
         draft = b->sec[1] * b->tok[0] <= b->sec[0] * b->tok[1];    /* s/t: per token */
         b->pref = draft;
-        if (++b->steps % SPEC_GUARD_EXPLORE == 0)
-            draft = !draft;              /* the other way, once */
+        if (b->steps++ % SPEC_GUARD_EXPLORE >= SPEC_GUARD_EXPLORE - SPEC_GUARD_RUN)
+            draft = !draft;              /* a run of the other way */
     }
     g->taken[draft]++;
     return draft;

@@ -24,14 +24,16 @@ void        spec_guard_free(spec_guard *g);              /* accepts NULL */
 /* Whether this step, with n_dec slots decoding (>= 1), drafts. */
 bool spec_guard_draft(spec_guard *g, int n_dec);
 /* The step's outcome: tokens generated in it, its seconds (a decode step:
- * no prompt chunk in it). */
+ * no prompt chunk in it, nor the catch-up of MTP rows that plain steps
+ * left: sched.c does not report those). */
 void spec_guard_done(spec_guard *g, int n_dec, bool drafted, int tokens, double seconds);
 /* Steps it sent without drafts, and with (since the server started). */
 void spec_guard_counts(const spec_guard *g, uint64_t *plain, uint64_t *drafted);
 
 /* The policy's constants (spec_guard.c): steps of each way measured
- * before choosing, the moving average's weight, one step of the other way
- * every this many */
-enum { SPEC_GUARD_WARM = 8, SPEC_GUARD_EXPLORE = 64 };
+ * before choosing; SPEC_GUARD_RUN steps of the other way every
+ * SPEC_GUARD_EXPLORE (the first drafting one catches up the MTP rows the
+ * plain steps left, and is not reported). */
+enum { SPEC_GUARD_WARM = 8, SPEC_GUARD_EXPLORE = 64, SPEC_GUARD_RUN = 4 };
 
 #endif

@@ -18,8 +18,8 @@
 //    ids skipped) equal the host's choice from the logits, PLAIN and MTP.
 // With LOW_URL "-" the LOW case is left out (a random-weight model: its
 // drafts miss anyway); SPEC_TAG prefixes the case names, SPEC_MIN_ACCEPTED
-// (default 50) is the drafts the greedy case must have seen kept (the MTP
-// server started with Q36_SERVER_MTP_GUARD=0 unless SPEC_GUARD=1),
+// (default 50) is the drafts the greedy case must have seen kept (SPEC_GUARD=1:
+// the MTP server runs its guard, else Q36_SERVER_MTP_GUARD=0),
 // SPEC_MIN_RATE (default 0) the part of its drafts; SPEC_PAD=1: the MTP
 // server pads its drafting slots' MTP rows (Q36_SERVER_MTP_PAD=1), and
 // the greedy case must have seen padded rows.
