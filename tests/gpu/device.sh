@@ -126,7 +126,9 @@ batch_step() {
 # prefill: pp4096 (PREFILL_P tokens) in fast mode, one pass, on bench.sh's
 # synthetic files beside llama.cpp (when unpacked), 3 reps; the 35B file's
 # op profile (--profile); then the 35B file once more for each "VAR=value"
-# word of PREFILL_VARIANTS (q36 alone, 2 reps).
+# word of PREFILL_VARIANTS (q36 alone, 2 reps); then for each depth of
+# PREFILL_D (e.g. "32768"; none by default) the 35B file's prompt at that
+# depth beside llama.cpp (2 reps) and with each variant (q36 alone).
 prefill_step() {
     local m v base=() p=${PREFILL_P:-4096}
     local pp=(-ngl 99 -p "$p" -n 0 -b "$p" -ub "$p" --fast)
@@ -143,6 +145,17 @@ prefill_step() {
         echo "\$ env $v q36 bench -m $m35 ${pp[*]} -r 2"
         env "$v" timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 2
         echo "# exit status $?"
+    done
+    local d
+    for d in ${PREFILL_D:-}; do
+        echo "\$ q36 bench -m $m35 ${pp[*]} -d $d -r 2 ${base[*]}"
+        timeout 240 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2 "${base[@]}"
+        echo "# exit status $?"
+        for v in ${PREFILL_VARIANTS:-}; do
+            echo "\$ env $v q36 bench -m $m35 ${pp[*]} -d $d -r 2"
+            env "$v" timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2
+            echo "# exit status $?"
+        done
     done
 }
 

@@ -1371,8 +1371,10 @@ static void test_moe_ops(const be_shape *sh, const char *mode, bool bn256)
 /* Q36_CUDA_FATTN=1 (cuda_fattn.cu): the attention cases, run on a context
  * made with it in place of `gpu`, at prompt sizes (at least 64 query rows,
  * the tiled path's threshold), with test_attention's bound; names end in
- * _tiled_tc with f16 caches on tensor cores (Q36_CUDA_FATTNTC on,
- * cuda_fattn_tc.cu; its f32-cache cases take the f32 kernel), _tiled with
+ * _tiled_mma with f16 caches on tensor cores in registers (Q36_CUDA_FATTNTC
+ * and Q36_CUDA_FATTNMMA on, cuda_fattn_mma.cu), _tiled_tc through WMMA
+ * (Q36_CUDA_FATTNMMA=0, cuda_fattn_tc.cu; in both, f32-cache cases take
+ * the f32 kernel), _tiled with
  * it off (the f32 kernel for both). Head dims 64/128/256, 1-3 KV heads,
  * f16 and f32 caches, runs with a prefix in the cache, a decode row beside
  * prompts, rows not a multiple of the 32-row tiles. */
@@ -1402,16 +1404,19 @@ static void attention_decode_cases(void)
         test_attention(16, 2, 256, f16, 1, l1, p_deep);
 }
 
-static void test_fattn_ops(const be_shape *sh, bool tc)
+static void test_fattn_ops(const be_shape *sh, bool tc, bool mma)
 {
-    /* f16 caches on tensor cores (cuda_fattn_tc.cu) unless tc is false */
+    /* f16 caches on tensor cores unless tc is false: in registers through
+     * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu) */
     char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
+    char *keep_mma = env_set("Q36_CUDA_FATTNMMA", mma ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
     env_restore("Q36_CUDA_FATTNTC", keep);
+    env_restore("Q36_CUDA_FATTNMMA", keep_mma);
     if (!gpf)
         return;
     gpu = gpf;
-    case_tag = tc ? "_tiled_tc" : "_tiled";
+    case_tag = !tc ? "_tiled" : mma ? "_tiled_mma" : "_tiled_tc";
     const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
     const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
     const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
@@ -3944,7 +3949,11 @@ int main(int argc, char **argv)
             test_moe_ops(&sh, "3", false);
             test_moe_ops(&sh, "3", true);
         }
-        if (want_ops("fattn")) { test_fattn_ops(&sh, true); test_fattn_ops(&sh, false); }
+        if (want_ops("fattn")) {
+            test_fattn_ops(&sh, true, true);
+            test_fattn_ops(&sh, true, false);
+            test_fattn_ops(&sh, false, false);
+        }
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);

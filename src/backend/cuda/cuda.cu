@@ -54,7 +54,9 @@
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
  * TF32 unless Q36_CUDA_CHUNKTC=0, cuda_chunk.cu), Q36_CUDA_GEMM16, Q36_CUDA_FATTN
- * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, cuda_fattn_tc.cu), and
+ * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, in registers through
+ * mma.sync, cuda_fattn_mma.cu, or with Q36_CUDA_FATTNMMA=0 through WMMA and
+ * shared memory, cuda_fattn_tc.cu), and
  * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
  * dequantized ahead; 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
@@ -237,6 +239,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
+    c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");

@@ -162,6 +162,7 @@ struct cuda_ctx {
     int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
+    bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     __half         *moeh;          /* their f16 rows and weight slabs (cuda_moe_pre.cu) */
@@ -519,6 +520,11 @@ bool cuda_fattn(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_te
  * 16-byte aligned, shared memory too small) */
 bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, int64_t n_head,
                    int n_seq, int64_t head_dim);
+/* ---- cuda_fattn_mma.cu: the same with the outputs in registers (mma.sync),
+ * called by cuda_fattn_tc once its checks pass, when fattn_mma; false when
+ * not taken (head dim, shared memory) */
+bool cuda_fattn_mma(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
+                    int64_t head_dim);
 
 /* ---- cuda_f16keep.cu: the kept f16 copy of a weight region (rows x K
  * halves, deq8's values rounded to nearest, row n of the region at n K),

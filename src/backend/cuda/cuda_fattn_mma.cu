@@ -1,0 +1,275 @@
+/* cuda_fattn_mma.cu: prompt attention for f16 K/V caches with the scores,
+ * the probabilities and the outputs held in registers (mma.sync m16n8k16,
+ * f16 inputs, f32 sums), the default of fast mode's tiled attention on
+ * f16 caches (cuda_fattn.cu; Q36_CUDA_FATTNMMA=0 keeps the WMMA kernel of
+ * cuda_fattn_tc.cu, whose outputs live in shared memory and go through it
+ * twice a tile).
+ *
+ * One block of 4 warps per (tile of 64 query rows of a run, query head,
+ * run); warp w owns query rows 16 w .. + 16, and each of its lanes two of
+ * them (rows g and g + 8 of the warp's 16, g = lane / 4), a quarter of
+ * their keys and of their outputs (the accumulator layout of m16n8k16).
+ * Tiles are scheduled longest first (the last query tiles see the most
+ * keys). The query rows are rounded to f16 into shared memory once; then
+ * the tiles of BC K/V rows up to the last position the tile's rows see
+ * are copied in two buffers (cp.async: the next tile's copies fly while
+ * this one's products run), and for each:
+ *  1. S = Q K^T on tensor cores, fragments through ldmatrix;
+ *  2. the online softmax in registers: scale, causal mask (key j counts
+ *     when j <= the row's position), running max over the quad of lanes
+ *     that share a row, p = 2^(s log2(e) - max) rounded to f16 (its f32
+ *     value summed), the earlier outputs rescaled;
+ *  3. O += P V, the probabilities used in place as the A fragments,
+ *     V's fragments through ldmatrix.trans.
+ * At the end each output is divided by its row's sum.
+ * Numerics as cuda_fattn_tc.cu's (q and p rounded to f16, scores and sums
+ * in f32); the exponential is exp2f of the scaled score, and the order of
+ * the sums is the tensor cores' and the quad's. Needs 16-byte aligned rows
+ * (cuda_fattn_tc checks) and head dim 64, 128 or 256. */
+#include "cuda.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define FM_BR      64      /* query rows of a block: 4 warps x 16 */
+#define FM_THREADS 128
+
+/* K/V rows of a tile: 64, or 32 for head dim 256, which keeps the shared
+ * memory of two buffers (101 KB) small enough for two blocks an SM */
+template <int HD> struct fm_cfg {
+    static constexpr int BC = HD == 256 ? 32 : 64;
+    static constexpr int LH = HD + 8;            /* pitch in halves: ldmatrix rows hit distinct banks */
+    static constexpr size_t q_at = 0, k_at = q_at + (size_t)FM_BR * LH * 2,
+                            v_at = k_at + (size_t)2 * BC * LH * 2,
+                            bytes = v_at + (size_t)2 * BC * LH * 2;
+};
+
+__device__ __forceinline__ unsigned fm_sa(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void fm_ldsm4(uint32_t r[4], unsigned addr)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#endif
+}
+
+__device__ __forceinline__ void fm_ldsm4t(uint32_t r[4], unsigned addr)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#endif
+}
+
+/* c += a b: a 16 x 16 (row), b 16 x 8 (col), c 16 x 8 f32 */
+__device__ __forceinline__ void fm_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ uint32_t fm_h2(float x, float y)
+{
+    const __half2 h = __floats2half2_rn(x, y);
+    return *(const uint32_t *)&h;
+}
+
+/* K and V rows j0 .. j0 + BC of the slot into buffer b (zeros past nkeys) */
+template <int HD>
+__device__ __forceinline__ void fm_load_kv(const fa_args &a, __half *K, __half *V, int64_t slot,
+                                           int64_t hk, int64_t j0, int64_t nkeys, int tid)
+{
+    using C = fm_cfg<HD>;
+    for (int e = tid; e < C::BC * HD / 8; e += FM_THREADS) {
+        const int j = e / (HD / 8), i = 8 * (e % (HD / 8));
+        const bool in = j0 + j < nkeys;
+        const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
+        cp16(K + j * C::LH + i, (const __half *)a.kc + row * a.ldk + hk * HD + i, in);
+        cp16(V + j * C::LH + i, (const __half *)a.vc + row * a.ldv + hk * HD + i, in);
+    }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
+{
+    using C = fm_cfg<HD>;
+    constexpr int BC = C::BC, LH = C::LH, NT = BC / 8, ND = HD / 8;
+    cuda_pdl_enter();
+    extern __shared__ __align__(128) unsigned char fm_smem[];
+    const int z = blockIdx.z;
+    const int64_t n = a.runs[4 * z + 2];
+    const int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * FM_BR;   /* longest first */
+    if (t0 >= n)
+        return;
+    const int rows = (int)(n - t0 < FM_BR ? n - t0 : FM_BR);
+    const int64_t slot = a.runs[4 * z], r0 = a.runs[4 * z + 1] + t0;
+    const int64_t p0 = a.runs[4 * z + 3] + t0, nkeys = p0 + rows;
+    const int64_t h = blockIdx.y, hk = h / a.group;
+    __half *Q = (__half *)(fm_smem + C::q_at);
+    __half *Kb = (__half *)(fm_smem + C::k_at), *Vb = (__half *)(fm_smem + C::v_at);
+    const int tid = threadIdx.x, w = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+
+    fm_load_kv<HD>(a, Kb, Vb, slot, hk, 0, nkeys, tid);
+    cp_commit();
+    for (int e = tid; e < FM_BR * HD / 4; e += FM_THREADS) {
+        const int r = e / (HD / 4), i = 4 * (e % (HD / 4));
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (r < rows)
+            v = *(const float4 *)(a.q + (r0 + r) * a.ldq + h * HD + i);
+        __half2 *d = (__half2 *)(Q + r * LH + i);
+        d[0] = __floats2half2_rn(v.x, v.y);
+        d[1] = __floats2half2_rn(v.z, v.w);
+    }
+
+    float o[ND][4];
+    #pragma unroll
+    for (int d = 0; d < ND; d++)
+        o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+    float mx[2] = { -INFINITY, -INFINITY }, sum[2] = { 0.0f, 0.0f };
+    const float sl2 = a.scale * 1.44269504088896340736f;
+    const int64_t pos[2] = { p0 + 16 * w + g, p0 + 16 * w + g + 8 };
+    /* ldmatrix row addresses: A (row-major 16 x 16) and K (keys x dims) */
+    const int lr = (lane % 8) + 8 * ((lane / 8) % 2), lc = 8 * (lane / 16);
+    const unsigned qa = fm_sa(Q + (16 * w + lr) * LH + lc);
+
+    int buf = 0;
+    for (int64_t j0 = 0; j0 < nkeys; j0 += BC, buf ^= 1) {
+        __half *K = Kb + buf * BC * LH, *V = Vb + buf * BC * LH;
+        if (j0 + BC < nkeys)
+            fm_load_kv<HD>(a, Kb + (buf ^ 1) * BC * LH, Vb + (buf ^ 1) * BC * LH, slot, hk, j0 + BC,
+                           nkeys, tid);
+        cp_commit();
+        cp_wait<1>();
+        __syncthreads();
+
+        /* 1. scores: s[nt] covers keys j0 + 8 nt .. + 8 */
+        float s[NT][4];
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+        const unsigned ka = fm_sa(K + (lane % 8) * LH + 8 * (lane / 8));
+        #pragma unroll
+        for (int k0 = 0; k0 < HD; k0 += 32) {
+            uint32_t a0[4], a1[4];
+            fm_ldsm4(a0, qa + 2 * k0);
+            fm_ldsm4(a1, qa + 2 * (k0 + 16));
+            #pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                uint32_t b[4];
+                fm_ldsm4(b, ka + 2 * (8 * nt * LH + k0));
+                fm_mma(s[nt], a0, b[0], b[1]);
+                fm_mma(s[nt], a1, b[2], b[3]);
+            }
+        }
+
+        /* 2. the online softmax of rows g (e = 0, 1) and g + 8 (e = 2, 3) */
+        const bool mask = j0 + BC - 1 > p0 + 16 * w;
+        float mt[2] = { -INFINITY, -INFINITY };
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t key = j0 + 8 * nt + 2 * t4 + (e & 1);
+                float v = s[nt][e] * sl2;
+                if (mask && key > pos[e / 2])
+                    v = -INFINITY;
+                s[nt][e] = v;
+                mt[e / 2] = fmaxf(mt[e / 2], v);
+            }
+        float f[2];
+        #pragma unroll
+        for (int i = 0; i < 2; i++) {
+            mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 1));
+            mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 2));
+            const float mn = fmaxf(mx[i], mt[i]);   /* finite: key 0 is in every row's view */
+            f[i] = exp2f(mx[i] - mn);
+            mx[i] = mn;
+            sum[i] *= f[i];
+        }
+        uint32_t pa[BC / 16][4];
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            float p[4];
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                p[e] = exp2f(s[nt][e] - mx[e / 2]);
+                sum[e / 2] += p[e];
+            }
+            pa[nt / 2][2 * (nt % 2)] = fm_h2(p[0], p[1]);
+            pa[nt / 2][2 * (nt % 2) + 1] = fm_h2(p[2], p[3]);
+        }
+        #pragma unroll
+        for (int d = 0; d < ND; d++) {
+            o[d][0] *= f[0];
+            o[d][1] *= f[0];
+            o[d][2] *= f[1];
+            o[d][3] *= f[1];
+        }
+
+        /* 3. O += P V: V's 16 x 16 blocks (keys x dims) transposed by ldmatrix */
+        const unsigned va = fm_sa(V + lr * LH + lc);
+        #pragma unroll
+        for (int kk = 0; kk < BC / 16; kk++)
+            #pragma unroll
+            for (int d = 0; d < ND; d += 2) {
+                uint32_t b[4];
+                fm_ldsm4t(b, va + 2 * (16 * kk * LH + 8 * d));
+                fm_mma(o[d], pa[kk], b[0], b[1]);
+                fm_mma(o[d + 1], pa[kk], b[2], b[3]);
+            }
+        __syncthreads();               /* before this buffer takes the tile after next */
+    }
+
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 1);
+        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 2);
+    }
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int r = 16 * w + g + 8 * i;
+        if (r >= rows)
+            continue;
+        float *out = a.out + (r0 + r) * a.ldo + h * HD + 2 * t4;
+        const float inv = 1.0f / sum[i];
+        #pragma unroll
+        for (int d = 0; d < ND; d++)
+            *(float2 *)(out + 8 * d) = make_float2(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
+    }
+}
+
+template <int HD>
+static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const size_t bytes = fm_cfg<HD>::bytes;
+    if ((size_t)c->smem_optin < bytes)
+        return false;
+    if (!cuda_smem_optin(be, (const void *)k_fattn_mma<HD>, bytes))
+        return true;
+    cuda_launch(k_fattn_mma<HD>, grid, FM_THREADS, bytes, c->stream, a);
+    CUDA_LAUNCHED(be, "k_fattn_mma");
+    return true;
+}
+
+bool cuda_fattn_mma(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
+                    int64_t head_dim)
+{
+    const dim3 grid((unsigned)((max_rows + FM_BR - 1) / FM_BR), (unsigned)n_head, (unsigned)n_seq);
+    switch (head_dim) {
+    case 64: return launch<64>(be, *a, grid);
+    case 128: return launch<128>(be, *a, grid);
+    case 256: return launch<256>(be, *a, grid);
+    default: return false;
+    }
+}
