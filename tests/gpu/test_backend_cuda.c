@@ -1132,7 +1132,7 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * sum of |products| (about M, the rounding once per operand rather than
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
-static bool dn_tf32;
+static bool dn_tf32, dn_tf32_state;
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1152,7 +1152,7 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     if (cut)
         n += snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
     if (dn_tf32)
-        snprintf(name + n, sizeof name - (size_t)n, "_tf32");
+        snprintf(name + n, sizeof name - (size_t)n, dn_tf32_state ? "_tf32s" : "_tf32");
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1194,15 +1194,20 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 }
 
 /* tc: the state kernel on tensor cores (names end in _tf32), else the
- * f32 one */
-static void test_chunk_ops(const be_shape *sh, bool tc)
+ * f32 one; with tc, ptc: the prep kernel's products on tensor cores too
+ * (k_chunk_prep_tc), else its f32 forward substitution (names end in
+ * _tf32s) */
+static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc)
 {
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
+    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", ptc ? "1" : "0");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
     env_restore("Q36_CUDA_CHUNKTC", keep);
+    env_restore("Q36_CUDA_CHUNKPREP", keep_p);
     if (!gpc)
         return;
     dn_tf32 = tc;
+    dn_tf32_state = tc && !ptc;
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
               l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
               l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
@@ -1229,7 +1234,7 @@ static void test_chunk_ops(const be_shape *sh, bool tc)
     test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
     be_free(gpc);
     gpc = NULL;
-    dn_tf32 = false;
+    dn_tf32 = dn_tf32_state = false;
 }
 
 /* ------------------------------------------------ f16 tensor-core matmul */
@@ -3941,7 +3946,11 @@ int main(int argc, char **argv)
 
     if (ops) {
         if (want_ops("ops")) test_ops();
-        if (want_ops("chunk")) { test_chunk_ops(&sh, true); test_chunk_ops(&sh, false); }
+        if (want_ops("chunk")) {
+            test_chunk_ops(&sh, true, true);
+            test_chunk_ops(&sh, true, false);
+            test_chunk_ops(&sh, false, false);
+        }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {
             test_moe_ops(&sh, "1", false);

@@ -658,6 +658,211 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
 }
 #endif
 
+/* ------------------------------------------------- prep on tensor cores */
+
+/* k_chunk_prep_tc (with the state kernel on tensor cores, unless
+ * Q36_CUDA_CHUNKPREP=0): k_chunk_prep's results with its two products on
+ * tensor cores in TF32, and W and U as products too. k_chunk_prep solves
+ * (I + A) X = B by forward substitution, one thread a column of W and U
+ * (2 DK columns of 64 dependent steps, two shared-memory reads a
+ * multiply-add): the longest part of a prompt pass's delta rule after the
+ * state kernel. Here:
+ *  1. the chunk's K and Q rows (cp.async, zero past its end), g and beta;
+ *  2. the Gram tiles K K^T and Q K^T (the 10 of 16 16 x 16 tiles on or
+ *     below the diagonal, each), while one thread forms G's prefix sums
+ *     in token order (k_chunk_prep's bits);
+ *  3. A and P from them, P and G to the scratch; the right-hand sides
+ *     beta e^G K in K's place, and V's rows copied into Q's place;
+ *  4. T = (I + A)^-1 (unit lower triangular), four lanes a column: row i
+ *     of column j is -sum_{j <= k < i} A[i][k] T[k][j]; V's rows times
+ *     beta;
+ *  5. W = T (beta e^G K) and U = T (beta V) on tensor cores (T's zeros
+ *     above the diagonal skipped), through shared memory to the scratch.
+ * TF32 rounds the operands of the products (10-bit mantissas, as in the
+ * state kernel); sums in f32. Shared memory (floats): K and Q/V rows
+ * (pitch DK + 4), K K^T then A (pitch C + 4), Q K^T then T, G, beta and
+ * g: 103 KB at DK = 128, two blocks an SM. */
+template <int DK> struct pt_sh {
+    static constexpr int LX = DK + 4, LM = CK_C + 4;
+    static constexpr size_t oK = 0, oQ = oK + (size_t)CK_C * LX, oM = oQ + (size_t)CK_C * LX,
+                            oT = oM + (size_t)CK_C * LM, oG = oT + (size_t)CK_C * LM,
+                            oB = oG + CK_C, oR = oB + CK_C, floats = oR + CK_C;
+};
+static_assert(pt_sh<32>::oM % 8 == 0 && pt_sh<32>::oT % 8 == 0, "32-byte aligned tiles");
+
+#ifdef __CUDA_ARCH__
+
+/* the (row, column) 16 x 16 tile n of the 10 on or below the diagonal */
+__device__ __forceinline__ void pt_tile(int n, int *r, int *c)
+{
+    int rr = 0;
+    while (n > rr) {
+        n -= rr + 1;
+        rr++;
+    }
+    *r = rr;
+    *c = n;
+}
+
+template <int DK> __device__ void pt_gram(const float *X, const float *K, float *M, int w)
+{
+    using L = pt_sh<DK>;
+    for (int n = w; n < 10; n += CK_THREADS / 32 / 2) {
+        int r, c;
+        pt_tile(n, &r, &c);
+        tf_acc acc;
+        wm::fill_fragment(acc, 0.0f);
+        #pragma unroll 4
+        for (int k = 0; k < DK / 8; k++) {
+            wm::fragment<wm::matrix_a, 16, 16, 8, wm::precision::tf32, wm::row_major> fa;
+            wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::col_major> fb;
+            wm::load_matrix_sync(fa, X + 16 * r * L::LX + 8 * k, L::LX);
+            wm::load_matrix_sync(fb, K + 16 * c * L::LX + 8 * k, L::LX);
+            tf_round(fa);
+            tf_round(fb);
+            wm::mma_sync(acc, fa, fb, acc);
+        }
+        wm::store_matrix_sync(M + 16 * r * L::LM + 16 * c, acc, L::LM, wm::mem_row_major);
+    }
+}
+
+/* Phase 5 for one right-hand side B (rows of pitch LX, replaced by T B) */
+template <int DK> __device__ void pt_solve(const float *T, float *B, int w)
+{
+    using L = pt_sh<DK>;
+    constexpr int NT = 4 * (DK / 16), PER = NT / (CK_THREADS / 32);
+    static_assert(NT % (CK_THREADS / 32) == 0, "whole tiles a warp");
+    tf_acc acc[PER];
+    #pragma unroll
+    for (int q = 0; q < PER; q++) {
+        const int n = w + q * (CK_THREADS / 32), r = n % 4, c = n / 4;
+        wm::fill_fragment(acc[q], 0.0f);
+        for (int k = 0; k < 2 * (r + 1); k++) {
+            wm::fragment<wm::matrix_a, 16, 16, 8, wm::precision::tf32, wm::row_major> fa;
+            wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::row_major> fb;
+            wm::load_matrix_sync(fa, T + 16 * r * L::LM + 8 * k, L::LM);
+            wm::load_matrix_sync(fb, B + 8 * k * L::LX + 16 * c, L::LX);
+            tf_round(fa);
+            tf_round(fb);
+            wm::mma_sync(acc[q], fa, fb, acc[q]);
+        }
+    }
+    __syncthreads();                   /* every warp has read B */
+    #pragma unroll
+    for (int q = 0; q < PER; q++) {
+        const int n = w + q * (CK_THREADS / 32), r = n % 4, c = n / 4;
+        wm::store_matrix_sync(B + 16 * r * L::LX + 16 * c, acc[q], L::LX, wm::mem_row_major);
+    }
+}
+
+/* rows t < nc of X (pitch LX) to dst's rows ((r0 + t) Hv + h) DK */
+template <int DK> __device__ void pt_store(float *dst, const float *X, const ck_chunk &c,
+                                          int64_t Hv, int64_t h, int tid)
+{
+    for (int e = tid; e < c.nc * (DK / 4); e += CK_THREADS) {
+        const int t = e / (DK / 4), i = 4 * (e % (DK / 4));
+        *(float4 *)(dst + ((c.r0 + t) * Hv + h) * DK + i) =
+            *(const float4 *)(X + t * pt_sh<DK>::LX + i);
+    }
+}
+#endif
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_prep_tc(ck_args a)
+{
+    cuda_pdl_enter();
+#ifdef __CUDA_ARCH__
+    using L = pt_sh<DK>;
+    extern __shared__ __align__(128) float smp[];
+    const ck_chunk c = chunk_of(a.runs, blockIdx.z, (int64_t)blockIdx.x * CK_C);
+    if (!c.nc)
+        return;
+    const int tid = threadIdx.x, w = tid / 32;
+    const int64_t h = blockIdx.y, kh = h % a.Hk;
+    float *K = smp + L::oK, *X = smp + L::oQ, *M = smp + L::oM, *T = smp + L::oT;
+    float *G = smp + L::oG, *bt = smp + L::oB, *gr = smp + L::oR;
+
+    /* 1. */
+    tc_cp_rows<DK, L::LX>(K, a.qkv, a.ldq, (a.Hk + kh) * DK, c, tid);
+    tc_cp_rows<DK, L::LX>(X, a.qkv, a.ldq, kh * DK, c, tid);
+    cp_commit();
+    if (tid < CK_C) {
+        gr[tid] = tid < c.nc ? a.g[(c.r0 + tid) * a.ldg + h] : 0.0f;
+        bt[tid] = tid < c.nc ? a.beta[(c.r0 + tid) * a.ldb + h] : 0.0f;
+    }
+    cp_wait<0>();
+    __syncthreads();
+
+    /* 2. warps 0-3: K K^T; 4-7: Q K^T; the last thread: G */
+    if (w < 4)
+        pt_gram<DK>(K, K, M, w);
+    else
+        pt_gram<DK>(X, K, T, w - 4);
+    if (tid == CK_THREADS - 1) {
+        float acc = 0.0f;
+        for (int t = 0; t < CK_C; t++) {
+            if (t < c.nc)
+                acc += gr[t];
+            G[t] = acc;
+        }
+    }
+    __syncthreads();
+
+    /* 3. */
+    for (int e = tid; e < CK_C * CK_C; e += CK_THREADS) {
+        const int t = e / CK_C, u = e % CK_C;
+        const float d = u <= t ? expf(G[t] - G[u]) : 0.0f;
+        float *m = M + t * L::LM + u;
+        *m = u < t ? bt[t] * *m * d : 0.0f;
+        if (t < c.nc)
+            a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] = u <= t ? T[t * L::LM + u] * d : 0.0f;
+    }
+    if (tid < c.nc)
+        a.G[(c.r0 + tid) * a.Hv + h] = G[tid];
+    for (int e = tid; e < CK_C * DK; e += CK_THREADS) {
+        const int t = e / DK, i = e % DK;
+        K[t * L::LX + i] *= bt[t] * expf(G[t]);
+    }
+    tc_cp_rows<DK, L::LX>(X, a.qkv, a.ldq, 2 * a.Hk * DK + h * DK, c, tid);   /* V */
+    cp_commit();
+    __syncthreads();
+
+    /* 4. column j = tid / 4 of T, its rows k = j + q, j + q + 4, ... summed by lane q */
+    {
+        const int j = tid / 4, q = tid % 4;
+        for (int i = q; i <= j; i += 4)
+            T[i * L::LM + j] = i == j ? 1.0f : 0.0f;
+        __syncwarp();
+        for (int i = 1; i < CK_C; i++) {
+            float p = 0.0f;
+            if (i > j)
+                for (int k = j + q; k < i; k += 4)
+                    p += M[i * L::LM + k] * T[k * L::LM + j];
+            p += __shfl_xor_sync(0xffffffffu, p, 1);
+            p += __shfl_xor_sync(0xffffffffu, p, 2);
+            if (i > j && q == 0)
+                T[i * L::LM + j] = -p;
+            __syncwarp();
+        }
+    }
+    cp_wait<0>();                      /* V: this thread's rows times beta */
+    for (int e = tid; e < CK_C * (DK / 4); e += CK_THREADS) {
+        const int t = e / (DK / 4), i = 4 * (e % (DK / 4));
+        float4 *v = (float4 *)(X + t * L::LX + i);
+        const float b = bt[t];
+        *v = make_float4(b * v->x, b * v->y, b * v->z, b * v->w);
+    }
+    __syncthreads();
+
+    /* 5. */
+    pt_solve<DK>(T, K, w);
+    pt_solve<DK>(T, X, w);
+    __syncthreads();
+    pt_store<DK>(a.W, K, c, a.Hv, h, tid);
+    pt_store<DK>(a.U, X, c, a.Hv, h, tid);
+#endif
+}
+
 /* --------------------------------------------------------------- kernels */
 
 template <int DK>
@@ -808,15 +1013,17 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     cudaStream_t st = c->stream;
     /* the tensor-core kernel's 16-byte copies need 16-byte rows of qkv */
     const bool tc = c->chunk_tc && !a.ck && a.ldq % 4 == 0 && (uintptr_t)a.qkv % 16 == 0;
+    const bool ptc = tc && c->chunk_prep_tc;
     void (*state)(ck_args) = tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
-    const size_t bp = prep_sh<DK>::floats * sizeof(float),
+    void (*prep)(ck_args) = ptc ? k_chunk_prep_tc<DK> : k_chunk_prep<DK>;
+    const size_t bp = (ptc ? pt_sh<DK>::floats : prep_sh<DK>::floats) * sizeof(float),
                  bs = tc ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
-    if (!cuda_smem_optin(be, (const void *)k_chunk_prep<DK>, bp) ||
+    if (!cuda_smem_optin(be, (const void *)prep, bp) ||
         !cuda_smem_optin(be, (const void *)state, bs))
         return false;
-    cuda_launch(k_chunk_prep<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
-                       st, a);
-    if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
+    cuda_launch(prep, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
+                st, a);
+    if (!CUDA_LAUNCHED(be, ptc ? "k_chunk_prep_tc" : "k_chunk_prep"))
         return false;
     cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
                 bs, st, a);
