@@ -145,7 +145,7 @@ struct cuda_ctx {
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
-    bool            chunk_prep_tc; /* and its prep kernel (Q36_CUDA_CHUNKPREP) */
+    bool            chunk_prep_tc; /* and its prep kernel (Q36_CUDA_CHUNKPREP=1) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

@@ -660,9 +660,10 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
 
 /* ------------------------------------------------- prep on tensor cores */
 
-/* k_chunk_prep_tc (with the state kernel on tensor cores, unless
- * Q36_CUDA_CHUNKPREP=0): k_chunk_prep's results with its two products on
- * tensor cores in TF32, and W and U as products too. k_chunk_prep solves
+/* k_chunk_prep_tc (with the state kernel on tensor cores, when
+ * Q36_CUDA_CHUNKPREP=1; off by default, below): k_chunk_prep's results
+ * with its two products on tensor cores in TF32, and W and U as products
+ * too. k_chunk_prep solves
  * (I + A) X = B by forward substitution, one thread a column of W and U
  * (2 DK columns of 64 dependent steps, two shared-memory reads a
  * multiply-add): the longest part of a prompt pass's delta rule after the
@@ -681,7 +682,17 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  * TF32 rounds the operands of the products (10-bit mantissas, as in the
  * state kernel); sums in f32. Shared memory (floats): K and Q/V rows
  * (pitch DK + 4), K K^T then A (pitch C + 4), Q K^T then T, G, beta and
- * g: 103 KB at DK = 128, two blocks an SM. */
+ * g: 103 KB at DK = 128, two blocks an SM.
+ * Measured on the H200 (bench/results/2026-12-03-cuda-session19/,
+ * run-6504c6e): 12.3 ms against 20.8 for the 35B-A3B's pp4096, the pass
+ * +4.8%, and its op cases well inside their bound. But with it the
+ * dense Q4_K synthetic file's fast-mode prompt logits (int8 decode
+ * products on) moved 6.4 std from the f32 twin (tolerance 5.7; 0.12
+ * std with k_chunk_prep; 0.098 against 0.050 with them off). The likely
+ * cause, not yet checked: T formed explicitly and applied in TF32 loses
+ * what the forward substitution keeps when T's entries are large (keys
+ * alike, beta near 1). So it is off until T B is formed in more than
+ * TF32 (3xTF32, or the inverse and products in f32) and that file passes. */
 template <int DK> struct pt_sh {
     static constexpr int LX = DK + 4, LM = CK_C + 4;
     static constexpr size_t oK = 0, oQ = oK + (size_t)CK_C * LX, oM = oQ + (size_t)CK_C * LX,
