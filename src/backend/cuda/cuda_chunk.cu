@@ -679,8 +679,9 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  *     beta;
  *  5. W = T (beta e^G K) and U = T (beta V) on tensor cores (T's zeros
  *     above the diagonal skipped), through shared memory to the scratch.
- * TF32 rounds the operands of the products (10-bit mantissas, as in the
- * state kernel); sums in f32. Shared memory (floats): K and Q/V rows
+ * Each product is three TF32 products (tf_mma3: about f32's precision;
+ * one TF32 product a tile, as in the state kernel, was 6504c6e's form,
+ * measured below); sums in f32. Shared memory (floats): K and Q/V rows
  * (pitch DK + 4), K K^T then A (pitch C + 4), Q K^T then T, G, beta and
  * g: 103 KB at DK = 128, two blocks an SM.
  * Measured on the H200 (bench/results/2026-12-03-cuda-session19/,
@@ -691,8 +692,8 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  * std with k_chunk_prep; 0.098 against 0.050 with them off). The likely
  * cause, not yet checked: T formed explicitly and applied in TF32 loses
  * what the forward substitution keeps when T's entries are large (keys
- * alike, beta near 1). So it is off until T B is formed in more than
- * TF32 (3xTF32, or the inverse and products in f32) and that file passes. */
+ * alike, beta near 1). Since then the products are 3xTF32 (not yet run on
+ * a GPU); it stays off until that file passes with it. */
 template <int DK> struct pt_sh {
     static constexpr int LX = DK + 4, LM = CK_C + 4;
     static constexpr size_t oK = 0, oQ = oK + (size_t)CK_C * LX, oM = oQ + (size_t)CK_C * LX,
@@ -702,6 +703,29 @@ template <int DK> struct pt_sh {
 static_assert(pt_sh<32>::oM % 8 == 0 && pt_sh<32>::oT % 8 == 0, "32-byte aligned tiles");
 
 #ifdef __CUDA_ARCH__
+
+/* acc += a b to about f32's precision from three TF32 products (3xTF32):
+ * each operand split into its TF32 rounding and the TF32 rounding of the
+ * rest, acc += a_hi b_lo + a_lo b_hi + a_hi b_hi (a_lo b_lo dropped, the
+ * small terms first). a and b as loaded, unrounded. */
+template <class FA, class FB> __device__ __forceinline__ void tf_mma3(tf_acc &acc, const FA &a, const FB &b)
+{
+    FA ah = a, al = a;
+    FB bh = b, bl = b;
+    #pragma unroll
+    for (int i = 0; i < a.num_elements; i++) {
+        ah.x[i] = wm::__float_to_tf32(a.x[i]);
+        al.x[i] = wm::__float_to_tf32(a.x[i] - ah.x[i]);
+    }
+    #pragma unroll
+    for (int i = 0; i < b.num_elements; i++) {
+        bh.x[i] = wm::__float_to_tf32(b.x[i]);
+        bl.x[i] = wm::__float_to_tf32(b.x[i] - bh.x[i]);
+    }
+    wm::mma_sync(acc, ah, bl, acc);
+    wm::mma_sync(acc, al, bh, acc);
+    wm::mma_sync(acc, ah, bh, acc);
+}
 
 /* the (row, column) 16 x 16 tile n of the 10 on or below the diagonal */
 __device__ __forceinline__ void pt_tile(int n, int *r, int *c)
@@ -729,9 +753,7 @@ template <int DK> __device__ void pt_gram(const float *X, const float *K, float 
             wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::col_major> fb;
             wm::load_matrix_sync(fa, X + 16 * r * L::LX + 8 * k, L::LX);
             wm::load_matrix_sync(fb, K + 16 * c * L::LX + 8 * k, L::LX);
-            tf_round(fa);
-            tf_round(fb);
-            wm::mma_sync(acc, fa, fb, acc);
+            tf_mma3(acc, fa, fb);
         }
         wm::store_matrix_sync(M + 16 * r * L::LM + 16 * c, acc, L::LM, wm::mem_row_major);
     }
@@ -753,9 +775,7 @@ template <int DK> __device__ void pt_solve(const float *T, float *B, int w)
             wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::row_major> fb;
             wm::load_matrix_sync(fa, T + 16 * r * L::LM + 8 * k, L::LM);
             wm::load_matrix_sync(fb, B + 8 * k * L::LX + 16 * c, L::LX);
-            tf_round(fa);
-            tf_round(fb);
-            wm::mma_sync(acc[q], fa, fb, acc[q]);
+            tf_mma3(acc[q], fa, fb);
         }
     }
     __syncthreads();                   /* every warp has read B */
