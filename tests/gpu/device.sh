@@ -186,7 +186,7 @@ deep_step() {
 
 # ncup: Nsight Compute on the prompt kernels of one 35B-A3B pp4096 pass in
 # fast mode (q36 bench, bench.sh's file): for each regex of NCUP (default
-# "k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_tc"), NCUP_COUNT
+# "k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_mma"), NCUP_COUNT
 # (default 2) launches after the first NCUP_SKIP (default 8), the same
 # sections as ncuk; NCUP_ENV adds q36 switches, NCUP_ARGS replaces the
 # bench arguments (e.g. "-p 0 -n 4 -d 32768 -b 4096 -ub 4096 --fast" with
@@ -197,7 +197,7 @@ ncup_step() {
     [ -n "$ncu" ] || { echo "FAIL ncup: no ncu on this machine"; return; }
     bench_models
     args=${NCUP_ARGS:--p 4096 -n 0 -b 4096 -ub 4096 --fast}
-    for kr in ${NCUP:-k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_tc}; do
+    for kr in ${NCUP:-k_moe_gemm_h k_chunk_state_tc k_chunk_prep k_fattn_mma}; do
         echo "### ncu $kr: q36 bench -m $m35 -ngl 99 $args -r 1 ${NCUP_ENV:-}"
         env ${NCUP_ENV:-} timeout 280 "$ncu" --clock-control none \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \

@@ -266,6 +266,11 @@ def q36_stats(srv):
                         "graphs_recorded": t["device_graphs_recorded"]})
     m = r.get("mtp")
     if m:
+        if "guard" in m:      # steps the MTP guard sent without drafts and with
+            out.update({"mtp_guard": m["guard"], "mtp_guard_plain": m.get("guard_plain_steps"),
+                        "mtp_guard_drafting": m.get("guard_drafting_steps"),
+                        "mtp_steps_without_drafts": m.get("steps_without_drafts"),
+                        "mtp_verify_rows": m.get("verify_rows")})
         out.update({"mtp_acceptance": round(m["acceptance"], 3),
                     "mtp_tokens_per_verify": round(m["tokens_per_verify_row"], 2),
                     "mtp_by_position": m["acceptance_by_position"]})
@@ -381,7 +386,10 @@ def table(a, rows, engines):
         for r in rows:
             if r.get("engine") == e and "mtp_acceptance" in r:
                 print(f"# {e} -np {r['np']} rep {r['rep']}: MTP acceptance {r['mtp_acceptance']} "
-                      f"(by position {r['mtp_by_position']}), {r['mtp_tokens_per_verify']} tokens a verify row")
+                      f"(by position {r['mtp_by_position']}), {r['mtp_tokens_per_verify']} tokens a verify row"
+                      + (f"; guard {'on' if r['mtp_guard'] else 'off'}: {r['mtp_guard_plain']} steps without "
+                         f"drafts, {r['mtp_guard_drafting']} with, {r['mtp_verify_rows']} verify rows"
+                         if "mtp_guard" in r else ""))
             if r.get("engine") == e and "step_ms" in r:
                 print(f"# {e} -np {r['np']} rep {r['rep']}: {r['steps']} engine steps, ms a step: "
                       f"{r['step_ms']} = forward {r['forward_ms']} + drafts {r['draft_ms']} + accepting "
