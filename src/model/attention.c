@@ -7,7 +7,8 @@
 
 #include <math.h>
 
-void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
+void model_attention_kv(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor **qo,
+                        be_tensor **gate_o)
 {
     const model_hparams *hp = e->hp;
     const model_layer_w *L = &e->w.layer[il];
@@ -37,11 +38,26 @@ void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *
     be_attn_prologue(be, qg, q, gate, k, L->q_norm, L->k_norm, hp->eps, hd, hp->n_rot,
                      hp->rope_sections, hp->rope_base, pos);
     be_kv_store(be, e->kc[il], e->vc[il], k, v, &e->batch);
+    *qo = q;
+    *gate_o = gate;
+}
 
-    be_tensor *att = model_rows(e, sc->att, T);
-    be_attention(be, q, e->kc[il], e->vc[il], &e->batch, Hq, Hkv, hd, 1.0f / sqrtf((float)hd),
-                 att);
+void model_attention_out(q36_engine *e, int il, int64_t T, be_tensor *q, be_tensor *gate,
+                         const be_batch *b, be_tensor *out)
+{
+    const model_hparams *hp = e->hp;
+    be_ctx *be = e->be;
+    const int64_t Hq = hp->n_head, Hkv = hp->n_head_kv, hd = hp->head_dim;
+    be_tensor *att = model_rows(e, e->sc.att, T);
+    be_attention(be, q, e->kc[il], e->vc[il], b, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), att);
     be_sigmoid(be, gate, gate);
     be_mul(be, att, gate, att);
-    be_matmul(be, L->wo, 0, att, out);
+    be_matmul(be, e->w.layer[il].wo, 0, att, out);
+}
+
+void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
+{
+    be_tensor *q, *gate;
+    model_attention_kv(e, il, T, h, &q, &gate);
+    model_attention_out(e, il, T, q, gate, &e->batch, out);
 }

@@ -87,6 +87,8 @@ void q36_engine_free(q36_engine *e)
             be_batch_free(e->be, &e->keep_run_b[i]);
         if (e->keep_lead_b.runs)
             be_batch_free(e->be, &e->keep_lead_b);
+        if (e->mtp_ob.runs)
+            be_batch_free(e->be, &e->mtp_ob);
     }
     be_free(e->be);
     model_mtp_free(e);
@@ -211,6 +213,8 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
         if (rc)
             goto fail;
     }
+    if (e->mtp && (rc = be_batch_init(e->be, &e->mtp_ob, MTP_OUT_MAX, MTP_OUT_MAX, n_ctx, err)))
+        goto fail;
     const be_shape sh = model_plan_shape(hp, &a);
     if ((rc = be_reserve(e->be, &sh, err)))
         goto fail;

@@ -94,6 +94,9 @@ struct q36_engine {
      * op (rewind.c: model_keep_batches); keep_ready while they are this
      * pass's */
     be_batch      *keep_b, *keep_run_b, keep_lead_b;
+    /* with MTP: the rows asked for of an MTP pass whose other rows only
+     * store their K/V (mtp.c, mtp_out_rows), one run of one row each */
+    be_batch       mtp_ob;        /* up to MTP_OUT_MAX rows */
     int            n_keep_lead;
     bool           keep_ready;
     uint8_t       *keep;          /* per slot: the next pass keeps its states */
@@ -206,10 +209,16 @@ static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
  * scratch and to rows 0 .. n_out of the ids, their hidden rows to rows
  * 0 .. n_out of e->mtp_h: the next chained pass's inputs. dv_in:
  * the ids are draft-vocabulary columns (their embedding rows from
- * e->dv_embd). */
+ * e->dv_embd). ob: NULL, or the rows out[] (each the last row of its run,
+ * in order; none at all: n_out 0) as runs of one row (e->mtp_ob): then
+ * only those rows go past the K/V store (attention, FFN, head); the
+ * others' outputs are never read, only their K/V rows. */
+/* The most rows an MTP pass's compact tail takes (mtp_ob) */
+#define MTP_OUT_MAX 64
+
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
-                      int n_out, float *logits, int32_t *ids, float *hidden, int chain,
-                      q36_err *err);
+                      int n_out, const be_batch *ob, float *logits, int32_t *ids, float *hidden,
+                      int chain, q36_err *err);
 
 /* The delta rule and the conv of a pass that keeps per-row states or saves
  * checkpoints inside it (rewind.c): each run on its own, a kept slot's row
@@ -245,6 +254,14 @@ void model_mtp_free(q36_engine *e);
 /* One block each: input h (T rows, normed), output into `out`. */
 void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
 void model_attention(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
+/* model_attention in two parts: the projections, norms, rope and K/V
+ * store of the T rows (e->batch), leaving q and the gate (rows 0 .. T of
+ * the scratch) in *q and *gate; then the attention of q's T rows over the
+ * cache by the runs of b, the gate and the output projection. */
+void model_attention_kv(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor **q,
+                        be_tensor **gate);
+void model_attention_out(q36_engine *e, int il, int64_t T, be_tensor *q, be_tensor *gate,
+                         const be_batch *b, be_tensor *out);
 void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
 void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
 

@@ -103,6 +103,32 @@ static uint64_t mtp_pass_key(const q36_engine *e, const q36_batch *b, int n_seq,
     return k | 1;
 }
 
+/* Whether the pass's rows asked for go on alone past the K/V store (ob in
+ * model_mtp_forward): fewer than the batch's rows, at most MTP_OUT_MAX,
+ * each the last row of its run, at most one a run, in order. The other
+ * rows' outputs are never read (the MTP block is one layer: a row's
+ * output reaches only the head), so they stop once their K/V rows are
+ * stored: a pass that catches up a slot's MTP rows computes the attention,
+ * FFN and head of its last row only, and one that asks for no row (the
+ * catch-up of a server step without drafts) none. The rows asked for then
+ * attend in runs of one row over the same cache rows. */
+static bool mtp_out_rows(const q36_engine *e, const q36_batch *b, int n_seq, be_seq *oseq)
+{
+    if (b->n_out >= b->n || b->n_out > MTP_OUT_MAX)
+        return false;
+    int s = 0;
+    for (int j = 0; j < b->n_out; j++) {
+        const int r = b->out[j];
+        while (s < n_seq && e->seq[s].row0 + e->seq[s].n_rows <= r)
+            s++;
+        if (s == n_seq || r != e->seq[s].row0 + e->seq[s].n_rows - 1)
+            return false;
+        oseq[j] = (be_seq){ e->seq[s].slot, j, 1, e->seq[s].pos0 + e->seq[s].n_rows - 1 };
+        s++;                               /* one a run */
+    }
+    return true;
+}
+
 /* One MTP pass of b: its ids and hidden rows h written first (h NULL: a
  * chained pass, both already on the device), then model_mtp_forward with
  * chain and dv_in as it takes them; the slots' MTP positions after it. */
@@ -120,11 +146,15 @@ static int mtp_pass(q36_engine *e, const q36_batch *b, const float *h, enum q36_
         be_write(be, e->mtp_h, 0, b->n, h);
     }
     be_batch_set(be, &e->batch, n_seq, e->seq);
+    be_seq oseq[MTP_OUT_MAX];
+    const bool compact = mtp_out_rows(e, b, n_seq, oseq);
+    if (compact && b->n_out)
+        be_batch_set(be, &e->mtp_ob, b->n_out, oseq);
     const bool want = logits != NULL || ids != NULL || chain >= 0;
     be_pass_begin(be, mtp_pass_key(e, b, n_seq, h_src, want, hidden != NULL,
                                    ids != NULL || chain >= 0, chain, dv_in), b->n);
-    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, dv_in, b->out, b->n_out, logits,
-                               ids, hidden, chain, err);
+    int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, dv_in, b->out, b->n_out,
+                               compact ? &e->mtp_ob : NULL, logits, ids, hidden, chain, err);
     be_pass_end(be);
     if (rc)
         return rc;
@@ -206,8 +236,8 @@ int q36_mtp_chain_fits(const q36_engine *e, int n_out, int k)
 }
 
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
-                      int n_out, float *logits, int32_t *ids, float *hidden, int chain,
-                      q36_err *err)
+                      int n_out, const be_batch *ob, float *logits, int32_t *ids, float *hidden,
+                      int chain, q36_err *err)
 {
     const model_hparams *hp = e->hp;
     const model_mtp_w *M = &e->w.mtp;
@@ -231,7 +261,29 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
     be_matmul(be, M->eh_proj, 0, cat, x);
 
     be_rms_norm(be, x, L->attn_norm, hp->eps, D, h);
-    model_attention(e, M->il, T, h, o);
+    int32_t idn[MTP_OUT_MAX];
+    if (ob) {       /* every row's K/V; the rows asked for, moved to rows 0 .. n_out, go on */
+        be_tensor *q, *gate;
+        model_attention_kv(e, M->il, T, h, &q, &gate);
+        if (!n_out)
+            return be_check(be, err);
+        for (int j = 0; j < n_out; j++) {
+            idn[j] = j;
+            if (out[j] == j)
+                continue;
+            be_tensor *src[3] = { q, gate, x };
+            for (int t = 0; t < 3; t++)
+                be_copy(be, be_rows(be, src[t], out[j], 1), be_rows(be, src[t], j, 1));
+        }
+        T = n_out;
+        out = idn;
+        x = be_rows(be, x, 0, T);
+        h = be_rows(be, h, 0, T);
+        o = be_rows(be, o, 0, T);
+        model_attention_out(e, M->il, T, be_rows(be, q, 0, T), be_rows(be, gate, 0, T), ob, o);
+    } else {
+        model_attention(e, M->il, T, h, o);
+    }
     be_add(be, o, x, x);
     be_rms_norm(be, x, L->post_norm, hp->eps, D, h);
     if (hp->arch == MODEL_QWEN35)
