@@ -692,6 +692,48 @@ static int32_t masked_argmax(const float *x, int V, const int32_t *ban, int nb)
     return best;
 }
 
+/* Two engines of 128 positions on m (a returns logits, b what is under
+ * test), and the rows of a prompt pass that asks for every row: ids,
+ * slot 0, positions and asked-for rows 0 .. n (n <= 64) */
+static int engine_pair(q36_model *m, q36_engine **a, q36_engine **b, q36_err *err)
+{
+    q36_engine_opts o = q36_engine_opts_default();
+    *a = *b = NULL;
+    int rc = q36_engine_new(m, 128, &o, a, err);
+    return rc ? rc : q36_engine_new(m, 128, &o, b, err);
+}
+
+typedef struct {
+    int32_t ids[64], slot[64], pos[64], out[64];
+    int     rows, p0;
+} pair_steps;
+
+static void steps_start(pair_steps *s, const int32_t *prompt, int n)
+{
+    for (int i = 0; i < n; i++) {
+        s->ids[i] = prompt[i];
+        s->slot[i] = 0;
+        s->pos[i] = i;
+        s->out[i] = i;
+    }
+    s->rows = n;
+    s->p0 = 0;
+}
+
+static q36_batch steps_batch(pair_steps *s)
+{
+    return (q36_batch){ s->rows, s->ids, s->slot, s->pos, s->rows, s->out };
+}
+
+/* after a pass: the next is one row, token tok, at the next position */
+static void steps_next(pair_steps *s, int32_t tok)
+{
+    s->ids[0] = tok;
+    s->p0 += s->rows;
+    s->pos[0] = s->p0;
+    s->rows = 1;
+}
+
 /* q36_engine_argmax_ban: an ids pass that skips the banned ids chooses as
  * the host does on the logits with them at -inf. Engine a returns logits,
  * engine b ids; each pass bans the row's own largest logit (found on a's
@@ -703,27 +745,22 @@ static void argmax_ban_same(q36_model *m, const int32_t *prompt, int n, const ch
 {
     char name[128];
     snprintf(name, sizeof name, "spec.%s.argmax_ban_is_host_masked_argmax", tag);
-    q36_engine_opts o = q36_engine_opts_default();
-    q36_engine *a = NULL, *b = NULL;
+    q36_engine *a, *b;
     q36_err err = { 0 };
-    int rc = q36_engine_new(m, 128, &o, &a, &err);
-    rc = rc ? rc : q36_engine_new(m, 128, &o, &b, &err);
+    int rc = engine_pair(m, &a, &b, &err);
     const int V = rc ? 1 : q36_engine_n_vocab(a);
-    float *lg = malloc((size_t)n * V * sizeof *lg);
-    int32_t ids[64], slot[64], pos[64], out[64], got[64], ban[3];
-    int bad = 0, checked = 0, rechosen = 0;
-    t_rng r = t_rng_named(name);
     if (n > 64)
         n = 64;
-    for (int i = 0; i < n; i++) {
-        ids[i] = prompt[i];
-        slot[i] = 0;
-        pos[i] = i;
-        out[i] = i;
-    }
+    float *lg = malloc((size_t)n * V * sizeof *lg);
+    int32_t got[64], ban[3];
+    int bad = 0, checked = 0, rechosen = 0;
+    t_rng r = t_rng_named(name);
+    pair_steps st;
+    steps_start(&st, prompt, n);
     /* a pass of rows [0, n) asked for all of them, then steps of one row */
-    for (int step = 0, rows = n, p0 = 0; step < 25 && !rc; step++) {
-        const q36_batch bt = { rows, ids, slot, pos, rows, out };
+    for (int step = 0; step < 25 && !rc; step++) {
+        const int rows = st.rows;
+        const q36_batch bt = steps_batch(&st);
         rc = q36_engine_eval(a, &bt, lg, NULL, &err);
         for (int k = 0; k < 3 && !rc; k++)
             ban[k] = (int32_t)(t_next(&r) % (uint64_t)V);
@@ -737,20 +774,17 @@ static void argmax_ban_same(q36_model *m, const int32_t *prompt, int n, const ch
             bad += got[i] != masked_argmax(x, V, ban, 3);
             checked++;
         }
-        ids[0] = rc ? 0 : got[rows - 1];
-        p0 += rows;
-        pos[0] = p0;
-        rows = 1;
+        steps_next(&st, rc ? 0 : got[rows - 1]);
     }
     /* scattered rows with a ban: refused, nothing evaluated */
     int refused = 0;
     if (!rc) {
         const int32_t two[2] = { 0, 2 }, id3[3] = { 1, 2, 3 }, s3[3] = { 0, 0, 0 };
-        const int32_t p3[3] = { pos[0], pos[0] + 1, pos[0] + 2 };
+        const int32_t p3[3] = { st.pos[0], st.pos[0] + 1, st.pos[0] + 2 };
         const q36_batch sc = { 3, id3, s3, p3, 2, two };
         q36_err e2 = { 0 };
         refused = q36_engine_eval_argmax(b, &sc, got, NULL, &e2) == Q36_E_ARG &&
-                  q36_slot_pos(b, 0) == pos[0] && !q36_engine_argmax_ban_fits(b, &sc);
+                  q36_slot_pos(b, 0) == st.pos[0] && !q36_engine_argmax_ban_fits(b, &sc);
         rc = q36_engine_argmax_ban(b, NULL, 0, &err);
         rc = rc ? rc : q36_engine_eval_argmax(b, &sc, got, NULL, &err);
     }
@@ -774,28 +808,26 @@ static void topk_same(q36_model *m, const int32_t *prompt, int n, const char *ta
 {
     char name[128];
     snprintf(name, sizeof name, "spec.%s.topk_is_host_topk", tag);
-    q36_engine_opts o = q36_engine_opts_default();
-    q36_engine *a = NULL, *b = NULL;
+    q36_engine *a, *b;
     q36_err err = { 0 };
-    int rc = q36_engine_new(m, 128, &o, &a, &err);
-    rc = rc ? rc : q36_engine_new(m, 128, &o, &b, &err);
+    int rc = engine_pair(m, &a, &b, &err);
     const int V = rc ? 1 : q36_engine_n_vocab(a), D = rc ? 1 : q36_engine_n_embd(a);
     if (n > 32)
         n = 32;
     float *lg = malloc((size_t)n * V * sizeof *lg), *vals = malloc((size_t)n * 64 * sizeof *vals);
     float *ha = malloc((size_t)n * D * sizeof *ha), *hb = malloc((size_t)n * D * sizeof *hb);
-    int32_t ids[64], slot[64], pos[64], out[64], got[32 * 64], want_i[64], ban = 0;
+    int32_t got[32 * 64], want_i[64], ban = 0;
     float want_v[64];
     int bad = 0, checked = 0, hid_bad = 0;
-    for (int i = 0; i < n; i++)
-        ids[i] = prompt[i], slot[i] = 0, pos[i] = i, out[i] = i;
+    pair_steps st;
+    steps_start(&st, prompt, n);
     static const int ks[] = { 1, 20, 64, 7, 33 };
     rc = rc ? rc : q36_engine_argmax_ban(b, &ban, 1, &err);
-    for (int step = 0, rows = n, p0 = 0; step < 5 && !rc; step++) {
-        const int k = ks[step];
-        const q36_batch bt = { rows, ids, slot, pos, rows, out };
-        rc = q36_engine_eval_hid(a, &bt, lg, out, rows, ha, &err);
-        rc = rc ? rc : q36_engine_eval_hid_topk(b, &bt, k, got, vals, out, rows, hb, &err);
+    for (int step = 0; step < 5 && !rc; step++) {
+        const int k = ks[step], rows = st.rows;
+        const q36_batch bt = steps_batch(&st);
+        rc = q36_engine_eval_hid(a, &bt, lg, st.out, rows, ha, &err);
+        rc = rc ? rc : q36_engine_eval_hid_topk(b, &bt, k, got, vals, st.out, rows, hb, &err);
         for (int i = 0; i < rows && !rc; i++) {
             topk_ref(lg + (size_t)i * V, V, k, want_i, want_v);
             bad += memcmp(want_i, got + i * k, (size_t)k * sizeof *got) != 0 ||
@@ -803,14 +835,11 @@ static void topk_same(q36_model *m, const int32_t *prompt, int n, const char *ta
             checked++;
         }
         hid_bad += !rc && memcmp(ha, hb, (size_t)rows * D * sizeof *ha) != 0;
-        ids[0] = rc ? 0 : got[(rows - 1) * k];
-        p0 += rows;
-        pos[0] = p0;
-        rows = 1;
+        steps_next(&st, rc ? 0 : got[(rows - 1) * k]);
     }
     bool refused = false;
     if (!rc) {
-        const q36_batch one = { 1, ids, slot, pos, 1, out };
+        const q36_batch one = steps_batch(&st);
         q36_err e2 = { 0 };
         refused = q36_engine_eval_hid_topk(b, &one, 65, got, vals, NULL, -1, NULL, &e2) == Q36_E_ARG &&
                   q36_engine_eval_hid_topk(b, &one, 0, got, vals, NULL, -1, NULL, &e2) == Q36_E_ARG;
