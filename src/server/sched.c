@@ -348,14 +348,45 @@ static void accept(sched *s, slot *sl, const sched_row *r)
     }
 }
 
-/* The drafts of every decoding slot (dslot[0..nd), their tokens at the
- * slot's position; none unless draft), and the verify rows into s->rows;
- * *drafted: some slot drafts; *caught: it wrote the MTP rows earlier steps
- * left pending. Returns the rows' tokens, or -1 when the MTP
- * pass failed (every busy slot failed then). */
-static int spec_rows(sched *s, const int *dslot, int nd, bool draft, bool *drafted, bool *caught,
-                     int *n_rows)
+/* A step of q36 serve --spec-type draft-mtp as the guard (spec_guard.h)
+ * sees it: whether it drafts (the guard's choice), whether some slot did,
+ * and what keeps the step from being timed: a slot's first decode step
+ * (fresh), or the writing of MTP rows that earlier steps left pending
+ * (caught); steps with prompt chunks are not timed either (guard_end). */
+typedef struct {
+    int  n_dec;
+    bool draft, drafted, caught, fresh;
+} guard_step;
+
+/* The guard's choice for a step with n_dec decoding slots (drafting when
+ * there is no guard) */
+static void guard_begin(sched *s, guard_step *g, int n_dec)
 {
+    g->n_dec = n_dec;
+    g->draft = true;
+    if (s->guard && n_dec) {
+        pthread_mutex_lock(&s->mu);             /* /monitor reads its counts */
+        g->draft = spec_guard_draft(s->guard, n_dec);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* The step's outcome to the guard, when it was a decode step's make */
+static void guard_end(sched *s, const guard_step *g, int n_prompt_tok, double t_step)
+{
+    if (s->guard && g->n_dec && !n_prompt_tok && !g->fresh && !g->caught)
+        spec_guard_done(s->guard, g->n_dec, g->drafted, s->step_tok, srv_now() - t_step);
+}
+
+/* The drafts of every decoding slot (dslot[0..nd), their tokens at the
+ * slot's position; none unless g->draft), and the verify rows into
+ * s->rows; g->drafted: some slot drafts; g->caught: it wrote the MTP rows
+ * earlier steps left pending. Returns the rows' tokens, or -1 when the
+ * MTP pass failed (every busy slot failed then). */
+static int spec_rows(sched *s, const int *dslot, int nd, guard_step *g, int *n_rows)
+{
+    const bool draft = g->draft;
+    bool *drafted = &g->drafted, *caught = &g->caught;
     int32_t x[256];
     int P[256], k[256], n_tok = 0;
     pthread_mutex_lock(&s->mu);                /* /slots reads the drafting state */
@@ -438,7 +469,7 @@ static void *engine_main(void *arg)
         /* Drop the slots whose client is gone; sample the decoding ones:
          * their rows come first. */
         int n_rows = 0, busy = 0, n_tok = 0, nd = 0, dslot[256];
-        bool fresh = false;        /* a slot's first decode step (the guard skips it) */
+        guard_step gs = { 0 };
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
             if (sl->st == SLOT_IDLE)
@@ -454,7 +485,7 @@ static void *engine_main(void *arg)
                 else if (!sample(s, sl))
                     continue;
                 if (s->spec) {
-                    fresh |= sl->dec_steps++ == 0;
+                    gs.fresh |= sl->dec_steps++ == 0;
                     dslot[nd++] = i;
                     continue;
                 }
@@ -467,15 +498,10 @@ static void *engine_main(void *arg)
         /* draft-mtp: the pending MTP rows of every slot and the drafts of
          * the decoding ones, then their verify rows */
         double t_draft = 0;
-        bool draft = true, drafted = false, caught = false;
-        if (s->guard && nd) {
-            pthread_mutex_lock(&s->mu);             /* /monitor reads its counts */
-            draft = spec_guard_draft(s->guard, nd);
-            pthread_mutex_unlock(&s->mu);
-        }
+        guard_begin(s, &gs, nd);
         if (s->spec) {
             const double t0 = srv_now();
-            int nt = spec_rows(s, dslot, nd, draft, &drafted, &caught, &n_rows);
+            int nt = spec_rows(s, dslot, nd, &gs, &n_rows);
             if (nt < 0)
                 continue;
             n_tok += nt;
@@ -582,8 +608,7 @@ static void *engine_main(void *arg)
             pcache_get_stats(s->cache, &cs);
         q36_backend_stats bs;
         q36_engine_backend_stats(sched_engine_q36(s->eng), &bs);
-        if (s->guard && nd && !n_prompt_tok && !fresh && !caught)   /* a decode step's make */
-            spec_guard_done(s->guard, nd, drafted, s->step_tok, srv_now() - t_step);
+        guard_end(s, &gs, n_prompt_tok, t_step);
         pthread_mutex_lock(&s->met->mu);
         s->met->dev_launches = bs.launches;
         s->met->dev_graph_launches = bs.graph_launches;
