@@ -50,6 +50,10 @@ typedef struct model_scratch {
     int64_t    logit_rows;
 } model_scratch;
 
+/* The most rows asked for that an MTP pass takes past the K/V store alone
+ * (e->mtp_ob, model_mtp_forward's ob) */
+#define MTP_OUT_MAX 64
+
 struct q36_engine {
     const q36_model     *m;
     const model_hparams *hp;
@@ -212,10 +216,8 @@ static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
  * e->dv_embd). ob: NULL, or the rows out[] (each the last row of its run,
  * in order; none at all: n_out 0) as runs of one row (e->mtp_ob): then
  * only those rows go past the K/V store (attention, FFN, head); the
- * others' outputs are never read, only their K/V rows. */
-/* The most rows an MTP pass's compact tail takes (mtp_ob) */
-#define MTP_OUT_MAX 64
-
+ * others' outputs are never read, only their K/V rows (at most
+ * MTP_OUT_MAX rows asked for). */
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
                       int n_out, const be_batch *ob, float *logits, int32_t *ids, float *hidden,
                       int chain, q36_err *err);

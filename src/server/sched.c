@@ -385,8 +385,6 @@ static void guard_end(sched *s, const guard_step *g, int n_prompt_tok, double t_
  * MTP pass failed (every busy slot failed then). */
 static int spec_rows(sched *s, const int *dslot, int nd, guard_step *g, int *n_rows)
 {
-    const bool draft = g->draft;
-    bool *drafted = &g->drafted, *caught = &g->caught;
     int32_t x[256];
     int P[256], k[256], n_tok = 0;
     pthread_mutex_lock(&s->mu);                /* /slots reads the drafting state */
@@ -394,20 +392,20 @@ static int spec_rows(sched *s, const int *dslot, int nd, guard_step *g, int *n_r
         slot *sl = &s->slots[dslot[j]];
         x[j] = sl->next;
         P[j] = sched_engine_pos(s->eng, dslot[j]);
-        k[j] = draft ? sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx) : 0;
-        *drafted |= k[j] > 0;
+        k[j] = g->draft ? sspec_round_k(s->spec, dslot[j], P[j], s->n_ctx) : 0;
+        g->drafted |= k[j] > 0;
     }
     pthread_mutex_unlock(&s->mu);
     q36_err err = { 0 };
     /* a decode step the guard keeps from drafting leaves the MTP rows
      * pending (a later step writes them in one pass), up to
      * SSPEC_DEFER_ROWS a slot; the step that writes them is not reported
-     * to the guard (*caught) */
+     * to the guard (g->caught) */
     bool prefill = false;
     for (int i = 0; i < s->n_slots; i++)
         prefill |= s->slots[i].st == SLOT_PREFILL;
-    const bool catch_up = draft || prefill || !sspec_may_defer(s->spec);
-    *caught = catch_up && s->deferred;
+    const bool catch_up = g->draft || prefill || !sspec_may_defer(s->spec);
+    g->caught = catch_up && s->deferred;
     s->deferred = !catch_up;
     if (catch_up && sspec_draft(s->spec, dslot, x, P, k, nd, &err)) {
         for (int i = 0; i < s->n_slots; i++)
