@@ -1335,22 +1335,29 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
  * (and, for =2 and =3, the f16 roundings of test_gemm16's bound). Experts
  * with no rows, one tile and several; top-1/3/8; x per token or per
  * (token, rank); for =3 the weights of the large cases in several slabs
- * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel), with
- * tiles of 128 outputs and (bn256) of 256 (Q36_CUDA_MOEBN=256). */
-static void test_moe_ops(const be_shape *sh, const char *mode, bool bn256)
+ * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel). For
+ * =3, wmma_bn 0 runs cuda_moe_mma.cu's tiles (the default: 128 rows;
+ * be_matmul_id_swiglu's gate and up in one kernel), 128 or 256
+ * (Q36_CUDA_MOEMMA=0) cuda_moe_pre.cu's WMMA tiles of that many outputs.
+ * The be_matmul_id_swiglu cases run the three ops on the other kernels. */
+static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn)
 {
     /* every batch of at least 64 rows grouped, however few an expert gets
      * (by default, only batches of 2 rows an expert on average) */
-    char *per = env_set("Q36_CUDA_MOEROWS", "0"), *bn = env_set("Q36_CUDA_MOEBN", bn256 ? "256" : "128");
+    char *per = env_set("Q36_CUDA_MOEROWS", "0"), *bn = env_set("Q36_CUDA_MOEBN", wmma_bn == 256 ? "256" : "128");
+    char *mma = env_set("Q36_CUDA_MOEMMA", wmma_bn ? "0" : "1");
     be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
     env_restore("Q36_CUDA_MOEROWS", per);
     env_restore("Q36_CUDA_MOEBN", bn);
+    env_restore("Q36_CUDA_MOEMMA", mma);
     if (!gpm)
         return;
     gpu = gpm;
     mm_sequential = true;
     mm_f16 = strcmp(mode, "1") != 0;
-    case_tag = !strcmp(mode, "3") ? (bn256 ? "_grouped_f16pre256" : "_grouped_f16pre")
+    case_tag = !strcmp(mode, "3") ? (wmma_bn == 256   ? "_grouped_f16pre256"
+                                     : wmma_bn == 128 ? "_grouped_f16pre_wmma"
+                                                      : "_grouped_f16pre")
                : mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
     for (size_t i = 0; i < sizeof etypes / sizeof etypes[0]; i++) {
@@ -1365,6 +1372,15 @@ static void test_moe_ops(const be_shape *sh, const char *mode, bool bn256)
     test_matmul_id(QT_Q8_0, 256, 64, 8, 3, 30, false);
     test_matmul_id(QT_F16, 40, 33, 5, 3, 30, false);            /* K not a multiple of 32 */
     test_matmul_id(QT_F16, 36, 33, 5, 3, 30, false);            /* ... nor of 8 */
+    test_matmul_id(QT_Q4_K, 256, 64, 2, 1, 500, false);         /* ~250 rows an expert: 2 tiles of 128 */
+    /* the gate and up products with their swiglu: the 35B-A3B's shape (25
+     * rows an expert), outputs not a multiple of the 64 of a block, K not
+     * a multiple of 32, rows not a multiple of the 16 of a fragment */
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 200);
+    test_matmul_id_swiglu(QT_Q8_0, 256, 100, 8, 3, 90);
+    test_matmul_id_swiglu(QT_Q6_K, 512, 96, 4, 2, 150);
+    test_matmul_id_swiglu(QT_F16, 40, 33, 5, 3, 30);
+    test_matmul_id_swiglu(QT_F16, 36, 33, 5, 3, 30);            /* K not a multiple of 8: 3 ops */
     gpu = saved;
     mm_sequential = mm_f16 = false;
     case_tag = "";
@@ -3953,10 +3969,11 @@ int main(int argc, char **argv)
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {
-            test_moe_ops(&sh, "1", false);
-            test_moe_ops(&sh, "2", false);
-            test_moe_ops(&sh, "3", false);
-            test_moe_ops(&sh, "3", true);
+            test_moe_ops(&sh, "1", 0);
+            test_moe_ops(&sh, "2", 0);
+            test_moe_ops(&sh, "3", 0);
+            test_moe_ops(&sh, "3", 128);
+            test_moe_ops(&sh, "3", 256);
         }
         if (want_ops("fattn")) {
             test_fattn_ops(&sh, true, true);

@@ -53,7 +53,7 @@
  * different weight types share one launch (cuda_matmul.cu,
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
- * TF32 unless Q36_CUDA_CHUNKTC=0, and with it, when Q36_CUDA_CHUNKPREP=1,
+ * TF32 unless Q36_CUDA_CHUNKTC=0, and with it, unless Q36_CUDA_CHUNKPREP=0,
  * the products of its prep kernel, cuda_chunk.cu), Q36_CUDA_GEMM16, Q36_CUDA_FATTN
  * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, in registers through
  * mma.sync, cuda_fattn_mma.cu, or with Q36_CUDA_FATTNMMA=0 through WMMA and
@@ -232,13 +232,14 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
 {
     c->chunked = cuda_chunk_enabled(shape);
     c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
-    c->chunk_prep_tc = c->chunk_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "1");
+    c->chunk_prep_tc = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKPREP");
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
+    c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");

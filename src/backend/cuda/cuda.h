@@ -145,7 +145,7 @@ struct cuda_ctx {
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
-    bool            chunk_prep_tc; /* and its prep kernel (Q36_CUDA_CHUNKPREP=1) */
+    bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their
@@ -161,6 +161,8 @@ struct cuda_ctx {
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
     int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */
+    bool            moe_mma;       /* the f16 slabs' products through mma.sync (cuda_moe_mma.cu;
+                                    * Q36_CUDA_MOEMMA, on unless "0") */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */
@@ -495,6 +497,12 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
  * matrix-vector path runs */
 size_t cuda_moe_scratch_bytes(const be_shape *s);
 int  cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err);
+/* be_matmul_id_swiglu's grouped form: the gate and up products and their
+ * swiglu in one kernel (cuda_moe_mma.cu) when Q36_CUDA_MOEMMA is on, the
+ * batch takes the f16 slabs and both weights have kept f16 copies; false
+ * when not taken (nothing queued) */
+bool cuda_moe_gemm_glu(be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x,
+                       const be_tensor *sel, be_tensor *y);
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                    be_tensor *y);
 

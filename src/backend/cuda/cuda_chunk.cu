@@ -661,7 +661,7 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
 /* ------------------------------------------------- prep on tensor cores */
 
 /* k_chunk_prep_tc (with the state kernel on tensor cores, when
- * Q36_CUDA_CHUNKPREP=1; off by default, below): k_chunk_prep's results
+ * Q36_CUDA_CHUNKPREP=0 turns it off): k_chunk_prep's results
  * with its two products on tensor cores in TF32, and W and U as products
  * too. k_chunk_prep solves
  * (I + A) X = B by forward substitution, one thread a column of W and U
@@ -692,8 +692,10 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  * std with k_chunk_prep; 0.098 against 0.050 with them off). The likely
  * cause, not yet checked: T formed explicitly and applied in TF32 loses
  * what the forward substitution keeps when T's entries are large (keys
- * alike, beta near 1). Since then the products are 3xTF32 (not yet run on
- * a GPU); it stays off until that file passes with it. */
+ * alike, beta near 1). Since then the products are 3xTF32: with them the
+ * same file is 0.12 std from its twin, and the whole GPU script and the
+ * chunk op cases pass with the kernel on (record
+ * bench/results/2026-12-04-cuda-session20/); on by default since. */
 template <int DK> struct pt_sh {
     static constexpr int LX = DK + 4, LM = CK_C + 4;
     static constexpr size_t oK = 0, oQ = oK + (size_t)CK_C * LX, oM = oQ + (size_t)CK_C * LX,

@@ -27,6 +27,7 @@
  * the sums is the tensor cores' and the quad's. Needs 16-byte aligned rows
  * (cuda_fattn_tc checks) and head dim 64, 128 or 256. */
 #include "cuda.h"
+#include "cuda_mma.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -43,46 +44,6 @@ template <int HD> struct fm_cfg {
                             v_at = k_at + (size_t)2 * BC * LH * 2,
                             bytes = v_at + (size_t)2 * BC * LH * 2;
 };
-
-__device__ __forceinline__ unsigned fm_sa(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void fm_ldsm4(uint32_t r[4], unsigned addr)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-#endif
-}
-
-__device__ __forceinline__ void fm_ldsm4t(uint32_t r[4], unsigned addr)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-#endif
-}
-
-/* c += a b: a 16 x 16 (row), b 16 x 8 (col), c 16 x 8 f32 */
-__device__ __forceinline__ void fm_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
-__device__ __forceinline__ uint32_t fm_h2(float x, float y)
-{
-    const __half2 h = __floats2half2_rn(x, y);
-    return *(const uint32_t *)&h;
-}
 
 /* K and V rows j0 .. j0 + BC of the slot into buffer b (zeros past nkeys) */
 template <int HD>
@@ -140,7 +101,7 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
     const int64_t pos[2] = { p0 + 16 * w + g, p0 + 16 * w + g + 8 };
     /* ldmatrix row addresses: A (row-major 16 x 16) and K (keys x dims) */
     const int lr = (lane % 8) + 8 * ((lane / 8) % 2), lc = 8 * (lane / 16);
-    const unsigned qa = fm_sa(Q + (16 * w + lr) * LH + lc);
+    const unsigned qa = mma_sa(Q + (16 * w + lr) * LH + lc);
 
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += BC, buf ^= 1) {
@@ -157,18 +118,18 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
         #pragma unroll
         for (int nt = 0; nt < NT; nt++)
             s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-        const unsigned ka = fm_sa(K + (lane % 8) * LH + 8 * (lane / 8));
+        const unsigned ka = mma_sa(K + (lane % 8) * LH + 8 * (lane / 8));
         #pragma unroll
         for (int k0 = 0; k0 < HD; k0 += 32) {
             uint32_t a0[4], a1[4];
-            fm_ldsm4(a0, qa + 2 * k0);
-            fm_ldsm4(a1, qa + 2 * (k0 + 16));
+            mma_ldsm4<false>(a0, qa + 2 * k0);
+            mma_ldsm4<false>(a1, qa + 2 * (k0 + 16));
             #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 uint32_t b[4];
-                fm_ldsm4(b, ka + 2 * (8 * nt * LH + k0));
-                fm_mma(s[nt], a0, b[0], b[1]);
-                fm_mma(s[nt], a1, b[2], b[3]);
+                mma_ldsm4<false>(b, ka + 2 * (8 * nt * LH + k0));
+                mma_16816(s[nt], a0, b[0], b[1]);
+                mma_16816(s[nt], a1, b[2], b[3]);
             }
         }
 
@@ -205,8 +166,8 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
                 p[e] = exp2f(s[nt][e] - mx[e / 2]);
                 sum[e / 2] += p[e];
             }
-            pa[nt / 2][2 * (nt % 2)] = fm_h2(p[0], p[1]);
-            pa[nt / 2][2 * (nt % 2) + 1] = fm_h2(p[2], p[3]);
+            pa[nt / 2][2 * (nt % 2)] = mma_h2(p[0], p[1]);
+            pa[nt / 2][2 * (nt % 2) + 1] = mma_h2(p[2], p[3]);
         }
         #pragma unroll
         for (int d = 0; d < ND; d++) {
@@ -217,15 +178,15 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
         }
 
         /* 3. O += P V: V's 16 x 16 blocks (keys x dims) transposed by ldmatrix */
-        const unsigned va = fm_sa(V + lr * LH + lc);
+        const unsigned va = mma_sa(V + lr * LH + lc);
         #pragma unroll
         for (int kk = 0; kk < BC / 16; kk++)
             #pragma unroll
             for (int d = 0; d < ND; d += 2) {
                 uint32_t b[4];
-                fm_ldsm4t(b, va + 2 * (16 * kk * LH + 8 * d));
-                fm_mma(o[d], pa[kk], b[0], b[1]);
-                fm_mma(o[d + 1], pa[kk], b[2], b[3]);
+                mma_ldsm4<true>(b, va + 2 * (16 * kk * LH + 8 * d));
+                mma_16816(o[d], pa[kk], b[0], b[1]);
+                mma_16816(o[d + 1], pa[kk], b[2], b[3]);
             }
         __syncthreads();               /* before this buffer takes the tile after next */
     }

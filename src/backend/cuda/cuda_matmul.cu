@@ -1356,9 +1356,11 @@ void cuda_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be
     id_launch(be, w, x, sel, y);
 }
 
-/* be_matmul_id_swiglu: one expert kernel computing both products (k_matvec_id
- * with W2) when the two weights match in type and shape, outside the
- * grouped expert products' batches; otherwise the three ops */
+/* be_matmul_id_swiglu: in the grouped expert products' batches, one kernel
+ * for both products and their swiglu when cuda_moe_gemm_glu takes them;
+ * outside them, one expert kernel computing both products (k_matvec_id
+ * with W2) when the two weights match in type and shape; otherwise the
+ * three ops */
 void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                            const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y)
 {
@@ -1368,6 +1370,8 @@ void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                       wg->t->ne[0] == wu->t->ne[0] && wg->t->ne[1] == wu->t->ne[1] &&
                       wg->t->ne[2] == wu->t->ne[2];
     if (!T)
+        return;
+    if (c->moegemm && cuda_moe_gemm_glu(be, wg, wu, x, sel, y))
         return;
     if (!c->f_swiglu || !same || (c->moegemm && cuda_moe_grouped(T * k, wg->t->ne[2], c->moe_per_expert))) {
         cuda_matmul_id(be, wg, x, sel, y);

@@ -340,15 +340,16 @@ static mg_args mg_make(int64_t K, int64_t N, int64_t E, const float *x, int64_t 
     a.Q = Q;
     a.y = y;
     a.ldy = ldy;
+    a.bm = MG_BM;
     args_scratch(&a, scratch);
     return a;
 }
 
-/* tile slots: every expert's rows in tiles of MG_BM, at most */
-static int64_t tile_slots(int64_t Q, int64_t E)
+/* tile slots: every expert's rows in tiles of bm, at most */
+static int64_t tile_slots(int64_t Q, int64_t E, int64_t bm = MG_BM)
 {
     const int64_t used = E < Q ? E : Q;
-    return Q / MG_BM + used;
+    return Q / bm + used;
 }
 
 /* (the f16 rows and weight slabs are not counted: reserve_pre takes them
@@ -397,6 +398,8 @@ static void reserve_pre(be_ctx *be, const be_shape *s)
         return;
     /* the kernel's shared memory at every reserve: Q36_CUDA_MOEBN, read at
      * each, may pick the other width (without it the path is not taken) */
+    if (c->moe_mma && !cuda_moe_mma_ready(c))
+        c->moe_mma = false;            /* the WMMA tiles, which ask less */
     if (!cuda_moe_pre_ready(c)) {
         cudaFree(c->moeh);
         c->moeh = NULL;
@@ -456,6 +459,41 @@ bool cuda_moe_sort(be_ctx *be, const be_tensor *sel, int64_t E, mg_args *a)
     return route(be, *a);
 }
 
+/* whether the f16 slabs (cuda_moe_pre.cu) are the mode's choice for Q
+ * rows over E experts */
+static bool pre_mode(const cuda_ctx *c, int64_t Q, int64_t E)
+{
+    return c->moegemm == MG_MODE_PRE || (c->moegemm == MG_MODE_AUTO && Q >= (int64_t)MG_PRE_ROWS * E);
+}
+
+bool cuda_moe_gemm_glu(be_ctx *be, const be_weight *wg, const be_weight *wu, const be_tensor *x,
+                       const be_tensor *sel, be_tensor *y)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t K = (int64_t)wg->t->ne[0], N = (int64_t)wg->t->ne[1], E = (int64_t)wg->t->ne[2];
+    const int64_t T = sel->rows, k = sel->cols, Q = T * k;
+    if (!c->moe_mma || !cuda_moe_grouped(Q, E, c->moe_per_expert) || !pre_mode(c, Q, E) ||
+        !cuda_type_native(wg->type) || !cuda_type_native(wu->type) ||
+        (int64_t)wu->t->ne[0] != K || (int64_t)wu->t->ne[1] != N || (int64_t)wu->t->ne[2] != E ||
+        scratch_ints(Q, E) > c->moe_ints)
+        return false;
+    mg_args a = mg_make(K, N, E, (const float *)x->data, x->ld, x->rows == T && k > 1,
+                        (const int32_t *)sel->data, sel->ld, k, Q, (float *)y->data, y->ld, c->moe);
+    a.bm = MM_BM;
+    const int64_t tiles = tile_slots(Q, E, MM_BM);
+    if (!cuda_moe_pre_fits(c, &a, tiles))
+        return false;
+    /* both weights' kept f16 copies (Q36_CUDA_F16KEEP), or the three ops */
+    const __half *kg = cuda_f16_kept(be, wg->type, (const uint8_t *)wg->data, wg->row_bytes, K, E * N);
+    const __half *ku = kg ? cuda_f16_kept(be, wu->type, (const uint8_t *)wu->data, wu->row_bytes, K, E * N)
+                          : NULL;
+    if (!ku)
+        return be->err.kind != 0;      /* taken when a copy's dequantization failed */
+    if (route(be, a))
+        cuda_moe_glu_pre(be, &a, kg, ku, tiles);
+    return true;
+}
+
 bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                    be_tensor *y)
 {
@@ -469,11 +507,13 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     a.W = (const uint8_t *)w->data;
     a.rb = w->row_bytes;
     cudaStream_t st = c->stream;
+    const bool pre = pre_mode(c, Q, E);
+    /* cuda_moe_mma.cu's tiles of MM_BM rows when the f16 slabs take it */
+    if (pre && c->moe_mma && cuda_moe_pre_fits(c, &a, tile_slots(Q, E, MM_BM)))
+        a.bm = MM_BM;
     if (!route(be, a))
         return true;
-    const bool pre = c->moegemm == MG_MODE_PRE ||
-                     (c->moegemm == MG_MODE_AUTO && Q >= (int64_t)MG_PRE_ROWS * E);
-    if (pre && cuda_moe_gemm_pre(be, w, &a, tile_slots(Q, E)))
+    if (pre && cuda_moe_gemm_pre(be, w, &a, tile_slots(Q, E, a.bm)))
         return true;
     if (c->moegemm != MG_MODE_F32) {
         const dim3 grid((unsigned)tile_slots(Q, E), (unsigned)((N + TC_BN - 1) / TC_BN));

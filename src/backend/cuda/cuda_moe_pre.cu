@@ -119,22 +119,10 @@ k_moe_gemm_h(mg_args a, const __half *__restrict__ xh, const __half *__restrict_
     };
     tc_acc acc[2][H::FN];
     tc_zero<H::FN>(acc);
-    #pragma unroll
-    for (int s = 0; s < HG_STAGES - 1; s++) {
-        if (s < nk)
-            load(s);
-        cp_commit();                   /* a group a stage, empty or not: the counts stay aligned */
-    }
-    for (int kt = 0; kt < nk; kt++) {
-        cp_wait<HG_STAGES - 2>();      /* this thread's copies of stage kt have landed */
-        __syncthreads();               /* everyone's; and stage kt-1's buffer is free */
-        if (kt + HG_STAGES - 1 < nk)
-            load(kt + HG_STAGES - 1);
-        cp_commit();
+    mg_stages<HG_STAGES>(nk, load, [&](int kt) {
         const __half *xb = Xs + (kt % HG_STAGES) * HG_XH, *wb = Ws + (kt % HG_STAGES) * H::WH;
         tc_mma<HG_BK, HG_LH, H::FN>(acc, xb, wb, tid);
-    }
-    cp_wait<0>();
+    });
     __syncthreads();                   /* the stage buffers become Cs */
     tc_store<H::FN>(a, t, n0, acc, (float *)hsm, tid);
 }
@@ -167,21 +155,41 @@ bool cuda_moe_pre_ready(const cuda_ctx *c)
     return c->moe_bn == 256 ? ready<256>(c) : ready<TC_BN>(c);
 }
 
+bool cuda_moe_pre_fits(const cuda_ctx *c, const mg_args *a, int64_t tiles)
+{
+    const int64_t xh = (a->Q * a->K + 7) & ~(int64_t)7, per = a->N * a->K;
+    return a->K % 8 == 0 && c->moeh && (int64_t)c->moeh_halves >= xh + per && tiles <= 65535;
+}
+
+/* k_mg_half: x's rows (a token's, or a (token, rank) row's) to f16 in xg */
+static bool half_rows(be_ctx *be, const mg_args &a, __half *xg)
+{
+    const int64_t XR = a.x_per_tok ? a.Q / a.k : a.Q;
+    cuda_launch(k_mg_half, (unsigned)(XR < 65535 * 8 ? XR : 65535 * 8), 256, 0,
+                cuda_ctx_of(be)->stream, a, XR, xg);
+    return CUDA_LAUNCHED(be, "k_mg_half");
+}
+
+bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __half *ku,
+                      int64_t tiles)
+{
+    __half *xg = cuda_ctx_of(be)->moeh;
+    return half_rows(be, *a, xg) && cuda_moe_mma(be, a, xg, kg, ku, 0, a->E, tiles);
+}
+
 bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_t tiles)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const mg_args &a = *ap;
     const int64_t xh = (a.Q * a.K + 7) & ~(int64_t)7, per = a.N * a.K;
-    if (a.K % 8 || !c->moeh || (int64_t)c->moeh_halves < xh + per || tiles > 65535)
+    if (!cuda_moe_pre_fits(c, ap, tiles))
         return false;
     /* Q36_CUDA_F16KEEP: every expert's kept f16 copy, one slab */
     const __half *kept = cuda_f16_kept(be, w->type, a.W, a.rb, a.K, a.E * a.N);
     const int64_t es = kept ? a.E : ((int64_t)c->moeh_halves - xh) / per;   /* experts a slab */
     __half *xg = c->moeh, *wh = c->moeh + xh;
     cudaStream_t st = c->stream;
-    const int64_t XR = a.x_per_tok ? a.Q / a.k : a.Q;      /* x's rows */
-    cuda_launch(k_mg_half, (unsigned)(XR < 65535 * 8 ? XR : 65535 * 8), 256, 0, st, a, XR, xg);
-    if (!CUDA_LAUNCHED(be, "k_mg_half"))
+    if (!half_rows(be, a, xg))
         return true;
     /* output blocks fastest: the blocks that share a tile's x rows run
      * together, as do (a few blocks apart) an expert's tiles, which share
@@ -193,6 +201,11 @@ bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_
         if (!kept && !cuda_dequant_h(be, w->type, a.W, a.rb, a.K, e0 * a.N, (e1 - e0) * a.N, wh))
             return true;
         const __half *ws = kept ? kept : wh;
+        if (a.bm == MM_BM) {           /* routed for cuda_moe_mma.cu's tiles */
+            if (!cuda_moe_mma(be, ap, xg, ws, NULL, e0, e1, tiles))
+                return true;
+            continue;
+        }
         if (bn == 256)
             cuda_launch(k_moe_gemm_h<256>, grid, MG_THREADS, hg<256>::SMEM, st, a,
                         (const __half *)xg, ws, e0, e1);

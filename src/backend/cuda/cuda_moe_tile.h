@@ -18,6 +18,9 @@
 #define MG_LX      (MG_BM + 1)
 #define MG_LW      (MG_BN + 1)
 #define MG_SMEM    (MG_BK * MG_LX + MG_BK * MG_LW)
+/* rows of a tile of cuda_moe_mma.cu's kernel (its routing counts tiles of
+ * this many rows: mg_args.bm) */
+#define MM_BM      128
 
 #define HD __host__ __device__ inline
 
@@ -34,6 +37,7 @@ typedef struct mg_args {
     float *y;
     int64_t ldy;
     int32_t *cnt, *off, *toff, *cur, *perm;   /* scratch: E, E+1, E+1, E, Q */
+    int bm;                  /* rows a tile: MG_BM, or MM_BM for cuda_moe_mma.cu */
 } mg_args;
 
 /* ---------------------------------------------------------------- routing */
@@ -71,7 +75,7 @@ HD void mg_scan(const mg_args &a)
             a.off[e0 + j] = a.cur[e0 + j] = off;
             a.toff[e0 + j] = toff;
             off += c[j];
-            toff += (c[j] + MG_BM - 1) / MG_BM;
+            toff += (c[j] + a.bm - 1) / a.bm;
         }
     }
     a.off[a.E] = off;
@@ -86,6 +90,7 @@ HD void mg_scatter(const mg_args &a, int64_t q)
 /* ------------------------------------------------------------------ tiles */
 
 /* Tile slot bx, output block by: the expert, its rows perm[p0 .. p0+rows)
+ * (at most a.bm)
  * (rows 0: a slot past the last tile), the first output. */
 typedef struct mg_tile { int64_t e, p0, n0; int rows; } mg_tile;
 
@@ -103,10 +108,10 @@ HD mg_tile mg_tile_of(const mg_args &a, int bx, int by)
         else
             hi = mid - 1;
     }
-    const int64_t local = (bx - a.toff[lo]) * MG_BM;
+    const int64_t local = (bx - a.toff[lo]) * a.bm;
     t.e = lo;
     t.p0 = a.off[lo] + local;
-    t.rows = (int)(a.cnt[lo] - local < MG_BM ? a.cnt[lo] - local : MG_BM);
+    t.rows = (int)(a.cnt[lo] - local < a.bm ? a.cnt[lo] - local : a.bm);
     return t;
 }
 
@@ -181,6 +186,31 @@ __device__ __forceinline__ void tc_store(const mg_args &a, const mg_tile &t, int
 }
 static_assert(TC_BN == 64 * 2 && TC_LC == 64 * 2 + 4, "k_moe_gemm_tc: FN = 2");
 
+/* The staged loop of the f16 tiles (cuda_moe_pre.cu, cuda_moe_mma.cu):
+ * load(kt) queues stage kt's copies (cp.async) into buffer kt % STAGES,
+ * body(kt) multiplies that buffer once every thread's copies have landed;
+ * the copies of the next STAGES - 1 stages fly meanwhile. Every thread of
+ * the block calls it (barriers inside). */
+template <int STAGES, class Load, class Body>
+__device__ __forceinline__ void mg_stages(int nk, Load load, Body body)
+{
+    #pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < nk)
+            load(s);
+        cp_commit();                   /* a group a stage, empty or not: the counts stay aligned */
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        cp_wait<STAGES - 2>();         /* this thread's copies of stage kt have landed */
+        __syncthreads();               /* everyone's; and stage kt-1's buffer is free */
+        if (kt + STAGES - 1 < nk)
+            load(kt + STAGES - 1);
+        cp_commit();
+        body(kt);
+    }
+    cp_wait<0>();
+}
+
 /* The routing alone, for be_matmul_id's selection sel over E experts
  * (cuda_matmul.cu's grouped matvecs): a's E, k, Q and routing scratch set
  * and filled on the stream (cnt, off, perm); false, nothing queued,
@@ -197,5 +227,23 @@ bool cuda_moe_sort(be_ctx *be, const be_tensor *sel, int64_t E, mg_args *a);
 size_t cuda_moe_pre_halves(const be_shape *s, int mode);
 bool cuda_moe_pre_ready(const cuda_ctx *c);
 bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *a, int64_t tiles);
+/* whether cuda_moe_gemm_pre takes a (the scratch holds its f16 rows and
+ * one expert, K a multiple of 8, tiles within the grid) */
+bool cuda_moe_pre_fits(const cuda_ctx *c, const mg_args *a, int64_t tiles);
+/* be_matmul_id_swiglu's two products on the kept f16 copies kg and ku of
+ * the gate and up weights, routed in tiles of MM_BM rows: x's f16 rows,
+ * then cuda_moe_mma's GLU kernel into a.y; false when a launch failed
+ * (the context's error is set) */
+bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __half *ku,
+                      int64_t tiles);
+
+/* cuda_moe_mma.cu (Q36_CUDA_MOEMMA): whether the device runs its kernels
+ * (their shared memory, set once); the products of a's tiles (routed with
+ * a.bm = MM_BM) of experts e0 .. e1 on f16 rows xh and f16 weights wg, or
+ * with wu the gate and up products' swiglu (wg the gate's); false when
+ * the launch failed (the context's error is set) */
+bool cuda_moe_mma_ready(const cuda_ctx *c);
+bool cuda_moe_mma(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
+                  const __half *wu, int64_t e0, int64_t e1, int64_t tiles);
 
 #endif
