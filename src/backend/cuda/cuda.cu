@@ -240,6 +240,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
+    c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "64") ? 64 : 32;
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");

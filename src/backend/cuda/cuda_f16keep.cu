@@ -23,6 +23,7 @@
 #include "cuda.h"
 #include "cuda_deq.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,12 @@ const __half *cuda_f16_kept(be_ctx *be, uint32_t type, const uint8_t *W, uint64_
         cudaGetLastError();
         free(k);
         c->kept_full = true;
+        /* once a context: the prompt speed it costs should not be a mystery */
+        fprintf(stderr,
+                "q36: cuda: f16 weight copies stop at %.2f GiB kept (%.2f GiB free, a region of "
+                "%.3f GiB, %.2f GiB left free): later prompt products dequantize each pass\n",
+                c->kept_bytes / 1073741824.0, fr / 1073741824.0, bytes / 1073741824.0,
+                margin / 1073741824.0);
         return NULL;
     }
     if (!cuda_dequant_h(be, type, W, rb, K, 0, rows, (__half *)h)) {

@@ -31,26 +31,29 @@
 #include "cuda_mma.h"
 
 #define MM_BN      128                           /* weight rows of a block */
-#define MM_BK      32                            /* columns a stage */
-#define MM_STAGES  4
-#define MM_LH      (MM_BK + 8)                   /* pitch in halves: ldmatrix rows on distinct banks */
 #define MM_THREADS 256
-#define MM_XH      (MM_BM * MM_LH)               /* halves of one x stage */
-#define MM_WH      (MM_BN * MM_LH)               /* ... of one weight stage */
-#define MM_SMEM    (MM_STAGES * (MM_XH + MM_WH) * 2)   /* 81,920 bytes: two blocks an SM */
-static_assert(MM_BM * MM_BK / 8 == 2 * MM_THREADS && MM_BN * MM_BK / 8 == 2 * MM_THREADS,
-              "two 16-byte copies of each operand a thread a stage");
 static_assert(MM_BM == 4 * 32 && MM_BN == 2 * 64, "8 warps: 4 x 32 rows by 2 x 64 weight rows");
+
+/* BK columns a stage (32, or 64 with Q36_CUDA_MOEBK=64: half the barriers),
+ * in STAGES buffers; the pitch skews ldmatrix's rows onto distinct banks */
+template <int BK> struct mm_cfg {
+    static constexpr int STAGES = BK == 32 ? 4 : 3, LH = BK + 8, XH = MM_BM * LH, WH = MM_BN * LH;
+    static constexpr int CP = MM_BM * BK / 8 / MM_THREADS;   /* 16-byte copies of x (and W) a thread */
+    static constexpr int SMEM = STAGES * (XH + WH) * 2;      /* 81,920 / 110,592 bytes: 2 blocks an SM */
+    static_assert(CP * MM_THREADS * 8 == MM_BM * BK && MM_BN == MM_BM, "whole copies");
+};
 
 /* The tiles of experts e0 .. e1 (others return at once); wg (and, GLU,
  * wu): their weights, expert e's output n at row (e - e0) * N + n */
-template <bool GLU>
+template <bool GLU, int BK>
 __global__ void __launch_bounds__(MM_THREADS, 2)
 k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restrict__ wg,
                const __half *__restrict__ wu, int64_t e0, int64_t e1)
 {
+    using C = mm_cfg<BK>;
     constexpr int OUT = GLU ? MM_BN / 2 : MM_BN;   /* outputs of a block */
     constexpr int NJ = 8;                          /* n8 fragments a warp */
+    constexpr int MM_STAGES = C::STAGES, MM_LH = C::LH, MM_XH = C::XH, MM_WH = C::WH, MM_BK = BK;
     cuda_pdl_enter();
     extern __shared__ __align__(128) unsigned char mm_smem[];
     const mg_tile t = mg_tile_of(a, (int)blockIdx.y, 0);
@@ -60,14 +63,14 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
     const int tid = threadIdx.x, w = tid / 32, lane = tid % 32, wm = w % 4, wn = w / 4;
     __half *Xs = (__half *)mm_smem, *Ws = Xs + MM_STAGES * MM_XH;
 
-    /* this thread's two copies of each operand a stage: row r = idx / 4,
+    /* this thread's CP copies of each operand a stage: row r = idx / (BK / 8),
      * columns kc .. kc + 8; x rows past the tile's and columns past K are
      * zeros (not read), weight rows past N repeat the last (never stored) */
-    const __half *xs[2], *ws[2];
-    int so[2], kc[2];
-    bool xin[2];
+    const __half *xs[C::CP], *ws[C::CP];
+    int so[C::CP], kc[C::CP];
+    bool xin[C::CP];
     #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < C::CP; i++) {
         const int idx = tid + i * MM_THREADS, r = idx / (MM_BK / 8);
         kc[i] = 8 * (idx % (MM_BK / 8));
         so[i] = r * MM_LH + kc[i];
@@ -83,7 +86,7 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
         const int s = kt % MM_STAGES;
         const int64_t k0 = (int64_t)kt * MM_BK;
         #pragma unroll
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < C::CP; i++) {
             const bool kin = k0 + kc[i] < a.K;
             cp16(Xs + s * MM_XH + so[i], xs[i] + (kin ? k0 : 0), kin && xin[i]);
             cp16(Ws + s * MM_WH + so[i], ws[i] + (kin ? k0 : 0), kin);
@@ -113,25 +116,28 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
     mg_stages<MM_STAGES>(nk, load, [&](int kt) {
         if (mrows <= 0)
             return;
-        const unsigned xb = mma_sa(Xs + (kt % MM_STAGES) * MM_XH + xo);
-        const unsigned wb = mma_sa(Ws + (kt % MM_STAGES) * MM_WH);
-        uint32_t af[2][2][4];          /* [16 rows][16 columns] */
         #pragma unroll
-        for (int i = 0; i < 2; i++)
-            if (i == 0 || mrows > 16)
-                #pragma unroll
-                for (int kk = 0; kk < 2; kk++)
-                    mma_ldsm4<false>(af[i][kk], xb + 2 * (16 * i * MM_LH + 16 * kk));
-        #pragma unroll
-        for (int j = 0; j < NJ; j++) {
-            uint32_t b[4];
-            mma_ldsm4<false>(b, wb + 2 * wo[j]);
+        for (int c32 = 0; c32 < BK; c32 += 32) {      /* 32 columns: two 16-column steps */
+            const unsigned xb = mma_sa(Xs + (kt % MM_STAGES) * MM_XH + xo + c32);
+            const unsigned wb = mma_sa(Ws + (kt % MM_STAGES) * MM_WH + c32);
+            uint32_t af[2][2][4];      /* [16 rows][16 columns] */
             #pragma unroll
             for (int i = 0; i < 2; i++)
-                if (i == 0 || mrows > 16) {
-                    mma_16816(acc[i][j], af[i][0], b[0], b[1]);
-                    mma_16816(acc[i][j], af[i][1], b[2], b[3]);
-                }
+                if (i == 0 || mrows > 16)
+                    #pragma unroll
+                    for (int kk = 0; kk < 2; kk++)
+                        mma_ldsm4<false>(af[i][kk], xb + 2 * (16 * i * MM_LH + 16 * kk));
+            #pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                uint32_t b[4];
+                mma_ldsm4<false>(b, wb + 2 * wo[j]);
+                #pragma unroll
+                for (int i = 0; i < 2; i++)
+                    if (i == 0 || mrows > 16) {
+                        mma_16816(acc[i][j], af[i][0], b[0], b[1]);
+                        mma_16816(acc[i][j], af[i][1], b[2], b[3]);
+                    }
+            }
         }
     });
     if (mrows <= 0)
@@ -169,25 +175,42 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
         }
 }
 
+template <int BK> static bool ready(const cuda_ctx *c)
+{
+    constexpr int S = mm_cfg<BK>::SMEM;
+    return c->smem_optin >= S &&
+           cudaFuncSetAttribute(k_moe_gemm_mma<false, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                S) == cudaSuccess &&
+           cudaFuncSetAttribute(k_moe_gemm_mma<true, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                S) == cudaSuccess;
+}
+
 bool cuda_moe_mma_ready(const cuda_ctx *c)
 {
-    return c->smem_optin >= MM_SMEM &&
-           cudaFuncSetAttribute(k_moe_gemm_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                MM_SMEM) == cudaSuccess &&
-           cudaFuncSetAttribute(k_moe_gemm_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                MM_SMEM) == cudaSuccess;
+    return c->moe_bk == 64 ? ready<64>(c) : ready<32>(c);
+}
+
+template <int BK>
+static void launch(const cuda_ctx *c, const mg_args *a, const __half *xh, const __half *wg,
+                   const __half *wu, int64_t e0, int64_t e1, int64_t tiles)
+{
+    const int64_t out = wu ? MM_BN / 2 : MM_BN;
+    const dim3 grid((unsigned)((a->N + out - 1) / out), (unsigned)tiles);
+    if (wu)
+        cuda_launch(k_moe_gemm_mma<true, BK>, grid, MM_THREADS, mm_cfg<BK>::SMEM, c->stream, *a,
+                    xh, wg, wu, e0, e1);
+    else
+        cuda_launch(k_moe_gemm_mma<false, BK>, grid, MM_THREADS, mm_cfg<BK>::SMEM, c->stream, *a,
+                    xh, wg, (const __half *)NULL, e0, e1);
 }
 
 bool cuda_moe_mma(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
                   const __half *wu, int64_t e0, int64_t e1, int64_t tiles)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t out = wu ? MM_BN / 2 : MM_BN;
-    const dim3 grid((unsigned)((a->N + out - 1) / out), (unsigned)tiles);
-    if (wu)
-        cuda_launch(k_moe_gemm_mma<true>, grid, MM_THREADS, MM_SMEM, c->stream, *a, xh, wg, wu, e0, e1);
+    const cuda_ctx *c = cuda_ctx_of(be);
+    if (c->moe_bk == 64)
+        launch<64>(c, a, xh, wg, wu, e0, e1, tiles);
     else
-        cuda_launch(k_moe_gemm_mma<false>, grid, MM_THREADS, MM_SMEM, c->stream, *a, xh, wg,
-                    (const __half *)NULL, e0, e1);
+        launch<32>(c, a, xh, wg, wu, e0, e1, tiles);
     return CUDA_LAUNCHED(be, wu ? "k_moe_glu_mma" : "k_moe_gemm_mma");
 }
