@@ -140,7 +140,7 @@ int cmd_info(int argc, char **argv)
 {
     const char *path = NULL, *dump = NULL, *out = NULL;
     int64_t n_ctx = 4096, n_slots = 1;
-    int list_tensors = 0, list_keys = 0, rc;
+    int list_tensors = 0, list_keys = 0, rc, fast = -1;
     const char *backend = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -174,6 +174,8 @@ int cmd_info(int argc, char **argv)
             list_tensors = 1;
         } else if (!strcmp(a, "--keys")) {
             list_keys = 1;
+        } else if (cli_mode_flag(a, &fast)) {
+            /* the GPU plan's mode: its f16 weight copies are fast mode's */
         } else {
             return cli_usage("info", "unknown flag '%s'", a);
         }
@@ -273,6 +275,7 @@ int cmd_info(int argc, char **argv)
         q36_engine_opts o = q36_engine_opts_default();
         o.n_slots = (int)n_slots;
         o.backend = backend;
+        o.fast = fast;
         if (cli_device_check(m, (int)n_ctx, &o, 1, &err))
             printf("GPU memory plan: %s\n", err.msg);
     }

@@ -173,7 +173,15 @@ int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, con
     o.fast = e->cfg.fast;
     o.backend = e->cfg.backend;
     o.profile = 1;
-    q36_session *timed = e->sess, *s = NULL;
+    /* The timed session is done with (the release follows the profile):
+     * freed first, so that the profile's session has the device to itself.
+     * Beside it, a GPU held two copies of the weights, and fast mode's kept
+     * f16 copies of the second stopped where memory ran out: the 35B-A3B's
+     * profiled prompt dequantized 24 of its 40 layers' experts every pass,
+     * which the timed passes did not (bench/results/2026-12-04-cuda-session20/). */
+    q36_session_free(e->sess);
+    e->sess = NULL;
+    q36_session *s = NULL;
     int rc = q36_session_new(e->model, e->n_ctx, &o, &s, err);
     if (rc)
         return rc;
@@ -191,7 +199,7 @@ int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, con
         if (!rc)
             rc = copy_profile(s, tg, err);
     }
-    e->sess = timed;
+    e->sess = NULL;
     q36_session_free(s);
     return rc;
 }

@@ -59,7 +59,10 @@
  * mma.sync, cuda_fattn_mma.cu, or with Q36_CUDA_FATTNMMA=0 through WMMA and
  * shared memory, cuda_fattn_tc.cu), and
  * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
- * dequantized ahead; 2, dequantized inside the product; unset, 3 for
+ * dequantized ahead, through mma.sync in tiles of 128 rows, stages of 64
+ * columns, gate and up fused, cuda_moe_mma.cu, unless Q36_CUDA_MOEMMA=0
+ * (WMMA, cuda_moe_pre.cu; Q36_CUDA_MOEBK=32: stages of 32 columns);
+ * 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
  * tests/gpu/run.sh checks each either way.
  * Numbers, in fast mode: Q36_CUDA_MVROWS (batches of up to that many rows
@@ -240,7 +243,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
-    c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "64") ? 64 : 32;
+    c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "32") ? 32 : 64;
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");

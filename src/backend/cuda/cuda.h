@@ -163,7 +163,7 @@ struct cuda_ctx {
     int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */
     bool            moe_mma;       /* the f16 slabs' products through mma.sync (cuda_moe_mma.cu;
                                     * Q36_CUDA_MOEMMA, on unless "0") */
-    int             moe_bk;        /* their columns a stage: 32, or Q36_CUDA_MOEBK=64 */
+    int             moe_bk;        /* their columns a stage: 64, or Q36_CUDA_MOEBK=32 */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */

@@ -15,8 +15,8 @@
  * products).
  *
  * A block: 8 warps, 4 along the rows (32 each) by 2 along the outputs;
- * MM_BN = 128 weight rows staged MM_BK = 32 columns at a time in
- * MM_STAGES cp.async buffers (the copies of the next stages fly while this
+ * MM_BN = 128 weight rows staged BK = 64 columns at a time in
+ * three cp.async buffers (the copies of the next stages fly while this
  * one's products run). Plain: the weight rows are outputs n0 .. n0 + 128,
  * a warp 64 of them. GLU (be_matmul_id_swiglu): rows 0 .. 64 are the gate
  * weight's outputs n0 .. n0 + 64 and rows 64 .. 128 the up weight's same
@@ -34,8 +34,10 @@
 #define MM_THREADS 256
 static_assert(MM_BM == 4 * 32 && MM_BN == 2 * 64, "8 warps: 4 x 32 rows by 2 x 64 weight rows");
 
-/* BK columns a stage (32, or 64 with Q36_CUDA_MOEBK=64: half the barriers),
- * in STAGES buffers; the pitch skews ldmatrix's rows onto distinct banks */
+/* BK columns a stage in STAGES buffers: 64 (three buffers), or 32 with
+ * Q36_CUDA_MOEBK=32 (four, twice the barriers: 35B-A3B pp4096 26,363
+ * against 25,479 t/s, bench/results/2026-12-04-cuda-session20/); the
+ * pitch skews ldmatrix's rows onto distinct banks */
 template <int BK> struct mm_cfg {
     static constexpr int STAGES = BK == 32 ? 4 : 3, LH = BK + 8, XH = MM_BM * LH, WH = MM_BN * LH;
     static constexpr int CP = MM_BM * BK / 8 / MM_THREADS;   /* 16-byte copies of x (and W) a thread */
