@@ -1378,9 +1378,12 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
     test_matmul_id(QT_F16, 36, 33, 5, 3, 30, false);            /* ... nor of 8 */
     test_matmul_id(QT_Q4_K, 256, 64, 2, 1, 500, false);         /* ~250 rows an expert: 2 tiles of 128 */
     /* the gate and up products with their swiglu: the 35B-A3B's shape (25
-     * rows an expert), outputs not a multiple of the 64 of a block, K not
-     * a multiple of 32, rows not a multiple of the 16 of a fragment */
-    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 200);
+     * rows an expert; its host reference takes seconds, so only on the
+     * default kernel and the three ops of =2), outputs not a multiple of
+     * the 64 of a block, K not a multiple of 32, rows not a multiple of
+     * the 16 of a fragment */
+    if ((!strcmp(mode, "3") && !wmma_bn && !bk32) || !strcmp(mode, "2"))
+        test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 200);
     test_matmul_id_swiglu(QT_Q8_0, 256, 100, 8, 3, 90);
     test_matmul_id_swiglu(QT_Q6_K, 512, 96, 4, 2, 150);
     test_matmul_id_swiglu(QT_F16, 40, 33, 5, 3, 30);
