@@ -2320,7 +2320,8 @@ static be_weight *vec_on(be_ctx *f, wt *w, const float *v, int64_t n, int64_t n1
  * bits: add + RMS norm (1-16 elements a thread, and 24, which keeps
  * k_norm), RMS norm then a product reading its kept int8 rows (both
  * contexts with Q36_CUDA_Q8KEEP=1), the gated norm and the L2 norm per
- * head of 128. Cases cuda.normreg_same_bits_KIND_RxCOLS. */
+ * head of 128, and from 64 groups of 64, 128 or 256 a warp a group
+ * (k_norm_warp). Cases cuda.normreg_same_bits_KIND_RxCOLS. */
 static void test_normreg(const be_shape *sh)
 {
     be_ctx *cx[2];
@@ -2336,6 +2337,9 @@ static void test_normreg(const be_shape *sh)
         { ADD, 2, 4096, 4096 }, { ADD, 1, 6144, 6144 }, { ADD, 3, 200, 200 },
         { RMS_MM, 1, 2048, 2048 }, { RMS_MM, 3, 1024, 1024 },
         { GATE, 1, 4096, 128 }, { GATE, 3, 4096, 128 }, { L2, 2, 2048, 128 },
+        /* prompt batches of small groups: a warp a group (k_norm_warp) */
+        { GATE, 40, 4096, 128 }, { L2, 67, 2048, 128 }, { L2, 45, 192, 64 },
+        { ADD, 70, 512, 256 },
     };
     const int64_t N = 64;
     be_ctx *keep = gpu;
@@ -2585,6 +2589,7 @@ static void test_fused(const be_shape *sh)
     fused_norm_gate(f, 1, 4096, 128);
     fused_norm_gate(f, 5, 512, 64);
     fused_norm_gate(f, 2, 200, 100);
+    fused_norm_gate(f, 37, 4096, 128);     /* a warp a group */
     const int l1[1] = { 1 }, l3[3] = { 4, 1, 7 }, lp[3] = { 20, 2, 37 };
     fused_conv(f, 8192, 1, l1);
     fused_conv(f, 300, 3, l3);
@@ -2816,10 +2821,11 @@ typedef struct {
     const char *backend_c;
     int graphs_c, graphs_g;
     const char *backend_g;
-    const char *q8keep_c;   /* Q36_CUDA_Q8KEEP for the first session (NULL: as set) */
+    const char *keep_c;     /* keep_var for the first session (NULL: as set) */
+    const char *keep_var;   /* NULL: Q36_CUDA_Q8KEEP */
 } cmp_opts;
-static const cmp_opts CMP_CPU = { NULL, -1, -1, NULL, NULL };
-static const cmp_opts CMP_CPU_CPU = { NULL, -1, -1, "cpu", NULL };
+static const cmp_opts CMP_CPU = { NULL, -1, -1, NULL, NULL, NULL };
+static const cmp_opts CMP_CPU_CPU = { NULL, -1, -1, "cpu", NULL, NULL };
 
 static int session_on(q36_model *m, const char *backend, int graphs, q36_session **out,
                       q36_err *err)
@@ -2845,10 +2851,11 @@ static model_cmp compare_sessions(q36_model *mc, q36_model *mg, const char *labe
      * rows of attention, cuda_fattn.h) */
     const int P = gpu_fast ? 100 : 40, G = 64;
     q36_session *sc = NULL, *sg = NULL;
-    char *kept = co->q8keep_c ? env_set("Q36_CUDA_Q8KEEP", co->q8keep_c) : NULL;
+    const char *kvar = co->keep_var ? co->keep_var : "Q36_CUDA_Q8KEEP";
+    char *kept = co->keep_c ? env_set(kvar, co->keep_c) : NULL;
     r.rc = session_on(mc, co->backend_c, co->graphs_c, &sc, &r.err);
-    if (co->q8keep_c)
-        env_restore("Q36_CUDA_Q8KEEP", kept);
+    if (co->keep_c)
+        env_restore(kvar, kept);
     if (r.rc ||
         (r.rc = session_on(mg, co->backend_g ? co->backend_g : "cuda", co->graphs_g, &sg,
                            &r.err))) {
@@ -2981,7 +2988,7 @@ static void test_model_graphs(const char *path)
         t_fail(name, "%s", err.msg);
         return;
     }
-    const cmp_opts co = { "cuda", 0, 1, NULL, NULL };
+    const cmp_opts co = { "cuda", 0, 1, NULL, NULL, NULL };
     const double tol = gpu_fast ? fmax(MODEL_TOL, model_tol) : MODEL_TOL;
     model_cmp r = compare_sessions(m, m, name, tol, &co);
     const uint64_t replays = r.st1.graph_launches - r.st0.graph_launches;
@@ -3004,16 +3011,21 @@ static void test_model_graphs(const char *path)
     q36_model_free(m);
 }
 
-/* Kept int8 rows (Q36_CUDA_Q8KEEP, cuda.h: q8; fast mode): a norm writes
+/* Kept rows (fast mode): with Q36_CUDA_Q8KEEP (cuda.h: q8) a norm writes
  * the int8 rows of its output for the decode products that follow, and
  * products of the same rows reuse them, instead of k_q8x quantizing the
- * rows again for each product: the same rows, the same bits. So a
- * session with it and one without (Q36_CUDA_Q8KEEP=0) must give the same
- * logits bit for bit, prompt and 64 greedy decodes, op by op and with
- * graphs (a replayed pass skips its ops, the rows kept must be dropped):
- * any rows reused after they changed show as a difference. (Off by
- * default since it measured slower: the second session turns it on.) */
-static void test_model_q8keep(const char *path)
+ * rows again for each product; with Q36_CUDA_H16KEEP (cuda.h: h16) a
+ * prompt's f16 products of the same rows reuse their f16 rows; with
+ * Q36_CUDA_ROUTEKEEP (cuda.h: routed) an expert product reuses the
+ * routing of the one before it on the same selection. The same
+ * rows, the same bits: a session with the switch on (`on`) and one with
+ * it at `off` must give the same logits bit for bit, prompt and 64 greedy
+ * decodes, op by op and with graphs (a replayed pass skips its ops, the
+ * rows kept must be dropped): any rows reused after they changed show as
+ * a difference. (Q8KEEP is off by default since it measured slower: the
+ * second session turns it on.) Cases cuda.model.*.{q8keep,h16keep,routekeep}_same_bits. */
+static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
+                            const char *tag)
 {
     if (!gpu_fast)
         return;
@@ -3021,18 +3033,18 @@ static void test_model_q8keep(const char *path)
     q36_err err = { 0 };
     q36_model *m = NULL;
     char name[256];
-    snprintf(name, sizeof name, "cuda.model%s.%s.q8keep_same_bits", mode_tag, base);
+    snprintf(name, sizeof name, "cuda.model%s.%s.%s_same_bits", mode_tag, base, tag);
     if (q36_model_open(path, &m, &err)) {
         t_fail(name, "%s", err.msg);
         return;
     }
     for (int graphs = 0; graphs <= 1; graphs++) {
-        snprintf(name, sizeof name, "cuda.model%s.%s.q8keep_same_bits%s", mode_tag, base,
+        snprintf(name, sizeof name, "cuda.model%s.%s.%s_same_bits%s", mode_tag, base, tag,
                  graphs ? "_graphs" : "");
-        const cmp_opts co = { "cuda", graphs, graphs, NULL, "0" };
-        char *prev = env_set("Q36_CUDA_Q8KEEP", "1");
+        const cmp_opts co = { "cuda", graphs, graphs, NULL, off, var };
+        char *prev = env_set(var, on);
         model_cmp r = compare_sessions(m, m, name, MODEL_TOL, &co);
-        env_restore("Q36_CUDA_Q8KEEP", prev);
+        env_restore(var, prev);
         if (r.rc)
             t_fail(name, "%s", r.err.msg);
         else
@@ -3452,6 +3464,9 @@ static void test_ops(void)
     test_norms(7, 4096, 256);
     test_norms(5, 1024, 128);
     test_norms(3, 512, 64);
+    test_norms(300, 256, 128);        /* a warp a group (k_norm_warp) */
+    test_norms(130, 768, 256);
+    test_norms(70, 192, 64);
     test_norms(257, 96, 32);
 
     test_elementwise(1, 2048);
@@ -4014,7 +4029,9 @@ int main(int argc, char **argv)
         test_model_graphs(argv[i]);
         test_model_keep_graphs(argv[i]);
         test_model_invariance(argv[i]);
-        test_model_q8keep(argv[i]);
+        test_model_keep(argv[i], "Q36_CUDA_Q8KEEP", "1", "0", "q8keep");
+        test_model_keep(argv[i], "Q36_CUDA_H16KEEP", "1", "0", "h16keep");
+        test_model_keep(argv[i], "Q36_CUDA_ROUTEKEEP", "1", "0", "routekeep");
     }
     be_free(cpu);
     be_free(gpu);

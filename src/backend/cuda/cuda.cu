@@ -40,7 +40,9 @@
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
  * later fused entries off each, and Q36_CUDA_FGLU8 be_matmul_glu's
  * SwiGLU with its int8 rows (cuda.h). Q36_CUDA_NORMREG (on unless "0")
- * runs the norms with every load issued first (cuda_ops.cu: k_norm_reg).
+ * runs the norms with every load issued first (cuda_ops.cu: k_norm_reg),
+ * and those of 64 or more groups of 64, 128 or 256 a warp a group
+ * (k_norm_warp).
  * Q36_CUDA_MV8 (fast mode
  * only; on unless "0") runs Q4_K and Q6_K decode products on int8
  * activations (cuda_matmul.cu, k_matvec8). Q36_CUDA_EXACTINV (exact mode
@@ -69,7 +71,11 @@
  * on the matvec kernels and graphs, default 32: cuda.h, mv_rows),
  * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
  * on average, default 2: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
- * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_MVNB=0 gives
+ * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_H16KEEP=0 rounds
+ * a prompt's rows to f16 again for each f16 product of them (cuda.h, h16)
+ * and Q36_CUDA_ROUTEKEEP=0 routes an expert product's rows again for each
+ * product of the same selection (cuda.h, routed);
+ * Q36_CUDA_MVNB=0 gives
  * batches' Q4_K products one output row a warp again (cuda.h, mv_nb);
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
@@ -250,6 +256,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
+    c->h16keep = cuda_env_on("Q36_CUDA_H16KEEP");
+    c->route_keep = cuda_env_on("Q36_CUDA_ROUTEKEEP");
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;

@@ -123,6 +123,25 @@ struct cuda_ctx {
      * reserved again (cuda_q8_drop). */
     struct { const void *x; int64_t R, ld, K; bool valid; } q8;
     bool            q8keep;
+    /* The f16 rows at the scratch's start (cuda_gemm.cu, k_to_half) of
+     * the rows h16.x (R, ld, K as q8's), kept for the next f16 products
+     * of the same rows (a DeltaNet block's qkv and z products, an
+     * attention block's q, k and v, the shared expert's up and gate:
+     * 90 of the 250 conversions of a 35B-A3B prompt pass). Dropped where
+     * q8 is, and when int8 rows are laid out in the scratch
+     * (Q36_CUDA_H16KEEP, on unless "0"). */
+    struct { const void *x; int64_t R, ld, K; bool valid; } h16;
+    bool            h16keep;
+    /* The routing in the expert products' scratch (cuda_moe.cu, route:
+     * moe's counts, offsets and perm) is that of the selection `sel`
+     * (pitch ldsel, k ranks, Q rows, E experts, tiles of bm rows), kept
+     * for the next product of the same selection (a MoE block's fused
+     * gate and up product, then its down product: one routing instead of
+     * two, 2 of a 35B-A3B prompt pass's 4.3 ms of routing). Dropped where
+     * q8 is, and when an op writes over sel (Q36_CUDA_ROUTEKEEP, on
+     * unless "0"). */
+    struct { const void *sel; int64_t ldsel, k, Q, E; int bm; bool valid; } routed;
+    bool            route_keep;
 #define CUDA_Q8_NORM_ROWS 8        /* cuda_matmul.cu's MATVEC_ROWS: rows a norm writes int8 for */
     /* Q36_CUDA_EXACTINV in exact mode (on unless "0"; checked on the H200
      * on 2026-12-02): a row's bits do not depend on its batch. Weight products take the
@@ -410,7 +429,8 @@ void cuda_graph_drop(be_ctx *be);
 
 /* ---- cuda_matmul.cu */
 
-/* The kept int8 rows (cuda_ctx.q8): forgotten; forgotten when t overlaps them */
+/* The kept int8 rows (cuda_ctx.q8) and f16 rows (h16): forgotten;
+ * forgotten when t overlaps their rows */
 void cuda_q8_drop(cuda_ctx *c);
 void cuda_q8_written(cuda_ctx *c, const be_tensor *t);
 /* Where R int8 rows of K and their block scales go in the scratch; false

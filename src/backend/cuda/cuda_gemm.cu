@@ -41,16 +41,27 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     if (type == QT_F32 || !cuda_type_native(type) || halves < xh + (size_t)K * 64)
         return false;
     __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
-    cuda_q8_drop(c);                    /* the scratch is overwritten */
     /* Q36_CUDA_F16KEEP: the weight's kept f16 copy, one product */
     const __half *kept = cuda_f16_kept(be, type, W, rb, K, N);
     const int64_t fit = (int64_t)((halves - xh) / (size_t)K);
     const int64_t chunk = kept || fit >= N ? N : fit;
     cudaStream_t st = c->stream;
-    cuda_launch(k_to_half, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, st,
-                (const float *)x->data, x->ld, R, K, x16);
-    if (!CUDA_LAUNCHED(be, "k_to_half"))
-        return true;
+    /* x's f16 rows: those at the scratch's start when they are x's
+     * (cuda.h: h16), else rounded there now (the rest of the scratch,
+     * w16, is the weight slabs') */
+    if (!(c->h16.valid && c->h16.x == x->data && c->h16.R == R && c->h16.ld == x->ld &&
+          c->h16.K == K)) {
+        cuda_q8_drop(c);                /* the scratch is overwritten */
+        cuda_launch(k_to_half, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, st,
+                    (const float *)x->data, x->ld, R, K, x16);
+        if (!CUDA_LAUNCHED(be, "k_to_half"))
+            return true;
+        c->h16.x = x->data;
+        c->h16.R = R;
+        c->h16.ld = x->ld;
+        c->h16.K = K;
+        c->h16.valid = c->h16keep;
+    }
     const float one = 1.0f, zero = 0.0f;
     /* tensor cores: the handle's pedantic f32 mode is for the f32 path */
     if (!CUBLAS_OK(be, cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)))

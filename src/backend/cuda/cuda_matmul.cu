@@ -923,10 +923,11 @@ bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx)
         return false;
     *qx = (int8_t *)c->deq;
     *dx = (float2 *)(((uintptr_t)(*qx + R * K) + 15) & ~(uintptr_t)15);
+    c->h16.valid = false;               /* int8 rows go over them */
     return true;
 }
 
-void cuda_q8_drop(cuda_ctx *c) { c->q8.valid = false; }
+void cuda_q8_drop(cuda_ctx *c) { c->q8.valid = c->h16.valid = c->routed.valid = false; }
 
 /* bytes [lo, hi) a tensor's rows span */
 static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)
@@ -936,16 +937,31 @@ static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)
           be_type_bytes(t->type, t->cols);
 }
 
+/* whether [lo, hi) overlaps the f32 rows x (R rows of K, pitch ld) */
+static bool rows_overlap(uintptr_t lo, uintptr_t hi, const void *x, int64_t R, int64_t ld, int64_t K)
+{
+    const uintptr_t xlo = (uintptr_t)x;
+    const uintptr_t xhi = xlo + (size_t)((R - 1) * ld + K) * sizeof(float);
+    return lo < xhi && xlo < hi;
+}
+
 void cuda_q8_written(cuda_ctx *c, const be_tensor *t)
 {
-    if (!c->q8.valid || !t || !t->data)
+    if ((!c->q8.valid && !c->h16.valid && !c->routed.valid) || !t || !t->data)
         return;
     uintptr_t lo, hi;
     span(t, &lo, &hi);
-    const uintptr_t xlo = (uintptr_t)c->q8.x;
-    const uintptr_t xhi = xlo + (size_t)((c->q8.R - 1) * c->q8.ld + c->q8.K) * sizeof(float);
-    if (lo < xhi && xlo < hi)
+    if (c->routed.valid) {             /* the selection's Q / k rows of k ids */
+        const uintptr_t slo = (uintptr_t)c->routed.sel;
+        const uintptr_t shi = slo + (size_t)((c->routed.Q / c->routed.k - 1) * c->routed.ldsel +
+                                             c->routed.k) * sizeof(int32_t);
+        if (lo < shi && slo < hi)
+            c->routed.valid = false;
+    }
+    if (c->q8.valid && rows_overlap(lo, hi, c->q8.x, c->q8.R, c->q8.ld, c->q8.K))
         c->q8.valid = false;
+    if (c->h16.valid && rows_overlap(lo, hi, c->h16.x, c->h16.R, c->h16.ld, c->h16.K))
+        c->h16.valid = false;
 }
 
 void cuda_q8_kept(cuda_ctx *c, const be_tensor *x)

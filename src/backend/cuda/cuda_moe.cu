@@ -436,17 +436,32 @@ int cuda_moe_reserve(be_ctx *be, const be_shape *s, q36_err *err)
  * when a launch failed (the context's error is set) */
 static bool route(be_ctx *be, const mg_args &a)
 {
-    cudaStream_t st = cuda_ctx_of(be)->stream;
+    cuda_ctx *c = cuda_ctx_of(be);
+    /* the scratch's routing when it is this selection's (cuda.h: routed) */
+    if (c->routed.valid && c->routed.sel == a.sel && c->routed.ldsel == a.ldsel &&
+        c->routed.k == a.k && c->routed.Q == a.Q && c->routed.E == a.E && c->routed.bm == a.bm)
+        return true;
+    c->routed.valid = false;
+    cudaStream_t st = c->stream;
     if (a.Q <= MG_ROUTE_ONE) {
         cuda_launch(k_mg_route, 1, 1024, 0, st, a);
-        return CUDA_LAUNCHED(be, "k_mg_count/scan/scatter");
+    } else {
+        if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)a.E, st)))
+            return false;
+        cuda_launch(k_mg_count, cuda_blocks(a.Q, 256), 256, 0, st, a);
+        cuda_launch(k_mg_scan, 1, 32, 0, st, a);
+        cuda_launch(k_mg_scatter, cuda_blocks(a.Q, 256), 256, 0, st, a);
     }
-    if (!CUDA_OK(be, cudaMemsetAsync(a.cnt, 0, sizeof(int32_t) * (size_t)a.E, st)))
+    if (!CUDA_LAUNCHED(be, "k_mg_count/scan/scatter"))
         return false;
-    cuda_launch(k_mg_count, cuda_blocks(a.Q, 256), 256, 0, st, a);
-    cuda_launch(k_mg_scan, 1, 32, 0, st, a);
-    cuda_launch(k_mg_scatter, cuda_blocks(a.Q, 256), 256, 0, st, a);
-    return CUDA_LAUNCHED(be, "k_mg_count/scan/scatter");
+    c->routed.sel = a.sel;
+    c->routed.ldsel = a.ldsel;
+    c->routed.k = a.k;
+    c->routed.Q = a.Q;
+    c->routed.E = a.E;
+    c->routed.bm = a.bm;
+    c->routed.valid = c->route_keep;
+    return true;
 }
 
 bool cuda_moe_sort(be_ctx *be, const be_tensor *sel, int64_t E, mg_args *a)

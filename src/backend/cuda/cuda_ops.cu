@@ -166,6 +166,76 @@ __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, i
     }
 }
 
+/* k_norm for groups of NW * 32 elements (64, 128 or 256: k_norm's block
+ * has a thread an element, NW warps), a warp a group, 8 groups a block:
+ * lane l holds the elements l + 32 m, which are lane l of k_norm's warp m.
+ * Each m's squares are reduced as block_sum's first stage reduces a warp's,
+ * and the NW warp sums are added in the order of its second stage (lane 0
+ * of a butterfly over NW values, the other lanes' zeros changing nothing):
+ * the same bits as k_norm. For prompt batches of small groups (the DeltaNet
+ * L2 norms and gated norms per head of 128), where k_norm's block a group
+ * spent its time in barriers: 163 µs a layer each at the 35B-A3B's pp4096
+ * (bench/results/2026-12-04-cuda-session21/). No int8 rows (decode rows
+ * keep k_norm_reg). */
+template <int NW>
+__global__ void k_norm_warp(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t gpr,
+                            int64_t ngroups, const float *__restrict__ w, float eps, float post,
+                            const float *z, int64_t ldz, float *y, int64_t ldy)
+{
+    cuda_pdl_enter();
+    constexpr int64_t group = 32 * NW;
+    const int64_t gi = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (gi >= ngroups)
+        return;
+    const int lane = threadIdx.x & 31;
+    const int64_t r = gi / gpr, g0 = (gi % gpr) * group;
+    float *xr = x + r * ldx + g0;
+    float v[NW], a[NW];
+    #pragma unroll
+    for (int m = 0; m < NW; m++) {
+        v[m] = xr[lane + 32 * m];
+        a[m] = o ? o[r * ldo + g0 + lane + 32 * m] : 0.0f;
+    }
+    double p[NW];
+    #pragma unroll
+    for (int m = 0; m < NW; m++) {
+        if (o) {
+            v[m] = a[m] + v[m];
+            xr[lane + 32 * m] = v[m];
+        }
+        p[m] = (double)(v[m] * v[m]);
+        #pragma unroll
+        for (int sh = 16; sh > 0; sh >>= 1)
+            p[m] += __shfl_xor_sync(0xffffffffu, p[m], sh);
+    }
+    #pragma unroll
+    for (int h = NW / 2; h > 0; h >>= 1)
+        #pragma unroll
+        for (int m = 0; m < h; m++)
+            p[m] = p[m] + p[m + h];
+    const float mean = (float)(p[0] / (double)group);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    #pragma unroll
+    for (int m = 0; m < NW; m++) {
+        a[m] = w ? w[lane + 32 * m] : 0.0f;
+        v[m] = v[m] * scale;
+    }
+    float *yr = y + r * ldy + g0;
+    #pragma unroll
+    for (int m = 0; m < NW; m++) {
+        float u = v[m];
+        if (w)
+            u = u * a[m];
+        if (post != 1.0f)
+            u = u * post;
+        if (z) {
+            const float zz = z[r * ldz + g0 + lane + 32 * m];
+            u = zz / (1.0f + expf(-zz)) * u;
+        }
+        yr[lane + 32 * m] = u;
+    }
+}
+
 /* y = norm of x (with o: of x = o + x, stored first; with z: times silu(z)) */
 static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float *w, float eps,
                  float post, int64_t group, const be_tensor *z, be_tensor *y, const char *what)
@@ -185,6 +255,21 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     const bool q8 = c->q8keep && group % 32 == 0 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
                     cuda_q8_layout(c, y->rows, y->cols, &qx, &dx);
     const int npt = (int)((group + threads - 1) / threads);
+    const int64_t ngroups = x->rows * gpr;
+    if (c->norm_reg && !q8 && group == threads && ngroups >= 64) {
+#define NORMW(NW) cuda_launch(k_norm_warp<NW>, (unsigned)((ngroups + 7) / 8), 256, 0, c->stream, \
+        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, gpr, ngroups,   \
+        w, eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld)
+        if (group == 64)
+            NORMW(2);
+        else if (group == 128)
+            NORMW(4);
+        else
+            NORMW(8);
+#undef NORMW
+        CUDA_LAUNCHED(be, what);
+        return;
+    }
 #define NORM(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                   \
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
         eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
@@ -717,18 +802,32 @@ void cuda_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
 /* out[t] = the routed rows' weighted sum, products rounded then added in
  * rank order; with s (the fused entry), plus s[t] * sigmoid(g[t]) formed
  * as k_ew forms it, added last */
+template <int KT>
 __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
                           const float *g, int64_t ldg, const float *s, int64_t lds, float *out,
                           int64_t ldo, int64_t rows, int64_t cols)
 {
     cuda_pdl_enter();
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * cols;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / cols, c = i % cols;
-        const float *wr = w + t * ldw;
-        float o = __fmul_rn(y[(t * k) * ldy + c], wr[0]);
-        for (int64_t j = 1; j < k; j++)
-            o = __fadd_rn(o, __fmul_rn(y[(t * k + j) * ldy + c], wr[j]));
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols)
+        return;
+    for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
+        const float *wr = w + t * ldw, *yr = y + (t * k) * ldy + c;
+        float o;
+        if (KT) {      /* k known: the k rows' loads issued together */
+            float yv[KT > 0 ? KT : 1];
+            #pragma unroll
+            for (int j = 0; j < KT; j++)
+                yv[j] = yr[j * ldy];
+            o = __fmul_rn(yv[0], wr[0]);
+            #pragma unroll
+            for (int j = 1; j < KT; j++)
+                o = __fadd_rn(o, __fmul_rn(yv[j], wr[j]));
+        } else {
+            o = __fmul_rn(yr[0], wr[0]);
+            for (int64_t j = 1; j < k; j++)
+                o = __fadd_rn(o, __fmul_rn(yr[j * ldy], wr[j]));
+        }
         if (s) {
             const float gt = g[t * ldg];
             const float sig = 1.0f / (1.0f + expf(-gt));
@@ -736,6 +835,19 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
         }
         out[t * ldo + c] = o;
     }
+}
+
+/* k_combine's launch: a thread a column, a block row a token row */
+static void combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                    const be_tensor *g, const be_tensor *s, be_tensor *out, const char *what)
+{
+    const dim3 grid((unsigned)((out->cols + 255) / 256),
+                    (unsigned)(out->rows < 65535 ? out->rows : 65535));
+    cuda_launch(k == 8 ? k_combine<8> : k_combine<0>, grid, 256, 0, cuda_ctx_of(be)->stream,
+        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k,
+        g ? (const float *)g->data : NULL, g ? g->ld : 0, s ? (const float *)s->data : NULL,
+        s ? s->ld : 0, (float *)out->data, out->ld, out->rows, out->cols);
+    CUDA_LAUNCHED(be, what);
 }
 
 void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
@@ -752,10 +864,7 @@ void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w,
     const int64_t n = out->rows * out->cols;
     if (!n)
         return;
-    cuda_launch(k_combine, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
-        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, (const float *)g->data,
-        g->ld, (const float *)s->data, s->ld, (float *)out->data, out->ld, out->rows, out->cols);
-    CUDA_LAUNCHED(be, "k_combine(shared)");
+    combine(be, y, w, k, g, s, out, "k_combine(shared)");
 }
 
 void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
@@ -765,8 +874,5 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
     const int64_t n = out->rows * out->cols;
     if (!n)
         return;
-    cuda_launch(k_combine, cuda_blocks(n, 256), 256, 0, cuda_ctx_of(be)->stream,
-        (const float *)y->data, y->ld, (const float *)w->data, w->ld, k, NULL, 0, NULL, 0,
-        (float *)out->data, out->ld, out->rows, out->cols);
-    CUDA_LAUNCHED(be, "k_combine");
+    combine(be, y, w, k, NULL, NULL, out, "k_combine");
 }

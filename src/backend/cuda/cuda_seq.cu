@@ -622,34 +622,43 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
  * win (the Kc-1 raw values before t0, oldest first) and the row's raw
  * value times the weights wc, summed in order; win moves along. With keep
  * (be_ssm_conv_silu_keep), the window after each run row t < nk is also
- * written to keep row t * C + c (row pitch ldk). */
+ * written to keep row t * C + c (row pitch ldk). KC: Kc known at compile
+ * time (the models' 4: win and wc in registers; 0: Kc at run time, the
+ * arrays in local memory, which made the 35B-A3B's pp4096 conv 200 µs a
+ * layer); NB rows' loads are issued before their stores. */
+template <int KC, int NB>
 __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t row0, int t0, int t1,
                                           int64_t c, int Kc, const float *wc, float *win,
                                           bool silu, float *y, int64_t ldy, float *keep = nullptr,
                                           int64_t ldk = 0, int64_t C = 0, int nk = 0)
 {
-    /* 8 rows' x loaded before their 8 stores: a load cannot pass a store
+    const int K = KC ? KC : Kc;
+    /* NB rows' x loaded before their NB stores: a load cannot pass a store
      * to y that might alias it, so loading each row after the last row's
      * store waited a memory round trip a row */
-    for (int tb = t0; tb < t1; tb += 8) {
-        float xv[8];
+    for (int tb = t0; tb < t1; tb += NB) {
+        float xv[NB];
         #pragma unroll
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < NB; i++)
             xv[i] = tb + i < t1 ? x[(row0 + tb + i) * ldx + c] : 0.0f;
         #pragma unroll
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < NB; i++) {
             if (tb + i >= t1)
                 break;
             const int64_t r = row0 + tb + i;
-            win[Kc - 1] = xv[i];
+            win[K - 1] = xv[i];
             float acc = 0.0f;
-            for (int j = 0; j < Kc; j++)
-                acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
+            #pragma unroll
+            for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+                if (j < K)
+                    acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
             y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
-            for (int j = 0; j < Kc - 1; j++)
-                win[j] = win[j + 1];
+            #pragma unroll
+            for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+                if (j < K - 1)
+                    win[j] = win[j + 1];
             if (keep && tb + i < nk)
-                for (int j = 0; j < Kc - 1; j++)
+                for (int j = 0; j < K - 1; j++)
                     keep[((int64_t)(tb + i) * C + c) * ldk + j] = win[j];
         }
     }
@@ -657,6 +666,7 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
 
 /* Thread per (run, channel): the run's rows in order over a window of the
  * Kc-1 previous raw values, then the tail is the window's last values. */
+template <int KC>
 __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, const float *w,
                        int Kc, const int32_t *runs, int64_t C, bool silu, float *y, int64_t ldy,
                        float *keep, int64_t ldk, int64_t nk)
@@ -665,18 +675,25 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
+    const int K = KC ? KC : Kc;
     const int s = blockIdx.y;
     const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
     float win[CONV_MAX_K], wc[CONV_MAX_K];
     float *tl = tails + ((int64_t)slot * C + c) * ldt;
-    for (int j = 0; j < Kc - 1; j++)
-        win[j] = tl[j];
-    for (int j = 0; j < Kc; j++)
-        wc[j] = w[c * Kc + j];
-    conv_walk(x, ldx, row0, 0, n, c, Kc, wc, win, silu, y, ldy,
-              keep ? keep + (int64_t)slot * nk * C * ldk : nullptr, ldk, C, n - 1);
-    for (int j = 0; j < Kc - 1; j++)
-        tl[j] = win[j];
+    #pragma unroll
+    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+        if (j < K - 1)
+            win[j] = tl[j];
+    #pragma unroll
+    for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+        if (j < K)
+            wc[j] = w[c * K + j];
+    conv_walk<KC, 8>(x, ldx, row0, 0, n, c, K, wc, win, silu, y, ldy,
+                     keep ? keep + (int64_t)slot * nk * C * ldk : nullptr, ldk, C, n - 1);
+    #pragma unroll
+    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+        if (j < K - 1)
+            tl[j] = win[j];
 }
 
 /* Prompt runs: thread per (run, channel, tile of CONV_TILE rows), the
@@ -684,6 +701,7 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
  * the slot's tail (left as it was: k_conv_tail moves it afterwards). Each
  * output is the same sum in the same order as k_conv's. */
 #define CONV_TILE 16
+template <int KC>
 __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int64_t ldt,
                             const float *w, int Kc, const int32_t *runs, int64_t C, bool silu,
                             float *y, int64_t ldy)
@@ -692,6 +710,7 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
+    const int K = KC ? KC : Kc;
     const int s = blockIdx.y;
     const int slot = runs[4 * s], row0 = runs[4 * s + 1], n = runs[4 * s + 2];
     const int t0 = (int)blockIdx.z * CONV_TILE;
@@ -699,14 +718,18 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
         return;
     const float *tl = tails + ((int64_t)slot * C + c) * ldt;
     float win[CONV_MAX_K], wc[CONV_MAX_K];
-    for (int j = 0; j < Kc - 1; j++) {     /* the Kc-1 raw values before row t0 */
-        const int t = t0 - (Kc - 1) + j;
-        win[j] = t >= 0 ? x[(int64_t)(row0 + t) * ldx + c] : tl[Kc - 1 + t];
+    #pragma unroll
+    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++) {   /* the K-1 raw values before row t0 */
+        const int t = t0 - (K - 1) + j;
+        if (j < K - 1)
+            win[j] = t >= 0 ? x[(int64_t)(row0 + t) * ldx + c] : tl[K - 1 + t];
     }
-    for (int j = 0; j < Kc; j++)
-        wc[j] = w[c * Kc + j];
-    conv_walk(x, ldx, row0, t0, t0 + CONV_TILE < n ? t0 + CONV_TILE : n, c, Kc, wc, win, silu, y,
-              ldy);
+    #pragma unroll
+    for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+        if (j < K)
+            wc[j] = w[c * K + j];
+    conv_walk<KC, CONV_TILE>(x, ldx, row0, t0, t0 + CONV_TILE < n ? t0 + CONV_TILE : n, c, K, wc,
+                             win, silu, y, ldy);
 }
 
 /* The tails after k_conv_rows: the last Kc-1 raw values of each run (old
@@ -743,7 +766,7 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
     cuda_ctx *c = cuda_ctx_of(be);
     dim3 grid((unsigned)((C + 127) / 128), (unsigned)b->n_seq);
     if (x->rows <= CONV_TILE || keep) {    /* decode: one kernel walks each run */
-        cuda_launch(k_conv, grid, 128, 0, c->stream,
+        cuda_launch(Kc == 4 ? k_conv<4> : k_conv<0>, grid, 128, 0, c->stream,
             (const float *)x->data, x->ld, (float *)tails->data, tails->ld, (const float *)w->data,
             (int)Kc, (const int32_t *)b->runs->data, C, silu, (float *)y->data, y->ld,
             keep ? (float *)keep->data : (float *)nullptr, keep ? keep->ld : (int64_t)0,
@@ -755,7 +778,7 @@ static void conv(be_ctx *be, const be_tensor *x, be_tensor *tails, const be_weig
      * tiles read rows of x other tiles have passed, so x and y are apart */
     assert(x->data != y->data);
     dim3 gt(grid.x, grid.y, (unsigned)((x->rows + CONV_TILE - 1) / CONV_TILE));
-    cuda_launch(k_conv_rows, gt, 128, 0, c->stream,
+    cuda_launch(Kc == 4 ? k_conv_rows<4> : k_conv_rows<0>, gt, 128, 0, c->stream,
         (const float *)x->data, x->ld, (const float *)tails->data, tails->ld,
         (const float *)w->data, (int)Kc, (const int32_t *)b->runs->data, C, silu,
         (float *)y->data, y->ld);
