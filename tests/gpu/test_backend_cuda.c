@@ -1336,23 +1336,26 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
  * with no rows, one tile and several; top-1/3/8; x per token or per
  * (token, rank); for =3 the weights of the large cases in several slabs
  * (the shape's expert_elems) and K not a multiple of 8 (=2's kernel). For
- * =3, wmma_bn 0 runs cuda_moe_mma.cu's tiles (the default: 128 rows;
- * be_matmul_id_swiglu's gate and up in one kernel; stages of 64 columns,
- * or of 32 with bk32), 128 or 256
+ * =3, wmma_bn 0 runs cuda_moe_mma.cu's tiles (128 rows;
+ * be_matmul_id_swiglu's gate and up in one kernel), with wg on Hopper's
+ * warpgroup products (cuda_moe_wg.cu, the default there), else on
+ * mma.sync in stages of 64 columns, or of 32 with bk32; 128 or 256
  * (Q36_CUDA_MOEMMA=0) cuda_moe_pre.cu's WMMA tiles of that many outputs.
  * The be_matmul_id_swiglu cases run the three ops on the other kernels. */
-static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool bk32)
+static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool bk32, bool wg)
 {
     /* every batch of at least 64 rows grouped, however few an expert gets
      * (by default, only batches of 2 rows an expert on average) */
     char *per = env_set("Q36_CUDA_MOEROWS", "0"), *bn = env_set("Q36_CUDA_MOEBN", wmma_bn == 256 ? "256" : "128");
     char *mma = env_set("Q36_CUDA_MOEMMA", wmma_bn ? "0" : "1");
     char *bk = env_set("Q36_CUDA_MOEBK", bk32 ? "32" : "64");
+    char *wgs = env_set("Q36_CUDA_MOEWG", wg ? "1" : "0");
     be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
     env_restore("Q36_CUDA_MOEROWS", per);
     env_restore("Q36_CUDA_MOEBN", bn);
     env_restore("Q36_CUDA_MOEMMA", mma);
     env_restore("Q36_CUDA_MOEBK", bk);
+    env_restore("Q36_CUDA_MOEWG", wgs);
     if (!gpm)
         return;
     gpu = gpm;
@@ -1361,6 +1364,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
     case_tag = !strcmp(mode, "3") ? (wmma_bn == 256   ? "_grouped_f16pre256"
                                      : wmma_bn == 128 ? "_grouped_f16pre_wmma"
                                      : bk32           ? "_grouped_f16pre_bk32"
+                                     : !wg            ? "_grouped_f16pre_mma"
                                                       : "_grouped_f16pre")
                : mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
@@ -1382,7 +1386,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
      * default kernel and the three ops of =2), outputs not a multiple of
      * the 64 of a block, K not a multiple of 32, rows not a multiple of
      * the 16 of a fragment */
-    if ((!strcmp(mode, "3") && !wmma_bn && !bk32) || !strcmp(mode, "2"))
+    if ((!strcmp(mode, "3") && wg) || !strcmp(mode, "2"))
         test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 200);
     test_matmul_id_swiglu(QT_Q8_0, 256, 100, 8, 3, 90);
     test_matmul_id_swiglu(QT_Q6_K, 512, 96, 4, 2, 150);
@@ -3991,12 +3995,13 @@ int main(int argc, char **argv)
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {
-            test_moe_ops(&sh, "1", 0, false);
-            test_moe_ops(&sh, "2", 0, false);
-            test_moe_ops(&sh, "3", 0, false);
-            test_moe_ops(&sh, "3", 0, true);
-            test_moe_ops(&sh, "3", 128, false);
-            test_moe_ops(&sh, "3", 256, false);
+            test_moe_ops(&sh, "1", 0, false, false);
+            test_moe_ops(&sh, "2", 0, false, false);
+            test_moe_ops(&sh, "3", 0, false, true);     /* warpgroup products (Hopper) */
+            test_moe_ops(&sh, "3", 0, false, false);    /* mma.sync, 64 columns a stage */
+            test_moe_ops(&sh, "3", 0, true, false);     /* ... 32 */
+            test_moe_ops(&sh, "3", 128, false, false);
+            test_moe_ops(&sh, "3", 256, false, false);
         }
         if (want_ops("fattn")) {
             test_fattn_ops(&sh, true, true);

@@ -63,7 +63,8 @@
  * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
  * dequantized ahead, through mma.sync in tiles of 128 rows, stages of 64
  * columns, gate and up fused, cuda_moe_mma.cu, unless Q36_CUDA_MOEMMA=0
- * (WMMA, cuda_moe_pre.cu; Q36_CUDA_MOEBK=32: stages of 32 columns);
+ * (WMMA, cuda_moe_pre.cu; Q36_CUDA_MOEBK=32: stages of 32 columns), on
+ * Hopper through warpgroup products unless Q36_CUDA_MOEWG=0 (cuda_moe_wg.cu);
  * 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
  * tests/gpu/run.sh checks each either way.
@@ -250,6 +251,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
     c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "32") ? 32 : 64;
+    c->moe_wg = c->moe_mma && cuda_env_on("Q36_CUDA_MOEWG");
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");
@@ -919,6 +921,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
+    c->cc_major = cc;
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
     cuda_diag_init();
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {

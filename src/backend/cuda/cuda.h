@@ -183,6 +183,9 @@ struct cuda_ctx {
     bool            moe_mma;       /* the f16 slabs' products through mma.sync (cuda_moe_mma.cu;
                                     * Q36_CUDA_MOEMMA, on unless "0") */
     int             moe_bk;        /* their columns a stage: 64, or Q36_CUDA_MOEBK=32 */
+    bool            moe_wg;        /* ... through Hopper's warpgroup products instead
+                                    * (cuda_moe_wg.cu; Q36_CUDA_MOEWG, on unless "0") */
+    int             cc_major;      /* the device's compute capability, major */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */

@@ -400,6 +400,8 @@ static void reserve_pre(be_ctx *be, const be_shape *s)
      * each, may pick the other width (without it the path is not taken) */
     if (c->moe_mma && !cuda_moe_mma_ready(c))
         c->moe_mma = false;            /* the WMMA tiles, which ask less */
+    if (c->moe_wg && (!c->moe_mma || !cuda_moe_wg_ready(c)))
+        c->moe_wg = false;             /* mma.sync */
     if (!cuda_moe_pre_ready(c)) {
         cudaFree(c->moeh);
         c->moeh = NULL;

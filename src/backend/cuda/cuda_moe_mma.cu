@@ -210,6 +210,8 @@ bool cuda_moe_mma(be_ctx *be, const mg_args *a, const __half *xh, const __half *
                   const __half *wu, int64_t e0, int64_t e1, int64_t tiles)
 {
     const cuda_ctx *c = cuda_ctx_of(be);
+    if (c->moe_wg)
+        return cuda_moe_wg(be, a, xh, wg, wu, e0, e1, tiles);
     if (c->moe_bk == 64)
         launch<64>(c, a, xh, wg, wu, e0, e1, tiles);
     else

@@ -243,6 +243,11 @@ bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __ha
  * with wu the gate and up products' swiglu (wg the gate's); false when
  * the launch failed (the context's error is set) */
 bool cuda_moe_mma_ready(const cuda_ctx *c);
+/* cuda_moe_wg.cu (Q36_CUDA_MOEWG, compute capability 9 only): the same
+ * products through warpgroup products; whether the device runs them */
+bool cuda_moe_wg_ready(const cuda_ctx *c);
+bool cuda_moe_wg(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
+                 const __half *wu, int64_t e0, int64_t e1, int64_t tiles);
 bool cuda_moe_mma(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
                   const __half *wu, int64_t e0, int64_t e1, int64_t tiles);
 
