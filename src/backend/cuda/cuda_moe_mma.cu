@@ -76,12 +76,7 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
         const int idx = tid + i * MM_THREADS, r = idx / (MM_BK / 8);
         kc[i] = 8 * (idx % (MM_BK / 8));
         so[i] = r * MM_LH + kc[i];
-        xin[i] = r < t.rows;
-        const int64_t q = a.perm[t.p0 + (xin[i] ? r : 0)];
-        xs[i] = xh + (a.x_per_tok ? q / a.k : q) * a.K + kc[i];
-        int64_t n = n0 + (GLU ? r % OUT : r);
-        n = n < a.N ? n : a.N - 1;
-        ws[i] = (GLU && r >= OUT ? wu : wg) + ((t.e - e0) * a.N + n) * a.K + kc[i];
+        mm_sources<GLU>(a, t, xh, wg, wu, e0, n0, OUT, r, kc[i], &xs[i], &ws[i], &xin[i]);
     }
     const int nk = (int)((a.K + MM_BK - 1) / MM_BK);
     auto load = [&](int kt) {
@@ -165,14 +160,7 @@ k_moe_gemm_mma(mg_args a, const __half *__restrict__ xh, const __half *__restric
                     v0 = cuda_swiglu1(v0, acc[i][j + NJ / 2][2 * h]);
                     v1 = cuda_swiglu1(v1, acc[i][j + NJ / 2][2 * h + 1]);
                 }
-                if (v2 && n + 1 < a.N) {
-                    *(float2 *)(yr + n) = make_float2(v0, v1);
-                } else {
-                    if (n < a.N)
-                        yr[n] = v0;
-                    if (n + 1 < a.N)
-                        yr[n + 1] = v1;
-                }
+                mm_store2(yr, n, a.N, v2, v0, v1);
             }
         }
 }

@@ -243,6 +243,41 @@ bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __ha
  * with wu the gate and up products' swiglu (wg the gate's); false when
  * the launch failed (the context's error is set) */
 bool cuda_moe_mma_ready(const cuda_ctx *c);
+/* What cuda_moe_mma.cu's and cuda_moe_wg.cu's kernels share. The sources
+ * of a thread's 16-byte copies of staged row r (columns kc ..) of a tile:
+ * x's row for the tile's row r (xin false past the tile's rows: the copy
+ * is zeros, the row read is the first) and the weight row of the block's
+ * output r (GLU: rows out .. are the up weight's), the last one past N
+ * (never stored). */
+template <bool GLU>
+__device__ __forceinline__ void mm_sources(const mg_args &a, const mg_tile &t, const __half *xh,
+                                           const __half *wg, const __half *wu, int64_t e0,
+                                           int64_t n0, int out, int r, int kc, const __half **xs,
+                                           const __half **ws, bool *xin)
+{
+    *xin = r < t.rows;
+    const int64_t q = a.perm[t.p0 + (*xin ? r : 0)];
+    *xs = xh + (a.x_per_tok ? q / a.k : q) * a.K + kc;
+    int64_t n = n0 + (GLU ? r % out : r);
+    n = n < a.N ? n : a.N - 1;
+    *ws = (GLU && r >= out ? wu : wg) + ((t.e - e0) * a.N + n) * a.K + kc;
+}
+
+/* outputs n and n + 1 of row yr, those below N (v2: one float2 store when
+ * both are and the row allows it) */
+__device__ __forceinline__ void mm_store2(float *yr, int64_t n, int64_t N, bool v2, float v0,
+                                          float v1)
+{
+    if (v2 && n + 1 < N) {
+        *(float2 *)(yr + n) = make_float2(v0, v1);
+    } else {
+        if (n < N)
+            yr[n] = v0;
+        if (n + 1 < N)
+            yr[n + 1] = v1;
+    }
+}
+
 /* cuda_moe_wg.cu (Q36_CUDA_MOEWG, compute capability 9 only): the same
  * products through warpgroup products; whether the device runs them */
 bool cuda_moe_wg_ready(const cuda_ctx *c);

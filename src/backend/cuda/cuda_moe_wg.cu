@@ -118,12 +118,7 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
         const int idx = tid + i * WG_THREADS, r = idx / 8, c = idx % 8;
         kc[i] = 8 * c;
         so[i] = r * 128 + ((c ^ (r & 7)) << 4);
-        xin[i] = r < t.rows;
-        const int64_t q = a.perm[t.p0 + (xin[i] ? r : 0)];
-        xs[i] = xh + (a.x_per_tok ? q / a.k : q) * a.K + kc[i];
-        int64_t n = n0 + (GLU ? r % OUT : r);
-        n = n < a.N ? n : a.N - 1;
-        ws[i] = (GLU && r >= OUT ? wu : wg) + ((t.e - e0) * a.N + n) * a.K + kc[i];
+        mm_sources<GLU>(a, t, xh, wg, wu, e0, n0, OUT, r, kc[i], &xs[i], &ws[i], &xin[i]);
     }
     const int nk = (int)((a.K + WG_BK - 1) / WG_BK);
     auto load = [&](int kt) {
@@ -190,14 +185,7 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
                 v0 = cuda_swiglu1(v0, d[4 * (j + 8) + 2 * h]);
                 v1 = cuda_swiglu1(v1, d[4 * (j + 8) + 2 * h + 1]);
             }
-            if (v2 && n + 1 < a.N) {
-                *(float2 *)(yr + n) = make_float2(v0, v1);
-            } else {
-                if (n < a.N)
-                    yr[n] = v0;
-                if (n + 1 < a.N)
-                    yr[n + 1] = v1;
-            }
+            mm_store2(yr, n, a.N, v2, v0, v1);
         }
     }
 #endif
