@@ -1132,7 +1132,7 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * sum of |products| (about M, the rounding once per operand rather than
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
-static bool dn_tf32, dn_tf32_state;
+static bool dn_tf32, dn_tf32_state, dn_fused;
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1152,7 +1152,9 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     if (cut)
         n += snprintf(name + n, sizeof name - (size_t)n, "_at%d", cut);
     if (dn_tf32)
-        snprintf(name + n, sizeof name - (size_t)n, dn_tf32_state ? "_tf32s" : "_tf32");
+        n += snprintf(name + n, sizeof name - (size_t)n, dn_tf32_state ? "_tf32s" : "_tf32");
+    if (dn_fused)
+        snprintf(name + n, sizeof name - (size_t)n, "_fused");
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1196,18 +1198,23 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 /* tc: the state kernel on tensor cores (names end in _tf32), else the
  * f32 one; with tc, ptc: the prep kernel's products on tensor cores too
  * (k_chunk_prep_tc), else its f32 forward substitution (names end in
- * _tf32s) */
-static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc)
+ * _tf32s); with tc, split: the states and outputs in two kernels
+ * (k_chunk_state_split, k_chunk_out, the default), else in one (names end
+ * in _fused) */
+static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split)
 {
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
     char *keep_p = env_set("Q36_CUDA_CHUNKPREP", ptc ? "1" : "0");
+    char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
     env_restore("Q36_CUDA_CHUNKTC", keep);
     env_restore("Q36_CUDA_CHUNKPREP", keep_p);
+    env_restore("Q36_CUDA_CHUNKSPLIT", keep_s);
     if (!gpc)
         return;
     dn_tf32 = tc;
     dn_tf32_state = tc && !ptc;
+    dn_fused = tc && !split;
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
               l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
               l4[] = { 100, 200, 12, 200 }, l8[] = { 1, 1, 1, 1, 64, 65, 3, 1 };
@@ -1234,7 +1241,7 @@ static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc)
     test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
     be_free(gpc);
     gpc = NULL;
-    dn_tf32 = dn_tf32_state = false;
+    dn_tf32 = dn_tf32_state = dn_fused = false;
 }
 
 /* ------------------------------------------------ f16 tensor-core matmul */
@@ -3021,13 +3028,15 @@ static void test_model_graphs(const char *path)
  * rows again for each product; with Q36_CUDA_H16KEEP (cuda.h: h16) a
  * prompt's f16 products of the same rows reuse their f16 rows; with
  * Q36_CUDA_ROUTEKEEP (cuda.h: routed) an expert product reuses the
- * routing of the one before it on the same selection. The same
+ * routing of the one before it on the same selection; with
+ * Q36_CUDA_CHUNKSPLIT (cuda_chunk.cu) the chunked delta rule's states and
+ * outputs are two kernels, the same products on the same operands. The same
  * rows, the same bits: a session with the switch on (`on`) and one with
  * it at `off` must give the same logits bit for bit, prompt and 64 greedy
  * decodes, op by op and with graphs (a replayed pass skips its ops, the
  * rows kept must be dropped): any rows reused after they changed show as
  * a difference. (Q8KEEP is off by default since it measured slower: the
- * second session turns it on.) Cases cuda.model.*.{q8keep,h16keep,routekeep}_same_bits. */
+ * second session turns it on.) Cases cuda.model.*.{q8keep,h16keep,routekeep,chunksplit}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)
 {
@@ -3989,9 +3998,10 @@ int main(int argc, char **argv)
     if (ops) {
         if (want_ops("ops")) test_ops();
         if (want_ops("chunk")) {
-            test_chunk_ops(&sh, true, true);
-            test_chunk_ops(&sh, true, false);
-            test_chunk_ops(&sh, false, false);
+            test_chunk_ops(&sh, true, true, true);
+            test_chunk_ops(&sh, true, true, false);
+            test_chunk_ops(&sh, true, false, true);
+            test_chunk_ops(&sh, false, false, false);
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {
@@ -4037,6 +4047,7 @@ int main(int argc, char **argv)
         test_model_keep(argv[i], "Q36_CUDA_Q8KEEP", "1", "0", "q8keep");
         test_model_keep(argv[i], "Q36_CUDA_H16KEEP", "1", "0", "h16keep");
         test_model_keep(argv[i], "Q36_CUDA_ROUTEKEEP", "1", "0", "routekeep");
+        test_model_keep(argv[i], "Q36_CUDA_CHUNKSPLIT", "1", "0", "chunksplit");
     }
     be_free(cpu);
     be_free(gpu);

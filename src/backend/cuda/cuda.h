@@ -165,6 +165,8 @@ struct cuda_ctx {
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
+    bool            chunk_split;   /* its states and outputs in two kernels (cuda_chunk.cu,
+                                    * unless Q36_CUDA_CHUNKSPLIT=0) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

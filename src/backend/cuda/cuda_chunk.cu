@@ -71,6 +71,7 @@ typedef struct ck_args {
     float *U, *W, *P, *G;    /* scratch (the file's comment) */
     float *ck;               /* NULL, or each run's state after each chunk (cuda_chunk.h) */
     int64_t ck_chunks;       /* chunks a run has room for in ck */
+    float *Sb;               /* NULL, or the split kernels' states before each chunk (below) */
 } ck_args;
 
 typedef struct ck_blk { int x, y, z; } ck_blk;
@@ -549,33 +550,41 @@ __device__ __forceinline__ void tf_scale(tf_acc &f, float v)
 
 /* acc += A B over 8 * K8 columns of A: A row-major at a (pitch la), or
  * column-major (A[r][k] at a[k * la + r]) when ACOL; B row-major at b
- * (pitch lb) */
-template <int K8, bool ACOL>
+ * (pitch lb), or column-major (B[k][n] at b[n * lb + k]) when BCOL */
+template <int K8, bool ACOL, bool BCOL = false>
 __device__ __forceinline__ void tf_mma(tf_acc &acc, const float *a, int la, const float *b, int lb)
 {
     typedef typename std::conditional<ACOL, wm::col_major, wm::row_major>::type AL;
+    typedef typename std::conditional<BCOL, wm::col_major, wm::row_major>::type BL;
     #pragma unroll 4
     for (int k = 0; k < K8; k++) {
         wm::fragment<wm::matrix_a, 16, 16, 8, wm::precision::tf32, AL> fa;
-        wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, wm::row_major> fb;
+        wm::fragment<wm::matrix_b, 16, 16, 8, wm::precision::tf32, BL> fb;
         wm::load_matrix_sync(fa, ACOL ? a + 8 * k * la : a + 8 * k, la);
-        wm::load_matrix_sync(fb, b + 8 * k * lb, lb);
+        wm::load_matrix_sync(fb, BCOL ? b + 8 * k : b + 8 * k * lb, lb);
         tf_round(fa);
         tf_round(fb);
         wm::mma_sync(acc, fa, fb, acc);
     }
 }
 
-template <int DK> __device__ void tc_vprime(const st_sh<DK> &s, int w)
+/* V (rows of CK_BV) = U - W S in place, W's rows at X (pitch LX), S
+ * (pitch LS): warps 0-3, 16 rows each */
+template <int DK> __device__ void tc_vprime_at(float *V, const float *X, const float *S, int w)
 {
     if (w >= CK_C / 16)
         return;
     tf_acc acc;
-    wm::load_matrix_sync(acc, s.V + 16 * w * CK_BV, CK_BV, wm::mem_row_major);
+    wm::load_matrix_sync(acc, V + 16 * w * CK_BV, CK_BV, wm::mem_row_major);
     tf_scale(acc, -1.0f);
-    tf_mma<DK / 8, false>(acc, s.X + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, s.S, st_sh<DK>::LS);
+    tf_mma<DK / 8, false>(acc, X + 16 * w * st_sh<DK>::LX, st_sh<DK>::LX, S, st_sh<DK>::LS);
     tf_scale(acc, -1.0f);
-    wm::store_matrix_sync(s.V + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
+    wm::store_matrix_sync(V + 16 * w * CK_BV, acc, CK_BV, wm::mem_row_major);
+}
+
+template <int DK> __device__ void tc_vprime(const st_sh<DK> &s, int w)
+{
+    tc_vprime_at<DK>(s.V, s.X, s.S, w);
 }
 
 /* 16-byte copies (cp.async) of COLS columns from col0 of the chunk's rows
@@ -604,15 +613,20 @@ template <int DK> __device__ void tc_cp_w(const ck_args &a, ck_blk b, const ck_c
 
 /* Q's rows as this thread copied them (tc_cp_rows' elements for tid),
  * times e^G_t, once its copies have landed */
-template <int DK> __device__ void tc_scale_q(float *XQ, const st_sh<DK> &s, int tid)
+template <int DK> __device__ void tc_scale_q_at(float *XQ, const float *G, int tid)
 {
     for (int e = tid; e < CK_C * (DK / 4); e += CK_THREADS) {
         const int t = e / (DK / 4), i = 4 * (e % (DK / 4));
-        const float g = expf(s.G[t]);
+        const float g = expf(G[t]);
         float4 *p = (float4 *)(XQ + t * st_sh<DK>::LX + i);
         const float4 v = *p;
         *p = make_float4(g * v.x, g * v.y, g * v.z, g * v.w);
     }
+}
+
+template <int DK> __device__ void tc_scale_q(float *XQ, const st_sh<DK> &s, int tid)
+{
+    tc_scale_q_at<DK>(XQ, s.G, tid);
 }
 
 /* XQ: the chunk's Q rows, scaled by e^G_t */
@@ -642,19 +656,25 @@ template <int DK> __device__ void tc_emit(const ck_args &a, ck_blk b, int64_t c0
     }
 }
 
+/* S <- el S + K^T V, K's rows at X */
+template <int DK> __device__ void tc_update_at(float *S, const float *X, const float *V, float el,
+                                              int w)
+{
+    for (int m = w; m < DK / 16; m += CK_THREADS / 32) {
+        tf_acc acc;
+        float *St = S + 16 * m * st_sh<DK>::LS;
+        wm::load_matrix_sync(acc, St, st_sh<DK>::LS, wm::mem_row_major);
+        tf_scale(acc, el);
+        tf_mma<CK_C / 8, true>(acc, X + 16 * m, st_sh<DK>::LX, V, CK_BV);
+        wm::store_matrix_sync(St, acc, st_sh<DK>::LS, wm::mem_row_major);
+    }
+}
+
 template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t c0, int w,
                                            const st_sh<DK> &s)
 {
     const ck_chunk c = chunk_of(a.runs, b.y, c0);
-    const float el = expf(s.G[c.nc - 1]);
-    for (int m = w; m < DK / 16; m += CK_THREADS / 32) {
-        tf_acc acc;
-        float *St = s.S + 16 * m * st_sh<DK>::LS;
-        wm::load_matrix_sync(acc, St, st_sh<DK>::LS, wm::mem_row_major);
-        tf_scale(acc, el);
-        tf_mma<CK_C / 8, true>(acc, s.X + 16 * m, st_sh<DK>::LX, s.V, CK_BV);
-        wm::store_matrix_sync(St, acc, st_sh<DK>::LS, wm::mem_row_major);
-    }
+    tc_update_at<DK>(s.S, s.X, s.V, expf(s.G[c.nc - 1]), w);
 }
 #endif
 
@@ -994,6 +1014,181 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
 #endif
 }
 
+/* ------------------------------- the state and the outputs apart (split) */
+
+/* Q36_CUDA_CHUNKSPLIT (on unless "0"; with the state kernel on tensor
+ * cores, dk <= 128, no chunk-boundary states asked): k_chunk_state_tc
+ * forms each chunk's outputs inside its loop over the run's chunks, one
+ * after another: the Q and P loads and the output product sit on the
+ * loop's path, and 4 of its 8 warps wait through both products of V' and
+ * O. The first honest 35B-A3B pp4096 profile (bench/results/
+ * 2026-12-04-cuda-session21/) had it at 765 µs a layer, 12 µs a chunk.
+ * Here the loop keeps only what the next chunk needs:
+ *  - k_chunk_state_split, the same blocks: per chunk V' = U - W S (warps
+ *    0-3) while warps 4-7 store the state before the chunk (its columns)
+ *    to the chunk's slot of Sb; V' to the scratch in U's place; then the
+ *    update S <- e^G_last S + K^T diag(dec) V'. W and U of the next chunk
+ *    are copied during the update (U into a second buffer), its K during
+ *    the next V' (K and W have buffers of their own);
+ *  - k_chunk_out, a block per (chunk, value head, run), all at once:
+ *    O = (diag(e^G) Q S + P V') / sqrt(dk) from the chunk's slot and V',
+ *    a warp 16 x 16 tiles of the chunk's 64 x dk outputs.
+ * Each product is k_chunk_state_tc's on the same operands in the same
+ * order (TF32 WMMA, f32 sums), so the outputs and states are its bits.
+ * Sb: a state (Hv x dk x dk, element [j dk + i] as S) for each slot
+ * r0 / C + s of a chunk starting at batch row r0 of run s (distinct for
+ * distinct chunks: (T + C - 1) / C + n_seq slots). */
+template <int DK> struct sp_sh {
+    static constexpr int LS = CK_BV + 4, LX = DK + 4;
+    static constexpr size_t oS = 0, oW = oS + (size_t)DK * LS, oK = oW + (size_t)CK_C * LX,
+                            oV = oK + (size_t)CK_C * LX, oG = oV + 2 * CK_C * CK_BV,
+                            oD = oG + CK_C, floats = oD + CK_C;
+    static_assert(LS == st_sh<DK>::LS && LX == st_sh<DK>::LX && oS == st_sh<DK>::oS,
+                  "st_init/st_fini's S, tc_vprime_at's and tc_update_at's pitches");
+};
+static_assert(sp_sh<32>::oW % 8 == 0 && sp_sh<32>::oK % 8 == 0 && sp_sh<32>::oV % 8 == 0,
+              "32-byte aligned regions");
+
+/* the chunk's state slot in Sb */
+HD float *sb_slot(const ck_args &a, const ck_chunk &c, int s, int64_t h, int dk)
+{
+    return a.Sb + ((c.r0 / CK_C + s) * a.Hv + h) * (int64_t)dk * dk;
+}
+
+/* the outputs' shared memory: Q rows (then O), the slot's state as dk
+ * rows j of dk i (B column-major), P, V' */
+template <int DK> struct so_sh {
+    static constexpr int LX = DK + 4, LT = DK + 4, LP = CK_C + 4;   /* LX: tc_scale_q_at's */
+    static constexpr size_t oQ = 0, oS = oQ + (size_t)CK_C * LX, oP = oS + (size_t)DK * LT,
+                            oV = oP + (size_t)CK_C * LP, oG = oV + (size_t)CK_C * LX,
+                            floats = oG + CK_C;
+};
+static_assert(so_sh<32>::oS % 8 == 0 && so_sh<32>::oP % 8 == 0 && so_sh<32>::oV % 8 == 0,
+              "32-byte aligned regions");
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
+{
+    cuda_pdl_enter();
+#ifdef __CUDA_ARCH__
+    using L = sp_sh<DK>;
+    extern __shared__ __align__(128) float sms[];
+    const ck_blk b = { (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z };
+    const int tid = threadIdx.x, w = tid / 32;
+    const int64_t n = a.runs[4 * b.y + 2], h = b.x, kcol = (a.Hk + h % a.Hk) * DK;
+    const int64_t j0 = (int64_t)b.z * CK_BV;
+    float *S = sms + L::oS, *XW = sms + L::oW, *XK = sms + L::oK, *G = sms + L::oG,
+          *dec = sms + L::oD;
+    st_init<DK>(a, b, tid, CK_THREADS, sms);
+    if (n > 0) {
+        const ck_chunk c = chunk_of(a.runs, b.y, 0);
+        tc_cp_rows<DK, L::LX>(XW, a.W, a.Hv * DK, h * DK, c, tid);
+        tc_cp_rows<CK_BV, CK_BV>(sms + L::oV, a.U, a.Hv * DK, h * DK + j0, c, tid);
+    }
+    cp_commit();
+    if (n > 0)
+        tc_cp_rows<DK, L::LX>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, b.y, 0), tid);
+    cp_commit();
+    for (int64_t c0 = 0, it = 0; c0 < n; c0 += CK_C, it++) {
+        const ck_chunk c = chunk_of(a.runs, b.y, c0);
+        float *V = sms + L::oV + (it & 1) * CK_C * CK_BV;
+        const float gl = a.G[(c.r0 + c.nc - 1) * a.Hv + h];
+        for (int t = tid; t < CK_C; t += CK_THREADS) {     /* load_g's */
+            const float gt = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
+            G[t] = gt;
+            dec[t] = t < c.nc ? expf(gl - gt) : 0.0f;
+        }
+        cp_wait<1>();                  /* W and U (K may still be in flight) */
+        __syncthreads();
+        if (w < CK_C / 16) {
+            tc_vprime_at<DK>(V, XW, S, w);
+        } else {                       /* the state before the chunk, this block's columns */
+            float *dst = sb_slot(a, c, b.y, h, DK);
+            for (int e = tid - 32 * (CK_C / 16); e < DK * CK_BV; e += CK_THREADS - 32 * (CK_C / 16)) {
+                const int jl = e / DK, i = e % DK;
+                dst[(j0 + jl) * DK + i] = S[i * L::LS + jl];
+            }
+        }
+        __syncthreads();               /* W is spent, V' formed */
+        if (c0 + CK_C < n) {
+            const ck_chunk cn = chunk_of(a.runs, b.y, c0 + CK_C);
+            tc_cp_rows<DK, L::LX>(XW, a.W, a.Hv * DK, h * DK, cn, tid);
+            tc_cp_rows<CK_BV, CK_BV>(sms + L::oV + ((it + 1) & 1) * CK_C * CK_BV, a.U, a.Hv * DK,
+                                     h * DK + j0, cn, tid);
+        }
+        cp_commit();
+        for (int e = tid; e < CK_C * CK_BV; e += CK_THREADS) {    /* V' out, times dec */
+            const int t = e / CK_BV, j = e % CK_BV;
+            if (t < c.nc)
+                a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + j] = V[e];
+            V[e] *= dec[t];
+        }
+        cp_wait<1>();                  /* K (the next W and U may still be in flight) */
+        __syncthreads();
+        tc_update_at<DK>(S, XK, V, expf(G[c.nc - 1]), w);
+        __syncthreads();               /* K is spent */
+        if (c0 + CK_C < n)
+            tc_cp_rows<DK, L::LX>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, b.y, c0 + CK_C), tid);
+        cp_commit();
+    }
+    cp_wait<0>();
+    st_fini<DK>(a, b, tid, CK_THREADS, sms);
+#endif
+}
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
+{
+    cuda_pdl_enter();
+#ifdef __CUDA_ARCH__
+    using L = so_sh<DK>;
+    constexpr int PER = (CK_C / 16) * (DK / 16) / (CK_THREADS / 32);   /* tiles a warp */
+    static_assert(PER * (CK_THREADS / 32) == (CK_C / 16) * (DK / 16), "whole tiles a warp");
+    extern __shared__ __align__(128) float smo[];
+    const ck_chunk c = chunk_of(a.runs, blockIdx.z, (int64_t)blockIdx.x * CK_C);
+    if (!c.nc)
+        return;
+    const int tid = threadIdx.x, w = tid / 32;
+    const int64_t h = blockIdx.y;
+    float *Q = smo + L::oQ, *St = smo + L::oS, *P = smo + L::oP, *V = smo + L::oV, *G = smo + L::oG;
+    tc_cp_rows<DK, L::LX>(Q, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid);
+    const float *src = sb_slot(a, c, (int)blockIdx.z, h, DK);
+    for (int e = tid; e < DK * (DK / 4); e += CK_THREADS) {
+        const int j = e / (DK / 4), i = 4 * (e % (DK / 4));
+        cp16(St + j * L::LT + i, src + (int64_t)j * DK + i, true);
+    }
+    tc_cp_rows<CK_C, L::LP>(P, a.P + h * CK_C, a.Hv * CK_C, 0, c, tid);
+    tc_cp_rows<DK, L::LX>(V, a.U, a.Hv * DK, h * DK, c, tid);
+    cp_commit();
+    for (int t = tid; t < CK_C; t += CK_THREADS)
+        G[t] = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
+    cp_wait<0>();
+    __syncthreads();
+    tc_scale_q_at<DK>(Q, G, tid);
+    __syncthreads();
+    tf_acc acc[PER];
+    #pragma unroll
+    for (int q = 0; q < PER; q++) {    /* tc_out's, tile (m, jt) */
+        const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
+        wm::fill_fragment(acc[q], 0.0f);
+        tf_mma<DK / 8, false, true>(acc[q], Q + 16 * m * L::LX, L::LX, St + 16 * jt * L::LT, L::LT);
+        tf_mma<CK_C / 8, false>(acc[q], P + 16 * m * L::LP, L::LP, V + 16 * jt, L::LX);
+        tf_scale(acc[q], 1.0f / sqrtf((float)DK));
+    }
+    __syncthreads();                   /* every warp has read Q */
+    #pragma unroll
+    for (int q = 0; q < PER; q++) {
+        const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
+        wm::store_matrix_sync(Q + 16 * m * L::LX + 16 * jt, acc[q], L::LX, wm::mem_row_major);
+    }
+    __syncthreads();
+    for (int e = tid; e < c.nc * DK; e += CK_THREADS) {
+        const int t = e / DK, i = e % DK;
+        a.out[(c.r0 + t) * a.ldo + h * DK + i] = Q[t * L::LX + i];
+    }
+#endif
+}
+
 /* ------------------------------------------------------------ the op */
 
 /* Floats of scratch for T rows: U, W (dk each), P (C), G (1) per value head. */
@@ -1002,25 +1197,47 @@ static size_t scratch_for(int64_t T, int64_t Hv, int64_t dk)
     return (size_t)T * (size_t)Hv * (size_t)(2 * dk + CK_C + 1);
 }
 
+/* the split kernels' Sb (16-byte aligned after the rest): a state for
+ * each chunk slot of T rows of n_seq runs */
+static size_t split_floats(int64_t T, int64_t n_seq, int64_t Hv, int64_t dk)
+{
+    return 4 + (size_t)((T + CK_C - 1) / CK_C + n_seq) * (size_t)Hv * (size_t)(dk * dk);
+}
+
+/* Q36_CUDA_CHUNKSPLIT (on unless "0"), with the tensor-core state kernel
+ * and state dims of at most 128: for the memory plan (no context) */
+static bool split_on(int64_t dk)
+{
+    return dk <= 128 && !cuda_env_is("Q36_CUDA_CHUNKTC", "0") && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
+}
+
 static void args_scratch(ck_args *a, float *base, int64_t T, int64_t Hv, int64_t dk)
 {
     a->U = base;
     a->W = a->U + T * Hv * dk;
     a->P = a->W + T * Hv * dk;
     a->G = a->P + T * Hv * CK_C;
+    a->Sb = (float *)(((uintptr_t)(a->G + T * Hv) + 15) & ~(uintptr_t)15);
 }
 
 size_t cuda_chunk_scratch(const be_shape *s)
 {
     if (!cuda_chunk_enabled(s) || !s->ssm_v_heads || s->n_rows < 2)
         return 0;
-    return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim);
+    const int64_t n_seq = s->n_seq > 0 ? s->n_seq : 1;
+    return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim) +
+           (split_on(s->ssm_dim) ? split_floats(s->n_rows, n_seq, s->ssm_v_heads, s->ssm_dim) : 0);
 }
 
 int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const size_t need = c->chunked ? cuda_chunk_scratch(s) : 0;
+    const int64_t n_seq = s->n_seq > 0 ? s->n_seq : 1;
+    size_t need = c->chunked ? cuda_chunk_scratch(s) : 0;
+    if (need)      /* the context's switch, not the environment's now */
+        need = scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim) +
+               (c->chunk_split && s->ssm_dim <= 128
+                    ? split_floats(s->n_rows, n_seq, s->ssm_v_heads, s->ssm_dim) : 0);
     if (need <= c->chunk_floats)
         return 0;
     float *p = NULL;
@@ -1047,20 +1264,30 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     /* the tensor-core kernel's 16-byte copies need 16-byte rows of qkv */
     const bool tc = c->chunk_tc && !a.ck && a.ldq % 4 == 0 && (uintptr_t)a.qkv % 16 == 0;
     const bool ptc = tc && c->chunk_prep_tc;
-    void (*state)(ck_args) = tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
+    /* the split kernels when their scratch was given and their shared
+     * memory is there (DK <= 128) */
+    const size_t bo = so_sh<DK>::floats * sizeof(float);
+    const bool split = tc && a.Sb && DK <= 128 && cuda_smem_optin(be, (const void *)k_chunk_out<DK>, bo);
+    void (*state)(ck_args) = split ? k_chunk_state_split<DK> : tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
     void (*prep)(ck_args) = ptc ? k_chunk_prep_tc<DK> : k_chunk_prep<DK>;
     const size_t bp = (ptc ? pt_sh<DK>::floats : prep_sh<DK>::floats) * sizeof(float),
-                 bs = tc ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
+                 bs = split ? sp_sh<DK>::floats * sizeof(float)
+                    : tc    ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
     if (!cuda_smem_optin(be, (const void *)prep, bp) ||
         !cuda_smem_optin(be, (const void *)state, bs))
         return false;
-    cuda_launch(prep, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq), CK_THREADS, bp,
-                st, a);
+    const dim3 per_chunk((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq);
+    cuda_launch(prep, per_chunk, CK_THREADS, bp, st, a);
     if (!CUDA_LAUNCHED(be, ptc ? "k_chunk_prep_tc" : "k_chunk_prep"))
         return false;
     cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
                 bs, st, a);
-    return CUDA_LAUNCHED(be, state == k_chunk_state<DK> ? "k_chunk_state" : "k_chunk_state_tc");
+    if (!CUDA_LAUNCHED(be, split ? "k_chunk_state_split" : tc ? "k_chunk_state_tc" : "k_chunk_state"))
+        return false;
+    if (!split)
+        return true;
+    cuda_launch(k_chunk_out<DK>, per_chunk, CK_THREADS, bo, st, a);
+    return CUDA_LAUNCHED(be, "k_chunk_out");
 }
 
 void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
@@ -1088,8 +1315,11 @@ void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
     ck_args a = { (const float *)qkv->data, (const float *)g->data, (const float *)beta->data,
                   qkv->ld, g->ld, beta->ld, (float *)S->data, S->ld, (float *)out->data, out->ld,
                   (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL,
-                  NULL, 0 };
+                  NULL, 0, NULL };
     args_scratch(&a, c->chunk, T, n_v_heads, dk);
+    /* the split kernels' states, when the scratch holds them */
+    if (!c->chunk_split || need + split_floats(T, b->n_seq, n_v_heads, dk) > c->chunk_floats)
+        a.Sb = NULL;
     switch (dk) {
     case 32: launch<32>(be, a, b->n_seq, max_chunks); break;
     case 64: launch<64>(be, a, b->n_seq, max_chunks); break;
@@ -1171,8 +1401,9 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
         return -1;
     }
     ck_args a = { qkv, g, beta, ldq, ldg, ldb, S, ldS, out, ldo, runs, n_k_heads, n_v_heads,
-                  NULL, NULL, NULL, NULL, ckpt, 0 };
+                  NULL, NULL, NULL, NULL, ckpt, 0, NULL };
     args_scratch(&a, scratch, T, n_v_heads, dk);
+    a.Sb = NULL;                       /* the phases are k_chunk_state's */
     a.ck_chunks = max_chunks;
     switch (dk) {
     case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats); break;
