@@ -127,7 +127,8 @@ struct cuda_ctx {
      * the rows h16.x (R, ld, K as q8's), kept for the next f16 products
      * of the same rows (a DeltaNet block's qkv and z products, an
      * attention block's q, k and v, the shared expert's up and gate:
-     * 90 of the 250 conversions of a 35B-A3B prompt pass). Dropped where
+     * 90 of the 250 conversions of a 35B-A3B prompt pass; and the fused
+     * expert gate/up product, cuda_moe_pre.cu). Dropped where
      * q8 is, and when int8 rows are laid out in the scratch
      * (Q36_CUDA_H16KEEP, on unless "0"). */
     struct { const void *x; int64_t R, ld, K; bool valid; } h16;
@@ -441,6 +442,9 @@ void cuda_q8_written(cuda_ctx *c, const be_tensor *t);
 /* Where R int8 rows of K and their block scales go in the scratch; false
  * when the int8 products are off or the rows do not fit */
 bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx);
+/* cuda_gemm.cu: be_matmul_glu's SwiGLU of prompt rows with their f16 rows
+ * kept (h16) for its product on a weight of `type`; false: not taken */
+bool cuda_swiglu_h16(be_ctx *be, uint32_t type, be_tensor *g, const be_tensor *u);
 /* The int8 rows just written for x (R rows, K wide) are kept */
 void cuda_q8_kept(cuda_ctx *c, const be_tensor *x);
 

@@ -1030,9 +1030,9 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_tc(ck_args a)
  *    update S <- e^G_last S + K^T diag(dec) V'. W and U of the next chunk
  *    are copied during the update (U into a second buffer), its K during
  *    the next V' (K and W have buffers of their own);
- *  - k_chunk_out, a block per (chunk, value head, run), all at once:
- *    O = (diag(e^G) Q S + P V') / sqrt(dk) from the chunk's slot and V',
- *    a warp 16 x 16 tiles of the chunk's 64 x dk outputs.
+ *  - k_chunk_out, a block per (chunk, value head, run, 64 output
+ *    columns), all at once: O = (diag(e^G) Q S + P V') / sqrt(dk) from
+ *    the chunk's slot and V', each warp 16 x 16 tiles of the block's.
  * Each product is k_chunk_state_tc's on the same operands in the same
  * order (TF32 WMMA, f32 sums), so the outputs and states are its bits.
  * Sb: a state (Hv x dk x dk, element [j dk + i] as S) for each slot
@@ -1055,16 +1055,20 @@ HD float *sb_slot(const ck_args &a, const ck_chunk &c, int s, int64_t h, int dk)
     return a.Sb + ((c.r0 / CK_C + s) * a.Hv + h) * (int64_t)dk * dk;
 }
 
-/* the outputs' shared memory: Q rows (then O), the slot's state as dk
- * rows j of dk i (B column-major), P, V' */
+/* k_chunk_out's blocks take OC = min(dk, 64) output columns each (dk / OC
+ * blocks a chunk and head: two blocks an SM at dk = 128, where one block
+ * for all 128 columns needed 153 KB and ran alone). Its shared memory: Q
+ * rows (then O), the slot's state rows j of the block's columns (dk i
+ * each: B column-major), P, the block's columns of V' */
 template <int DK> struct so_sh {
-    static constexpr int LX = DK + 4, LT = DK + 4, LP = CK_C + 4;   /* LX: tc_scale_q_at's */
-    static constexpr size_t oQ = 0, oS = oQ + (size_t)CK_C * LX, oP = oS + (size_t)DK * LT,
-                            oV = oP + (size_t)CK_C * LP, oG = oV + (size_t)CK_C * LX,
+    static constexpr int OC = DK < 64 ? DK : 64, NC = DK / OC;
+    static constexpr int LX = DK + 4, LT = DK + 4, LP = CK_C + 4, LV = OC + 4;
+    static constexpr size_t oQ = 0, oS = oQ + (size_t)CK_C * LX, oP = oS + (size_t)OC * LT,
+                            oV = oP + (size_t)CK_C * LP, oG = oV + (size_t)CK_C * LV,
                             floats = oG + CK_C;
 };
-static_assert(so_sh<32>::oS % 8 == 0 && so_sh<32>::oP % 8 == 0 && so_sh<32>::oV % 8 == 0,
-              "32-byte aligned regions");
+static_assert(so_sh<32>::oS % 8 == 0 && so_sh<32>::oP % 8 == 0 && so_sh<32>::oV % 8 == 0 &&
+              so_sh<128>::oV % 8 == 0 && so_sh<128>::oG % 8 == 0, "32-byte aligned regions");
 
 template <int DK>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
@@ -1142,23 +1146,26 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
     cuda_pdl_enter();
 #ifdef __CUDA_ARCH__
     using L = so_sh<DK>;
-    constexpr int PER = (CK_C / 16) * (DK / 16) / (CK_THREADS / 32);   /* tiles a warp */
-    static_assert(PER * (CK_THREADS / 32) == (CK_C / 16) * (DK / 16), "whole tiles a warp");
+    constexpr int OC = L::OC;
+    constexpr int PER = (CK_C / 16) * (OC / 16) / (CK_THREADS / 32);   /* tiles a warp */
+    static_assert(PER >= 1 && PER * (CK_THREADS / 32) == (CK_C / 16) * (OC / 16),
+                  "whole tiles a warp");
     extern __shared__ __align__(128) float smo[];
-    const ck_chunk c = chunk_of(a.runs, blockIdx.z, (int64_t)blockIdx.x * CK_C);
+    const int run = (int)blockIdx.z / L::NC, oc0 = OC * ((int)blockIdx.z % L::NC);
+    const ck_chunk c = chunk_of(a.runs, run, (int64_t)blockIdx.x * CK_C);
     if (!c.nc)
         return;
     const int tid = threadIdx.x, w = tid / 32;
     const int64_t h = blockIdx.y;
     float *Q = smo + L::oQ, *St = smo + L::oS, *P = smo + L::oP, *V = smo + L::oV, *G = smo + L::oG;
     tc_cp_rows<DK, L::LX>(Q, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid);
-    const float *src = sb_slot(a, c, (int)blockIdx.z, h, DK);
-    for (int e = tid; e < DK * (DK / 4); e += CK_THREADS) {
+    const float *src = sb_slot(a, c, run, h, DK) + (int64_t)oc0 * DK;
+    for (int e = tid; e < OC * (DK / 4); e += CK_THREADS) {
         const int j = e / (DK / 4), i = 4 * (e % (DK / 4));
         cp16(St + j * L::LT + i, src + (int64_t)j * DK + i, true);
     }
     tc_cp_rows<CK_C, L::LP>(P, a.P + h * CK_C, a.Hv * CK_C, 0, c, tid);
-    tc_cp_rows<DK, L::LX>(V, a.U, a.Hv * DK, h * DK, c, tid);
+    tc_cp_rows<OC, L::LV>(V, a.U, a.Hv * DK, h * DK + oc0, c, tid);
     cp_commit();
     for (int t = tid; t < CK_C; t += CK_THREADS)
         G[t] = t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
@@ -1168,11 +1175,11 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
     __syncthreads();
     tf_acc acc[PER];
     #pragma unroll
-    for (int q = 0; q < PER; q++) {    /* tc_out's, tile (m, jt) */
+    for (int q = 0; q < PER; q++) {    /* tc_out's, tile (m, jt) of the block's columns */
         const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
         wm::fill_fragment(acc[q], 0.0f);
         tf_mma<DK / 8, false, true>(acc[q], Q + 16 * m * L::LX, L::LX, St + 16 * jt * L::LT, L::LT);
-        tf_mma<CK_C / 8, false>(acc[q], P + 16 * m * L::LP, L::LP, V + 16 * jt, L::LX);
+        tf_mma<CK_C / 8, false>(acc[q], P + 16 * m * L::LP, L::LP, V + 16 * jt, L::LV);
         tf_scale(acc[q], 1.0f / sqrtf((float)DK));
     }
     __syncthreads();                   /* every warp has read Q */
@@ -1182,9 +1189,9 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
         wm::store_matrix_sync(Q + 16 * m * L::LX + 16 * jt, acc[q], L::LX, wm::mem_row_major);
     }
     __syncthreads();
-    for (int e = tid; e < c.nc * DK; e += CK_THREADS) {
-        const int t = e / DK, i = e % DK;
-        a.out[(c.r0 + t) * a.ldo + h * DK + i] = Q[t * L::LX + i];
+    for (int e = tid; e < c.nc * OC; e += CK_THREADS) {
+        const int t = e / OC, i = e % OC;
+        a.out[(c.r0 + t) * a.ldo + h * DK + oc0 + i] = Q[t * L::LX + i];
     }
 #endif
 }
@@ -1286,7 +1293,8 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         return false;
     if (!split)
         return true;
-    cuda_launch(k_chunk_out<DK>, per_chunk, CK_THREADS, bo, st, a);
+    cuda_launch(k_chunk_out<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)(n_seq * so_sh<DK>::NC)),
+                CK_THREADS, bo, st, a);
     return CUDA_LAUNCHED(be, "k_chunk_out");
 }
 

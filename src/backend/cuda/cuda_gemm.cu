@@ -30,6 +30,43 @@ __global__ void k_to_half(const float *__restrict__ x, int64_t ldx, int64_t R, i
             out[r * K + i] = __float2half_rn(x[r * ldx + i]);
 }
 
+/* be_matmul_glu's SwiGLU of prompt rows, g = silu(g) * u stored over g (as
+ * k_ew's swiglu forms it) and rounded to f16 at the scratch's start in
+ * the same launch, when the product that follows takes the f16 path: it
+ * then finds g's f16 rows there (cuda.h: h16) instead of k_to_half's */
+__global__ void k_swiglu_h(float *__restrict__ g, int64_t ldg, const float *__restrict__ u,
+                           int64_t ldu, int64_t R, int64_t K, __half *__restrict__ out)
+{
+    cuda_pdl_enter();
+    for (int64_t r = blockIdx.x; r < R; r += gridDim.x)
+        for (int64_t i = threadIdx.x; i < K; i += blockDim.x) {
+            const float v = cuda_swiglu1(g[r * ldg + i], u[r * ldu + i]);
+            g[r * ldg + i] = v;
+            out[r * K + i] = __float2half_rn(v);
+        }
+}
+
+bool cuda_swiglu_h16(be_ctx *be, uint32_t type, be_tensor *g, const be_tensor *u)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t R = g->rows, K = g->cols;
+    if (!c->gemm16 || !c->h16keep || c->inv || R <= c->mv_rows || type == QT_F32 ||
+        !cuda_type_native(type) || g->f16 || u->f16 || !c->deq ||
+        (size_t)(R * K + 7 + K * 64) > c->deq_floats * 2)
+        return false;
+    cuda_launch(k_swiglu_h, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, c->stream,
+                (float *)g->data, g->ld, (const float *)u->data, u->ld, R, K, (__half *)c->deq);
+    if (!CUDA_LAUNCHED(be, "k_swiglu_h"))
+        return true;
+    cuda_q8_drop(c);                    /* the scratch is overwritten */
+    c->h16.x = g->data;
+    c->h16.R = R;
+    c->h16.ld = g->ld;
+    c->h16.K = K;
+    c->h16.valid = true;
+    return true;
+}
+
 /* y = x · W^T through f16 tiles; false: not taken (the caller runs gemm) */
 bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
                    const be_tensor *x, be_tensor *y)

@@ -1116,7 +1116,6 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = x->rows;
-    cuda_q8_drop(c);                    /* the scratch is overwritten */
     if (!c->deq || c->deq_floats < (size_t)K) {
         be_fail(be, Q36_E_NOMEM, "cuda matmul: %lld rows need the dequantization scratch "
                 "(%lld floats a weight row, %zu reserved)", (long long)R, (long long)K,
@@ -1131,8 +1130,9 @@ static void gemm(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
                                       &one, (const float *)W, (int)K, (const float *)x->data,
                                       (int)x->ld, &zero, (float *)y->data, (int)y->ld)))
             cuda_count_as(c, "cublas f32 gemm");
-        return;
+        return;                        /* the scratch untouched: its kept rows stay */
     }
+    cuda_q8_drop(c);                    /* the scratch is overwritten */
     const int64_t chunk = (int64_t)(c->deq_floats / (size_t)K) < N
                               ? (int64_t)(c->deq_floats / (size_t)K) : N;
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
@@ -1189,7 +1189,9 @@ void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *
  * weight, rows within mv_rows), the SwiGLU and the int8 rows are one
  * launch (k_q8x with u, Q36_CUDA_FGLU8 on unless "0", off with
  * Q36_CUDA_FUSED=0), the rows handed to the product as kept ones (cuda.h:
- * q8); otherwise k_ew's SwiGLU, then the product. The same bits either way. */
+ * q8); for prompt rows on the f16 path the SwiGLU and the rows' f16
+ * rounding are one launch (cuda_gemm.cu, k_swiglu_h; cuda.h: h16);
+ * otherwise k_ew's SwiGLU, then the product. The same bits either way. */
 void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -1209,7 +1211,8 @@ void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tens
         c->q8.valid = c->q8.valid && keep;
         return;
     }
-    cuda_swiglu(be, g, u, g);
+    if (!cuda_swiglu_h16(be, w->type, g, u))
+        cuda_swiglu(be, g, u, g);
     cuda_matmul(be, w, 0, g, y);
 }
 

@@ -52,7 +52,8 @@ __device__ __forceinline__ double block_sum(double s)
  * decode products read (cuda.h: cuda_q8_lane, as k_q8x forms them). */
 __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
                        int64_t gpr, const float *__restrict__ w, float eps, float post,
-                       const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx, float2 *dx)
+                       const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx, float2 *dx,
+                       __half *yh)
 {
     cuda_pdl_enter();
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
@@ -81,6 +82,8 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
             v = zz / (1.0f + expf(-zz)) * v;
         }
         yr[i] = v;
+        if (yh)
+            yh[r * gpr * group + g0 + i] = __float2half_rn(v);
         if (qx) {
             float2 ds;
             const int64_t e = r * gpr * group + g0 + i;     /* y's element in a packed row */
@@ -103,7 +106,7 @@ template <int NPT>
 __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
                            int64_t gpr, const float *__restrict__ w, float eps, float post,
                            const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx,
-                           float2 *dx)
+                           float2 *dx, __half *yh)
 {
     cuda_pdl_enter();
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
@@ -156,6 +159,8 @@ __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, i
         if (z)
             u = zv[m] / (1.0f + expf(-zv[m])) * u;
         yr[i] = u;
+        if (yh)
+            yh[r * gpr * group + g0 + i] = __float2half_rn(u);
         if (qx) {
             float2 ds;
             const int64_t e = r * gpr * group + g0 + i;     /* y's element in a packed row */
@@ -180,7 +185,7 @@ __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, i
 template <int NW>
 __global__ void k_norm_warp(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t gpr,
                             int64_t ngroups, const float *__restrict__ w, float eps, float post,
-                            const float *z, int64_t ldz, float *y, int64_t ldy)
+                            const float *z, int64_t ldz, float *y, int64_t ldy, __half *yh)
 {
     cuda_pdl_enter();
     constexpr int64_t group = 32 * NW;
@@ -233,7 +238,21 @@ __global__ void k_norm_warp(const float *o, int64_t ldo, float *x, int64_t ldx, 
             u = zz / (1.0f + expf(-zz)) * u;
         }
         yr[lane + 32 * m] = u;
+        if (yh)
+            yh[r * gpr * group + g0 + lane + 32 * m] = __float2half_rn(u);
     }
+}
+
+/* the f16 rows a norm wrote for y are the scratch's kept ones (cuda.h:
+ * h16; whatever else the scratch held is gone) */
+static void norm_h16(cuda_ctx *c, const be_tensor *y)
+{
+    cuda_q8_drop(c);
+    c->h16.x = y->data;
+    c->h16.R = y->rows;
+    c->h16.ld = y->ld;
+    c->h16.K = y->cols;
+    c->h16.valid = true;
 }
 
 /* y = norm of x (with o: of x = o + x, stored first; with z: times silu(z)) */
@@ -256,10 +275,17 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
                     cuda_q8_layout(c, y->rows, y->cols, &qx, &dx);
     const int npt = (int)((group + threads - 1) / threads);
     const int64_t ngroups = x->rows * gpr;
+    /* a prompt batch's f16 products of y (fast mode) take its f16 rows from
+     * the scratch's start (cuda.h: h16): written here with y's, the
+     * halves k_to_half would make */
+    __half *yh = NULL;
+    if (c->gemm16 && c->h16keep && !c->inv && y->rows > c->mv_rows && c->deq &&
+        (size_t)(y->rows * y->cols + 7 + y->cols * 64) <= c->deq_floats * 2)
+        yh = (__half *)c->deq;
     if (c->norm_reg && !q8 && group == threads && ngroups >= 64) {
 #define NORMW(NW) cuda_launch(k_norm_warp<NW>, (unsigned)((ngroups + 7) / 8), 256, 0, c->stream, \
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, gpr, ngroups,   \
-        w, eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld)
+        w, eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld, yh)
         if (group == 64)
             NORMW(2);
         else if (group == 128)
@@ -267,13 +293,14 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
         else
             NORMW(8);
 #undef NORMW
-        CUDA_LAUNCHED(be, what);
+        if (CUDA_LAUNCHED(be, what) && yh)
+            norm_h16(c, y);
         return;
     }
 #define NORM(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                   \
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
         eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
-        q8 ? qx : NULL, q8 ? dx : NULL)
+        q8 ? qx : NULL, q8 ? dx : NULL, yh)
     if (!c->norm_reg || npt > 16)
         NORM(k_norm);
     else if (npt == 1)
@@ -289,6 +316,8 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
 #undef NORM
     if (CUDA_LAUNCHED(be, what) && q8)
         cuda_q8_kept(c, y);
+    else if (yh && !be->err.kind)
+        norm_h16(c, y);
 }
 
 void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,
