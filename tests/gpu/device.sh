@@ -4,7 +4,8 @@
 # made. Unpacks the llama.cpp CUDA build when its parts (.dev-p*/) are
 # there, unpacks the trained default model, runs tests/gpu/run.sh, then
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
-# and the bench output go to $OUT (or /tmp/q36-out).
+# and the bench output go to $OUT (or /tmp/q36-out), packed into one
+# out.tar.xz when there are more than 7 files (lib.sh, pack_out).
 # Env: STEPS (default "test bench"; "ops": ops_step; "ncuk": ncuk_step;
 # "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "servemtp": servemtp_step; "ncu": tests/gpu/ncu.sh,
@@ -272,3 +273,4 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(# |void|k_)' "$out/ncu.txt" | head -n 30 ;;
     esac
 done
+pack_out "$out"     # lib.sh: at most 8 files come back from a call
