@@ -277,9 +277,10 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     const int64_t ngroups = x->rows * gpr;
     /* a prompt batch's f16 products of y (fast mode) take its f16 rows from
      * the scratch's start (cuda.h: h16): written here with y's, the
-     * halves k_to_half would make */
+     * halves k_to_half would make; RMS norms only (w: the L2 norms' rows
+     * feed no weight product) */
     __half *yh = NULL;
-    if (c->gemm16 && c->h16keep && !c->inv && y->rows > c->mv_rows && c->deq &&
+    if (w && c->gemm16 && c->h16keep && !c->inv && y->rows > c->mv_rows && c->deq &&
         (size_t)(y->rows * y->cols + 7 + y->cols * 64) <= c->deq_floats * 2)
         yh = (__half *)c->deq;
     if (c->norm_reg && !q8 && group == threads && ngroups >= 64) {
