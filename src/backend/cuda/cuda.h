@@ -442,9 +442,6 @@ void cuda_q8_written(cuda_ctx *c, const be_tensor *t);
 /* Where R int8 rows of K and their block scales go in the scratch; false
  * when the int8 products are off or the rows do not fit */
 bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx);
-/* cuda_gemm.cu: be_matmul_glu's SwiGLU of prompt rows with their f16 rows
- * kept (h16) for its product on a weight of `type`; false: not taken */
-bool cuda_swiglu_h16(be_ctx *be, uint32_t type, be_tensor *g, const be_tensor *u);
 /* The int8 rows just written for x (R rows, K wide) are kept */
 void cuda_q8_kept(cuda_ctx *c, const be_tensor *x);
 
@@ -521,6 +518,18 @@ void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
 bool cuda_gemm16_enabled(const be_shape *s);
 bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K, int64_t N,
                  const be_tensor *x, be_tensor *y);
+/* The kept f16 rows (cuda_ctx.h16): where an op that forms R rows of K
+ * (more than the matvec rows, in fast mode with f16 products and
+ * Q36_CUDA_H16KEEP on) may write their f16 rows for the products that
+ * follow, with room left for the weight slabs, else NULL; that x's rows
+ * are now the kept ones (whatever else the scratch held is gone); whether
+ * the kept rows are those of x (R rows of K, pitch ld) */
+__half *cuda_h16_room(cuda_ctx *c, int64_t R, int64_t K);
+void cuda_h16_kept(cuda_ctx *c, const be_tensor *x);
+bool cuda_h16_is(const cuda_ctx *c, const void *x, int64_t R, int64_t ld, int64_t K);
+/* be_matmul_glu's SwiGLU of prompt rows with their f16 rows kept (h16)
+ * for its product on a weight of `type`; false: not taken */
+bool cuda_swiglu_h16(be_ctx *be, uint32_t type, be_tensor *g, const be_tensor *u);
 
 /* ---- cuda_moe.cu: grouped expert products for prompt batches (when switched
  * on); false when not taken (too few rows, no scratch): the caller's

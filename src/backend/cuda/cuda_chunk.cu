@@ -1211,40 +1211,45 @@ static size_t split_floats(int64_t T, int64_t n_seq, int64_t Hv, int64_t dk)
     return 4 + (size_t)((T + CK_C - 1) / CK_C + n_seq) * (size_t)Hv * (size_t)(dk * dk);
 }
 
-/* Q36_CUDA_CHUNKSPLIT (on unless "0"), with the tensor-core state kernel
- * and state dims of at most 128: for the memory plan (no context) */
-static bool split_on(int64_t dk)
+/* Q36_CUDA_CHUNKSPLIT (on unless "0"), with the tensor-core state kernel:
+ * for the memory plan (no context; shape_floats adds dk <= 128) */
+static bool split_on(void)
 {
-    return dk <= 128 && !cuda_env_is("Q36_CUDA_CHUNKTC", "0") && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
+    return !cuda_env_is("Q36_CUDA_CHUNKTC", "0") && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
 }
 
-static void args_scratch(ck_args *a, float *base, int64_t T, int64_t Hv, int64_t dk)
+/* the scratch's regions for T rows; with split, Sb after them (else NULL) */
+static void args_scratch(ck_args *a, float *base, int64_t T, int64_t Hv, int64_t dk, bool split)
 {
     a->U = base;
     a->W = a->U + T * Hv * dk;
     a->P = a->W + T * Hv * dk;
     a->G = a->P + T * Hv * CK_C;
-    a->Sb = (float *)(((uintptr_t)(a->G + T * Hv) + 15) & ~(uintptr_t)15);
+    a->Sb = split ? (float *)(((uintptr_t)(a->G + T * Hv) + 15) & ~(uintptr_t)15) : NULL;
+}
+
+/* the scratch for batches of shape s, with the split kernels' states or
+ * without (0 when the shape has no delta rule or no prompt rows) */
+static size_t shape_floats(const be_shape *s, bool split)
+{
+    if (!s->ssm_v_heads || s->n_rows < 2)
+        return 0;
+    const int64_t n_seq = s->n_seq > 0 ? s->n_seq : 1;
+    return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim) +
+           (split && s->ssm_dim <= 128 ? split_floats(s->n_rows, n_seq, s->ssm_v_heads, s->ssm_dim)
+                                       : 0);
 }
 
 size_t cuda_chunk_scratch(const be_shape *s)
 {
-    if (!cuda_chunk_enabled(s) || !s->ssm_v_heads || s->n_rows < 2)
-        return 0;
-    const int64_t n_seq = s->n_seq > 0 ? s->n_seq : 1;
-    return scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim) +
-           (split_on(s->ssm_dim) ? split_floats(s->n_rows, n_seq, s->ssm_v_heads, s->ssm_dim) : 0);
+    return cuda_chunk_enabled(s) ? shape_floats(s, split_on()) : 0;
 }
 
 int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t n_seq = s->n_seq > 0 ? s->n_seq : 1;
-    size_t need = c->chunked ? cuda_chunk_scratch(s) : 0;
-    if (need)      /* the context's switch, not the environment's now */
-        need = scratch_for(s->n_rows, s->ssm_v_heads, s->ssm_dim) +
-               (c->chunk_split && s->ssm_dim <= 128
-                    ? split_floats(s->n_rows, n_seq, s->ssm_v_heads, s->ssm_dim) : 0);
+    /* the context's switches, not the environment's now */
+    const size_t need = c->chunked ? shape_floats(s, c->chunk_split) : 0;
     if (need <= c->chunk_floats)
         return 0;
     float *p = NULL;
@@ -1324,10 +1329,9 @@ void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                   qkv->ld, g->ld, beta->ld, (float *)S->data, S->ld, (float *)out->data, out->ld,
                   (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL,
                   NULL, 0, NULL };
-    args_scratch(&a, c->chunk, T, n_v_heads, dk);
     /* the split kernels' states, when the scratch holds them */
-    if (!c->chunk_split || need + split_floats(T, b->n_seq, n_v_heads, dk) > c->chunk_floats)
-        a.Sb = NULL;
+    args_scratch(&a, c->chunk, T, n_v_heads, dk,
+                 c->chunk_split && need + split_floats(T, b->n_seq, n_v_heads, dk) <= c->chunk_floats);
     switch (dk) {
     case 32: launch<32>(be, a, b->n_seq, max_chunks); break;
     case 64: launch<64>(be, a, b->n_seq, max_chunks); break;
@@ -1410,8 +1414,7 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
     }
     ck_args a = { qkv, g, beta, ldq, ldg, ldb, S, ldS, out, ldo, runs, n_k_heads, n_v_heads,
                   NULL, NULL, NULL, NULL, ckpt, 0, NULL };
-    args_scratch(&a, scratch, T, n_v_heads, dk);
-    a.Sb = NULL;                       /* the phases are k_chunk_state's */
+    args_scratch(&a, scratch, T, n_v_heads, dk, false);   /* the phases are k_chunk_state's */
     a.ck_chunks = max_chunks;
     switch (dk) {
     case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats); break;

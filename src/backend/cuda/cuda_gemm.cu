@@ -46,24 +46,47 @@ __global__ void k_swiglu_h(float *__restrict__ g, int64_t ldg, const float *__re
         }
 }
 
+/* the f16 rows of x (R rows of K) and the weight slabs of at least 64
+ * rows after them: the scratch's halves they take */
+static size_t x16_halves(int64_t R, int64_t K)
+{
+    return (((size_t)(R * K) + 7) & ~(size_t)7) + (size_t)K * 64;
+}
+
+__half *cuda_h16_room(cuda_ctx *c, int64_t R, int64_t K)
+{
+    if (!c->gemm16 || !c->h16keep || c->inv || R <= c->mv_rows || !c->deq ||
+        x16_halves(R, K) > c->deq_floats * 2)
+        return NULL;
+    return (__half *)c->deq;
+}
+
+void cuda_h16_kept(cuda_ctx *c, const be_tensor *x)
+{
+    cuda_q8_drop(c);                    /* the scratch is overwritten */
+    c->h16.x = x->data;
+    c->h16.R = x->rows;
+    c->h16.ld = x->ld;
+    c->h16.K = x->cols;
+    c->h16.valid = c->h16keep;
+}
+
+bool cuda_h16_is(const cuda_ctx *c, const void *x, int64_t R, int64_t ld, int64_t K)
+{
+    return c->h16.valid && c->h16.x == x && c->h16.R == R && c->h16.ld == ld && c->h16.K == K;
+}
+
 bool cuda_swiglu_h16(be_ctx *be, uint32_t type, be_tensor *g, const be_tensor *u)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t R = g->rows, K = g->cols;
-    if (!c->gemm16 || !c->h16keep || c->inv || R <= c->mv_rows || type == QT_F32 ||
-        !cuda_type_native(type) || g->f16 || u->f16 || !c->deq ||
-        (size_t)(R * K + 7 + K * 64) > c->deq_floats * 2)
+    __half *out = cuda_h16_room(c, R, K);
+    if (!out || type == QT_F32 || !cuda_type_native(type) || g->f16 || u->f16)
         return false;
     cuda_launch(k_swiglu_h, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, c->stream,
-                (float *)g->data, g->ld, (const float *)u->data, u->ld, R, K, (__half *)c->deq);
-    if (!CUDA_LAUNCHED(be, "k_swiglu_h"))
-        return true;
-    cuda_q8_drop(c);                    /* the scratch is overwritten */
-    c->h16.x = g->data;
-    c->h16.R = R;
-    c->h16.ld = g->ld;
-    c->h16.K = K;
-    c->h16.valid = true;
+                (float *)g->data, g->ld, (const float *)u->data, u->ld, R, K, out);
+    if (CUDA_LAUNCHED(be, "k_swiglu_h"))
+        cuda_h16_kept(c, g);
     return true;
 }
 
@@ -75,7 +98,7 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     const int64_t R = x->rows;
     const size_t halves = c->deq ? c->deq_floats * 2 : 0;
     const size_t xh = ((size_t)(R * K) + 7) & ~(size_t)7;     /* 16-byte aligned after x */
-    if (type == QT_F32 || !cuda_type_native(type) || halves < xh + (size_t)K * 64)
+    if (type == QT_F32 || !cuda_type_native(type) || halves < x16_halves(R, K))
         return false;
     __half *x16 = (__half *)c->deq, *w16 = x16 + xh;
     /* Q36_CUDA_F16KEEP: the weight's kept f16 copy, one product */
@@ -86,18 +109,13 @@ bool cuda_gemm16(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64
     /* x's f16 rows: those at the scratch's start when they are x's
      * (cuda.h: h16), else rounded there now (the rest of the scratch,
      * w16, is the weight slabs') */
-    if (!(c->h16.valid && c->h16.x == x->data && c->h16.R == R && c->h16.ld == x->ld &&
-          c->h16.K == K)) {
+    if (!cuda_h16_is(c, x->data, R, x->ld, K)) {
         cuda_q8_drop(c);                /* the scratch is overwritten */
         cuda_launch(k_to_half, (unsigned)(R < 65535 * 8 ? R : 65535 * 8), 256, 0, st,
                     (const float *)x->data, x->ld, R, K, x16);
         if (!CUDA_LAUNCHED(be, "k_to_half"))
             return true;
-        c->h16.x = x->data;
-        c->h16.R = R;
-        c->h16.ld = x->ld;
-        c->h16.K = K;
-        c->h16.valid = c->h16keep;
+        cuda_h16_kept(c, x);
     }
     const float one = 1.0f, zero = 0.0f;
     /* tensor cores: the handle's pedantic f32 mode is for the f32 path */

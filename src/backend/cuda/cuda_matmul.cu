@@ -937,7 +937,8 @@ static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)
           be_type_bytes(t->type, t->cols);
 }
 
-/* whether [lo, hi) overlaps the f32 rows x (R rows of K, pitch ld) */
+/* whether [lo, hi) overlaps the rows x of 4-byte elements (f32 or i32;
+ * R rows of K, pitch ld) */
 static bool rows_overlap(uintptr_t lo, uintptr_t hi, const void *x, int64_t R, int64_t ld, int64_t K)
 {
     const uintptr_t xlo = (uintptr_t)x;
@@ -951,13 +952,9 @@ void cuda_q8_written(cuda_ctx *c, const be_tensor *t)
         return;
     uintptr_t lo, hi;
     span(t, &lo, &hi);
-    if (c->routed.valid) {             /* the selection's Q / k rows of k ids */
-        const uintptr_t slo = (uintptr_t)c->routed.sel;
-        const uintptr_t shi = slo + (size_t)((c->routed.Q / c->routed.k - 1) * c->routed.ldsel +
-                                             c->routed.k) * sizeof(int32_t);
-        if (lo < shi && slo < hi)
-            c->routed.valid = false;
-    }
+    if (c->routed.valid &&             /* the selection: Q / k rows of k ids */
+        rows_overlap(lo, hi, c->routed.sel, c->routed.Q / c->routed.k, c->routed.ldsel, c->routed.k))
+        c->routed.valid = false;
     if (c->q8.valid && rows_overlap(lo, hi, c->q8.x, c->q8.R, c->q8.ld, c->q8.K))
         c->q8.valid = false;
     if (c->h16.valid && rows_overlap(lo, hi, c->h16.x, c->h16.R, c->h16.ld, c->h16.K))

@@ -177,8 +177,7 @@ bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __ha
     /* a token's rows as an f16 product of the same rows left them (cuda.h:
      * h16; the shared expert's up and gate products), the same halves
      * k_mg_half would make, else made here */
-    if (a->x_per_tok && c->h16.valid && c->h16.x == (const void *)a->x && c->h16.ld == a->ldx &&
-        c->h16.K == a->K && c->h16.R == a->Q / a->k)
+    if (a->x_per_tok && cuda_h16_is(c, a->x, a->Q / a->k, a->ldx, a->K))
         return cuda_moe_mma(be, a, (const __half *)c->deq, kg, ku, 0, a->E, tiles);
     __half *xg = c->moeh;
     return half_rows(be, *a, xg) && cuda_moe_mma(be, a, xg, kg, ku, 0, a->E, tiles);

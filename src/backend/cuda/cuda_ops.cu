@@ -243,18 +243,6 @@ __global__ void k_norm_warp(const float *o, int64_t ldo, float *x, int64_t ldx, 
     }
 }
 
-/* the f16 rows a norm wrote for y are the scratch's kept ones (cuda.h:
- * h16; whatever else the scratch held is gone) */
-static void norm_h16(cuda_ctx *c, const be_tensor *y)
-{
-    cuda_q8_drop(c);
-    c->h16.x = y->data;
-    c->h16.R = y->rows;
-    c->h16.ld = y->ld;
-    c->h16.K = y->cols;
-    c->h16.valid = true;
-}
-
 /* y = norm of x (with o: of x = o + x, stored first; with z: times silu(z)) */
 static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float *w, float eps,
                  float post, int64_t group, const be_tensor *z, be_tensor *y, const char *what)
@@ -279,10 +267,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
      * the scratch's start (cuda.h: h16): written here with y's, the
      * halves k_to_half would make; RMS norms only (w: the L2 norms' rows
      * feed no weight product) */
-    __half *yh = NULL;
-    if (w && c->gemm16 && c->h16keep && !c->inv && y->rows > c->mv_rows && c->deq &&
-        (size_t)(y->rows * y->cols + 7 + y->cols * 64) <= c->deq_floats * 2)
-        yh = (__half *)c->deq;
+    __half *yh = w ? cuda_h16_room(c, y->rows, y->cols) : NULL;
     if (c->norm_reg && !q8 && group == threads && ngroups >= 64) {
 #define NORMW(NW) cuda_launch(k_norm_warp<NW>, (unsigned)((ngroups + 7) / 8), 256, 0, c->stream, \
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, gpr, ngroups,   \
@@ -295,7 +280,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
             NORMW(8);
 #undef NORMW
         if (CUDA_LAUNCHED(be, what) && yh)
-            norm_h16(c, y);
+            cuda_h16_kept(c, y);
         return;
     }
 #define NORM(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                   \
@@ -318,7 +303,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
     if (CUDA_LAUNCHED(be, what) && q8)
         cuda_q8_kept(c, y);
     else if (yh && !be->err.kind)
-        norm_h16(c, y);
+        cuda_h16_kept(c, y);
 }
 
 void cuda_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

@@ -623,9 +623,15 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
  * value times the weights wc, summed in order; win moves along. With keep
  * (be_ssm_conv_silu_keep), the window after each run row t < nk is also
  * written to keep row t * C + c (row pitch ldk). KC: Kc known at compile
- * time (the models' 4: win and wc in registers; 0: Kc at run time, the
- * arrays in local memory, which made the 35B-A3B's pp4096 conv 200 µs a
- * layer); NB rows' loads are issued before their stores. */
+ * time (the models' 4), or 0: Kc at run time, up to CONV_MAX_K; NB rows'
+ * loads are issued before their stores. With KC = 4 and 16 rows a tile
+ * the 35B-A3B's pp4096 conv went from 203 to 88 µs a layer (which of the
+ * two did it was not measured apart; bench/results/
+ * 2026-12-04-cuda-session21/). */
+template <int KC> struct conv_k {
+    static constexpr int N = KC ? KC : CONV_MAX_K;   /* the unrolled loops' bound */
+};
+
 template <int KC, int NB>
 __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t row0, int t0, int t1,
                                           int64_t c, int Kc, const float *wc, float *win,
@@ -649,12 +655,12 @@ __device__ __forceinline__ void conv_walk(const float *x, int64_t ldx, int64_t r
             win[K - 1] = xv[i];
             float acc = 0.0f;
             #pragma unroll
-            for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+            for (int j = 0; j < conv_k<KC>::N; j++)
                 if (j < K)
                     acc = __fadd_rn(acc, __fmul_rn(wc[j], win[j]));
             y[r * ldy + c] = silu ? acc / (1.0f + expf(-acc)) : acc;   /* k_ew's silu */
             #pragma unroll
-            for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+            for (int j = 0; j < conv_k<KC>::N - 1; j++)
                 if (j < K - 1)
                     win[j] = win[j + 1];
             if (keep && tb + i < nk)
@@ -681,17 +687,17 @@ __global__ void k_conv(const float *x, int64_t ldx, float *tails, int64_t ldt, c
     float win[CONV_MAX_K], wc[CONV_MAX_K];
     float *tl = tails + ((int64_t)slot * C + c) * ldt;
     #pragma unroll
-    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+    for (int j = 0; j < conv_k<KC>::N - 1; j++)
         if (j < K - 1)
             win[j] = tl[j];
     #pragma unroll
-    for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+    for (int j = 0; j < conv_k<KC>::N; j++)
         if (j < K)
             wc[j] = w[c * K + j];
     conv_walk<KC, 8>(x, ldx, row0, 0, n, c, K, wc, win, silu, y, ldy,
                      keep ? keep + (int64_t)slot * nk * C * ldk : nullptr, ldk, C, n - 1);
     #pragma unroll
-    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++)
+    for (int j = 0; j < conv_k<KC>::N - 1; j++)
         if (j < K - 1)
             tl[j] = win[j];
 }
@@ -719,13 +725,13 @@ __global__ void k_conv_rows(const float *x, int64_t ldx, const float *tails, int
     const float *tl = tails + ((int64_t)slot * C + c) * ldt;
     float win[CONV_MAX_K], wc[CONV_MAX_K];
     #pragma unroll
-    for (int j = 0; j < (KC ? KC : CONV_MAX_K) - 1; j++) {   /* the K-1 raw values before row t0 */
+    for (int j = 0; j < conv_k<KC>::N - 1; j++) {   /* the K-1 raw values before row t0 */
         const int t = t0 - (K - 1) + j;
         if (j < K - 1)
             win[j] = t >= 0 ? x[(int64_t)(row0 + t) * ldx + c] : tl[K - 1 + t];
     }
     #pragma unroll
-    for (int j = 0; j < (KC ? KC : CONV_MAX_K); j++)
+    for (int j = 0; j < conv_k<KC>::N; j++)
         if (j < K)
             wc[j] = w[c * K + j];
     conv_walk<KC, CONV_TILE>(x, ldx, row0, t0, t0 + CONV_TILE < n ? t0 + CONV_TILE : n, c, K, wc,
