@@ -310,6 +310,10 @@ static const char *case_tag = "";
 /* set while products run on tensor cores: their inputs are rounded to f16
  * (the terms are derived at test_gemm16_ops) */
 static bool mm_f16;
+/* set while F32 weights' products run on TF32 tensor cores (fast mode,
+ * Q36_CUDA_TF32): both operands lose up to 2^-10 of themselves each if
+ * the conversion truncates, twice f16's rounding to nearest */
+static bool mm_tf32;
 /* set while the matmul cases run as be_matmul_glu / be_matmul_id_glu: the
  * input is silu(g) * u of two random rows (the CPU's own, from its
  * be_swiglu), and the device's expf adds up to 4 units of rounding to it */
@@ -345,7 +349,9 @@ static double mm_bound(const float *wrow, const float *x, const float *xq, int64
         mag += fabs((double)wrow[k] * x[k]);
         small += fabs((double)wrow[k]) + fabs((double)x[k]);
     }
-    const double f16 = mm_f16 ? (0x1p-10 + (double)(K + 1) * 0x1p-22) * mag + 0x1p-24 * small : 0;
+    const double f16 = mm_tf32  ? (0x1p-9 + (double)(K + 1) * 0x1p-22) * mag
+                       : mm_f16 ? (0x1p-10 + (double)(K + 1) * 0x1p-22) * mag + 0x1p-24 * small
+                                : 0;
     const double glu = mm_glu ? 8.0 * U * mag : 0;
     return q + f16 + glu + 2.0 * (double)((mm_sequential ? K : K / 8) + 64) * U * mag;
 }
@@ -1270,7 +1276,12 @@ static void test_gemm16_ops(const be_shape *sh)
     test_matmul(QT_Q4_K, 4096, 8200, 9);        /* 33.6M weights: two slabs of the scratch */
     test_matmul(QT_Q6_K, 4096, 1000, 512);      /* activations take most of the scratch */
     test_matmul(QT_F16, 40, 31, 17);            /* K no 8 divides */
-    test_matmul(QT_F32, 256, 100, 64);          /* F32 keeps the f32 path */
+    mm_tf32 = true;                             /* F32: TF32 tensor cores (Q36_CUDA_TF32) */
+    test_matmul(QT_F32, 256, 100, 64);
+    test_matmul(QT_F32, 2048, 256, 513);        /* a MoE router */
+    test_matmul(QT_F32, 2048, 1, 300);          /* a shared expert's gate */
+    test_matmul(QT_F32, 1000, 33, 77);
+    mm_tf32 = false;
     gpu = saved;
     mm_f16 = false;
     case_tag = "";

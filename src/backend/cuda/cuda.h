@@ -180,6 +180,8 @@ struct cuda_ctx {
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
     bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
+    bool            tf32;          /* fast mode's products of F32 weights on TF32 tensor cores
+                                    * (cuda_matmul.cu: gemm; Q36_CUDA_TF32, on unless "0") */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
     int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
     int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */

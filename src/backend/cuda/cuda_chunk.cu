@@ -692,11 +692,12 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  *  2. the Gram tiles K K^T and Q K^T (the 10 of 16 16 x 16 tiles on or
  *     below the diagonal, each), while one thread forms G's prefix sums
  *     in token order (k_chunk_prep's bits);
- *  3. A and P from them, P and G to the scratch; the right-hand sides
- *     beta e^G K in K's place, and V's rows copied into Q's place;
- *  4. T = (I + A)^-1 (unit lower triangular), four lanes a column: row i
- *     of column j is -sum_{j <= k < i} A[i][k] T[k][j]; V's rows times
- *     beta;
+ *  3. A and P from them, P and G to the scratch, beta e^G in g's place;
+ *     V's rows copied into Q's place;
+ *  4. the right-hand sides beta e^G K in K's place; T = (I + A)^-1 (unit
+ *     lower triangular) by blocks of 16 (pt_inverse; before session 22
+ *     by forward substitution over the whole chunk, four lanes a column,
+ *     63 dependent steps); V's rows times beta;
  *  5. W = T (beta e^G K) and U = T (beta V) on tensor cores (T's zeros
  *     above the diagonal skipped), through shared memory to the scratch.
  * Each product is three TF32 products (tf_mma3: about f32's precision;
@@ -808,6 +809,63 @@ template <int DK> __device__ void pt_solve(const float *T, float *B, int w)
     }
 }
 
+/* Phase 4: T = (I + A)^-1, A strictly lower at M, by blocks of 16 rows
+ * and columns (T_ij for block row i, block column j):
+ *  a. the four diagonal blocks T_ii = (I + A_ii)^-1 at once, four lanes a
+ *     column: row r of column j is -sum_{j <= k < r} A[r][k] T[k][j],
+ *     rows in order (15 dependent steps, not 63 as for the whole chunk);
+ *  b. the blocks below them by their distance d from the diagonal (1, 2,
+ *     3; those of one distance at once): R = sum_{j <= k < i} A_ik T_kj,
+ *     every T_kj on its right already known, then T_ij = -T_ii R. R goes
+ *     to block (j, i), above the diagonal, which no later phase reads
+ *     (pt_solve reads the blocks on and below it).
+ * T's entries are those of the forward substitution with the sums in
+ * another order. Ends with the block synchronised. */
+template <int DK> __device__ void pt_inverse(const float *M, float *T, int tid)
+{
+    constexpr int LM = pt_sh<DK>::LM;
+    static_assert(CK_C == 64 && CK_THREADS == 256, "4 blocks of 16 columns, four lanes a column");
+    {
+        const int b0 = 16 * (tid / 64), j = b0 + tid / 4 % 16, q = tid % 4;
+        for (int r = b0 + q; r < b0 + 16; r += 4)
+            T[r * LM + j] = r == j ? 1.0f : 0.0f;
+        __syncwarp();
+        for (int r = b0 + 1; r < b0 + 16; r++) {
+            float p = 0.0f;
+            if (r > j)
+                for (int k = j + q; k < r; k += 4)
+                    p += M[r * LM + k] * T[k * LM + j];
+            p += __shfl_xor_sync(0xffffffffu, p, 1);
+            p += __shfl_xor_sync(0xffffffffu, p, 2);
+            if (r > j && q == 0)
+                T[r * LM + j] = -p;
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    for (int d = 1; d < 4; d++) {
+        for (int e = tid; e < (4 - d) * 256; e += CK_THREADS) {
+            const int j = 16 * (e / 256), i = j + 16 * d, r = e / 16 % 16, cc = e % 16;
+            const float *Ar = M + (i + r) * LM;
+            float p[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            for (int k = j; k < i; k += 4)
+                for (int u = 0; u < 4; u++)
+                    p[u] += Ar[k + u] * T[(k + u) * LM + j + cc];
+            T[(j + r) * LM + i + cc] = (p[0] + p[1]) + (p[2] + p[3]);
+        }
+        __syncthreads();
+        for (int e = tid; e < (4 - d) * 256; e += CK_THREADS) {
+            const int j = 16 * (e / 256), i = j + 16 * d, r = e / 16 % 16, cc = e % 16;
+            const float *Tr = T + (i + r) * LM + i, *R = T + j * LM + i + cc;
+            float p = 0.0f;
+            for (int m = 0; m <= r; m++)
+                p += Tr[m] * R[m * LM];
+            T[(i + r) * LM + j + cc] = -p;
+        }
+        __syncthreads();
+    }
+}
+
 /* rows t < nc of X (pitch LX) to dst's rows ((r0 + t) Hv + h) DK */
 template <int DK> __device__ void pt_store(float *dst, const float *X, const ck_chunk &c,
                                           int64_t Hv, int64_t h, int tid)
@@ -870,34 +928,20 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep_tc(ck_args a)
         if (t < c.nc)
             a.P[((c.r0 + t) * a.Hv + h) * CK_C + u] = u <= t ? T[t * L::LM + u] * d : 0.0f;
     }
-    if (tid < c.nc)
-        a.G[(c.r0 + tid) * a.Hv + h] = G[tid];
-    for (int e = tid; e < CK_C * DK; e += CK_THREADS) {
-        const int t = e / DK, i = e % DK;
-        K[t * L::LX + i] *= bt[t] * expf(G[t]);
+    if (tid < CK_C) {
+        if (tid < c.nc)
+            a.G[(c.r0 + tid) * a.Hv + h] = G[tid];
+        gr[tid] = bt[tid] * expf(G[tid]);       /* g is spent: gr holds beta e^G */
     }
     tc_cp_rows<DK, L::LX>(X, a.qkv, a.ldq, 2 * a.Hk * DK + h * DK, c, tid);   /* V */
     cp_commit();
     __syncthreads();
 
-    /* 4. column j = tid / 4 of T, its rows k = j + q, j + q + 4, ... summed by lane q */
-    {
-        const int j = tid / 4, q = tid % 4;
-        for (int i = q; i <= j; i += 4)
-            T[i * L::LM + j] = i == j ? 1.0f : 0.0f;
-        __syncwarp();
-        for (int i = 1; i < CK_C; i++) {
-            float p = 0.0f;
-            if (i > j)
-                for (int k = j + q; k < i; k += 4)
-                    p += M[i * L::LM + k] * T[k * L::LM + j];
-            p += __shfl_xor_sync(0xffffffffu, p, 1);
-            p += __shfl_xor_sync(0xffffffffu, p, 2);
-            if (i > j && q == 0)
-                T[i * L::LM + j] = -p;
-            __syncwarp();
-        }
+    for (int e = tid; e < CK_C * DK; e += CK_THREADS) {
+        const int t = e / DK, i = e % DK;
+        K[t * L::LX + i] *= gr[t];
     }
+    pt_inverse<DK>(M, T, tid);
     cp_wait<0>();                      /* V: this thread's rows times beta */
     for (int e = tid; e < CK_C * (DK / 4); e += CK_THREADS) {
         const int t = e / (DK / 4), i = 4 * (e % (DK / 4));
