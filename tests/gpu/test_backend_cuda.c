@@ -1359,8 +1359,11 @@ static void test_matmul_id_swiglu(uint32_t type, int64_t K, int64_t N, int64_t E
  * warpgroup products (cuda_moe_wg.cu, the default there), else on
  * mma.sync in stages of 64 columns, or of 32 with bk32; 128 or 256
  * (Q36_CUDA_MOEMMA=0) cuda_moe_pre.cu's WMMA tiles of that many outputs.
+ * With wg, wq keeps Q4_K weights in their blocks (cuda_moe_wq.cu, the
+ * default); without it they are f16 copies as every other type's.
  * The be_matmul_id_swiglu cases run the three ops on the other kernels. */
-static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool bk32, bool wg)
+static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool bk32, bool wg,
+                         bool wq)
 {
     /* every batch of at least 64 rows grouped, however few an expert gets
      * (by default, only batches of 2 rows an expert on average) */
@@ -1368,12 +1371,14 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
     char *mma = env_set("Q36_CUDA_MOEMMA", wmma_bn ? "0" : "1");
     char *bk = env_set("Q36_CUDA_MOEBK", bk32 ? "32" : "64");
     char *wgs = env_set("Q36_CUDA_MOEWG", wg ? "1" : "0");
+    char *wqs = env_set("Q36_CUDA_MOEWQ", wq ? "1" : "0");
     be_ctx *gpm = ctx_with("Q36_CUDA_MOEGEMM", mode, sh, "cuda.moe_gemm_context"), *saved = gpu;
     env_restore("Q36_CUDA_MOEROWS", per);
     env_restore("Q36_CUDA_MOEBN", bn);
     env_restore("Q36_CUDA_MOEMMA", mma);
     env_restore("Q36_CUDA_MOEBK", bk);
     env_restore("Q36_CUDA_MOEWG", wgs);
+    env_restore("Q36_CUDA_MOEWQ", wqs);
     if (!gpm)
         return;
     gpu = gpm;
@@ -1383,6 +1388,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
                                      : wmma_bn == 128 ? "_grouped_f16pre_wmma"
                                      : bk32           ? "_grouped_f16pre_bk32"
                                      : !wg            ? "_grouped_f16pre_mma"
+                                     : !wq            ? "_grouped_f16pre_wgf16"
                                                       : "_grouped_f16pre")
                : mm_f16 ? "_grouped_f16" : "_grouped";
     const uint32_t etypes[] = { QT_Q4_K, QT_Q8_0, QT_F16, QT_Q6_K, QT_Q5_K, QT_BF16, QT_F32 };
@@ -1404,7 +1410,7 @@ static void test_moe_ops(const be_shape *sh, const char *mode, int wmma_bn, bool
      * default kernel and the three ops of =2), outputs not a multiple of
      * the 64 of a block, K not a multiple of 32, rows not a multiple of
      * the 16 of a fragment */
-    if ((!strcmp(mode, "3") && wg) || !strcmp(mode, "2"))
+    if ((!strcmp(mode, "3") && wg && wq) || !strcmp(mode, "2"))
         test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 200);
     test_matmul_id_swiglu(QT_Q8_0, 256, 100, 8, 3, 90);
     test_matmul_id_swiglu(QT_Q6_K, 512, 96, 4, 2, 150);
@@ -1862,22 +1868,30 @@ static void test_mvyf(const be_shape *sh)
  * the same Q4_K and Q6_K weights (K x N) of 64 experts, top-8, T tokens
  * (16 to 264 (token, rank) rows: experts with none, one and more than 4,
  * the rows a pass takes), x per token and per (token, rank), and the
- * SwiGLU pair. Cases cuda.TAG_same_bits_TYPE[_kK]_tT. */
-static void id_same_bits(const be_shape *sh, const char *var, const char *tag, int64_t K,
-                         int64_t N)
+ * SwiGLU pair. Cases cuda.TAG_same_bits_TYPE[_kK]_tT. With grouped, the
+ * batches of 64 rows or more take the grouped products instead
+ * (Q36_CUDA_MOEROWS=0, Q36_CUDA_MOEGEMM=3) and T runs to 300 (~37 rows an
+ * expert). */
+static void id_same_bits_in(const be_shape *sh, const char *var, const char *tag, int64_t K,
+                            int64_t N, bool grouped)
 {
     be_ctx *cx[2];
     char ctx_name[64];
     snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
-    char *per = env_set("Q36_CUDA_MOEROWS", "100000");
+    char *per = env_set("Q36_CUDA_MOEROWS", grouped ? "0" : "100000");
+    const char *m0 = getenv("Q36_CUDA_MOEGEMM");
+    char *mode = grouped ? env_set("Q36_CUDA_MOEGEMM", "3") : (m0 ? strdup(m0) : NULL);
     const bool made = fast_ctx_pair(sh, var, ctx_name, cx);
     env_restore("Q36_CUDA_MOEROWS", per);
+    env_restore("Q36_CUDA_MOEGEMM", mode);
     if (!made)
         return;
-    static const int Ts[] = { 2, 5, 16, 33 };
+    static const int Tm[] = { 2, 5, 16, 33 }, Tg[] = { 16, 33, 300 };
+    const int *Ts = grouped ? Tg : Tm;
+    const size_t nT = grouped ? sizeof Tg / sizeof Tg[0] : sizeof Tm / sizeof Tm[0];
     const int64_t E = 64, k = 8;
     be_ctx *keep = gpu;
-    for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++)
+    for (size_t ti = 0; ti < nT; ti++)
         for (int ty = 0; ty < 2; ty++) {
             const int64_t T = Ts[ti], Q = T * k;
             const uint32_t type = ty ? QT_Q6_K : QT_Q4_K;
@@ -1925,6 +1939,22 @@ static void id_same_bits(const be_shape *sh, const char *var, const char *tag, i
         }
     be_free(cx[0]);
     be_free(cx[1]);
+}
+
+static void id_same_bits(const be_shape *sh, const char *var, const char *tag, int64_t K,
+                         int64_t N)
+{
+    id_same_bits_in(sh, var, tag, K, N, false);
+}
+
+/* Q36_CUDA_MOEWQ (on unless "0", Hopper): the grouped products on Q4_K
+ * experts in their blocks give the bits of the same products on their f16
+ * copies (the same halves, the same order of sums): the 35B-A3B's gate/up
+ * (K 2048) and down (K 512) shapes. Cases cuda.moewq_same_bits_*. */
+static void moewq_same_bits(const be_shape *sh)
+{
+    id_same_bits_in(sh, "Q36_CUDA_MOEWQ", "moewq", 2048, 512, true);
+    id_same_bits_in(sh, "Q36_CUDA_MOEWQ", "moewq", 512, 2048, true);
 }
 
 /* Q36_CUDA_F16KEEP=1 (fast mode, off by default): prompt products keep each
@@ -4016,13 +4046,15 @@ int main(int argc, char **argv)
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {
-            test_moe_ops(&sh, "1", 0, false, false);
-            test_moe_ops(&sh, "2", 0, false, false);
-            test_moe_ops(&sh, "3", 0, false, true);     /* warpgroup products (Hopper) */
-            test_moe_ops(&sh, "3", 0, false, false);    /* mma.sync, 64 columns a stage */
-            test_moe_ops(&sh, "3", 0, true, false);     /* ... 32 */
-            test_moe_ops(&sh, "3", 128, false, false);
-            test_moe_ops(&sh, "3", 256, false, false);
+            test_moe_ops(&sh, "1", 0, false, false, false);
+            test_moe_ops(&sh, "2", 0, false, false, false);
+            test_moe_ops(&sh, "3", 0, false, true, true);    /* warpgroup products (Hopper) */
+            test_moe_ops(&sh, "3", 0, false, true, false);   /* ... on f16 copies of Q4_K */
+            test_moe_ops(&sh, "3", 0, false, false, false);  /* mma.sync, 64 columns a stage */
+            test_moe_ops(&sh, "3", 0, true, false, false);   /* ... 32 */
+            test_moe_ops(&sh, "3", 128, false, false, false);
+            test_moe_ops(&sh, "3", 256, false, false, false);
+            moewq_same_bits(&sh);
         }
         if (want_ops("fattn")) {
             test_fattn_ops(&sh, true, true);

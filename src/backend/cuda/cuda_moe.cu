@@ -402,6 +402,8 @@ static void reserve_pre(be_ctx *be, const be_shape *s)
         c->moe_mma = false;            /* the WMMA tiles, which ask less */
     if (c->moe_wg && (!c->moe_mma || !cuda_moe_wg_ready(c)))
         c->moe_wg = false;             /* mma.sync */
+    if (c->moe_wq && (!c->moe_wg || !cuda_moe_wq_ready(c)))
+        c->moe_wq = false;             /* f16 weights */
     if (!cuda_moe_pre_ready(c)) {
         cudaFree(c->moeh);
         c->moeh = NULL;
@@ -500,6 +502,14 @@ bool cuda_moe_gemm_glu(be_ctx *be, const be_weight *wg, const be_weight *wu, con
     const int64_t tiles = tile_slots(Q, E, MM_BM);
     if (!cuda_moe_pre_fits(c, &a, tiles))
         return false;
+    /* Q4_K weights in their blocks (cuda_moe_wq.cu) */
+    if (cuda_moe_wq_takes(c, wg) && cuda_moe_wq_takes(c, wu) && wg->row_bytes == wu->row_bytes) {
+        a.rb = wg->row_bytes;
+        const __half *xh = route(be, a) ? cuda_moe_xh(be, &a) : NULL;
+        if (xh)
+            cuda_moe_wq(be, &a, xh, (const uint8_t *)wg->data, (const uint8_t *)wu->data, tiles);
+        return true;
+    }
     /* both weights' kept f16 copies (Q36_CUDA_F16KEEP), or the three ops */
     const __half *kg = cuda_f16_kept(be, wg->type, (const uint8_t *)wg->data, wg->row_bytes, K, E * N);
     const __half *ku = kg ? cuda_f16_kept(be, wu->type, (const uint8_t *)wu->data, wu->row_bytes, K, E * N)
@@ -530,6 +540,12 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
         a.bm = MM_BM;
     if (!route(be, a))
         return true;
+    if (a.bm == MM_BM && cuda_moe_wq_takes(c, w)) {    /* Q4_K in its blocks (cuda_moe_wq.cu) */
+        const __half *xh = cuda_moe_xh(be, &a);
+        if (xh)
+            cuda_moe_wq(be, &a, xh, a.W, NULL, tile_slots(Q, E, MM_BM));
+        return true;
+    }
     if (pre && cuda_moe_gemm_pre(be, w, &a, tile_slots(Q, E, a.bm)))
         return true;
     if (c->moegemm != MG_MODE_F32) {

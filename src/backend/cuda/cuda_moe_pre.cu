@@ -170,17 +170,22 @@ static bool half_rows(be_ctx *be, const mg_args &a, __half *xg)
     return CUDA_LAUNCHED(be, "k_mg_half");
 }
 
-bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __half *ku,
-                      int64_t tiles)
+const __half *cuda_moe_xh(be_ctx *be, const mg_args *a)
 {
     const cuda_ctx *c = cuda_ctx_of(be);
     /* a token's rows as an f16 product of the same rows left them (cuda.h:
      * h16; the shared expert's up and gate products), the same halves
      * k_mg_half would make, else made here */
     if (a->x_per_tok && cuda_h16_is(c, a->x, a->Q / a->k, a->ldx, a->K))
-        return cuda_moe_mma(be, a, (const __half *)c->deq, kg, ku, 0, a->E, tiles);
-    __half *xg = c->moeh;
-    return half_rows(be, *a, xg) && cuda_moe_mma(be, a, xg, kg, ku, 0, a->E, tiles);
+        return (const __half *)c->deq;
+    return half_rows(be, *a, c->moeh) ? c->moeh : NULL;
+}
+
+bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __half *ku,
+                      int64_t tiles)
+{
+    const __half *xh = cuda_moe_xh(be, a);
+    return xh && cuda_moe_mma(be, a, xh, kg, ku, 0, a->E, tiles);
 }
 
 bool cuda_moe_gemm_pre(be_ctx *be, const be_weight *w, const mg_args *ap, int64_t tiles)

@@ -236,6 +236,10 @@ bool cuda_moe_pre_fits(const cuda_ctx *c, const mg_args *a, int64_t tiles);
  * (the context's error is set) */
 bool cuda_moe_glu_pre(be_ctx *be, const mg_args *a, const __half *kg, const __half *ku,
                       int64_t tiles);
+/* the f16 rows of a's x for cuda_moe_mma.cu's, cuda_moe_wg.cu's and
+ * cuda_moe_wq.cu's tiles: the kept ones (cuda.h: h16) when they are x's,
+ * else made in the context's f16 scratch; NULL when that launch failed */
+const __half *cuda_moe_xh(be_ctx *be, const mg_args *a);
 
 /* cuda_moe_mma.cu (Q36_CUDA_MOEMMA): whether the device runs its kernels
  * (their shared memory, set once); the products of a's tiles (routed with
@@ -285,5 +289,14 @@ bool cuda_moe_wg(be_ctx *be, const mg_args *a, const __half *xh, const __half *w
                  const __half *wu, int64_t e0, int64_t e1, int64_t tiles);
 bool cuda_moe_mma(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
                   const __half *wu, int64_t e0, int64_t e1, int64_t tiles);
+/* cuda_moe_wq.cu (Q36_CUDA_MOEWQ, compute capability 9 only): the same
+ * products on Q4_K weights in their block format (no f16 copy): whether
+ * the device runs them; whether the context gives them weight w; the
+ * products of a's tiles (all experts, a.rb the weights' row bytes) on f16
+ * rows xh, wg's, or with wu the gate and up products' swiglu */
+bool cuda_moe_wq_ready(const cuda_ctx *c);
+bool cuda_moe_wq_takes(const cuda_ctx *c, const be_weight *w);
+bool cuda_moe_wq(be_ctx *be, const mg_args *a, const __half *xh, const uint8_t *wg,
+                 const uint8_t *wu, int64_t tiles);
 
 #endif
