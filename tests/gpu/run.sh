@@ -105,7 +105,9 @@ done
 # away from their defaults (their op cases ran above), on the Q4_K models
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
 # activations); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
-# attention's splits on tensor cores, off by default). Batch-invariant exact
+# attention's splits on tensor cores, off by default); on the two Q4_K MoE
+# files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
+# every prompt batch grouped). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
@@ -117,6 +119,10 @@ for m in "${models[@]}"; do
         case $(basename "$m") in
         dense-q4km.gguf|moe-q4k-top8.gguf)
             NEW=1 Q36_CUDA_ATTNTC=1 one "model-attntc-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+        esac
+        case $(basename "$m") in
+        moe-q4k-top8.gguf|moe-q4km.gguf)
+            NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac ;;
     esac
 done

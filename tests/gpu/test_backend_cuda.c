@@ -4027,7 +4027,10 @@ int main(int argc, char **argv)
     /* model cases with a switch away from its default: a tag of their own */
     const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
     const char *graphs = getenv("Q36_CUDA_GRAPHS"), *attn_tc = getenv("Q36_CUDA_ATTNTC");
-    if (gpu_fast && mv8 && !strcmp(mv8, "0"))
+    const char *moewq = getenv("Q36_CUDA_MOEWQ");
+    if (gpu_fast && moewq && !strcmp(moewq, "1"))
+        mode_tag = ".fast.moewq";
+    else if (gpu_fast && mv8 && !strcmp(mv8, "0"))
         mode_tag = ".fast.nomv8";
     else if (gpu_fast && attn_tc && !strcmp(attn_tc, "1"))
         mode_tag = ".fast.attntc";

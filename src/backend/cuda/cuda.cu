@@ -68,8 +68,9 @@
  * columns, gate and up fused, cuda_moe_mma.cu, unless Q36_CUDA_MOEMMA=0
  * (WMMA, cuda_moe_pre.cu; Q36_CUDA_MOEBK=32: stages of 32 columns), on
  * Hopper through warpgroup products unless Q36_CUDA_MOEWG=0 (cuda_moe_wg.cu),
- * Q4_K experts there read in their blocks unless Q36_CUDA_MOEWQ=0
- * (cuda_moe_wq.cu);
+ * Q4_K experts there read in their blocks where they have no kept f16
+ * copy (Q36_CUDA_F16KEEP=0, or no room for one), unless Q36_CUDA_MOEWQ=0,
+ * and always with Q36_CUDA_MOEWQ=1 (cuda_moe_wq.cu);
  * 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
  * tests/gpu/run.sh checks each either way.
@@ -260,6 +261,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "32") ? 32 : 64;
     c->moe_wg = c->moe_mma && cuda_env_on("Q36_CUDA_MOEWG");
     c->moe_wq = c->moe_wg && cuda_env_on("Q36_CUDA_MOEWQ");
+    c->moe_wq_first = cuda_env_is("Q36_CUDA_MOEWQ", "1");
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");

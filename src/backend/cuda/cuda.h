@@ -190,8 +190,10 @@ struct cuda_ctx {
     int             moe_bk;        /* their columns a stage: 64, or Q36_CUDA_MOEBK=32 */
     bool            moe_wg;        /* ... through Hopper's warpgroup products instead
                                     * (cuda_moe_wg.cu; Q36_CUDA_MOEWG, on unless "0") */
-    bool            moe_wq;        /* ... and Q4_K experts read in their blocks, no f16 copy
-                                    * (cuda_moe_wq.cu; Q36_CUDA_MOEWQ, on unless "0") */
+    bool            moe_wq;        /* ... and Q4_K experts read in their blocks, no f16 copy,
+                                    * when none is kept (cuda_moe_wq.cu; Q36_CUDA_MOEWQ, on
+                                    * unless "0") */
+    bool            moe_wq_first;  /* ... even where one could be (Q36_CUDA_MOEWQ=1) */
     int             cc_major;      /* the device's compute capability, major */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */

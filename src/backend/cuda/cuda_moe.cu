@@ -502,20 +502,27 @@ bool cuda_moe_gemm_glu(be_ctx *be, const be_weight *wg, const be_weight *wu, con
     const int64_t tiles = tile_slots(Q, E, MM_BM);
     if (!cuda_moe_pre_fits(c, &a, tiles))
         return false;
-    /* Q4_K weights in their blocks (cuda_moe_wq.cu) */
-    if (cuda_moe_wq_takes(c, wg) && cuda_moe_wq_takes(c, wu) && wg->row_bytes == wu->row_bytes) {
+    /* both weights' kept f16 copies (Q36_CUDA_F16KEEP); else Q4_K weights
+     * in their blocks (cuda_moe_wq.cu; first with Q36_CUDA_MOEWQ=1); else
+     * the three ops */
+    const bool wq = cuda_moe_wq_takes(c, wg) && cuda_moe_wq_takes(c, wu) &&
+                    wg->row_bytes == wu->row_bytes;
+    const __half *kg = NULL, *ku = NULL;
+    if (!wq || !c->moe_wq_first) {
+        kg = cuda_f16_kept(be, wg->type, (const uint8_t *)wg->data, wg->row_bytes, K, E * N);
+        ku = kg ? cuda_f16_kept(be, wu->type, (const uint8_t *)wu->data, wu->row_bytes, K, E * N) : NULL;
+        if (be->err.kind)
+            return true;               /* a copy's dequantization failed */
+    }
+    if (!ku && wq) {
         a.rb = wg->row_bytes;
         const __half *xh = route(be, a) ? cuda_moe_xh(be, &a) : NULL;
         if (xh)
             cuda_moe_wq(be, &a, xh, (const uint8_t *)wg->data, (const uint8_t *)wu->data, tiles);
         return true;
     }
-    /* both weights' kept f16 copies (Q36_CUDA_F16KEEP), or the three ops */
-    const __half *kg = cuda_f16_kept(be, wg->type, (const uint8_t *)wg->data, wg->row_bytes, K, E * N);
-    const __half *ku = kg ? cuda_f16_kept(be, wu->type, (const uint8_t *)wu->data, wu->row_bytes, K, E * N)
-                          : NULL;
     if (!ku)
-        return be->err.kind != 0;      /* taken when a copy's dequantization failed */
+        return false;
     if (route(be, a))
         cuda_moe_glu_pre(be, &a, kg, ku, tiles);
     return true;
@@ -540,7 +547,9 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
         a.bm = MM_BM;
     if (!route(be, a))
         return true;
-    if (a.bm == MM_BM && cuda_moe_wq_takes(c, w)) {    /* Q4_K in its blocks (cuda_moe_wq.cu) */
+    /* Q4_K in its blocks (cuda_moe_wq.cu) when no f16 copy is kept, or first */
+    if (a.bm == MM_BM && cuda_moe_wq_takes(c, w) &&
+        (c->moe_wq_first || !cuda_f16_kept(be, w->type, a.W, a.rb, K, E * N))) {
         const __half *xh = cuda_moe_xh(be, &a);
         if (xh)
             cuda_moe_wq(be, &a, xh, a.W, NULL, tile_slots(Q, E, MM_BM));
