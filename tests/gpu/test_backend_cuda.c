@@ -1957,6 +1957,21 @@ static void moewq_same_bits(const be_shape *sh)
     id_same_bits_in(sh, "Q36_CUDA_MOEWQ", "moewq", 512, 2048, true);
 }
 
+/* Q36_CUDA_MOEWGPIPE=1 (off by default): cuda_moe_wg.cu's stages
+ * overlapped give the bits of the kernel without it (the same products in
+ * the same order), on the f16 copies (Q36_CUDA_MOEWQ unset), and on the
+ * Q4_K blocks (Q36_CUDA_MOEWQ=1). Cases cuda.moewgpipe_same_bits_* and
+ * cuda.moewqpipe_same_bits_*. */
+static void moewgpipe_same_bits(const be_shape *sh)
+{
+    id_same_bits_in(sh, "Q36_CUDA_MOEWGPIPE", "moewgpipe", 2048, 512, true);
+    id_same_bits_in(sh, "Q36_CUDA_MOEWGPIPE", "moewgpipe", 512, 2048, true);
+    char *wq = env_set("Q36_CUDA_MOEWQ", "1");      /* ... and on the Q4_K blocks */
+    id_same_bits_in(sh, "Q36_CUDA_MOEWGPIPE", "moewqpipe", 2048, 512, true);
+    id_same_bits_in(sh, "Q36_CUDA_MOEWGPIPE", "moewqpipe", 512, 2048, true);
+    env_restore("Q36_CUDA_MOEWQ", wq);
+}
+
 /* Q36_CUDA_F16KEEP=1 (fast mode, off by default): prompt products keep each
  * weight's f16 copy (cuda_f16keep.cu). Two fast contexts, the switch on and
  * off, grouped expert products forced onto the f16 slabs
@@ -4058,6 +4073,7 @@ int main(int argc, char **argv)
             test_moe_ops(&sh, "3", 128, false, false, false);
             test_moe_ops(&sh, "3", 256, false, false, false);
             moewq_same_bits(&sh);
+            moewgpipe_same_bits(&sh);
         }
         if (want_ops("fattn")) {
             test_fattn_ops(&sh, true, true);

@@ -70,7 +70,8 @@
  * Hopper through warpgroup products unless Q36_CUDA_MOEWG=0 (cuda_moe_wg.cu),
  * Q4_K experts there read in their blocks where they have no kept f16
  * copy (Q36_CUDA_F16KEEP=0, or no room for one), unless Q36_CUDA_MOEWQ=0,
- * and always with Q36_CUDA_MOEWQ=1 (cuda_moe_wq.cu);
+ * and always with Q36_CUDA_MOEWQ=1 (cuda_moe_wq.cu); Q36_CUDA_MOEWGPIPE=1
+ * (off by default, not yet run on a GPU) overlaps cuda_moe_wg.cu's stages;
  * 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
  * tests/gpu/run.sh checks each either way.
@@ -262,6 +263,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->moe_wg = c->moe_mma && cuda_env_on("Q36_CUDA_MOEWG");
     c->moe_wq = c->moe_wg && cuda_env_on("Q36_CUDA_MOEWQ");
     c->moe_wq_first = cuda_env_is("Q36_CUDA_MOEWQ", "1");
+    c->moe_wg_pipe = cuda_env_is("Q36_CUDA_MOEWGPIPE", "1");
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");

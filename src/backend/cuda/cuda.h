@@ -194,6 +194,8 @@ struct cuda_ctx {
                                     * when none is kept (cuda_moe_wq.cu; Q36_CUDA_MOEWQ, on
                                     * unless "0") */
     bool            moe_wq_first;  /* ... even where one could be (Q36_CUDA_MOEWQ=1) */
+    bool            moe_wg_pipe;   /* cuda_moe_wg.cu's stages overlapped (Q36_CUDA_MOEWGPIPE=1,
+                                    * off by default: not yet run on a GPU) */
     int             cc_major;      /* the device's compute capability, major */
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */

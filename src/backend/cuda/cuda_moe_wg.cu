@@ -21,8 +21,17 @@
  * its 16-byte chunk c at chunk c ^ (r % 8); tiles 1024-byte aligned), the
  * copies made visible to the async proxy (fence.proxy.async) before the
  * products read them. Numerics: f16 operands, f32 sums, in 16-column steps
- * in column order, as cuda_moe_mma.cu's. Needs K a multiple of 8. Device
- * only, sm_90a (elsewhere the kernel is empty and never launched: the
+ * in column order, as cuda_moe_mma.cu's. Needs K a multiple of 8.
+ *
+ * PIPE (Q36_CUDA_MOEWGPIPE=1, off by default: written in session 22 when
+ * the device time was spent, not yet run on a GPU): each stage's products
+ * are left running while the next stage's are issued; a warpgroup waits
+ * only for the stage before (wait_group 1), then the block's barrier, and
+ * only then the copies of the stage after next go to that stage's
+ * buffers. Without it every stage ends with wait_group 0, and the tensor
+ * cores idle from each stage's last product to the next stage's first.
+ * The same products in the same order: the same bits. Device only,
+ * sm_90a (elsewhere the kernel is empty and never launched: the
  * context takes it only on compute capability 9). */
 #include "cuda.h"
 #include "cuda_moe.h"
@@ -30,7 +39,7 @@
 
 /* The tiles of experts e0 .. e1 (others return at once); wg (and, GLU,
  * wu): their weights, expert e's output n at row (e - e0) * N + n */
-template <bool GLU>
+template <bool GLU, bool PIPE>
 __global__ void __launch_bounds__(WG_THREADS, 2)
 k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict__ wg,
               const __half *__restrict__ wu, int64_t e0, int64_t e1)
@@ -87,10 +96,12 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
     for (int kt = 0; kt < nk; kt++) {
         cp_wait<WG_STAGES - 2>();      /* this thread's copies of stage kt have landed */
         wg_proxy_fence();              /* ... and are visible to the products */
-        __syncthreads();               /* everyone's; stage kt-1's products are done */
-        if (kt + WG_STAGES - 1 < nk)
-            load(kt + WG_STAGES - 1);
-        cp_commit();
+        __syncthreads();               /* everyone's; stage kt-1's products are done (!PIPE) */
+        if (!PIPE) {
+            if (kt + WG_STAGES - 1 < nk)
+                load(kt + WG_STAGES - 1);
+            cp_commit();
+        }
         if (busy) {
             const int s = kt % WG_STAGES;
             const uint64_t da = wg_desc(Xs + s * WG_TILE + 64 * 128 * g);
@@ -100,9 +111,20 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
             for (int kk = 0; kk < WG_BK / 16; kk++)   /* 32 bytes a step: 2 in the descriptor */
                 wg_mma(d, da + 2 * kk, db + 2 * kk);
             wg_commit();
-            wg_wait0();
+            if (PIPE)
+                wg_wait1();            /* stage kt-1's products are done, kt's run on */
+            else
+                wg_wait0();
+        }
+        if (PIPE) {
+            __syncthreads();           /* everyone's stage kt-1: its buffers are free */
+            if (kt + WG_STAGES - 1 < nk)
+                load(kt + WG_STAGES - 1);
+            cp_commit();
         }
     }
+    if (PIPE && busy)
+        wg_wait0();
     cp_wait<0>();
     if (!busy)
         return;
@@ -113,7 +135,8 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
 
 bool cuda_moe_wg_ready(const cuda_ctx *c)
 {
-    return wg_ready(c, k_moe_gemm_wg<false>, k_moe_gemm_wg<true>, WG_SMEM);
+    return wg_ready(c, k_moe_gemm_wg<false, false>, k_moe_gemm_wg<true, false>, WG_SMEM) &&
+           wg_ready(c, k_moe_gemm_wg<false, true>, k_moe_gemm_wg<true, true>, WG_SMEM);
 }
 
 bool cuda_moe_wg(be_ctx *be, const mg_args *a, const __half *xh, const __half *wg,
@@ -121,11 +144,16 @@ bool cuda_moe_wg(be_ctx *be, const mg_args *a, const __half *xh, const __half *w
 {
     const cuda_ctx *c = cuda_ctx_of(be);
     const dim3 grid = wg_grid(a, wu, tiles);
-    if (wu)
-        cuda_launch(k_moe_gemm_wg<true>, grid, WG_THREADS, WG_SMEM, c->stream, *a, xh, wg, wu,
-                    e0, e1);
+#define WGL(G, P) cuda_launch(k_moe_gemm_wg<G, P>, grid, WG_THREADS, WG_SMEM, c->stream, *a, xh, \
+                              wg, G ? wu : (const __half *)NULL, e0, e1)
+    if (wu && c->moe_wg_pipe)
+        WGL(true, true);
+    else if (wu)
+        WGL(true, false);
+    else if (c->moe_wg_pipe)
+        WGL(false, true);
     else
-        cuda_launch(k_moe_gemm_wg<false>, grid, WG_THREADS, WG_SMEM, c->stream, *a, xh, wg,
-                    (const __half *)NULL, e0, e1);
+        WGL(false, false);
+#undef WGL
     return CUDA_LAUNCHED(be, wu ? "k_moe_glu_wg" : "k_moe_gemm_wg");
 }

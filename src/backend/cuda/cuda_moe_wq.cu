@@ -26,13 +26,16 @@
  * products of the stage before run. So the products get the same f16
  * operands in the same order as cuda_moe_wg.cu's on the kept copies: the
  * same bits (tests/gpu: moewq_same_bits). Needs K a multiple of 256 (a
- * Q4_K row always is) and 16-byte aligned rows (144-byte blocks). */
+ * Q4_K row always is) and 16-byte aligned rows (144-byte blocks).
+ * With PIPE (Q36_CUDA_MOEWGPIPE=1, as cuda_moe_wg.cu's: off by default,
+ * not yet run on a GPU) the weight tile has three buffers and each stage's
+ * products run on while the next stage's are issued. */
 #include "cuda.h"
 #include "cuda_deq.h"
 #include "cuda_moe.h"
 #include "cuda_wgmma.h"
 
-#define WQ_SMEM (WG_STAGES * WG_TILE + 2 * WG_TILE + 1024)   /* 82,944: 2 blocks an SM */
+#define WQ_SMEM (WG_STAGES * WG_TILE + 3 * WG_TILE + 1024)   /* 99,328: 2 blocks an SM */
 
 #if WG_ON
 /* A thread's bytes of one stage: the Q4_K block's header and the 32 code
@@ -94,7 +97,7 @@ __device__ __forceinline__ void wq_put(const wq_raw &r, int kt, int hh, unsigned
 
 /* All of a's tiles; wg (and, GLU, wu): the Q4_K weights, expert e's
  * output n at row e * N + n, rows a.rb bytes apart */
-template <bool GLU>
+template <bool GLU, bool PIPE>
 __global__ void __launch_bounds__(WG_THREADS, 2)
 k_moe_gemm_wq(mg_args a, const __half *__restrict__ xh, const uint8_t *__restrict__ wg,
               const uint8_t *__restrict__ wu)
@@ -136,6 +139,7 @@ k_moe_gemm_wq(mg_args a, const __half *__restrict__ xh, const uint8_t *__restric
         wso[i] = wg_swz(wr, 4 * hh + i);
 
     const int nk = (int)(a.K / WG_BK);
+    constexpr int NW = PIPE ? 3 : 2;               /* weight buffers */
     auto load = [&](int kt) {
         const int s = kt % WG_STAGES;
         const int64_t k0 = (int64_t)kt * WG_BK;
@@ -162,29 +166,44 @@ k_moe_gemm_wq(mg_args a, const __half *__restrict__ xh, const uint8_t *__restric
     for (int kt = 0; kt < nk; kt++) {
         cp_wait<WG_STAGES - 2>();      /* this thread's x copies of stage kt have landed */
         wg_proxy_fence();              /* ... and its weight stores: visible to the products */
-        __syncthreads();               /* everyone's; stage kt-1's products are done */
-        if (kt + WG_STAGES - 1 < nk)
-            load(kt + WG_STAGES - 1);
-        cp_commit();
+        __syncthreads();               /* everyone's; stage kt-1's products are done (!PIPE) */
+        if (!PIPE) {
+            if (kt + WG_STAGES - 1 < nk)
+                load(kt + WG_STAGES - 1);
+            cp_commit();
+        }
         if (busy) {
             const uint64_t da = wg_desc(Xs + (kt % WG_STAGES) * WG_TILE + 64 * 128 * g);
-            const uint64_t db = wg_desc(Ws + (kt % 2) * WG_TILE);
+            const uint64_t db = wg_desc(Ws + (kt % NW) * WG_TILE);
             wg_fence();
             #pragma unroll
             for (int kk = 0; kk < WG_BK / 16; kk++)   /* 32 bytes a step: 2 in the descriptor */
                 wg_mma(d, da + 2 * kk, db + 2 * kk);
             wg_commit();
         }
-        /* while they run: the next stage's weights into the other buffer
-         * (its products, stage kt-1's, are done), the one after fetched */
+        /* while they run: the next stage's weights into the buffer whose
+         * products (stage kt-1's, or kt-2's with PIPE) are done, the one
+         * after fetched */
         if (kt + 1 < nk) {
-            wq_put(raw, kt + 1, hh, Ws + ((kt + 1) % 2) * WG_TILE, wso);
+            wq_put(raw, kt + 1, hh, Ws + ((kt + 1) % NW) * WG_TILE, wso);
             if (kt + 2 < nk)
                 raw = wq_fetch(wrow, kt + 2);
         }
-        if (busy)
-            wg_wait0();
+        if (busy) {
+            if (PIPE)
+                wg_wait1();            /* stage kt-1's products are done, kt's run on */
+            else
+                wg_wait0();
+        }
+        if (PIPE) {
+            __syncthreads();           /* everyone's stage kt-1: its x buffer is free */
+            if (kt + WG_STAGES - 1 < nk)
+                load(kt + WG_STAGES - 1);
+            cp_commit();
+        }
     }
+    if (PIPE && busy)
+        wg_wait0();
     cp_wait<0>();
     if (busy)
         wg_store<GLU>(a, t, n0, d, tid);
@@ -193,7 +212,8 @@ k_moe_gemm_wq(mg_args a, const __half *__restrict__ xh, const uint8_t *__restric
 
 bool cuda_moe_wq_ready(const cuda_ctx *c)
 {
-    return wg_ready(c, k_moe_gemm_wq<false>, k_moe_gemm_wq<true>, WQ_SMEM);
+    return wg_ready(c, k_moe_gemm_wq<false, false>, k_moe_gemm_wq<true, false>, WQ_SMEM) &&
+           wg_ready(c, k_moe_gemm_wq<false, true>, k_moe_gemm_wq<true, true>, WQ_SMEM);
 }
 
 bool cuda_moe_wq_takes(const cuda_ctx *c, const be_weight *w)
@@ -207,10 +227,16 @@ bool cuda_moe_wq(be_ctx *be, const mg_args *a, const __half *xh, const uint8_t *
 {
     const cuda_ctx *c = cuda_ctx_of(be);
     const dim3 grid = wg_grid(a, wu, tiles);
-    if (wu)
-        cuda_launch(k_moe_gemm_wq<true>, grid, WG_THREADS, WQ_SMEM, c->stream, *a, xh, wg, wu);
+#define WQL(G, P) cuda_launch(k_moe_gemm_wq<G, P>, grid, WG_THREADS, WQ_SMEM, c->stream, *a, xh, \
+                              wg, G ? wu : (const uint8_t *)NULL)
+    if (wu && c->moe_wg_pipe)
+        WQL(true, true);
+    else if (wu)
+        WQL(true, false);
+    else if (c->moe_wg_pipe)
+        WQL(false, true);
     else
-        cuda_launch(k_moe_gemm_wq<false>, grid, WG_THREADS, WQ_SMEM, c->stream, *a, xh, wg,
-                    (const uint8_t *)NULL);
+        WQL(false, false);
+#undef WQL
     return CUDA_LAUNCHED(be, wu ? "k_moe_glu_wq" : "k_moe_gemm_wq");
 }
