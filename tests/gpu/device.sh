@@ -6,7 +6,7 @@
 # tests/gpu/bench.sh (with llama.cpp as the baseline when unpacked). Logs
 # and the bench output go to $OUT (or /tmp/q36-out), packed into one
 # out.tar.xz when there are more than 7 files (lib.sh, pack_out).
-# Env: STEPS (default "test bench"; "ops": ops_step; "ncuk": ncuk_step;
+# Env: STEPS (default "test bench"; "ops": ops_step; "fast": fast_step; "ncuk": ncuk_step;
 # "profile": tests/gpu/profile.sh;
 # "serve": tests/gpu/serve_bench.py, see serve_step; "servemtp": servemtp_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
@@ -127,7 +127,7 @@ batch_step() {
 # prefill: pp4096 (PREFILL_P tokens) in fast mode, one pass, on bench.sh's
 # synthetic files beside llama.cpp (when unpacked), 3 reps; the 35B file's
 # op profile (--profile); then the 35B file once more for each "VAR=value"
-# word of PREFILL_VARIANTS (q36 alone, 2 reps); then for each depth of
+# word of PREFILL_VARIANTS ("A=1+B=2" sets both; q36 alone, 2 reps); then for each depth of
 # PREFILL_D (e.g. "32768"; none by default) the 35B file's prompt at that
 # depth beside llama.cpp (2 reps) and with each variant (q36 alone).
 prefill_step() {
@@ -143,8 +143,8 @@ prefill_step() {
     echo "\$ q36 bench -m $m35 ${pp[*]} -r 1 --profile"
     timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 1 --profile
     for v in ${PREFILL_VARIANTS:-}; do
-        echo "\$ env $v q36 bench -m $m35 ${pp[*]} -r 2"
-        env "$v" timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 2
+        echo "\$ env ${v//+/ } q36 bench -m $m35 ${pp[*]} -r 2"
+        env ${v//+/ } timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -r 2
         echo "# exit status $?"
     done
     local d
@@ -153,8 +153,8 @@ prefill_step() {
         timeout 240 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2 "${base[@]}"
         echo "# exit status $?"
         for v in ${PREFILL_VARIANTS:-}; do
-            echo "\$ env $v q36 bench -m $m35 ${pp[*]} -d $d -r 2"
-            env "$v" timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2
+            echo "\$ env ${v//+/ } q36 bench -m $m35 ${pp[*]} -d $d -r 2"
+            env ${v//+/ } timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2
             echo "# exit status $?"
         done
     done
@@ -209,6 +209,36 @@ ncup_step() {
     done
 }
 
+# fast: the fast-mode model passes of run.sh (test_backend_cuda --no-ops
+# --fast, NEW=1's switches) on the synthetic test models named in
+# FAST_MODELS (run.sh's names, default the 7 below; made here when
+# missing) and the trained model, then once more for each "VAR=value" word
+# of FAST_VARIANTS ("A=1+B=2" sets both): a prompt path's change checked on
+# whole models in a minute, where the whole script takes most of a call.
+fast_step() {
+    local m v ms=(${FAST_MODELS:-dense-q4km dense-q8hd256 dense-f16 dense-f32 moe-q4k-top8 moe-q8-top3 moe-q4km})
+    fast_synth() {
+        local n=$1 w; shift
+        for w in "${ms[@]}"; do
+            [ "$w" = "$n" ] && [ ! -f "$LOG/models/$n.gguf" ] &&
+                { timeout 150 "$dir/q36" synth "$@" -o "$LOG/models/$n.gguf" >/dev/null 2>&1 ||
+                      echo "FAIL synth $n"; }
+        done
+        return 0
+    }
+    mkdir -p "$LOG/models"
+    each_test_model fast_synth
+    for v in default ${FAST_VARIANTS:-}; do
+        local set=()
+        [ "$v" = default ] || set=(${v//+/ })
+        for m in "${ms[@]/%/.gguf}" "$trained"; do
+            [ "$m" = "$trained" ] || m=$LOG/models/$m
+            echo "### fast $(basename "$m") $v"
+            env $(new_env 1) "${set[@]}" timeout 150 "$dir/test_backend_cuda" --no-ops --fast "$m"
+            echo "# exit status $?"
+        done
+    done
+}
 # ops: the op cases of test_backend_cuda's groups OPS (e.g. "mv8,mvgrp";
 # TBC_OPS), as run.sh's NEW=1 pass sets the switches, then once more for
 # each "VAR=value" word of OPS_VARIANTS ("A=1+B=2" sets both): a short
@@ -263,6 +293,9 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(\$|\| .*pp[0-9]|\| k_moe|\| k_fattn|FAIL)' "$out/prefill.txt" ;;
     profile) PROFILE_OUT=$out/profile.txt bash "$dir/profile.sh" "$dir" >/dev/null 2>&1
            tail -n 5 "$out/profile.txt" ;;
+    fast)  fast_step >"$out/fast.txt" 2>&1
+           grep -E '^(###|FAIL|# exit)' "$out/fast.txt" | grep -v '^# exit status 0$'
+           echo "fast: ok $(grep -c '^ok ' "$out/fast.txt") FAIL $(grep -c '^FAIL ' "$out/fast.txt")" ;;
     ops)   ops_step >"$out/ops.txt" 2>&1
            grep -E '^(###|FAIL|# exit)' "$out/ops.txt"; grep -c '^ok ' "$out/ops.txt" ;;
     ncuk)  ncuk_step >"$out/ncuk.txt" 2>&1

@@ -52,18 +52,7 @@ synth() {   # synth NAME ARGS...
         fail "synth.$name" "$(tail -n 3 "$log/models/$name.log")"
     fi
 }
-synth dense-q4km  --arch qwen35    --hidden 256 --ffn 512 --ssm-head-dim 64 --type q4_K_M --seed 2
-synth dense-q5k   --arch qwen35    --hidden 256 --ffn 512 --heads 6 --kv-heads 3 --type q5_K --seed 3
-synth dense-q6k   --arch qwen35    --hidden 256 --ffn 512 --head-dim 128 --rope-dims 32 --type q6_K --seed 4
-synth dense-q8hd256 --arch qwen35  --hidden 256 --ffn 512 --heads 2 --kv-heads 1 --head-dim 256 --rope-dims 64 --ssm-head-dim 128 --type q8_0 --seed 5
-synth dense-f16   --arch qwen35    --type f16 --seed 6
-synth dense-bf16  --arch qwen35    --type bf16 --seed 7
-synth dense-f32   --arch qwen35    --type f32 --attn-interval 2 --seed 8
-synth dense-iq4xs --arch qwen35    --hidden 256 --ffn 512 --type iq4_xs --seed 9
-synth moe-q4k-top8 --arch qwen35moe --hidden 256 --experts 16 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K --seed 10
-synth moe-q8-top3 --arch qwen35moe --experts 8 --experts-used 3 --kv-heads 1 --type q8_0 --attn-interval 3 --seed 11
-synth moe-top1    --arch qwen35moe --experts 4 --experts-used 1 --type q8_0 --seed 12
-synth moe-q4km    --arch qwen35moe --hidden 256 --experts 32 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K_M --seed 13
+each_test_model synth
 [ -n "$trained" ] && [ -f "$trained" ] && models+=("$trained")
 
 # ---- the ops, then each model in a process of its own, against the CPU
