@@ -57,7 +57,9 @@
  * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
  * TF32 unless Q36_CUDA_CHUNKTC=0, and with it, unless Q36_CUDA_CHUNKPREP=0,
  * the products of its prep kernel, and unless Q36_CUDA_CHUNKSPLIT=0 its
- * states and outputs in two kernels, cuda_chunk.cu), Q36_CUDA_GEMM16,
+ * states and outputs in two kernels, cuda_chunk.cu, whose output kernel's
+ * grid Q36_CUDA_CHUNKOUTX=1 reorders: off, not yet run on a GPU),
+ * Q36_CUDA_GEMM16,
  * Q36_CUDA_TF32 (prompt products of F32 weights, the routers and small
  * gates, on TF32 tensor cores: cuda_matmul.cu, gemm), Q36_CUDA_FATTN
  * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, in registers through
@@ -251,6 +253,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
     c->chunk_prep_tc = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKPREP");
     c->chunk_split = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
+    c->chunk_out_x = cuda_env_is("Q36_CUDA_CHUNKOUTX", "1");
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->tf32 = cuda_fast_path(shape, "Q36_CUDA_TF32");
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");

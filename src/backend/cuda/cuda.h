@@ -168,6 +168,9 @@ struct cuda_ctx {
     bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
     bool            chunk_split;   /* its states and outputs in two kernels (cuda_chunk.cu,
                                     * unless Q36_CUDA_CHUNKSPLIT=0) */
+    bool            chunk_out_x;   /* k_chunk_out's blocks of one chunk's columns, and of the
+                                    * value heads of one key head, launched together
+                                    * (Q36_CUDA_CHUNKOUTX=1, off: not yet run on a GPU) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

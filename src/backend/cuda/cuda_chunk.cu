@@ -280,7 +280,20 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
 #endif
 }
 
-template <int DK>
+/* XO (Q36_CUDA_CHUNKOUTX=1, off by default: written in session 22 after
+ * the device time was spent, not yet run on a GPU): the grid in another
+ * order, the blocks' work unchanged (the same bits). By default x is the
+ * chunk, y the value head, z the run and the block of columns (slowest):
+ * the two column blocks of a chunk and head (dk = 128) run ~2,000 blocks
+ * apart and each reads the chunk's Q and P rows from memory, as do the
+ * value heads that share a key head's Q. With XO, x is the chunk and the
+ * column block (fastest), y the value heads in key-head order (those
+ * sharing one key head next to each other, when Hv is a multiple of Hk),
+ * z the run: blocks that read the same rows run together and find them
+ * in L2 (k_chunk_out reads ~335 MB a 35B-A3B pp4096 layer, ~67 MB of it
+ * those rows a second time, at ~1.8 TB/s: bench/results/
+ * 2026-12-04-cuda-session22/). */
+template <int DK, bool XO>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
 {
     cuda_pdl_enter();
@@ -291,12 +304,15 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
     static_assert(PER >= 1 && PER * (CK_THREADS / 32) == (CK_C / 16) * (OC / 16),
                   "whole tiles a warp");
     extern __shared__ __align__(128) float smo[];
-    const int run = (int)blockIdx.z / L::NC, oc0 = OC * ((int)blockIdx.z % L::NC);
-    const ck_chunk c = chunk_of(a.runs, run, (int64_t)blockIdx.x * CK_C);
+    const int run = XO ? (int)blockIdx.z : (int)blockIdx.z / L::NC;
+    const int oc0 = OC * ((int)(XO ? blockIdx.x : blockIdx.z) % L::NC);
+    const int64_t cx = XO ? blockIdx.x / L::NC : blockIdx.x;
+    const ck_chunk c = chunk_of(a.runs, run, cx * CK_C);
     if (!c.nc)
         return;
     const int tid = threadIdx.x, w = tid / 32;
-    const int64_t h = blockIdx.y;
+    const int64_t R = a.Hv % a.Hk ? 1 : a.Hv / a.Hk;    /* value heads a key head */
+    const int64_t h = XO && R > 1 ? (blockIdx.y % R) * a.Hk + blockIdx.y / R : blockIdx.y;
     float *Q = smo + L::oQ, *St = smo + L::oS, *P = smo + L::oP, *V = smo + L::oV, *G = smo + L::oG;
     tc_cp_rows<DK, L::LX>(Q, a.qkv, a.ldq, (h % a.Hk) * DK, c, tid);
     const float *src = sb_slot(a, c, run, h, DK) + (int64_t)oc0 * DK;
@@ -419,7 +435,9 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     /* the split kernels when their scratch was given and their shared
      * memory is there (DK <= 128) */
     const size_t bo = so_sh<DK>::floats * sizeof(float);
-    const bool split = tc && a.Sb && DK <= 128 && cuda_smem_optin(be, (const void *)k_chunk_out<DK>, bo);
+    const bool xo = c->chunk_out_x;
+    void (*out)(ck_args) = xo ? k_chunk_out<DK, true> : k_chunk_out<DK, false>;
+    const bool split = tc && a.Sb && DK <= 128 && cuda_smem_optin(be, (const void *)out, bo);
     void (*state)(ck_args) = split ? k_chunk_state_split<DK> : tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
     const size_t bp = prep_sh<DK>::floats * sizeof(float),
                  bs = split ? sp_sh<DK>::floats * sizeof(float)
@@ -442,8 +460,10 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         return false;
     if (!split)
         return true;
-    cuda_launch(k_chunk_out<DK>, dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)(n_seq * so_sh<DK>::NC)),
-                CK_THREADS, bo, st, a);
+    constexpr int NC = so_sh<DK>::NC;
+    const dim3 grid = xo ? dim3((unsigned)(max_chunks * NC), (unsigned)a.Hv, (unsigned)n_seq)
+                         : dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)(n_seq * NC));
+    cuda_launch(out, grid, CK_THREADS, bo, st, a);
     return CUDA_LAUNCHED(be, "k_chunk_out");
 }
 
