@@ -290,9 +290,10 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
  * column block (fastest), y the value heads in key-head order (those
  * sharing one key head next to each other, when Hv is a multiple of Hk),
  * z the run: blocks that read the same rows run together and find them
- * in L2 (k_chunk_out reads ~335 MB a 35B-A3B pp4096 layer, ~67 MB of it
- * those rows a second time, at ~1.8 TB/s: bench/results/
- * 2026-12-04-cuda-session22/). */
+ * in L2. An estimate from its shapes, not a measurement: a 35B-A3B pp4096
+ * layer's k_chunk_out reads ~335 MB (~67 MB of it those rows a second
+ * time) and writes ~67 MB in 227 us (6.8 ms over 30 layers in run-c5626eb's
+ * profile, bench/results/2026-12-04-cuda-session22/): ~1.8 TB/s. */
 template <int DK, bool XO>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
 {
