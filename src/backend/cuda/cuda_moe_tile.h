@@ -247,21 +247,27 @@ const __half *cuda_moe_xh(be_ctx *be, const mg_args *a);
  * with wu the gate and up products' swiglu (wg the gate's); false when
  * the launch failed (the context's error is set) */
 bool cuda_moe_mma_ready(const cuda_ctx *c);
-/* What cuda_moe_mma.cu's and cuda_moe_wg.cu's kernels share. The sources
+/* What cuda_moe_mma.cu's, cuda_moe_wg.cu's and cuda_moe_wq.cu's kernels share. The sources
  * of a thread's 16-byte copies of staged row r (columns kc ..) of a tile:
  * x's row for the tile's row r (xin false past the tile's rows: the copy
  * is zeros, the row read is the first) and the weight row of the block's
  * output r (GLU: rows out .. are the up weight's), the last one past N
  * (never stored). */
+__device__ __forceinline__ const __half *mm_xsource(const mg_args &a, const mg_tile &t,
+                                                    const __half *xh, int r, int kc, bool *xin)
+{
+    *xin = r < t.rows;
+    const int64_t q = a.perm[t.p0 + (*xin ? r : 0)];
+    return xh + (a.x_per_tok ? q / a.k : q) * a.K + kc;
+}
+
 template <bool GLU>
 __device__ __forceinline__ void mm_sources(const mg_args &a, const mg_tile &t, const __half *xh,
                                            const __half *wg, const __half *wu, int64_t e0,
                                            int64_t n0, int out, int r, int kc, const __half **xs,
                                            const __half **ws, bool *xin)
 {
-    *xin = r < t.rows;
-    const int64_t q = a.perm[t.p0 + (*xin ? r : 0)];
-    *xs = xh + (a.x_per_tok ? q / a.k : q) * a.K + kc;
+    *xs = mm_xsource(a, t, xh, r, kc, xin);
     int64_t n = n0 + (GLU ? r % out : r);
     n = n < a.N ? n : a.N - 1;
     *ws = (GLU && r >= out ? wu : wg) + ((t.e - e0) * a.N + n) * a.K + kc;

@@ -116,16 +116,13 @@ k_moe_gemm_wq(mg_args a, const __half *__restrict__ xh, const uint8_t *__restric
 
     /* x: this thread's 4 copies a stage, as cuda_moe_wg.cu's */
     const __half *xs[4];
-    int so[4], kc[4];
+    int so[4];
     bool xin[4];
     #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int idx = tid + i * WG_THREADS, r = idx / 8, c = idx % 8;
-        kc[i] = 8 * c;
         so[i] = wg_swz(r, c);
-        xin[i] = r < t.rows;
-        const int64_t q = a.perm[t.p0 + (xin[i] ? r : 0)];
-        xs[i] = xh + (a.x_per_tok ? q / a.k : q) * a.K + kc[i];
+        xs[i] = mm_xsource(a, t, xh, r, 8 * c, &xin[i]);
     }
     /* the weight: row wr of the block's 128 (GLU: the gate's outputs, then
      * the same outputs' up), the last row past N (never stored) */
