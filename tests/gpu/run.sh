@@ -96,7 +96,9 @@ done
 # activations); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
-# every prompt batch grouped). Batch-invariant exact
+# every prompt batch grouped); on dense-q4km and moe-q4km Q36_CUDA_FATTNWG=0
+# (prompt attention through mma.sync, not Hopper's warpgroup products,
+# cuda_fattn_wg.cu). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
@@ -112,6 +114,10 @@ for m in "${models[@]}"; do
         case $(basename "$m") in
         moe-q4k-top8.gguf|moe-q4km.gguf)
             NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+        esac
+        case $(basename "$m") in
+        dense-q4km.gguf|moe-q4km.gguf)
+            NEW=1 Q36_CUDA_FATTNWG=0 one "model-nofattnwg-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac ;;
     esac
 done

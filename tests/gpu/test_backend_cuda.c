@@ -1460,21 +1460,27 @@ static void attention_decode_cases(void)
         test_attention(16, 2, 256, f16, 1, l1, p_deep);
 }
 
-static void test_fattn_ops(const be_shape *sh, bool tc, bool mma)
+static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
 {
     /* f16 caches on tensor cores unless tc is false: in registers through
-     * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu) */
+     * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu);
+     * with wg, head dim 256 through warpgroup products (cuda_fattn_wg.cu,
+     * Hopper; elsewhere those cases take mma.sync) */
     char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
     char *keep_mma = env_set("Q36_CUDA_FATTNMMA", mma ? "1" : "0");
+    char *keep_wg = env_set("Q36_CUDA_FATTNWG", wg ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
     env_restore("Q36_CUDA_FATTNTC", keep);
     env_restore("Q36_CUDA_FATTNMMA", keep_mma);
+    env_restore("Q36_CUDA_FATTNWG", keep_wg);
     if (!gpf)
         return;
     gpu = gpf;
-    case_tag = !tc ? "_tiled" : mma ? "_tiled_mma" : "_tiled_tc";
+    case_tag = !tc ? "_tiled" : wg ? "_tiled_wg" : mma ? "_tiled_mma" : "_tiled_tc";
     const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
     const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
+    /* runs of one and two 128-row tiles and a part, at depths */
+    const int l5[] = { 129, 257 }, p5[] = { 7, 700 };
     const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
                                   { 24, 3, 128 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -1484,6 +1490,7 @@ static void test_fattn_ops(const be_shape *sh, bool tc, bool mma)
             test_attention(Hq, Hkv, hd, f16, 2, l2, p2);
             test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
             test_attention(Hq, Hkv, hd, f16, 1, l4, p4);
+            test_attention(Hq, Hkv, hd, f16, 2, l5, p5);
         }
     gpu = saved;
     case_tag = "";
@@ -4046,9 +4053,11 @@ int main(int argc, char **argv)
     /* model cases with a switch away from its default: a tag of their own */
     const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
     const char *graphs = getenv("Q36_CUDA_GRAPHS"), *attn_tc = getenv("Q36_CUDA_ATTNTC");
-    const char *moewq = getenv("Q36_CUDA_MOEWQ");
+    const char *moewq = getenv("Q36_CUDA_MOEWQ"), *fattnwg = getenv("Q36_CUDA_FATTNWG");
     if (gpu_fast && moewq && !strcmp(moewq, "1"))
         mode_tag = ".fast.moewq";
+    else if (gpu_fast && fattnwg && !strcmp(fattnwg, "0"))
+        mode_tag = ".fast.nofattnwg";
     else if (gpu_fast && mv8 && !strcmp(mv8, "0"))
         mode_tag = ".fast.nomv8";
     else if (gpu_fast && attn_tc && !strcmp(attn_tc, "1"))
@@ -4080,9 +4089,10 @@ int main(int argc, char **argv)
             moewgpipe_same_bits(&sh);
         }
         if (want_ops("fattn")) {
-            test_fattn_ops(&sh, true, true);
-            test_fattn_ops(&sh, true, false);
-            test_fattn_ops(&sh, false, false);
+            test_fattn_ops(&sh, true, true, true);
+            test_fattn_ops(&sh, true, true, false);
+            test_fattn_ops(&sh, true, false, false);
+            test_fattn_ops(&sh, false, false, false);
         }
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("fast_mv")) test_fast_mv(&sh);

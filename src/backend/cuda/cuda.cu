@@ -64,7 +64,8 @@
  * gates, on TF32 tensor cores: cuda_matmul.cu, gemm), Q36_CUDA_FATTN
  * (with Q36_CUDA_FATTNTC: f16 caches on tensor cores, in registers through
  * mma.sync, cuda_fattn_mma.cu, or with Q36_CUDA_FATTNMMA=0 through WMMA and
- * shared memory, cuda_fattn_tc.cu), and
+ * shared memory, cuda_fattn_tc.cu; head dim 256 on Hopper through
+ * warpgroup products, cuda_fattn_wg.cu, unless Q36_CUDA_FATTNWG=0), and
  * Q36_CUDA_MOEGEMM (cuda_moe.h: 3, f16 tensor cores on weights
  * dequantized ahead, through mma.sync in tiles of 128 rows, stages of 64
  * columns, gate and up fused, cuda_moe_mma.cu, unless Q36_CUDA_MOEMMA=0
@@ -270,6 +271,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn = cuda_fattn_enabled(shape);
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");
+    c->fattn_wg = c->fattn_mma && cuda_env_on("Q36_CUDA_FATTNWG");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");

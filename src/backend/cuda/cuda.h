@@ -203,6 +203,7 @@ struct cuda_ctx {
     bool            fattn;         /* fast mode's tiled attention (cuda_fattn.h) */
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */
+    bool            fattn_wg;      /* head dim 256 through wgmma instead (cuda_fattn_wg.cu) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     __half         *moeh;          /* their f16 rows and weight slabs (cuda_moe_pre.cu) */
@@ -584,6 +585,11 @@ bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, 
  * not taken (head dim, shared memory) */
 bool cuda_fattn_mma(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
                     int64_t head_dim);
+/* ---- cuda_fattn_wg.cu: the same on warpgroup products (Hopper, head dim
+ * 256; the default there), called by cuda_fattn_tc before cuda_fattn_mma when fattn_wg; false
+ * when not taken (head dim, compute capability, shared memory) */
+bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
+                   int64_t head_dim);
 
 /* ---- cuda_f16keep.cu: the kept f16 copy of a weight region (rows x K
  * halves, deq8's values rounded to nearest, row n of the region at n K),

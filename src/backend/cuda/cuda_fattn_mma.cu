@@ -27,6 +27,7 @@
  * the sums is the tensor cores' and the quad's. Needs 16-byte aligned rows
  * (cuda_fattn_tc checks) and head dim 64, 128 or 256. */
 #include "cuda.h"
+#include "cuda_fattn_sm.h"
 #include "cuda_mma.h"
 
 #include <math.h>
@@ -67,14 +68,11 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
     constexpr int BC = C::BC, LH = C::LH, NT = BC / 8, ND = HD / 8;
     cuda_pdl_enter();
     extern __shared__ __align__(128) unsigned char fm_smem[];
-    const int z = blockIdx.z;
-    const int64_t n = a.runs[4 * z + 2];
-    const int64_t t0 = (int64_t)(gridDim.x - 1 - blockIdx.x) * FM_BR;   /* longest first */
-    if (t0 >= n)
+    fa_tile t;
+    if (!fa_tile_of<FM_BR>(a, &t))
         return;
-    const int rows = (int)(n - t0 < FM_BR ? n - t0 : FM_BR);
-    const int64_t slot = a.runs[4 * z], r0 = a.runs[4 * z + 1] + t0;
-    const int64_t p0 = a.runs[4 * z + 3] + t0, nkeys = p0 + rows;
+    const int rows = t.rows;
+    const int64_t slot = t.slot, r0 = t.r0, p0 = t.p0, nkeys = t.nkeys;
     const int64_t h = blockIdx.y, hk = h / a.group;
     __half *Q = (__half *)(fm_smem + C::q_at);
     __half *Kb = (__half *)(fm_smem + C::k_at), *Vb = (__half *)(fm_smem + C::v_at);
@@ -134,48 +132,10 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
         }
 
         /* 2. the online softmax of rows g (e = 0, 1) and g + 8 (e = 2, 3) */
-        const bool mask = j0 + BC - 1 > p0 + 16 * w;
-        float mt[2] = { -INFINITY, -INFINITY };
-        #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int64_t key = j0 + 8 * nt + 2 * t4 + (e & 1);
-                float v = s[nt][e] * sl2;
-                if (mask && key > pos[e / 2])
-                    v = -INFINITY;
-                s[nt][e] = v;
-                mt[e / 2] = fmaxf(mt[e / 2], v);
-            }
-        float f[2];
-        #pragma unroll
-        for (int i = 0; i < 2; i++) {
-            mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 1));
-            mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 2));
-            const float mn = fmaxf(mx[i], mt[i]);   /* finite: key 0 is in every row's view */
-            f[i] = exp2f(mx[i] - mn);
-            mx[i] = mn;
-            sum[i] *= f[i];
-        }
         uint32_t pa[BC / 16][4];
-        #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            float p[4];
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                p[e] = exp2f(s[nt][e] - mx[e / 2]);
-                sum[e / 2] += p[e];
-            }
-            pa[nt / 2][2 * (nt % 2)] = mma_h2(p[0], p[1]);
-            pa[nt / 2][2 * (nt % 2) + 1] = mma_h2(p[2], p[3]);
-        }
-        #pragma unroll
-        for (int d = 0; d < ND; d++) {
-            o[d][0] *= f[0];
-            o[d][1] *= f[0];
-            o[d][2] *= f[1];
-            o[d][3] *= f[1];
-        }
+        float f[2];
+        fa_online<NT>(&s[0][0], j0 + BC - 1 > p0 + 16 * w, j0, pos, sl2, mx, sum, pa, f);
+        fa_rescale<ND>(&o[0][0], f);
 
         /* 3. O += P V: V's 16 x 16 blocks (keys x dims) transposed by ldmatrix */
         const unsigned va = mma_sa(V + lr * LH + lc);
@@ -191,11 +151,7 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
         __syncthreads();               /* before this buffer takes the tile after next */
     }
 
-    #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 1);
-        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 2);
-    }
+    fa_row_sums(sum);
     #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int r = 16 * w + g + 8 * i;

@@ -210,6 +210,8 @@ bool cuda_fattn_tc(be_ctx *be, const fa_args *a, bool kv_f16, int64_t max_rows, 
     if (!kv_f16 || a->ldq % 4 || a->ldk % 8 || a->ldv % 8 || (uintptr_t)a->q % 16 ||
         (uintptr_t)a->kc % 16 || (uintptr_t)a->vc % 16)
         return false;
+    if (cuda_ctx_of(be)->fattn_wg && cuda_fattn_wg(be, a, max_rows, n_head, n_seq, head_dim))
+        return true;
     if (cuda_ctx_of(be)->fattn_mma && cuda_fattn_mma(be, a, max_rows, n_head, n_seq, head_dim))
         return true;
     const dim3 grid((unsigned)((max_rows + TB_R - 1) / TB_R), (unsigned)n_head, (unsigned)n_seq);
