@@ -96,7 +96,7 @@ done
 # activations); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
-# every prompt batch grouped); on dense-q4km and moe-q4km Q36_CUDA_FATTNWG=0
+# every prompt batch grouped); on moe-q4km Q36_CUDA_FATTNWG=0
 # (prompt attention through mma.sync, not Hopper's warpgroup products,
 # cuda_fattn_wg.cu). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
@@ -116,7 +116,7 @@ for m in "${models[@]}"; do
             NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac
         case $(basename "$m") in
-        dense-q4km.gguf|moe-q4km.gguf)
+        moe-q4km.gguf)
             NEW=1 Q36_CUDA_FATTNWG=0 one "model-nofattnwg-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac ;;
     esac

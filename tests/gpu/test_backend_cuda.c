@@ -1460,23 +1460,30 @@ static void attention_decode_cases(void)
         test_attention(16, 2, 256, f16, 1, l1, p_deep);
 }
 
-static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
+static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, int wg)
 {
     /* f16 caches on tensor cores unless tc is false: in registers through
      * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu);
      * with wg, head dim 256 through warpgroup products (cuda_fattn_wg.cu,
-     * Hopper; elsewhere those cases take mma.sync) */
+     * Hopper; elsewhere those cases take mma.sync), its warpgroups taking
+     * turns when wg is 2 (Q36_CUDA_FATTNWGPP=1) */
     char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
     char *keep_mma = env_set("Q36_CUDA_FATTNMMA", mma ? "1" : "0");
     char *keep_wg = env_set("Q36_CUDA_FATTNWG", wg ? "1" : "0");
+    char *keep_pp = env_set("Q36_CUDA_FATTNWGPP", wg == 2 ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
     env_restore("Q36_CUDA_FATTNTC", keep);
     env_restore("Q36_CUDA_FATTNMMA", keep_mma);
     env_restore("Q36_CUDA_FATTNWG", keep_wg);
+    env_restore("Q36_CUDA_FATTNWGPP", keep_pp);
     if (!gpf)
         return;
     gpu = gpf;
-    case_tag = !tc ? "_tiled" : wg ? "_tiled_wg" : mma ? "_tiled_mma" : "_tiled_tc";
+    case_tag = !tc        ? "_tiled"
+               : wg == 2 ? "_tiled_wgpp"
+               : wg      ? "_tiled_wg"
+               : mma     ? "_tiled_mma"
+                         : "_tiled_tc";
     const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
     const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 }, l4[] = { 100 }, p4[] = { 3000 };
     /* runs of one and two 128-row tiles and a part, at depths */
@@ -4089,10 +4096,11 @@ int main(int argc, char **argv)
             moewgpipe_same_bits(&sh);
         }
         if (want_ops("fattn")) {
-            test_fattn_ops(&sh, true, true, true);
-            test_fattn_ops(&sh, true, true, false);
-            test_fattn_ops(&sh, true, false, false);
-            test_fattn_ops(&sh, false, false, false);
+            test_fattn_ops(&sh, true, true, 1);
+            test_fattn_ops(&sh, true, true, 2);
+            test_fattn_ops(&sh, true, true, 0);
+            test_fattn_ops(&sh, true, false, 0);
+            test_fattn_ops(&sh, false, false, 0);
         }
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("fast_mv")) test_fast_mv(&sh);

@@ -31,6 +31,10 @@
  * row r's 16-byte chunk c at chunk c ^ (r % 8), slices 1024-byte aligned.
  * Numerics as cuda_fattn_mma.cu's (q and p rounded to f16, scores, sums
  * and outputs in f32); the order of the sums is the warpgroup products'.
+ * PP (Q36_CUDA_FATTNWGPP=1, off by default): the warpgroups take turns
+ * issuing their score products (named barriers 1 and 2), so that one's
+ * softmax runs while the other's products use the tensor cores rather
+ * than both softmaxes at once; the same products, the same bits.
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -100,9 +104,18 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
+
+/* named barrier id of both warpgroups: wait at it (sync) or only arrive */
+__device__ __forceinline__ void fw_bar(bool sync, int id)
+{
+    if (sync)
+        asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(FW_THREADS) : "memory");
+    else
+        asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(FW_THREADS) : "memory");
+}
 #endif
 
-__global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
+template <bool PP> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
 #if WG_ON
@@ -159,6 +172,8 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
     const bool busy = 64 * g < rows;
     const int64_t last = p0 + (64 * g + 63 < rows ? 64 * g + 63 : rows - 1);
 
+    if (PP && g == 1)
+        fw_bar(false, 1);              /* warpgroup 0 goes first */
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
         if (j0 + FW_BC < nkeys)
@@ -167,10 +182,13 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
         cp_wait<1>();                  /* this thread's copies of tile j0 have landed */
         wg_proxy_fence();              /* ... the query rows' stores too: visible to the products */
         __syncthreads();
-        if (busy && j0 <= last) {
-            unsigned char *K = Ks + buf * FW_TILE, *V = Vs + buf * FW_TILE;
-            /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
-            float s[32];
+        const bool work = busy && j0 <= last;
+        unsigned char *K = Ks + buf * FW_TILE, *V = Vs + buf * FW_TILE;
+        /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
+        float s[32];
+        if (PP)
+            fw_bar(true, 1 + g);       /* this warpgroup's turn */
+        if (work) {
             wg_fence();
             #pragma unroll
             for (int kk = 0; kk < FW_HD / 16; kk++) {   /* 32 bytes a step: 2 in the descriptor */
@@ -179,6 +197,10 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
                 fw_mma_s(s, da, db, kk > 0);
             }
             wg_commit();
+        }
+        if (PP)
+            fw_bar(false, 2 - g);      /* the other's turn */
+        if (work) {
             wg_wait0();
 
             /* 2. the online softmax of rows qr (e = 0, 1) and qr + 8 (e = 2, 3) */
@@ -198,6 +220,8 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
         }
         __syncthreads();               /* before this buffer takes the tile after next */
     }
+    if (PP && g == 0)
+        fw_bar(true, 1);               /* warpgroup 1's last turn handed back */
     cp_wait<0>();
     if (!busy)
         return;
@@ -223,10 +247,16 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     cuda_ctx *c = cuda_ctx_of(be);
     if (head_dim != FW_HD || c->cc_major != 9 || c->smem_optin < FW_SMEM)
         return false;
-    if (!cuda_smem_optin(be, (const void *)k_fattn_wg, FW_SMEM))
-        return true;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    cuda_launch(k_fattn_wg, grid, FW_THREADS, FW_SMEM, c->stream, *a);
+    if (c->fattn_wg_pp) {
+        if (!cuda_smem_optin(be, (const void *)k_fattn_wg<true>, FW_SMEM))
+            return true;
+        cuda_launch(k_fattn_wg<true>, grid, FW_THREADS, FW_SMEM, c->stream, *a);
+    } else {
+        if (!cuda_smem_optin(be, (const void *)k_fattn_wg<false>, FW_SMEM))
+            return true;
+        cuda_launch(k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, c->stream, *a);
+    }
     CUDA_LAUNCHED(be, "k_fattn_wg");
     return true;
 }
