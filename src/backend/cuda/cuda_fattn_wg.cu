@@ -31,10 +31,13 @@
  * row r's 16-byte chunk c at chunk c ^ (r % 8), slices 1024-byte aligned.
  * Numerics as cuda_fattn_mma.cu's (q and p rounded to f16, scores, sums
  * and outputs in f32); the order of the sums is the warpgroup products'.
- * PP (Q36_CUDA_FATTNWGPP=1, off by default): the warpgroups take turns
- * issuing their score products (named barriers 1 and 2), so that one's
- * softmax runs while the other's products use the tensor cores rather
- * than both softmaxes at once; the same products, the same bits.
+ * OV (Q36_CUDA_FATTNWGOV=1, off by default; written after the device
+ * time was spent, not yet run on a GPU): a tile's score products are
+ * issued together with the tile before's output products, and its
+ * softmax runs while those are formed (a third V buffer: 225 KB of shared
+ * memory); the same products in the same order, the same bits. (Session
+ * 23 tried the warpgroups taking turns through named barriers instead:
+ * slower, 23,106 against 25,690 t/s at depth 32768; removed.)
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -51,7 +54,6 @@
 #define FW_QSLICE  (FW_BR * 128)                 /* bytes of Q's 64-column slice */
 #define FW_TSLICE  (FW_BC * 128)                 /* bytes of a K or V tile's slice */
 #define FW_TILE    (FW_HD / 64 * FW_TSLICE)      /* bytes of a K or V tile: 32 KB */
-#define FW_SMEM    (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)   /* 197,632 */
 
 #if WG_ON
 /* the descriptor of an N-major operand (V: rows are the product's K, its
@@ -105,17 +107,25 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
-/* named barrier id of both warpgroups: wait at it (sync) or only arrive */
-__device__ __forceinline__ void fw_bar(bool sync, int id)
+/* The registers r[0 .. N) as written at this point: nothing that reads or
+ * writes them moves across it (after a wait for the products that write
+ * them, before the next products read them) */
+template <int N> __device__ __forceinline__ void fw_pin(float *r)
 {
-    if (sync)
-        asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(FW_THREADS) : "memory");
-    else
-        asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(FW_THREADS) : "memory");
+    #pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
 }
 #endif
 
-template <bool PP> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
+/* K/V buffers of each mode: OV keeps a third V buffer (the tile before's
+ * product reads it while the next tile's copies fly) */
+template <bool OV> struct fw_cfg {
+    static constexpr int VBUF = OV ? 3 : 2;
+    static constexpr int SMEM = FW_HD / 64 * FW_QSLICE + (2 + VBUF) * FW_TILE + 1024;
+};
+
+template <bool OV> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
 #if WG_ON
@@ -131,19 +141,20 @@ template <bool PP> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
     const int tid = threadIdx.x, g = tid / 128, w = (tid / 32) % 4, lane = tid % 32;
     const int qr = lane / 4, t4 = lane % 4;
 
-    /* K and V rows j0 .. j0 + FW_BC into buffer b (zeros past nkeys) */
-    auto load = [&](int64_t j0, int b) {
+    /* K and V rows j0 .. j0 + FW_BC into K buffer kb and V buffer vb
+     * (zeros past nkeys) */
+    auto load = [&](int64_t j0, int kb, int vb) {
         #pragma unroll
         for (int i = 0; i < FW_BC * FW_HD / 8 / FW_THREADS; i++) {
             const int e = tid + i * FW_THREADS, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
             const bool in = j0 + j < nkeys;
             const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-            const int off = b * FW_TILE + c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8);
-            cp16(Ks + off, (const __half *)a.kc + row * a.ldk + hk * FW_HD + 8 * c8, in);
-            cp16(Vs + off, (const __half *)a.vc + row * a.ldv + hk * FW_HD + 8 * c8, in);
+            const int off = c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8);
+            cp16(Ks + kb * FW_TILE + off, (const __half *)a.kc + row * a.ldk + hk * FW_HD + 8 * c8, in);
+            cp16(Vs + vb * FW_TILE + off, (const __half *)a.vc + row * a.ldv + hk * FW_HD + 8 * c8, in);
         }
     };
-    load(0, 0);
+    load(0, 0, 0);
     cp_commit();
     for (int e = tid; e < FW_BR * FW_HD / 8; e += FW_THREADS) {
         const int r = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
@@ -172,56 +183,104 @@ template <bool PP> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
     const bool busy = 64 * g < rows;
     const int64_t last = p0 + (64 * g + 63 < rows ? 64 * g + 63 : rows - 1);
 
-    if (PP && g == 1)
-        fw_bar(false, 1);              /* warpgroup 0 goes first */
-    int buf = 0;
-    for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
-        if (j0 + FW_BC < nkeys)
-            load(j0 + FW_BC, buf ^ 1);
-        cp_commit();
-        cp_wait<1>();                  /* this thread's copies of tile j0 have landed */
-        wg_proxy_fence();              /* ... the query rows' stores too: visible to the products */
-        __syncthreads();
-        const bool work = busy && j0 <= last;
-        unsigned char *K = Ks + buf * FW_TILE, *V = Vs + buf * FW_TILE;
-        /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
-        float s[32];
-        if (PP)
-            fw_bar(true, 1 + g);       /* this warpgroup's turn */
-        if (work) {
-            wg_fence();
-            #pragma unroll
-            for (int kk = 0; kk < FW_HD / 16; kk++) {   /* 32 bytes a step: 2 in the descriptor */
-                const uint64_t da = wg_desc(Qs + kk / 4 * FW_QSLICE + 64 * 128 * g) + 2 * (kk % 4);
-                const uint64_t db = wg_desc(K + kk / 4 * FW_TSLICE) + 2 * (kk % 4);
-                fw_mma_s(s, da, db, kk > 0);
-            }
-            wg_commit();
+    /* S = Q K^T of the tile in K buffer kb into s (issued, not waited for) */
+    auto scores = [&](float *s, int kb) {
+        #pragma unroll
+        for (int kk = 0; kk < FW_HD / 16; kk++) {   /* 32 bytes a step: 2 in the descriptor */
+            const uint64_t da = wg_desc(Qs + kk / 4 * FW_QSLICE + 64 * 128 * g) + 2 * (kk % 4);
+            const uint64_t db = wg_desc(Ks + kb * FW_TILE + kk / 4 * FW_TSLICE) + 2 * (kk % 4);
+            fw_mma_s(s, da, db, kk > 0);
         }
-        if (PP)
-            fw_bar(false, 2 - g);      /* the other's turn */
-        if (work) {
-            wg_wait0();
+    };
+    /* O += P V of the tile in V buffer vb, 16 keys (2048 bytes of V's
+     * slices) a step (issued, not waited for) */
+    auto outputs = [&](const uint32_t (*pa)[4], int vb) {
+        #pragma unroll
+        for (int kk = 0; kk < FW_BC / 16; kk++)
+            fw_mma_o(o, pa[kk], fw_desc_n(Vs + vb * FW_TILE + kk * 16 * 128));
+    };
 
-            /* 2. the online softmax of rows qr (e = 0, 1) and qr + 8 (e = 2, 3) */
+    if (!OV) {
+        /* each tile: its scores, their softmax, its outputs, in turn */
+        int buf = 0;
+        for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
+            if (j0 + FW_BC < nkeys)
+                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
+            cp_commit();
+            cp_wait<1>();              /* this thread's copies of tile j0 have landed */
+            wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
+            __syncthreads();
+            if (busy && j0 <= last) {
+                /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
+                float s[32];
+                wg_fence();
+                scores(s, buf);
+                wg_commit();
+                wg_wait0();
+                /* 2. the online softmax of rows qr (e = 0, 1) and qr + 8 (e = 2, 3) */
+                uint32_t pa[FW_BC / 16][4];
+                float f[2];
+                fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx,
+                                     sum, pa, f);
+                fa_rescale<32>(o, f);
+                /* 3. O += P V */
+                wg_fence();
+                outputs(pa, buf);
+                wg_commit();
+                wg_wait0();
+            }
+            __syncthreads();           /* before this buffer takes the tile after next */
+        }
+    } else {
+        /* each tile's scores issued together with the tile before's
+         * outputs; its softmax runs while those are formed. K in 2 buffers
+         * (tile jt in jt % 2), V in 3 (jt % 3): tile jt + 1's copies go to
+         * buffers whose products finished in tile jt - 1. Every
+         * warpgroup takes every tile (no branch around the products, which
+         * the compiler would serialize): a tile past a warpgroup's rows
+         * is masked whole and changes nothing (p = 0, factor 1). */
+        uint32_t pp[FW_BC / 16][4];    /* P of the tile before, its product not yet issued */
+        const int64_t nt = (nkeys + FW_BC - 1) / FW_BC;
+        for (int64_t jt = 0; jt < nt; jt++) {
+            const int64_t j0 = jt * FW_BC;
+            if (jt + 1 < nt)
+                load(j0 + FW_BC, (int)((jt + 1) % 2), (int)((jt + 1) % 3));
+            cp_commit();
+            cp_wait<1>();
+            wg_proxy_fence();
+            __syncthreads();
+            float s[32];
+            wg_fence();
+            scores(s, (int)(jt % 2));
+            wg_commit();
+            if (jt > 0) {
+                outputs(pp, (int)((jt - 1) % 3));
+                wg_commit();
+                wg_wait1();            /* the scores (committed first) are done */
+            } else {
+                wg_wait0();
+            }
+            fw_pin<32>(s);
             uint32_t pa[FW_BC / 16][4];
             float f[2];
             fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx, sum,
                                  pa, f);
+            wg_wait0();                /* the tile before's outputs are done */
+            fw_pin<128>(o);
             fa_rescale<32>(o, f);
-
-            /* 3. O += P V, 16 keys (2048 bytes of V's slices) a step */
-            wg_fence();
             #pragma unroll
-            for (int kk = 0; kk < FW_BC / 16; kk++)
-                fw_mma_o(o, pa[kk], fw_desc_n(V + kk * 16 * 128));
-            wg_commit();
-            wg_wait0();
+            for (int k = 0; k < FW_BC / 16; k++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++)
+                    pp[k][i] = pa[k][i];
+            __syncthreads();           /* before tile jt's K buffer takes tile jt + 2 */
         }
-        __syncthreads();               /* before this buffer takes the tile after next */
+        wg_fence();
+        outputs(pp, (int)((nt - 1) % 3));
+        wg_commit();
+        wg_wait0();
+        fw_pin<128>(o);
     }
-    if (PP && g == 0)
-        fw_bar(true, 1);               /* warpgroup 1's last turn handed back */
     cp_wait<0>();
     if (!busy)
         return;
@@ -241,22 +300,25 @@ template <bool PP> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
 #endif
 }
 
+template <bool OV> static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int bytes = fw_cfg<OV>::SMEM;
+    if (c->smem_optin < bytes)
+        return false;
+    if (!cuda_smem_optin(be, (const void *)k_fattn_wg<OV>, bytes))
+        return true;
+    cuda_launch(k_fattn_wg<OV>, grid, FW_THREADS, bytes, c->stream, a);
+    CUDA_LAUNCHED(be, "k_fattn_wg");
+    return true;
+}
+
 bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
                    int64_t head_dim)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
-    if (head_dim != FW_HD || c->cc_major != 9 || c->smem_optin < FW_SMEM)
+    const cuda_ctx *c = cuda_ctx_of(be);
+    if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    if (c->fattn_wg_pp) {
-        if (!cuda_smem_optin(be, (const void *)k_fattn_wg<true>, FW_SMEM))
-            return true;
-        cuda_launch(k_fattn_wg<true>, grid, FW_THREADS, FW_SMEM, c->stream, *a);
-    } else {
-        if (!cuda_smem_optin(be, (const void *)k_fattn_wg<false>, FW_SMEM))
-            return true;
-        cuda_launch(k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, c->stream, *a);
-    }
-    CUDA_LAUNCHED(be, "k_fattn_wg");
-    return true;
+    return c->fattn_wg_ov ? launch<true>(be, *a, grid) : launch<false>(be, *a, grid);
 }
