@@ -129,7 +129,8 @@ batch_step() {
 # op profile (--profile); then the 35B file once more for each "VAR=value"
 # word of PREFILL_VARIANTS ("A=1+B=2" sets both; q36 alone, 2 reps); then for each depth of
 # PREFILL_D (e.g. "32768"; none by default) the 35B file's prompt at that
-# depth beside llama.cpp (2 reps) and with each variant (q36 alone).
+# depth beside llama.cpp (2 reps), its op profile (one pass) and with each
+# variant (q36 alone).
 prefill_step() {
     local m v base=() p=${PREFILL_P:-4096}
     local pp=(-ngl 99 -p "$p" -n 0 -b "$p" -ub "$p" --fast)
@@ -152,6 +153,8 @@ prefill_step() {
         echo "\$ q36 bench -m $m35 ${pp[*]} -d $d -r 2 ${base[*]}"
         timeout 240 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2 "${base[@]}"
         echo "# exit status $?"
+        echo "\$ q36 bench -m $m35 ${pp[*]} -d $d -r 1 --profile"
+        timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 1 --profile
         for v in ${PREFILL_VARIANTS:-}; do
             echo "\$ env ${v//+/ } q36 bench -m $m35 ${pp[*]} -d $d -r 2"
             env ${v//+/ } timeout 150 "$dir/q36" bench -m "$m35" "${pp[@]}" -d "$d" -r 2
