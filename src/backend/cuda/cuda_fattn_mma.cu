@@ -168,15 +168,7 @@ __global__ void __launch_bounds__(FM_THREADS) k_fattn_mma(fa_args a)
 template <int HD>
 static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
-    const size_t bytes = fm_cfg<HD>::bytes;
-    if ((size_t)c->smem_optin < bytes)
-        return false;
-    if (!cuda_smem_optin(be, (const void *)k_fattn_mma<HD>, bytes))
-        return true;
-    cuda_launch(k_fattn_mma<HD>, grid, FM_THREADS, bytes, c->stream, a);
-    CUDA_LAUNCHED(be, "k_fattn_mma");
-    return true;
+    return fa_launch(be, k_fattn_mma<HD>, grid, FM_THREADS, fm_cfg<HD>::bytes, a, "k_fattn_mma");
 }
 
 bool cuda_fattn_mma(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,

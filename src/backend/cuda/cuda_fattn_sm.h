@@ -108,4 +108,22 @@ __device__ __forceinline__ void fa_row_sums(float sum[2])
     }
 }
 
+/* Launch kernel k (a's attention) on grid with threads and bytes of shared
+ * memory: false when the device cannot give that much (the caller takes
+ * another kernel), true when launched or when opting in failed (the error
+ * is the context's) */
+template <class Kern>
+static bool fa_launch(be_ctx *be, Kern k, dim3 grid, int threads, size_t bytes, const fa_args &a,
+                      const char *name)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if ((size_t)c->smem_optin < bytes)
+        return false;
+    if (!cuda_smem_optin(be, (const void *)k, bytes))
+        return true;
+    cuda_launch(k, grid, threads, bytes, c->stream, a);
+    CUDA_LAUNCHED(be, name);
+    return true;
+}
+
 #endif

@@ -302,15 +302,7 @@ template <bool OV> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
 
 template <bool OV> static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
 {
-    cuda_ctx *c = cuda_ctx_of(be);
-    const int bytes = fw_cfg<OV>::SMEM;
-    if (c->smem_optin < bytes)
-        return false;
-    if (!cuda_smem_optin(be, (const void *)k_fattn_wg<OV>, bytes))
-        return true;
-    cuda_launch(k_fattn_wg<OV>, grid, FW_THREADS, bytes, c->stream, a);
-    CUDA_LAUNCHED(be, "k_fattn_wg");
-    return true;
+    return fa_launch(be, k_fattn_wg<OV>, grid, FW_THREADS, fw_cfg<OV>::SMEM, a, "k_fattn_wg");
 }
 
 bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
