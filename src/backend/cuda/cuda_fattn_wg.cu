@@ -31,13 +31,11 @@
  * row r's 16-byte chunk c at chunk c ^ (r % 8), slices 1024-byte aligned.
  * Numerics as cuda_fattn_mma.cu's (q and p rounded to f16, scores, sums
  * and outputs in f32); the order of the sums is the warpgroup products'.
- * OV (Q36_CUDA_FATTNWGOV=1, off by default; written after the device
- * time was spent, not yet run on a GPU): a tile's score products are
- * issued together with the tile before's output products, and its
- * softmax runs while those are formed (a third V buffer: 225 KB of shared
- * memory); the same products in the same order, the same bits. (Session
- * 23 tried the warpgroups taking turns through named barriers instead:
- * slower, 23,106 against 25,690 t/s at depth 32768; removed.)
+ * Two other schedules were tried and removed: the warpgroups taking turns
+ * through named barriers (slower: 23,106 against 25,690 t/s at depth
+ * 32768), and each tile's scores issued with the tile before's outputs
+ * (Q36_CUDA_FATTNWGOV, written in session 23: wrong outputs, NaN, on its
+ * first GPU run in session 24; bench/results/2026-12-04-cuda-session24/).
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -106,26 +104,11 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
-
-/* The registers r[0 .. N) as written at this point: nothing that reads or
- * writes them moves across it (after a wait for the products that write
- * them, before the next products read them) */
-template <int N> __device__ __forceinline__ void fw_pin(float *r)
-{
-    #pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(r[i])::"memory");
-}
 #endif
 
-/* K/V buffers of each mode: OV keeps a third V buffer (the tile before's
- * product reads it while the next tile's copies fly) */
-template <bool OV> struct fw_cfg {
-    static constexpr int VBUF = OV ? 3 : 2;
-    static constexpr int SMEM = FW_HD / 64 * FW_QSLICE + (2 + VBUF) * FW_TILE + 1024;
-};
+#define FW_SMEM (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)
 
-template <bool OV> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
+__global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
 #if WG_ON
@@ -200,86 +183,35 @@ template <bool OV> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
             fw_mma_o(o, pa[kk], fw_desc_n(Vs + vb * FW_TILE + kk * 16 * 128));
     };
 
-    if (!OV) {
-        /* each tile: its scores, their softmax, its outputs, in turn */
-        int buf = 0;
-        for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
-            if (j0 + FW_BC < nkeys)
-                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
-            cp_commit();
-            cp_wait<1>();              /* this thread's copies of tile j0 have landed */
-            wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
-            __syncthreads();
-            if (busy && j0 <= last) {
-                /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
-                float s[32];
-                wg_fence();
-                scores(s, buf);
-                wg_commit();
-                wg_wait0();
-                /* 2. the online softmax of rows qr (e = 0, 1) and qr + 8 (e = 2, 3) */
-                uint32_t pa[FW_BC / 16][4];
-                float f[2];
-                fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx,
-                                     sum, pa, f);
-                fa_rescale<32>(o, f);
-                /* 3. O += P V */
-                wg_fence();
-                outputs(pa, buf);
-                wg_commit();
-                wg_wait0();
-            }
-            __syncthreads();           /* before this buffer takes the tile after next */
-        }
-    } else {
-        /* each tile's scores issued together with the tile before's
-         * outputs; its softmax runs while those are formed. K in 2 buffers
-         * (tile jt in jt % 2), V in 3 (jt % 3): tile jt + 1's copies go to
-         * buffers whose products finished in tile jt - 1. Every
-         * warpgroup takes every tile (no branch around the products, which
-         * the compiler would serialize): a tile past a warpgroup's rows
-         * is masked whole and changes nothing (p = 0, factor 1). */
-        uint32_t pp[FW_BC / 16][4];    /* P of the tile before, its product not yet issued */
-        const int64_t nt = (nkeys + FW_BC - 1) / FW_BC;
-        for (int64_t jt = 0; jt < nt; jt++) {
-            const int64_t j0 = jt * FW_BC;
-            if (jt + 1 < nt)
-                load(j0 + FW_BC, (int)((jt + 1) % 2), (int)((jt + 1) % 3));
-            cp_commit();
-            cp_wait<1>();
-            wg_proxy_fence();
-            __syncthreads();
+    /* each tile: its scores, their softmax, its outputs, in turn */
+    int buf = 0;
+    for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
+        if (j0 + FW_BC < nkeys)
+            load(j0 + FW_BC, buf ^ 1, buf ^ 1);
+        cp_commit();
+        cp_wait<1>();              /* this thread's copies of tile j0 have landed */
+        wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
+        __syncthreads();
+        if (busy && j0 <= last) {
+            /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
             float s[32];
             wg_fence();
-            scores(s, (int)(jt % 2));
+            scores(s, buf);
             wg_commit();
-            if (jt > 0) {
-                outputs(pp, (int)((jt - 1) % 3));
-                wg_commit();
-                wg_wait1();            /* the scores (committed first) are done */
-            } else {
-                wg_wait0();
-            }
-            fw_pin<32>(s);
+            wg_wait0();
+            /* 2. the online softmax of rows qr (e = 0, 1) and qr + 8 (e = 2, 3) */
             uint32_t pa[FW_BC / 16][4];
             float f[2];
-            fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx, sum,
-                                 pa, f);
-            wg_wait0();                /* the tile before's outputs are done */
-            fw_pin<128>(o);
+            fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx,
+                                 sum, pa, f);
             fa_rescale<32>(o, f);
-            #pragma unroll
-            for (int k = 0; k < FW_BC / 16; k++)
-                #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    pp[k][i] = pa[k][i];
-            __syncthreads();           /* before tile jt's K buffer takes tile jt + 2 */
+            /* 3. O += P V */
+            wg_fence();
+            outputs(pa, buf);
+            wg_commit();
+            wg_wait0();
         }
-        wg_fence();
-        outputs(pp, (int)((nt - 1) % 3));
-        wg_commit();
-        wg_wait0();
-        fw_pin<128>(o);
+        __syncthreads();           /* before this buffer takes the tile after next */
     }
     cp_wait<0>();
     if (!busy)
@@ -300,11 +232,6 @@ template <bool OV> __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(f
 #endif
 }
 
-template <bool OV> static bool launch(be_ctx *be, const fa_args &a, dim3 grid)
-{
-    return fa_launch(be, k_fattn_wg<OV>, grid, FW_THREADS, fw_cfg<OV>::SMEM, a, "k_fattn_wg");
-}
-
 bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_head, int n_seq,
                    int64_t head_dim)
 {
@@ -312,5 +239,5 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    return c->fattn_wg_ov ? launch<true>(be, *a, grid) : launch<false>(be, *a, grid);
+    return fa_launch(be, k_fattn_wg, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
 }
