@@ -596,6 +596,24 @@ void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, i
     be->ops->moe_combine_shared(be, y, w, k, g, s, out);
 }
 
+void be_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel,
+                        const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u,
+                        be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out)
+{
+    const int64_t T = sel->rows, k = sel->cols;
+    assert(sel->type == BE_I32 && x->rows == T * k && w->rows == T && w->cols == k);
+    assert(g->rows == T && u->rows == T && g->cols == u->cols && sg->rows == T && sg->cols == 1);
+    assert(out->rows == T && s->rows == T && s->cols == out->cols && s->data != out->data);
+    assert(ey->rows >= T * k && ey->cols == out->cols);
+    if (be->ops->moe_down_shared) {
+        be->ops->moe_down_shared(be, wd, x, sel, w, wds, g, u, sg, ey, s, out);
+        return;
+    }
+    be_matmul_id(be, wd, x, sel, ey);
+    be_matmul_glu(be, wds, g, u, s);
+    be_moe_combine_shared(be, ey, w, k, sg, s, out);
+}
+
 /* ----------------------------------------------------------------- passes */
 
 void be_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows) { be->ops->pass_begin(be, key, n_rows); }

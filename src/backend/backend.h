@@ -426,6 +426,16 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
  * clobbered; out is not s. */
 void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                            be_tensor *g, be_tensor *s, be_tensor *out);
+/* An expert block's end with its shared expert, as one op: be_matmul_id(wd,
+ * x, sel, ey), be_matmul_glu(wds, g, u, s), be_moe_combine_shared(ey, w,
+ * k, sg, s, out) with k = sel->cols, the same results: out[t] = sum_i
+ * w[t][i] * (Wd[sel[t][i]] x[t*k+i]) + sigmoid(sg[t]) * (Wds (silu(g[t]) *
+ * u[t])). x has T*k rows; g, sg, ey and s are clobbered (ey and s are the
+ * unfused ops' scratch). The CUDA backend runs decode rows as one kernel
+ * (cuda_moe_down.cu). */
+void be_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel,
+                        const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u,
+                        be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out);
 
 /* ----------------------------------------------------------------- passes */
 

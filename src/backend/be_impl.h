@@ -160,6 +160,11 @@ struct be_ops {
     void (*topk)(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
+    /* optional: without it backend.c runs the three ops */
+    void (*moe_down_shared)(be_ctx *be, const be_weight *wd, const be_tensor *x,
+                            const be_tensor *sel, const be_tensor *w, const be_weight *wds,
+                            be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
+                            be_tensor *s, be_tensor *out);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

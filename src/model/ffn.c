@@ -58,6 +58,12 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         be_tensor *eg = be_view(be, model_rows(e, sc->eg, T * k), 0, Fe);
         be_tensor *eu = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
         be_matmul_id_swiglu(be, L->gate_exps, L->up_exps, h, sel, eu, eg);
+        if (L->up_shexp) {
+            /* the down products, the shared expert and the sum: one op */
+            be_moe_down_shared(be, L->down_exps, eg, sel, rw, L->down_shexp, fg, fu, shg, ey,
+                               sh, out);
+            return;
+        }
         be_matmul_id(be, L->down_exps, eg, sel, ey);
     }
 

@@ -2123,6 +2123,83 @@ static void test_mvgrp(const be_shape *sh)
     id_same_bits(sh, "Q36_CUDA_MVGRP", "mvgrp", 512, 96);
 }
 
+/* Q36_CUDA_MOEDOWN (on by default, cuda_moe_down.cu): be_moe_down_shared
+ * as one kernel against the three ops (the experts' down products, the
+ * shared expert's SwiGLU and down product, the weighted sum): the same
+ * bits, for the four pairs of Q4_K and Q6_K expert and shared weights, K
+ * 512 (8 lanes a Q4_K row), 1024 (16) and 2048 (32), shared K 256 or the
+ * experts', top-8 and top-3 of 40 experts, 200 output rows (a block's
+ * rows cut short), tokens 1, 3 and 8 (decode, verify passes) and 33 (above
+ * mv_rows: the three ops in both). Cases cuda.moedown_same_bits_E_S_kK_topN_tT. */
+static void test_moedown(const be_shape *sh)
+{
+    be_ctx *cx[2];
+    if (!fast_ctx_pair(sh, "Q36_CUDA_MOEDOWN", "cuda.moedown_ctx", cx))
+        return;
+    static const int64_t Ks[] = { 512, 1024, 2048 }, Ts[] = { 1, 3, 8, 33 }, tops[] = { 8, 3 };
+    static const uint32_t types[] = { QT_Q4_K, QT_Q6_K };
+    const int64_t D = 200, E = 40;
+    be_ctx *keep = gpu;
+    for (int te = 0; te < 2; te++)
+        for (int ts = 0; ts < 2; ts++)
+            for (size_t ki = 0; ki < 3; ki++)
+                for (size_t ni = 0; ni < 2; ni++)
+                    for (size_t ti = 0; ti < 4; ti++) {
+                        const int64_t Fe = Ks[ki], Fs = ki == 1 ? 256 : Fe, k = tops[ni],
+                                      T = Ts[ti], Q = T * k;
+                        if (ki == 2 && ti == 3)
+                            continue;      /* the long case once per K is enough */
+                        char name[96];
+                        snprintf(name, sizeof name, "cuda.moedown_same_bits_%s_%s_k%lld_top%lld_t%lld",
+                                 te ? "q6_K" : "q4_K", ts ? "q6_K" : "q4_K", (long long)Fe,
+                                 (long long)k, (long long)T);
+                        t_rng r0 = t_rng_named(name);
+                        float *xv = t_randv(&r0, (size_t)(Q * Fe), 1);
+                        float *gv = t_randv(&r0, (size_t)(T * Fs), 1);
+                        float *uv = t_randv(&r0, (size_t)(T * Fs), 1);
+                        float *sgv = t_randv(&r0, (size_t)T, 2);
+                        float *wv = t_randv(&r0, (size_t)Q, 1);
+                        int32_t *sv = malloc(sizeof(int32_t) * (size_t)Q);
+                        for (int64_t t = 0; t < T; t++)     /* k distinct experts a token */
+                            for (int64_t i = 0; i < k; i++)
+                                sv[t * k + i] = (int32_t)((t * 7 + i * 5 + (t % 4) * 9) % E);
+                        float *out[2];
+                        for (int v = 0; v < 2; v++) {
+                            gpu = cx[v];
+                            be_ctx *g = gpu;
+                            t_rng r = t_rng_named("cuda.moedown.weights");
+                            wt we, ws;
+                            make_weight(&we, &r, types[te], Fe, D, E);
+                            make_weight(&ws, &r, types[ts], Fs, D, 1);
+                            be_tensor *xt = be_tensor_new(g, Q, Fe);
+                            be_tensor *sel = be_tensor_new_type(g, BE_I32, T, k);
+                            be_tensor *wt_ = be_tensor_new(g, T, k), *gt = be_tensor_new(g, T, Fs);
+                            be_tensor *ut = be_tensor_new(g, T, Fs), *sgt = be_tensor_new(g, T, 1);
+                            be_tensor *ey = be_tensor_new(g, Q, D), *st = be_tensor_new(g, T, D);
+                            be_tensor *ot = be_tensor_new(g, T, D);
+                            be_write(g, xt, 0, Q, xv);
+                            be_write(g, sel, 0, T, sv);
+                            be_write(g, wt_, 0, T, wv);
+                            be_write(g, gt, 0, T, gv);
+                            be_write(g, ut, 0, T, uv);
+                            be_write(g, sgt, 0, T, sgv);
+                            be_moe_down_shared(g, we.wg, xt, sel, wt_, ws.wg, gt, ut, sgt, ey, st,
+                                               ot);
+                            out[v] = malloc(sizeof(float) * (size_t)(T * D));
+                            be_read(g, ot, 0, T, out[v]);
+                            be_tensor *tl[] = { xt, sel, wt_, gt, ut, sgt, ey, st, ot };
+                            pass_end(g, name, tl, sizeof tl / sizeof tl[0]);
+                            free(we.deq);   /* the data stays: bound weights are keyed by it */
+                            free(ws.deq);
+                        }
+                        gpu = keep;
+                        same_bits(name, "Q36_CUDA_MOEDOWN", out, (size_t)(T * D));
+                        free(xv); free(gv); free(uv); free(sgv); free(wv); free(sv);
+                    }
+    be_free(cx[0]);
+    be_free(cx[1]);
+}
+
 /* Q36_CUDA_MVSX=1 (cuda_matmul.cu, sx_stage): the Q4_K expert matvec's
  * row of x from shared memory, at 8, 16 and 32 lanes a row (mv_lanes: K
  * 512, 1024, 2048) and two blocks a lane (K 4096); Q6_K keeps its path */
@@ -4107,6 +4184,7 @@ int main(int argc, char **argv)
         if (want_ops("mvyf")) test_mvyf(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
+        if (want_ops("moedown")) test_moedown(&sh);
         if (want_ops("normreg")) test_normreg(&sh);
         if (want_ops("f16keep")) test_f16keep(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);

@@ -707,6 +707,7 @@ OP(cuda_argmax, (be_ctx *be, const be_tensor *x, be_tensor *ids), (be, x, ids))
 OP(cuda_topk, (be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals), (be, x, k, ids, vals))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
 OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
+OP(cuda_moe_down_shared, (be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel, const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out), (be, wd, x, sel, w, wds, g, u, sg, ey, s, out))
 #undef OP
 #undef CUT
 
@@ -834,6 +835,7 @@ static const struct be_ops cuda_ops = {
     .argmax = f_cuda_argmax,
     .topk = f_cuda_topk,
     .moe_combine_shared = f_cuda_moe_combine_shared,
+    .moe_down_shared = f_cuda_moe_down_shared,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,
@@ -932,6 +934,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
     c->f_glu8 = c->fused && cuda_env_on("Q36_CUDA_FGLU8");
+    c->moe_down = c->fused && cuda_env_on("Q36_CUDA_MOEDOWN");
     c->norm_reg = cuda_env_on("Q36_CUDA_NORMREG");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");

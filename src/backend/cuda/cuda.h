@@ -86,6 +86,11 @@ struct cuda_ctx {
      * launch (cuda_matmul.cu: cuda_matmul_glu, k_q8x with u); the product
      * itself is the plain decode matvec */
     bool            f_glu8;
+    /* Q36_CUDA_MOEDOWN (on unless "0", off with Q36_CUDA_FUSED=0): an
+     * expert block's down products, its shared expert's and their sum as
+     * one kernel for decode rows on int8 activations (cuda_moe_down.cu), the
+     * same bits as the three ops */
+    bool            moe_down;
     /* Q36_CUDA_NORMREG (on unless "0"): the norms hold each thread's
      * elements in registers, every load issued first (cuda_ops.cu:
      * k_norm_reg), the same bits as k_norm's loop */
@@ -496,6 +501,12 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
                       be_tensor *out);
 void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                              be_tensor *g, be_tensor *s, be_tensor *out);
+
+/* ---- cuda_moe_down.cu */
+void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,
+                          const be_tensor *sel, const be_tensor *w, const be_weight *wds,
+                          be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
+                          be_tensor *s, be_tensor *out);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,

@@ -1,0 +1,218 @@
+/* cuda_moe_down.cu: be_moe_down_shared on the GPU: an expert block's down
+ * products, its shared expert's down product and their weighted sum as one
+ * kernel for decode rows (Q36_CUDA_MOEDOWN, fast mode, on unless "0").
+ *
+ * Why. Unfused, a 35B-A3B decode step spends five graph nodes a layer on
+ * this: the int8 rows of the experts' SwiGLU rows (k_q8x), their down
+ * products (k_matvec8_id), the shared expert's SwiGLU and int8 rows
+ * (k_q8x), its down product (k_matvec8) and the sum (k_combine), each
+ * waiting for the one before; a node costs a few microseconds of launch,
+ * dependency and ramp whatever its work (bench/results/2026-12-02-cuda-knock/).
+ *
+ * How. Block (8 output rows, token t), a warp an output row n. Before the
+ * dependency wait each warp asks L2 for its weight rows (the k experts'
+ * rows n and the shared expert's: weights are never written; the choices
+ * it reads then were written two kernels back, and a stale one would only
+ * prefetch another valid row). Then the block rounds token t's k expert
+ * rows and its shared SwiGLU row to int8 in shared memory, each block of
+ * 32 as k_q8x rounds it (cuda_q8_lane), and each warp forms its row's
+ * products as cuda_matmul.cu's kernels form them (mv8_row with the same
+ * lanes a row, group_sum / warp_sum: cuda_mv8.h) and their sum as
+ * k_combine forms it (rank order, products rounded then added, the shared
+ * product times the sigmoid of its gate logit added last): the same bits
+ * as the unfused ops, in one node instead of five (test_backend_cuda:
+ * cuda.moedown_same_bits_*). */
+#include "cuda.h"
+#include "cuda_moe.h"       /* cuda_moe_grouped */
+#include "cuda_mv8.h"
+
+#include <assert.h>
+
+#define MD_WARPS 8          /* output rows (warps) a block */
+#define MD_KMAX  8          /* experts a token */
+
+typedef struct md_args {
+    const uint8_t *We, *Ws;         /* the experts' down weights, the shared expert's */
+    uint64_t       rbe, rbs;        /* their row bytes */
+    int64_t        n_exp, D, Fe, Fs, k;
+    const float   *x;               /* T * k rows of Fe: the experts' SwiGLU rows */
+    int64_t        ldx;
+    const float   *g, *u;           /* T rows of Fs: the shared expert's gate and up rows */
+    int64_t        ldg, ldu;
+    const float   *sg;              /* T x 1: its gate logit */
+    int64_t        ldsg;
+    const int32_t *sel;             /* T x k: the choices */
+    int64_t        ldsel;
+    const float   *w;               /* T x k: their weights */
+    int64_t        ldw;
+    float         *out;             /* T rows of D */
+    int64_t        ldo;
+} md_args;
+
+/* shared memory: the k expert rows (int8, Fe bytes each, Q4_K's swizzled
+ * chunks: sx_slot), the shared row (Fs), then the blocks' (scale, sum) pairs */
+static size_t md_smem(int64_t k, int64_t Fe, int64_t Fs)
+{
+    return (size_t)(k * Fe + Fs) + (size_t)(k * (Fe / Q8X_BLOCK) + Fs / Q8X_BLOCK) * 8;
+}
+
+template <int TE, int TS, int LE>
+__global__ void __launch_bounds__(32 * MD_WARPS) k_moe_down8(md_args a)
+{
+    extern __shared__ int4 md_mem[];
+    constexpr bool SX = TE == QT_Q4_K;      /* the expert rows in sx_stage's chunk order */
+    constexpr int G = 32 / LE;              /* experts a warp takes at once */
+    constexpr int ROUNDS = (MD_KMAX + G - 1) / G;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    const int64_t t = blockIdx.y, n = (int64_t)blockIdx.x * MD_WARPS + warp;
+    const int k = (int)a.k;
+    const bool live = n < a.D;
+    if (live) {
+        for (int i = 0; i < k; i++)
+            mv_prefetch(a.We + id_row_off(a.sel, a.ldsel, t, i, a.n_exp, a.D, n, a.rbe), a.rbe,
+                        lane);
+        mv_prefetch(a.Ws + (uint64_t)n * a.rbs, a.rbs, lane);
+    }
+    cuda_pdl_enter();
+
+    int8_t *qe = (int8_t *)md_mem, *qs = qe + a.k * a.Fe;
+    const int64_t nbe = a.Fe / Q8X_BLOCK, nbs = a.Fs / Q8X_BLOCK;
+    float2 *de = (float2 *)(qs + a.Fs), *ds = de + a.k * nbe;
+    for (int64_t b = warp; b < a.k * nbe + nbs; b += MD_WARPS) {
+        float v;
+        int8_t *dst;
+        float2 *dd;
+        if (b < a.k * nbe) {        /* expert row i, block j */
+            const int64_t i = b / nbe, j = b % nbe, e = j * Q8X_BLOCK + lane;
+            v = a.x[(t * a.k + i) * a.ldx + e];
+            dst = qe + i * a.Fe + (SX ? 16 * sx_slot((int)(e / 16)) + e % 16 : e);
+            dd = de + b;
+        } else {                    /* the shared row, block j: silu(g) * u first */
+            const int64_t j = b - a.k * nbe, e = j * Q8X_BLOCK + lane;
+            v = cuda_swiglu1(a.g[t * a.ldg + e], a.u[t * a.ldu + e]);
+            dst = qs + e;
+            dd = ds + j;
+        }
+        float2 dq;
+        *dst = (int8_t)cuda_q8_lane(v, &dq);
+        if (lane == 0)
+            *dd = dq;
+    }
+    __syncthreads();
+    if (!live)                      /* the whole warp: the sums below need every lane */
+        return;
+
+    /* the experts' products, G at a time: group lane / LE takes rank r G + lane / LE */
+    const int sl = lane % LE;
+    float y[ROUNDS];
+    #pragma unroll
+    for (int r = 0; r < ROUNDS; r++) {
+        y[r] = 0.0f;
+        if (r * G >= k)
+            continue;
+        const int i = r * G + lane / LE < k ? r * G + lane / LE : k - 1;
+        float acc[1] = { 0.0f };
+        mv8_row<TE, 1, LE, SX>(TE, a.We + id_row_off(a.sel, a.ldsel, t, i, a.n_exp, a.D, n, a.rbe),
+                               a.Fe, qe + i * a.Fe, de + i * nbe, 1, sl, acc);
+        y[r] = group_sum<LE>(acc[0]);
+    }
+    /* the shared expert's product, a whole warp as k_matvec8's */
+    float acc[1] = { 0.0f };
+    mv8_row<TS, 1>(TS, a.Ws + (uint64_t)n * a.rbs, a.Fs, qs, ds, 1, lane, acc);
+    const float s = warp_sum(acc[0]);
+
+    /* k_combine's sum: rank i's product sits in lane (i % G) LE of round i / G */
+    const float *wr = a.w + t * a.ldw;
+    float o = 0.0f;
+    #pragma unroll
+    for (int r = 0; r < ROUNDS; r++)
+        #pragma unroll
+        for (int q = 0; q < G; q++) {
+            const int i = r * G + q;
+            const float yi = __shfl_sync(0xffffffffu, y[r], q * LE);
+            if (i == 0)
+                o = __fmul_rn(yi, wr[0]);
+            else if (i < k)
+                o = __fadd_rn(o, __fmul_rn(yi, wr[i]));
+        }
+    const float sig = 1.0f / (1.0f + expf(-a.sg[t * a.ldsg]));
+    o = __fadd_rn(o, __fmul_rn(s, sig));
+    if (lane == 0)
+        a.out[t * a.ldo + n] = o;
+}
+
+static bool q4q6(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
+
+/* the fused kernel when it takes these rows: decode rows in fast mode on
+ * int8 activations, where the unfused experts' product is the per-row
+ * kernel (not the grouped GEMMs of long batches) */
+static bool md_takes(const cuda_ctx *c, const be_weight *we, const be_tensor *x,
+                     const be_tensor *sel, const be_weight *ws, const be_tensor *g,
+                     const be_tensor *u)
+{
+    const int64_t T = sel->rows, k = sel->cols, Fe = (int64_t)we->t->ne[0],
+                  Fs = (int64_t)ws->t->ne[0], E = (int64_t)we->t->ne[2];
+    return c->moe_down && c->mv8 && T >= 1 && T <= c->mv_rows && k >= 1 && k <= MD_KMAX &&
+           q4q6(we->type) && q4q6(ws->type) && Fe % 256 == 0 && Fs % 256 == 0 &&
+           x->rows == T * k && !x->f16 && !g->f16 && !u->f16 &&
+           (int64_t)ws->t->ne[1] == (int64_t)we->t->ne[1] && T <= 65535 &&
+           md_smem(k, Fe, Fs) <= 48 * 1024 &&
+           !(c->moegemm && cuda_moe_grouped(T * k, E, c->moe_per_expert));
+}
+
+void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
+                          const be_tensor *sel, const be_tensor *w, const be_weight *ws,
+                          be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
+                          be_tensor *s, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int64_t T = sel->rows, k = sel->cols;
+    if (!T)
+        return;
+    if (!md_takes(c, we, x, sel, ws, g, u)) {
+        cuda_matmul_id(be, we, x, sel, ey);
+        cuda_matmul_glu(be, ws, g, u, s);
+        cuda_moe_combine_shared(be, ey, w, k, sg, s, out);
+        return;
+    }
+    const int64_t Fe = (int64_t)we->t->ne[0], Fs = (int64_t)ws->t->ne[0];
+    md_args a;
+    a.We = (const uint8_t *)we->data;
+    a.Ws = (const uint8_t *)ws->data;
+    a.rbe = we->row_bytes;
+    a.rbs = ws->row_bytes;
+    a.n_exp = (int64_t)we->t->ne[2];
+    a.D = (int64_t)we->t->ne[1];
+    a.Fe = Fe;
+    a.Fs = Fs;
+    a.k = k;
+    a.x = (const float *)x->data;
+    a.ldx = x->ld;
+    a.g = (const float *)g->data;
+    a.ldg = g->ld;
+    a.u = (const float *)u->data;
+    a.ldu = u->ld;
+    a.sg = (const float *)sg->data;
+    a.ldsg = sg->ld;
+    a.sel = (const int32_t *)sel->data;
+    a.ldsel = sel->ld;
+    a.w = (const float *)w->data;
+    a.ldw = w->ld;
+    a.out = (float *)out->data;
+    a.ldo = out->ld;
+    const dim3 grid((unsigned)((a.D + MD_WARPS - 1) / MD_WARPS), (unsigned)T);
+    const size_t smem = md_smem(k, Fe, Fs);
+    /* the lanes a row as cuda_matmul.cu's expert kernel takes them (mv_lanes) */
+    const int L = mv_lanes(we->type, Fe);
+#define MD(TE, TS, LE) cuda_launch(k_moe_down8<TE, TS, LE>, grid, 32 * MD_WARPS, smem, c->stream, a)
+#define MDL(TE, TS) do { if (L == 8) MD(TE, TS, 8); else if (L == 16) MD(TE, TS, 16);             \
+                         else MD(TE, TS, 32); } while (0)
+    if (we->type == QT_Q4_K) {
+        if (ws->type == QT_Q4_K) MDL(QT_Q4_K, QT_Q4_K); else MDL(QT_Q4_K, QT_Q6_K);
+    } else {
+        if (ws->type == QT_Q4_K) MDL(QT_Q6_K, QT_Q4_K); else MDL(QT_Q6_K, QT_Q6_K);
+    }
+#undef MDL
+#undef MD
+    CUDA_LAUNCHED(be, "k_moe_down8");
+}
