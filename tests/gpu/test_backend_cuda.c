@@ -2200,6 +2200,14 @@ static void test_moedown(const be_shape *sh)
     be_free(cx[1]);
 }
 
+/* Q36_CUDA_MVIDPF=1 (cuda_matmul.cu, k_matvec8_id): the expert rows
+ * prefetched before the PDL wait; nothing computed changes */
+static void test_mvidpf(const be_shape *sh)
+{
+    id_same_bits(sh, "Q36_CUDA_MVIDPF", "mvidpf", 512, 96);
+    id_same_bits(sh, "Q36_CUDA_MVIDPF", "mvidpf", 2048, 36);
+}
+
 /* Q36_CUDA_MVSX=1 (cuda_matmul.cu, sx_stage): the Q4_K expert matvec's
  * row of x from shared memory, at 8, 16 and 32 lanes a row (mv_lanes: K
  * 512, 1024, 2048) and two blocks a lane (K 4096); Q6_K keeps its path */
@@ -4185,6 +4193,7 @@ int main(int argc, char **argv)
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("moedown")) test_moedown(&sh);
+        if (want_ops("mvidpf")) test_mvidpf(&sh);
         if (want_ops("normreg")) test_normreg(&sh);
         if (want_ops("f16keep")) test_f16keep(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);

@@ -283,6 +283,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     c->mv_sx = cuda_env_on("Q36_CUDA_MVSX");
+    c->mv_idpf = cuda_env_is("Q36_CUDA_MVIDPF", "1");
     c->mv_yf = cuda_env_on("Q36_CUDA_MVYF");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);

@@ -186,6 +186,7 @@ struct cuda_ctx {
     bool            kept_full;
     bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF, on) */
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
+    bool            mv_idpf;       /* ... prefetch their rows before the PDL wait (Q36_CUDA_MVIDPF=1) */
     bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     bool            tf32;          /* fast mode's products of F32 weights on TF32 tensor cores

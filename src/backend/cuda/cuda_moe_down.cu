@@ -9,18 +9,21 @@
  * waiting for the one before; a node costs a few microseconds of launch,
  * dependency and ramp whatever its work (bench/results/2026-12-02-cuda-knock/).
  *
- * How. Block (8 output rows, token t), a warp an output row n. Before the
- * dependency wait each warp asks L2 for its weight rows (the k experts'
- * rows n and the shared expert's: weights are never written; the choices
- * it reads then were written two kernels back, and a stale one would only
- * prefetch another valid row). Then the block rounds token t's k expert
- * rows and its shared SwiGLU row to int8 in shared memory, each block of
- * 32 as k_q8x rounds it (cuda_q8_lane), and each warp forms its row's
- * products as cuda_matmul.cu's kernels form them (mv8_row with the same
- * lanes a row, group_sum / warp_sum: cuda_mv8.h) and their sum as
- * k_combine forms it (rank order, products rounded then added, the shared
- * product times the sigmoid of its gate logit added last): the same bits
- * as the unfused ops, in one node instead of five (test_backend_cuda:
+ * How. Block (4 output rows n0.., token t) of 12 warps: warp i < 8 takes
+ * rank i's expert, its 4 rows at once as cuda_matmul.cu's expert kernel
+ * takes them (a row on LE lanes: mv_lanes), warp 8 + j the shared
+ * expert's row n0 + j on a whole warp (as k_matvec8). Before the
+ * dependency wait each warp asks L2 for its weight rows (weights are never
+ * written; the choices it reads then were written kernels back, and a stale
+ * one would only prefetch another valid row). Then the block rounds token
+ * t's k expert rows and its shared SwiGLU row to int8 in shared memory,
+ * each block of 32 as k_q8x rounds it (cuda_q8_lane; each warp's loads of 8
+ * blocks issued before their sums), the warps form their products with
+ * the same row sums as the unfused kernels (mv8_row, group_sum, warp_sum:
+ * cuda_mv8.h), and 4 threads sum them as k_combine does (rank order,
+ * products rounded then added, the shared product times the sigmoid of its
+ * gate logit added last): the same bits as the unfused ops, in one node
+ * instead of five (test_backend_cuda:
  * cuda.moedown_same_bits_*). */
 #include "cuda.h"
 #include "cuda_moe.h"       /* cuda_moe_grouped */
@@ -28,8 +31,10 @@
 
 #include <assert.h>
 
-#define MD_WARPS 8          /* output rows (warps) a block */
 #define MD_KMAX  8          /* experts a token */
+#define MD_RPB   4          /* output rows a block */
+#define MD_WARPS (MD_KMAX + MD_RPB)
+#define MD_U     8          /* blocks of 32 a warp rounds at once */
 
 typedef struct md_args {
     const uint8_t *We, *Ws;         /* the experts' down weights, the shared expert's */
@@ -60,85 +65,92 @@ template <int TE, int TS, int LE>
 __global__ void __launch_bounds__(32 * MD_WARPS) k_moe_down8(md_args a)
 {
     extern __shared__ int4 md_mem[];
+    __shared__ float ye[MD_KMAX][MD_RPB], ys[MD_RPB];
     constexpr bool SX = TE == QT_Q4_K;      /* the expert rows in sx_stage's chunk order */
-    constexpr int G = 32 / LE;              /* experts a warp takes at once */
-    constexpr int ROUNDS = (MD_KMAX + G - 1) / G;
+    constexpr int RP = 32 / LE;             /* an expert warp's rows a pass */
+    static_assert(MD_RPB % RP == 0, "whole passes");
     const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-    const int64_t t = blockIdx.y, n = (int64_t)blockIdx.x * MD_WARPS + warp;
+    const int64_t t = blockIdx.y, n0 = (int64_t)blockIdx.x * MD_RPB;
+    const int64_t nrow = a.D - n0 < MD_RPB ? a.D - n0 : MD_RPB;
     const int k = (int)a.k;
-    const bool live = n < a.D;
-    if (live) {
-        for (int i = 0; i < k; i++)
-            mv_prefetch(a.We + id_row_off(a.sel, a.ldsel, t, i, a.n_exp, a.D, n, a.rbe), a.rbe,
-                        lane);
-        mv_prefetch(a.Ws + (uint64_t)n * a.rbs, a.rbs, lane);
-    }
+    if (warp < k)
+        mv_prefetch(a.We + id_row_off(a.sel, a.ldsel, t, warp, a.n_exp, a.D, n0, a.rbe),
+                    (uint64_t)nrow * a.rbe, lane);
+    else if (warp >= MD_KMAX && warp - MD_KMAX < nrow)
+        mv_prefetch(a.Ws + (uint64_t)(n0 + warp - MD_KMAX) * a.rbs, a.rbs, lane);
     cuda_pdl_enter();
 
+    /* the int8 rows: blocks b < k nbe are expert rows', the rest the shared row's */
     int8_t *qe = (int8_t *)md_mem, *qs = qe + a.k * a.Fe;
-    const int64_t nbe = a.Fe / Q8X_BLOCK, nbs = a.Fs / Q8X_BLOCK;
+    const int64_t nbe = a.Fe / Q8X_BLOCK, nbs = a.Fs / Q8X_BLOCK, nb = a.k * nbe + nbs;
     float2 *de = (float2 *)(qs + a.Fs), *ds = de + a.k * nbe;
-    for (int64_t b = warp; b < a.k * nbe + nbs; b += MD_WARPS) {
-        float v;
-        int8_t *dst;
-        float2 *dd;
-        if (b < a.k * nbe) {        /* expert row i, block j */
-            const int64_t i = b / nbe, j = b % nbe, e = j * Q8X_BLOCK + lane;
-            v = a.x[(t * a.k + i) * a.ldx + e];
-            dst = qe + i * a.Fe + (SX ? 16 * sx_slot((int)(e / 16)) + e % 16 : e);
-            dd = de + b;
-        } else {                    /* the shared row, block j: silu(g) * u first */
-            const int64_t j = b - a.k * nbe, e = j * Q8X_BLOCK + lane;
-            v = cuda_swiglu1(a.g[t * a.ldg + e], a.u[t * a.ldu + e]);
-            dst = qs + e;
-            dd = ds + j;
+    for (int64_t b0 = (int64_t)warp * MD_U; b0 < nb; b0 += MD_WARPS * MD_U) {
+        float v[MD_U];
+        #pragma unroll
+        for (int j = 0; j < MD_U; j++) {
+            const int64_t b = b0 + j;
+            v[j] = 0.0f;
+            if (b < a.k * nbe) {
+                v[j] = a.x[(t * a.k + b / nbe) * a.ldx + (b % nbe) * Q8X_BLOCK + lane];
+            } else if (b < nb) {
+                const int64_t e = (b - a.k * nbe) * Q8X_BLOCK + lane;
+                v[j] = cuda_swiglu1(a.g[t * a.ldg + e], a.u[t * a.ldu + e]);
+            }
         }
-        float2 dq;
-        *dst = (int8_t)cuda_q8_lane(v, &dq);
-        if (lane == 0)
-            *dd = dq;
+        #pragma unroll
+        for (int j = 0; j < MD_U; j++) {
+            const int64_t b = b0 + j;
+            if (b >= nb)            /* the whole warp */
+                break;
+            float2 dq;
+            const int q = cuda_q8_lane(v[j], &dq);
+            if (b < a.k * nbe) {
+                const int64_t e = (b % nbe) * Q8X_BLOCK + lane;
+                qe[(b / nbe) * a.Fe + (SX ? 16 * sx_slot((int)(e / 16)) + e % 16 : e)] = (int8_t)q;
+                if (lane == 0)
+                    de[b] = dq;
+            } else {
+                qs[(b - a.k * nbe) * Q8X_BLOCK + lane] = (int8_t)q;
+                if (lane == 0)
+                    ds[b - a.k * nbe] = dq;
+            }
+        }
     }
     __syncthreads();
-    if (!live)                      /* the whole warp: the sums below need every lane */
-        return;
 
-    /* the experts' products, G at a time: group lane / LE takes rank r G + lane / LE */
-    const int sl = lane % LE;
-    float y[ROUNDS];
-    #pragma unroll
-    for (int r = 0; r < ROUNDS; r++) {
-        y[r] = 0.0f;
-        if (r * G >= k)
-            continue;
-        const int i = r * G + lane / LE < k ? r * G + lane / LE : k - 1;
-        float acc[1] = { 0.0f };
-        mv8_row<TE, 1, LE, SX>(TE, a.We + id_row_off(a.sel, a.ldsel, t, i, a.n_exp, a.D, n, a.rbe),
-                               a.Fe, qe + i * a.Fe, de + i * nbe, 1, sl, acc);
-        y[r] = group_sum<LE>(acc[0]);
-    }
-    /* the shared expert's product, a whole warp as k_matvec8's */
-    float acc[1] = { 0.0f };
-    mv8_row<TS, 1>(TS, a.Ws + (uint64_t)n * a.rbs, a.Fs, qs, ds, 1, lane, acc);
-    const float s = warp_sum(acc[0]);
-
-    /* k_combine's sum: rank i's product sits in lane (i % G) LE of round i / G */
-    const float *wr = a.w + t * a.ldw;
-    float o = 0.0f;
-    #pragma unroll
-    for (int r = 0; r < ROUNDS; r++)
+    if (warp < k) {                 /* rank warp's expert, RP rows a pass */
         #pragma unroll
-        for (int q = 0; q < G; q++) {
-            const int i = r * G + q;
-            const float yi = __shfl_sync(0xffffffffu, y[r], q * LE);
-            if (i == 0)
-                o = __fmul_rn(yi, wr[0]);
-            else if (i < k)
-                o = __fadd_rn(o, __fmul_rn(yi, wr[i]));
+        for (int p = 0; p < MD_RPB / RP; p++) {
+            const int r = p * RP + lane / LE;
+            const int64_t n = r < nrow ? n0 + r : a.D - 1;
+            float acc[1] = { 0.0f };
+            mv8_row<TE, 1, LE, SX>(TE, a.We + id_row_off(a.sel, a.ldsel, t, warp, a.n_exp, a.D, n,
+                                                       a.rbe),
+                                   a.Fe, qe + warp * a.Fe, de + warp * nbe, 1, lane % LE, acc);
+            const float s = group_sum<LE>(acc[0]);
+            if (lane % LE == 0)
+                ye[warp][r] = s;
         }
-    const float sig = 1.0f / (1.0f + expf(-a.sg[t * a.ldsg]));
-    o = __fadd_rn(o, __fmul_rn(s, sig));
-    if (lane == 0)
-        a.out[t * a.ldo + n] = o;
+    } else if (warp >= MD_KMAX && warp - MD_KMAX < nrow) {      /* a shared row */
+        const int r = warp - MD_KMAX;
+        float acc[1] = { 0.0f };
+        mv8_row<TS, 1>(TS, a.Ws + (uint64_t)(n0 + r) * a.rbs, a.Fs, qs, ds, 1, lane, acc);
+        const float s = warp_sum(acc[0]);
+        if (lane == 0)
+            ys[r] = s;
+    }
+    __syncthreads();
+
+    /* k_combine's sum */
+    const int r = threadIdx.x;
+    if (r < nrow) {
+        const float *wr = a.w + t * a.ldw;
+        float o = __fmul_rn(ye[0][r], wr[0]);
+        for (int i = 1; i < k; i++)
+            o = __fadd_rn(o, __fmul_rn(ye[i][r], wr[i]));
+        const float sig = 1.0f / (1.0f + expf(-a.sg[t * a.ldsg]));
+        a.out[t * a.ldo + n0 + r] = __fadd_rn(o, __fmul_rn(ys[r], sig));
+    }
 }
 
 static bool q4q6(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
@@ -200,7 +212,7 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
     a.ldw = w->ld;
     a.out = (float *)out->data;
     a.ldo = out->ld;
-    const dim3 grid((unsigned)((a.D + MD_WARPS - 1) / MD_WARPS), (unsigned)T);
+    const dim3 grid((unsigned)((a.D + MD_RPB - 1) / MD_RPB), (unsigned)T);
     const size_t smem = md_smem(k, Fe, Fs);
     /* the lanes a row as cuda_matmul.cu's expert kernel takes them (mv_lanes) */
     const int L = mv_lanes(we->type, Fe);
