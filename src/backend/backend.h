@@ -431,8 +431,8 @@ void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, i
  * k, sg, s, out) with k = sel->cols, the same results: out[t] = sum_i
  * w[t][i] * (Wd[sel[t][i]] x[t*k+i]) + sigmoid(sg[t]) * (Wds (silu(g[t]) *
  * u[t])). x has T*k rows; g, sg, ey and s are clobbered (ey and s are the
- * unfused ops' scratch). The CUDA backend runs decode rows as one kernel
- * (cuda_moe_down.cu). */
+ * unfused ops' scratch). The CUDA backend can run decode rows as one
+ * kernel (cuda_moe_down.cu, Q36_CUDA_MOEDOWN=1: measured slower, off). */
 void be_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel,
                         const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u,
                         be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out);

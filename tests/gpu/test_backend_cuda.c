@@ -2123,7 +2123,7 @@ static void test_mvgrp(const be_shape *sh)
     id_same_bits(sh, "Q36_CUDA_MVGRP", "mvgrp", 512, 96);
 }
 
-/* Q36_CUDA_MOEDOWN (on by default, cuda_moe_down.cu): be_moe_down_shared
+/* Q36_CUDA_MOEDOWN=1 (off by default, cuda_moe_down.cu): be_moe_down_shared
  * as one kernel against the three ops (the experts' down products, the
  * shared expert's SwiGLU and down product, the weighted sum): the same
  * bits, for the four pairs of Q4_K and Q6_K expert and shared weights, K
@@ -2198,14 +2198,6 @@ static void test_moedown(const be_shape *sh)
                     }
     be_free(cx[0]);
     be_free(cx[1]);
-}
-
-/* Q36_CUDA_MVIDPF=1 (cuda_matmul.cu, k_matvec8_id): the expert rows
- * prefetched before the PDL wait; nothing computed changes */
-static void test_mvidpf(const be_shape *sh)
-{
-    id_same_bits(sh, "Q36_CUDA_MVIDPF", "mvidpf", 512, 96);
-    id_same_bits(sh, "Q36_CUDA_MVIDPF", "mvidpf", 2048, 36);
 }
 
 /* Q36_CUDA_MVSX=1 (cuda_matmul.cu, sx_stage): the Q4_K expert matvec's
@@ -4193,7 +4185,6 @@ int main(int argc, char **argv)
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("moedown")) test_moedown(&sh);
-        if (want_ops("mvidpf")) test_mvidpf(&sh);
         if (want_ops("normreg")) test_normreg(&sh);
         if (want_ops("f16keep")) test_f16keep(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);

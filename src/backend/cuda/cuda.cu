@@ -283,7 +283,6 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     c->mv_sx = cuda_env_on("Q36_CUDA_MVSX");
-    c->mv_idpf = cuda_env_is("Q36_CUDA_MVIDPF", "1");
     c->mv_yf = cuda_env_on("Q36_CUDA_MVYF");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
@@ -935,7 +934,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->f_dn = c->fused && cuda_env_on("Q36_CUDA_FDN");
     c->f_attn = c->fused && cuda_env_on("Q36_CUDA_FATTNPRO");
     c->f_glu8 = c->fused && cuda_env_on("Q36_CUDA_FGLU8");
-    c->moe_down = c->fused && cuda_env_on("Q36_CUDA_MOEDOWN");
+    c->moe_down = c->fused && cuda_env_is("Q36_CUDA_MOEDOWN", "1");
     c->norm_reg = cuda_env_on("Q36_CUDA_NORMREG");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");

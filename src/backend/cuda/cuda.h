@@ -86,10 +86,10 @@ struct cuda_ctx {
      * launch (cuda_matmul.cu: cuda_matmul_glu, k_q8x with u); the product
      * itself is the plain decode matvec */
     bool            f_glu8;
-    /* Q36_CUDA_MOEDOWN (on unless "0", off with Q36_CUDA_FUSED=0): an
+    /* Q36_CUDA_MOEDOWN=1 (off by default; off with Q36_CUDA_FUSED=0): an
      * expert block's down products, its shared expert's and their sum as
      * one kernel for decode rows on int8 activations (cuda_moe_down.cu), the
-     * same bits as the three ops */
+     * same bits as the three ops; measured slower (2026-12-04 session 24) */
     bool            moe_down;
     /* Q36_CUDA_NORMREG (on unless "0"): the norms hold each thread's
      * elements in registers, every load issued first (cuda_ops.cu:
@@ -186,7 +186,6 @@ struct cuda_ctx {
     bool            kept_full;
     bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF, on) */
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
-    bool            mv_idpf;       /* ... prefetch their rows before the PDL wait (Q36_CUDA_MVIDPF=1) */
     bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     bool            tf32;          /* fast mode's products of F32 weights on TF32 tensor cores
@@ -466,6 +465,12 @@ void cuda_q8_kept(cuda_ctx *c, const be_tensor *x);
 void cuda_get_rows(be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out);
 void cuda_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y);
 void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tensor *u, be_tensor *y);
+/* k_q8x's launch: x's rows (with u, silu(x) * u, also stored over x) as
+ * int8 rows at qx (x->cols bytes each) with their blocks' (scale, sum)
+ * pairs at dx (x->cols / 32 each), as the decode products round them;
+ * false when the launch failed (the error is in be) */
+bool cuda_q8x(be_ctx *be, const be_tensor *x, const be_tensor *u, int8_t *qx, float2 *dx,
+              const char *what);
 void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
                            const be_tensor *x, const be_tensor *sel, be_tensor *tmp, be_tensor *y);
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,

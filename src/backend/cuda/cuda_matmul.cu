@@ -423,33 +423,17 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
  * with W2, the SwiGLU of the two products as k_matvec_id forms it); a row
  * takes L lanes (mv_lanes), a warp 32 / L rows; with SX (Q4_K) the block
- * reads its row of x from shared memory (K + K / 4 bytes, sx_stage). With
- * pf (Q36_CUDA_MVIDPF=1, off by default) each warp asks L2 for its weight
- * rows before the PDL wait: under PDL a kernel's opening runs once the
- * kernel two back has finished, which in a decode step's chain (routing,
- * the int8 rows, this) has written the choices; were one stale, the warp
- * would only prefetch another valid expert's rows. */
+ * reads its row of x from shared memory (K + K / 4 bytes, sx_stage) */
 template <int T, int L, bool SX = false>
 __global__ void k_matvec8_id(const uint8_t *__restrict__ W, uint64_t rb, int64_t K, int64_t N,
                              int64_t n_exp, const int8_t *__restrict__ qx,
                              const float2 *__restrict__ dx, int x_per_tok,
                              const int32_t *__restrict__ sel, int64_t ldsel, int64_t k,
-                             float *__restrict__ y, int64_t ldy, const uint8_t *__restrict__ W2,
-                             int pf)
+                             float *__restrict__ y, int64_t ldy, const uint8_t *__restrict__ W2)
 {
+    cuda_pdl_enter();
     const int lane = threadIdx.x & 31, sl = lane % L;
     const int64_t q = blockIdx.y, t = q / k, i = q % k;
-    if (pf) {
-        const int64_t m0 = ((int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * (32 / L);
-        if (m0 < N) {
-            const uint64_t o = id_row_off(sel, ldsel, t, i, n_exp, N, m0, rb);
-            const uint64_t bytes = (uint64_t)(N - m0 < 32 / L ? N - m0 : 32 / L) * rb;
-            mv_prefetch(W + o, bytes, lane);
-            if (W2)
-                mv_prefetch(W2 + o, bytes, lane);
-        }
-    }
-    cuda_pdl_enter();
     const int64_t xr = x_per_tok ? t : q;
     const int8_t *qr = qx + xr * K;
     const float2 *dr = dx + xr * (K / Q8X_BLOCK);
@@ -735,6 +719,19 @@ void cuda_q8_kept(cuda_ctx *c, const be_tensor *x)
     c->q8.ld = x->ld;
     c->q8.K = x->cols;
     c->q8.valid = c->q8keep;
+}
+
+bool cuda_q8x(be_ctx *be, const be_tensor *x, const be_tensor *u, int8_t *qx, float2 *dx,
+              const char *what)
+{
+    const int64_t R = x->rows, K = x->cols;
+    if (!R)
+        return true;
+    cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0,
+                cuda_ctx_of(be)->stream, (float *)x->data, x->ld,
+                u ? (const float *)u->data : (const float *)NULL, u ? u->ld : (int64_t)0, R, K, qx,
+                dx);
+    return CUDA_LAUNCHED(be, what);
 }
 
 /* Q36_CUDA_MV8: x's R rows (K % 256 == 0) as int8 rows in the scratch:
@@ -1113,7 +1110,7 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
 #define ID8(TY, L, SX) cuda_launch(k_matvec8_id<TY, L, SX>, g8, 32 * MV_WARPS, SX ? sxb : 0,      \
         c->stream, (const uint8_t *)w->data, w->row_bytes, K, N, E, (const int8_t *)qx,          \
         (const float2 *)dx, (int)(x->rows == T && k > 1), (const int32_t *)sel->data, sel->ld,  \
-        k, (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr, (int)c->mv_idpf)
+        k, (float *)y->data, y->ld, w2 ? (const uint8_t *)w2->data : nullptr)
 #define ID8L(TY, SX) do { if (L == 8) ID8(TY, 8, SX); else if (L == 16) ID8(TY, 16, SX);          \
         else ID8(TY, 32, SX); } while (0)
         if (sx)

@@ -1,6 +1,16 @@
 /* cuda_moe_down.cu: be_moe_down_shared on the GPU: an expert block's down
  * products, its shared expert's down product and their weighted sum as one
- * kernel for decode rows (Q36_CUDA_MOEDOWN, fast mode, on unless "0").
+ * kernel for decode rows (Q36_CUDA_MOEDOWN=1, fast mode; off by default).
+ *
+ * Two earlier forms rounded the token's 9 rows to int8 in every block (512
+ * blocks a token) and were slower than the unfused ops: a 35B-A3B decode
+ * step of one token took 3.577 ms (a warp per output row taking its 8
+ * experts in turn; run-504c354) and 3.433 ms (the blocks below;
+ * run-e43b143) against 2.80 without, and grew with the rows (T=16: 21.9
+ * against 12.8 ms); op by op the kernel took ~25 us a call against ~9 for
+ * an expert matvec (bench/results/2026-12-04-cuda-session24/). This form
+ * has the rows rounded once, by the unfused ops' two k_q8x launches, and
+ * copies them: three nodes instead of five.
  *
  * Why. Unfused, a 35B-A3B decode step spends five graph nodes a layer on
  * this: the int8 rows of the experts' SwiGLU rows (k_q8x), their down
@@ -16,15 +26,14 @@
  * dependency wait each warp asks L2 for its weight rows (weights are never
  * written; the choices it reads then were written kernels back, and a stale
  * one would only prefetch another valid row). Then the block rounds token
- * t's k expert rows and its shared SwiGLU row to int8 in shared memory,
- * each block of 32 as k_q8x rounds it (cuda_q8_lane; each warp's loads of 8
- * blocks issued before their sums), the warps form their products with
+ * t's k expert rows and its shared SwiGLU row, rounded to int8 once by
+ * two k_q8x launches ahead of it (as the unfused ops round them), into
+ * shared memory, the warps form their products with
  * the same row sums as the unfused kernels (mv8_row, group_sum, warp_sum:
  * cuda_mv8.h), and 4 threads sum them as k_combine does (rank order,
  * products rounded then added, the shared product times the sigmoid of its
- * gate logit added last): the same bits as the unfused ops, in one node
- * instead of five (test_backend_cuda:
- * cuda.moedown_same_bits_*). */
+ * gate logit added last): the same bits as the unfused ops
+ * (test_backend_cuda: cuda.moedown_same_bits_*). */
 #include "cuda.h"
 #include "cuda_moe.h"       /* cuda_moe_grouped */
 #include "cuda_mv8.h"
@@ -34,16 +43,14 @@
 #define MD_KMAX  8          /* experts a token */
 #define MD_RPB   4          /* output rows a block */
 #define MD_WARPS (MD_KMAX + MD_RPB)
-#define MD_U     8          /* blocks of 32 a warp rounds at once */
 
 typedef struct md_args {
     const uint8_t *We, *Ws;         /* the experts' down weights, the shared expert's */
     uint64_t       rbe, rbs;        /* their row bytes */
     int64_t        n_exp, D, Fe, Fs, k;
-    const float   *x;               /* T * k rows of Fe: the experts' SwiGLU rows */
-    int64_t        ldx;
-    const float   *g, *u;           /* T rows of Fs: the shared expert's gate and up rows */
-    int64_t        ldg, ldu;
+    const int8_t  *qx, *qs;         /* int8 rows (k_q8x): T * k of Fe (the experts'
+                                     * SwiGLU rows), T of Fs (the shared SwiGLU rows) */
+    const float2  *dx, *ds;         /* their blocks' (scale, sum) pairs */
     const float   *sg;              /* T x 1: its gate logit */
     int64_t        ldsg;
     const int32_t *sel;             /* T x k: the choices */
@@ -80,41 +87,25 @@ __global__ void __launch_bounds__(32 * MD_WARPS) k_moe_down8(md_args a)
         mv_prefetch(a.Ws + (uint64_t)(n0 + warp - MD_KMAX) * a.rbs, a.rbs, lane);
     cuda_pdl_enter();
 
-    /* the int8 rows: blocks b < k nbe are expert rows', the rest the shared row's */
+    /* token t's int8 rows to shared memory: the k expert rows (Q4_K's in
+     * sx_stage's chunk order), the shared row, their (scale, sum) pairs */
     int8_t *qe = (int8_t *)md_mem, *qs = qe + a.k * a.Fe;
-    const int64_t nbe = a.Fe / Q8X_BLOCK, nbs = a.Fs / Q8X_BLOCK, nb = a.k * nbe + nbs;
+    const int64_t nbe = a.Fe / Q8X_BLOCK, nbs = a.Fs / Q8X_BLOCK;
     float2 *de = (float2 *)(qs + a.Fs), *ds = de + a.k * nbe;
-    for (int64_t b0 = (int64_t)warp * MD_U; b0 < nb; b0 += MD_WARPS * MD_U) {
-        float v[MD_U];
-        #pragma unroll
-        for (int j = 0; j < MD_U; j++) {
-            const int64_t b = b0 + j;
-            v[j] = 0.0f;
-            if (b < a.k * nbe) {
-                v[j] = a.x[(t * a.k + b / nbe) * a.ldx + (b % nbe) * Q8X_BLOCK + lane];
-            } else if (b < nb) {
-                const int64_t e = (b - a.k * nbe) * Q8X_BLOCK + lane;
-                v[j] = cuda_swiglu1(a.g[t * a.ldg + e], a.u[t * a.ldu + e]);
-            }
+    {
+        const int nch = (int)(a.Fe / 16), nall = k * nch, ncs = (int)(a.Fs / 16);
+        const int4 *gx = (const int4 *)(a.qx + t * a.k * a.Fe), *gs = (const int4 *)(a.qs + t * a.Fs);
+        for (int c = threadIdx.x; c < nall; c += blockDim.x) {
+            const int i = c / nch, u = c % nch;
+            ((int4 *)(qe + i * a.Fe))[SX ? sx_slot(u) : u] = gx[c];
         }
-        #pragma unroll
-        for (int j = 0; j < MD_U; j++) {
-            const int64_t b = b0 + j;
-            if (b >= nb)            /* the whole warp */
-                break;
-            float2 dq;
-            const int q = cuda_q8_lane(v[j], &dq);
-            if (b < a.k * nbe) {
-                const int64_t e = (b % nbe) * Q8X_BLOCK + lane;
-                qe[(b / nbe) * a.Fe + (SX ? 16 * sx_slot((int)(e / 16)) + e % 16 : e)] = (int8_t)q;
-                if (lane == 0)
-                    de[b] = dq;
-            } else {
-                qs[(b - a.k * nbe) * Q8X_BLOCK + lane] = (int8_t)q;
-                if (lane == 0)
-                    ds[b - a.k * nbe] = dq;
-            }
-        }
+        for (int c = threadIdx.x; c < ncs; c += blockDim.x)
+            ((int4 *)qs)[c] = gs[c];
+        const float2 *gdx = a.dx + t * a.k * nbe, *gds = a.ds + t * nbs;
+        for (int j = threadIdx.x; j < k * (int)nbe; j += blockDim.x)
+            de[j] = gdx[j];
+        for (int j = threadIdx.x; j < (int)nbs; j += blockDim.x)
+            ds[j] = gds[j];
     }
     __syncthreads();
 
@@ -181,13 +172,24 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
     const int64_t T = sel->rows, k = sel->cols;
     if (!T)
         return;
-    if (!md_takes(c, we, x, sel, ws, g, u)) {
+    const int64_t Fe = (int64_t)we->t->ne[0], Fs = (int64_t)ws->t->ne[0], Q = T * k;
+    /* the int8 rows in the scratch: the experts' rows, then the shared ones */
+    const uintptr_t al = 15;
+    int8_t *qx = (int8_t *)c->deq;
+    float2 *dx = (float2 *)(((uintptr_t)(qx + Q * Fe) + al) & ~al);
+    int8_t *qs = (int8_t *)(((uintptr_t)(dx + Q * (Fe / Q8X_BLOCK)) + al) & ~al);
+    float2 *ds = (float2 *)(((uintptr_t)(qs + T * Fs) + al) & ~al);
+    const bool fits = c->deq && (uintptr_t)(ds + T * (Fs / Q8X_BLOCK)) <=
+                                    (uintptr_t)c->deq + c->deq_floats * sizeof(float);
+    if (!fits || !md_takes(c, we, x, sel, ws, g, u)) {
         cuda_matmul_id(be, we, x, sel, ey);
         cuda_matmul_glu(be, ws, g, u, s);
         cuda_moe_combine_shared(be, ey, w, k, sg, s, out);
         return;
     }
-    const int64_t Fe = (int64_t)we->t->ne[0], Fs = (int64_t)ws->t->ne[0];
+    c->q8.valid = c->h16.valid = false;     /* the scratch's rows are these now */
+    if (!cuda_q8x(be, x, NULL, qx, dx, "k_q8x") || !cuda_q8x(be, g, u, qs, ds, "k_q8x(glu)"))
+        return;
     md_args a;
     a.We = (const uint8_t *)we->data;
     a.Ws = (const uint8_t *)ws->data;
@@ -198,12 +200,10 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
     a.Fe = Fe;
     a.Fs = Fs;
     a.k = k;
-    a.x = (const float *)x->data;
-    a.ldx = x->ld;
-    a.g = (const float *)g->data;
-    a.ldg = g->ld;
-    a.u = (const float *)u->data;
-    a.ldu = u->ld;
+    a.qx = qx;
+    a.dx = dx;
+    a.qs = qs;
+    a.ds = ds;
     a.sg = (const float *)sg->data;
     a.ldsg = sg->ld;
     a.sel = (const int32_t *)sel->data;
