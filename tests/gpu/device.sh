@@ -15,7 +15,11 @@
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
-# machine keeps /tmp while warm).
+# machine keeps /tmp while warm). On a machine that has not made run.sh's
+# test files yet STEPS=test can take more than a call (2026-12-04: cut
+# at 600 s in its second round): split it with run.sh's TEST_PARTS, e.g.
+# TEST_PARTS="ops0 models0", then "ops1 models1", then "fast rest", one
+# call each, back to back.
 # Usage: bash .cuda-carry/device.sh [CARRY (.cuda-carry)]
 set -u
 dir=${1:-.cuda-carry}

@@ -18,6 +18,12 @@
 # the chunked delta rule, f16 tensor-core and grouped expert products,
 # tiled attention).
 # Ends with "N passed, N failed".
+# TEST_PARTS (default all: "ops0 models0 ops1 models1 fast rest") runs only
+# the named parts (opsN, modelsN: the op cases and the model runs of round
+# NEW=N; fast: the fast-mode model runs; rest: MTP, the device flags and q36
+# serve), so that the script can be split over device calls of at most 10
+# minutes on one warm machine; with TEST_PARTS set, test files already
+# made in LOG/models by an earlier part are used again.
 #
 # Usage: tests/gpu/run.sh [BIN_DIR] [TRAINED.gguf]
 #   BIN_DIR holds q36 and test_backend_cuda (default: build, build/tests/gpu);
@@ -44,9 +50,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
 # ---- synthetic models: both architectures, the device weight types, odd
 # geometries (head dims 64/128/256, 1-3 KV heads, experts top-1/3/8)
 models=()
+parts=" ${TEST_PARTS:-ops0 models0 ops1 models1 fast rest} "
+want() { [[ $parts == *" $1 "* ]]; }
 synth() {   # synth NAME ARGS...
     local name=$1; shift
-    if "$q36" synth "$@" -o "$log/models/$name.gguf" >"$log/models/$name.log" 2>&1; then
+    if [ -n "${TEST_PARTS:-}" ] && [ -f "$log/models/$name.gguf" ]; then
+        models+=("$log/models/$name.gguf")
+    elif "$q36" synth "$@" -o "$log/models/$name.gguf" >"$log/models/$name.log" 2>&1; then
         models+=("$log/models/$name.gguf")
     else
         fail "synth.$name" "$(tail -n 3 "$log/models/$name.log")"
@@ -71,11 +81,17 @@ for NEW in 0 1; do
     echo "# Q36_CUDA_GRAPHS, FASTMV, FUSED, PDL, ATTNGQA, MVMIXED, EXACTINV all $NEW"
     # the op cases: the switched prompt paths' cases (contexts of their own,
     # host references in double) take minutes, not seconds
-    limit=600 one "ops$sfx"
+    want "ops$NEW" && limit=600 one "ops$sfx"
+    want "models$NEW" || continue
     for m in "${models[@]}"; do
         one "model-$(basename "$m" .gguf)$sfx" --no-ops "$m"
     done
 done
+if ! want fast && ! want rest; then
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit
+fi
 # fast mode on the GPU, its prompt paths at their defaults (all on: the
 # chunked delta rule, cuda_chunk.h; f16 tensor-core products, cuda_gemm.cu;
 # grouped expert products on f16 tensor cores, cuda_moe.h; tiled prompt
@@ -84,7 +100,7 @@ done
 # cuda.model.fast.*. (The op cases above ran each path in a context of its
 # own.)
 unset Q36_CUDA_CHUNKED Q36_CUDA_GEMM16 Q36_CUDA_MOEGEMM Q36_CUDA_FATTN
-for m in "${models[@]}"; do
+want fast && for m in "${models[@]}"; do
     one "model-fast-$(basename "$m" .gguf)" --no-ops --fast "$m"
 done
 
@@ -102,7 +118,7 @@ done
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
-for m in "${models[@]}"; do
+want fast && for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
         NEW=1 one "model-fastnew-$(basename "$m" .gguf)" --no-ops --fast "$m"
@@ -126,6 +142,11 @@ done
 # trained model in exact mode (the verify passes, the DeltaNet rollback and
 # the MTP block on the device): the greedy tokens with drafts must be the
 # tokens without ("same tokens | yes")
+if ! want rest; then
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit
+fi
 if [ -n "$trained" ] && [ -f "$trained" ]; then
     timeout 200 "$q36" bench --spec-type draft-mtp -m "$trained" -ngl 99 --exact -p 64 -n 96 -r 1 \
         >"$log/spec.log" 2>&1
