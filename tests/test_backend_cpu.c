@@ -623,7 +623,7 @@ static void test_ops_table(void)
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
     const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
                                &ops->deltanet_gated,
-                               &ops->attn_prologue };
+                               &ops->attn_prologue, &ops->moe_down_shared };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {
         bool opt = false;
