@@ -746,10 +746,9 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
         return false;
     if (c->q8.valid && c->q8.x == x->data && c->q8.R == R && c->q8.ld == x->ld && c->q8.K == K)
         return true;
-    cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream,
-                (float *)x->data, x->ld, (const float *)NULL, (int64_t)0, R, K, *qx, *dx);
+    const bool ok = cuda_q8x(be, x, NULL, *qx, *dx, "k_q8x");
     cuda_q8_kept(c, x);
-    return CUDA_LAUNCHED(be, "k_q8x");
+    return ok;
 }
 
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8 on int8 rows of x
@@ -976,9 +975,7 @@ void cuda_matmul_glu(be_ctx *be, const be_weight *w, be_tensor *g, const be_tens
     float2 *dx;
     if (c->f_glu8 && R && R <= c->mv_rows && mv8_type(w->type) && !g->f16 && !u->f16 &&
         cuda_q8_layout(c, R, K, &qx, &dx)) {
-        cuda_launch(k_q8x, cuda_blocks(R * (K / Q8X_BLOCK) * 32, 256), 256, 0, c->stream,
-                    (float *)g->data, g->ld, (const float *)u->data, u->ld, R, K, qx, dx);
-        if (!CUDA_LAUNCHED(be, "k_q8x(glu)"))
+        if (!cuda_q8x(be, g, u, qx, dx, "k_q8x(glu)"))
             return;
         const bool keep = c->q8keep;
         cuda_q8_kept(c, g);
