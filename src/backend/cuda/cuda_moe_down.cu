@@ -163,6 +163,21 @@ static bool md_takes(const cuda_ctx *c, const be_weight *we, const be_tensor *x,
            !(c->moegemm && cuda_moe_grouped(T * k, E, c->moe_per_expert));
 }
 
+/* the int8 rows in the scratch: the T k experts' rows (Fe bytes), then the
+ * T shared ones (Fs), each with its (scale, sum) pairs; false when they do
+ * not fit */
+static bool md_layout(const cuda_ctx *c, int64_t T, int64_t k, int64_t Fe, int64_t Fs,
+                      int8_t **qx, float2 **dx, int8_t **qs, float2 **ds)
+{
+    const uintptr_t al = 15;
+    *qx = (int8_t *)c->deq;
+    *dx = (float2 *)(((uintptr_t)(*qx + T * k * Fe) + al) & ~al);
+    *qs = (int8_t *)(((uintptr_t)(*dx + T * k * (Fe / Q8X_BLOCK)) + al) & ~al);
+    *ds = (float2 *)(((uintptr_t)(*qs + T * Fs) + al) & ~al);
+    return c->deq && (uintptr_t)(*ds + T * (Fs / Q8X_BLOCK)) <=
+                         (uintptr_t)c->deq + c->deq_floats * sizeof(float);
+}
+
 void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
                           const be_tensor *sel, const be_tensor *w, const be_weight *ws,
                           be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
@@ -172,16 +187,10 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *we, const be_tensor *x,
     const int64_t T = sel->rows, k = sel->cols;
     if (!T)
         return;
-    const int64_t Fe = (int64_t)we->t->ne[0], Fs = (int64_t)ws->t->ne[0], Q = T * k;
-    /* the int8 rows in the scratch: the experts' rows, then the shared ones */
-    const uintptr_t al = 15;
-    int8_t *qx = (int8_t *)c->deq;
-    float2 *dx = (float2 *)(((uintptr_t)(qx + Q * Fe) + al) & ~al);
-    int8_t *qs = (int8_t *)(((uintptr_t)(dx + Q * (Fe / Q8X_BLOCK)) + al) & ~al);
-    float2 *ds = (float2 *)(((uintptr_t)(qs + T * Fs) + al) & ~al);
-    const bool fits = c->deq && (uintptr_t)(ds + T * (Fs / Q8X_BLOCK)) <=
-                                    (uintptr_t)c->deq + c->deq_floats * sizeof(float);
-    if (!fits || !md_takes(c, we, x, sel, ws, g, u)) {
+    const int64_t Fe = (int64_t)we->t->ne[0], Fs = (int64_t)ws->t->ne[0];
+    int8_t *qx, *qs;
+    float2 *dx, *ds;
+    if (!md_takes(c, we, x, sel, ws, g, u) || !md_layout(c, T, k, Fe, Fs, &qx, &dx, &qs, &ds)) {
         cuda_matmul_id(be, we, x, sel, ey);
         cuda_matmul_glu(be, ws, g, u, s);
         cuda_moe_combine_shared(be, ey, w, k, sg, s, out);
