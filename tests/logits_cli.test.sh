@@ -46,5 +46,18 @@ expect usage_bad_ctk 2 -m "$M" --ids 1 -o "$tmp/x" -ctk q4
 expect err_token_range 1 -m "$M" --ids "1 $V" -o "$tmp/x"
 expect err_context 1 -m "$M" --ids "1 2 3" -c 2 -o "$tmp/x"
 expect err_model 1 -m "$tmp/none.gguf" --ids 1 -o "$tmp/x"
+# q8_0 K/V: K and V together, a head size 32 divides, the CPU backend
+expect err_kv_q8_mixed 1 -m "$M" --ids 1 -o "$tmp/x" -ctk q8_0 -ctv f16
+expect err_kv_q8_gpu 1 -m "$M" --ids 1 -o "$tmp/x" -ctk q8_0 -ctv q8_0 -ngl 99
+if "$Q36" synth --arch qwen35 --preset tiny --head-dim 80 -o "$tmp/h80.gguf" >/dev/null 2>&1; then
+    expect err_kv_q8_head_size 1 -m "$tmp/h80.gguf" --ids 1 -o "$tmp/x" -ctk q8_0 -ctv q8_0
+    grep -q "key_length is 80" "$tmp/e" && ok err_kv_q8_names_key || fail err_kv_q8_names_key "$(head -c 300 "$tmp/e")"
+else
+    fail err_kv_q8_head_size "q36 synth --head-dim 80 failed"
+fi
+if "$Q36" logits -m "$M" --ids "1 2 3 4 5" -o "$tmp/k8.f32" --all -ctk q8_0 -ctv q8_0 >/dev/null &&
+   "$Q36" logits -m "$M" --ids "1 2 3 4 5" -o "$tmp/k8s.f32" --all -ctk q8_0 -ctv q8_0 --split 1 -t 2 >/dev/null &&
+   cmp -s "$tmp/k8.f32" "$tmp/k8s.f32" && ! cmp -s "$tmp/k8.f32" "$tmp/all.f32"; then ok kv_q8_split_same
+else fail kv_q8_split_same "q8_0 K/V logits differ with --split 1 -t 2, or equal the f16 ones"; fi
 if "$Q36" logits -m "$M" --ids "1 $V" -o "$tmp/x" 2>&1 | grep -q "vocabulary"; then ok err_names_vocab
 else fail err_names_vocab "message does not name the vocabulary"; fi

@@ -244,6 +244,22 @@ for line in "tiny_f32_kv16 | --arch qwen35 --preset tiny --type f32" \
     settings_case "$line" 64 9 1e-3 "-ctk f16 -ctv f16" "--kv f16 --fa off"
 done
 
+# q8_0 K/V cache against llama.cpp's q8_0 cache with flash attention on
+# (llama.cpp needs it for a quantized V cache), bit for bit (tolerance 0):
+# its Walsh-Hadamard rotations of q and k (by 64 up to the head size: 64,
+# 128 with a scale that is not a power of two, 256 as the real models) and
+# of v and the output (64; none at head size 96), and its CPU flash
+# attention's order, the query quantized to q8_0 for the scores. 300
+# tokens, q8_0 and f32 weights, dense and MoE, a GQA group of 32 (more
+# than one tile of cpu_attn_q8.c holds).
+for line in "tiny_q8_kv8       | --arch qwen35 --preset tiny --type q8_0" \
+            "tiny_f32_kv8_h128 | --arch qwen35 --preset tiny --type f32 --head-dim 128" \
+            "moe_q8_kv8_h256   | --arch qwen35moe --preset tiny --type q8_0 --head-dim 256 --layers 5 --attn-interval 2" \
+            "tiny_q8_kv8_h96   | --arch qwen35 --preset tiny --type q8_0 --head-dim 96" \
+            "tiny_q8_kv8_g32   | --arch qwen35 --preset tiny --type q8_0 --heads 32 --kv-heads 1"; do
+    settings_case "$line" 300 13 0 "-ctk q8_0 -ctv q8_0" "--kv q8_0 --fa on"
+done
+
 # fast mode (--fast: chunked DeltaNet for prompt batches) against the same
 # oracle, f32 weights, 600 tokens: the chunked form reorders the DeltaNet sums,
 # which adds float-rounding differences of the same kind as the rest

@@ -225,6 +225,61 @@ static void test_rms(int64_t rows, int64_t cols, int64_t group, bool weight)
     free(x); free(wv); free(g);
 }
 
+/* be_hadamard against the Sylvester matrix (H_1 = 1, H_2m = [[H, H],
+ * [H, -H]]) over sqrt(n) in double, on a view (the padding columns of the
+ * parent stay as they were), 1 and 3 threads the same bits; twice is the
+ * identity within rounding (H H = n I). */
+static void test_hadamard(int64_t rows, int64_t cols, int64_t n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cpu.hadamard_%lldx%lld_n%lld", (long long)rows, (long long)cols,
+             (long long)n);
+    t_rng r = t_rng_named(name);
+    const int64_t ld = cols + 3;
+    float *x = t_randv(&r, rows * ld, 2), *g1 = malloc(sizeof(float) * (size_t)(rows * ld));
+    float *g3 = malloc(sizeof(float) * (size_t)(rows * ld)), *gg = malloc(sizeof(float) * (size_t)(rows * ld));
+    be_tensor *p1 = upload(be1, x, rows, ld), *p3 = upload(be3, x, rows, ld);
+    be_hadamard(be1, be_view(be1, p1, 0, cols), n);
+    be_hadamard(be3, be_view(be3, p3, 0, cols), n);
+    be_read(be1, p1, 0, rows, g1);
+    be_read(be3, p3, 0, rows, g3);
+    be_hadamard(be1, be_view(be1, p1, 0, cols), n);
+    be_read(be1, p1, 0, rows, gg);
+    double worst = 0, back = 0;
+    bool pad = true;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *xi = x + i * ld;
+        for (int64_t c = cols; c < ld; c++)
+            pad &= g1[i * ld + c] == xi[c] && g3[i * ld + c] == xi[c];
+        for (int64_t c0 = 0; c0 < cols; c0 += n)
+            for (int64_t a = 0; a < n; a++) {
+                double ref = 0, mag = 0;
+                for (int64_t b = 0; b < n; b++) {
+                    const int sign = __builtin_popcountll((unsigned long long)(a & b)) & 1 ? -1 : 1;
+                    ref += sign * (double)xi[c0 + b];
+                    mag += fabs((double)xi[c0 + b]);
+                }
+                ref /= sqrt((double)n);
+                mag /= sqrt((double)n);
+                const double e = fabs(g1[i * ld + c0 + a] - ref) / mag;
+                const double eb = fabs(gg[i * ld + c0 + a] - xi[c0 + a]) / (mag + 1e-30);
+                worst = e > worst ? e : worst;
+                back = eb > back ? eb : back;
+            }
+    }
+    const double log2n = log2((double)n);
+    t_check(name, pad && worst <= (log2n + 2) * 0x1p-24 && back <= 2 * (log2n + 2) * 0x1p-24 &&
+                      !memcmp(g1, g3, sizeof(float) * (size_t)(rows * ld)),
+            "padding kept %d, worst error %.3g of the terms' size (bound %.3g), twice: %.3g, "
+            "3 threads the same bits: %d", pad, worst, (log2n + 2) * 0x1p-24, back,
+            !memcmp(g1, g3, sizeof(float) * (size_t)(rows * ld)));
+    be_views_reset(be1);
+    be_views_reset(be3);
+    be_tensor_free(be1, p1);
+    be_tensor_free(be3, p3);
+    free(x); free(g1); free(g3); free(gg);
+}
+
 static void test_rope(int64_t rows, int64_t heads, int64_t hd, int64_t n_rot, int64_t pos0)
 {
     char name[96];
@@ -746,6 +801,11 @@ int main(void)
     test_rms(33, 256, 64, true);
     test_rms(1, 255, 255, false);
     test_rms(5, 512, 128, false);
+    test_hadamard(5, 512, 256);   /* q or k of 2 heads of 256 */
+    test_hadamard(33, 512, 64);   /* v */
+    test_hadamard(1, 128, 128);
+    test_hadamard(40, 96, 32);
+    test_hadamard(3, 8, 1);
     test_rope(3, 2, 256, 64, 0);
     test_rope(5, 3, 128, 32, 4000);
     test_rope(2, 4, 64, 16, 262000);

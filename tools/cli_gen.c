@@ -51,7 +51,7 @@ const char cli_gen_flags_help[] =
 "  -n N                 tokens to generate (default -1: until end of generation)\n"
 "  -t N                 threads (default 1; 0 = every CPU)\n"
 "  -b N                 tokens per prompt batch (default 512)\n"
-"  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
+"  -ctk T, -ctv T       K/V cache types: f16 (default), f32 or q8_0\n"
 "  --temp T             temperature (default 0.8; 0 = greedy)\n"
 "  --top-k K            (default 40; 0 = off)    --top-p P   (default 0.95; 1 = off)\n"
 "  --min-p P            (default 0.05; 0 = off)\n"
@@ -69,15 +69,6 @@ CLI_DEVICE_HELP
 "                       head's 10 best is below P (default 0)\n"
 "  --draft-rollback R   states (default: the verify pass keeps the DeltaNet state after\n"
 "                       each row) or replay (a checkpoint, then the kept rows again)\n";
-
-static int kv_type(const char *s)
-{
-    if (s && !strcmp(s, "f16"))
-        return Q36_KV_F16;
-    if (s && !strcmp(s, "f32"))
-        return Q36_KV_F32;
-    return -1;
-}
 
 enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_gen_opts *o)
 {
@@ -157,9 +148,9 @@ enum cli_flag cli_gen_flag(const char *cmd, int argc, char **argv, int *i, cli_g
     bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
     bool is_v = !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v");
     if (is_k || is_v) {
-        int t = kv_type(v);
+        int t = q36_kv_type_parse(v);
         if (t < 0) {
-            cli_usage(cmd, "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)");
+            cli_usage(cmd, "%s expects f16, f32 or q8_0, got '%s'", a, v ? v : "(nothing)");
             return CLI_FLAG_BAD;
         }
         *(is_k ? &o->sess.type_k : &o->sess.type_v) = t;

@@ -24,7 +24,7 @@ static void usage(FILE *o)
 {
     fprintf(o,
 "usage: q36 logits [-m MODEL.gguf] (--ids \"1 2 3\" | --ids-file F) -o OUT.f32 [--all]\n"
-"                  [-t N] [-c N] [-b N] [-ctk f32|f16] [-ctv f32|f16] [--split N]\n"
+"                  [-t N] [-c N] [-b N] [-ctk f32|f16|q8_0] [-ctv f32|f16|q8_0] [--split N]\n"
 "                  [--greedy N] [--fast|--exact] [--profile] [--mtp] [-ngl N] [--device D]\n"
 "\n"
 "Evaluates the ids from position 0 and writes float32 logits [positions][n_vocab]\n"
@@ -38,7 +38,7 @@ static void usage(FILE *o)
 "  -t N           threads (default 1)\n"
 "  -c N           context (default: the number of ids)\n"
 "  -b N           tokens per forward batch (default 512)\n"
-"  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
+"  -ctk T -ctv T  K/V cache types, f32, f16 or q8_0 (default f16)\n"
 "  --split N      append the ids N at a time (default: all at once)\n"
 "  --profile      time every backend op (a diagnostic: the logits do not change)\n"
 "  --greedy N     then generate N tokens greedily: print their ids, write the\n"
@@ -46,15 +46,6 @@ static void usage(FILE *o)
 "  --mtp          the MTP head's logits of every row instead: row p from id p and\n"
 "                the trunk's hidden row of p-1 (zeros at p = 0), [n][n_vocab]\n"
 "%s", cli_device_help);
-}
-
-static int kv_type(const char *s)
-{
-    if (s && !strcmp(s, "f32"))
-        return Q36_KV_F32;
-    if (s && !strcmp(s, "f16"))
-        return Q36_KV_F16;
-    return -1;
 }
 
 /* --mtp: the trunk over every id (its hidden rows), then the MTP block
@@ -149,11 +140,11 @@ int cmd_logits(int argc, char **argv)
         } else if (!strcmp(a, "--greedy") && nx) {
             if (cli_int(C, a, argv[++i], 1, 1 << 20, &greedy)) return CLI_USAGE;
         } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) && nx) {
-            if ((o.type_k = kv_type(argv[++i])) < 0)
-                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+            if ((o.type_k = q36_kv_type_parse(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32, f16 or q8_0, got '%s'", a, argv[i]);
         } else if ((!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) && nx) {
-            if ((o.type_v = kv_type(argv[++i])) < 0)
-                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+            if ((o.type_v = q36_kv_type_parse(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32, f16 or q8_0, got '%s'", a, argv[i]);
         } else {
             return cli_usage(C, "unknown or incomplete flag '%s'", a);
         }

@@ -27,7 +27,7 @@ static void usage(FILE *o)
 {
     fprintf(o,
 "usage: q36 perplexity [-m MODEL.gguf] -f FILE [-c N] [--chunks N] [-t N] [-b N]\n"
-"                      [-ctk f32|f16] [-ctv f32|f16] [--fast|--exact]\n"
+"                      [-ctk f32|f16|q8_0] [-ctv f32|f16|q8_0] [--fast|--exact]\n"
 "\n"
 "The perplexity of FILE as llama-perplexity measures it: chunks of -c tokens,\n"
 "each evaluated from position 0, the second half of each scored. Prints the\n"
@@ -38,17 +38,8 @@ static void usage(FILE *o)
 "  --chunks N     at most N chunks (default: all)\n"
 "  -t N           threads (default 1)\n"
 "  -b N           tokens per forward batch (default 512)\n"
-"  -ctk T -ctv T  K/V cache types, f32 or f16 (default f16)\n"
+"  -ctk T -ctv T  K/V cache types, f32, f16 or q8_0 (default f16)\n"
 "  --fast, --exact  the mode (perplexity runs on the CPU: exact by default)\n");
-}
-
-static int kv_type(const char *s)
-{
-    if (s && !strcmp(s, "f32"))
-        return Q36_KV_F32;
-    if (s && !strcmp(s, "f16"))
-        return Q36_KV_F16;
-    return -1;
 }
 
 /* llama.cpp's log_softmax of one row at `tok`: max in float, sum in double. */
@@ -90,11 +81,11 @@ int cmd_perplexity(int argc, char **argv)
             o.n_batch = (int)v;
         } else if (cli_mode_flag(a, &o.fast)) {
         } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) && nx) {
-            if ((o.type_k = kv_type(argv[++i])) < 0)
-                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+            if ((o.type_k = q36_kv_type_parse(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32, f16 or q8_0, got '%s'", a, argv[i]);
         } else if ((!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) && nx) {
-            if ((o.type_v = kv_type(argv[++i])) < 0)
-                return cli_usage(C, "%s expects f32 or f16, got '%s'", a, argv[i]);
+            if ((o.type_v = q36_kv_type_parse(argv[++i])) < 0)
+                return cli_usage(C, "%s expects f32, f16 or q8_0, got '%s'", a, argv[i]);
         } else {
             return cli_usage(C, "unknown or incomplete flag '%s'", a);
         }

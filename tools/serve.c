@@ -35,7 +35,7 @@ static void usage(FILE *o)
 "  --cache-dir DIR      keep the prefix cache in DIR/q36-prefix-cache.bin across restarts:\n"
 "                       read at start (what fits --cache-ram; a file of another model\n"
 "                       or engine is refused with a message), written at a clean stop\n"
-"  -ctk T, -ctv T       K/V cache types: f16 (default) or f32\n"
+"  -ctk T, -ctv T       K/V cache types: f16 (default), f32 or q8_0\n"
 "  --spec-type T        speculative decoding: none (default) or draft-mtp (every slot\n"
 "                       drafts with the model's MTP block, verified in the same pass;\n"
 "                       the replies are the same tokens)\n"
@@ -70,11 +70,6 @@ static char *read_key(const char *path)
     }
     fclose(f);
     return k;
-}
-
-static int kv_type(const char *s)
-{
-    return !s ? -1 : !strcmp(s, "f16") ? Q36_KV_F16 : !strcmp(s, "f32") ? Q36_KV_F32 : -1;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -147,10 +142,10 @@ int cmd_serve(int argc, char **argv)
             }
             o.aliases[o.n_aliases++] = v;
         } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
-            int t = kv_type(v);
+            int t = q36_kv_type_parse(v);
             if (t < 0) {
                 free(key);
-                return cli_usage("serve", "%s expects f16 or f32, got '%s'", a, v);
+                return cli_usage("serve", "%s expects f16, f32 or q8_0, got '%s'", a, v);
             }
             *(!strcmp(a, "-ctk") ? &o.sess.type_k : &o.sess.type_v) = t;
         } else {

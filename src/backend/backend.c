@@ -426,6 +426,16 @@ void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y) { 
 void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y) { be->ops->mul_col(be, a, s, y); }
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->silu(be, x, y); }
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y) { be->ops->sigmoid(be, x, y); }
+
+void be_hadamard(be_ctx *be, be_tensor *x, int64_t n)
+{
+    assert(n >= 1 && (n & (n - 1)) == 0 && x->cols % n == 0 && x->type == BE_F32);
+    if (be->ops->hadamard)
+        be->ops->hadamard(be, x, n);
+    else
+        be_fail(be, Q36_E_UNSUP, "the %s backend has no Walsh-Hadamard rotation (q8_0 K/V "
+                "caches)", be_name(be));
+}
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
 
 void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

@@ -60,7 +60,7 @@ typedef struct be_tensor be_tensor;
 typedef struct be_weight be_weight;
 
 /* Element types of tensors. q8_0 (ggml's block of 32: f16 scale, 32 int8)
- * is the K/V cache type llama.cpp offers next; no op takes it yet. */
+ * is a K/V cache type (be_kv_store, be_attention; the CPU backend's). */
 enum be_type { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2, BE_Q8_0 = 3, BE_NTYPES };
 
 /* Bytes of n elements of a type (n a multiple of 32 for q8_0). */
@@ -285,6 +285,13 @@ void be_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);  
 void be_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
 void be_silu(be_ctx *be, const be_tensor *x, be_tensor *y);                       /* x/(1+e^-x) */
 void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
+/* In place, each run of n consecutive columns of each row of x (cols a
+ * multiple of n, n a power of two) times the n x n Walsh-Hadamard matrix
+ * over sqrt(n), in ggml's order (its fwht): every element times
+ * 1/sqrtf(n) first, then butterflies u+v, u-v of span 1, 2, ..., n/2.
+ * llama.cpp rotates q, k and v so for quantized K/V caches (and the
+ * attention output back). */
+void be_hadamard(be_ctx *be, be_tensor *x, int64_t n);
 /* y = silu(g) * u */
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */
@@ -322,7 +329,8 @@ void be_attn_prologue(be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *
 
 /* Writes the rows of k and v (T x Hkv*hd) into the caches: the rows of a
  * run go to its slot's cache rows [pos0, pos0+n) (cache row
- * slot*kv_rows + p). */
+ * slot*kv_rows + p); rounded to f16, or quantized to q8_0 as ggml
+ * quantizes activations, for those cache types. */
 void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                  const be_tensor *v, const be_batch *b);
 
@@ -330,7 +338,10 @@ void be_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
  * rows [0, pos0+n): q is T x Hq*hd, out T x Hq*hd; query head h reads KV
  * head h / (Hq/Hkv). Scores k·q in f32 (f16 caches: q rounded to f16
  * first), times scale, softmax with max subtraction and a double sum, then
- * the probability-weighted sum of V (f16 V cache: probabilities rounded). */
+ * the probability-weighted sum of V (f16 V cache: probabilities rounded).
+ * q8_0 caches (both; head_dim a multiple of 32): llama.cpp's flash
+ * attention instead, q quantized to q8_0 for the scores and an online
+ * softmax (cpu_attn_q8.c). */
 void be_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                   float scale, be_tensor *out);

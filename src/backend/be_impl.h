@@ -165,6 +165,9 @@ struct be_ops {
                             const be_tensor *sel, const be_tensor *w, const be_weight *wds,
                             be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
                             be_tensor *s, be_tensor *out);
+    /* optional: only q8_0 caches need it, and only backends that take them
+     * (without it be_hadamard fails the pass) */
+    void (*hadamard)(be_ctx *be, be_tensor *x, int64_t n);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

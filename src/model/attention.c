@@ -7,6 +7,25 @@
 
 #include <math.h>
 
+/* The Walsh-Hadamard rotations llama.cpp gives quantized K/V caches (its
+ * attn_rot_k / attn_rot_v): q and k by the largest power of two >= 64 that
+ * divides the head size, v (and the output back) by 64; none for a head
+ * size that 64 does not divide, or an f16/f32 cache. */
+static int64_t rot_k(const be_tensor *kc, int64_t hd)
+{
+    if (be_type_of(kc) != BE_Q8_0 || hd % 64)
+        return 0;
+    int64_t n = 64;
+    while (hd % (2 * n) == 0)
+        n *= 2;
+    return n;
+}
+
+static int64_t rot_v(const be_tensor *vc, int64_t hd)
+{
+    return be_type_of(vc) == BE_Q8_0 && hd % 64 == 0 ? 64 : 0;
+}
+
 void model_attention_kv(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor **qo,
                         be_tensor **gate_o)
 {
@@ -37,6 +56,13 @@ void model_attention_kv(q36_engine *e, int il, int64_t T, be_tensor *h, be_tenso
     be_tensor *pos = be_rows(be, e->batch.pos, 0, T);
     be_attn_prologue(be, qg, q, gate, k, L->q_norm, L->k_norm, hp->eps, hd, hp->n_rot,
                      hp->rope_sections, hp->rope_base, pos);
+    const int64_t nk = rot_k(e->kc[il], hd), nv = rot_v(e->vc[il], hd);
+    if (nk) {
+        be_hadamard(be, q, nk);
+        be_hadamard(be, k, nk);
+    }
+    if (nv)
+        be_hadamard(be, v, nv);
     be_kv_store(be, e->kc[il], e->vc[il], k, v, &e->batch);
     *qo = q;
     *gate_o = gate;
@@ -50,6 +76,9 @@ void model_attention_out(q36_engine *e, int il, int64_t T, be_tensor *q, be_tens
     const int64_t Hq = hp->n_head, Hkv = hp->n_head_kv, hd = hp->head_dim;
     be_tensor *att = model_rows(e, e->sc.att, T);
     be_attention(be, q, e->kc[il], e->vc[il], b, Hq, Hkv, hd, 1.0f / sqrtf((float)hd), att);
+    const int64_t nv = rot_v(e->vc[il], hd);
+    if (nv)
+        be_hadamard(be, att, nv);
     be_sigmoid(be, gate, gate);
     be_mul(be, att, gate, att);
     be_matmul(be, e->w.layer[il].wo, 0, att, out);

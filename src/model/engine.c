@@ -28,6 +28,20 @@ q36_engine_opts q36_engine_opts_default(void)
     return o;
 }
 
+int q36_kv_type_parse(const char *name)
+{
+    for (int t = Q36_KV_F32; t <= Q36_KV_Q8_0; t++)
+        if (name && !strcmp(name, q36_kv_type_name(t)))
+            return t;
+    return -1;
+}
+
+const char *q36_kv_type_name(int type)
+{
+    static const char *const names[] = { "f32", "f16", "q8_0" };
+    return type >= Q36_KV_F32 && type <= Q36_KV_Q8_0 ? names[type] : "?";
+}
+
 int q36_opts_fast(const q36_engine_opts *o)
 {
     if (o->fast >= 0)

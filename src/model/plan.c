@@ -12,6 +12,11 @@
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+static enum be_type kv_type(int t)
+{
+    return t == Q36_KV_F16 ? BE_F16 : t == Q36_KV_Q8_0 ? BE_Q8_0 : BE_F32;
+}
+
 void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
                      void (*fn)(void *ctx, const plan_item *it), void *ctx)
 {
@@ -21,8 +26,7 @@ void model_plan_walk(const model_hparams *hp, const plan_args *a, q36_engine *e,
     const int64_t Hv = hp->ssm_dt_rank, dv = hp->ssm_state;
     const int64_t Hq = hp->n_head, hd = hp->head_dim;
     const int64_t Fw = max64(max64(hp->n_ff, hp->n_ff_shexp), 1);
-    const enum be_type tk = a->type_k == Q36_KV_F16 ? BE_F16 : BE_F32;
-    const enum be_type tv = a->type_v == Q36_KV_F16 ? BE_F16 : BE_F32;
+    const enum be_type tk = kv_type(a->type_k), tv = kv_type(a->type_v);
     model_scratch *sc = e ? &e->sc : NULL;
 #define ITEM(nm, kd, ty, r, c, d) \
     fn(ctx, &(plan_item){ (nm), (kd), (ty), (r), (c), e ? (d) : NULL })
@@ -161,9 +165,17 @@ static int check_opts(const q36_engine_opts *o, int n_ctx, q36_err *err)
         return q36_err_set(err, Q36_E_ARG, "batch %d is outside [1, 65536]", o->n_batch);
     if (o->n_slots < 1 || o->n_slots > 4096)
         return q36_err_set(err, Q36_E_ARG, "%d slots is outside [1, 4096]", o->n_slots);
-    if ((o->type_k != Q36_KV_F32 && o->type_k != Q36_KV_F16) ||
-        (o->type_v != Q36_KV_F32 && o->type_v != Q36_KV_F16))
-        return q36_err_set(err, Q36_E_ARG, "K/V cache types must be f32 or f16");
+    if (o->type_k < Q36_KV_F32 || o->type_k > Q36_KV_Q8_0 || o->type_v < Q36_KV_F32 ||
+        o->type_v > Q36_KV_Q8_0)
+        return q36_err_set(err, Q36_E_ARG, "K/V cache types must be f32, f16 or q8_0 (got %d, %d)",
+                           o->type_k, o->type_v);
+    if ((o->type_k == Q36_KV_Q8_0) != (o->type_v == Q36_KV_Q8_0))
+        return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache is for K and V together: K %s, V %s",
+                           q36_kv_type_name(o->type_k), q36_kv_type_name(o->type_v));
+    if (o->type_k == Q36_KV_Q8_0 && o->backend && o->backend[0] &&
+        strcmp(o->backend, "cpu") != 0)
+        return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache runs on the CPU backend only, "
+                           "not on %s (use -ctk/-ctv f16 there)", o->backend);
     if (o->n_threads < 0 || o->n_threads > 256)
         return q36_err_set(err, Q36_E_ARG, "%d threads is outside [0, 256]", o->n_threads);
     return 0;
@@ -176,6 +188,9 @@ int model_plan(const q36_model *m, int n_ctx, const q36_engine_opts *o, q36_mem_
     if (rc)
         return rc;
     const model_hparams *hp = q36_model_hparams(m);
+    if (o->type_k == Q36_KV_Q8_0 && hp->head_dim % 32)
+        return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache needs a head size that is a multiple "
+                           "of 32; %s.attention.key_length is %u", hp->arch_name, hp->head_dim);
     if (o->mtp && !hp->n_nextn)
         return q36_err_set(err, Q36_E_ARG, "MTP asked for, but the model has no MTP block "
                            "(%s.nextn_predict_layers is 0)", hp->arch_name);

@@ -204,6 +204,7 @@ static const struct be_ops cpu_ops = {
     .mul_col = cpu_mul_col,
     .silu = cpu_silu,
     .sigmoid = cpu_sigmoid,
+    .hadamard = cpu_hadamard,
     .swiglu = cpu_swiglu,
     .rms_norm_gate = cpu_rms_norm_gate,
     .deltanet_gates = cpu_deltanet_gates,

@@ -37,6 +37,7 @@ void cpu_mul(be_ctx *be, const be_tensor *a, const be_tensor *b, be_tensor *y);
 void cpu_mul_col(be_ctx *be, const be_tensor *a, const be_tensor *s, be_tensor *y);
 void cpu_silu(be_ctx *be, const be_tensor *x, be_tensor *y);
 void cpu_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
+void cpu_hadamard(be_ctx *be, be_tensor *x, int64_t n);
 void cpu_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 void cpu_deltanet_gates(be_ctx *be, const be_tensor *alpha, const be_weight *dt_bias,
                    const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *beta);

@@ -54,6 +54,9 @@ static void kv_store_run(be_tensor *kc, be_tensor *vc, const be_tensor *k, const
                 uint16_t *d = (uint16_t *)dst[s]->data + (dst0 + r - row0) * dst[s]->ld;
                 for (int64_t c = 0; c < dst[s]->cols; c++)
                     d[c] = quant_f32_to_f16(x[c]);
+            } else if (dst[s]->type == BE_Q8_0) {   /* as ggml's set_rows quantizes */
+                quant_act_quantize(QT_Q8_0, x, (char *)dst[s]->data + (size_t)(dst0 + r - row0) *
+                                   be_type_bytes(BE_Q8_0, dst[s]->ld), dst[s]->cols);
             } else {
                 memcpy(cpu_row(dst[s], dst0 + r - row0), x, (size_t)dst[s]->cols * sizeof(float));
             }
@@ -448,8 +451,11 @@ void cpu_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be
         kr.data = (char *)kc->data + (size_t)c0 * (size_t)be_type_bytes(kc->type, kc->ld);
         vr.data = (char *)vc->data + (size_t)c0 * (size_t)be_type_bytes(vc->type, vc->ld);
         kr.rows = vr.rows = b->kv_rows;
-        cpu_attention_path(be, path, &qr, &kr, &vr, r->pos0, n_head, n_head_kv, head_dim, scale,
-                           &orow);
+        if (kc->type == BE_Q8_0)
+            cpu_attention_q8(be, &qr, &kr, &vr, r->pos0, n_head, n_head_kv, head_dim, scale, &orow);
+        else
+            cpu_attention_path(be, path, &qr, &kr, &vr, r->pos0, n_head, n_head_kv, head_dim,
+                               scale, &orow);
     }
     CPU_PROF_END(be, BE_PROF_ATTENTION);
 }
@@ -469,5 +475,8 @@ void cpu_attention_scratch(const be_shape *s, size_t *shared, size_t *thread_flo
         return;
     *thread_floats = scratch_floats_max(s->n_ctx, s->n_rows, s->n_head, s->n_head_kv,
                                         s->head_dim);
+    const size_t q8 = cpu_attention_q8_floats(s->head_dim, s->n_head / s->n_head_kv);
+    if (*thread_floats < q8)     /* q8_0 caches */
+        *thread_floats = q8;
     *shared = shared_bytes(s->n_head, s->head_dim, score_ld(s->n_ctx));
 }

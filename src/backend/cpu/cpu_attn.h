@@ -20,6 +20,15 @@ void cpu_attention_ref(be_ctx *be, const be_tensor *q, const be_tensor *kc, cons
                        int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                        float scale, be_tensor *out);
 
+/* be_attention over q8_0 K and V caches (cpu_attn_q8.c): ggml's CPU flash
+ * attention order, the query quantized to q8_0 for the scores; head_dim a
+ * multiple of 32. cpu_attention_q8_floats: the per-thread scratch it
+ * takes. */
+void   cpu_attention_q8(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                        int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                        float scale, be_tensor *out);
+size_t cpu_attention_q8_floats(int64_t head_dim, int64_t group);
+
 /* Kernel sets of the tiled attention. GENERIC runs on any CPU (cpu_fdot's
  * dot and axpy, F16C conversion where present); AVX512 needs AVX-512F,
  * DQ, FMA and F16C and 16 lanes (cpu_lanes() == 16); AVX2 needs AVX2, FMA

@@ -251,6 +251,37 @@ void cpu_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
+static void hadamard_task(void *arg, int64_t r0, int64_t r1, int tid)
+{
+    const be_tensor *x = ((void *const *)arg)[0];
+    const int64_t n = *(const int64_t *)((void *const *)arg)[1];
+    const float scale = 1.0f / sqrtf((float)n);
+    (void)tid;
+    for (int64_t r = r0; r < r1; r++) {
+        float *row = cpu_row(x, r);
+        for (int64_t c0 = 0; c0 < x->cols; c0 += n) {
+            float *y = row + c0;
+            for (int64_t j = 0; j < n; j++)
+                y[j] *= scale;
+            for (int64_t len = 1; len < n; len <<= 1)
+                for (int64_t i = 0; i < n; i += 2 * len)
+                    for (int64_t j = i; j < i + len; j++) {
+                        const float u = y[j], v = y[j + len];
+                        y[j] = u + v;
+                        y[j + len] = u - v;
+                    }
+        }
+    }
+}
+
+void cpu_hadamard(be_ctx *be, be_tensor *x, int64_t n)
+{
+    CPU_PROF_BEGIN(be);
+    void *arg[2] = { x, &n };
+    cpu_for(be, x->rows, 16, hadamard_task, arg);
+    CPU_PROF_END(be, BE_PROF_ACT);
+}
+
 void cpu_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);

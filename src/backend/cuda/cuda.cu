@@ -836,6 +836,7 @@ static const struct be_ops cuda_ops = {
     .topk = f_cuda_topk,
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,
+    .hadamard = nullptr,     /* no q8_0 K/V caches on the GPU (plan.c refuses them) */
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,

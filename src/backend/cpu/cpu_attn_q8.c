@@ -1,0 +1,181 @@
+/* cpu_attn_q8.c: attention over q8_0 K/V caches, in the order of ggml's
+ * CPU flash attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk,
+ * the path llama.cpp takes for quantized caches, which need flash
+ * attention there), so that `-ctk q8_0 -ctv q8_0` gives llama.cpp's bits.
+ *
+ * One (query row, head) at a time, keys in position order:
+ *  - the query's head is quantized to q8_0 as ggml quantizes activations
+ *    (quant_act_quantize), and each score is the q8_0 dot product of the
+ *    key's row with it (the per-block integer sums and fused
+ *    multiply-adds that cpu_matmul.c's Q8_0 products take), times the
+ *    scale, plus the causal mask's 0;
+ *  - an online softmax: a new maximum M rescales the accumulator and the
+ *    sum by expf(M_old - M) (libm's expf, as ggml), any other key weighs
+ *    by expf(s - M); the V row is dequantized to f32 and added with fused
+ *    multiply-adds, element by element (ggml_vec_mad_f32), the sum becomes
+ *    S * ms + vs;
+ *  - at the end the accumulator times 1/S.
+ * Each element's operations are independent of the others', so the vector
+ * loops below give the scalar order's bits at any width; and each query
+ * (query row, head)'s are independent of the others', so the heads of a KV
+ * head's group and a tile of rows share each V row's dequantization. */
+#include "cpu_attn.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../quant/quant.h"
+
+#define Q8_BYTES(n) ((n) / 32 * 34)
+
+typedef struct {
+    const be_tensor *q, *kc, *vc;
+    be_tensor *out;
+    int64_t pos0, hd, group;
+    int64_t n_head;
+    float scale;
+    quant_dot_fn dot;
+    be_ctx *be;
+    bool avx2;          /* AVX2 and FMA: the vector loops */
+} q8_plan;
+
+/* y[i] = y[i] * v (ggml_vec_scale_f32) */
+__attribute__((target("avx2,fma"))) static void scale_avx2(int64_t n, float *y, float v)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_set1_ps(v)));
+    for (; i < n; i++)
+        y[i] *= v;
+}
+
+/* y[i] = fma(x[i], v, y[i]) (ggml_vec_mad_f32 where it fuses: every
+ * element of a row whose length is a multiple of its step, 32 or 64) */
+__attribute__((target("avx2,fma"))) static void mad_avx2(int64_t n, float *y, const float *x, float v)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(v),
+                                                _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] = __builtin_fmaf(x[i], v, y[i]);
+}
+
+static void scale_plain(int64_t n, float *y, float v)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] *= v;
+}
+
+static void mad_plain(int64_t n, float *y, const float *x, float v)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = fmaf(x[i], v, y[i]);
+}
+
+/* Query rows r0 .. r0+nq-1, every head of KV head kvh's group (nq * group
+ * <= Q8_TILE (query row, head) entries, entry e = row e / group, head e %
+ * group of the group), into their out rows. The keys go in position order
+ * for every entry at once, so each V row is dequantized once for the tile;
+ * each entry's operations and their order are those of the entry alone.
+ * w: cpu_attention_q8_floats(hd) floats. */
+#define Q8_TILE 16
+static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t kvh, float *w)
+{
+    const int64_t hd = pl->hd, G = pl->group, ne = nq * G, qb = (Q8_BYTES(hd) + 3) / 4;
+    const int64_t E = G > Q8_TILE ? G : Q8_TILE;    /* entries the scratch holds */
+    float *acc = w, *vrow = w + E * hd, *M = vrow + hd, *S = M + E;
+    uint8_t *qq = (uint8_t *)(S + E);
+    const uint64_t krb = be_type_bytes(BE_Q8_0, pl->kc->ld), vrb = be_type_bytes(BE_Q8_0, pl->vc->ld);
+    const uint8_t *k0 = (const uint8_t *)pl->kc->data + Q8_BYTES(kvh * hd);
+    const uint8_t *v0 = (const uint8_t *)pl->vc->data + Q8_BYTES(kvh * hd);
+    void (*scale)(int64_t, float *, float) = pl->avx2 ? scale_avx2 : scale_plain;
+    void (*mad)(int64_t, float *, const float *, float) = pl->avx2 ? mad_avx2 : mad_plain;
+    for (int64_t e = 0; e < ne; e++) {
+        quant_act_quantize(QT_Q8_0, cpu_row(pl->q, r0 + e / G) + (kvh * G + e % G) * hd,
+                           qq + 4 * qb * e, hd);
+        M[e] = -INFINITY;
+        S[e] = 0.0f;
+    }
+    memset(acc, 0, (size_t)(ne * hd) * sizeof(float));
+    const int64_t n = pl->pos0 + r0 + nq;          /* keys of the last row */
+    for (int64_t p = 0; p < n; p++) {
+        quant_dequant_row(QT_Q8_0, v0 + (uint64_t)p * vrb, vrow, hd);
+        /* row i sees keys up to pos0 + r0 + i */
+        for (int64_t i = G * (p - pl->pos0 - r0 > 0 ? p - pl->pos0 - r0 : 0); i < ne; i++) {
+            float *a = acc + i * hd;
+            float s = pl->dot(hd, k0 + (uint64_t)p * krb, qq + 4 * qb * i);
+            s = s * pl->scale;
+            s += 0.0f;                        /* the causal mask's 0 */
+            const float Mold = M[i];
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M[i]) {
+                M[i] = s;
+                ms = expf(Mold - s);
+                scale(hd, a, ms);
+            } else {
+                vs = expf(s - M[i]);
+            }
+            mad(hd, a, vrow, vs);
+            const volatile float sm = S[i] * ms;  /* rounded, then added: ggml's
+                                                 * S*ms + vs is not fused */
+            S[i] = sm + vs;
+        }
+    }
+    for (int64_t e = 0; e < ne; e++) {
+        const float inv = S[e] == 0.0f ? 0.0f : 1.0f / S[e];
+        scale(hd, acc + e * hd, inv);
+        memcpy(cpu_row(pl->out, r0 + e / G) + (kvh * G + e % G) * hd, acc + e * hd,
+               (size_t)hd * sizeof(float));
+    }
+}
+
+/* query rows a tile: the (row, head) entries of a KV head's group */
+static int64_t tile_rows(const q8_plan *pl)
+{
+    return pl->group < Q8_TILE ? Q8_TILE / pl->group : 1;
+}
+
+/* items: (row tile, KV head), the last tiles (most keys) first */
+static void q8_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const q8_plan *pl = arg;
+    float *w = cpu_tscratch(pl->be, tid);
+    const int64_t R = tile_rows(pl), nt = (pl->q->rows + R - 1) / R, nkv = pl->n_head / pl->group;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t r0 = (nt - 1 - i / nkv) * R;
+        q8_tile(pl, r0, pl->q->rows - r0 < R ? pl->q->rows - r0 : R, i % nkv, w);
+    }
+}
+
+/* a group of more than Q8_TILE heads takes one row of them a tile */
+size_t cpu_attention_q8_floats(int64_t head_dim, int64_t group)
+{
+    const int64_t e = group > Q8_TILE ? group : Q8_TILE;
+    return (size_t)((e + 1) * head_dim + 2 * e + e * ((Q8_BYTES(head_dim) + 3) / 4));
+}
+
+void cpu_attention_q8(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                      int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                      float scale, be_tensor *out)
+{
+    assert(kc->type == BE_Q8_0 && vc->type == BE_Q8_0 && head_dim % 32 == 0);
+    assert(q->cols == n_head * head_dim && out->cols == q->cols && out->rows == q->rows);
+    assert(n_head % n_head_kv == 0 && pos0 + q->rows <= kc->rows && pos0 + q->rows <= vc->rows);
+    /* the Q8_0 dot cpu_matmul.c's pick_dot takes (ggml's order) */
+    quant_dot_fn dot = quant_vec_dot_fn_path(QT_Q8_0, QUANT_PATH_AVX2);
+    const bool avx2 = dot != NULL;
+    q8_plan pl = { .q = q, .kc = kc, .vc = vc, .out = out, .pos0 = pos0, .hd = head_dim,
+                   .group = n_head / n_head_kv, .n_head = n_head, .scale = scale,
+                   .dot = avx2 ? dot : quant_vec_dot_fn(QT_Q8_0), .be = be, .avx2 = avx2 };
+    if (q->rows == 0)
+        return;
+    const size_t tf = cpu_attention_q8_floats(head_dim, n_head / n_head_kv);
+    if (cpu_tscratch_reserve(be, tf)) {
+        cpu_fail_scratch(be, "attention", tf * sizeof(float));
+        return;
+    }
+    const int64_t R = tile_rows(&pl);
+    cpu_for(be, (q->rows + R - 1) / R * n_head_kv, 1, q8_task, &pl);
+}
