@@ -112,6 +112,13 @@ else
     if "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$LIB" -o json >"$tmp/bj" 2>"$tmp/err" &&
        node -e "$check_json" "$tmp/bj" 4 "$fields" 1 2>"$tmp/nerr"; then ok bench_cli.baseline_json
     else fail bench_cli.baseline_json "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
+    # q8_0 K/V caches in both engines (llama.cpp with flash attention auto: it needs it for them)
+    if "$Q36" bench "${B[@]}" -ctk q8_0 -ctv q8_0 --baseline llama.cpp --llama-lib "$LIB" -o json >"$tmp/bq" 2>"$tmp/err" &&
+       node -e 'const a = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+                if (a.length != 4 || a.some(r => r.type_k != "q8_0" || r.type_v != "q8_0" || !(r.avg_ts > 0)))
+                    throw new Error(JSON.stringify(a.map(r => [r.engine, r.type_k, r.type_v, r.avg_ts])));' \
+           "$tmp/bq" 2>"$tmp/nerr"; then ok bench_cli.baseline_kv_q8
+    else fail bench_cli.baseline_kv_q8 "$(head -c 300 "$tmp/nerr") $(head -c 200 "$tmp/err")"; fi
     # the baseline line names the CPU variant it timed: the one the oracle loads from the same folder
     want=$("$ORACLE" cpu 2>&1)
     if "$Q36" bench "${B[@]}" --baseline llama.cpp --llama-lib "$LIB" >"$tmp/bv" 2>"$tmp/err" &&

@@ -72,7 +72,7 @@ static void usage(FILE *o)
 "  -b N                tokens per call (default 2048, llama-bench's n_batch)\n"
 "  -ub N               tokens per forward pass (default 512: llama.cpp's n_ubatch,\n"
 "                      q36's session n_batch)\n"
-"  -ctk T, -ctv T      K/V cache types: f16 (default) or f32\n"
+"  -ctk T, -ctv T      K/V cache types: f16 (default), f32 or q8_0 (both; CPU)\n"
 "  -o FMT              md (default), json (an array of records) or jsonl (one a line)\n"
 "  --baseline llama.cpp  also time the pinned libllama on the same file, repetitions\n"
 "                      interleaved, and print the ratio q36/llama.cpp per test\n"
@@ -148,7 +148,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->draft_rewind = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,
-                          .type_k = BENCH_KV_F16, .type_v = BENCH_KV_F16, .fast = -1 };
+                          .type_k = Q36_KV_F16, .type_v = Q36_KV_F16, .fast = -1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x;
@@ -181,9 +181,9 @@ static int parse(int argc, char **argv, bench_opts *o)
                 return CLI_USAGE;
             i++;
         } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
-            int t = v && !strcmp(v, "f16") ? BENCH_KV_F16 : v && !strcmp(v, "f32") ? BENCH_KV_F32 : -1;
+            int t = q36_kv_type_parse(v);
             if (t < 0)
-                return cli_usage("bench", "%s expects f16 or f32, got '%s'", a, v ? v : "(nothing)");
+                return cli_usage("bench", "%s expects f16, f32 or q8_0, got '%s'", a, v ? v : "(nothing)");
             *(a[3] == 'k' ? &o->cfg.type_k : &o->cfg.type_v) = t;
             i++;
         } else if (cli_mode_flag(a, &o->cfg.fast)) {
@@ -340,8 +340,8 @@ static cJSON *record(const run *R, int k, const result *r, const result *base)
     cJSON_AddNumberToObject(j, "n_batch", o->cfg.n_batch);
     cJSON_AddNumberToObject(j, "n_ubatch", o->cfg.n_ubatch);
     cJSON_AddNumberToObject(j, "n_threads", o->cfg.n_threads);
-    cJSON_AddStringToObject(j, "type_k", bench_kv_name(o->cfg.type_k));
-    cJSON_AddStringToObject(j, "type_v", bench_kv_name(o->cfg.type_v));
+    cJSON_AddStringToObject(j, "type_k", q36_kv_type_name(o->cfg.type_k));
+    cJSON_AddStringToObject(j, "type_v", q36_kv_type_name(o->cfg.type_v));
     cJSON_AddNumberToObject(j, "n_gpu_layers", o->cfg.backend ? 99 : 0);
     if (is_q36)
         cJSON_AddStringToObject(j, "q36_mode", o->cfg.fast ? "fast" : "exact");
@@ -405,8 +405,8 @@ static void md_header(const run *R)
     printf("model: %s: %s, %.2f MiB, %.3f B params; %s\n", o->model, q->model_type, q->model_size / 1048576.0,
            q->model_n_params / 1e9, q->type_mix);
     printf("settings: %d threads, n_batch %d, n_ubatch %d, K/V %s/%s, q36 %s mode, %d reps, seed %llu\n",
-           o->cfg.n_threads, o->cfg.n_batch, o->cfg.n_ubatch, bench_kv_name(o->cfg.type_k),
-           bench_kv_name(o->cfg.type_v), o->cfg.fast ? "fast" : "exact", o->reps, (unsigned long long)o->seed);
+           o->cfg.n_threads, o->cfg.n_batch, o->cfg.n_ubatch, q36_kv_type_name(o->cfg.type_k),
+           q36_kv_type_name(o->cfg.type_v), o->cfg.fast ? "fast" : "exact", o->reps, (unsigned long long)o->seed);
     if (R->n_eng > 1)
         printf("baseline: llama.cpp %s (%s): %s\n", R->eng[1]->desc.build, R->eng[1]->desc.detail,
                R->eng[1]->desc.model_type);

@@ -60,15 +60,12 @@ void bench_random_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed);
 
 /* ---------------------------------------------------------------- engines */
 
-/* K/V cache element types, as both engines name them. */
-enum bench_kv { BENCH_KV_F32 = 0, BENCH_KV_F16 = 1 };
-const char *bench_kv_name(int kv);          /* "f32" | "f16" */
 
 typedef struct bench_cfg {
     int n_threads;
     int n_batch;       /* tokens per call: llama_decode's batch, q36_session_append's count */
     int n_ubatch;      /* tokens per forward pass: llama.cpp's n_ubatch, q36's session n_batch */
-    int type_k, type_v;   /* enum bench_kv */
+    int type_k, type_v;   /* enum q36_kv_type (llama.cpp takes the same type) */
     int fast;          /* q36 only: q36_session_opts.fast */
     const char *backend;   /* q36 only: q36_session_opts.backend (NULL: the CPU; -ngl/--device) */
     int profile;       /* --profile (bench_spec: one more profiled run of each decoding) */

@@ -41,6 +41,7 @@ int bench_llama_open(const char *lib_dir, const char *path, const bench_cfg *cfg
 #else
 
 #include "llama.h"
+#include "../../src/include/q36.h"   /* enum q36_kv_type (no gguf.h) */
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
@@ -170,8 +171,10 @@ static int l_prepare(bench_engine *be, int n_ctx, const int32_t *warm, int n_war
     cp.n_ubatch = (uint32_t)e->cfg.n_ubatch;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = e->cfg.n_threads;
-    cp.type_k = e->cfg.type_k == BENCH_KV_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
-    cp.type_v = e->cfg.type_v == BENCH_KV_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    static const enum ggml_type kv[] = { [Q36_KV_F32] = GGML_TYPE_F32, [Q36_KV_F16] = GGML_TYPE_F16,
+                                         [Q36_KV_Q8_0] = GGML_TYPE_Q8_0 };
+    cp.type_k = kv[e->cfg.type_k];
+    cp.type_v = kv[e->cfg.type_v];
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
     int rc;
     if (!(e->ctx = e->L.llama_init_from_model(e->model, cp))) {

@@ -73,8 +73,8 @@ static int q_prepare(bench_engine *be, int n_ctx, const int32_t *warm, int n_war
     q36_session_opts o = q36_session_opts_default();
     o.n_threads = e->cfg.n_threads;
     o.n_batch = e->cfg.n_ubatch;
-    o.type_k = e->cfg.type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
-    o.type_v = e->cfg.type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
+    o.type_k = e->cfg.type_k;
+    o.type_v = e->cfg.type_v;
     o.fast = e->cfg.fast;
     o.backend = e->cfg.backend;
     int rc = q36_session_new(e->model, n_ctx, &o, &e->sess, err);
@@ -168,8 +168,8 @@ int bench_q36_profile(bench_engine *be, const int32_t *prompt, int n_prompt, con
     q36_session_opts o = q36_session_opts_default();
     o.n_threads = e->cfg.n_threads;
     o.n_batch = e->cfg.n_ubatch;
-    o.type_k = e->cfg.type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
-    o.type_v = e->cfg.type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
+    o.type_k = e->cfg.type_k;
+    o.type_v = e->cfg.type_v;
     o.fast = e->cfg.fast;
     o.backend = e->cfg.backend;
     o.profile = 1;

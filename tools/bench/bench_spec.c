@@ -219,8 +219,8 @@ int bench_spec(const char *path, const bench_cfg *cfg, const char *prompt_file, 
     const int n_ctx = (int)np + n_gen + draft_max + 8;
     o.n_threads = cfg->n_threads;
     o.n_batch = cfg->n_ubatch;
-    o.type_k = cfg->type_k == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
-    o.type_v = cfg->type_v == BENCH_KV_F32 ? Q36_KV_F32 : Q36_KV_F16;
+    o.type_k = cfg->type_k;
+    o.type_v = cfg->type_v;
     o.mtp = 1;
     o.n_keep = rewind ? draft_max + 1 : 0;
     o.backend = cfg->backend;           /* -ngl: the MTP block and the rollback on the GPU */

@@ -60,11 +60,6 @@ void bench_random_ids(int32_t *ids, int n, int32_t n_vocab, uint64_t seed)
     }
 }
 
-const char *bench_kv_name(int kv)
-{
-    return kv == BENCH_KV_F32 ? "f32" : "f16";
-}
-
 void bench_engine_free(bench_engine *e)
 {
     if (e)

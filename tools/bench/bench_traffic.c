@@ -46,8 +46,8 @@ int bench_traffic_of(const q36_model *m, int type_k, int type_v, double ctx_posi
         out->weights += bytes;
     }
     q36_session_opts o = q36_session_opts_default();
-    o.type_k = type_k == BENCH_KV_F16 ? Q36_KV_F16 : Q36_KV_F32;
-    o.type_v = type_v == BENCH_KV_F16 ? Q36_KV_F16 : Q36_KV_F32;
+    o.type_k = type_k;
+    o.type_v = type_v;
     o.n_batch = 1;
     q36_mem_plan plan;
     int rc = q36_session_plan(m, 1, &o, &plan, err);
