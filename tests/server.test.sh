@@ -66,6 +66,21 @@ else
     fail batch_servers "did not start: $(cat "$tmp/err3" "$tmp/err4")"
 fi
 kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
+# The same with q8_0 K/V caches (their rows restored from checkpoints as
+# bytes; attention in llama.cpp's flash-attention order): cached replies
+# bit-identical to cold ones, a reply the same alone and beside others.
+"$Q36" serve --port 0 -np 8 -c 2048 --cache-ram 0 -ctk q8_0 -ctv q8_0 >"$tmp/out3q" 2>"$tmp/err3q" &
+pid_cold=$!
+"$Q36" serve --port 0 -np 4 -c 2048 --cache-ram 40 --cache-every 32 -ctk q8_0 -ctv q8_0 >"$tmp/out4q" 2>"$tmp/err4q" &
+pid_hot=$!
+url_cold=$(wait_url "$tmp/out3q" $pid_cold)
+url_hot=$(wait_url "$tmp/out4q" $pid_hot)
+if [ -n "$url_cold" ] && [ -n "$url_hot" ]; then
+    BATCH_TAG=kv_q8 node tests/server/batch.mjs "$url_cold" "$url_hot" "${Q36_TEST_SEED:-$$}"
+else
+    fail kv_q8_batch_servers "did not start: $(cat "$tmp/err3q" "$tmp/err4q")"
+fi
+kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
 
 # MTP speculative decoding in every slot (spec.mjs): a plain server, one
 # with drafts (prompts read in chunks of 32 beside the verify rows; its

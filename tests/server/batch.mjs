@@ -8,11 +8,13 @@
 //    bit-identical (text, token ids, log-probabilities) to the same requests
 //    served cold, over random edit points in a shared conversation, sent
 //    several at a time, with thinning and evictions along the way.
-// Usage: node batch.mjs COLD_URL CACHED_URL SEED
+// Usage: node batch.mjs COLD_URL CACHED_URL SEED  (env BATCH_TAG: a prefix of
+// every case name, for a second pair of servers, e.g. with q8_0 K/V caches)
 const [cold, cached, seedArg] = process.argv.slice(2);
+const tag = process.env.BATCH_TAG ? `${process.env.BATCH_TAG}_` : "";
 let failed = 0;
-const ok = (n) => console.log(`ok ${n}`);
-const fail = (n, why) => { failed++; console.log(`FAIL ${n}: ${String(why).replace(/\n/g, " ").slice(0, 600)}`); };
+const ok = (n) => console.log(`ok ${tag}${n}`);
+const fail = (n, why) => { failed++; console.log(`FAIL ${tag}${n}: ${String(why).replace(/\n/g, " ").slice(0, 600)}`); };
 async function kase(name, fn) {
   try { const r = await fn(); if (r === true || r === undefined) ok(name); else fail(name, r); }
   catch (e) { fail(name, e?.stack || e); }
