@@ -65,6 +65,26 @@ __attribute__((target("avx2,fma"))) static void mad_avx2(int64_t n, float *y, co
         y[i] = __builtin_fmaf(x[i], v, y[i]);
 }
 
+/* y = dequantized q8_0 row x of n values: each code times its block's
+ * scale, one rounding, as quant_dequant_row (ggml's dequantize_row_q8_0) */
+__attribute__((target("avx2,fma,f16c"))) static void dequant_avx2(int64_t n, const uint8_t *x, float *y)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 34, y += 32) {
+        uint16_t h;
+        memcpy(&h, x, 2);
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+        for (int j = 0; j < 32; j += 8) {
+            const __m128i q = _mm_loadl_epi64((const __m128i *)(x + 2 + j));
+            _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+        }
+    }
+}
+
+static void dequant_plain(int64_t n, const uint8_t *x, float *y)
+{
+    quant_dequant_row(QT_Q8_0, x, y, n);
+}
+
 static void scale_plain(int64_t n, float *y, float v)
 {
     for (int64_t i = 0; i < n; i++)
@@ -97,6 +117,7 @@ static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t h0, float
     const uint8_t *v0 = (const uint8_t *)pl->vc->data + Q8_BYTES(kvh * hd);
     void (*scale)(int64_t, float *, float) = pl->avx2 ? scale_avx2 : scale_plain;
     void (*mad)(int64_t, float *, const float *, float) = pl->avx2 ? mad_avx2 : mad_plain;
+    void (*dequant)(int64_t, const uint8_t *, float *) = pl->avx2 ? dequant_avx2 : dequant_plain;
     for (int64_t e = 0; e < ne; e++) {
         quant_act_quantize(QT_Q8_0, cpu_row(pl->q, r0 + e / G) + (h0 + e % G) * hd,
                            qq + 4 * qb * e, hd);
@@ -110,7 +131,7 @@ static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t h0, float
         if (pb == 0)    /* the scores of every entry for the next keys (some unseen) */
             pl->tile(hd, k0 + (uint64_t)p * krb, krb, n - p < Q8_KB ? n - p : Q8_KB, qq,
                      (uint64_t)(4 * qb), ne, sc, Q8_KB);
-        quant_dequant_row(QT_Q8_0, v0 + (uint64_t)p * vrb, vrow, hd);
+        dequant(hd, v0 + (uint64_t)p * vrb, vrow);
         /* row i sees keys up to pos0 + r0 + i */
         for (int64_t i = G * (p - pl->pos0 - r0 > 0 ? p - pl->pos0 - r0 : 0); i < ne; i++) {
             float *a = acc + i * hd;
