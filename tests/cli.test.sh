@@ -64,3 +64,9 @@ kv4=$("$Q36" info -m "$tmp/a.gguf" -c 100000 -np 4 | awk '/K\/V cache/{print $3}
 awk -v a="$kv1" -v b="$kv4" 'BEGIN { exit !(a > 0 && b > 3.99 * a && b < 4.01 * a) }' \
     && ok info_plan_slots || fail info_plan_slots "K/V MiB -np 1: '$kv1', -np 4: '$kv4'"
 expect info_bad_slots 2 "$Q36" info -np 0
+# q8_0 K/V: 34 bytes for 32 values against f16's 64 (the plan names the types)
+kv8=$("$Q36" info -m "$tmp/a.gguf" -c 100000 -ctk q8_0 -ctv q8_0 | awk '/K\/V cache/{print $3}')
+awk -v a="$kv1" -v b="$kv8" 'BEGIN { exit !(b > 0 && b > 0.53 * a - 0.1 && b < 0.53 * a + 0.1) }' &&
+    "$Q36" info -m "$tmp/a.gguf" -ctk q8_0 -ctv q8_0 | grep -q "K q8_0, V q8_0" \
+    && ok info_plan_kv_q8 || fail info_plan_kv_q8 "K/V MiB f16: '$kv1', q8_0: '$kv8'"
+expect info_bad_ctk 2 "$Q36" info -ctk q4_0

@@ -20,8 +20,8 @@
 static void usage(FILE *o)
 {
     fprintf(o,
-"usage: q36 info [-m MODEL.gguf] [-c N] [-np N] [-ngl N] [--device D] [--tensors] [--keys]\n"
-"                [--dump TENSOR -o OUT.f32]\n"
+"usage: q36 info [-m MODEL.gguf] [-c N] [-np N] [-ctk T -ctv T] [-ngl N] [--device D] [--tensors]\n"
+"                [--keys] [--dump TENSOR -o OUT.f32]\n"
 "\n"
 "Prints the architecture, the geometry (each value with the GGUF key it came\n"
 "from, or the default used when the key is absent), the parameter count, the\n"
@@ -31,6 +31,7 @@ static void usage(FILE *o)
 "  -m FILE     model (default: the embedded default model, build/default.gguf)\n"
 "  -c N        context length of a slot, for the memory plan (default: 4096)\n"
 "  -np N       slots (sequences held at once) for the memory plan (default: 1)\n"
+"  -ctk T -ctv T  K/V cache types for the memory plan: f16 (default), f32, q8_0\n"
 "  --tensors   list every tensor (name, type, shape, bytes)\n"
 "  --keys      list every metadata key with its type and value (arrays abbreviated)\n"
 "  --dump T    write tensor T dequantized to float32 (row-major, ne0 fastest) to -o OUT;\n"
@@ -76,21 +77,23 @@ static void print_value(const gguf_file *f, const gguf_value *v)
 }
 
 /* The memory plan of an engine of n_slots slots of n_ctx tokens, as
- * q36_engine_new computes, checks and allocates it (f16 K/V, the default
- * batch). */
-static void memory_plan(const q36_model *m, uint64_t n_ctx, int64_t n_slots)
+ * q36_engine_new computes, checks and allocates it (K/V types tk, tv, the
+ * default batch). */
+static void memory_plan(const q36_model *m, uint64_t n_ctx, int64_t n_slots, int tk, int tv)
 {
     q36_err err = { 0 };
     q36_mem_plan p;
     q36_engine_opts o = q36_engine_opts_default();
     o.n_slots = (int)n_slots;
+    o.type_k = tk;
+    o.type_v = tv;
     if (q36_engine_plan(m, (int)n_ctx, &o, &p, &err)) {
         printf("memory plan: %s\n", err.msg);
         return;
     }
     const model_hparams *hp = q36_model_hparams(m);
-    printf("memory plan for -c %" PRIu64 " -np %" PRId64 " (f16 K/V, q36_engine_plan):\n", n_ctx,
-           n_slots);
+    printf("memory plan for -c %" PRIu64 " -np %" PRId64 " (K %s, V %s, q36_engine_plan):\n", n_ctx,
+           n_slots, q36_kv_type_name(tk), q36_kv_type_name(tv));
     printf("  weights (mmap, not copied) %10.1f MiB\n", p.weights / 1048576.0);
     printf("  K/V cache                  %10.1f MiB  (%" PRIu64 " B/token a slot, %u attention layers)\n",
            p.kv / 1048576.0, p.kv_per_token, hp->n_attn_layers);
@@ -140,6 +143,7 @@ int cmd_info(int argc, char **argv)
 {
     const char *path = NULL, *dump = NULL, *out = NULL;
     int64_t n_ctx = 4096, n_slots = 1;
+    int tk = Q36_KV_F16, tv = Q36_KV_F16;
     int list_tensors = 0, list_keys = 0, rc, fast = -1;
     const char *backend = NULL;
     for (int i = 1; i < argc; i++) {
@@ -164,6 +168,12 @@ int cmd_info(int argc, char **argv)
         } else if (!strcmp(a, "-np")) {
             if ((rc = cli_int("info", "-np", v, 1, 4096, &n_slots)))
                 return rc;
+            i++;
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
+            const int t = q36_kv_type_parse(v);
+            if (t < 0)
+                return cli_usage("info", "%s expects f16, f32 or q8_0, got '%s'", a, v ? v : "(nothing)");
+            *(a[3] == 'k' ? &tk : &tv) = t;
             i++;
         } else if (!strcmp(a, "--dump") || !strcmp(a, "-o")) {
             if (!v)
@@ -270,10 +280,12 @@ int cmd_info(int argc, char **argv)
         }
     }
     if (m)
-        memory_plan(m, (uint64_t)n_ctx, n_slots);
+        memory_plan(m, (uint64_t)n_ctx, n_slots, tk, tv);
     if (m && backend) {
         q36_engine_opts o = q36_engine_opts_default();
         o.n_slots = (int)n_slots;
+        o.type_k = tk;
+        o.type_v = tv;
         o.backend = backend;
         o.fast = fast;
         if (cli_device_check(m, (int)n_ctx, &o, 1, &err))
