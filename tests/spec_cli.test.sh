@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # spec_cli.test.sh: `q36 run --spec-type draft-mtp` prints the same ids as
-# plain decoding (greedy, sampled with a seed, and with the replay rollback)
-# on the default model;
+# plain decoding (greedy, sampled with a seed, with the replay rollback, and
+# greedy with q8_0 K/V caches) on the default model;
 # `q36 bench --spec-type draft-mtp` reports the same tokens; a model
 # without an MTP block, a bad --spec-type or --draft-max, a batch too small
 # for the drafts, and `q36 chat --spec-type draft-mtp` are refused (the
@@ -14,7 +14,8 @@ if [ ! -f "$M" ]; then
     fail spec_cli.setup "$M is missing (make $M)"; exit 1
 fi
 P=bench/results/2026-12-01-trained-model/code-prompt.txt
-for args in "--temp 0|greedy" "--temp 0.8 --seed 7|sampled" "--temp 0 --draft-rollback replay|replay"; do
+for args in "--temp 0|greedy" "--temp 0.8 --seed 7|sampled" "--temp 0 --draft-rollback replay|replay" \
+            "--temp 0 -ctk q8_0 -ctv q8_0|greedy_kv_q8"; do
     flags=${args%%|*}; name=${args#*|}
     a=$("$Q36" run -m "$M" -f "$P" -n 96 $flags --print-ids 2>/dev/null)
     b=$("$Q36" run -m "$M" -f "$P" -n 96 $flags --print-ids --spec-type draft-mtp --draft-vocab 16384 2>"$tmp/err")
