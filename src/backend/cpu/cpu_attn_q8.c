@@ -40,30 +40,8 @@ typedef struct {
     float scale;
     cpu_tile_fn tile;   /* the Q8_0 products: pick_dot's bits (cpu_gemm_q8.h) */
     be_ctx *be;
-    bool avx2;          /* AVX2 and FMA: the vector loops */
+    bool avx2;          /* AVX2, FMA and F16C: dequant_avx2 */
 } q8_plan;
-
-/* y[i] = y[i] * v (ggml_vec_scale_f32) */
-__attribute__((target("avx2,fma"))) static void scale_avx2(int64_t n, float *y, float v)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_set1_ps(v)));
-    for (; i < n; i++)
-        y[i] *= v;
-}
-
-/* y[i] = fma(x[i], v, y[i]) (ggml_vec_mad_f32 where it fuses: every
- * element of a row whose length is a multiple of its step, 32 or 64) */
-__attribute__((target("avx2,fma"))) static void mad_avx2(int64_t n, float *y, const float *x, float v)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(v),
-                                                _mm256_loadu_ps(y + i)));
-    for (; i < n; i++)
-        y[i] = __builtin_fmaf(x[i], v, y[i]);
-}
 
 /* y = dequantized q8_0 row x of n values: each code times its block's
  * scale, one rounding, as quant_dequant_row (ggml's dequantize_row_q8_0) */
@@ -85,18 +63,10 @@ static void dequant_plain(int64_t n, const uint8_t *x, float *y)
     quant_dequant_row(QT_Q8_0, x, y, n);
 }
 
-static void scale_plain(int64_t n, float *y, float v)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] *= v;
-}
-
-static void mad_plain(int64_t n, float *y, const float *x, float v)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = fmaf(x[i], v, y[i]);
-}
-
+/* The accumulators' element-wise ops are cpu_fdot.c's: cpu_scale (x *= v,
+ * ggml_vec_scale_f32) and cpu_axpy (y = fma(x, v, y), ggml_vec_mad_f32
+ * where it fuses: every element of a row whose length is a multiple of its
+ * step, 32 or 64). */
 /* Query rows r0 .. r0+nq-1 times heads h0 .. h0+gs-1 of one KV head's group
  * (nq * gs <= Q8_TILE (query row, head) entries but for a group that
  * large, entry e = row e / gs, head h0 + e % gs), into their out rows. The keys go in position order
@@ -115,8 +85,6 @@ static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t h0, float
     const uint64_t krb = be_type_bytes(BE_Q8_0, pl->kc->ld), vrb = be_type_bytes(BE_Q8_0, pl->vc->ld);
     const uint8_t *k0 = (const uint8_t *)pl->kc->data + Q8_BYTES(kvh * hd);
     const uint8_t *v0 = (const uint8_t *)pl->vc->data + Q8_BYTES(kvh * hd);
-    void (*scale)(int64_t, float *, float) = pl->avx2 ? scale_avx2 : scale_plain;
-    void (*mad)(int64_t, float *, const float *, float) = pl->avx2 ? mad_avx2 : mad_plain;
     void (*dequant)(int64_t, const uint8_t *, float *) = pl->avx2 ? dequant_avx2 : dequant_plain;
     for (int64_t e = 0; e < ne; e++) {
         quant_act_quantize(QT_Q8_0, cpu_row(pl->q, r0 + e / G) + (h0 + e % G) * hd,
@@ -143,11 +111,11 @@ static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t h0, float
             if (s > M[i]) {
                 M[i] = s;
                 ms = expf(Mold - s);
-                scale(hd, a, ms);
+                cpu_scale(hd, a, ms);
             } else {
                 vs = expf(s - M[i]);
             }
-            mad(hd, a, vrow, vs);
+            cpu_axpy(hd, a, vrow, vs);
             const volatile float sm = S[i] * ms;  /* rounded, then added: ggml's
                                                  * S*ms + vs is not fused */
             S[i] = sm + vs;
@@ -155,7 +123,7 @@ static void q8_tile(const q8_plan *pl, int64_t r0, int64_t nq, int64_t h0, float
     }
     for (int64_t e = 0; e < ne; e++) {
         const float inv = S[e] == 0.0f ? 0.0f : 1.0f / S[e];
-        scale(hd, acc + e * hd, inv);
+        cpu_scale(hd, acc + e * hd, inv);
         memcpy(cpu_row(pl->out, r0 + e / G) + (h0 + e % G) * hd, acc + e * hd,
                (size_t)hd * sizeof(float));
     }

@@ -251,10 +251,15 @@ void cpu_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y)
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
+typedef struct {
+    const be_tensor *x;
+    int64_t n;
+} hadamard_args;
+
 static void hadamard_task(void *arg, int64_t r0, int64_t r1, int tid)
 {
-    const be_tensor *x = ((void *const *)arg)[0];
-    const int64_t n = *(const int64_t *)((void *const *)arg)[1];
+    const be_tensor *x = ((const hadamard_args *)arg)->x;
+    const int64_t n = ((const hadamard_args *)arg)->n;
     const float scale = 1.0f / sqrtf((float)n);
     (void)tid;
     for (int64_t r = r0; r < r1; r++) {
@@ -277,8 +282,8 @@ static void hadamard_task(void *arg, int64_t r0, int64_t r1, int tid)
 void cpu_hadamard(be_ctx *be, be_tensor *x, int64_t n)
 {
     CPU_PROF_BEGIN(be);
-    void *arg[2] = { x, &n };
-    cpu_for(be, x->rows, 16, hadamard_task, arg);
+    hadamard_args a = { x, n };
+    cpu_for(be, x->rows, 16, hadamard_task, &a);
     CPU_PROF_END(be, BE_PROF_ACT);
 }
 
