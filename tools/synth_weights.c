@@ -11,8 +11,10 @@
 #include "synth.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../src/quant/fp16.h"
 #include "../src/quant/quant.h"
@@ -120,14 +122,21 @@ static void set_scale(uint32_t type, int slot, uint8_t *blk, float v)
     }
 }
 
-/* One random valid block of `type` whose decoded values have RMS `rms`. */
-static void random_block(uint32_t type, int slot, const quant_type_info *ti, synth_rng *r,
-                         float rms, uint8_t *blk, float *tmp)
+/* A block's random bytes: ceil(size / 8) draws, whatever the type. */
+static void random_bytes(const quant_type_info *ti, synth_rng *r, uint8_t *blk)
 {
     for (uint32_t i = 0; i < ti->size; i += 8) {
         uint64_t q = synth_rng_next(r);
         memcpy(blk + i, &q, ti->size - i < 8 ? ti->size - i : 8);
     }
+}
+
+/* Makes a block of random bytes valid: its scale set so that the decoded
+ * values have RMS `rms`. Reads no random numbers, so blocks can be fixed
+ * in any order (and on any thread) once their bytes are drawn. */
+static void fix_block(uint32_t type, int slot, const quant_type_info *ti, float rms,
+                      uint8_t *blk, float *tmp)
+{
     set_scale(type, slot, blk, 1.0f);
     quant_dequant_row(type, blk, tmp, ti->blck);
     double ss = 0;
@@ -170,16 +179,70 @@ static void encode(uint32_t type, synth_rng *r, enum synth_dist dist, float scal
         }
         break;
     default: {
-        /* Random valid blocks at the RMS of the distribution asked for. */
+        /* Random valid blocks: the bytes here, in block order; their scales
+         * by fix_blocks. */
         const quant_type_info *ti = quant_type_get(type);
-        int slot = scale_slot(type);
-        float rms = dist == SYN_UNIFORM ? scale / sqrtf(3.0f) : scale;
-        float tmp[256];
         for (uint64_t b = 0; b < n / ti->blck; b++, out += ti->size)
-            random_block(type, slot, ti, r, rms, out, tmp);
+            random_bytes(ti, r, out);
         break;
     }
     }
+}
+
+static int blocks_type(uint32_t type)
+{
+    return type != QT_F32 && type != QT_F16 && type != QT_BF16 && type != QT_Q8_0;
+}
+
+typedef struct fix_job {
+    uint32_t type;
+    float rms;
+    uint8_t *buf;
+    uint64_t nblk, next;   /* next: the first block no thread has taken */
+    pthread_mutex_t mu;
+} fix_job;
+
+/* Fixes the job's blocks, a run of them at a time, until none are left. */
+static void *fix_blocks(void *arg)
+{
+    fix_job *j = arg;
+    const quant_type_info *ti = quant_type_get(j->type);
+    int slot = scale_slot(j->type);
+    float tmp[256];
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        uint64_t b0 = j->next, b1 = b0 + 4096 < j->nblk ? b0 + 4096 : j->nblk;
+        j->next = b1;
+        pthread_mutex_unlock(&j->mu);
+        if (b0 >= b1)
+            return NULL;
+        for (uint64_t b = b0; b < b1; b++)
+            fix_block(j->type, slot, ti, j->rms, j->buf + b * ti->size, tmp);
+    }
+}
+
+/* The scales of nblk blocks of random bytes at buf, at the RMS of the
+ * distribution asked for, on up to 32 threads (the machine's cores). The
+ * bytes do not depend on the thread count: each block's scale depends on
+ * that block alone. */
+static void fix_all(uint32_t type, enum synth_dist dist, float scale, uint8_t *buf, uint64_t nblk)
+{
+    fix_job j = { .type = type, .rms = dist == SYN_UNIFORM ? scale / sqrtf(3.0f) : scale,
+                  .buf = buf, .nblk = nblk };
+    pthread_mutex_init(&j.mu, NULL);
+    long nt = sysconf(_SC_NPROCESSORS_ONLN);
+    nt = nt < 1 ? 1 : nt > 32 ? 32 : nt;
+    if ((uint64_t)nt > nblk / 4096 + 1)
+        nt = (long)(nblk / 4096 + 1);
+    pthread_t th[32];
+    long started = 0;
+    for (long i = 1; i < nt; i++, started++)
+        if (pthread_create(&th[i - 1], NULL, fix_blocks, &j) != 0)
+            break;      /* fewer helpers: the calling thread does the rest */
+    fix_blocks(&j);
+    for (long i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&j.mu);
 }
 
 int synth_write_tensor(gguf_writer *w, uint32_t type, uint64_t ne0, uint64_t nrows,
@@ -190,8 +253,9 @@ int synth_write_tensor(gguf_writer *w, uint32_t type, uint64_t ne0, uint64_t nro
     if (!synth_type_supported(type) || row_bytes == 0)
         return q36_err_set(err, Q36_E_ARG, "synth: cannot encode tensor '%s' (%llu per row) as %s",
                            name, (unsigned long long)ne0, quant_type_name(type));
-    /* Rows per chunk: about 4 MiB, at least one row. */
-    uint64_t rows = (4u << 20) / row_bytes;
+    /* Rows per chunk: about 4 MiB (64 MiB where the blocks' scales are
+     * fixed on several threads), at least one row. */
+    uint64_t rows = ((blocks_type(type) ? 64ull : 4ull) << 20) / row_bytes;
     if (rows == 0)
         rows = 1;
     uint8_t *buf = malloc(rows * row_bytes);
@@ -204,6 +268,8 @@ int synth_write_tensor(gguf_writer *w, uint32_t type, uint64_t ne0, uint64_t nro
         uint64_t k = nrows - done < rows ? nrows - done : rows;
         for (uint64_t j = 0; j < k; j++)
             encode(type, &r, dist, scale, ne0, buf + j * row_bytes);
+        if (blocks_type(type))
+            fix_all(type, dist, scale, buf, k * row_bytes / quant_type_get(type)->size);
         rc = gguf_w_data(w, buf, k * row_bytes, err);
     }
     free(buf);
