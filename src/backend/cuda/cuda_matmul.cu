@@ -660,8 +660,19 @@ size_t cuda_matmul_scratch(const be_shape *s)
                1;
     /* (above: room for the int8 rows of cuda_mv_rows' batches too) */
     const size_t w = (size_t)(s->max_in > 0 ? s->max_in : 1);
-    const size_t f = (size_t)1 << 24;              /* 64 MiB of f32 rows */
-    return f > w * 64 ? f : w * 64;
+    size_t f = (size_t)1 << 24;                    /* 64 MiB of f32 rows */
+    if (f < w * 64)
+        f = w * 64;
+    /* fast mode's f16 products (cuda_gemm16): a pass's f16 rows of x and
+     * weight slabs of 1024 rows after them, whatever -ub is; without it,
+     * the 4096-wide products of an -ub 8192 pass fell back to f32 (2026-12-05:
+     * 108 of a 315 ms 35B-A3B pass) */
+    if (cuda_gemm16_enabled(s)) {
+        const size_t h = ((size_t)s->n_rows * w + w * 1024 + 8 + 1) / 2;
+        if (f < h)
+            f = h;
+    }
+    return f;
 }
 
 /* The weight types with an int8 decode product (Q36_CUDA_MV8) */
