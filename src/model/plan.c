@@ -172,10 +172,6 @@ static int check_opts(const q36_engine_opts *o, int n_ctx, q36_err *err)
     if ((o->type_k == Q36_KV_Q8_0) != (o->type_v == Q36_KV_Q8_0))
         return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache is for K and V together: K %s, V %s",
                            q36_kv_type_name(o->type_k), q36_kv_type_name(o->type_v));
-    if (o->type_k == Q36_KV_Q8_0 && o->backend && o->backend[0] &&
-        strcmp(o->backend, "cpu") != 0)
-        return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache runs on the CPU backend only, "
-                           "not on %s (use -ctk/-ctv f16 there)", o->backend);
     if (o->n_threads < 0 || o->n_threads > 256)
         return q36_err_set(err, Q36_E_ARG, "%d threads is outside [0, 256]", o->n_threads);
     return 0;

@@ -137,6 +137,17 @@ want fast && for m in "${models[@]}"; do
         esac ;;
     esac
 done
+# q8_0 K/V caches (--kv-q8: both sides' sessions and engines on them;
+# cuda_attn_q8.cu) in exact and in fast mode, on files of head dims 256
+# (dense-q4km's preset, moe-q4km), 128 (dense-q6k) and 256 with one KV
+# head (dense-q8hd256), and the trained model: case names .kvq8
+want fast && for m in "${models[@]}"; do
+    case $(basename "$m") in
+    dense-q4km.gguf|dense-q6k.gguf|dense-q8hd256.gguf|moe-q4km.gguf|trained.gguf)
+        NEW=1 one "model-kvq8-$(basename "$m" .gguf)" --no-ops --kv-q8 "$m"
+        NEW=1 one "model-fastkvq8-$(basename "$m" .gguf)" --no-ops --fast --kv-q8 "$m" ;;
+    esac
+done
 
 # ---- MTP on the GPU: q36 bench --spec-type draft-mtp -ngl 99 on the
 # trained model in exact mode (the verify passes, the DeltaNet rollback and

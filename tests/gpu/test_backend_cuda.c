@@ -48,6 +48,9 @@ static be_ctx *cpu, *gpu;
  * the chunked delta rule. Case names then read cuda.model.fast.* */
 static int gpu_fast;
 static const char *mode_tag = "";
+/* --kv-q8: the model cases' sessions and engines (both sides) on q8_0 K/V
+ * caches (cuda_attn_q8.cu), names tagged .kvq8 */
+static bool kv_q8;
 /* the context's switches in the matmul cases' names: "" (the default
  * path) or ".fastmv" (test_fast_mv) */
 static const char *variant = "";
@@ -200,6 +203,24 @@ static double *rowscale_bound(const float *c, int64_t rows, int64_t cols, double
             b[r * cols + j] = eps * (fabs(c[r * cols + j]) + mx) + 1e-30;
     }
     return b;
+}
+
+/* the raw rows of a q8_0 pair (be_read's bytes): the same bytes on both */
+static void same_bytes(const char *name, pair p)
+{
+    const int64_t rows = be_rows_of(p.c);
+    const size_t rb = (size_t)be_type_bytes(be_type_of(p.c), be_cols_of(p.c));
+    uint8_t *c = malloc(rb * (size_t)rows + 1), *g = malloc(rb * (size_t)rows + 1);
+    be_read(cpu, p.c, 0, rows, c);
+    be_read(gpu, p.g, 0, rows, g);
+    int64_t bad = 0, first = -1;
+    for (int64_t r = 0; r < rows; r++)
+        if (memcmp(c + (size_t)r * rb, g + (size_t)r * rb, rb) && !bad++)
+            first = r;
+    t_check(name, bad == 0, "%lld of %lld rows differ from the CPU's bytes (first: row %lld)",
+            (long long)bad, (long long)rows, (long long)first);
+    free(c);
+    free(g);
 }
 
 static void close_rows(const char *name, pair p, double eps)
@@ -873,6 +894,24 @@ static void bfree(bpair *b)
     be_batch_free(gpu, &b->g);
 }
 
+/* be_hadamard (cuda_attn_q8.cu) against the CPU's: the same operations on
+ * the same values, so the same bits; R rows of C columns, runs of n */
+static void test_hadamard(int64_t R, int64_t C, int64_t n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "cuda.hadamard_r%lld_c%lld_n%lld", (long long)R, (long long)C,
+             (long long)n);
+    t_rng r = t_rng_named(name);
+    float *x = t_randv(&r, R * C, 1);
+    pair xt = up(x, R, C);
+    be_hadamard(cpu, xt.c, n);
+    be_hadamard(gpu, xt.g, n);
+    if (gpu_ok(name))
+        same_bytes(name, xt);
+    pfree(xt);
+    free(x);
+}
+
 /* K/V store and attention. A first batch fills each slot's cache rows
  * [0, pos0), a second one (the case) adds its rows and attends. Bound:
  * scores differ by the f32 order of hd products (hd u |q||k| scale) and
@@ -880,9 +919,13 @@ static void bfree(bpair *b)
  * probabilities (2^-11 relative: the CPU the normalized ones, the GPU
  * the running ones); the output is a convex sum of V rows, so the error
  * is at most (2 * 2^-11 [f16 V] + 4 hd u |q||k| scale + 8 u) max|V|. */
-static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_seq,
+static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, int kvt, int n_seq,
                            const int *len, const int *pos0)
 {
+    /* kvt: the caches' type, 0 f32, 1 f16, 2 q8_0 (cuda_attn_q8.cu: both
+     * sides quantize q and read the codes alike; the sums' orders differ,
+     * as in the f32 case) */
+    const bool f16 = kvt == 1, q8 = kvt == 2;
     char name[128];
     int64_t T = 0, maxp = 0;
     for (int i = 0; i < n_seq; i++) {
@@ -890,11 +933,11 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_
         maxp = pos0[i] + len[i] > maxp ? pos0[i] + len[i] : maxp;
     }
     snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld%s",
-             (long long)Hq, (long long)Hkv, (long long)hd, f16 ? "f16" : "f32", n_seq,
+             (long long)Hq, (long long)Hkv, (long long)hd, q8 ? "q8_0" : f16 ? "f16" : "f32", n_seq,
              (long long)T, (long long)maxp, case_tag);
     t_rng r = t_rng_named(name);
     const int64_t kv_rows = maxp + 3, n_slots = 8;
-    const enum be_type ct = f16 ? BE_F16 : BE_F32;
+    const enum be_type ct = q8 ? BE_Q8_0 : f16 ? BE_F16 : BE_F32;
     pair kc = up_type(ct, NULL, n_slots * kv_rows, Hkv * hd), vc = up_type(ct, NULL, n_slots * kv_rows, Hkv * hd);
     int slot[16];
     for (int i = 0; i < n_seq; i++)
@@ -930,7 +973,10 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, bool f16, int n_
         /* the caches first: the same rounding of the same values */
         char n2[160];
         snprintf(n2, sizeof n2, "%s.kv_store", name);
-        close_rows(n2, kc, 0.0625 * U);
+        if (q8)
+            same_bytes(n2, kc);
+        else
+            close_rows(n2, kc, 0.0625 * U);
         float *c, *g;
         down(out, &c, &g);
         /* |q|,|k| of normal(0,1) rows of hd: about sqrt(hd) each (x 1.5) */
@@ -1446,18 +1492,18 @@ static void attention_decode_cases(void)
     const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
                                   { 3, 3, 64 }, { 24, 3, 128 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int f16 = 0; f16 < 2; f16++) {
+        for (int kvt = 0; kvt < 3; kvt++) {       /* f32, f16, q8_0 caches */
             const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
-            test_attention(Hq, Hkv, hd, f16, 1, l1, p0);
-            test_attention(Hq, Hkv, hd, f16, 1, l1, p_long);
-            test_attention(Hq, Hkv, hd, f16, 8, l8, p8);
-            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
+            test_attention(Hq, Hkv, hd, kvt, 1, l1, p0);
+            test_attention(Hq, Hkv, hd, kvt, 1, l1, p_long);
+            test_attention(Hq, Hkv, hd, kvt, 8, l8, p8);
+            test_attention(Hq, Hkv, hd, kvt, 3, l3, p3);
         }
     /* a deep cache on the Qwen3.6-35B-A3B heads: 256 splits of 79 keys, more
      * splits than the merge's threads */
     const int p_deep[] = { 20000 };
-    for (int f16 = 0; f16 < 2; f16++)
-        test_attention(16, 2, 256, f16, 1, l1, p_deep);
+    for (int kvt = 0; kvt < 3; kvt++)
+        test_attention(16, 2, 256, kvt, 1, l1, p_deep);
 }
 
 static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
@@ -1487,13 +1533,15 @@ static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
     const int64_t shapes[][3] = { { 16, 2, 256 }, { 8, 2, 256 }, { 4, 1, 64 }, { 6, 3, 128 },
                                   { 24, 3, 128 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int f16 = 0; f16 < 2; f16++) {
+        for (int kvt = 0; kvt < 3; kvt++) {   /* q8_0: the splits (no tiled path for it) */
             const int64_t Hq = shapes[i][0], Hkv = shapes[i][1], hd = shapes[i][2];
-            test_attention(Hq, Hkv, hd, f16, 1, l1, p1);
-            test_attention(Hq, Hkv, hd, f16, 2, l2, p2);
-            test_attention(Hq, Hkv, hd, f16, 3, l3, p3);
-            test_attention(Hq, Hkv, hd, f16, 1, l4, p4);
-            test_attention(Hq, Hkv, hd, f16, 2, l5, p5);
+            test_attention(Hq, Hkv, hd, kvt, 1, l1, p1);
+            test_attention(Hq, Hkv, hd, kvt, 2, l2, p2);
+            test_attention(Hq, Hkv, hd, kvt, 3, l3, p3);
+            if (kvt == 2)
+                continue;
+            test_attention(Hq, Hkv, hd, kvt, 1, l4, p4);
+            test_attention(Hq, Hkv, hd, kvt, 2, l5, p5);
         }
     gpu = saved;
     case_tag = "";
@@ -2988,6 +3036,8 @@ static int session_on(q36_model *m, const char *backend, int graphs, q36_session
     o.n_threads = 0;
     o.backend = backend;
     o.fast = gpu_fast && backend && !strcmp(backend, "cuda");   /* --fast: the GPU side only */
+    if (kv_q8)
+        o.type_k = o.type_v = Q36_KV_Q8_0;
     char *keep = graphs >= 0 ? graphs_env_set(graphs) : NULL;
     const int rc = q36_session_new(m, 256, &o, out, err);
     if (graphs >= 0)
@@ -3243,6 +3293,8 @@ static void test_model_slots(const char *path)
     q36_engine_opts oc = q36_engine_opts_default(), og;
     oc.n_slots = 4;
     oc.n_threads = 0;
+    if (kv_q8)
+        oc.type_k = oc.type_v = Q36_KV_Q8_0;
     og = oc;
     og.backend = "cuda";
     og.fast = gpu_fast;
@@ -3670,8 +3722,14 @@ static void test_ops(void)
     {
         const int l2[] = { 300, 212 }, p2[] = { 0, 40 };
         attention_decode_cases();
-        test_attention(16, 2, 256, true, 2, l2, p2);
-        test_attention(8, 2, 256, false, 2, l2, p2);
+        test_attention(16, 2, 256, 1, 2, l2, p2);
+        test_attention(8, 2, 256, 0, 2, l2, p2);
+        test_attention(16, 2, 256, 2, 2, l2, p2);
+        /* the rotations of q8_0 caches: the CPU's bits */
+        test_hadamard(5, 16 * 256, 256);
+        test_hadamard(33, 2 * 256, 64);
+        test_hadamard(1, 4 * 128, 128);
+        test_hadamard(300, 6 * 64, 64);
     }
 
     {
@@ -4125,8 +4183,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a0], "--fast")) {
             gpu_fast = 1;
             mode_tag = ".fast";
+        } else if (!strcmp(argv[a0], "--kv-q8")) {
+            kv_q8 = true;
         } else {
-            t_fail("cuda.args", "unknown option %s (--no-ops, --fast, --bench)", argv[a0]);
+            t_fail("cuda.args", "unknown option %s (--no-ops, --fast, --kv-q8, --bench)", argv[a0]);
             return t_exit();
         }
     }
@@ -4146,6 +4206,11 @@ int main(int argc, char **argv)
         mode_tag = ".fast.new";          /* run.sh's NEW=1: every decode switch on */
     else if (!gpu_fast && inv && !strcmp(inv, "0"))
         mode_tag = ".noinv";
+    static char kv_tag[64];
+    if (kv_q8) {
+        snprintf(kv_tag, sizeof kv_tag, "%s.kvq8", mode_tag);
+        mode_tag = kv_tag;
+    }
 
     if (ops) {
         if (want_ops("ops")) test_ops();

@@ -693,6 +693,7 @@ OP(cuda_swiglu, (be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *
 OP(cuda_deltanet_gates, (be_ctx *be, const be_tensor *al, const be_weight *dt, const be_weight *a, const be_tensor *b, be_tensor *g, be_tensor *bt), (be, al, dt, a, b, g, bt))
 OP(cuda_rope, (be_ctx *be, be_tensor *x, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, x, hd, nr, sec, base, pos))
 OP(cuda_attn_prologue, (be_ctx *be, const be_tensor *qg, be_tensor *q, be_tensor *gate, be_tensor *k, const be_weight *wq, const be_weight *wk, float eps, int64_t hd, int64_t nr, const int32_t sec[4], float base, const be_tensor *pos), (be, qg, q, gate, k, wq, wk, eps, hd, nr, sec, base, pos))
+OP(cuda_hadamard, (be_ctx *be, be_tensor *x, int64_t n), (be, x, n))
 OP(cuda_kv_store, (be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k, const be_tensor *v, const be_batch *b), (be, kc, vc, k, v, b))
 OP(cuda_attention, (be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc, const be_batch *b, int64_t hq, int64_t hkv, int64_t hd, float sc, be_tensor *out), (be, q, kc, vc, b, hq, hkv, hd, sc, out))
 OP(cuda_ssm_conv, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y), (be, x, t, w, b, y))
@@ -836,7 +837,7 @@ static const struct be_ops cuda_ops = {
     .topk = f_cuda_topk,
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,
-    .hadamard = nullptr,     /* no q8_0 K/V caches on the GPU (plan.c refuses them) */
+    .hadamard = f_cuda_hadamard,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,

@@ -514,6 +514,17 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,
                           be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey,
                           be_tensor *s, be_tensor *out);
 
+/* ---- cuda_attn_q8.cu: q8_0 K/V caches (be_hadamard; be_kv_store and
+ * be_attention's splits for them, cuda_seq.cu's entries call these) */
+void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n);
+void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
+                      const be_tensor *v, const be_batch *b);
+/* the partials of rows r0 .. r0+T (as cuda_seq.cu's splits write them;
+ * false: not queued, the context's error set) */
+bool cuda_attn_q8_split(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                        const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                        float scale, int64_t chunk, int64_t nsplit, int64_t r0, int64_t T);
+
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                    const be_tensor *v, const be_batch *b);

@@ -72,6 +72,15 @@ void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
     const int64_t T = k->rows, n = T * k->cols;
     if (!n)
         return;
+    if (kc->type == BE_Q8_0 || vc->type == BE_Q8_0) {
+        if (kc->type != vc->type) {
+            be_fail(be, Q36_E_UNSUP, "cuda kv_store: a q8_0 cache is for K and V together (K %s, "
+                    "V %s)", be_type_name(kc->type), be_type_name(vc->type));
+            return;
+        }
+        cuda_kv_store_q8(be, kc, vc, k, v, b);
+        return;
+    }
     cudaStream_t st = cuda_ctx_of(be)->stream;
     const unsigned g = cuda_blocks(n, 256);
     const int32_t *runs = (const int32_t *)b->runs->data;
@@ -517,6 +526,12 @@ static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
                            int64_t nsplit, int64_t r0, int64_t T, be_tensor *out)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    if (kc->type == BE_Q8_0) {         /* cuda_attn_q8.cu (cuda_attention checked V's) */
+        if (cuda_attn_q8_split(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit,
+                               r0, T))
+            attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
+        return;
+    }
     if (c->attn_tc) {
         const at_args a = { (const float *)q->data, q->ld, kc->data, vc->data, kc->ld, vc->ld,
                             kc->f16 && vc->f16, (const int32_t *)b->runs->data, b->n_seq,
@@ -577,7 +592,13 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
     const int64_t T = q->rows;
     if (!T)
         return;
-    if (c->fattn && T >= FA_MIN_ROWS &&
+    const bool q8 = kc->type == BE_Q8_0;
+    if (q8 != (vc->type == BE_Q8_0)) {
+        be_fail(be, Q36_E_UNSUP, "cuda attention: a q8_0 cache is for K and V together (K %s, V %s)",
+                be_type_name(kc->type), be_type_name(vc->type));
+        return;
+    }
+    if (c->fattn && T >= FA_MIN_ROWS && !q8 &&
         cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
         return;
     /* graphs on: sizes from the capacity, each row's keys split on the device */
