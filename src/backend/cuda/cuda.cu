@@ -204,6 +204,8 @@ static void cuda_free(be_ctx *be)
     cuda_f16_kept_free(c);
     cudaFree(c->deq);
     cudaFree(c->part);
+    cudaFree(c->q8kv);
+    cudaFree(c->q8runs);
     cudaFree(c->chunk);
     cudaFree(c->moe);
     cudaFree(c->moeh);

@@ -65,6 +65,13 @@ struct cuda_ctx {
     size_t          deq_floats;
     float          *part;          /* attention partials */
     size_t          part_floats;
+    /* q8_0 caches' prompt attention (cuda_attn_q8.cu): f16 copies of the
+     * runs' K and V rows, and the runs renumbered, grown when a pass
+     * needs more (never while a pass is recorded) */
+    void           *q8kv;
+    size_t          q8kv_bytes;
+    int32_t        *q8runs;
+    int             q8runs_n;
     void           *stage;         /* pinned host bytes for reads (STAGE_BYTES) */
     cuda_copy_job   copies[CUDA_COPY_QUEUE];   /* be_copy calls not yet launched */
     int             n_copies;
@@ -519,6 +526,13 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,
 void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n);
 void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                       const be_tensor *v, const be_batch *b);
+/* A prompt batch's attention over q8_0 caches in fast mode through the
+ * tiled kernels (cuda_fattn): each run's K/V rows [0, pos0+n) converted to
+ * f16 copies, the runs renumbered onto them. false: not taken (the caller
+ * runs the splits) */
+bool cuda_fattn_q8(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                   float scale, be_tensor *out);
 /* the partials of rows r0 .. r0+T (as cuda_seq.cu's splits write them;
  * false: not queued, the context's error set) */
 bool cuda_attn_q8_split(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,

@@ -22,8 +22,16 @@
  * softmax per head; lane l holds dims [l*NPL, (l+1)*NPL) (NPL = hd / 32),
  * 32 / NPL lanes a q8_0 block. Sums in another order than the CPU's
  * (partial integer dots per lane, then a float sum over the warp): the
- * outputs agree to float rounding, not bit for bit. Every length of
- * prompt goes this way (no tensor-core path for quantized caches yet). */
+ * outputs agree to float rounding, not bit for bit.
+ *
+ * Prompts in fast mode (cuda_fattn's batches): each run's rows of the
+ * caches converted to f16 copies (code times scale, rounded), the runs
+ * renumbered onto them, q's rows quantized to q8_0 and back (the values
+ * the splits and the CPU multiply), and the tiled tensor-core kernels of
+ * f16 caches run over the copies (cuda_fattn_q8; llama.cpp's CUDA build
+ * also converts quantized caches to f16 for its prompt kernels): about f16
+ * caches' speed, one copy of a layer's keys at a time. Exact mode, and a batch recorded as a
+ * graph or without room for the copies, take the splits. */
 #include "cuda.h"
 
 #include <assert.h>
@@ -124,6 +132,120 @@ void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor 
                 (const float *)v->data, v->ld, (const int32_t *)b->runs->data, b->n_seq, b->kv_rows,
                 T, k->cols);
     CUDA_LAUNCHED(be, "k_kv_store_q8");
+}
+
+/* --------------------------------------------- prompts: f16 copies, tiles */
+
+/* A thread per (copy row, block of 32): run s's cache rows [0, len) of
+ * slot runs[4s] to copy rows s * L + p, K then V, each code times its
+ * scale rounded to f16; the renumbered runs (slot s) to nruns */
+__global__ void k_q8_rows_half(const uint8_t *kc, int64_t kpitch, const uint8_t *vc, int64_t vpitch,
+                               const int32_t *runs, int n_seq, int64_t kv_rows, int64_t L,
+                               int64_t cols, __half *kh, __half *vh, int32_t *nruns)
+{
+    cuda_pdl_enter();
+    const int64_t nb = cols / 32, per = (int64_t)n_seq * L * nb;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < 2 * per;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const bool isv = i >= per;
+        const int64_t e = isv ? i - per : i, row = e / nb, blk = e % nb;
+        const int s = (int)(row / L);
+        const int64_t p = row % L;
+        if (p >= (int64_t)runs[4 * s + 3] + runs[4 * s + 2])
+            continue;                   /* past the run's keys: never read */
+        const uint8_t *src = (isv ? vc : kc) + ((int64_t)runs[4 * s] * kv_rows + p) *
+                             (isv ? vpitch : kpitch) + blk * Q8_BLK;
+        const float d = __half2float(__ushort_as_half((unsigned short)(src[0] | src[1] << 8)));
+        __half *dst = (isv ? vh : kh) + row * cols + blk * 32;
+        #pragma unroll 8
+        for (int j = 0; j < 32; j++)
+            dst[j] = __float2half_rn((float)(int8_t)src[2 + j] * d);
+    }
+    if (blockIdx.x == 0)
+        for (int t = threadIdx.x; t < 4 * n_seq; t += blockDim.x)
+            nruns[t] = t % 4 ? runs[t] : t / 4;
+}
+
+/* q's rows as the splits read them: each block of 32 quantized to q8_0
+ * (q8_block_store's codes and f16 scale) and back, code times scale, f32 */
+__global__ void k_q8_round_rows(const float *q, int64_t ldq, int64_t T, int64_t cols, float *out)
+{
+    cuda_pdl_enter();
+    const int64_t nb = cols / 32;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < T * nb;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / nb, blk = i % nb;
+        uint8_t b[Q8_BLK];
+        q8_block_store(q + r * ldq + blk * 32, b);
+        const float d = __half2float(__ushort_as_half((unsigned short)(b[0] | b[1] << 8)));
+        float *o = out + r * cols + blk * 32;
+        #pragma unroll 8
+        for (int j = 0; j < 32; j++)
+            o[j] = (float)(int8_t)b[2 + j] * d;
+    }
+}
+
+bool cuda_fattn_q8(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
+                   const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                   float scale, be_tensor *out)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->gmode || !b->n_seq)
+        return false;
+    int64_t L = 0;                      /* the longest run's keys */
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->seq[s].pos0 + b->seq[s].n_rows > L)
+            L = b->seq[s].pos0 + b->seq[s].n_rows;
+    const int64_t cols = kc->cols;
+    const size_t half_bytes = ((size_t)b->n_seq * (size_t)L * (size_t)cols * sizeof(__half) + 255) &
+                              ~(size_t)255;
+    const size_t need = 2 * half_bytes + (size_t)q->rows * (size_t)q->cols * sizeof(float);
+    if (need > c->q8kv_bytes) {
+        void *n = NULL;
+        if (cudaStreamSynchronize(c->stream) != cudaSuccess || cudaMalloc(&n, need) != cudaSuccess) {
+            cudaGetLastError();
+            return false;               /* the splits need no room */
+        }
+        cudaFree(c->q8kv);
+        c->q8kv = n;
+        c->q8kv_bytes = need;
+    }
+    if (b->n_seq > c->q8runs_n) {
+        int32_t *n = NULL;
+        if (cudaMalloc(&n, (size_t)b->max_seq * 4 * sizeof(int32_t)) != cudaSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+        cudaFree(c->q8runs);            /* (the stream waited above or uses none yet) */
+        c->q8runs = n;
+        c->q8runs_n = b->max_seq;
+    }
+    __half *kh = (__half *)c->q8kv, *vh = (__half *)((char *)c->q8kv + half_bytes);
+    float *qr = (float *)((char *)c->q8kv + 2 * half_bytes);
+    cuda_launch(k_q8_round_rows, cuda_blocks(q->rows * (q->cols / 32), 256), 256, 0, c->stream,
+                (const float *)q->data, q->ld, q->rows, q->cols, qr);
+    if (!CUDA_LAUNCHED(be, "k_q8_round_rows"))
+        return true;
+    const int64_t items = 2 * (int64_t)b->n_seq * L * (cols / 32);
+    cuda_launch(k_q8_rows_half, cuda_blocks(items, 256), 256, 0, c->stream, (const uint8_t *)kc->data,
+                (int64_t)be_type_bytes(BE_Q8_0, kc->ld), (const uint8_t *)vc->data,
+                (int64_t)be_type_bytes(BE_Q8_0, vc->ld), (const int32_t *)b->runs->data, b->n_seq,
+                b->kv_rows, L, cols, kh, vh, c->q8runs);
+    if (!CUDA_LAUNCHED(be, "k_q8_rows_half"))
+        return true;
+    be_tensor kt = *kc, vt = *vc, rt = *b->runs, qt = *q;
+    kt.data = kh, vt.data = vh, rt.data = c->q8runs, qt.data = qr;
+    qt.ld = q->cols;
+    kt.type = vt.type = BE_F16;
+    kt.f16 = vt.f16 = true;
+    kt.rows = vt.rows = (int64_t)b->n_seq * L;
+    kt.ld = vt.ld = cols;
+    be_batch fb = *b;
+    fb.runs = &rt;
+    fb.kv_rows = L;
+    if (!cuda_fattn(be, &qt, &kt, &vt, &fb, n_head, n_head_kv, head_dim, scale, out))
+        return false;
+    return true;
 }
 
 /* ------------------------------------------------------------- attention */

@@ -598,8 +598,9 @@ void cuda_attention(be_ctx *be, const be_tensor *q, const be_tensor *kc, const b
                 be_type_name(kc->type), be_type_name(vc->type));
         return;
     }
-    if (c->fattn && T >= FA_MIN_ROWS && !q8 &&
-        cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out))
+    if (c->fattn && T >= FA_MIN_ROWS &&
+        (q8 ? cuda_fattn_q8(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out)
+            : cuda_fattn(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, out)))
         return;
     /* graphs on: sizes from the capacity, each row's keys split on the device */
     const bool dev_len = c->graphs_on;
