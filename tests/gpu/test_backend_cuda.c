@@ -217,8 +217,16 @@ static void same_bytes(const char *name, pair p)
     for (int64_t r = 0; r < rows; r++)
         if (memcmp(c + (size_t)r * rb, g + (size_t)r * rb, rb) && !bad++)
             first = r;
-    t_check(name, bad == 0, "%lld of %lld rows differ from the CPU's bytes (first: row %lld)",
-            (long long)bad, (long long)rows, (long long)first);
+    size_t at = 0;                      /* the first differing byte of that row */
+    while (first >= 0 && at < rb && c[(size_t)first * rb + at] == g[(size_t)first * rb + at])
+        at++;
+    const uint8_t *cb = c + (size_t)(first < 0 ? 0 : first) * rb + at,
+                  *gb = g + (size_t)(first < 0 ? 0 : first) * rb + at;
+    t_check(name, bad == 0, "%lld of %lld rows differ from the CPU's bytes (first: row %lld, "
+            "byte %zu: cpu %02x %02x %02x %02x, cuda %02x %02x %02x %02x)", (long long)bad,
+            (long long)rows, (long long)first, at, cb[0], at + 1 < rb ? cb[1] : 0,
+            at + 2 < rb ? cb[2] : 0, at + 3 < rb ? cb[3] : 0, gb[0], at + 1 < rb ? gb[1] : 0,
+            at + 2 < rb ? gb[2] : 0, at + 3 < rb ? gb[3] : 0);
     free(c);
     free(g);
 }

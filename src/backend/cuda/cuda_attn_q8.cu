@@ -82,7 +82,12 @@ void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n)
 
 /* ----------------------------------------------------------------- store */
 
-/* 32 values to a q8_0 block at dst, as quant_act_quantize's x86 loop */
+/* 32 values to a q8_0 block at dst (2-byte aligned), as
+ * quant_act_quantize's x86 loop. The scale goes as one 16-bit store: with
+ * two byte stores of the f16's halves (nvcc 13.0, sm_90a) the low byte
+ * came out 0 on the H200 (bench/results/2026-12-05-cuda-session26/,
+ * run-52c9f53) while the high byte, from the same register shifted, was
+ * right. */
 __device__ __forceinline__ void q8_block_store(const float *x, uint8_t *dst)
 {
     float amax = 0.0f;
@@ -91,8 +96,7 @@ __device__ __forceinline__ void q8_block_store(const float *x, uint8_t *dst)
         amax = fmaxf(amax, fabsf(x[i]));
     const float id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
     const __half d = __float2half_rn(__fdiv_rn(amax, 127.0f));
-    dst[0] = (uint8_t)(__half_as_ushort(d) & 0xff);
-    dst[1] = (uint8_t)(__half_as_ushort(d) >> 8);
+    *(unsigned short *)dst = __half_as_ushort(d);
     #pragma unroll
     for (int i = 0; i < 32; i++)
         dst[2 + i] = (uint8_t)(int8_t)__float2int_rn(__fmul_rn(x[i], id));
@@ -155,7 +159,7 @@ __global__ void k_q8_rows_half(const uint8_t *kc, int64_t kpitch, const uint8_t 
             continue;                   /* past the run's keys: never read */
         const uint8_t *src = (isv ? vc : kc) + ((int64_t)runs[4 * s] * kv_rows + p) *
                              (isv ? vpitch : kpitch) + blk * Q8_BLK;
-        const float d = __half2float(__ushort_as_half((unsigned short)(src[0] | src[1] << 8)));
+        const float d = __half2float(__ushort_as_half(*(const unsigned short *)src));
         __half *dst = (isv ? vh : kh) + row * cols + blk * 32;
         #pragma unroll 8
         for (int j = 0; j < 32; j++)
@@ -175,9 +179,9 @@ __global__ void k_q8_round_rows(const float *q, int64_t ldq, int64_t T, int64_t 
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < T * nb;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / nb, blk = i % nb;
-        uint8_t b[Q8_BLK];
+        __align__(4) uint8_t b[Q8_BLK + 2];
         q8_block_store(q + r * ldq + blk * 32, b);
-        const float d = __half2float(__ushort_as_half((unsigned short)(b[0] | b[1] << 8)));
+        const float d = __half2float(__ushort_as_half(*(const unsigned short *)b));
         float *o = out + r * cols + blk * 32;
         #pragma unroll 8
         for (int j = 0; j < 32; j++)
