@@ -33,6 +33,7 @@
  * caches' speed, one copy of a layer's keys at a time. Exact mode, and a batch recorded as a
  * graph or without room for the copies, take the splits. */
 #include "cuda.h"
+#include "cuda_attn_split.h"
 
 #include <assert.h>
 #include <math.h>
@@ -341,39 +342,9 @@ k_attn_q8(const float *q, int64_t ldq, const uint8_t *kc, int64_t kpitch, const 
             m[g] = mn;
         }
     }
-    #pragma unroll
-    for (int g = 0; g < G; g++) {
-        if (lane == 0) {
-            wm[wid][g] = m[g];
-            wl[wid][g] = l[g];
-        }
-        #pragma unroll
-        for (int i = 0; i < NPL; i++)
-            wacc[wid][g][dim0 + i] = acc[g][i];
-    }
-    __syncthreads();
-    for (int g = 0; g < G; g++) {
-        float M = -INFINITY;
-        for (int w = 0; w < Q8A_WARPS; w++)
-            if (wl[w][g] > 0.0f)
-                M = fmaxf(M, wm[w][g]);
-        float *out = part + (((int64_t)blockIdx.z * Hq + h0 + g) * nsplit + s) * (HD + 2);
-        float Ls = 0.0f;
-        for (int w = 0; w < Q8A_WARPS; w++)
-            if (wl[w][g] > 0.0f)
-                Ls += wl[w][g] * expf(wm[w][g] - M);
-        if (threadIdx.x == 0) {
-            out[0] = M;
-            out[1] = Ls;
-        }
-        for (int d = threadIdx.x; d < HD; d += Q8A_THREADS) {
-            float a = 0.0f;
-            for (int w = 0; w < Q8A_WARPS; w++)
-                if (wl[w][g] > 0.0f)
-                    a += wacc[w][g][d] * expf(wm[w][g] - M);
-            out[2 + d] = a;
-        }
-    }
+    attn_split_out<Q8A_WARPS, G, NPL, Q8A_THREADS>(wm, wl, wacc, m, l, acc, lane, wid, [&](int g) {
+        return part + (((int64_t)blockIdx.z * Hq + h0 + g) * nsplit + s) * (HD + 2);
+    });
 }
 
 /* the launch for NPL dims a lane and G query heads a block; G * hd above

@@ -29,6 +29,7 @@
  * dk/32 rows of that column of the state in registers for the whole run;
  * four columns a block, grid (value heads, runs, dv/4). */
 #include "cuda.h"
+#include "cuda_attn_split.h"
 #include "cuda_fattn.h"
 
 #include <assert.h>
@@ -354,39 +355,9 @@ k_attn_split_gqa(const float *q, int64_t ldq, const CK *kc, int64_t ldkc, const 
             m[g] = mn;
         }
     }
-    #pragma unroll
-    for (int g = 0; g < G; g++) {
-        if (lane == 0) {
-            wm[wid][g] = m[g];
-            wl[wid][g] = l[g];
-        }
-        #pragma unroll
-        for (int i = 0; i < NPL; i++)
-            wacc[wid][g][lane * NPL + i] = acc[g][i];
-    }
-    __syncthreads();
-    for (int g = 0; g < G; g++) {
-        float M = -INFINITY;
-        for (int w = 0; w < NW; w++)
-            if (wl[w][g] > 0.0f)
-                M = fmaxf(M, wm[w][g]);
-        float *o = part + (((int64_t)blockIdx.z * Hq + hk * G + g) * nsplit + s) * (HD + 2);
-        float Ls = 0.0f;
-        for (int w = 0; w < NW; w++)
-            if (wl[w][g] > 0.0f)
-                Ls += wl[w][g] * expf(wm[w][g] - M);
-        if (threadIdx.x == 0) {
-            o[0] = M;
-            o[1] = Ls;
-        }
-        for (int d = threadIdx.x; d < HD; d += ATT_THREADS) {
-            float a = 0.0f;
-            for (int w = 0; w < NW; w++)
-                if (wl[w][g] > 0.0f)
-                    a += wacc[w][g][d] * expf(wm[w][g] - M);
-            o[2 + d] = a;
-        }
-    }
+    attn_split_out<NW, G, NPL, ATT_THREADS>(wm, wl, wacc, m, l, acc, lane, wid, [&](int g) {
+        return part + (((int64_t)blockIdx.z * Hq + hk * G + g) * nsplit + s) * (HD + 2);
+    });
 }
 
 /* k_attn_split_gqa for this call, or false when it has no instance: K and
