@@ -62,8 +62,7 @@ typedef struct q36_engine q36_engine;
  * of f16's bytes) is for K and V together, with a head size that is a
  * multiple of 32; attention then runs in the order of llama.cpp's flash
  * attention, which llama.cpp needs for such caches (on the CPU backend
- * bit for bit; the CUDA backend's, cuda_attn_q8.cu, to float rounding,
- * taken only with Q36_CUDA_KVQ8=1 until it has passed on a GPU). */
+ * bit for bit; the CUDA backend's, cuda_attn_q8.cu, to float rounding). */
 enum q36_kv_type { Q36_KV_F32 = 0, Q36_KV_F16 = 1, Q36_KV_Q8_0 = 2 };
 /* "f32", "f16", "q8_0" (llama.cpp's -ctk/-ctv names) to the type, -1 for
  * anything else (NULL too); and back ("?" for no type). */

@@ -8,7 +8,6 @@
 #include "forward.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -173,12 +172,6 @@ static int check_opts(const q36_engine_opts *o, int n_ctx, q36_err *err)
     if ((o->type_k == Q36_KV_Q8_0) != (o->type_v == Q36_KV_Q8_0))
         return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache is for K and V together: K %s, V %s",
                            q36_kv_type_name(o->type_k), q36_kv_type_name(o->type_v));
-    /* q8_0 caches on the GPU (cuda_attn_q8.cu): their first GPU run wrote wrong scales
-     * and the fix has not run on a GPU yet; Q36_CUDA_KVQ8=1 lets the GPU tests take them */
-    if (o->type_k == Q36_KV_Q8_0 && o->backend && o->backend[0] && strcmp(o->backend, "cpu") != 0 &&
-        !(getenv("Q36_CUDA_KVQ8") && !strcmp(getenv("Q36_CUDA_KVQ8"), "1")))
-        return q36_err_set(err, Q36_E_ARG, "a q8_0 K/V cache on %s is not yet verified on a GPU "
-                           "(Q36_CUDA_KVQ8=1 takes it anyway; use -ctk/-ctv f16 there)", o->backend);
     if (o->n_threads < 0 || o->n_threads > 256)
         return q36_err_set(err, Q36_E_ARG, "%d threads is outside [0, 256]", o->n_threads);
     return 0;

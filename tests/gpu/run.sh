@@ -144,8 +144,8 @@ done
 want fast && for m in "${models[@]}"; do
     case $(basename "$m") in
     dense-q4km.gguf|dense-q6k.gguf|dense-q8hd256.gguf|moe-q4km.gguf|trained.gguf)
-        NEW=1 Q36_CUDA_KVQ8=1 one "model-kvq8-$(basename "$m" .gguf)" --no-ops --kv-q8 "$m"
-        NEW=1 Q36_CUDA_KVQ8=1 one "model-fastkvq8-$(basename "$m" .gguf)" --no-ops --fast --kv-q8 "$m" ;;
+        NEW=1 one "model-kvq8-$(basename "$m" .gguf)" --no-ops --kv-q8 "$m"
+        NEW=1 one "model-fastkvq8-$(basename "$m" .gguf)" --no-ops --fast --kv-q8 "$m" ;;
     esac
 done
 

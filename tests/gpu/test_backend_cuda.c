@@ -1198,7 +1198,6 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
 static bool dn_tf32, dn_tf32_state, dn_fused;
-static const char *dn_pf;      /* Q36_CUDA_CHUNKPF of the context (names end in _pfN), or NULL */
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1220,9 +1219,7 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     if (dn_tf32)
         n += snprintf(name + n, sizeof name - (size_t)n, dn_tf32_state ? "_tf32s" : "_tf32");
     if (dn_fused)
-        n += snprintf(name + n, sizeof name - (size_t)n, "_fused");
-    if (dn_pf)
-        snprintf(name + n, sizeof name - (size_t)n, "_pf%s", dn_pf);
+        snprintf(name + n, sizeof name - (size_t)n, "_fused");
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1268,22 +1265,18 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
  * (k_chunk_prep_tc), else its f32 forward substitution (names end in
  * _tf32s); with tc, split: the states and outputs in two kernels
  * (k_chunk_state_split, k_chunk_out, the default), else in one (names end
- * in _fused); pf: Q36_CUDA_CHUNKPF for the context (the split state
- * kernel's L2 prefetch distance; names end in _pfN), or NULL */
-static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split, const char *pf)
+ * in _fused) */
+static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split)
 {
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
     char *keep_p = env_set("Q36_CUDA_CHUNKPREP", ptc ? "1" : "0");
     char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
-    char *keep_f = env_set("Q36_CUDA_CHUNKPF", pf ? pf : "");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
     env_restore("Q36_CUDA_CHUNKTC", keep);
     env_restore("Q36_CUDA_CHUNKPREP", keep_p);
     env_restore("Q36_CUDA_CHUNKSPLIT", keep_s);
-    env_restore("Q36_CUDA_CHUNKPF", keep_f);
     if (!gpc)
         return;
-    dn_pf = pf;
     dn_tf32 = tc;
     dn_tf32_state = tc && !ptc;
     dn_fused = tc && !split;
@@ -1314,7 +1307,6 @@ static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split, co
     be_free(gpc);
     gpc = NULL;
     dn_tf32 = dn_tf32_state = dn_fused = false;
-    dn_pf = NULL;
 }
 
 /* ------------------------------------------------ f16 tensor-core matmul */
@@ -4234,11 +4226,10 @@ int main(int argc, char **argv)
     if (ops) {
         if (want_ops("ops")) test_ops();
         if (want_ops("chunk")) {
-            test_chunk_ops(&sh, true, true, true, NULL);
-            test_chunk_ops(&sh, true, true, true, "3");
-            test_chunk_ops(&sh, true, true, false, NULL);
-            test_chunk_ops(&sh, true, false, true, NULL);
-            test_chunk_ops(&sh, false, false, false, NULL);
+            test_chunk_ops(&sh, true, true, true);
+            test_chunk_ops(&sh, true, true, false);
+            test_chunk_ops(&sh, true, false, true);
+            test_chunk_ops(&sh, false, false, false);
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {

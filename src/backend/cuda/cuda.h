@@ -180,7 +180,6 @@ struct cuda_ctx {
     bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
     bool            chunk_split;   /* its states and outputs in two kernels (cuda_chunk.cu,
                                     * unless Q36_CUDA_CHUNKSPLIT=0) */
-    int             chunk_pf;      /* k_chunk_state_split's L2 prefetch distance (ck_args.pf) */
     bool            chunk_out_x;   /* k_chunk_out's blocks of one chunk's columns, and of the
                                     * value heads of one key head, launched together
                                     * (Q36_CUDA_CHUNKOUTX=1, off: not yet run on a GPU) */
@@ -316,18 +315,6 @@ __device__ __forceinline__ int4 run_of(const int32_t *runs, int n_seq, int64_t r
  * plain copy before): zeros when !full (src unread). cp_commit closes this
  * thread's group of copies; cp_wait<N> waits until at most N of its groups
  * are still in flight (the copies of other threads need a barrier too). */
-/* Asks L2 for the bytes [p, p + bytes) (16-byte aligned, a multiple of
- * 16), one instruction a range; nothing waits for them, nothing else changes. */
-__device__ __forceinline__ void l2_prefetch(const void *p, unsigned bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
 __device__ __forceinline__ void cp16(void *dst, const void *src, bool full)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

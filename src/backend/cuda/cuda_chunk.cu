@@ -189,32 +189,6 @@ template <int DK> struct sp_sh {
 static_assert(sp_sh<32>::oW % 8 == 0 && sp_sh<32>::oK % 8 == 0 && sp_sh<32>::oV % 8 == 0,
               "32-byte aligned regions");
 
-/* Chunk c0's rows that k_chunk_state_split will copy, asked of L2 ahead
- * of time (ck_args.pf): a quarter of the block's threads a tensor, a
- * thread a row: W's and K's rows (each of the DK / CK_BV blocks of a head
- * takes every (DK / CK_BV)-th row: together they ask for each row once),
- * the block's columns of U, G's row. Without it each chunk's first
- * copies wait on HBM: the blocks of a head take the chunks in step and
- * each chunk's W, U and K are read there first (Nsight Compute, session
- * 26: L2 hit rate 85%, DRAM 17.5%, 7 us a chunk). */
-template <int DK> __device__ void sp_prefetch(const ck_args &a, ck_blk b, int64_t c0, int tid)
-{
-    const ck_chunk c = chunk_of(a.runs, b.y, c0);
-    const int t = tid % CK_C, part = tid / CK_C;
-    static_assert(CK_THREADS == 4 * CK_C, "a thread a row of each of four tensors");
-    if (t >= c.nc)
-        return;
-    const int64_t r = c.r0 + t, h = b.x, nz = DK / CK_BV;
-    if (part == 0 && t % nz == b.z)
-        l2_prefetch(a.W + (r * a.Hv + h) * DK, DK * sizeof(float));
-    else if (part == 1 && t % nz == b.z)
-        l2_prefetch(a.qkv + r * a.ldq + (a.Hk + h % a.Hk) * DK, DK * sizeof(float));
-    else if (part == 2)
-        l2_prefetch(a.U + (r * a.Hv + h) * DK + (int64_t)b.z * CK_BV, CK_BV * sizeof(float));
-    else if (part == 3 && b.z == 0)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(a.G + r * a.Hv + h));
-}
-
 /* the chunk's state slot in Sb */
 HD float *sb_slot(const ck_args &a, const ck_chunk &c, int s, int64_t h, int dk)
 {
@@ -259,8 +233,6 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
     if (n > 0)
         tc_cp_rows<DK, L::LX>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, b.y, 0), tid);
     cp_commit();
-    for (int64_t p = 2; p < a.pf && p * CK_C < n; p++)
-        sp_prefetch<DK>(a, b, p * CK_C, tid);
     /* thread t < CK_C: G of row t of the chunk to come (0 past its end),
      * loaded a chunk ahead: a load at the loop's top waits on memory */
     float gn = 0.0f;
@@ -271,8 +243,6 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
     for (int64_t c0 = 0, it = 0; c0 < n; c0 += CK_C, it++) {
         const ck_chunk c = chunk_of(a.runs, b.y, c0);
         float *V = sms + L::oV + (it & 1) * CK_C * CK_BV;
-        if (a.pf >= 2 && c0 + a.pf * CK_C < n)
-            sp_prefetch<DK>(a, b, c0 + a.pf * CK_C, tid);
         if (tid < CK_C) {
             G[tid] = gn;
             gn = 0.0f;
@@ -535,7 +505,7 @@ void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
     ck_args a = { (const float *)qkv->data, (const float *)g->data, (const float *)beta->data,
                   qkv->ld, g->ld, beta->ld, (float *)S->data, S->ld, (float *)out->data, out->ld,
                   (const int32_t *)b->runs->data, n_k_heads, n_v_heads, NULL, NULL, NULL, NULL,
-                  NULL, 0, NULL, c->chunk_pf };
+                  NULL, 0, NULL };
     /* the split kernels' states, when the scratch holds them */
     args_scratch(&a, c->chunk, T, n_v_heads, dk,
                  c->chunk_split && need + split_floats(T, b->n_seq, n_v_heads, dk) <= c->chunk_floats);
@@ -620,7 +590,7 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
         return -1;
     }
     ck_args a = { qkv, g, beta, ldq, ldg, ldb, S, ldS, out, ldo, runs, n_k_heads, n_v_heads,
-                  NULL, NULL, NULL, NULL, ckpt, 0, NULL, 0 };
+                  NULL, NULL, NULL, NULL, ckpt, 0, NULL };
     args_scratch(&a, scratch, T, n_v_heads, dk, false);   /* the phases are k_chunk_state's */
     a.ck_chunks = max_chunks;
     switch (dk) {

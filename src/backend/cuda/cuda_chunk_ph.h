@@ -33,8 +33,6 @@ typedef struct ck_args {
     float *ck;               /* NULL, or each run's state after each chunk (cuda_chunk.h) */
     int64_t ck_chunks;       /* chunks a run has room for in ck */
     float *Sb;               /* NULL, or the split kernels' states before each chunk (below) */
-    int pf;                  /* k_chunk_state_split: asks L2 for chunk i + pf's rows during
-                                chunk i (pf >= 2; else none: Q36_CUDA_CHUNKPF) */
 } ck_args;
 
 typedef struct ck_blk { int x, y, z; } ck_blk;
