@@ -11,7 +11,8 @@
  *    checked on a machine without a GPU (the GPU itself runs them in
  *    tests/gpu/test_backend_cuda.c), including passes split at and off a
  *    chunk boundary, and the states the kernels write at every chunk
- *    boundary (what a prefix cache keeps).
+ *    boundary (what a prefix cache keeps); with the prep phases of
+ *    k_chunk_prep and (cuda_emulated_pb) of k_chunk_prep_pb.
  * The f32 recurrence (be_deltanet) is reported beside them. */
 #include "test.h"
 #include "deltanet_ref.h"
@@ -25,8 +26,9 @@
 
 static be_ctx *cpu;
 
-enum impl { CPU_CHUNKED, CPU_RECURRENT, CUDA_EMULATED };
-static const char *impl_name[] = { "cpu_chunked", "cpu_recurrent", "cuda_emulated" };
+enum impl { CPU_CHUNKED, CPU_RECURRENT, CUDA_EMULATED, CUDA_EMULATED_PB };
+static const char *impl_name[] = { "cpu_chunked", "cpu_recurrent", "cuda_emulated",
+                                   "cuda_emulated_pb" };
 
 /* Runs one implementation over the case's rows with the given runs (for
  * the CPU backend: laid end to end from row 0), S in and out. */
@@ -34,10 +36,10 @@ static int run_impl(enum impl m, const dn_case *c, const int32_t *runs, int n_se
                     float *S)
 {
     const int64_t T = c->T, Hv = c->Hv, dk = c->dk, nS = c->n_slots * Hv;
-    if (m == CUDA_EMULATED) {
+    if (m == CUDA_EMULATED || m == CUDA_EMULATED_PB) {
 #ifdef Q36_CUDA
         return cuda_chunk_emulate(c->qkv, c->W, c->g, Hv, c->beta, Hv, S, dk * dk, c->Hk, Hv, dk,
-                                  runs, n_seq, T, out, Hv * dk, NULL);
+                                  runs, n_seq, T, out, Hv * dk, NULL, m == CUDA_EMULATED_PB);
 #else
         return -1;
 #endif
@@ -106,7 +108,7 @@ static void test_case(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *
     const double M = dn_truth(&c, c.runs, n_seq, out_t, S_t);
     const double B = dn_bound(dk, dn_max_len(c.runs, n_seq), M);
 #ifdef Q36_CUDA
-    const int n_impl = 3;
+    const int n_impl = 4;
 #else
     const int n_impl = 2;
 #endif
@@ -157,11 +159,11 @@ static void test_split(int64_t Hk, int64_t Hv, int64_t dk, int len, int cut, int
     const double B = dn_bound(dk, len, M);
     float *out = calloc((size_t)no + 1, sizeof(float)), *S = copy_f(c.S0, ns);
     int rc = cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, dk * dk, Hk, Hv, dk, r1, 1,
-                                c.T, out, Hv * dk, NULL);
+                                c.T, out, Hv * dk, NULL, 0);
     int64_t ic, io, is;
     const double wc = dn_worst(S, S_c, ns, B, &ic);
     rc = rc ? rc : cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, dk * dk, Hk, Hv, dk, r2,
-                                      1, c.T, out, Hv * dk, NULL);
+                                      1, c.T, out, Hv * dk, NULL, 0);
     const double wo = dn_worst(out, out_t, no, B, &io), ws = dn_worst(S, S_t, ns, B, &is);
     if (rc)
         t_fail(name, "the emulation returned %d", rc);
@@ -196,7 +198,7 @@ static void test_checkpoints(int64_t Hk, int64_t Hv, int64_t dk, int gates)
     for (int64_t i = 0; i < 2 * C_max * Hv * st; i++)
         ck[i] = NAN;
     int rc = cuda_chunk_emulate(c.qkv, c.W, c.g, Hv, c.beta, Hv, S, st, Hk, Hv, dk, c.runs, 2, c.T,
-                                out, Hv * dk, ck);
+                                out, Hv * dk, ck, 0);
     double worst = 0;
     int n_ck = 0;
     for (int s = 0; s < 2 && !rc; s++)

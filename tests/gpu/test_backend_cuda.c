@@ -1197,7 +1197,7 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * sum of |products| (about M, the rounding once per operand rather than
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
-static bool dn_tf32, dn_tf32_state, dn_fused;
+static bool dn_tf32, dn_tf32_state, dn_fused, dn_pb;
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1219,7 +1219,9 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
     if (dn_tf32)
         n += snprintf(name + n, sizeof name - (size_t)n, dn_tf32_state ? "_tf32s" : "_tf32");
     if (dn_fused)
-        snprintf(name + n, sizeof name - (size_t)n, "_fused");
+        n += snprintf(name + n, sizeof name - (size_t)n, "_fused");
+    if (dn_pb)
+        snprintf(name + n, sizeof name - (size_t)n, "_pb");
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1265,11 +1267,12 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
  * (k_chunk_prep_tc), else its f32 forward substitution (names end in
  * _tf32s); with tc, split: the states and outputs in two kernels
  * (k_chunk_state_split, k_chunk_out, the default), else in one (names end
- * in _fused) */
-static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split)
+ * in _fused); with tc, pb: the prep kernel in f32, blocked
+ * (k_chunk_prep_pb, Q36_CUDA_CHUNKPREP=2; names end in _pb) */
+static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split, bool pb)
 {
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
-    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", ptc ? "1" : "0");
+    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", pb ? "2" : ptc ? "1" : "0");
     char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
     env_restore("Q36_CUDA_CHUNKTC", keep);
@@ -1278,7 +1281,8 @@ static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split)
     if (!gpc)
         return;
     dn_tf32 = tc;
-    dn_tf32_state = tc && !ptc;
+    dn_pb = tc && pb;
+    dn_tf32_state = tc && !ptc && !pb;
     dn_fused = tc && !split;
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
               l200[] = { 200 }, l512[] = { 512 }, l3[] = { 7, 1, 130 },
@@ -1306,7 +1310,7 @@ static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split)
     test_chunk(2, 2, 64, 1, l200, DN_GATES_WEAK, 0.3f, 100);
     be_free(gpc);
     gpc = NULL;
-    dn_tf32 = dn_tf32_state = dn_fused = false;
+    dn_tf32 = dn_tf32_state = dn_fused = dn_pb = false;
 }
 
 /* ------------------------------------------------ f16 tensor-core matmul */
@@ -4205,8 +4209,11 @@ int main(int argc, char **argv)
     const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
     const char *graphs = getenv("Q36_CUDA_GRAPHS"), *attn_tc = getenv("Q36_CUDA_ATTNTC");
     const char *moewq = getenv("Q36_CUDA_MOEWQ"), *fattnwg = getenv("Q36_CUDA_FATTNWG");
+    const char *prep = getenv("Q36_CUDA_CHUNKPREP");
     if (gpu_fast && moewq && !strcmp(moewq, "1"))
         mode_tag = ".fast.moewq";
+    else if (gpu_fast && prep && !strcmp(prep, "2"))
+        mode_tag = ".fast.chunkpb";
     else if (gpu_fast && fattnwg && !strcmp(fattnwg, "0"))
         mode_tag = ".fast.nofattnwg";
     else if (gpu_fast && mv8 && !strcmp(mv8, "0"))
@@ -4226,10 +4233,11 @@ int main(int argc, char **argv)
     if (ops) {
         if (want_ops("ops")) test_ops();
         if (want_ops("chunk")) {
-            test_chunk_ops(&sh, true, true, true);
-            test_chunk_ops(&sh, true, true, false);
-            test_chunk_ops(&sh, true, false, true);
-            test_chunk_ops(&sh, false, false, false);
+            test_chunk_ops(&sh, true, true, true, false);
+            test_chunk_ops(&sh, true, false, true, true);
+            test_chunk_ops(&sh, true, true, false, false);
+            test_chunk_ops(&sh, true, false, true, false);
+            test_chunk_ops(&sh, false, false, false, false);
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {

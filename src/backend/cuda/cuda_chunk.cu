@@ -45,6 +45,7 @@
  * cuda_chunk_ph.h's. */
 #include "cuda.h"
 #include "cuda_chunk.h"
+#include "cuda_chunk_pb.h"
 #include "cuda_chunk_ph.h"
 
 #include <assert.h>
@@ -444,7 +445,7 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     cudaStream_t st = c->stream;
     /* the tensor-core kernel's 16-byte copies need 16-byte rows of qkv */
     const bool tc = c->chunk_tc && !a.ck && a.ldq % 4 == 0 && (uintptr_t)a.qkv % 16 == 0;
-    const bool ptc = tc && c->chunk_prep_tc;
+    const bool ptc = tc && c->chunk_prep_tc, pb = tc && c->chunk_prep_pb;
     /* the split kernels when their scratch was given and their shared
      * memory is there (DK <= 128) */
     const size_t bo = so_sh<DK>::floats * sizeof(float);
@@ -456,10 +457,13 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
                  bs = split ? sp_sh<DK>::floats * sizeof(float)
                     : tc    ? tc_smem_bytes<DK>() : st_sh<DK>::floats * sizeof(float);
     if (!cuda_smem_optin(be, (const void *)state, bs) ||
-        (!ptc && !cuda_smem_optin(be, (const void *)k_chunk_prep<DK>, bp)))
+        (!ptc && !pb && !cuda_smem_optin(be, (const void *)k_chunk_prep<DK>, bp)))
         return false;
     const dim3 per_chunk((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)n_seq);
-    if (ptc) {
+    if (pb) {
+        if (!ck_launch_prep_pb<DK>(be, a, per_chunk))
+            return false;
+    } else if (ptc) {
         if (!ck_launch_prep_tc<DK>(be, a, per_chunk))
             return false;
     } else {
@@ -522,8 +526,38 @@ void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
 
 /* ------------------------------------------------------- host emulation */
 
+/* k_chunk_prep_pb's block b, phase by phase (cuda_chunk_pb.cu's order) */
+template <int DK> static void emulate_pb(const ck_args &a, ck_blk b, float *sm)
+{
+    using L = pb_sh<DK>;
+    const int nt = CK_THREADS;
+    for (int t = 0; t < nt; t++)
+        pb_load<DK>(a, b, t, nt, sm);
+    for (int t = 0; t < nt; t++)
+        pb_gsum<DK>(a, b, t, nt, sm);
+    for (int t = 0; t < nt; t++)
+        pb_gram<DK>(a, b, t, nt, sm);
+    for (int t = 0; t < nt; t++)
+        pb_inv_diag<DK>(a, b, t, nt, sm);
+    for (int d = 1; d < 4; d++) {
+        for (int t = 0; t < nt; t++)
+            pb_inv_r<DK>(a, b, t, nt, sm, d);
+        for (int t = 0; t < nt; t++)
+            pb_inv_t<DK>(a, b, t, nt, sm, d);
+    }
+    for (int t = 0; t < nt; t++)
+        pb_scale<DK>(a, b, t, nt, sm);
+    for (int t = 0; t < nt; t++)
+        pb_load_v<DK>(a, b, t, nt, sm);
+    for (int t = 0; t < nt; t++)
+        pb_solve<DK>(a, b, t, nt, sm, L::oT, L::oQ, a.W);
+    for (int t = 0; t < nt; t++)
+        pb_solve<DK>(a, b, t, nt, sm, L::oM, L::oK, a.U);
+}
+
 template <int DK>
-static void emulate(const ck_args &a, int n_seq, int64_t max_chunks, float *sm, size_t sm_floats)
+static void emulate(const ck_args &a, int n_seq, int64_t max_chunks, float *sm, size_t sm_floats,
+                    bool pb)
 {
     const int nt = CK_THREADS;
     for (int z = 0; z < n_seq; z++)
@@ -532,6 +566,10 @@ static void emulate(const ck_args &a, int n_seq, int64_t max_chunks, float *sm, 
                 const ck_blk b = { x, y, z };
                 for (size_t i = 0; i < sm_floats; i++)
                     sm[i] = NAN;
+                if (pb) {
+                    emulate_pb<DK>(a, b, sm);
+                    continue;
+                }
                 for (int t = 0; t < nt; t++)
                     prep_load<DK>(a, b, t, nt, sm);
                 for (int t = 0; t < nt; t++)
@@ -571,7 +609,7 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
                                   const float *beta, int64_t ldb, float *S, int64_t ldS,
                                   int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
                                   const int32_t *runs, int n_seq, int64_t T, float *out,
-                                  int64_t ldo, float *ckpt)
+                                  int64_t ldo, float *ckpt, int prep_pb)
 {
     if (dk != 32 && dk != 64 && dk != 128 && dk != 256)
         return -1;
@@ -580,8 +618,9 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
         const int64_t nch = (runs[4 * s + 2] + CK_C - 1) / CK_C;
         max_chunks = nch > max_chunks ? nch : max_chunks;
     }
-    const size_t sm_floats = prep_sh<256>::floats > st_sh<256>::floats ? prep_sh<256>::floats
-                                                                        : st_sh<256>::floats;
+    size_t sm_floats = prep_sh<256>::floats > st_sh<256>::floats ? prep_sh<256>::floats
+                                                                  : st_sh<256>::floats;
+    sm_floats = pb_sh<256>::floats > sm_floats ? pb_sh<256>::floats : sm_floats;
     float *scratch = (float *)malloc(sizeof(float) * (scratch_for(T, n_v_heads, dk) + 1));
     float *sm = (float *)malloc(sizeof(float) * sm_floats);
     if (!scratch || !sm) {
@@ -594,10 +633,10 @@ extern "C" int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g,
     args_scratch(&a, scratch, T, n_v_heads, dk, false);   /* the phases are k_chunk_state's */
     a.ck_chunks = max_chunks;
     switch (dk) {
-    case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats); break;
-    case 64: emulate<64>(a, n_seq, max_chunks, sm, sm_floats); break;
-    case 128: emulate<128>(a, n_seq, max_chunks, sm, sm_floats); break;
-    default: emulate<256>(a, n_seq, max_chunks, sm, sm_floats); break;
+    case 32: emulate<32>(a, n_seq, max_chunks, sm, sm_floats, prep_pb != 0); break;
+    case 64: emulate<64>(a, n_seq, max_chunks, sm, sm_floats, prep_pb != 0); break;
+    case 128: emulate<128>(a, n_seq, max_chunks, sm, sm_floats, prep_pb != 0); break;
+    default: emulate<256>(a, n_seq, max_chunks, sm, sm_floats, prep_pb != 0); break;
     }
     free(scratch);
     free(sm);

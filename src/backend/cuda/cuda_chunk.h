@@ -40,12 +40,13 @@ bool cuda_chunk_enabled(const struct be_shape *s);
  * the longest run), which receives run s's state after its chunk c (64
  * tokens from the run's first row; the last one may be shorter) at
  * [(s*C_max + c)*n_v_heads + h]*dk*dk, laid out as S: the kernel's
- * chunk-boundary checkpoints. Returns 0, or -1 for another dk or no
- * memory. Slow (plain loops): for tests. */
+ * chunk-boundary checkpoints. prep_pb: the prep phases are
+ * k_chunk_prep_pb's (cuda_chunk_pb.h), else k_chunk_prep's. Returns 0,
+ * or -1 for another dk or no memory. Slow (plain loops): for tests. */
 int cuda_chunk_emulate(const float *qkv, int64_t ldq, const float *g, int64_t ldg,
                        const float *beta, int64_t ldb, float *S, int64_t ldS, int64_t n_k_heads,
                        int64_t n_v_heads, int64_t dk, const int32_t *runs, int n_seq, int64_t T,
-                       float *out, int64_t ldo, float *ckpt);
+                       float *out, int64_t ldo, float *ckpt, int prep_pb);
 
 #ifdef __cplusplus
 }

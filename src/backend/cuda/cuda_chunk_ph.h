@@ -77,10 +77,13 @@ template <class T, class Get, class Put> HD void ck_batched(int n, int tid, int 
 /* Rows 0 .. CK_C of dst (pitch ldd) = COLS floats from col0 of src's rows
  * (pitch lds) for t < nrows, zeros after, through ck_batched: 16-byte
  * loads when src's rows allow them (4 times the bytes in flight), else
- * floats. */
-template <int COLS> HD void ck_rows(float *dst, int64_t ldd, const float *src, int64_t lds,
-                                    int64_t col0, int nrows, int tid, int nthr)
+ * floats. With TR, dst transposed: dst[i * ldd + t] = src[t][col0 + i]. */
+template <int COLS, bool TR = false>
+HD void ck_rows(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t col0, int nrows,
+                int tid, int nthr)
 {
+    /* element i of row t at dst + at(t, i) */
+    auto at = [&](int t, int i) { return TR ? (int64_t)i * ldd + t : (int64_t)t * ldd + i; };
     if (COLS % 4 == 0 && (uintptr_t)(src + col0) % 16 == 0 && lds % 4 == 0) {
         constexpr int C4 = COLS / 4;
         ck_batched<float4>(CK_C * C4, tid, nthr,
@@ -90,18 +93,18 @@ template <int COLS> HD void ck_rows(float *dst, int64_t ldd, const float *src, i
                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                            },
                            [&](int e, float4 v) {
-                               float *d = dst + e / C4 * ldd + 4 * (e % C4);
-                               d[0] = v.x;
-                               d[1] = v.y;
-                               d[2] = v.z;
-                               d[3] = v.w;
+                               const int t = e / C4, i = 4 * (e % C4);
+                               dst[at(t, i)] = v.x;
+                               dst[at(t, i + 1)] = v.y;
+                               dst[at(t, i + 2)] = v.z;
+                               dst[at(t, i + 3)] = v.w;
                            });
     } else {
         ck_batched<float>(CK_C * COLS, tid, nthr,
                           [&](int e) {
                               return e / COLS < nrows ? src[e / COLS * lds + col0 + e % COLS] : 0.0f;
                           },
-                          [&](int e, float v) { dst[e / COLS * ldd + e % COLS] = v; });
+                          [&](int e, float v) { dst[at(e / COLS, e % COLS)] = v; });
     }
 }
 
@@ -644,5 +647,9 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  * cannot give it (nothing queued) or the launch failed (the context's
  * error is set). DK 32, 64, 128 or 256. */
 template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid);
+
+/* cuda_chunk_pb.cu: k_chunk_prep_pb<DK> (cuda_chunk_pb.h), as
+ * ck_launch_prep_tc; qkv's rows 16-byte aligned (V's copies are cp.async) */
+template <int DK> bool ck_launch_prep_pb(be_ctx *be, const ck_args &a, dim3 grid);
 
 #endif
