@@ -1850,17 +1850,22 @@ static void test_q8keep_ops(const be_shape *sh)
 }
 
 /* Decode-sized products with the switch VAR=on must give the bits they
- * have with VAR=0: the same weights of type `type` times the same rows in
- * a context with it and one without, for R of 1 to 32 rows, N not a
- * multiple of 4, and a be_matmul_n group whose jobs' rows straddle the
- * warps' groups of 4. Cases cuda.TAG_same_bits[_TYPE]_rR (Q4_K unnamed). */
-static void dense_same_bits(const be_shape *sh, const char *var, const char *on, const char *tag,
-                            uint32_t type)
+ * have with VAR=0: the same weights of types[0] (the group's jobs: types
+ * 0, 1, 2) times the same rows in a context with it and one without, for
+ * R of 1 to 32 rows, N not a multiple of 4, and a be_matmul_n group whose
+ * jobs' rows straddle the warps' groups of 4. Cases
+ * cuda.TAG_same_bits[_TYPE]_rR (Q4_K unnamed; _mixed for jobs of several
+ * types). */
+static void dense_same_bits_of(const be_shape *sh, const char *var, const char *on, const char *tag,
+                               const uint32_t types[3])
 {
     be_ctx *cx[2];
     char ctx_name[64], ty[16] = "";
+    const uint32_t type = types[0];
     snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
-    if (type != QT_Q4_K)
+    if (types[1] != type || types[2] != type)
+        snprintf(ty, sizeof ty, "_mixed");
+    else if (type != QT_Q4_K)
         snprintf(ty, sizeof ty, "_%s", type == QT_Q6_K ? "q6_K" : "other");
     if (!fast_ctx_pair_on(sh, var, on, ctx_name, cx))
         return;
@@ -1883,7 +1888,7 @@ static void dense_same_bits(const be_shape *sh, const char *var, const char *on,
             const be_weight *wn[3];
             be_tensor *yn[3];
             for (int j = 0; j < 3; j++) {
-                make_weight(&w[j], &r, type, K, Nj[j], 1);
+                make_weight(&w[j], &r, types[j], K, Nj[j], 1);
                 wn[j] = w[j].wg;
                 yn[j] = be_tensor_new(g, R, Nj[j]);
             }
@@ -1911,6 +1916,13 @@ static void dense_same_bits(const be_shape *sh, const char *var, const char *on,
     be_free(cx[1]);
 }
 
+static void dense_same_bits(const be_shape *sh, const char *var, const char *on, const char *tag,
+                            uint32_t type)
+{
+    const uint32_t types[3] = { type, type, type };
+    dense_same_bits_of(sh, var, on, tag, types);
+}
+
 /* k_matvec8_nb (Q36_CUDA_MVNB, on by default) forms each output's sum as
  * k_matvec8 does, 4 output rows a warp instead of one */
 static void test_mvnb(const be_shape *sh)
@@ -1933,6 +1945,14 @@ static void test_mvyf(const be_shape *sh)
 {
     dense_same_bits(sh, "Q36_CUDA_MVYF", "1", "mvyf", QT_Q4_K);
     dense_same_bits(sh, "Q36_CUDA_MVYF", "1", "mvyf", QT_Q6_K);
+}
+
+/* Q36_CUDA_MVWIDE=1 (off by default): a mixed group's jobs widest rows
+ * first (Q4_K, f32, Q6_K taken as f32, Q6_K, Q4_K): the same sums */
+static void test_mvwide(const be_shape *sh)
+{
+    const uint32_t types[3] = { QT_Q4_K, QT_F32, QT_Q6_K };
+    dense_same_bits_of(sh, "Q36_CUDA_MVWIDE", "1", "mvwide", types);
 }
 
 /* Expert products of decode-sized batches with the switch VAR on must
@@ -4266,6 +4286,7 @@ int main(int argc, char **argv)
         if (want_ops("mvgrp")) test_mvgrp(&sh);
         if (want_ops("mvsx")) test_mvsx(&sh);
         if (want_ops("mvyf")) test_mvyf(&sh);
+        if (want_ops("mvwide")) test_mvwide(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("moedown")) test_moedown(&sh);

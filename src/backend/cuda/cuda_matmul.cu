@@ -1028,7 +1028,14 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
 /* Decode rows: the weights (all reading x, so all K wide) share launches
  * of up to MV_JOBS, a type's weights together (k_matvec), or with
  * Q36_CUDA_MVMIXED (on unless "0") whatever their types (k_matvec<MV_ANY>).
- * Batches above MATVEC_ROWS rows: one matmul each. */
+ * Batches above MATVEC_ROWS rows: one matmul each.
+ *
+ * Q36_CUDA_MVWIDE=1 (off by default, not yet measured): the mixed jobs
+ * by row bytes, widest first (a stable order). A warp a row: an f32 row
+ * (the router, the DeltaNet gates' alpha and beta) is 7 times the bytes of
+ * a Q4_K one, and its warps, last in the grid, ran after the rest had
+ * finished (Nsight Compute, session 27: a mixed launch ~2.8 us above a
+ * Q4_K one of its size). Which warp takes a row changes no sum. */
 void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor *x,
                    be_tensor *const *y)
 {
@@ -1042,8 +1049,13 @@ void cuda_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor
     int idx[64];
     assert(n <= 64);
     if (cuda_ctx_of(be)->mv_mixed) {
-        for (int i = 0; i < n; i++)
-            idx[i] = i;
+        for (int i = 0; i < n; i++) {
+            int j = i;
+            if (cuda_ctx_of(be)->mv_wide_first)
+                for (; j > 0 && w[idx[j - 1]]->row_bytes < w[i]->row_bytes; j--)
+                    idx[j] = idx[j - 1];
+            idx[j] = i;
+        }
         matvec_jobs(be, w, idx, n, x, y);
         return;
     }
