@@ -11,7 +11,7 @@
 # "serve": tests/gpu/serve_bench.py, see serve_step; "servemtp": servemtp_step; "ncu": tests/gpu/ncu.sh,
 # Nsight Compute per-kernel times and the matvecs' sections; "batch":
 # batch_step; "prefill": prefill_step; "deep": deep_step; "ncup":
-# ncup_step), BENCH_35B (bench.sh's,
+# ncup_step; "ab": ab_step), BENCH_35B (bench.sh's,
 # default 1). A call runs at most 10 minutes: with the switched paths,
 # run.sh's two op passes and the model passes can need most of one call, so
 # give STEPS=test, STEPS=bench and STEPS=serve calls of their own (the
@@ -261,6 +261,34 @@ ops_step() {
         echo "# exit status $?"
     done
 }
+# ab: q36 against itself with switches: AB_VARIANTS (words A=1+B=2)
+# beside the defaults on both bench files, pp4096 (fast, -ub 4096) and
+# tg64, each -r 2, the variants alternating over AB_ROUNDS rounds
+# (default 2) so that drift falls on all of them; AB_FILES "m08 m35"
+# (default both). First the op groups of AB_OPS, if given (NEW=1).
+ab_step() {
+    local m v r f
+    bench_models
+    if [ -n "${AB_OPS:-}" ]; then
+        echo "### ops $AB_OPS"
+        env $(new_env 1) TBC_OPS="$AB_OPS" timeout 300 "$dir/test_backend_cuda"
+        echo "# exit status $?"
+    fi
+    for f in ${AB_FILES:-m08 m35}; do
+        m=$m35
+        [ "$f" = m08 ] && m=$m08
+        for r in $(seq "${AB_ROUNDS:-2}"); do
+            for v in default ${AB_VARIANTS:-}; do
+                local set=()
+                [ "$v" = default ] || set=(${v//+/ })
+                echo "### $f round $r $v"
+                env "${set[@]}" timeout 120 "$dir/q36" bench -m "$m" -ngl 99 -p 4096 -n 0 -b 4096 \
+                    -ub 4096 --fast -r 2
+                env "${set[@]}" timeout 120 "$dir/q36" bench -m "$m" -ngl 99 -p 0 -n 64 -r 2
+            done
+        done
+    done
+}
 # ncuk: Nsight Compute's sections (speed of light, memory, occupancy, warp
 # stalls, launch) for the kernels of NCUK (e.g. "k_matvec8_id:16
 # k_moe_gemm:64": KERNEL:T) in test_backend_cuda --bench-batch's op-by-op
@@ -306,6 +334,9 @@ for s in ${STEPS:-test bench}; do
            echo "fast: ok $(grep -c '^ok ' "$out/fast.txt") FAIL $(grep -c '^FAIL ' "$out/fast.txt")" ;;
     ops)   ops_step >"$out/ops.txt" 2>&1
            grep -E '^(###|FAIL|# exit)' "$out/ops.txt"; grep -c '^ok ' "$out/ops.txt" ;;
+    ab)    ab_step >"$out/ab.txt" 2>&1
+           grep -E '^(###|FAIL)|^\| qwen' "$out/ab.txt"
+           echo "ops: ok $(grep -c '^ok ' "$out/ab.txt") FAIL $(grep -c '^FAIL ' "$out/ab.txt")" ;;
     ncuk)  ncuk_step >"$out/ncuk.txt" 2>&1
            grep -E '^(###|FAIL|# exit)|Duration|DRAM Throughput|Achieved Occupancy' "$out/ncuk.txt" ;;
     ncup)  ncup_step >"$out/ncup.txt" 2>&1
