@@ -262,9 +262,19 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
             if (t < CK_C)              /* load_g's decays, before the V' out below */
                 dec[t] = t < c.nc ? expf(G[c.nc - 1] - G[t]) : 0.0f;
             float *dst = sb_slot(a, c, b.y, h, DK);
-            for (int e = tid - 32 * (CK_C / 16); e < DK * CK_BV; e += CK_THREADS - 32 * (CK_C / 16)) {
-                const int jl = e / DK, i = e % DK;
-                dst[(j0 + jl) * DK + i] = S[i * L::LS + jl];
+            /* four columns a thread: one 16-byte read of S's row i (a
+             * quarter warp's eight rows fall on all 32 banks; a float at a
+             * time, rows 20 floats apart took 8 banks: Nsight Compute
+             * counted 19.9 M conflicts a layer, run-7aa02b8-ncu), then
+             * four stores, each a row of dst across consecutive i */
+            static_assert(CK_BV % 4 == 0 && L::LS % 4 == 0, "16-byte reads of S's rows");
+            for (int e = tid - 32 * (CK_C / 16); e < DK * CK_BV / 4; e += CK_THREADS - 32 * (CK_C / 16)) {
+                const int i = e % DK, jq = 4 * (e / DK);
+                const float4 v = *(const float4 *)(S + i * L::LS + jq);
+                dst[(j0 + jq) * DK + i] = v.x;
+                dst[(j0 + jq + 1) * DK + i] = v.y;
+                dst[(j0 + jq + 2) * DK + i] = v.z;
+                dst[(j0 + jq + 3) * DK + i] = v.w;
             }
         }
         __syncthreads();               /* W is spent, V' formed */
