@@ -78,19 +78,6 @@ template <int DK> HD void pb_gsum(const ck_args &a, ck_blk b, int tid, int nthr,
     }
 }
 
-/* the (row, column) tile of the n-th of the 136 4 x 4 tiles on or below
- * the diagonal of a 16 x 16 grid, row by row */
-HD void pb_tile(int n, int *r, int *q)
-{
-    int rr = 0;
-    while (n > rr) {
-        n -= rr + 1;
-        rr++;
-    }
-    *r = rr;
-    *q = n;
-}
-
 template <int DK> HD void pb_gram(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     using L = pb_sh<DK>;
@@ -103,7 +90,7 @@ template <int DK> HD void pb_gram(const ck_args &a, ck_blk b, int tid, int nthr,
     for (int n = tid; n < 256; n += nthr) {
         int tr, tq;
         if (n < 136) {
-            pb_tile(n, &tr, &tq);
+            ck_tile(n, &tr, &tq);
         } else {                       /* a tile above the diagonal: P's zeros */
             int m = n - 136, rr = 1;   /* the m-th tile strictly below, transposed */
             while (m >= rr) {

@@ -51,6 +51,20 @@ HD ck_chunk chunk_of(const int32_t *runs, int s, int64_t c0)
     return c;
 }
 
+/* The (row, column) of the n-th tile on or below the diagonal of a square
+ * grid of tiles, row by row: (0,0), (1,0), (1,1), (2,0), ... (k_chunk_prep_tc's
+ * 10 of 4 x 4 tiles of 16, k_chunk_prep_pb's 136 of 16 x 16 tiles of 4) */
+HD void ck_tile(int n, int *r, int *c)
+{
+    int rr = 0;
+    while (n > rr) {
+        n -= rr + 1;
+        rr++;
+    }
+    *r = rr;
+    *c = n;
+}
+
 /* Loads into shared memory, n elements over the block's threads: put(e,
  * get(e)) for e = tid, tid + nthr, ... < n, CK_LOADS of a thread at a
  * time, every load of a batch issued before its stores. A loop that

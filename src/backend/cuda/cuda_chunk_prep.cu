@@ -77,24 +77,12 @@ template <class FA, class FB> __device__ __forceinline__ void tf_mma3(tf_acc &ac
     wm::mma_sync(acc, ah, bh, acc);
 }
 
-/* the (row, column) 16 x 16 tile n of the 10 on or below the diagonal */
-__device__ __forceinline__ void pt_tile(int n, int *r, int *c)
-{
-    int rr = 0;
-    while (n > rr) {
-        n -= rr + 1;
-        rr++;
-    }
-    *r = rr;
-    *c = n;
-}
-
 template <int DK> __device__ void pt_gram(const float *X, const float *K, float *M, int w)
 {
     using L = pt_sh<DK>;
     for (int n = w; n < 10; n += CK_THREADS / 32 / 2) {
         int r, c;
-        pt_tile(n, &r, &c);
+        ck_tile(n, &r, &c);
         tf_acc acc;
         wm::fill_fragment(acc, 0.0f);
         #pragma unroll 4
