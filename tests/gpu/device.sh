@@ -269,11 +269,7 @@ ops_step() {
 ab_step() {
     local m v r f
     bench_models
-    if [ -n "${AB_OPS:-}" ]; then
-        echo "### ops $AB_OPS"
-        env $(new_env 1) TBC_OPS="$AB_OPS" timeout 300 "$dir/test_backend_cuda"
-        echo "# exit status $?"
-    fi
+    [ -n "${AB_OPS:-}" ] && OPS=$AB_OPS OPS_VARIANTS= ops_step
     for f in ${AB_FILES:-m08 m35}; do
         m=$m35
         [ "$f" = m08 ] && m=$m08

@@ -92,13 +92,10 @@ template <int DK> HD void pb_gram(const ck_args &a, ck_blk b, int tid, int nthr,
         if (n < 136) {
             ck_tile(n, &tr, &tq);
         } else {                       /* a tile above the diagonal: P's zeros */
-            int m = n - 136, rr = 1;   /* the m-th tile strictly below, transposed */
-            while (m >= rr) {
-                m -= rr;
-                rr++;
-            }
-            tr = m;
-            tq = rr;
+            int r, q;                  /* (r + 1, q): the tiles strictly below, transposed */
+            ck_tile(n - 136, &r, &q);
+            tr = q;
+            tq = r + 1;
         }
         const int t0 = 4 * tr, u0 = 4 * tq;
         if (n >= 136) {
