@@ -585,6 +585,19 @@ void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
     be->ops->argmax(be, x, ids);
 }
 
+void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
+                      be_tensor *ids)
+{
+    assert(ids->type == BE_I32 && ids->rows == x->rows && ids->cols == 1 && !x->f16);
+    if (!be->ops->matmul_argmax) {
+        be_matmul(be, w, 0, x, y);
+        be_argmax(be, y, ids);
+        return;
+    }
+    assert(y->rows == x->rows && y->cols == (int64_t)w->t->ne[1] && x->cols == (int64_t)w->t->ne[0]);
+    be->ops->matmul_argmax(be, w, x, y, ids);
+}
+
 void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals)
 {
     assert(k >= 1 && k <= BE_TOPK_MAX && !x->f16 && !vals->f16);

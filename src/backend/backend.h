@@ -417,6 +417,13 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
  * host's greedy choice does (spec_argmax). A greedy step then reads one id
  * a row instead of the row's logits. */
 void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
+/* ids = be_argmax of x times w (slab 0), where only the choice is wanted:
+ * the same ids as be_matmul(w, x -> y) then be_argmax(y), bit for bit in
+ * what they choose; y (rows x w's rows, f32) is scratch the op may use and
+ * holds nothing defined afterwards. A backend may take another way to the
+ * same choice (the CPU's screen for Q8_0 heads, cpu_head.c). */
+void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
+                      be_tensor *ids);
 /* The k best values of each row of x (f32, rows x n), 1 <= k <=
  * BE_TOPK_MAX: their columns to ids (i32, rows x k) and values to vals
  * (f32, rows x k), on the device, best first: the larger value, the lower

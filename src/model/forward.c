@@ -82,6 +82,16 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
             be_rms_norm(be, xr, e->w.output_norm, hp->eps, hp->n_embd, hr);
+            if (ids && !e->topk && !e->n_ban) {
+                /* only the greedy choice: the backend may leave most
+                 * logits uncomputed (banned ids are chosen again from
+                 * the logits, so they take the full product) */
+                be_tensor *ir = be_rows(be, sc->amax, 0, n);
+                be_matmul_argmax(be, e->w.output, hr, lr, ir);
+                be_read(be, ir, 0, n, ids + i);
+                i += (int)n;
+                continue;
+            }
             be_matmul(be, e->w.output, 0, hr, lr);
             if (ids && e->topk) {      /* a row's best candidates back, not the row */
                 const int64_t k = e->topk;

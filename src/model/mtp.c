@@ -319,12 +319,12 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
-            be_matmul(be, head, 0, hr, lr);
             if (ids) {      /* the argmax on the device: one id a row comes back */
                 be_tensor *ir = be_rows(be, sc->amax, 0, n);
-                be_argmax(be, lr, ir);
+                be_matmul_argmax(be, head, hr, lr, ir);
                 be_read(be, ir, 0, n, ids + i);
             } else {
+                be_matmul(be, head, 0, hr, lr);
                 be_read(be, lr, 0, n, logits + (int64_t)i * Vh);
             }
         }

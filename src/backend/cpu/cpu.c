@@ -56,6 +56,7 @@ static void cpu_free(be_ctx *be)
     cpu_pool_free(c->pool);
     for (be_weight *w = c->weights, *nx; w; w = nx) {
         nx = w->next;
+        cpu_head_free(w->impl);
         free(w);
     }
     free(c->scratch);
@@ -220,6 +221,7 @@ static const struct be_ops cpu_ops = {
     .moe_route = cpu_moe_route,
     .moe_combine = cpu_moe_combine,
     .argmax = cpu_argmax,
+    .matmul_argmax = cpu_matmul_argmax,
     .topk = cpu_topk,
     .moe_combine_shared = cpu_moe_combine_shared,
     .pass_begin = cpu_pass_begin,
@@ -242,6 +244,11 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     {   /* one-token Q8_0 products on the AVX-512 kernels (cpu_gemm_q8.h) */
         const char *d5 = getenv("Q36_Q8_DECODE512");
         cpu_gemm_q8_decode512(d5 && !strcmp(d5, "1"));
+    }
+    {   /* the greedy head's screen (cpu_head.c), from one row;
+         * Q36_CPU_HEADSCREEN=0 turns it off, =N from N rows */
+        const char *hs = getenv("Q36_CPU_HEADSCREEN");
+        cpu_head_screen(hs && *hs ? atoi(hs) : 1);
     }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
         float z[8] = { 0 };

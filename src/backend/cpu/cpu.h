@@ -25,6 +25,19 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
                   be_tensor *const *y);
 void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_tensor *sel,
                    be_tensor *y);
+/* x's rows in w's activation type (act_row_bytes each) to q */
+void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q);
+
+/* cpu_head.c: be_matmul_argmax; cpu_head_free frees what it keeps in a
+ * weight's impl. cpu_head_screen(n): screen batches of at least n rows (0:
+ * never; process-wide; be_cpu_new sets it from Q36_CPU_HEADSCREEN, tests
+ * set it); cpu_head_screen_stats: tokens screened, tokens computed in full
+ * after a screen, candidates computed exactly, since the process began. */
+void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
+                       be_tensor *ids);
+void cpu_head_free(void *impl);
+void cpu_head_screen(int min_rows);
+void cpu_head_screen_stats(long out[3]);
 
 /* cpu_norm.c */
 void cpu_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

@@ -183,6 +183,11 @@ static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, ui
     cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
 }
 
+void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q)
+{
+    quantize_rows(be, w, x, q);
+}
+
 void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y)
 {
     CPU_PROF_BEGIN(be);

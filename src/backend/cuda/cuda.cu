@@ -837,6 +837,7 @@ static const struct be_ops cuda_ops = {
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,
     .argmax = f_cuda_argmax,
+    .matmul_argmax = nullptr,   /* be_matmul then be_argmax (backend.c) */
     .topk = f_cuda_topk,
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,

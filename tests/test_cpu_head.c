@@ -1,0 +1,294 @@
+/* test_cpu_head.c: the greedy head's screen (cpu_screen_q8.h) and
+ * be_matmul_argmax on the CPU (cpu_head.c).
+ *
+ *  screen.bits_*:   the AVX-512 VNNI screen's approximations are the plain-C
+ *                   reference's bits (odd row counts, 1-9 tokens, K 32-1024);
+ *  screen.bound_*:  every approximation is within half of cpu_q8s_token's
+ *                   2E of the exact kernel's output (cpu_gemm_q8_0_ref), on
+ *                   random codes (-128 included) and on rows built to
+ *                   make the exact sum large;
+ *  head.*:          be_matmul_argmax with the screen on (from one row) gives
+ *                   the ids of be_matmul then be_argmax, at 1 and 2 threads,
+ *                   on random heads and on heads built to tie: equal rows
+ *                   (the first wins), rows one code apart, more equal best
+ *                   rows than a candidate list holds, a NaN or inf block
+ *                   scale, zero and NaN activations (a NaN input quantizes
+ *                   to finite codes, as in ggml). Where the CPU has
+ *                   AVX-512 VNNI each case also checks that the screen ran
+ *                   (or, for the cases it cannot settle, that it handed
+ *                   the tokens to the full product); elsewhere that half
+ *                   is a skip.
+ */
+#include "test.h"
+#include "quant_bound.h"
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/cpu/cpu_gemm_q8.h"
+#include "backend/cpu/cpu_screen_q8.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+
+enum { QB = 34 };
+
+static bool has_vnni(void)
+{
+    return quant_path_available(QUANT_PATH_AVX512VNNI);
+}
+
+static uint8_t *q8_head(t_rng *r, int64_t K, int64_t N)
+{
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *w = malloc(rb * (uint64_t)N);
+    for (int64_t n = 0; n < N; n++)
+        qb_random_weights(QT_Q8_0, r, w + (uint64_t)n * rb, K);
+    return w;
+}
+
+static uint8_t *q8_acts(t_rng *r, int64_t K, int64_t T, float scale)
+{
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *a = malloc(rb * (uint64_t)T);
+    float *x = malloc(sizeof(float) * (size_t)K);
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t k = 0; k < K; k++)
+            x[k] = qb_gauss(r) * scale;
+        quant_act_quantize(QT_Q8_0, x, a + (uint64_t)t * rb, K);
+    }
+    free(x);
+    return a;
+}
+
+/* ------------------------------------------------------------ screen */
+
+static void test_bits(int64_t K, int64_t N, int T)
+{
+    char name[80];
+    snprintf(name, sizeof name, "screen.bits_K%lld_N%lld_T%d", (long long)K, (long long)N, T);
+    if (!has_vnni()) {
+        t_skip(name, "this CPU lacks AVX-512 VNNI");
+        return;
+    }
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 1.0f);
+    cpu_q8s s;
+    char why[200] = "";
+    if (cpu_q8s_build(&s, w, rb, N, K)) {
+        t_fail(name, "cpu_q8s_build: out of memory");
+        free(w), free(a);
+        return;
+    }
+    const int64_t nb = K / 32;
+    float *dx = malloc(sizeof(float) * (size_t)(nb * T));
+    int32_t *cx = malloc(sizeof(int32_t) * (size_t)(nb * T));
+    for (int t = 0; t < T; t++)
+        cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
+    const int64_t ld = N + 3;
+    float *y0 = malloc(sizeof(float) * (size_t)(ld * T)), *y1 = malloc(sizeof(float) * (size_t)(ld * T));
+    for (int64_t i = 0; i < ld * T; i++)
+        y0[i] = y1[i] = -7.0f;
+    cpu_q8s_ref(&s, 0, s.ng, a, rb, T, dx, cx, y0, ld);
+    /* in two ranges of groups, as two threads would */
+    cpu_q8s_avx512vnni(&s, 0, s.ng / 2, a, rb, T, dx, cx, NULL, y1, ld);
+    cpu_q8s_avx512vnni(&s, s.ng / 2, s.ng, a, rb, T, dx, cx, NULL, y1, ld);
+    for (int64_t i = 0; i < ld * T && !why[0]; i++)
+        if (memcmp(&y0[i], &y1[i], 4))
+            snprintf(why, sizeof why, "token %lld row %lld: avx512vnni %.9g, reference %.9g",
+                     (long long)(i / ld), (long long)(i % ld), (double)y1[i], (double)y0[i]);
+    t_check(name, !why[0], "%s", why);
+    cpu_q8s_free(&s);
+    free(w), free(a), free(dx), free(cx), free(y0), free(y1);
+}
+
+/* rows of w made to follow token 0's signs (large exact sums) when `aligned` */
+static void test_bound(int64_t K, int64_t N, int T, bool aligned)
+{
+    char name[80];
+    snprintf(name, sizeof name, "screen.bound_K%lld_N%lld_T%d%s", (long long)K, (long long)N, T,
+             aligned ? "_aligned" : "");
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 3.0f);
+    if (aligned)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < K; i++) {
+                const int8_t x = (int8_t)a[i / 32 * QB + 2 + i % 32];
+                const int v = 100 + (int)(t_next(&rng) % 29);     /* 100..128 */
+                const int code = x < 0 ? -v : (v > 127 ? 127 : v);
+                w[(uint64_t)n * rb + (uint64_t)(i / 32) * QB + 2 + (uint64_t)(i % 32)] =
+                    (uint8_t)(int8_t)code;
+            }
+    cpu_q8s s;
+    if (cpu_q8s_build(&s, w, rb, N, K)) {
+        t_fail(name, "cpu_q8s_build: out of memory");
+        free(w), free(a);
+        return;
+    }
+    const int64_t nb = K / 32;
+    float *dx = malloc(sizeof(float) * (size_t)(nb * T)), *y = malloc(sizeof(float) * (size_t)(N * T));
+    int32_t *cx = malloc(sizeof(int32_t) * (size_t)(nb * T));
+    double worst = 0;
+    char why[200] = "";
+    for (int t = 0; t < T; t++) {
+        const double e2 = cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
+        cpu_q8s_ref(&s, 0, s.ng, a + (uint64_t)t * rb, rb, 1, dx + t * nb, cx + t * nb, y + t * N, N);
+        for (int64_t n = 0; n < N && !why[0]; n++) {
+            float e;
+            cpu_gemm_q8_0_ref(K, w + (uint64_t)n * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
+            const double d = fabs((double)y[t * N + n] - (double)e);
+            if (!(d <= e2 / 2))
+                snprintf(why, sizeof why, "token %d row %lld: approximation %.9g, exact %.9g, "
+                         "|diff| %.3g over the bound %.3g", t, (long long)n, (double)y[t * N + n],
+                         (double)e, d, e2 / 2);
+            if (e2 > 0)
+                worst = fmax(worst, d / (e2 / 2));
+        }
+    }
+    printf("# %s: worst |approx - exact| / bound %.3g\n", name, worst);
+    t_check(name, !why[0], "%s", why);
+    cpu_q8s_free(&s);
+    free(w), free(a), free(dx), free(cx), free(y);
+}
+
+/* -------------------------------------------------------------- op */
+
+enum head_kind { H_RANDOM, H_TIES, H_NEAR, H_MANY, H_NAN_SCALE, H_INF_SCALE, H_ZERO_X, H_NAN_X };
+static const char *const kind_name[] = { "random", "ties", "near", "many_ties", "nan_scale",
+                                         "inf_scale", "zero_x", "nan_x" };
+
+/* Builds the case's head (N x K Q8_0) and activations (R x K f32). */
+static void make_case(enum head_kind k, t_rng *r, int64_t K, int64_t N, int64_t R, uint8_t *w,
+                      float *x)
+{
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    for (int64_t n = 0; n < N; n++)
+        qb_random_weights(QT_Q8_0, r, w + (uint64_t)n * rb, K);
+    for (int64_t i = 0; i < R * K; i++)
+        x[i] = k == H_ZERO_X ? 0.0f : qb_gauss(r);
+    if (k == H_NAN_X)
+        x[(R / 2) * K + K / 3] = NAN;
+    /* a best row: the signs of token 0 at the largest codes */
+    uint8_t best[1024 / 32 * QB];
+    memcpy(best, w, rb);
+    for (int64_t i = 0; i < K; i++)
+        best[i / 32 * QB + 2 + i % 32] = (uint8_t)(int8_t)(x[i] < 0 ? -120 : 120);
+    const int64_t at[] = { N / 3, N - 1, 2 * N / 3, N / 2 };
+    if (k == H_TIES) {          /* the same best row at four places: the first wins */
+        for (int i = 0; i < 4; i++)
+            memcpy(w + (uint64_t)at[i] * rb, best, rb);
+    } else if (k == H_NEAR) {   /* the best row and copies one code apart */
+        for (int i = 0; i < 4; i++) {
+            memcpy(w + (uint64_t)at[i] * rb, best, rb);
+            uint8_t *c = w + (uint64_t)at[i] * rb + 2 + (uint64_t)(7 * i % 32);
+            *c = (uint8_t)((int8_t)*c + (i & 1 ? 1 : -1));
+        }
+    } else if (k == H_MANY) {   /* more equal best rows than a list keeps */
+        for (int64_t n = 1; n < N; n += 7)
+            memcpy(w + (uint64_t)n * rb, best, rb);
+    } else if (k == H_NAN_SCALE || k == H_INF_SCALE) {
+        const uint16_t h = k == H_NAN_SCALE ? 0x7e00 : 0x7c00;
+        memcpy(w + (uint64_t)(N / 2) * rb + QB, &h, 2);
+    }
+}
+
+static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int64_t N, int64_t R)
+{
+    char name[96];
+    snprintf(name, sizeof name, "head.%s_K%lld_N%lld_R%lld_t%d", kind_name[k], (long long)K,
+             (long long)N, (long long)R, threads);
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *w = malloc(rb * (uint64_t)N);
+    float *x = malloc(sizeof(float) * (size_t)(R * K));
+    make_case(k, &rng, K, N, R, w, x);
+    gguf_tensor gt = { .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,
+                       .ne = { (uint64_t)K, (uint64_t)N, 1, 1 }, .data = w,
+                       .nbytes = rb * (uint64_t)N };
+    be_weight *bw = NULL;
+    if (be_weight_bind(be, &gt, &bw, NULL)) {
+        t_fail(name, "weight not bound");
+        free(w), free(x);
+        return;
+    }
+    be_tensor *xt = be_tensor_new(be, R, K), *y = be_tensor_new(be, R, N);
+    be_tensor *i0 = be_tensor_new_type(be, BE_I32, R, 1), *i1 = be_tensor_new_type(be, BE_I32, R, 1);
+    be_write(be, xt, 0, R, x);
+    cpu_head_screen(0);
+    be_matmul(be, bw, 0, xt, y);
+    be_argmax(be, y, i0);
+    cpu_head_screen(1);
+    long s0[3], s1[3];
+    cpu_head_screen_stats(s0);
+    be_matmul_argmax(be, bw, xt, y, i1);
+    cpu_head_screen_stats(s1);
+    cpu_head_screen(1);
+    int32_t *a = malloc(sizeof(int32_t) * (size_t)R), *b = malloc(sizeof(int32_t) * (size_t)R);
+    be_read(be, i0, 0, R, a);
+    be_read(be, i1, 0, R, b);
+    char why[200] = "";
+    if (be_check(be, NULL))
+        snprintf(why, sizeof why, "an op failed");
+    for (int64_t t = 0; t < R && !why[0]; t++)
+        if (a[t] != b[t])
+            snprintf(why, sizeof why, "token %lld: be_matmul_argmax %d, be_matmul + be_argmax %d",
+                     (long long)t, b[t], a[t]);
+    t_check(name, !why[0], "%s", why);
+
+    /* the screen ran (or handed over what it could not settle) */
+    char nm2[112];
+    snprintf(nm2, sizeof nm2, "%s.screened", name);
+    if (!has_vnni()) {
+        t_skip(nm2, "this CPU lacks AVX-512 VNNI (the op took the full product)");
+    } else {
+        const long screened = s1[0] - s0[0], full = s1[1] - s0[1], cands = s1[2] - s0[2];
+        const bool unsettled = k == H_MANY || k == H_NAN_SCALE || k == H_INF_SCALE ||
+                               k == H_ZERO_X;
+        if (unsettled)
+            t_check(nm2, full >= 1 && screened + full == R, "%ld tokens screened, %ld in full, "
+                    "of %lld (expected the full product for the unsettled ones)", screened, full,
+                    (long long)R);
+        else if (k == H_NAN_X)  /* the quantized row is finite (as ggml's): either way */
+            t_check(nm2, screened + full == R, "%ld tokens screened, %ld in full, of %lld",
+                    screened, full, (long long)R);
+        else
+            t_check(nm2, screened == R && full == 0 && cands >= R && cands <= 64 * R,
+                    "%ld tokens screened, %ld in full, %ld exact candidates, of %lld tokens",
+                    screened, full, cands, (long long)R);
+    }
+    free(a), free(b);
+    be_tensor_free(be, xt), be_tensor_free(be, y), be_tensor_free(be, i0), be_tensor_free(be, i1);
+    free(w), free(x);
+}
+
+int main(void)
+{
+    static const int64_t bits[][3] = {      /* K, N, tokens */
+        { 256, 151, 1 }, { 256, 160, 4 }, { 32, 17, 3 }, { 96, 1, 2 }, { 1024, 45, 5 },
+        { 256, 1000, 9 }, { 64, 33, 8 },
+    };
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        test_bits(bits[i][0], bits[i][1], (int)bits[i][2]);
+    test_bound(256, 3000, 3, false);
+    test_bound(1024, 500, 2, false);
+    test_bound(256, 300, 2, true);
+    test_bound(2048, 64, 1, true);
+
+    for (int threads = 1; threads <= 2; threads++) {
+        be_ctx *be = NULL;
+        if (be_cpu_new(threads, &be, NULL)) {
+            t_fail("head", "be_cpu_new failed");
+            return t_exit();
+        }
+        for (int k = H_RANDOM; k <= H_NAN_X; k++) {
+            test_head(be, threads, (enum head_kind)k, 256, 5003, 4);
+            if (k <= H_NEAR) {
+                test_head(be, threads, (enum head_kind)k, 64, 17, 1);
+                test_head(be, threads, (enum head_kind)k, 256, 40000, 9);
+                test_head(be, threads, (enum head_kind)k, 1024, 777, 3);
+            }
+        }
+        be_free(be);
+    }
+    return t_exit();
+}
