@@ -586,7 +586,7 @@ void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
 }
 
 void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
-                      be_tensor *ids)
+                      be_tensor *ids, const int32_t *ban, int n_ban)
 {
     assert(ids->type == BE_I32 && ids->rows == x->rows && ids->cols == 1 && !x->f16);
     if (!be->ops->matmul_argmax) {
@@ -595,7 +595,7 @@ void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_ten
         return;
     }
     assert(y->rows == x->rows && y->cols == (int64_t)w->t->ne[1] && x->cols == (int64_t)w->t->ne[0]);
-    be->ops->matmul_argmax(be, w, x, y, ids);
+    be->ops->matmul_argmax(be, w, x, y, ids, ban, n_ban);
 }
 
 void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals)

@@ -417,13 +417,16 @@ void be_moe_route(be_ctx *be, const be_tensor *logits, int64_t k, be_tensor *sel
  * host's greedy choice does (spec_argmax). A greedy step then reads one id
  * a row instead of the row's logits. */
 void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
-/* ids = be_argmax of x times w (slab 0), where only the choice is wanted:
- * the same ids as be_matmul(w, x -> y) then be_argmax(y), bit for bit in
- * what they choose; y (rows x w's rows, f32) is scratch the op may use and
- * holds nothing defined afterwards. A backend may take another way to the
- * same choice (the CPU's screen for Q8_0 heads, cpu_head.c). */
+/* The greedy choice of each row of x times w (slab 0), where only the
+ * choice is wanted: ids[r] = be_argmax's choice in row r of the product
+ * with the columns of `ban` (n_ban host ids, ascending; may be NULL) at
+ * -inf; or else be_argmax's choice over every column, and then only where
+ * that choice is in ban, y's row r holding the product (so the caller can
+ * choose again from it). y (rows x w's rows, f32) is scratch: other rows
+ * hold nothing defined afterwards. Without a backend entry this is
+ * be_matmul then be_argmax; the CPU screens Q8_0 heads (cpu_head.c). */
 void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
-                      be_tensor *ids);
+                      be_tensor *ids, const int32_t *ban, int n_ban);
 /* The k best values of each row of x (f32, rows x n), 1 <= k <=
  * BE_TOPK_MAX: their columns to ids (i32, rows x k) and values to vals
  * (f32, rows x k), on the device, best first: the larger value, the lower

@@ -159,7 +159,7 @@ struct be_ops {
     void (*argmax)(be_ctx *be, const be_tensor *x, be_tensor *ids);
     /* the one optional entry: NULL runs matmul then argmax */
     void (*matmul_argmax)(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
-                          be_tensor *ids);
+                          be_tensor *ids, const int32_t *ban, int n_ban);
     void (*topk)(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);

@@ -82,12 +82,12 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
             be_rms_norm(be, xr, e->w.output_norm, hp->eps, hp->n_embd, hr);
-            if (ids && !e->topk && !e->n_ban) {
+            if (ids && !e->topk) {
                 /* only the greedy choice: the backend may leave most
-                 * logits uncomputed (banned ids are chosen again from
-                 * the logits, so they take the full product) */
+                 * logits uncomputed (a banned choice comes back with
+                 * its row's logits, which ban_rechoose reads) */
                 be_tensor *ir = be_rows(be, sc->amax, 0, n);
-                be_matmul_argmax(be, e->w.output, hr, lr, ir);
+                be_matmul_argmax(be, e->w.output, hr, lr, ir, e->ban, e->n_ban);
                 be_read(be, ir, 0, n, ids + i);
                 i += (int)n;
                 continue;

@@ -321,7 +321,7 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
             if (ids) {      /* the argmax on the device: one id a row comes back */
                 be_tensor *ir = be_rows(be, sc->amax, 0, n);
-                be_matmul_argmax(be, head, hr, lr, ir);
+                be_matmul_argmax(be, head, hr, lr, ir, NULL, 0);
                 be_read(be, ir, 0, n, ids + i);
             } else {
                 be_matmul(be, head, 0, hr, lr);

@@ -34,7 +34,7 @@ void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8
  * set it); cpu_head_screen_stats: tokens screened, tokens computed in full
  * after a screen, candidates computed exactly, since the process began. */
 void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
-                       be_tensor *ids);
+                       be_tensor *ids, const int32_t *ban, int n_ban);
 void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
 void cpu_head_screen_stats(long out[3]);

@@ -6,9 +6,11 @@
  * memory's speed on one thread), the screen of cpu_screen_q8.h chooses: approximate products of every
  * row, exact products (the matmul's own tile kernel, so its bits) of the
  * rows that may hold the largest logit. The choice is be_argmax's of the
- * exact logits, always; only the arithmetic differs. Otherwise, and for a
- * token whose screen found a non-finite value or too many near-ties, the
- * op is be_matmul then be_argmax.
+ * exact logits, always; only the arithmetic differs. Banned ids are never
+ * candidates (be_matmul_argmax's contract). Otherwise, and for a token
+ * whose screen found a non-finite value or too many near-ties, the op is
+ * be_matmul then be_argmax, whose choice may be banned: its row of y then
+ * holds the logits for the caller to choose again.
  *
  * The screen reads its own copy of the head (cpu_q8s: the codes of 16
  * rows interleaved, scales as f32, 6% more bytes than the Q8_0 rows), made
@@ -128,13 +130,15 @@ typedef struct {
     const uint8_t  *act;
     uint64_t        arb;
     int64_t         R;
+    const int32_t  *ban;
+    int             n_ban;
 } head_job;
 
 static void head_task(void *arg, int64_t g0, int64_t g1, int tid)
 {
     const head_job *j = arg;
     cpu_q8s_avx512vnni(&j->h->s, g0, g1, j->act, j->arb, (int)j->R, j->h->dx, j->h->cx,
-                       j->h->cand + (int64_t)tid * j->R, NULL, 0);
+                       j->h->cand + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, 0);
 }
 
 /* Token t's choice from its candidates; false when the screen cannot tell. */
@@ -181,7 +185,7 @@ static bool choose(const cpu_head *h, int T, int64_t R, int64_t t, const be_weig
 }
 
 void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
-                       be_tensor *ids)
+                       be_tensor *ids, const int32_t *ban, int n_ban)
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
@@ -208,7 +212,7 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
             cpu_q8s_cand_init(&h->cand[slot], h->e2[t], h->idx + slot * CAND_CAP,
                               h->val + slot * CAND_CAP, CAND_CAP);
         }
-    head_job j = { h, act, arb, R };
+    head_job j = { h, act, arb, R, ban, n_ban };
     /* long runs of groups per thread, as a decode matmul's rows (cpu_matmul.c) */
     int64_t grain = h->s.ng / (2 * (int64_t)c->n_threads);
     cpu_for(be, h->s.ng, grain > 1 ? grain : 1, head_task, &j);

@@ -239,15 +239,22 @@ VNNI static inline __attribute__((always_inline)) void grp(const uint8_t *q, int
 
 VNNI void cpu_q8s_avx512vnni(const cpu_q8s *s, int64_t g0, int64_t g1, const uint8_t *act,
                              uint64_t arb, int nt, const float *dx, const int32_t *cx,
-                             cpu_q8s_cand *c, float *y, int64_t ldy)
+                             cpu_q8s_cand *c, const int32_t *ban, int n_ban, float *y,
+                             int64_t ldy)
 {
     const int64_t nb = s->nb;
+    int bi = 0;                         /* the first banned row at or past the group */
+    while (bi < n_ban && ban[bi] < g0 * CPU_Q8S_G)
+        bi++;
     __m512 z = _mm512_setzero_ps();     /* 0 * every approximation, summed: NaN if one is not finite */
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *q = s->data + (uint64_t)g * (uint64_t)nb * CPU_Q8S_BLK;
         const int64_t base = g * CPU_Q8S_G;
         const int64_t live = s->N - base < CPU_Q8S_G ? s->N - base : CPU_Q8S_G;
         const __mmask16 valid = (__mmask16)(live == CPU_Q8S_G ? 0xffff : (1u << live) - 1);
+        __mmask16 open = valid;         /* lanes that may be candidates */
+        for (; bi < n_ban && ban[bi] < base + CPU_Q8S_G; bi++)
+            open &= (__mmask16) ~(1u << (ban[bi] - base));
         /* the group's 4.5 KiB (at 256 inputs) stay in L1 across the tokens */
         for (int t0 = 0; t0 < nt; t0 += 4) {
             const int n = nt - t0 < 4 ? nt - t0 : 4;
@@ -268,7 +275,7 @@ VNNI void cpu_q8s_avx512vnni(const cpu_q8s *s, int64_t g0, int64_t g1, const uin
                     continue;
                 cpu_q8s_cand *ck = &c[t0 + t];
                 z = _mm512_fmadd_ps(a[t], _mm512_setzero_ps(), z);
-                const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, a[t], _mm512_set1_ps(ck->thr),
+                const __mmask16 m = _mm512_mask_cmp_ps_mask(open, a[t], _mm512_set1_ps(ck->thr),
                                                             _CMP_GE_OQ);
                 if (m) {
                     float v[CPU_Q8S_G];
@@ -285,10 +292,10 @@ VNNI void cpu_q8s_avx512vnni(const cpu_q8s *s, int64_t g0, int64_t g1, const uin
 #else
 void cpu_q8s_avx512vnni(const cpu_q8s *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dx, const int32_t *cx,
-                        cpu_q8s_cand *c, float *y, int64_t ldy)
+                        cpu_q8s_cand *c, const int32_t *ban, int n_ban, float *y, int64_t ldy)
 {
     (void)s, (void)g0, (void)g1, (void)act, (void)arb, (void)nt, (void)dx, (void)cx, (void)c;
-    (void)y, (void)ldy;
+    (void)ban, (void)n_ban, (void)y, (void)ldy;
     abort();        /* never chosen off x86-64 */
 }
 #endif

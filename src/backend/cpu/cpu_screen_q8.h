@@ -77,11 +77,12 @@ void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int
 /* Groups [g0, g1) against nt tokens: token t's Q8_0 row at act + t * arb,
  * its tables at dx + t * nb and cx + t * nb. y (may be NULL): row r's
  * approximation for token t to y[t * ldy + r] (r < N). c (may be NULL):
- * nt candidate lists, c[t] for token t. */
+ * nt candidate lists, c[t] for token t; the n_ban rows of ban (ascending)
+ * are never candidates. */
 void cpu_q8s_ref(const cpu_q8s *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
                  int nt, const float *dx, const int32_t *cx, float *y, int64_t ldy);
 void cpu_q8s_avx512vnni(const cpu_q8s *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dx, const int32_t *cx,
-                        cpu_q8s_cand *c, float *y, int64_t ldy);
+                        cpu_q8s_cand *c, const int32_t *ban, int n_ban, float *y, int64_t ldy);
 
 #endif
