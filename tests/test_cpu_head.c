@@ -20,10 +20,16 @@
  *                   AVX-512 VNNI each case also checks that the screen ran
  *                   (or, for the cases it cannot settle, that it handed
  *                   the tokens to the full product); elsewhere that half
- *                   is a skip.
+ *                   is a skip;
+ *  head.screen_bytes: the copy's size q36 info shows (0 for other types and
+ *                   with Q36_CPU_HEADSCREEN=0).
+ * `test_cpu_head bench` times the screen against the exact tile (prints,
+ * asserts nothing).
  */
 #include "test.h"
 #include "quant_bound.h"
+
+#include <time.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
@@ -316,8 +322,70 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
     free(w), free(x);
 }
 
-int main(void)
+/* ------------------------------------------------------------ bench */
+
+static double now_s(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* `test_cpu_head bench`: one thread, the default model's head shape (256 x
+ * 151,680, random codes), T tokens: the exact tile over every row against
+ * the screen over every group with candidates (no exact candidates, no
+ * threads): prints, asserts nothing. */
+static void bench(void)
+{
+    const int64_t K = 256, N = 151680, nb = K / 32;
+    const uint64_t rb = (uint64_t)nb * QB;
+    t_rng rng = t_rng_named("bench");
+    uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, 16, 1.0f);
+    float *y = malloc(sizeof(float) * (size_t)(N * 16)), *dx = malloc(sizeof(float) * 16 * 8);
+    int32_t *cx = malloc(sizeof(int32_t) * 16 * 8), *idx = malloc(sizeof(int32_t) * 16 * 64);
+    float *val = malloc(sizeof(float) * 16 * 64);
+    cpu_q8s s;
+    if (cpu_q8s_build(&s, w, rb, N, K)) {
+        printf("out of memory\n");
+        return;
+    }
+    double e2[16];
+    for (int t = 0; t < 16; t++)
+        e2[t] = cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
+    const cpu_tile_fn tile = cpu_gemm_q8_0();
+    printf("one thread, best of 7; K %lld, N %lld (%.1f MiB of Q8_0 rows, %.1f MiB copy)\n",
+           (long long)K, (long long)N, (double)(rb * (uint64_t)N) / 1048576.0,
+           (double)cpu_q8s_bytes(N, K) / 1048576.0);
+    static const int Ts[] = { 1, 2, 4, 8, 16 };
+    for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
+        const int T = Ts[i];
+        double te = 1e30, ts = 1e30;
+        for (int rep = 0; rep < 7; rep++) {
+            double t0 = now_s();
+            tile(K, w, rb, N, a, rb, T, y, N);
+            double t1 = now_s();
+            cpu_q8s_cand c[16];
+            for (int t = 0; t < T; t++)
+                cpu_q8s_cand_init(&c[t], e2[t], idx + t * 64, val + t * 64, 64);
+            if (has_vnni())
+                cpu_q8s_avx512vnni(&s, 0, s.ng, a, rb, T, dx, cx, c, NULL, 0, NULL, 0);
+            double t2 = now_s();
+            te = fmin(te, t1 - t0);
+            ts = fmin(ts, t2 - t1);
+        }
+        printf("T=%-2d exact tile %7.3f ms   screen %7.3f ms%s\n", T, 1e3 * te, 1e3 * ts,
+               has_vnni() ? "" : " (no AVX-512 VNNI: not run)");
+    }
+    cpu_q8s_free(&s);
+    free(w), free(a), free(y), free(dx), free(cx), free(idx), free(val);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "bench") == 0) {
+        bench();
+        return 0;
+    }
     static const int64_t bits[][3] = {      /* K, N, tokens */
         { 256, 151, 1 }, { 256, 160, 4 }, { 32, 17, 3 }, { 96, 1, 2 }, { 1024, 45, 5 },
         { 256, 1000, 9 }, { 64, 33, 8 },
@@ -329,6 +397,21 @@ int main(void)
     test_bound(256, 300, 2, true);
     test_bound(2048, 64, 1, true);
 
+    {   /* what q36 info's memory plan shows for the copy */
+        gguf_tensor q8 = { .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,
+                           .ne = { 256, 151680, 1, 1 } };
+        gguf_tensor q4 = q8;
+        q4.type = QT_Q4_K;
+        const uint64_t want = has_vnni() ? cpu_q8s_bytes(151680, 256) : 0;
+        const uint64_t got = be_cpu_head_screen_bytes(&q8), got4 = be_cpu_head_screen_bytes(&q4);
+        setenv("Q36_CPU_HEADSCREEN", "0", 1);
+        const uint64_t off = be_cpu_head_screen_bytes(&q8);
+        unsetenv("Q36_CPU_HEADSCREEN");
+        t_check("head.screen_bytes", got == want && want % 64 == 0 && got4 == 0 && off == 0,
+                "Q8_0 head %llu bytes (want %llu), Q4_K %llu (want 0), with Q36_CPU_HEADSCREEN=0 "
+                "%llu (want 0)", (unsigned long long)got, (unsigned long long)want,
+                (unsigned long long)got4, (unsigned long long)off);
+    }
     for (int threads = 1; threads <= 2; threads++) {
         be_ctx *be = NULL;
         if (be_cpu_new(threads, &be, NULL)) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../src/backend/backend.h"
 #include "../src/gguf/gguf.h"
 #include "../src/include/q36.h"
 #include "../src/model/model.h"
@@ -102,6 +103,13 @@ static void memory_plan(const q36_model *m, uint64_t n_ctx, int64_t n_slots, int
     printf("  scratch                    %10.1f MiB  (of which the backend's own %.1f MiB)\n",
            p.scratch / 1048576.0, p.backend / 1048576.0);
     printf("  allocated in total         %10.1f MiB  (+ the mapped weights)\n", p.total / 1048576.0);
+    const gguf_file *f = q36_model_gguf(m);
+    const gguf_tensor *head = gguf_find_tensor(f, "output.weight");
+    const uint64_t hs = be_cpu_head_screen_bytes(head ? head : gguf_find_tensor(f, "token_embd.weight"));
+    if (hs)
+        printf("  + on the CPU, at the first greedy step: %.1f MiB (a copy of the Q8_0 head for "
+               "greedy choices: src/backend/cpu/cpu_head.c; Q36_CPU_HEADSCREEN=0 makes none)\n",
+               hs / 1048576.0);
 }
 
 /* Writes tensor `name` of f as float32 rows to `out`, one row at a time. */

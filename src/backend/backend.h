@@ -102,6 +102,9 @@ int be_scratch_bytes(const char *name, const be_shape *shape, int n_threads, uin
  * only; 0 = the number of online CPUs). */
 int  be_cpu_new(int n_threads, be_ctx **out, q36_err *err);
 uint64_t be_cpu_scratch_bytes(const be_shape *shape, int n_threads);
+/* Bytes the CPU backend copies from the head `head` on the first greedy
+ * step that meets its screen on this machine (cpu_head.c; 0: none). */
+uint64_t be_cpu_head_screen_bytes(const gguf_tensor *head);
 
 /* The CUDA backend (built when the Makefile finds nvcc; Q36_CUDA): the
  * device Q36_CUDA_DEVICE names (default 0), one stream, weights uploaded

@@ -247,8 +247,7 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     }
     {   /* the greedy head's screen (cpu_head.c), from one row;
          * Q36_CPU_HEADSCREEN=0 turns it off, =N from N rows */
-        const char *hs = getenv("Q36_CPU_HEADSCREEN");
-        cpu_head_screen(hs && *hs ? atoi(hs) : 1);
+        cpu_head_screen(cpu_head_screen_env());
     }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
         float z[8] = { 0 };

@@ -37,6 +37,7 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
                        be_tensor *ids, const int32_t *ban, int n_ban);
 void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
+int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN, else 1 */
 void cpu_head_screen_stats(long out[3]);
 
 /* cpu_norm.c */

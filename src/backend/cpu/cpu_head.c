@@ -15,7 +15,7 @@
  * The screen reads its own copy of the head (cpu_q8s: the codes of 16
  * rows interleaved, scales as f32, 6% more bytes than the Q8_0 rows), made
  * the first time the weight meets the screen and kept with the weight:
- * 41 MiB for the default model's tied head. A head over 1 GiB gets no copy
+ * 42 MiB for the default model's tied head. A head over 1 GiB gets no copy
  * (the exact path). Measured in bench/results/2026-12-05-cpu-head-screen/. */
 #include "cpu.h"
 
@@ -68,6 +68,21 @@ void cpu_head_free(void *impl)
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val);
     free(h);
+}
+
+int cpu_head_screen_env(void)
+{
+    const char *hs = getenv("Q36_CPU_HEADSCREEN");
+    return hs && *hs ? atoi(hs) : 1;
+}
+
+uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
+{
+    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() <= 0 ||
+        !quant_path_available(QUANT_PATH_AVX512VNNI))
+        return 0;
+    const uint64_t b = cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]);
+    return b <= COPY_MAX ? b : 0;
 }
 
 static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
