@@ -21,6 +21,9 @@
  *                   (or, for the cases it cannot settle, that it handed
  *                   the tokens to the full product); elsewhere that half
  *                   is a skip;
+ *  head_topk.*:     be_matmul_topk against be_matmul + be_topk (columns and
+ *                   value bits), k 1-64, on the same heads;
+ *  screen.kth:      the list's k-th largest value against a sort;
  *  head.screen_bytes: the copy's size q36 info shows (0 for other types and
  *                   with Q36_CPU_HEADSCREEN=0).
  * `test_cpu_head bench` times the screen against the exact tile (prints,
@@ -201,6 +204,68 @@ static void make_case(enum head_kind k, t_rng *r, int64_t K, int64_t N, int64_t 
     }
 }
 
+/* A case's head bound to be, its activations written to xt; y for the
+ * products. gt must outlive bw's use: it lives here. */
+typedef struct {
+    uint8_t    *w;
+    float      *x;
+    gguf_tensor gt;
+    be_weight  *bw;
+    be_tensor  *xt, *y;
+} head_case;
+
+static bool case_new(head_case *c, be_ctx *be, const char *name, enum head_kind kind, int64_t K,
+                     int64_t N, int64_t R)
+{
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    c->w = malloc(rb * (uint64_t)N);
+    c->x = malloc(sizeof(float) * (size_t)(R * K));
+    make_case(kind, &rng, K, N, R, c->w, c->x);
+    c->gt = (gguf_tensor){ .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,
+                           .ne = { (uint64_t)K, (uint64_t)N, 1, 1 }, .data = c->w,
+                           .nbytes = rb * (uint64_t)N };
+    c->bw = NULL;
+    if (be_weight_bind(be, &c->gt, &c->bw, NULL)) {
+        t_fail(name, "weight not bound");
+        free(c->w), free(c->x);
+        return false;
+    }
+    c->xt = be_tensor_new(be, R, K);
+    c->y = be_tensor_new(be, R, N);
+    be_write(be, c->xt, 0, R, c->x);
+    return true;
+}
+
+static void case_free(head_case *c, be_ctx *be)
+{
+    be_tensor_free(be, c->xt), be_tensor_free(be, c->y);
+    free(c->w), free(c->x);
+}
+
+/* NAME.screened: the screen settled every token of the random, tied and
+ * near heads (with cmin..cmax exact candidates), and handed the others'
+ * unsettled tokens to the full product; a skip without AVX-512 VNNI. */
+static void check_screened(const char *name, enum head_kind kind, int64_t R, const long s0[3],
+                           const long s1[3], long cmin, long cmax)
+{
+    char nm[112];
+    snprintf(nm, sizeof nm, "%s.screened", name);
+    if (!has_vnni()) {
+        t_skip(nm, "this CPU lacks AVX-512 VNNI (the op took the full product)");
+        return;
+    }
+    const long screened = s1[0] - s0[0], full = s1[1] - s0[1], cands = s1[2] - s0[2];
+    if (kind == H_RANDOM || kind == H_TIES || kind == H_NEAR)
+        t_check(nm, screened == R && full == 0 && cands >= cmin && cands <= cmax,
+                "%ld tokens screened, %ld in full, %ld exact candidates, of %lld tokens", screened,
+                full, cands, (long long)R);
+    else        /* a NaN input: its quantized row may be finite codes (screened) or hold -128 */
+        t_check(nm, screened + full == R && (kind == H_NAN_X || full >= 1),
+                "%ld tokens screened, %ld in full, of %lld (the unsettled ones in full)", screened,
+                full, (long long)R);
+}
+
 /* be_argmax's rule on a host row with the banned columns at -inf */
 static int32_t host_choice(const float *v, int64_t n, const int32_t *ban, int n_ban)
 {
@@ -225,23 +290,12 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
     char name[96];
     snprintf(name, sizeof name, "head.%s_K%lld_N%lld_R%lld_t%d%s", kind_name[k], (long long)K,
              (long long)N, (long long)R, threads, n_ban ? "_ban" : "");
-    t_rng rng = t_rng_named(name);
-    const uint64_t rb = (uint64_t)K / 32 * QB;
-    uint8_t *w = malloc(rb * (uint64_t)N);
-    float *x = malloc(sizeof(float) * (size_t)(R * K));
-    make_case(k, &rng, K, N, R, w, x);
-    gguf_tensor gt = { .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,
-                       .ne = { (uint64_t)K, (uint64_t)N, 1, 1 }, .data = w,
-                       .nbytes = rb * (uint64_t)N };
-    be_weight *bw = NULL;
-    if (be_weight_bind(be, &gt, &bw, NULL)) {
-        t_fail(name, "weight not bound");
-        free(w), free(x);
+    head_case hc;
+    if (!case_new(&hc, be, name, k, K, N, R))
         return;
-    }
-    be_tensor *xt = be_tensor_new(be, R, K), *y = be_tensor_new(be, R, N);
+    be_weight *bw = hc.bw;
+    be_tensor *xt = hc.xt, *y = hc.y;
     be_tensor *i0 = be_tensor_new_type(be, BE_I32, R, 1), *i1 = be_tensor_new_type(be, BE_I32, R, 1);
-    be_write(be, xt, 0, R, x);
     int32_t ban[16];
     if (n_ban) {        /* the built rows, the ends, a few more; ascending, distinct */
         const int64_t cand[] = { 0, N / 3, N / 2, 2 * N / 3, N - 1, 1, N / 5, 8 };
@@ -296,30 +350,79 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
                      (long long)t, b[t], a[t]);
     t_check(name, !why[0], "%s", why);
 
-    /* the screen ran (or handed over what it could not settle) */
-    char nm2[112];
-    snprintf(nm2, sizeof nm2, "%s.screened", name);
-    if (!has_vnni()) {
-        t_skip(nm2, "this CPU lacks AVX-512 VNNI (the op took the full product)");
-    } else {
-        const long screened = s1[0] - s0[0], full = s1[1] - s0[1], cands = s1[2] - s0[2];
-        const bool unsettled = k == H_MANY || k == H_NAN_SCALE || k == H_INF_SCALE ||
-                               k == H_ZERO_X;
-        if (unsettled)
-            t_check(nm2, full >= 1 && screened + full == R, "%ld tokens screened, %ld in full, "
-                    "of %lld (expected the full product for the unsettled ones)", screened, full,
-                    (long long)R);
-        else if (k == H_NAN_X)  /* the quantized row is finite (as ggml's): either way */
-            t_check(nm2, screened + full == R, "%ld tokens screened, %ld in full, of %lld",
-                    screened, full, (long long)R);
-        else
-            t_check(nm2, screened == R && full == 0 && cands >= R && cands <= 64 * R,
-                    "%ld tokens screened, %ld in full, %ld exact candidates, of %lld tokens",
-                    screened, full, cands, (long long)R);
-    }
+    check_screened(name, k, R, s0, s1, R, 64 * R);
     free(a), free(b), free(yh);
-    be_tensor_free(be, xt), be_tensor_free(be, y), be_tensor_free(be, i0), be_tensor_free(be, i1);
-    free(w), free(x);
+    be_tensor_free(be, i0), be_tensor_free(be, i1);
+    case_free(&hc, be);
+}
+
+/* be_matmul_topk against be_matmul + be_topk: the same columns and values */
+static void test_head_k(be_ctx *be, int threads, enum head_kind kind, int64_t K, int64_t N,
+                        int64_t R, int64_t k)
+{
+    char name[96];
+    snprintf(name, sizeof name, "head_topk.%s_K%lld_N%lld_R%lld_k%lld_t%d", kind_name[kind],
+             (long long)K, (long long)N, (long long)R, (long long)k, threads);
+    head_case hc;
+    if (!case_new(&hc, be, name, kind, K, N, R))
+        return;
+    be_weight *bw = hc.bw;
+    be_tensor *xt = hc.xt, *y = hc.y;
+    be_tensor *i0 = be_tensor_new_type(be, BE_I32, R, k), *i1 = be_tensor_new_type(be, BE_I32, R, k);
+    be_tensor *v0 = be_tensor_new(be, R, k), *v1 = be_tensor_new(be, R, k);
+    cpu_head_screen(0);
+    be_matmul(be, bw, 0, xt, y);
+    be_topk(be, y, k, i0, v0);
+    cpu_head_screen(1);
+    long s0[3], s1[3];
+    cpu_head_screen_stats(s0);
+    be_matmul_topk(be, bw, xt, y, k, i1, v1);
+    cpu_head_screen_stats(s1);
+    const size_t n = (size_t)(R * k);
+    int32_t *a = malloc(sizeof(int32_t) * n), *b = malloc(sizeof(int32_t) * n);
+    float *va = malloc(sizeof(float) * n), *vb = malloc(sizeof(float) * n);
+    be_read(be, i0, 0, R, a), be_read(be, i1, 0, R, b);
+    be_read(be, v0, 0, R, va), be_read(be, v1, 0, R, vb);
+    char why[200] = "";
+    if (be_check(be, NULL))
+        snprintf(why, sizeof why, "an op failed");
+    for (size_t i = 0; i < n && !why[0]; i++)
+        if (a[i] != b[i] || memcmp(&va[i], &vb[i], 4))
+            snprintf(why, sizeof why, "token %zu, place %zu: be_matmul_topk column %d value %.9g, "
+                     "be_matmul + be_topk column %d value %.9g", i / (size_t)k, i % (size_t)k, b[i],
+                     (double)vb[i], a[i], (double)va[i]);
+    t_check(name, !why[0], "%s", why);
+    check_screened(name, kind, R, s0, s1, R * k, 8 * R * k);
+    free(a), free(b), free(va), free(vb);
+    be_tensor_free(be, i0), be_tensor_free(be, i1), be_tensor_free(be, v0), be_tensor_free(be, v1);
+    case_free(&hc, be);
+}
+
+static int cmp_desc(const void *p, const void *q)
+{
+    const float a = *(const float *)p, b = *(const float *)q;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* cpu_q8s_kth against a sort, with many equal values */
+static void test_kth(void)
+{
+    t_rng rng = t_rng_named("screen.kth");
+    float v[CPU_Q8S_CAP_MAX], s[CPU_Q8S_CAP_MAX];
+    char why[160] = "";
+    for (int trial = 0; trial < 400 && !why[0]; trial++) {
+        const int n = 1 + (int)(t_next(&rng) % CPU_Q8S_CAP_MAX), k = 1 + (int)(t_next(&rng) % n);
+        const int span = 1 + (int)(t_next(&rng) % 50);
+        for (int i = 0; i < n; i++)
+            v[i] = trial % 3 ? (float)(t_next(&rng) % span) : qb_gauss(&rng);
+        memcpy(s, v, sizeof(float) * (size_t)n);
+        qsort(s, (size_t)n, sizeof(float), cmp_desc);
+        const float got = cpu_q8s_kth(v, n, k);
+        if (got != s[k - 1])
+            snprintf(why, sizeof why, "n %d, k %d: %g, the sort's %g", n, k, (double)got,
+                     (double)s[k - 1]);
+    }
+    t_check("screen.kth", !why[0], "%s", why);
 }
 
 /* ------------------------------------------------------------ bench */
@@ -366,7 +469,7 @@ static void bench(void)
             double t1 = now_s();
             cpu_q8s_cand c[16];
             for (int t = 0; t < T; t++)
-                cpu_q8s_cand_init(&c[t], e2[t], idx + t * 64, val + t * 64, 64);
+                cpu_q8s_cand_init(&c[t], e2[t], idx + t * 64, val + t * 64, 64, 1);
             if (has_vnni())
                 cpu_q8s_avx512vnni(&s, 0, s.ng, a, rb, T, dx, cx, c, NULL, 0, NULL, 0);
             double t2 = now_s();
@@ -392,6 +495,7 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
         test_bits(bits[i][0], bits[i][1], (int)bits[i][2]);
+    test_kth();
     test_bound(256, 3000, 3, false);
     test_bound(1024, 500, 2, false);
     test_bound(256, 300, 2, true);
@@ -421,7 +525,11 @@ int main(int argc, char **argv)
         for (int k = H_RANDOM; k <= H_NAN_X; k++) {
             test_head(be, threads, (enum head_kind)k, 256, 5003, 4, 0);
             test_head(be, threads, (enum head_kind)k, 256, 5003, 4, 6);
+            test_head_k(be, threads, (enum head_kind)k, 256, 5003, 4, 40);
             if (k <= H_NEAR) {
+                test_head_k(be, threads, (enum head_kind)k, 64, 100, 1, 64);
+                test_head_k(be, threads, (enum head_kind)k, 256, 40000, 9, 2);
+                test_head_k(be, threads, (enum head_kind)k, 1024, 777, 3, 1);
                 test_head(be, threads, (enum head_kind)k, 64, 17, 1, 0);
                 test_head(be, threads, (enum head_kind)k, 64, 17, 1, 3);
                 test_head(be, threads, (enum head_kind)k, 256, 40000, 9, 0);

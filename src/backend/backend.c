@@ -606,6 +606,20 @@ void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tenso
     be->ops->topk(be, x, k, ids, vals);
 }
 
+void be_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y, int64_t k,
+                    be_tensor *ids, be_tensor *vals)
+{
+    if (!be->ops->matmul_topk) {
+        be_matmul(be, w, 0, x, y);
+        be_topk(be, y, k, ids, vals);
+        return;
+    }
+    assert(k >= 1 && k <= BE_TOPK_MAX && !x->f16 && !vals->f16 && ids->type == BE_I32);
+    assert(ids->rows == x->rows && vals->rows == x->rows && ids->cols == k && vals->cols == k);
+    assert(y->rows == x->rows && y->cols == (int64_t)w->t->ne[1] && x->cols == (int64_t)w->t->ne[0]);
+    be->ops->matmul_topk(be, w, x, y, k, ids, vals);
+}
+
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out)
 {
     be->ops->moe_combine(be, y, w, k, out);

@@ -439,6 +439,13 @@ void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_ten
  * instead of its logits (smp_sample_top). */
 #define BE_TOPK_MAX 64
 void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
+/* be_topk of x times w (slab 0), where only the k best are wanted: the
+ * same ids and values as be_matmul(w, x -> y) then be_topk(y), bit for
+ * bit; y (rows x w's rows, f32) is scratch and holds nothing defined
+ * afterwards. Without a backend entry it is those two ops; the CPU
+ * screens Q8_0 heads (cpu_head.c). */
+void be_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y, int64_t k,
+                    be_tensor *ids, be_tensor *vals);
 /* out[t] = sum_i w[t][i] * y[t*k+i], products rounded then added in rank
  * order (y: T*k rows). */
 void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,

@@ -66,7 +66,7 @@ void be_fail(be_ctx *be, int kind, const char *fmt, ...) __attribute__((format(p
 void be_base_free(be_ctx *be);
 
 /* One entry per op of backend.h, same arguments (see there for what each
- * does); every entry is required but matmul_argmax. */
+ * does); every entry is required but matmul_argmax and matmul_topk. */
 struct be_ops {
     const char *name;
     void (*free)(be_ctx *be);
@@ -157,10 +157,13 @@ struct be_ops {
     void (*moe_combine)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                         be_tensor *out);
     void (*argmax)(be_ctx *be, const be_tensor *x, be_tensor *ids);
-    /* the one optional entry: NULL runs matmul then argmax */
+    /* optional: NULL runs matmul then argmax */
     void (*matmul_argmax)(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                           be_tensor *ids, const int32_t *ban, int n_ban);
     void (*topk)(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals);
+    /* optional: NULL runs matmul then topk */
+    void (*matmul_topk)(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
+                        int64_t k, be_tensor *ids, be_tensor *vals);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
     /* optional: without it backend.c runs the three ops */

@@ -82,29 +82,23 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
             be_rms_norm(be, xr, e->w.output_norm, hp->eps, hp->n_embd, hr);
-            if (ids && !e->topk) {
-                /* only the greedy choice: the backend may leave most
-                 * logits uncomputed (a banned choice comes back with
-                 * its row's logits, which ban_rechoose reads) */
-                be_tensor *ir = be_rows(be, sc->amax, 0, n);
-                be_matmul_argmax(be, e->w.output, hr, lr, ir, e->ban, e->n_ban);
-                be_read(be, ir, 0, n, ids + i);
-                i += (int)n;
-                continue;
-            }
-            be_matmul(be, e->w.output, 0, hr, lr);
+            /* where only choices come back, the backend may leave most
+             * logits uncomputed (cpu_head.c) */
             if (ids && e->topk) {      /* a row's best candidates back, not the row */
                 const int64_t k = e->topk;
                 be_tensor *ir = be_view(be, be_rows(be, sc->tk_ids, 0, n), 0, k);
                 be_tensor *vr = be_view(be, be_rows(be, sc->tk_vals, 0, n), 0, k);
-                be_topk(be, lr, k, ir, vr);
+                be_matmul_topk(be, e->w.output, hr, lr, k, ir, vr);
                 be_read(be, ir, 0, n, ids + i * k);
                 be_read(be, vr, 0, n, e->topk_vals + i * k);
             } else if (ids) {      /* the greedy choice on the device: one id a row back */
+                /* a banned choice comes back with its row's logits in lr,
+                 * which ban_rechoose reads */
                 be_tensor *ir = be_rows(be, sc->amax, 0, n);
-                be_argmax(be, lr, ir);
+                be_matmul_argmax(be, e->w.output, hr, lr, ir, e->ban, e->n_ban);
                 be_read(be, ir, 0, n, ids + i);
             } else {
+                be_matmul(be, e->w.output, 0, hr, lr);
                 be_read(be, lr, 0, n, logits + (int64_t)i * V);
             }
         }

@@ -35,6 +35,8 @@ void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8
  * after a screen, candidates computed exactly, since the process began. */
 void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                        be_tensor *ids, const int32_t *ban, int n_ban);
+void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y, int64_t k,
+                     be_tensor *ids, be_tensor *vals);
 void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
 int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN, else 1 */

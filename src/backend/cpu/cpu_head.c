@@ -12,6 +12,10 @@
  * be_matmul then be_argmax, whose choice may be banned: its row of y then
  * holds the logits for the caller to choose again.
  *
+ * be_matmul_topk (a sampled step's k best logits, k <= 64) takes the same
+ * screen with lists kept within 2E of their k-th largest approximation:
+ * the k best rows' exact values and columns, be_topk's order.
+ *
  * The screen reads its own copy of the head (cpu_q8s: the codes of 16
  * rows interleaved, scales as f32, 6% more bytes than the Q8_0 rows), made
  * the first time the weight meets the screen and kept with the weight:
@@ -28,7 +32,8 @@
 #include "cpu_gemm_q8.h"
 #include "cpu_screen_q8.h"
 
-#define CAND_CAP   64                   /* near-ties a thread keeps per token */
+#define CAND_CAP   256                  /* list entries a thread keeps per token */
+#define ARGMAX_CAP 64                   /* of which a greedy choice uses (near-ties of the best) */
 #define COPY_MAX   (1ull << 30)         /* the largest head copied for the screen */
 
 typedef struct cpu_head {
@@ -43,6 +48,8 @@ typedef struct cpu_head {
     bool         *full;                 /* cap_rows: tokens left to the exact path */
     int32_t      *idx;                  /* cap_threads x cap_rows x CAND_CAP */
     float        *val;
+    int32_t      *gi;                   /* cap_threads x CAND_CAP: one token's lists gathered */
+    float        *gv;
 } cpu_head;
 
 static _Atomic int g_min_rows = 1;
@@ -66,7 +73,7 @@ void cpu_head_free(void *impl)
         return;
     cpu_q8s_free(&h->s);
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
-    free(h->val);
+    free(h->val), free(h->gi), free(h->gv);
     free(h);
 }
 
@@ -132,7 +139,13 @@ static cpu_head *head_of(be_weight *w, int64_t R, int T)
         float *val = realloc(h->val, sizeof *val * slots * CAND_CAP);
         if (val)
             h->val = val;
-        if (!dx || !cx || !e2 || !cand || !full || !idx || !val)
+        int32_t *gi = realloc(h->gi, sizeof *gi * (size_t)t * CAND_CAP);
+        if (gi)
+            h->gi = gi;
+        float *gv = realloc(h->gv, sizeof *gv * (size_t)t * CAND_CAP);
+        if (gv)
+            h->gv = gv;
+        if (!dx || !cx || !e2 || !cand || !full || !idx || !val || !gi || !gv)
             return NULL;        /* what grew is kept; the sizes stay the old ones */
         h->cap_rows = r;
         h->cap_threads = t;
@@ -156,13 +169,52 @@ static void head_task(void *arg, int64_t g0, int64_t g1, int tid)
                        j->h->cand + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, 0);
 }
 
+/* x's rows quantized to the scratch and screened for their k best rows:
+ * the activation rows, or NULL when the scratch failed (recorded). */
+static const uint8_t *screen(be_ctx *be, cpu_head *h, const be_weight *w, const be_tensor *x,
+                             int k, const int32_t *ban, int n_ban)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    const int64_t R = x->rows;
+    const uint64_t arb = w->act_row_bytes;
+    uint8_t *act = cpu_scratch(be, (size_t)R * arb);
+    if (!act) {
+        cpu_fail_scratch(be, "matmul", (size_t)R * arb);
+        return NULL;
+    }
+    cpu_quantize_rows(be, w, x, act);
+    const int64_t nb = h->s.nb;
+    for (int64_t t = 0; t < R; t++)
+        h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
+    for (int th = 0; th < c->n_threads; th++)
+        for (int64_t t = 0; t < R; t++) {
+            const int64_t slot = (int64_t)th * R + t;
+            cpu_q8s_cand_init(&h->cand[slot], h->e2[t], h->idx + slot * CAND_CAP,
+                              h->val + slot * CAND_CAP, k == 1 ? ARGMAX_CAP : CAND_CAP, k);
+        }
+    head_job j = { h, act, arb, R, ban, n_ban };
+    /* long runs of groups per thread, as a decode matmul's rows (cpu_matmul.c) */
+    int64_t grain = h->s.ng / (2 * (int64_t)c->n_threads);
+    cpu_for(be, h->s.ng, grain > 1 ? grain : 1, head_task, &j);
+    return act;
+}
+
+/* row r's exact product with activation row a: the matmul's own tile */
+static float exact(const be_weight *w, int32_t r, const uint8_t *a)
+{
+    float e;
+    cpu_gemm_q8_0()((int64_t)w->t->ne[0], (const uint8_t *)w->data + (uint64_t)r * w->row_bytes,
+                    w->row_bytes, 1, a, w->act_row_bytes, 1, &e, 1);
+    return e;
+}
+
 /* Token t's choice from its candidates; false when the screen cannot tell. */
 static bool choose(const cpu_head *h, int T, int64_t R, int64_t t, const be_weight *w,
-                   const uint8_t *a, cpu_tile_fn tile, int32_t *id)
+                   const uint8_t *a, int32_t *id)
 {
     float amax = -INFINITY;
-    for (int k = 0; k < T; k++) {
-        const cpu_q8s_cand *c = &h->cand[(int64_t)k * R + t];
+    for (int th = 0; th < T; th++) {
+        const cpu_q8s_cand *c = &h->cand[(int64_t)th * R + t];
         if (c->bad)
             return false;
         amax = c->max > amax ? c->max : amax;
@@ -170,19 +222,16 @@ static bool choose(const cpu_head *h, int T, int64_t R, int64_t t, const be_weig
     if (!isfinite(amax))
         return false;
     const double thr = (double)amax - h->e2[t];
-    const int64_t K = (int64_t)w->t->ne[0];
     float best = -INFINITY;
     int32_t bi = -1;
     long n = 0;
-    for (int k = 0; k < T; k++) {       /* threads' lists hold disjoint rows */
-        const cpu_q8s_cand *c = &h->cand[(int64_t)k * R + t];
+    for (int th = 0; th < T; th++) {    /* threads' lists hold disjoint rows */
+        const cpu_q8s_cand *c = &h->cand[(int64_t)th * R + t];
         for (int i = 0; i < c->n; i++) {
             if (!((double)c->val[i] >= thr))
                 continue;
             const int32_t r = c->idx[i];
-            float e;
-            tile(K, (const uint8_t *)w->data + (uint64_t)r * w->row_bytes, w->row_bytes, 1, a,
-                 w->act_row_bytes, 1, &e, 1);
+            const float e = exact(w, r, a);
             n++;
             if (e != e)
                 return false;
@@ -199,6 +248,76 @@ static bool choose(const cpu_head *h, int T, int64_t R, int64_t t, const be_weig
     return true;
 }
 
+/* Token t's k best rows, best first (the larger value, the lower row among
+ * equal ones), to id[0..k) and v[0..k); false when the screen cannot tell. */
+static bool choose_k(cpu_head *h, int T, int64_t R, int64_t t, int k, const be_weight *w,
+                     const uint8_t *a, int32_t *id, float *v)
+{
+    int n = 0;
+    for (int th = 0; th < T; th++) {
+        const cpu_q8s_cand *c = &h->cand[(int64_t)th * R + t];
+        if (c->bad)
+            return false;
+        memcpy(h->gi + n, c->idx, sizeof(int32_t) * (size_t)c->n);
+        memcpy(h->gv + n, c->val, sizeof(float) * (size_t)c->n);
+        n += c->n;
+    }
+    if (n < k)
+        return false;
+    float kth;
+    if (n <= CPU_Q8S_CAP_MAX) {
+        kth = cpu_q8s_kth(h->gv, n, k);
+    } else {            /* more than a selection holds: a thread's k-th is at or below the k-th */
+        kth = -INFINITY;
+        for (int th = 0, o = 0; th < T; th++) {
+            const cpu_q8s_cand *c = &h->cand[(int64_t)th * R + t];
+            if (c->n >= k) {
+                const float q = cpu_q8s_kth(h->gv + o, c->n, k);
+                kth = q > kth ? q : kth;
+            }
+            o += c->n;
+        }
+    }
+    if (!isfinite(kth))
+        return false;
+    const double thr = (double)kth - h->e2[t];
+    int m = 0;          /* the best so far, sorted, in id/v */
+    long cnt = 0;
+    for (int i = 0; i < n; i++) {
+        if (!((double)h->gv[i] >= thr))
+            continue;
+        const int32_t r = h->gi[i];
+        const float e = exact(w, r, a);
+        cnt++;
+        if (e != e)
+            return false;
+        if (m == k && !(e > v[k - 1] || (e == v[k - 1] && r < id[k - 1])))
+            continue;
+        int at = m < k ? m : k - 1;
+        for (; at > 0 && (e > v[at - 1] || (e == v[at - 1] && r < id[at - 1])); at--) {
+            v[at] = v[at - 1];
+            id[at] = id[at - 1];
+        }
+        v[at] = e;
+        id[at] = r;
+        m += m < k;
+    }
+    if (m < k)
+        return false;
+    atomic_fetch_add(&g_stat[2], cnt);
+    return true;
+}
+
+/* a one-row view of row t of a (rows of a->ld elements of 4 bytes) */
+static be_tensor row_view(const be_tensor *a, int64_t t)
+{
+    be_tensor v = *a;
+    v.data = (uint8_t *)a->data + (size_t)(t * a->ld) * 4;
+    v.rows = 1;
+    v.view = true;
+    return v;
+}
+
 void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                        be_tensor *ids, const int32_t *ban, int n_ban)
 {
@@ -211,33 +330,14 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
         return;
     }
     CPU_PROF_BEGIN(be);
-    const uint64_t arb = w->act_row_bytes;
-    uint8_t *act = cpu_scratch(be, (size_t)R * arb);
-    if (!act) {
-        cpu_fail_scratch(be, "matmul", (size_t)R * arb);
+    const uint8_t *act = screen(be, h, w, x, 1, ban, n_ban);
+    if (!act)
         return;
-    }
-    cpu_quantize_rows(be, w, x, act);
-    const int64_t nb = h->s.nb;
-    for (int64_t t = 0; t < R; t++)
-        h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
-    for (int k = 0; k < c->n_threads; k++)
-        for (int64_t t = 0; t < R; t++) {
-            const int64_t slot = (int64_t)k * R + t;
-            cpu_q8s_cand_init(&h->cand[slot], h->e2[t], h->idx + slot * CAND_CAP,
-                              h->val + slot * CAND_CAP, CAND_CAP);
-        }
-    head_job j = { h, act, arb, R, ban, n_ban };
-    /* long runs of groups per thread, as a decode matmul's rows (cpu_matmul.c) */
-    int64_t grain = h->s.ng / (2 * (int64_t)c->n_threads);
-    cpu_for(be, h->s.ng, grain > 1 ? grain : 1, head_task, &j);
-
-    const cpu_tile_fn tile = cpu_gemm_q8_0();
     int32_t *out = ids->data;
     int64_t n_full = 0;
     for (int64_t t = 0; t < R; t++) {
         int32_t id;
-        h->full[t] = !choose(h, c->n_threads, R, t, w, act + (uint64_t)t * arb, tile, &id);
+        h->full[t] = !choose(h, c->n_threads, R, t, w, act + (uint64_t)t * w->act_row_bytes, &id);
         if (h->full[t])
             n_full++;
         else
@@ -246,16 +346,50 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
     atomic_fetch_add(&g_stat[0], R - n_full);
     atomic_fetch_add(&g_stat[1], n_full);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
-    /* the tokens the screen could not settle: their logits in full (this
-     * reuses the scratch that held act) */
-    for (int64_t t = 0; n_full && t < R; t++) {
-        if (!h->full[t])
-            continue;
-        be_tensor xr = *x, yr = *y, ir = *ids;
-        xr.data = cpu_row(x, t), xr.rows = 1, xr.view = true;
-        yr.data = cpu_row(y, t), yr.rows = 1, yr.view = true;
-        ir.data = (int32_t *)ids->data + t * ids->ld, ir.rows = 1, ir.view = true;
-        cpu_matmul(be, w, 0, &xr, &yr);
-        cpu_argmax(be, &yr, &ir);
+    if (!n_full)
+        return;
+    /* the tokens the screen could not settle: the product of the whole
+     * batch, as be_matmul would take it (a batch of one row takes another
+     * kernel, whose bits differ for a NaN input), then their choices */
+    cpu_matmul(be, w, 0, x, y);
+    for (int64_t t = 0; t < R; t++)
+        if (h->full[t]) {
+            be_tensor yr = row_view(y, t), ir = row_view(ids, t);
+            cpu_argmax(be, &yr, &ir);
+        }
+}
+
+void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y, int64_t k,
+                     be_tensor *ids, be_tensor *vals)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    const int64_t R = x->rows;
+    cpu_head *h = k >= 1 && k * 4 <= CAND_CAP && k <= (int64_t)w->t->ne[1] && screen_ok(c, w, x)
+                      ? head_of((be_weight *)w, R, c->n_threads) : NULL;
+    if (!h) {
+        cpu_matmul(be, w, 0, x, y);
+        cpu_topk(be, y, k, ids, vals);
+        return;
     }
+    CPU_PROF_BEGIN(be);
+    const uint8_t *act = screen(be, h, w, x, (int)k, NULL, 0);
+    if (!act)
+        return;
+    int64_t n_full = 0;
+    for (int64_t t = 0; t < R; t++) {
+        h->full[t] = !choose_k(h, c->n_threads, R, t, (int)k, w, act + (uint64_t)t * w->act_row_bytes,
+                               (int32_t *)ids->data + t * ids->ld, cpu_row(vals, t));
+        n_full += h->full[t];
+    }
+    atomic_fetch_add(&g_stat[0], R - n_full);
+    atomic_fetch_add(&g_stat[1], n_full);
+    CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
+    if (!n_full)
+        return;
+    cpu_matmul(be, w, 0, x, y);         /* as in cpu_matmul_argmax */
+    for (int64_t t = 0; t < R; t++)
+        if (h->full[t]) {
+            be_tensor yr = row_view(y, t), ir = row_view(ids, t), vr = row_view(vals, t);
+            cpu_topk(be, &yr, k, &ir, &vr);
+        }
 }

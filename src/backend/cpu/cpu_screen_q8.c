@@ -87,6 +87,7 @@ static double gamma_n(double n)
 double cpu_q8s_token(const cpu_q8s *s, const uint8_t *a, float *dx, int32_t *cx)
 {
     double c = 0;
+    bool odd = false;
     for (int64_t b = 0; b < s->nb; b++) {
         const uint8_t *blk = a + b * QB;
         dx[b] = h2f(blk);
@@ -95,6 +96,7 @@ double cpu_q8s_token(const cpu_q8s *s, const uint8_t *a, float *dx, int32_t *cx)
             const int v = (int8_t)blk[2 + i];
             sum += v;
             abs += v < 0 ? -v : v;
+            odd |= v == -128;
         }
         cx[b] = 128 * sum;
         c += fabs((double)dx[b]) * 128.0 * abs;
@@ -102,7 +104,7 @@ double cpu_q8s_token(const cpu_q8s *s, const uint8_t *a, float *dx, int32_t *cx)
     const double nb = (double)s->nb;
     /* the two chains' bound, a margin for this double arithmetic */
     const double e2 = 2.0 * (gamma_n(nb) + gamma_n(nb + 3)) * (double)s->wmax * c * (1 + 0x1p-40);
-    return isfinite(e2) ? e2 : INFINITY;
+    return isfinite(e2) && !odd ? e2 : INFINITY;
 }
 
 /* the largest float at or below t */
@@ -114,15 +116,85 @@ static float float_at_or_below(double t)
     return f;
 }
 
-void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int cap)
+void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int cap, int k)
 {
-    *c = (cpu_q8s_cand){ .max = -INFINITY, .thr = -INFINITY, .e2 = e2, .cap = cap,
-                         .bad = !isfinite(e2), .idx = idx, .val = val };
+    *c = (cpu_q8s_cand){ .max = -INFINITY, .thr = -INFINITY, .e2 = e2,
+                         .cap = cap < CPU_Q8S_CAP_MAX ? cap : CPU_Q8S_CAP_MAX, .k = k,
+                         .bad = !isfinite(e2) || k < 1 || k > cap, .idx = idx, .val = val };
+}
+
+float cpu_q8s_kth(const float *v, int n, int k)
+{
+    float a[CPU_Q8S_CAP_MAX];
+    memcpy(a, v, sizeof(float) * (size_t)n);
+    int lo = 0, hi = n - 1;
+    const int want = k - 1;             /* descending order's index */
+    while (lo < hi) {                   /* quickselect, largest first (values are finite) */
+        const float p = a[(lo + hi) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] > p)
+                i++;
+            while (a[j] < p)
+                j--;
+            if (i <= j) {
+                const float t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (want <= j)
+            hi = j;
+        else if (want >= i)
+            lo = i;
+        else
+            break;
+    }
+    return a[want];
+}
+
+/* k > 1: a full list keeps what is within e2 of its k-th largest value */
+static void cand_compact(cpu_q8s_cand *c)
+{
+    if (c->n < c->k)
+        return;
+    c->thr = float_at_or_below((double)cpu_q8s_kth(c->val, c->n, c->k) - c->e2);
+    int m = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->val[i] >= c->thr) {
+            c->idx[m] = c->idx[i];
+            c->val[m++] = c->val[i];
+        }
+    c->n = m;
+}
+
+/* k > 1: as cand_push */
+static void cand_push_k(cpu_q8s_cand *c, int64_t base, const float *v, uint32_t mask)
+{
+    for (int l = 0; l < CPU_Q8S_G; l++) {
+        if (!(mask >> l & 1) || !(v[l] >= c->thr))
+            continue;
+        if (c->n == c->cap) {
+            cand_compact(c);
+            if (!(v[l] >= c->thr))
+                continue;
+            if (c->n == c->cap) {
+                c->bad = true;
+                return;
+            }
+        }
+        c->idx[c->n] = (int32_t)(base + l);
+        c->val[c->n++] = v[l];
+    }
 }
 
 /* Lanes of `mask` (rows base + lane, values v[lane]) met the threshold. */
 static void cand_push(cpu_q8s_cand *c, int64_t base, const float *v, uint32_t mask)
 {
+    if (c->k > 1) {
+        cand_push_k(c, base, v, mask);
+        return;
+    }
     for (int l = 0; l < CPU_Q8S_G; l++) {
         if (!(mask >> l & 1))
             continue;

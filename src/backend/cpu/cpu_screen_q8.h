@@ -56,23 +56,33 @@ uint64_t cpu_q8s_bytes(int64_t N, int64_t K);
 
 /* One token's tables (from its Q8_0 activation row a of K inputs): dx[b]
  * the block scales as f32, cx[b] = 128 * the block's code sum, and the
- * return value 2E, twice the bound on |a_r - e_r| for every row
- * (+inf when it is not finite). */
+ * return value 2E, twice the bound on |a_r - e_r| for every row; +inf
+ * when that is not finite, or when a code is -128 (quant_act_quantize
+ * gives it for a NaN input only; the exact kernels then differ among
+ * themselves: the AVX2 order's sign trick does not negate -128). */
 double cpu_q8s_token(const cpu_q8s *s, const uint8_t *a, float *dx, int32_t *cx);
 
-/* A token's candidates, kept per thread: rows whose approximation was
- * within e2 of the running maximum when the screen met them. */
+/* A token's candidates, kept per thread, for its best row (k = 1): rows
+ * whose approximation was within e2 of the running maximum when the screen
+ * met them; for its k best rows (k > 1): rows within e2 of the k-th largest
+ * approximation of the list when it was last compacted (every row of the
+ * true k best has an approximation within 2E of the k-th largest one:
+ * k rows are ahead of any other by more than that). */
 typedef struct cpu_q8s_cand {
-    float    max;           /* the largest approximation seen (-inf at start) */
-    float    thr;           /* a float at or below max - e2 */
+    float    max;           /* k = 1: the largest approximation seen (-inf at start) */
+    float    thr;           /* a float at or below (max or the k-th) - e2 */
     double   e2;            /* 2E of the token */
-    int      n, cap;        /* entries, room */
+    int      n, cap, k;     /* entries, room (<= CPU_Q8S_CAP_MAX), rows wanted */
     bool     bad;           /* a non-finite approximation, or the list overflowed */
     int32_t *idx;
     float   *val;
 } cpu_q8s_cand;
 
-void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int cap);
+#define CPU_Q8S_CAP_MAX 1024
+
+void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int cap, int k);
+/* the k-th largest of v[0..n) (1 <= k <= n <= CPU_Q8S_CAP_MAX) */
+float cpu_q8s_kth(const float *v, int n, int k);
 
 /* Groups [g0, g1) against nt tokens: token t's Q8_0 row at act + t * arb,
  * its tables at dx + t * nb and cx + t * nb. y (may be NULL): row r's

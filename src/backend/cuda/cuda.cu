@@ -839,6 +839,7 @@ static const struct be_ops cuda_ops = {
     .argmax = f_cuda_argmax,
     .matmul_argmax = nullptr,   /* be_matmul then be_argmax (backend.c) */
     .topk = f_cuda_topk,
+    .matmul_topk = nullptr,     /* be_matmul then be_topk (backend.c) */
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,
     .hadamard = f_cuda_hadamard,
