@@ -36,6 +36,22 @@ c=$("$Q36" run -m "$m" -p "Hello" -n 32 --temp 1.5 --top-k 0 --top-p 1 --min-p 0
 [ -n "$a" ] && [ "$a" = "$b" ] && ok run_seed_reproduces || fail run_seed_reproduces "'$a' vs '$b'"
 [ "$a" != "$c" ] && ok run_seed_matters || fail run_seed_matters "seeds 11 and 12 gave '$a'"
 
+# Sampled with top_k: each step reads its row's k best logits
+# (q36_session_decode_topk) instead of the row, the same tokens as from whole
+# rows (Q36_RUN_TOPK=0); on the default model (its Q8_0 head takes the CPU's
+# screen where the CPU has AVX-512 VNNI) and the tiny one.
+for model in default "$m"; do
+    name=$(basename "$model" .gguf)
+    mflag=(); [ "$model" = default ] || mflag=(-m "$model")
+    for k in 40 5 64; do
+        a=$("$Q36" run "${mflag[@]}" -p "def f(x):" -n 48 --temp 0.9 --top-k $k --seed 3 --print-ids 2>/dev/null)
+        b=$(Q36_RUN_TOPK=0 "$Q36" run "${mflag[@]}" -p "def f(x):" -n 48 --temp 0.9 --top-k $k --seed 3 \
+            --print-ids 2>/dev/null)
+        [ -n "$a" ] && [ "$a" = "$b" ] && ok "run_topk_${k}_equals_rows_$name" ||
+            fail "run_topk_${k}_equals_rows_$name" "top-k rows '$a' vs whole rows '$b'"
+    done
+done
+
 # Errors.
 "$Q36" run -m "$m" -n 4 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && ok run_needs_prompt || fail run_needs_prompt "exit $rc"

@@ -41,6 +41,9 @@ void cli_gen_opts_default(cli_gen_opts *o)
     o->sess = q36_session_opts_default();
     o->gen = gen_params_default();
     o->gen.device_greedy = true;   /* greedy replies read one id a step, not the logits */
+    /* sampled ones with top_k, a step's k best (Q36_RUN_TOPK=0: whole rows) */
+    const char *tk = getenv("Q36_RUN_TOPK");
+    o->gen.device_top = !tk || strcmp(tk, "0") != 0;
     o->draft_max = 3;
     o->draft_rewind = true;
 }

@@ -202,6 +202,7 @@ static int stop_hold(gen *g, size_t *out_len)
 }
 
 bool gen_device_greedy(const gen *g) { return g->p.device_greedy; }
+bool gen_device_top(const gen *g) { return g->p.device_top; }
 
 /* The argmax of the raw logits, with no penalty to apply. */
 static bool plain_argmax(const gen *g)

@@ -57,6 +57,10 @@ typedef struct gen_params {
                                    on the device (q36_session_decode_argmax), one id back
                                    instead of the logits, which gen_run then leaves as the
                                    prompt's; false (default): the logits of the last step */
+    bool         device_top;  /* gen_run, when sampled and gen_top_need allows: each step
+                                 reads its row's k best logits (q36_session_decode_topk)
+                                 instead of the row, and samples from them (gen_next_top:
+                                 the same token); false (default): whole rows */
 } gen_params;
 
 /* Why a reply ended. */
@@ -112,6 +116,7 @@ int  gen_next(gen *g, const float *logits, gen_token *out, q36_err *err);
  * gen_greedy is false). */
 bool gen_greedy(const gen *g);
 bool gen_device_greedy(const gen *g);     /* p.device_greedy */
+bool gen_device_top(const gen *g);        /* p.device_top */
 /* gen_greedy, or the same with ignore_eos's ids masked: the choice is the
  * largest logit among the ids that *ban receives (n returned; 0 when
  * nothing is masked), which an argmax that skips them makes

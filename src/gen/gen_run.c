@@ -23,6 +23,10 @@ int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *
      * of the logits (the first from the prompt's logits) */
     const bool dev = gen_greedy(g) && gen_device_greedy(g);
     int32_t next = -1;
+    /* sampled with top_k: a step's k best logits instead of its row */
+    int32_t tid[Q36_TOPK_MAX];
+    float tval[Q36_TOPK_MAX];
+    int top = 0;                /* > 0: the last step's top are in tid, tval */
     res->stop = GEN_GOING;
     if (gen_over(g))                           /* n_predict 0 */
         res->stop = GEN_STOP_LENGTH;
@@ -35,15 +39,19 @@ int gen_run(gen *g, q36_session *s, float *logits, const volatile sig_atomic_t *
             res->stop = GEN_STOP_CTX;
             break;
         }
-        if ((rc = next >= 0 ? gen_next_id(g, next, &t, err) : gen_next(g, logits, &t, err)))
+        if ((rc = next >= 0 ? gen_next_id(g, next, &t, err)
+                  : top ? gen_next_top(g, tid, tval, top, &t, err)
+                        : gen_next(g, logits, &t, err)))
             break;
         res->n_gen++;
         if ((rc = emit(user, &t)))
             break;
         /* The end-of-generation token is evaluated too: the session then
          * holds the whole reply for the next turn. */
+        top = !dev && gen_device_top(g) ? gen_top_need(g, Q36_TOPK_MAX) : 0;
         if ((rc = dev ? q36_session_decode_argmax(s, t.id, &next, err)
-                      : q36_session_decode(s, t.id, logits, err)))
+                  : top ? q36_session_decode_topk(s, t.id, top, tid, tval, err)
+                        : q36_session_decode(s, t.id, logits, err)))
             break;
         res->stop = t.stop;
     }

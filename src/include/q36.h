@@ -383,6 +383,11 @@ int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err);
  * on ties: greedy decoding's choice, made on the device) instead of the
  * logits (q36_engine_eval_argmax). */
 int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err *err);
+/* One token; ids and vals get the k best logits of its row (1 <= k <=
+ * Q36_TOPK_MAX; q36_engine_eval_hid_topk's order and rules) instead of the
+ * logits: what a sampler with top_k needs (smp_sample_top). */
+int q36_session_decode_topk(q36_session *s, int32_t id, int k, int32_t *ids, float *vals,
+                            q36_err *err);
 
 int q36_session_pos(const q36_session *s);
 int q36_session_n_ctx(const q36_session *s);

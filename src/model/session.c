@@ -168,7 +168,9 @@ int q36_session_decode(q36_session *s, int32_t id, float *logits, q36_err *err)
     return q36_session_append(s, &id, 1, logits, Q36_LOGITS_LAST, err);
 }
 
-int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err *err)
+/* One token at the slot's position, its row asked for: k = 0 its argmax to
+ * ids[0], else its k best to ids and vals. */
+static int decode_one(q36_session *s, int32_t id, int k, int32_t *ids, float *vals, q36_err *err)
 {
     q36_engine *e = s->e;
     const int64_t pos = e->pos[s->slot];
@@ -180,7 +182,22 @@ int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err
                            e->hp->n_vocab);
     const int32_t slot = s->slot, p = (int32_t)pos, zero = 0;
     const q36_batch b = { .n = 1, .id = &id, .slot = &slot, .pos = &p, .n_out = 1, .out = &zero };
-    return q36_engine_eval_argmax(e, &b, next, NULL, err);
+    return k ? q36_engine_eval_hid_topk(e, &b, k, ids, vals, NULL, 0, NULL, err)
+             : q36_engine_eval_argmax(e, &b, ids, NULL, err);
+}
+
+int q36_session_decode_argmax(q36_session *s, int32_t id, int32_t *next, q36_err *err)
+{
+    return decode_one(s, id, 0, next, NULL, err);
+}
+
+int q36_session_decode_topk(q36_session *s, int32_t id, int k, int32_t *ids, float *vals,
+                            q36_err *err)
+{
+    if (k < 1 || k > Q36_TOPK_MAX)
+        return q36_err_set(err, Q36_E_ARG, "q36_session_decode_topk: k %d is not in 1..%d", k,
+                           Q36_TOPK_MAX);
+    return decode_one(s, id, k, ids, vals, err);
 }
 
 int q36_session_pos(const q36_session *s) { return (int)s->e->pos[s->slot]; }

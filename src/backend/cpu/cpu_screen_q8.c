@@ -49,24 +49,32 @@ int cpu_q8s_build(cpu_q8s *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
         return -1;
     float wmax = 0;
     bool nan = false;
+    /* rows past N: zero codes (+128) and zero scales */
+    memset(d, 0x80, (size_t)bytes);
     for (int64_t g = 0; g < ng; g++)
+        for (int64_t b = 0; b < nb; b++)
+            memset(d + ((uint64_t)g * (uint64_t)nb + (uint64_t)b) * CPU_Q8S_BLK + 512, 0, 64);
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t g = r / CPU_Q8S_G, j = r % CPU_Q8S_G;
+        const uint8_t *row = w + (uint64_t)r * wrb;
         for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = row + (uint64_t)b * QB;
             uint8_t *q = d + ((uint64_t)g * (uint64_t)nb + (uint64_t)b) * CPU_Q8S_BLK;
-            float *sc = (float *)(q + 512);
-            for (int j = 0; j < CPU_Q8S_G; j++) {
-                const int64_t r = g * CPU_Q8S_G + j;
-                const uint8_t *blk = r < N ? w + (uint64_t)r * wrb + (uint64_t)b * QB : NULL;
-                sc[j] = blk ? h2f(blk) : 0.0f;
-                const float m = fabsf(sc[j]);
-                if (m != m)
-                    nan = true;
-                else if (m > wmax)
-                    wmax = m;
-                for (int k = 0; k < 8; k++)
-                    for (int i = 0; i < 4; i++)
-                        q[64 * k + 4 * j + i] = blk ? (uint8_t)(blk[2 + 4 * k + i] ^ 0x80) : 0x80;
+            const float sc = h2f(blk);
+            memcpy(q + 512 + 4 * j, &sc, 4);
+            const float m = fabsf(sc);
+            if (m != m)
+                nan = true;
+            else if (m > wmax)
+                wmax = m;
+            for (int k = 0; k < 8; k++) {
+                uint32_t v;
+                memcpy(&v, blk + 2 + 4 * k, 4);
+                v ^= 0x80808080u;
+                memcpy(q + 64 * k + 4 * j, &v, 4);
             }
         }
+    }
     *s = (cpu_q8s){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d, .wmax = nan ? NAN : wmax };
     return 0;
 }
