@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -44,16 +45,25 @@ int cpu_q8s_build(cpu_q8s *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
     memset(s, 0, sizeof *s);
     const int64_t nb = K / 32, ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G;
     const uint64_t bytes = cpu_q8s_bytes(N, K);
-    uint8_t *d = aligned_alloc(64, (size_t)bytes);
-    if (!d)
+    /* 2 MiB aligned and advised into huge pages where the kernel allows:
+     * the screen streams the whole copy each step, and the build touches it
+     * all once (both far from free in 4 KiB pages) */
+    const size_t huge = (size_t)2 << 20, alloc = ((size_t)bytes + huge - 1) / huge * huge;
+    void *mem = NULL;
+    if (posix_memalign(&mem, huge, alloc))
         return -1;
+    uint8_t *d = mem;
+#if defined(MADV_HUGEPAGE)
+    madvise(d, alloc, MADV_HUGEPAGE);
+#endif
     float wmax = 0;
     bool nan = false;
-    /* rows past N: zero codes (+128) and zero scales */
-    memset(d, 0x80, (size_t)bytes);
-    for (int64_t g = 0; g < ng; g++)
-        for (int64_t b = 0; b < nb; b++)
-            memset(d + ((uint64_t)g * (uint64_t)nb + (uint64_t)b) * CPU_Q8S_BLK + 512, 0, 64);
+    /* rows past N (the last group's): zero codes (+128) and zero scales */
+    for (int64_t b = 0; N % CPU_Q8S_G && b < nb; b++) {
+        uint8_t *q = d + ((uint64_t)(ng - 1) * (uint64_t)nb + (uint64_t)b) * CPU_Q8S_BLK;
+        memset(q, 0x80, 512);
+        memset(q + 512, 0, 64);
+    }
     for (int64_t r = 0; r < N; r++) {
         const int64_t g = r / CPU_Q8S_G, j = r % CPU_Q8S_G;
         const uint8_t *row = w + (uint64_t)r * wrb;
