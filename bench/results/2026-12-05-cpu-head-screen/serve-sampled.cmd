@@ -1,0 +1,1 @@
+NGL=0 python3 tests/gpu/serve_bench.py bench/results/2026-12-05-cpu-head-screen/q36w build/default.gguf --base-q36 --base-q36-arg=--no-screen --q36-arg=--cache-ram --q36-arg=0 --base-q36-arg=--cache-ram --base-q36-arg=0 --np 1,4,16 --seconds 12 --max-tokens 128 --ctx 2048 --reps 2 --temperature 0.8 --threads 1
