@@ -24,6 +24,8 @@
  *  head_topk.*:     be_matmul_topk against be_matmul + be_topk (columns and
  *                   value bits), k 1-64, on the same heads;
  *  screen.kth:      the list's k-th largest value against a sort;
+ *  head.default_rule: without Q36_CPU_HEADSCREEN one row is screened for a
+ *                   head of 256 inputs, not of 1,024; two rows for both;
  *  head.screen_bytes: the copy's size q36 info shows (0 for other types and
  *                   with Q36_CPU_HEADSCREEN=0).
  * `test_cpu_head bench` times the screen against the exact tile (prints,
@@ -333,6 +335,7 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
     cpu_head_screen_stats(s0);
     be_matmul_argmax(be, bw, xt, y, i1, n_ban ? ban : NULL, n_ban);
     cpu_head_screen_stats(s1);
+    cpu_head_screen(-1);
     be_read(be, i1, 0, R, b);
     char why[200] = "";
     if (be_check(be, NULL))
@@ -378,6 +381,7 @@ static void test_head_k(be_ctx *be, int threads, enum head_kind kind, int64_t K,
     cpu_head_screen_stats(s0);
     be_matmul_topk(be, bw, xt, y, k, i1, v1);
     cpu_head_screen_stats(s1);
+    cpu_head_screen(-1);
     const size_t n = (size_t)(R * k);
     int32_t *a = malloc(sizeof(int32_t) * n), *b = malloc(sizeof(int32_t) * n);
     float *va = malloc(sizeof(float) * n), *vb = malloc(sizeof(float) * n);
@@ -523,6 +527,35 @@ int main(int argc, char **argv)
                 "Q8_0 head %llu bytes (want %llu), Q4_K %llu (want 0), with Q36_CPU_HEADSCREEN=0 "
                 "%llu (want 0)", (unsigned long long)got, (unsigned long long)want,
                 (unsigned long long)got4, (unsigned long long)off);
+    }
+    {   /* the default rule: one row is screened for heads of up to 512 inputs */
+        be_ctx *be = NULL;
+        long got[2][2] = { { 0 } };
+        if (!be_cpu_new(1, &be, NULL)) {
+            for (int i = 0; i < 2; i++) {
+                const int64_t K = i ? 1024 : 256;
+                for (int64_t R = 1; R <= 2; R++) {
+                    head_case hc;
+                    if (!case_new(&hc, be, "head.default_rule", H_RANDOM, K, 300, R))
+                        break;
+                    be_tensor *ids = be_tensor_new_type(be, BE_I32, R, 1);
+                    long s0[3], s1[3];
+                    cpu_head_screen_stats(s0);
+                    be_matmul_argmax(be, hc.bw, hc.xt, hc.y, ids, NULL, 0);
+                    cpu_head_screen_stats(s1);
+                    got[i][R - 1] = s1[0] + s1[1] - s0[0] - s0[1];
+                    be_tensor_free(be, ids);
+                    case_free(&hc, be);
+                }
+            }
+            be_free(be);
+        }
+        if (!has_vnni())
+            t_skip("head.default_rule", "this CPU lacks AVX-512 VNNI");
+        else
+            t_check("head.default_rule", got[0][0] == 1 && got[0][1] == 2 && got[1][0] == 0 &&
+                    got[1][1] == 2, "tokens screened: K 256 one row %ld, two rows %ld; K 1024 one "
+                    "row %ld (want 0), two rows %ld", got[0][0], got[0][1], got[1][0], got[1][1]);
     }
     for (int threads = 1; threads <= 2; threads++) {
         be_ctx *be = NULL;

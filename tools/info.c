@@ -107,8 +107,8 @@ static void memory_plan(const q36_model *m, uint64_t n_ctx, int64_t n_slots, int
     const gguf_tensor *head = gguf_find_tensor(f, "output.weight");
     const uint64_t hs = be_cpu_head_screen_bytes(head ? head : gguf_find_tensor(f, "token_embd.weight"));
     if (hs)
-        printf("  + on the CPU, at the first greedy step: %.1f MiB (a copy of the Q8_0 head for "
-               "greedy choices: src/backend/cpu/cpu_head.c; Q36_CPU_HEADSCREEN=0 makes none)\n",
+        printf("  + on the CPU, when greedy or top-k steps first take the screen: %.1f MiB (a copy "
+               "of the Q8_0 head: src/backend/cpu/cpu_head.c; Q36_CPU_HEADSCREEN=0 makes none)\n",
                hs / 1048576.0);
 }
 

@@ -246,8 +246,8 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
         const char *d5 = getenv("Q36_Q8_DECODE512");
         cpu_gemm_q8_decode512(d5 && !strcmp(d5, "1"));
     }
-    {   /* the greedy head's screen (cpu_head.c), from one row;
-         * Q36_CPU_HEADSCREEN=0 turns it off, =N from N rows */
+    {   /* the greedy head's screen (cpu_head.c); Q36_CPU_HEADSCREEN=0
+         * turns it off, =N takes it from N rows */
         cpu_head_screen(cpu_head_screen_env());
     }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */

@@ -30,8 +30,9 @@ void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8
 
 /* cpu_head.c: be_matmul_argmax; cpu_head_free frees what it keeps in a
  * weight's impl. cpu_head_screen(n): screen batches of at least n rows (0:
- * never; process-wide; be_cpu_new sets it from Q36_CPU_HEADSCREEN, tests
- * set it); cpu_head_screen_stats: tokens screened, tokens computed in full
+ * never; -1: cpu_head.c's default, 1 or 2 by the head's row length;
+ * process-wide; be_cpu_new sets it from Q36_CPU_HEADSCREEN, tests set it);
+ * cpu_head_screen_stats: tokens screened, tokens computed in full
  * after a screen, candidates computed exactly, since the process began. */
 void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                        be_tensor *ids, const int32_t *ban, int n_ban);
@@ -39,7 +40,7 @@ void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tens
                      be_tensor *ids, be_tensor *vals);
 void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
-int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN, else 1 */
+int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN (0 and up), else -1 */
 void cpu_head_screen_stats(long out[3]);
 
 /* cpu_norm.c */

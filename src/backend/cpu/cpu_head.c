@@ -1,10 +1,12 @@
 /* cpu_head.c: be_matmul_argmax on the CPU, the greedy choice of a head.
  *
  * Where the weight is Q8_0, the CPU has AVX-512 VNNI, no Q36_DOT_PATH is
- * forced and the batch has at least cpu_head_screen's rows (1 by default:
- * one greedy row gains too, as its exact product does not reach the
- * memory's speed on one thread), the screen of cpu_screen_q8.h chooses: approximate products of every
- * row, exact products (the matmul's own tile kernel, so its bits) of the
+ * forced and the batch has at least cpu_head_screen's rows (by default 2,
+ * and 1 for heads of at most SHORT_K inputs: there one greedy row gains
+ * too, as its exact product is far from the memory's speed, where a
+ * 0.8B-geometry head of 1,024 inputs measured no change, its copy 273 MiB
+ * for nothing), the screen of cpu_screen_q8.h chooses: approximate products
+ * of every row, exact products (the matmul's own tile kernel, so its bits) of the
  * rows that may hold the largest logit. The choice is be_argmax's of the
  * exact logits, always; only the arithmetic differs. Banned ids are never
  * candidates (be_matmul_argmax's contract). Otherwise, and for a token
@@ -35,6 +37,7 @@
 #define CAND_CAP   256                  /* list entries a thread keeps per token */
 #define ARGMAX_CAP 64                   /* of which a greedy choice uses (near-ties of the best) */
 #define COPY_MAX   (1ull << 30)         /* the largest head copied for the screen */
+#define SHORT_K    512                  /* the longest rows screened one row at a time by default */
 
 typedef struct cpu_head {
     cpu_q8s       s;
@@ -52,12 +55,12 @@ typedef struct cpu_head {
     float        *gv;
 } cpu_head;
 
-static _Atomic int g_min_rows = 1;
+static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
 static _Atomic long g_stat[3];          /* screened tokens, tokens done in full, exact candidates */
 
 void cpu_head_screen(int min_rows)
 {
-    atomic_store(&g_min_rows, min_rows < 0 ? 0 : min_rows);
+    atomic_store(&g_min_rows, min_rows < 0 ? -1 : min_rows);
 }
 
 void cpu_head_screen_stats(long out[3])
@@ -80,12 +83,15 @@ void cpu_head_free(void *impl)
 int cpu_head_screen_env(void)
 {
     const char *hs = getenv("Q36_CPU_HEADSCREEN");
-    return hs && *hs ? atoi(hs) : 1;
+    if (!hs || !*hs)
+        return -1;
+    const int n = atoi(hs);
+    return n < 0 ? 0 : n;
 }
 
 uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 {
-    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() <= 0 ||
+    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() == 0 ||
         !quant_path_available(QUANT_PATH_AVX512VNNI))
         return 0;
     const uint64_t b = cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]);
@@ -94,7 +100,9 @@ uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 
 static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
 {
-    const int min_rows = atomic_load(&g_min_rows);
+    int min_rows = atomic_load(&g_min_rows);
+    if (min_rows < 0)
+        min_rows = w->t->ne[0] <= SHORT_K ? 1 : 2;
     return min_rows > 0 && x->rows >= min_rows && w->type == QT_Q8_0 && c->dot_path < 0 &&
            w->t->ne[2] * w->t->ne[3] == 1 && quant_path_available(QUANT_PATH_AVX512VNNI) &&
            cpu_q8s_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
