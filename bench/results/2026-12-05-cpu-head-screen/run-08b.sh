@@ -5,6 +5,8 @@
 # defaults, --seed 42), 256 tokens after a 64-token prompt, 2 threads, the screen off
 # (Q36_CPU_HEADSCREEN=0 Q36_RUN_TOPK=0: whole rows, as before) and on (the defaults), alternating.
 set -u
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
 m=build/models/q08-q8_0.gguf
 for r in $(seq 1 "${1:-3}"); do
     for mode in greedy sampled; do
@@ -12,8 +14,8 @@ for r in $(seq 1 "${1:-3}"); do
         for cfg in off on; do
             env=(); [ $cfg = off ] && env=(Q36_CPU_HEADSCREEN=0 Q36_RUN_TOPK=0)
             out=$(env "${env[@]}" ./q36 run -m "$m" --ids "$(seq -s ' ' 1000 1063)" -n 256 -t 2 \
-                --print-ids "${flags[@]}" 2>/tmp/run-08b.err)
-            echo "round $r $mode $cfg: $(grep -o 'generated.*' /tmp/run-08b.err) ids $(printf '%s' "$out" | md5sum | cut -c1-8) load $(cut -d' ' -f1 /proc/loadavg)"
+                --print-ids "${flags[@]}" 2>"$err")
+            echo "round $r $mode $cfg: $(grep -o 'generated.*' "$err") ids $(printf '%s' "$out" | md5sum | cut -c1-8) load $(cut -d' ' -f1 /proc/loadavg)"
         done
     done
 done

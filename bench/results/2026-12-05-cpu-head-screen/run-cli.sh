@@ -8,6 +8,8 @@
 #   screen: the defaults                        (the 40 best, or the greedy id, from the screen)
 # alternating; the generated tokens' rate from q36's own stderr line, and a hash of the ids.
 set -u
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
 p=bench/results/2026-12-01-mtp/prompt-code.txt
 for r in $(seq 1 "${1:-5}"); do
     for mode in sampled greedy; do
@@ -19,8 +21,8 @@ for r in $(seq 1 "${1:-5}"); do
                 topk) env=(Q36_CPU_HEADSCREEN=0) ;;
                 screen) env=() ;;
             esac
-            out=$(env "${env[@]}" ./q36 run -f "$p" -n 2000 -t 1 --print-ids "${flags[@]}" 2>/tmp/run-cli.err)
-            echo "round $r $mode $cfg: $(grep -o 'generated.*' /tmp/run-cli.err) ids $(printf '%s' "$out" | md5sum | cut -c1-8) load $(cut -d' ' -f1 /proc/loadavg)"
+            out=$(env "${env[@]}" ./q36 run -f "$p" -n 2000 -t 1 --print-ids "${flags[@]}" 2>"$err")
+            echo "round $r $mode $cfg: $(grep -o 'generated.*' "$err") ids $(printf '%s' "$out" | md5sum | cut -c1-8) load $(cut -d' ' -f1 /proc/loadavg)"
         done
     done
 done

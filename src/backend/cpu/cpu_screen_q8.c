@@ -3,6 +3,8 @@
  * near-ties only). */
 #include "cpu_screen_q8.h"
 
+#include "../../quant/fp16.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +16,10 @@
 
 enum { QB = 34 };      /* a Q8_0 block: f16 scale, 32 codes */
 
+/* a block's f16 scale as f32 (exact) */
 static float h2f(const uint8_t *p)
 {
-    const uint16_t h = (uint16_t)(p[0] | p[1] << 8);
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
-    uint32_t bits;
-    if (e == 31) {
-        bits = sign | 0x7f800000u | (m << 13);
-    } else if (e) {
-        bits = sign | ((e + 112) << 23) | (m << 13);
-    } else if (!m) {
-        bits = sign;
-    } else {                            /* subnormal: m * 2^-24 */
-        float f = (float)m * 0x1p-24f;
-        memcpy(&bits, &f, 4);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
 uint64_t cpu_q8s_bytes(int64_t N, int64_t K)
