@@ -1947,7 +1947,7 @@ static void test_mvyf(const be_shape *sh)
     dense_same_bits(sh, "Q36_CUDA_MVYF", "1", "mvyf", QT_Q6_K);
 }
 
-/* Q36_CUDA_MVWIDE=1 (off by default): a mixed group's jobs widest rows
+/* Q36_CUDA_MVWIDE (on unless "0"): a mixed group's jobs widest rows
  * first (Q4_K, f32, Q6_K taken as f32, Q6_K, Q4_K): the same sums */
 static void test_mvwide(const be_shape *sh)
 {

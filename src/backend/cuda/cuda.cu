@@ -946,7 +946,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
     c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
-    c->mv_wide_first = cuda_env_is("Q36_CUDA_MVWIDE", "1");
+    c->mv_wide_first = cuda_env_on("Q36_CUDA_MVWIDE");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     c->cc_major = cc;

@@ -105,7 +105,7 @@ struct cuda_ctx {
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
     bool            attn_tc;       /* Q36_CUDA_ATTNTC=1: its splits on tensor cores (cuda_attn_tc.cu) */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
-    bool            mv_wide_first; /* and its jobs by row bytes, widest first (Q36_CUDA_MVWIDE=1) */
+    bool            mv_wide_first; /* and its jobs by row bytes, widest first (unless Q36_CUDA_MVWIDE=0) */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
     /* Weight products of at most this many rows take the matvec kernels
      * (each weight row read once for every MATVEC_RB rows, from L2 after

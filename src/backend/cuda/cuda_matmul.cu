@@ -1030,8 +1030,9 @@ static void matvec_jobs(be_ctx *be, const be_weight *const *w, const int *idx, i
  * Q36_CUDA_MVMIXED (on unless "0") whatever their types (k_matvec<MV_ANY>).
  * Batches above MATVEC_ROWS rows: one matmul each.
  *
- * Q36_CUDA_MVWIDE=1 (off by default, not yet measured): the mixed jobs
- * by row bytes, widest first (a stable order). A warp a row: an f32 row
+ * Unless Q36_CUDA_MVWIDE=0: the mixed jobs by row bytes, widest first (a
+ * stable order; decode +3.7-4.8% on the 35B-A3B, record
+ * 2026-12-05-cuda-mvwide-ab). A warp a row: an f32 row
  * (the router, the DeltaNet gates' alpha and beta) is 7 times the bytes of
  * a Q4_K one, and its warps, last in the grid, ran after the rest had
  * finished (Nsight Compute, session 27: a mixed launch ~2.8 us above a
