@@ -7,7 +7,8 @@
 # repetition sends the same -np concurrent greedy code completions to each.
 # No prefix cache (--cache-ram 0): every repetition reads its prompts again,
 # so the MTP block sees every prompt with its hidden rows.
-# Writes OUT/run.jsonl, OUT/machine.txt, OUT/server-*.log when OUT is set.
+# Writes OUT/run.jsonl, OUT/machine.txt, OUT/server-*.log, OUT/metrics-*.txt
+# (each server's /metrics at the end) when OUT is set.
 # Usage: bench/server/spec.sh [REPS=5] [MAX_TOKENS=128] [THREADS=1] [NP=4] [q36 serve flags...]
 # NP: slots and concurrent requests (1 to 4: the first NP of the four prompts).
 # Q36 names the binary (default ./q36); MODEL the GGUF (default: q36's own).
@@ -58,4 +59,10 @@ for label in "${labels[@]}"; do
     i=$((i + 1))
 done
 node bench/server/spec.mjs "$reps" "$maxtok" "${urls[@]}" -- $prompts | tee "$out/run.jsonl"
+# each server's /metrics after the run: the engine thread's time in forward
+# passes, draft passes and accepting verify rows (q36_step_seconds_total ...)
+for u in "${urls[@]}"; do
+    l=${u%%=*}; a=${u#*=}
+    curl -s "${a%,*}/metrics" >"$out/metrics-$l.txt" || echo "spec.sh: no /metrics from $l" >&2
+done
 uptime | tee -a "$out/machine.txt"

@@ -306,11 +306,13 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
         if (chain >= 0) {       /* the next chained pass's inputs, on the device */
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
+            be_tensor *ar = be_rows(be, sc->amax, (int64_t)chain * n, n);
             be_copy(be, xr, model_rows(e, e->mtp_h, n));
             be_rms_norm(be, xr, M->head_norm, hp->eps, D, hr);
-            be_matmul(be, head, 0, hr, lr);
-            be_argmax(be, lr, be_rows(be, sc->amax, (int64_t)chain * n, n));
-            be_argmax(be, lr, model_rows(e, sc->ids, n));
+            /* the greedy column only (the CPU screens a Q8_0 head instead of
+             * forming every logit), then the same ids as the next pass's */
+            be_matmul_argmax(be, head, hr, lr, ar, NULL, 0);
+            be_copy(be, ar, model_rows(e, sc->ids, n));
             break;          /* n_out <= logit_rows (q36_mtp_eval_chain) */
         }
         if (hidden)
