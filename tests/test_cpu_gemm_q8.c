@@ -262,6 +262,10 @@ static void bench(void)
         /* the default model's tied head: a decode step of 1 and 4 slots, a
          * verify pass of 4 slots x 4 rows (MTP at -np 4) */
         { 256, 151680, 1 }, { 256, 151680, 4 }, { 256, 151680, 16 },
+        /* its trunk's projections (attn_qkv, ssm_out, a shared expert's):
+         * one decode row, an MTP verify pass of 4 rows */
+        { 256, 1024, 1 }, { 256, 1024, 4 }, { 512, 256, 1 }, { 512, 256, 4 },
+        { 256, 256, 1 }, { 256, 256, 4 },
     };
     t_rng rng = t_rng_named("bench");
     printf("one thread, best of 5, noisy (other jobs share the CPU)\n");
