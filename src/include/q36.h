@@ -265,7 +265,9 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * rows (n x the head's row bytes), and of the MTP embedding's rows of the
  * same ids (n x its row bytes: q36_mtp_eval_chain's drafts look up by
  * column), is allocated here, outside the plan, and freed with the
- * engine. */
+ * engine. (A CPU with AVX-512 VNNI also makes the greedy screen's copy of a
+ * Q8_0 draft head at its first draft, about 1.06 x those rows' bytes:
+ * src/backend/cpu/cpu_head.c.) */
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 
