@@ -2,16 +2,16 @@
 # GPU MTP A/B: q36old (before the chained drafts' be_matmul_argmax) and q36, alternating
 set -u
 dir=.cuda-carry
-out=${OUT:-/tmp/q36-out}
-xz -dkf $dir/q36old.xz && chmod +x $dir/q36old
+# both binaries unpacked (the first call forgot q36: its file has only q36old lines)
+for b in q36old q36; do xz -dkf $dir/$b.xz && chmod +x $dir/$b; done
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-m=/tmp/trained.gguf
-[ -f $m ] || xz -dc models/q36-tiny-moe.gguf.xz >$m
+m=$(mktemp --suffix=.gguf)
+xz -dc models/q36-tiny-moe.gguf.xz >"$m"
 for r in 1 2; do
     for b in q36old q36; do
         for dv in "--draft-vocab 16384 --draft-max 6" ""; do
             echo "## round $r, $b, ${dv:-full head --draft-max 3}"
-            timeout 100 $dir/$b bench -m $m -ngl 99 --spec-type draft-mtp \
+            timeout 100 $dir/$b bench -m "$m" -ngl 99 --spec-type draft-mtp \
                 -f bench/results/2026-12-01-mtp/prompt-code.txt -n 256 -r 5 $dv 2>&1 |
                 grep -E '^q36 [0-9a-f]{7}|^\| (plain|draft)|window cost|tokens per verify|acceptance by'
         done
