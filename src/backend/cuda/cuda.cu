@@ -81,7 +81,8 @@
  * Numbers, in fast mode: Q36_CUDA_MVROWS (batches of up to that many rows
  * on the matvec kernels and graphs, default 32: cuda.h, mv_rows),
  * Q36_CUDA_MOEROWS (expert batches grouped from that many rows an expert
- * on average, default 2: cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
+ * on average; unset: 2, or 8 for expert weights within an eighth of L2:
+ * cuda_moe.h). Q36_CUDA_Q8KEEP=1 (off by default)
  * keeps the int8 rows a norm writes (cuda.h, q8); Q36_CUDA_H16KEEP=0 rounds
  * a prompt's rows to f16 again for each f16 product of them (cuda.h, h16)
  * and Q36_CUDA_ROUTEKEEP=0 routes an expert product's rows again for each
@@ -263,7 +264,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");
-    c->moe_per_expert = mr && *mr ? atoi(mr) : MG_ROWS_PER_EXPERT;
+    c->moe_per_expert = mr && *mr ? (atoi(mr) < 0 ? 0 : atoi(mr)) : -1;
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
     c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "32") ? 32 : 64;
@@ -916,6 +917,9 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     snprintf(c->dev_name, sizeof c->dev_name, "%s", name);
     cudaDeviceGetAttribute(&c->n_sm, cudaDevAttrMultiProcessorCount, c->device);
     cudaDeviceGetAttribute(&c->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device);
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c->device);
+    c->l2_bytes = l2 > 0 ? (uint64_t)l2 : 0;
     cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         free(c);

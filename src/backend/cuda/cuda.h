@@ -27,6 +27,7 @@
 
 extern "C" {
 #include "../be_impl.h"
+#include "cuda_moe.h"       /* cuda_moe_rows_for */
 }
 
 /* A device copy waiting in the queue (cuda_copy.cu): rows of `width`
@@ -200,7 +201,9 @@ struct cuda_ctx {
     bool            tf32;          /* fast mode's products of F32 weights on TF32 tensor cores
                                     * (cuda_matmul.cu: gemm; Q36_CUDA_TF32, on unless "0") */
     int             moegemm;       /* Q36_CUDA_MOEGEMM at reserve: 0 or an MG_MODE_* (cuda_moe.h) */
-    int             moe_per_expert; /* Q36_CUDA_MOEROWS: cuda_moe.h's cuda_moe_grouped */
+    int             moe_per_expert; /* Q36_CUDA_MOEROWS, -1 when unset: cuda_moe.h's
+                                     * cuda_moe_rows_for, through cuda_moe_rows */
+    uint64_t        l2_bytes;      /* the device's L2 (cuda_moe_rows) */
     int             moe_bn;        /* Q36_CUDA_MOEBN: cuda_moe_pre.cu's outputs a block */
     bool            moe_mma;       /* the f16 slabs' products through mma.sync (cuda_moe_mma.cu;
                                     * Q36_CUDA_MOEMMA, on unless "0") */
@@ -232,6 +235,14 @@ struct cuda_ctx {
 };
 
 static inline cuda_ctx *cuda_ctx_of(be_ctx *be) { return (cuda_ctx *)be; }
+
+/* cuda_moe.h's cuda_moe_rows_for for the expert weight w (E experts of
+ * ne1 rows) */
+static inline int cuda_moe_rows(const cuda_ctx *c, const be_weight *w)
+{
+    return cuda_moe_rows_for(c->moe_per_expert, w->row_bytes * w->t->ne[1] * w->t->ne[2],
+                             c->l2_bytes);
+}
 
 /* The environment variable `name` is `value` (the backend's switches). */
 static inline bool cuda_env_is(const char *name, const char *value)

@@ -1189,7 +1189,7 @@ void cuda_matmul_id_swiglu(be_ctx *be, const be_weight *wg, const be_weight *wu,
         return;
     if (c->moegemm && cuda_moe_gemm_glu(be, wg, wu, x, sel, y))
         return;
-    if (!c->f_swiglu || !same || (c->moegemm && cuda_moe_grouped(T * k, wg->t->ne[2], c->moe_per_expert))) {
+    if (!c->f_swiglu || !same || (c->moegemm && cuda_moe_grouped(T * k, wg->t->ne[2], cuda_moe_rows(c, wg)))) {
         cuda_matmul_id(be, wg, x, sel, y);
         cuda_matmul_id(be, wu, x, sel, tmp);
         cuda_swiglu(be, y, tmp, y);

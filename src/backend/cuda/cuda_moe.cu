@@ -491,7 +491,7 @@ bool cuda_moe_gemm_glu(be_ctx *be, const be_weight *wg, const be_weight *wu, con
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t K = (int64_t)wg->t->ne[0], N = (int64_t)wg->t->ne[1], E = (int64_t)wg->t->ne[2];
     const int64_t T = sel->rows, k = sel->cols, Q = T * k;
-    if (!c->moe_mma || !cuda_moe_grouped(Q, E, c->moe_per_expert) || !pre_mode(c, Q, E) ||
+    if (!c->moe_mma || !cuda_moe_grouped(Q, E, cuda_moe_rows(c, wg)) || !pre_mode(c, Q, E) ||
         !cuda_type_native(wg->type) || !cuda_type_native(wu->type) ||
         (int64_t)wu->t->ne[0] != K || (int64_t)wu->t->ne[1] != N || (int64_t)wu->t->ne[2] != E ||
         scratch_ints(Q, E) > c->moe_ints)
@@ -534,7 +534,7 @@ bool cuda_moe_gemm(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     cuda_ctx *c = cuda_ctx_of(be);
     const int64_t K = (int64_t)w->t->ne[0], N = (int64_t)w->t->ne[1], E = (int64_t)w->t->ne[2];
     const int64_t T = sel->rows, k = sel->cols, Q = T * k;
-    if (!cuda_moe_grouped(Q, E, c->moe_per_expert) || !cuda_type_native(w->type) || scratch_ints(Q, E) > c->moe_ints)
+    if (!cuda_moe_grouped(Q, E, cuda_moe_rows(c, w)) || !cuda_type_native(w->type) || scratch_ints(Q, E) > c->moe_ints)
         return false;
     mg_args a = mg_make(K, N, E, (const float *)x->data, x->ld, x->rows == T && k > 1,
                         (const int32_t *)sel->data, sel->ld, k, Q, (float *)y->data, y->ld, c->moe);

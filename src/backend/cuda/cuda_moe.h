@@ -41,6 +41,15 @@ extern "C" {
  * of 16 slots (128 rows), 30.3 against 14.5 with the earlier 64 x 64
  * tiles (run-43f896e; both bench/results/2026-12-02-cuda-moe-rows/). */
 #define MG_ROWS_PER_EXPERT 2
+/* ... but MG_SMALL_ROWS_PER_EXPERT when the layer's whole expert weight
+ * takes at most an eighth of L2 (and Q36_CUDA_MOEROWS is unset): the
+ * matrix-vector kernel's rereads of an expert then come from L2, and the
+ * grouped path's sort, gathers and tiles are the larger cost. On an H100,
+ * the trained default model (32 experts of 64 x 256, Q8_0, 0.5 MiB a
+ * weight): a 16-slot decode step 1.018 ms grouped (2 rows an expert)
+ * against 0.820 on the matvec kernels (Q36_CUDA_MOEROWS=4 and =8 alike;
+ * bench/results/2026-12-05-cuda-moe-small/). */
+#define MG_SMALL_ROWS_PER_EXPERT 8
 
 enum { MG_MODE_F32 = 1, MG_MODE_TC = 2, MG_MODE_PRE = 3, MG_MODE_AUTO = 4 };
 
@@ -61,6 +70,17 @@ enum { MG_MODE_F32 = 1, MG_MODE_TC = 2, MG_MODE_PRE = 3, MG_MODE_AUTO = 4 };
 static inline bool cuda_moe_grouped(int64_t Q, int64_t E, int per_expert)
 {
     return Q >= MG_MIN_ROWS && Q >= (int64_t)per_expert * E;
+}
+
+/* The rows an expert a batch needs on average to take the grouped
+ * products of an expert weight of stack_bytes (all E experts):
+ * Q36_CUDA_MOEROWS when set (per_expert >= 0), else MG_ROWS_PER_EXPERT,
+ * or MG_SMALL_ROWS_PER_EXPERT for a stack within l2_bytes / 8 */
+static inline int cuda_moe_rows_for(int per_expert, uint64_t stack_bytes, uint64_t l2_bytes)
+{
+    if (per_expert >= 0)
+        return per_expert;
+    return stack_bytes <= l2_bytes / 8 ? MG_SMALL_ROWS_PER_EXPERT : MG_ROWS_PER_EXPERT;
 }
 
 /* For a shape in fast mode: Q36_CUDA_MOEGEMM's 0, MG_MODE_F32 (1),

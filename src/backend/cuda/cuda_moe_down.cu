@@ -160,7 +160,7 @@ static bool md_takes(const cuda_ctx *c, const be_weight *we, const be_tensor *x,
            x->rows == T * k && !x->f16 && !g->f16 && !u->f16 &&
            (int64_t)ws->t->ne[1] == (int64_t)we->t->ne[1] && T <= 65535 &&
            md_smem(k, Fe, Fs) <= 48 * 1024 &&
-           !(c->moegemm && cuda_moe_grouped(T * k, E, c->moe_per_expert));
+           !(c->moegemm && cuda_moe_grouped(T * k, E, cuda_moe_rows(c, we)));
 }
 
 /* the int8 rows in the scratch: the T k experts' rows (Fe bytes), then the
