@@ -2358,6 +2358,33 @@ static void test_mv8(const be_shape *sh)
     be_free(f);
 }
 
+/* Q36_CUDA_MVQ80 (on unless "0"; fast mode): Q8_0 products of 2 to
+ * cuda_mv_rows rows on int8 rows (k_matvec8_q80), against the CPU with
+ * the default bounds, with each of its lane counts a row (8 at K = 256,
+ * 16 at 512, 32 above), partial row groups (3, 5, 9, 13 rows against
+ * groups of 8), odd output counts and a head-like wide output;
+ * then the same shapes on the f32 rows (Q36_CUDA_MVQ80=0). */
+static void test_mvq80(const be_shape *sh)
+{
+    be_shape fs = *sh;
+    fs.fast = 1;
+    static const int64_t cases[][3] = { { 256, 4099, 16 }, { 256, 100, 9 }, { 512, 257, 3 },
+                                        { 768, 37, 5 },    { 1024, 96, 32 }, { 2048, 33, 2 },
+                                        { 256, 1209, 13 } };
+    for (int on = 1; on >= 0; on--) {
+        be_ctx *f = cuda_env("Q36_CUDA_MVQ80", on, &fs), *keep = gpu;
+        if (!f)
+            return;
+        gpu = f;
+        variant = on ? ".mvq80" : ".mvq80_off";
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            test_matmul(QT_Q8_0, cases[i][0], cases[i][1], cases[i][2]);
+        gpu = keep;
+        variant = "";
+        be_free(f);
+    }
+}
+
 /* One small decode-like pass of two rows from two slots: a Q4_K projection
  * into q|k|v, the per-head norm of q, rope of q and k at the rows'
  * positions, k copied out (the copy queue), the K/V store and attention;
@@ -4281,6 +4308,7 @@ int main(int argc, char **argv)
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);
+        if (want_ops("mvq80")) test_mvq80(&sh);
         if (want_ops("mvnb")) test_mvnb(&sh);
         if (want_ops("mvnb1")) test_mvnb1(&sh);
         if (want_ops("mvgrp")) test_mvgrp(&sh);

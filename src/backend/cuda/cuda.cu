@@ -89,6 +89,7 @@
  * product of the same selection (cuda.h, routed);
  * Q36_CUDA_MVNB=0 gives
  * batches' Q4_K products one output row a warp again (cuda.h, mv_nb);
+ * Q36_CUDA_MVQ80=0 their Q8_0 products the f32 rows (cuda.h, mv_q80);
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
  * unless "0") has the matvec kernels prefetch their weight rows into L2
@@ -283,6 +284,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->route_keep = cuda_env_on("Q36_CUDA_ROUTEKEEP");
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
+    c->mv_q80 = cuda_env_on("Q36_CUDA_MVQ80");
     c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");

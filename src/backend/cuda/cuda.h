@@ -121,6 +121,9 @@ struct cuda_ctx {
      * on int8 rows take 4 output rows a warp (cuda_matmul.cu,
      * k_matvec8_nb), so that each load of x serves 4 weight rows */
     bool            mv_nb;
+    /* Q36_CUDA_MVQ80 (on unless "0"): Q8_0 products of batches of rows on
+     * int8 rows (fast mode, cuda_matmul.cu, k_matvec8_q80) */
+    bool            mv_q80;
     /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
      * takes that many output rows a warp too (cuda_matmul.cu) */
     int             mv_nb1;

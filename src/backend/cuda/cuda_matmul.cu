@@ -37,6 +37,7 @@
  * (k_matvec_inv): each row's sum is formed as in k_matvec, the same bits */
 #define MATVEC_RB_INV 16
 #define MV_WARPS    4      /* output rows (warps) per block */
+#define MV_Q80_RB   8      /* k_matvec8_q80's rows of x a block */
 
 /* ---------------------------------------------------- Q4_K, 16 bytes a lane */
 
@@ -420,6 +421,70 @@ __global__ void k_matvec8_nb(mv_jobs J, int64_t K, const int8_t *__restrict__ qx
     }
 }
 
+/* Q8_0 weights on the int8 rows of k_q8x for batches of rows (fast mode;
+ * Q36_CUDA_MVQ80, on unless "0"): weight and x blocks of 32 have the
+ * same int8 form, so a block's share is d_w * d_x * sum(q_w * q_x) through
+ * __dp4a, where the f32 path (k_matvec) converts each code and reads four
+ * x bytes per weight. L lanes take an output row (mv_lanes_q80), 32 / L
+ * rows a warp: a warp a row left 24 of 32 lanes idle on a head of K = 256
+ * (the trained default model's, 8 blocks a row). RB rows of x a block
+ * (row group by, mv_block). Every lane runs the group sums, those past
+ * the jobs' rows with zeros, so that no shuffle waits on a lane that left. */
+template <int RB, int L>
+__global__ void k_matvec8_q80(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
+                              const float2 *__restrict__ dx, int64_t R)
+{
+    const int lane = threadIdx.x & 31, sub = lane % L;
+    int64_t bx, by;
+    mv_block(J, &bx, &by);
+    const int64_t g = (bx * (blockDim.x / 32) + threadIdx.x / 32) * (32 / L) + lane / L;
+    const int64_t r0 = by * RB, nb = K / Q8X_BLOCK;
+    int jb = 0;
+    int64_t n = 0;
+    const bool any = mv_find(J, g, &jb, &n);
+    if (any && J.pf)     /* lane sub the row's lines sub, sub + 32, ... (L >= its lines, or 32) */
+        mv_prefetch(J.W[jb] + (uint64_t)n * J.rb[jb], J.rb[jb], sub);
+    cuda_pdl_enter();
+    float acc[RB];
+    #pragma unroll
+    for (int r = 0; r < RB; r++)
+        acc[r] = 0.0f;
+    if (any) {
+        const uint8_t *row = J.W[jb] + (uint64_t)n * J.rb[jb];
+        for (int64_t b = sub; b < nb; b += L) {
+            const uint8_t *blk = row + 34 * b;            /* f16 d, 32 codes: 2-byte aligned */
+            const float dw = __half2float(*(const __half *)blk);
+            const uint16_t *c16 = (const uint16_t *)(blk + 2);
+            int w[8];
+            #pragma unroll
+            for (int i = 0; i < 8; i++)
+                w[i] = (int)((uint32_t)c16[2 * i] | ((uint32_t)c16[2 * i + 1] << 16));
+            #pragma unroll
+            for (int r = 0; r < RB; r++) {
+                if (r0 + r >= R)
+                    break;
+                const int4 *xq = (const int4 *)(qx + (r0 + r) * K + Q8X_BLOCK * b);
+                const int4 a = xq[0], c = xq[1];
+                int s = __dp4a(w[0], a.x, 0);
+                s = __dp4a(w[1], a.y, s);
+                s = __dp4a(w[2], a.z, s);
+                s = __dp4a(w[3], a.w, s);
+                s = __dp4a(w[4], c.x, s);
+                s = __dp4a(w[5], c.y, s);
+                s = __dp4a(w[6], c.z, s);
+                s = __dp4a(w[7], c.w, s);
+                acc[r] += dw * dx[(r0 + r) * nb + b].x * (float)s;
+            }
+        }
+    }
+    #pragma unroll
+    for (int r = 0; r < RB; r++) {
+        const float s = group_sum<L>(acc[r]);
+        if (any && sub == 0 && r0 + r < R)
+            J.y[jb][(r0 + r) * J.ldy[jb] + n] = s;
+    }
+}
+
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
  * with W2, the SwiGLU of the two products as k_matvec_id forms it); a row
  * takes L lanes (mv_lanes), a warp 32 / L rows; with SX (Q4_K) the block
@@ -678,6 +743,17 @@ size_t cuda_matmul_scratch(const be_shape *s)
 /* The weight types with an int8 decode product (Q36_CUDA_MV8) */
 static bool mv8_type(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
 
+/* k_matvec8_q80's lanes a row: halved from 32 while the row's blocks of
+ * 32 fill at most half of them (down to 4) */
+static int mv_lanes_q80(int64_t K)
+{
+    const int64_t nb = K / Q8X_BLOCK;
+    int L = 32;
+    while (L > 4 && nb <= L / 2)
+        L /= 2;
+    return L;
+}
+
 bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx)
 {
     const size_t need = (size_t)R * (size_t)K + (size_t)R * (size_t)(K / Q8X_BLOCK) * 8 + 16;
@@ -792,6 +868,19 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         int8 = int8 || mv8_type(J->type[j]);
     int8_t *qx;
     float2 *dx;
+    if (same && type == QT_Q8_0 && R > 1 && c->mv_q80 && q8_rows(be, x, &qx, &dx)) {
+        const int L = mv_lanes_q80(K);
+        const int64_t per_block = MV_WARPS * (32 / L);
+        J->nbx = (N + per_block - 1) / per_block;
+        J->ny = (R + MV_Q80_RB - 1) / MV_Q80_RB;
+        const dim3 gq((unsigned)(J->nbx * J->ny));
+#define Q80(L) cuda_launch(k_matvec8_q80<MV_Q80_RB, L>, gq, 32 * MV_WARPS, 0, c->stream, *J, K, \
+                           (const int8_t *)qx, (const float2 *)dx, R)
+        if (L == 4) Q80(4); else if (L == 8) Q80(8); else if (L == 16) Q80(16); else Q80(32);
+#undef Q80
+        CUDA_LAUNCHED(be, "k_matvec8_q80");
+        return;
+    }
     if (int8 && q8_rows(be, x, &qx, &dx)) {
         /* one row: Q36_CUDA_MVNB1=2 or 4 (off by default, a measurement):
          * that many output rows a warp, each lane's loads of them all in
