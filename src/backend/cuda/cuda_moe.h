@@ -48,7 +48,7 @@ extern "C" {
  * the trained default model (32 experts of 64 x 256, Q8_0, 0.5 MiB a
  * weight): a 16-slot decode step 1.018 ms grouped (2 rows an expert)
  * against 0.820 on the matvec kernels (Q36_CUDA_MOEROWS=4 and =8 alike;
- * bench/results/2026-12-05-cuda-moe-small/). */
+ * bench/results/2026-12-05-cuda-small-model-rows/). */
 #define MG_SMALL_ROWS_PER_EXPERT 8
 
 enum { MG_MODE_F32 = 1, MG_MODE_TC = 2, MG_MODE_PRE = 3, MG_MODE_AUTO = 4 };
