@@ -49,16 +49,13 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
 
     /* the head, for the rows asked for only, up to logit_rows at a time:
      * consecutive rows are a view of x, others are gathered into o first
-     * (norm and matmul are row-wise, so either gives the same bits) */
+     * (norm and matmul are row-wise, so either gives the same bits). The
+     * hidden rows are read after the head's ops (which write h, the
+     * logits and the choices, never x or the gathered rows): a backend
+     * that records a pass up to its first read (the CUDA graphs) then
+     * records the head too instead of running it op by op after the read. */
     be_profile_layer(be, BE_LAYER_HEAD);
     const int64_t V = hp->n_vocab, D = hp->n_embd;
-    for (int i = 0; i < n_hid;) {      /* hidden rows alone: runs of consecutive rows */
-        int64_t n = 1;
-        while (i + n < n_hid && hid[i + n] == hid[i] + n)
-            n++;
-        be_read(be, be_rows(be, x, hid[i], n), 0, n, hid_rows + (int64_t)i * D);
-        i += (int)n;
-    }
     for (int i = 0; i < n_out && (logits || ids || hidden);) {
         int64_t n = 1;
         while (i + n < n_out && n < sc->logit_rows && out[i + n] == out[i] + n)
@@ -76,8 +73,6 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
             }
             xr = be_rows(be, o, 0, n);
         }
-        if (hidden)
-            be_read(be, xr, 0, n, hidden + (int64_t)i * D);
         if (logits || ids) {
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_rows(be, sc->logits, 0, n);
@@ -102,6 +97,15 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
                 be_read(be, lr, 0, n, logits + (int64_t)i * V);
             }
         }
+        if (hidden)
+            be_read(be, xr, 0, n, hidden + (int64_t)i * D);
+        i += (int)n;
+    }
+    for (int i = 0; i < n_hid;) {      /* hidden rows alone: runs of consecutive rows */
+        int64_t n = 1;
+        while (i + n < n_hid && hid[i + n] == hid[i] + n)
+            n++;
+        be_read(be, be_rows(be, x, hid[i], n), 0, n, hid_rows + (int64_t)i * D);
         i += (int)n;
     }
     return be_check(be, err);

@@ -315,8 +315,6 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
             be_copy(be, ar, model_rows(e, sc->ids, n));
             break;          /* n_out <= logit_rows (q36_mtp_eval_chain) */
         }
-        if (hidden)
-            be_read(be, xr, 0, n, hidden + (int64_t)i * D);
         if (logits || ids) {
             be_tensor *hr = be_rows(be, h, 0, n);
             be_tensor *lr = be_view(be, be_rows(be, sc->logits, 0, n), 0, Vh);
@@ -330,6 +328,10 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
                 be_read(be, lr, 0, n, logits + (int64_t)i * Vh);
             }
         }
+        /* after the head's ops (which leave xr alone), as model_forward
+         * reads them: a recorded pass then holds the head too */
+        if (hidden)
+            be_read(be, xr, 0, n, hidden + (int64_t)i * D);
         i += (int)n;
     }
     return be_check(be, err);
