@@ -90,7 +90,8 @@ servemtp_step() {
     local x=() w v
     for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384} --cache-ram 0; do x+=("--q36-arg=$w"); done
     # SERVEMTP_VARIANTS: "VAR=value" words (A=1+B=2 sets both), each a run
-    # of its own after the default one (e.g. Q36_SERVER_MTP_GUARD=0)
+    # of its own after the default one (e.g. Q36_SERVER_MTP_GUARD=0, or
+    # Q36_CUDA_LOOSE=1 for what the steps still launch one by one)
     for v in default ${SERVEMTP_VARIANTS:-}; do
         local set=()
         [ "$v" = default ] || set=(${v//+/ })
@@ -100,6 +101,14 @@ servemtp_step() {
             --np "${SERVE_NPS:-1,4}" --seconds "${SERVE_SECS:-15}" --max-tokens 256 --ctx 2048 --reps "${SERVE_REPS:-2}" \
             --budget 360 --log-dir "$LOG/serve-mtp-$v"
         echo "# servemtp step: exit status $?"
+        # a variant with Q36_CUDA_LOOSE=1: each server's table of the launches
+        # and copies outside recorded passes (printed at its exit)
+        local f
+        for f in "$LOG/serve-mtp-$v"/*.err; do
+            grep -q 'Q36_CUDA_LOOSE:' "$f" 2>/dev/null || continue
+            echo "# $(basename "$f" .err):"
+            grep -E '^q36: (Q36_CUDA_LOOSE| {3})' "$f"
+        done
     done
 }
 

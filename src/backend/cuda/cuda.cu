@@ -393,7 +393,8 @@ static void copy_rows(be_ctx *be, void *dst, size_t dpitch, const void *src, siz
     cuda_ctx *c = cuda_ctx_of(be);
     if (!nrows || !width)
         return;
-    cuda_count(c);
+    cuda_count_as(c, kind == cudaMemcpyDeviceToHost ? "copy / memset: read (waits)"
+                                                    : "copy / memset: write (waits)");
     if (CUDA_OK(be, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, (size_t)nrows, kind,
                                       c->stream)))
         stream_wait(be);
@@ -434,7 +435,7 @@ static void cuda_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, con
         char *st = c->up + c->up_off;
         memcpy(st, src, bytes);
         c->up_off += (bytes + 255) & ~(size_t)255;
-        cuda_count(c);
+        cuda_count_as(c, "copy / memset: upload (staged)");
         CUDA_OK(be, cudaMemcpy2DAsync(row_ptr(t, row0), pitch(t), st, rb, rb, (size_t)nrows,
                                       cudaMemcpyHostToDevice, c->stream));
         return;
@@ -486,7 +487,7 @@ static void cuda_zero(be_ctx *be, be_tensor *t)
 {
     if (!t->rows || !t->cols)
         return;
-    cuda_count(cuda_ctx_of(be));
+    cuda_count_as(cuda_ctx_of(be), "copy / memset: zero");
     CUDA_OK(be, cudaMemset2DAsync(t->data, pitch(t), 0, row_bytes(t), (size_t)t->rows,
                                   cuda_ctx_of(be)->stream));
 }

@@ -277,11 +277,21 @@ bool cublas_ok(be_ctx *be, cublasStatus_t s, const char *call, const char *file,
 bool cuda_launched(be_ctx *be, const char *what, const char *file, int line);
 #define CUDA_LAUNCHED(be, what) cuda_launched((be), (what), __FILE__, __LINE__)
 void cuda_prof_mark(cuda_ctx *c, const char *what);
+/* Q36_CUDA_LOOSE=1, a diagnostic (results and, nearly, times right): every
+ * launch and copy queued outside a recorded pass's graph (what
+ * be_stats counts as launches) is counted by its label, process-wide, and
+ * the table goes to stderr at exit: which ops a step still runs one by
+ * one (cuda_prof.cu). */
+extern bool cuda_loose;
+void cuda_loose_count(const char *what);
 /* Counts a launch or copy `what` queued on the stream (and profiles it). */
 static inline void cuda_count_as(cuda_ctx *c, const char *what)
 {
-    if (c->gmode != GM_CAPTURE)
+    if (c->gmode != GM_CAPTURE) {
         c->stats.launches++;
+        if (cuda_loose)
+            cuda_loose_count(what);
+    }
     if (c->prof_on)
         cuda_prof_mark(c, what);
 }
@@ -405,7 +415,8 @@ extern bool cuda_drop;
  * is followed by N empty kernels of one warp on the same terms (PDL), so
  * that a timed step shows what a node of the chain costs by itself. */
 extern int cuda_pad;
-/* Reads Q36_CUDA_KNOCK, Q36_CUDA_DROP and Q36_CUDA_PAD (cuda_prof.cu) */
+/* Reads Q36_CUDA_KNOCK, Q36_CUDA_DROP, Q36_CUDA_PAD and Q36_CUDA_LOOSE
+ * (cuda_prof.cu) */
 void cuda_diag_init(void);
 static __global__ void k_pad(void) { cuda_pdl_enter(); }
 

@@ -82,7 +82,7 @@ void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst)
     if (straight || c->n_copies == CUDA_COPY_QUEUE)
         cuda_copy_flush(be);
     if (straight) {
-        cuda_count(c);
+        cuda_count_as(c, "copy / memset: device (straight)");
         CUDA_OK(be, cudaMemcpy2DAsync(dst->data, (size_t)dp, src->data, (size_t)sp, (size_t)w,
                                       (size_t)rows, cudaMemcpyDeviceToDevice, c->stream));
         return;

@@ -176,6 +176,44 @@ void cuda_prof_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
 const char *cuda_knock;
 bool cuda_drop;
 int cuda_pad;
+bool cuda_loose;
+
+/* Q36_CUDA_LOOSE's table: labels (string constants, compared by text) and
+ * their counts; labels past LOOSE_MAX fall into one "(other)" row */
+#define LOOSE_MAX 96
+static struct { const char *what; unsigned long long n; } loose[LOOSE_MAX];
+static int n_loose;
+static unsigned long long loose_other;
+static pthread_mutex_t loose_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void cuda_loose_count(const char *what)
+{
+    pthread_mutex_lock(&loose_mu);
+    int i = 0;
+    while (i < n_loose && strcmp(loose[i].what, what))
+        i++;
+    if (i < n_loose)
+        loose[i].n++;
+    else if (n_loose < LOOSE_MAX)
+        loose[n_loose].what = what, loose[n_loose++].n = 1;
+    else
+        loose_other++;
+    pthread_mutex_unlock(&loose_mu);
+}
+
+static void loose_print(void)
+{
+    pthread_mutex_lock(&loose_mu);
+    unsigned long long all = loose_other;
+    for (int i = 0; i < n_loose; i++)
+        all += loose[i].n;
+    fprintf(stderr, "q36: Q36_CUDA_LOOSE: %llu launches and copies outside recorded passes\n", all);
+    for (int i = 0; i < n_loose; i++)
+        fprintf(stderr, "q36:   %12llu  %s\n", loose[i].n, loose[i].what);
+    if (loose_other)
+        fprintf(stderr, "q36:   %12llu  (other)\n", loose_other);
+    pthread_mutex_unlock(&loose_mu);
+}
 
 static bool knock_listed(const char *name)
 {
@@ -214,6 +252,10 @@ void cuda_diag_init(void)
     const char *pad = getenv("Q36_CUDA_PAD");
     cuda_pad = pad ? atoi(pad) : 0;
     cuda_pad = cuda_pad < 0 ? 0 : cuda_pad > 16 ? 16 : cuda_pad;
+    static bool loose_at_exit;
+    cuda_loose = cuda_env_is("Q36_CUDA_LOOSE", "1");
+    if (cuda_loose && !loose_at_exit)
+        loose_at_exit = atexit(loose_print) == 0;
 }
 
 bool cuda_knocked(const void *fn)
