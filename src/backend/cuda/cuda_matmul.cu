@@ -838,9 +838,10 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
     return ok;
 }
 
-/* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8 on int8 rows of x
- * (Q36_CUDA_MV8), else k_matvec when they share a type, k_matvec<MV_ANY>
- * otherwise. */
+/* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8_q80 for
+ * Q8_0 jobs of several rows and k_matvec8 on int8 rows of x (both fast
+ * mode, Q36_CUDA_MVQ80 and Q36_CUDA_MV8), else k_matvec when they share a
+ * type, k_matvec<MV_ANY> otherwise. */
 static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x)
 {
     cuda_ctx *c = cuda_ctx_of(be);
