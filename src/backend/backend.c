@@ -313,28 +313,20 @@ void be_batch_set(be_ctx *be, be_batch *b, int n_seq, const be_seq *seq)
     assert(rows <= b->max_rows);
     b->n_seq = n_seq;
     b->n_rows = rows;
-    /* positions: the runs' rows are consecutive, so a batch of up to 1024
-     * rows (decode steps, verify and MTP passes of several slots) is one
-     * write: on a GPU each write is a copy queued on the stream, and a pass
-     * of n slots made n + 1 of them; longer batches go a run at a time
-     * from a small host buffer */
-    if (rows <= 1024) {
-        int32_t all[1024];
-        for (int s = 0; s < n_seq; s++)
-            for (int32_t j = 0; j < seq[s].n_rows; j++)
-                all[seq[s].row0 + j] = seq[s].pos0 + j;
-        if (rows)
-            be->ops->write(be, b->pos, 0, rows, all);
-        be->ops->write(be, b->runs, 0, n_seq, b->seq);
-        return;
-    }
-    int32_t buf[256];
+    /* positions: the runs' rows are consecutive, so every row's position
+     * goes out in writes of up to 1024 rows across runs: one write for a
+     * decode step or a verify pass of several slots (on a GPU each write is
+     * a copy queued on the stream; one a run made n + 1 for n slots) */
+    int32_t buf[1024];
+    int64_t done = 0, n = 0;
     for (int s = 0; s < n_seq; s++)
-        for (int32_t i = 0; i < seq[s].n_rows; i += 256) {
-            const int32_t n = seq[s].n_rows - i < 256 ? seq[s].n_rows - i : 256;
-            for (int32_t j = 0; j < n; j++)
-                buf[j] = seq[s].pos0 + i + j;
-            be->ops->write(be, b->pos, seq[s].row0 + i, n, buf);
+        for (int32_t j = 0; j < seq[s].n_rows; j++) {
+            buf[n++] = seq[s].pos0 + j;
+            if (n == 1024 || done + n == rows) {
+                be->ops->write(be, b->pos, done, n, buf);
+                done += n;
+                n = 0;
+            }
         }
     be->ops->write(be, b->runs, 0, n_seq, b->seq);
 }

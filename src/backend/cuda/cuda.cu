@@ -265,7 +265,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");
     c->moegemm = cuda_moe_mode(shape);
     const char *mr = getenv("Q36_CUDA_MOEROWS");
-    c->moe_per_expert = mr && *mr ? (atoi(mr) < 0 ? 0 : atoi(mr)) : -1;
+    c->moe_per_expert = mr && *mr ? (atoi(mr) > 0 ? atoi(mr) : 0) : -1;
     c->moe_bn = cuda_env_is("Q36_CUDA_MOEBN", "256") ? 256 : 128;
     c->moe_mma = cuda_env_on("Q36_CUDA_MOEMMA");
     c->moe_bk = cuda_env_is("Q36_CUDA_MOEBK", "32") ? 32 : 64;

@@ -295,8 +295,6 @@ static inline void cuda_count_as(cuda_ctx *c, const char *what)
     if (c->prof_on)
         cuda_prof_mark(c, what);
 }
-/* Counts a device copy or memset queued on the stream. */
-static inline void cuda_count(cuda_ctx *c) { cuda_count_as(c, "copy / memset"); }
 
 /* The grid-stride 1-D launch size for n items. */
 static inline unsigned cuda_blocks(int64_t n, int threads)

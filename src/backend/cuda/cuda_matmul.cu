@@ -744,12 +744,13 @@ size_t cuda_matmul_scratch(const be_shape *s)
 static bool mv8_type(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
 
 /* k_matvec8_q80's lanes a row: halved from 32 while the row's blocks of
- * 32 fill at most half of them (down to 4) */
+ * 32 fill at most half of them, down to 8 (q8_rows takes K % 256 == 0:
+ * at least 8 blocks) */
 static int mv_lanes_q80(int64_t K)
 {
     const int64_t nb = K / Q8X_BLOCK;
     int L = 32;
-    while (L > 4 && nb <= L / 2)
+    while (L > 8 && nb <= L / 2)
         L /= 2;
     return L;
 }
@@ -877,7 +878,7 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         const dim3 gq((unsigned)(J->nbx * J->ny));
 #define Q80(L) cuda_launch(k_matvec8_q80<MV_Q80_RB, L>, gq, 32 * MV_WARPS, 0, c->stream, *J, K, \
                            (const int8_t *)qx, (const float2 *)dx, R)
-        if (L == 4) Q80(4); else if (L == 8) Q80(8); else if (L == 16) Q80(16); else Q80(32);
+        if (L == 8) Q80(8); else if (L == 16) Q80(16); else Q80(32);
 #undef Q80
         CUDA_LAUNCHED(be, "k_matvec8_q80");
         return;

@@ -1,6 +1,6 @@
 /* cuda_prof.cu: the CUDA backend's per-op profile (be_profile_*, shown by
  * `q36 bench --profile -ngl 99`). While it is on, every kernel launch and
- * queued copy (CUDA_LAUNCHED, cuda_count) records an event on the stream
+ * queued copy (CUDA_LAUNCHED, cuda_count_as) records an event on the stream
  * right after itself. The stream runs its work in order, so an op is
  * charged the device time from the event before it to its own: its run
  * time plus any idle gap the host left before it (inside a pass nothing
