@@ -109,7 +109,8 @@ done
 # Q36_CUDA_Q8KEEP=1, off by default, with 0 bit for bit), then the switches
 # away from their defaults (their op cases ran above), on the Q4_K models
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
-# activations), Q36_CUDA_CHUNKPREP=2 (the chunked delta rule's prep in f32,
+# activations), Q36_CUDA_MMQ=0 (batches' Q4_K and Q6_K products on the dp4a
+# kernels, not the tensor cores), Q36_CUDA_CHUNKPREP=2 (the chunked delta rule's prep in f32,
 # blocked, cuda_chunk_pb.h); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
@@ -124,6 +125,7 @@ want fast && for m in "${models[@]}"; do
     dense-q4km.gguf|moe-q4k-top8.gguf|moe-q4km.gguf|trained.gguf)
         NEW=1 one "model-fastnew-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        NEW=1 Q36_CUDA_MMQ=0 one "model-nommq-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_CHUNKPREP=2 one "model-chunkpb-$(basename "$m" .gguf)" --no-ops --fast "$m"
         case $(basename "$m") in
         dense-q4km.gguf|moe-q4k-top8.gguf)

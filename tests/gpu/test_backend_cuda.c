@@ -2385,6 +2385,49 @@ static void test_mvq80(const be_shape *sh)
     }
 }
 
+/* Q36_CUDA_MMQ (fast mode; on from 2 rows unless "0"): Q4_K and Q6_K
+ * products of 2 to 32 rows on the tensor cores (cuda_mmq.cu, k_mmq)
+ * against the CPU with the default bounds: each tile count of 8 rows
+ * (partial ones: 3, 9, 17, 31 rows), output counts that end in a partial
+ * tile of 16, K of 1 to 16 super-blocks (fewer than the block's 4 warps,
+ * and several each), Q6_K's 2-byte aligned rows (K 256, 768), matmul_n
+ * groups of one type, of both types, and with an f32 job (split into a
+ * launch of its own); then the same on the dp4a kernels
+ * (Q36_CUDA_MMQ=0). */
+static void test_mmq(const be_shape *sh)
+{
+    be_shape fs = *sh;
+    fs.fast = 1;
+    static const int64_t cases[][3] = { { 256, 33, 2 },   { 512, 257, 3 },  { 768, 77, 9 },
+                                        { 1024, 96, 16 }, { 2048, 300, 17 }, { 4096, 40, 24 },
+                                        { 1280, 64, 31 }, { 2048, 4099, 32 } };
+    const uint32_t q4[6] = { QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K, QT_Q4_K };
+    const uint32_t q6[3] = { QT_Q6_K, QT_Q6_K, QT_Q6_K };
+    const uint32_t mix3[3] = { QT_Q4_K, QT_Q6_K, QT_Q4_K };
+    const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
+    for (int on = 1; on >= 0; on--) {
+        be_ctx *f = cuda_env("Q36_CUDA_MMQ", on, &fs), *keep = gpu;
+        if (!f)
+            return;
+        gpu = f;
+        variant = on ? ".mmq" : ".mmq_off";
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            test_matmul(QT_Q4_K, cases[i][0], cases[i][1], cases[i][2]);
+            test_matmul(QT_Q6_K, cases[i][0], cases[i][1], cases[i][2]);
+        }
+        test_matmul_n(q4, 6, 2);
+        test_matmul_n(q4, 6, 13);
+        test_matmul_n(q6, 3, 8);
+        test_matmul_n(mix3, 3, 5);
+        test_matmul_n(mix3, 3, 32);
+        test_matmul_n(mix4, 4, 4);
+        test_matmul_n(mix4, 4, 20);
+        gpu = keep;
+        variant = "";
+        be_free(f);
+    }
+}
+
 /* One small decode-like pass of two rows from two slots: a Q4_K projection
  * into q|k|v, the per-head norm of q, rope of q and k at the rows'
  * positions, k copied out (the copy queue), the K/V store and attention;
@@ -4309,6 +4352,7 @@ int main(int argc, char **argv)
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);
         if (want_ops("mvq80")) test_mvq80(&sh);
+        if (want_ops("mmq")) test_mmq(&sh);
         if (want_ops("mvnb")) test_mvnb(&sh);
         if (want_ops("mvnb1")) test_mvnb1(&sh);
         if (want_ops("mvgrp")) test_mvgrp(&sh);

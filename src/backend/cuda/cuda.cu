@@ -90,6 +90,9 @@
  * Q36_CUDA_MVNB=0 gives
  * batches' Q4_K products one output row a warp again (cuda.h, mv_nb);
  * Q36_CUDA_MVQ80=0 their Q8_0 products the f32 rows (cuda.h, mv_q80);
+ * Q36_CUDA_MMQ=0 their Q4_K and Q6_K products the dp4a kernels instead of
+ * the tensor cores, Q36_CUDA_MMQ=N the tensor cores from N rows (cuda.h,
+ * mmq_min);
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
  * unless "0") has the matvec kernels prefetch their weight rows into L2
@@ -285,6 +288,11 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_q80 = cuda_env_on("Q36_CUDA_MVQ80");
+    {
+        const char *v = getenv("Q36_CUDA_MMQ");
+        const int n = v && *v ? atoi(v) : 2;
+        c->mmq_min = c->cc_major < 8 || n <= 0 ? 0 : n < 2 ? 2 : n;
+    }
     c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");

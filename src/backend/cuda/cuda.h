@@ -124,6 +124,10 @@ struct cuda_ctx {
     /* Q36_CUDA_MVQ80 (on unless "0"): Q8_0 products of batches of rows on
      * int8 rows (fast mode, cuda_matmul.cu, k_matvec8_q80) */
     bool            mv_q80;
+    /* Q36_CUDA_MMQ (fast mode; "0" off, a number N: from N rows, unset:
+     * 2): Q4_K and Q6_K products of batches of that many rows or more
+     * (up to 32) on the tensor cores (cuda_mmq.cu, k_mmq); 0 when off */
+    int             mmq_min;
     /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
      * takes that many output rows a warp too (cuda_matmul.cu) */
     int             mv_nb1;

@@ -26,6 +26,7 @@
 #include "cuda_deq.h"
 #include "cuda_moe.h"       /* MG_MIN_ROWS */
 #include "cuda_moe_tile.h"  /* the routing of the grouped matvecs */
+#include "cuda_mmq.h"
 #include "cuda_mv8.h"
 
 #include <assert.h>
@@ -839,6 +840,35 @@ static bool q8_rows(be_ctx *be, const be_tensor *x, int8_t **qx, float2 **dx)
     return ok;
 }
 
+static_assert(MV_JOBS == MMQ_JOBS, "a matvec launch's jobs fit one k_mmq launch");
+
+/* Batches of c->mmq_min to MMQ_ROWS rows (fast mode, Q36_CUDA_MMQ): the
+ * jobs of J on the tensor cores (cuda_mmq.cu), f32 ones (a router beside
+ * Q4_K projections) in the same launch when x's rows allow; false,
+ * nothing queued but x's int8 rows, when k_mmq does not take them (the
+ * caller goes on) */
+static bool mmq_jobs_of(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor *x)
+{
+    int8_t *qx;
+    float2 *dx;
+    if (!q8_rows(be, x, &qx, &dx))
+        return false;
+    mmq_jobs M;
+    memset(&M, 0, sizeof M);
+    for (int j = 0; j < J->n; j++) {
+        const int64_t N = J->start[j + 1] - J->start[j];
+        M.W[j] = J->W[j];
+        M.y[j] = J->y[j];
+        M.ldy[j] = J->ldy[j];
+        M.N[j] = N;
+        M.rb[j] = J->rb[j];
+        M.type[j] = J->type[j];
+        M.tile0[j + 1] = M.tile0[j] + (N + 15) / 16;
+    }
+    M.n = J->n;
+    return cuda_mmq(be, &M, K, qx, dx, x->rows, (const float *)x->data, x->ld);
+}
+
 /* One launch for the jobs J (rows of x <= MATVEC_ROWS): k_matvec8_q80 for
  * Q8_0 jobs of several rows and k_matvec8 on int8 rows of x (both fast
  * mode, Q36_CUDA_MVQ80 and Q36_CUDA_MV8), else k_matvec when they share a
@@ -883,6 +913,8 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         CUDA_LAUNCHED(be, "k_matvec8_q80");
         return;
     }
+    if (int8 && c->mmq_min && R >= c->mmq_min && R <= MMQ_ROWS && mmq_jobs_of(be, J, K, x))
+        return;
     if (int8 && q8_rows(be, x, &qx, &dx)) {
         /* one row: Q36_CUDA_MVNB1=2 or 4 (off by default, a measurement):
          * that many output rows a warp, each lane's loads of them all in

@@ -1,0 +1,422 @@
+/* cuda_mmq.cu: Q4_K and Q6_K weights times a batch of up to 32 int8 rows
+ * of x on the tensor cores (fast mode; Q36_CUDA_MMQ, cuda.h: mmq_min).
+ *
+ * The int8 decode products (cuda_mv8.h) form every (weight row, x row)
+ * sum with __dp4a, one x row at a time: a batch of 16 rows loads each x
+ * block 16 times for each weight row, and a 16-slot 35B-A3B step spent
+ * 5.6 of its 12.7 ms in those products while reading the weights once
+ * (bench/results/2026-12-04-cuda-session24/, run-504c354). Here a warp
+ * takes 16 weight rows and every x row in tiles of 8, and one
+ * mma.sync.m16n8k32 (Q4_K: a sub-block of 32 codes, one scale) or
+ * m16n8k16 (Q6_K: 16 codes a scale) forms the 16 x 8 integer sums of a
+ * block at once; the block scales then go on in f32 as cuda_mv8.h's
+ * kernels apply them:
+ *   Q4_K: d sc d_x sum(q_w q_x) - dmin m (d_x sum(q_x))
+ *   Q6_K: d sc d_x sum((q_w - 32) q_x)
+ * The integer sums are exact; the f32 sums run in another order than the
+ * dp4a kernels' (fast mode's freedom), so results agree to rounding.
+ *
+ * Which k of a sub-block a thread's fragment holds does not matter to a
+ * sum over the sub-block, as long as A and B agree: for Q4_K, thread t's
+ * k = 4t..4t+3 and 16+4t..16+4t+3 of the product are the codes at bytes
+ * 8t..8t+7 of the sub-block's 32 (one 8-byte load of the weight row, one
+ * of the x row); Q6_K's halves of 16 have scales of their own, so there
+ * the k are the codes' own positions.
+ *
+ * A block: W warps (4, or 8 for a grid of fewer than two blocks an SM)
+ * on one tile of 16 output rows of one job, warp w taking super-blocks
+ * w, w + W, ... of K (so a 2,048-row weight still has 512 warps or
+ * more), each warp's weight registers for the next super-blocks loaded
+ * while it multiplies the current one (the first before the PDL wait:
+ * weights are never written by a kernel). The warps' sums meet in shared
+ * memory and warp 0 adds them in a fixed order. */
+#include "cuda_mmq.h"
+#include "cuda_deq.h"
+#include "cuda_mv8.h"
+
+#define MMQ_Q4F (-2)     /* k_mmq's TS: Q4_K and F32 jobs */
+
+__device__ __forceinline__ void mma_s8_k32(int c[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                           uint32_t a3, uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
+        "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a0), "r"(a1), "r"(b0));
+#endif
+}
+
+/* What a lane multiplies: its weight rows (g and g + 8 of the tile: ra,
+ * rb), and for each tile nt of 8 x rows the x row of its B fragment (row
+ * nt * 8 + g) and the (scale, sum) rows of its two C columns (rows
+ * nt * 8 + 2t and + 1); rows past R read row R - 1, never stored. */
+template <int NT> struct mmq_lane {
+    const uint8_t *ra, *rb;
+    const int8_t  *qx;
+    const float2  *dx;
+    int            xb[NT], d0[NT], d1[NT];    /* offsets into qx and dx (32-bit: fewer registers) */
+    int            t;
+};
+
+/* ---------------------------------------------------------------- Q4_K */
+
+struct q4_regs {
+    uint4 hd[2];        /* d, dmin, the 12 scale bytes of each row's block */
+    uint2 q[2][4];      /* codes 8t..8t+7 of each pair of sub-blocks (low nibbles: the first) */
+};
+
+__device__ __forceinline__ void q4_load(q4_regs &r, const uint8_t *ra, const uint8_t *rb,
+                                        int64_t sb, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *blk = (i ? rb : ra) + sb * 144;
+        r.hd[i] = __ldg((const uint4 *)blk);
+        #pragma unroll
+        for (int p = 0; p < 4; p++)
+            r.q[i][p] = __ldg((const uint2 *)(blk + 16 + 32 * p + 8 * t));
+    }
+}
+
+template <int NT>
+__device__ __forceinline__ void q4_mul(const q4_regs &r, int64_t sb, const mmq_lane<NT> &L,
+                                       float acc[NT][4])
+{
+    const float dA = f16w(r.hd[0].x, 0), mA = f16w(r.hd[0].x, 1);
+    const float dB = f16w(r.hd[1].x, 0), mB = f16w(r.hd[1].x, 1);
+    #pragma unroll
+    for (int p = 0; p < 4; p++) {
+        int sa[2], ma[2], sbs[2], mbs[2];
+        k4_scale_min2(r.hd[0], p, &sa[0], &ma[0], &sa[1], &ma[1]);
+        k4_scale_min2(r.hd[1], p, &sbs[0], &mbs[0], &sbs[1], &mbs[1]);
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int sh = 4 * h, s = 2 * p + h;
+            const uint32_t a0 = (r.q[0][p].x >> sh) & 0x0F0F0F0Fu, a2 = (r.q[0][p].y >> sh) & 0x0F0F0F0Fu;
+            const uint32_t a1 = (r.q[1][p].x >> sh) & 0x0F0F0F0Fu, a3 = (r.q[1][p].y >> sh) & 0x0F0F0F0Fu;
+            const float dlA = dA * (float)sa[h], mlA = mA * (float)ma[h];
+            const float dlB = dB * (float)sbs[h], mlB = mB * (float)mbs[h];
+            const int64_t blk = sb * 8 + s;
+            #pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const uint2 xb = __ldg((const uint2 *)(L.qx + L.xb[nt] + sb * 256 + 32 * s + 8 * L.t));
+                int c[4] = { 0, 0, 0, 0 };
+                mma_s8_k32(c, a0, a1, a2, a3, xb.x, xb.y);
+                const float2 u = L.dx[L.d0[nt] + blk], v = L.dx[L.d1[nt] + blk];
+                acc[nt][0] += dlA * u.x * (float)c[0] - mlA * u.y;
+                acc[nt][1] += dlA * v.x * (float)c[1] - mlA * v.y;
+                acc[nt][2] += dlB * u.x * (float)c[2] - mlB * u.y;
+                acc[nt][3] += dlB * v.x * (float)c[3] - mlB * v.y;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- Q6_K */
+
+struct q6_regs {
+    uint32_t ql[2][2][2][2];    /* [row][half n][h][qu & 1]: ql bytes 64n + 32(qu & 1) + 16h + 4t.. */
+    uint32_t qh[2][2][2];       /* [row][n][h]: qh bytes 32n + 16h + 4t.. */
+    uint32_t sc[2][4];          /* the 16 int8 scales */
+    float    d[2];
+};
+
+/* blocks of 210 bytes: words only 2-byte aligned (ld_u32_a2) */
+__device__ __forceinline__ void q6_load(q6_regs &r, const uint8_t *ra, const uint8_t *rb,
+                                        int64_t sb, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *blk = (i ? rb : ra) + sb * 210;
+        #pragma unroll
+        for (int n = 0; n < 2; n++)
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                r.ql[i][n][h][0] = ld_u32_a2(blk + 64 * n + 16 * h + 4 * t);
+                r.ql[i][n][h][1] = ld_u32_a2(blk + 64 * n + 32 + 16 * h + 4 * t);
+                r.qh[i][n][h] = ld_u32_a2(blk + 128 + 32 * n + 16 * h + 4 * t);
+            }
+        #pragma unroll
+        for (int k = 0; k < 4; k++)
+            r.sc[i][k] = ld_u32_a2(blk + 192 + 4 * k);
+        r.d[i] = f16f(blk + 208);
+    }
+}
+
+template <int NT>
+__device__ __forceinline__ void q6_mul(const q6_regs &r, int64_t sb, const mmq_lane<NT> &L,
+                                       float acc[NT][4])
+{
+    #pragma unroll
+    for (int n = 0; n < 2; n++)
+        #pragma unroll
+        for (int qu = 0; qu < 4; qu++)
+            #pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int j = 4 * n + qu, sh = 4 * (qu >> 1), hs = 2 * qu, si = 8 * n + h + 2 * qu;
+                uint32_t a[2];
+                float ds[2];
+                #pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    a[i] = __vsub4(((r.ql[i][n][h][qu & 1] >> sh) & 0x0F0F0F0Fu) |
+                                       (((r.qh[i][n][h] >> hs) & 0x03030303u) << 4),
+                                   0x20202020u);
+                    ds[i] = r.d[i] * (float)(int8_t)(r.sc[i][si >> 2] >> (8 * (si & 3)));
+                }
+                const int64_t blk = sb * 8 + j;
+                #pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const uint32_t xb =
+                        __ldg((const uint32_t *)(L.qx + L.xb[nt] + sb * 256 + 32 * j + 16 * h + 4 * L.t));
+                    int c[4] = { 0, 0, 0, 0 };
+                    mma_s8_k16(c, a[0], a[1], xb);
+                    const float u = L.dx[L.d0[nt] + blk].x, v = L.dx[L.d1[nt] + blk].x;
+                    acc[nt][0] += ds[0] * u * (float)c[0];
+                    acc[nt][1] += ds[0] * v * (float)c[1];
+                    acc[nt][2] += ds[1] * u * (float)c[2];
+                    acc[nt][3] += ds[1] * v * (float)c[3];
+                }
+            }
+}
+
+/* A warp's super-blocks w, w + W, ... < nb: REGS the register set
+ * of one super-block (LOAD fills it, MUL multiplies it), D of them in
+ * flight: each set is loaded again, D super-blocks on, as soon as it has
+ * been multiplied; the first D before the PDL wait */
+template <class REGS, int D, int W, int NT, class LOAD, class MUL>
+__device__ __forceinline__ void mmq_run(int64_t nb, int w, float acc[NT][4], LOAD load, MUL mul)
+{
+    REGS buf[D];
+    #pragma unroll
+    for (int d = 0; d < D; d++)
+        if (w + d * W < nb)
+            load(buf[d], w + d * W);
+    cuda_pdl_enter();
+    for (int64_t sb = w; sb < nb; sb += D * W) {
+        #pragma unroll
+        for (int d = 0; d < D; d++) {
+            const int64_t s = sb + d * W;
+            if (s < nb) {
+                mul(buf[d], s, acc);
+                if (s + D * W < nb)
+                    load(buf[d], s + D * W);
+            }
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- F32 */
+
+/* An f32 job (a router or a DeltaNet gate weight beside the quantized
+ * ones): the same tiles on the tensor cores, m16n8k8 in 3xTF32 on the
+ * f32 rows of x, sums in f32: within the f32 kernels' bounds (one TF32
+ * product a step was 4.8-6.1 times the bound of the op cases). A unit of
+ * 64 of K: thread t's k = t and t + 4 of each step of 8 are elements 2t
+ * and 2t + 1 (one 8-byte load of the weight row, one of the x row). */
+struct f32_regs {
+    float2 w[2][8];     /* [row][step]: elements 8 step + 2t, + 1 of the unit */
+};
+
+__device__ __forceinline__ uint32_t tf32(float v)
+{
+    uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+#else
+    r = __float_as_uint(v);
+#endif
+    return r;
+}
+
+/* v = big + small to about f32's precision (3xTF32: the product of two
+ * splits, less small * small, is the f32 product to ~2^-22) */
+__device__ __forceinline__ void tf32_split(float v, uint32_t *big, uint32_t *small)
+{
+    *big = tf32(v);
+    *small = tf32(v - __uint_as_float(*big));
+}
+
+__device__ __forceinline__ void mma_tf32(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ void f32_load(f32_regs &r, const uint8_t *ra, const uint8_t *rb,
+                                         int64_t u, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const float *row = (const float *)(i ? rb : ra) + u * 64 + 2 * t;
+        #pragma unroll
+        for (int s = 0; s < 8; s++)
+            r.w[i][s] = __ldg((const float2 *)(row + 8 * s));
+    }
+}
+
+/* xf[nt]: the f32 x row of the lane's B fragment in tile nt */
+template <int NT>
+__device__ __forceinline__ void f32_mul(const f32_regs &r, int64_t u, const float *const xf[NT],
+                                        int t, float acc[NT][4])
+{
+    #pragma unroll
+    for (int s = 0; s < 8; s++) {
+        uint32_t a[4], as[4];
+        tf32_split(r.w[0][s].x, &a[0], &as[0]);
+        tf32_split(r.w[1][s].x, &a[1], &as[1]);
+        tf32_split(r.w[0][s].y, &a[2], &as[2]);
+        tf32_split(r.w[1][s].y, &a[3], &as[3]);
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const float2 xb = *(const float2 *)(xf[nt] + u * 64 + 8 * s + 2 * t);
+            uint32_t b0, b1, bs0, bs1;
+            tf32_split(xb.x, &b0, &bs0);
+            tf32_split(xb.y, &b1, &bs1);
+            mma_tf32(acc[nt], as[0], as[1], as[2], as[3], b0, b1);
+            mma_tf32(acc[nt], a[0], a[1], a[2], a[3], bs0, bs1);
+            mma_tf32(acc[nt], a[0], a[1], a[2], a[3], b0, b1);
+        }
+    }
+}
+
+/* TS: the jobs' one type (QT_Q4_K or QT_Q6_K), MMQ_Q4F (each tile its
+ * job's: Q4_K or F32; the DeltaNet projections with their f32 gates) or
+ * MV_ANY (Q4_K, Q6_K or F32). Two super-blocks in flight a warp; Q4_K
+ * alone fits 16 warps an SM (128 registers), the others 12 (W = 4) or 8. */
+template <int TS, int NT, int W>
+__global__ void __launch_bounds__(32 * W, (TS == QT_Q4_K ? 16 : 12) / W)
+k_mmq(mmq_jobs J, int64_t K, const int8_t *__restrict__ qx, const float2 *__restrict__ dx,
+      int64_t R, const float *__restrict__ x, int64_t ldx)
+{
+    __shared__ float red[W - 1][NT * 4][32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
+    int jb = 0;
+    while (jb + 1 < J.n && (int64_t)blockIdx.x >= J.tile0[jb + 1])
+        jb++;
+    const int64_t N = J.N[jb], n0 = ((int64_t)blockIdx.x - J.tile0[jb]) * 16, nbx = K / Q8X_BLOCK;
+    const uint32_t type = TS < 0 ? J.type[jb] : (uint32_t)TS;
+    mmq_lane<NT> L;
+    L.ra = J.W[jb] + (uint64_t)(n0 + g < N ? n0 + g : N - 1) * J.rb[jb];
+    L.rb = J.W[jb] + (uint64_t)(n0 + g + 8 < N ? n0 + g + 8 : N - 1) * J.rb[jb];
+    L.t = t;
+    L.qx = qx;
+    L.dx = dx;
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        const int64_t rx = nt * 8 + g, r0 = nt * 8 + 2 * t, r1 = r0 + 1;
+        L.xb[nt] = (int)((rx < R ? rx : R - 1) * K);
+        L.d0[nt] = (int)((r0 < R ? r0 : R - 1) * nbx);
+        L.d1[nt] = (int)((r1 < R ? r1 : R - 1) * nbx);
+    }
+    float acc[NT][4];
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+        acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    const int64_t nb = K / 256;
+    if (TS < 0 && type == QT_F32) {
+        const float *xf[NT];
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            xf[nt] = x + (nt * 8 + g < R ? nt * 8 + g : R - 1) * ldx;
+        mmq_run<f32_regs, 2, W, NT>(
+            K / 64, w, acc, [&](f32_regs &r, int64_t u) { f32_load(r, L.ra, L.rb, u, t); },
+            [&](const f32_regs &r, int64_t u, float a[NT][4]) { f32_mul<NT>(r, u, xf, t, a); });
+    } else if (TS == QT_Q4_K || TS == MMQ_Q4F || (TS == MV_ANY && type == QT_Q4_K))
+        mmq_run<q4_regs, 2, W, NT>(
+            nb, w, acc, [&](q4_regs &r, int64_t sb) { q4_load(r, L.ra, L.rb, sb, t); },
+            [&](const q4_regs &r, int64_t sb, float a[NT][4]) { q4_mul<NT>(r, sb, L, a); });
+    else
+        mmq_run<q6_regs, 2, W, NT>(
+            nb, w, acc, [&](q6_regs &r, int64_t sb) { q6_load(r, L.ra, L.rb, sb, t); },
+            [&](const q6_regs &r, int64_t sb, float a[NT][4]) { q6_mul<NT>(r, sb, L, a); });
+    if (w > 0) {
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            #pragma unroll
+            for (int i = 0; i < 4; i++)
+                red[w - 1][nt * 4 + i][lane] = acc[nt][i];
+    }
+    __syncthreads();
+    if (w > 0)
+        return;
+    float *y = J.y[jb];
+    const int64_t ldy = J.ldy[jb];
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+        #pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float s = acc[nt][i];
+            #pragma unroll
+            for (int v = 0; v < W - 1; v++)
+                s += red[v][nt * 4 + i][lane];
+            const int64_t r = nt * 8 + 2 * t + (i & 1), n = n0 + g + 8 * (i >> 1);
+            if (r < R && n < N)
+                y[r * ldy + n] = s;
+        }
+}
+
+bool cuda_mmq(be_ctx *be, const mmq_jobs *J, int64_t K, const int8_t *qx, const float2 *dx,
+              int64_t R, const float *x, int64_t ldx)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->cc_major < 8 || K % 256 || K <= 0 || R < 1 || R > MMQ_ROWS || J->n < 1 ||
+        J->n > MMQ_JOBS)
+        return false;
+    int ts = (int)J->type[0];
+    for (int j = 0; j < J->n; j++) {
+        const uint32_t ty = J->type[j];
+        if ((ty != QT_Q4_K && ty != QT_Q6_K && (ty != QT_F32 || !x)) || J->N[j] < 1 ||
+            J->tile0[j + 1] - J->tile0[j] != (J->N[j] + 15) / 16 ||
+            (ty == QT_F32 && J->rb[j] != (uint64_t)K * 4))
+            return false;
+        if ((int)ty != ts || ty == QT_F32)
+            ts = MV_ANY;
+    }
+    if (x && (((uintptr_t)x & 15) || (ldx & 3)))
+        return false;
+    bool f32 = false, q6 = false;
+    for (int j = 0; j < J->n; j++) {
+        f32 = f32 || J->type[j] == QT_F32;
+        q6 = q6 || J->type[j] == QT_Q6_K;
+    }
+    if (ts == MV_ANY && f32 && !q6)
+        ts = MMQ_Q4F;
+    const int64_t tiles = J->tile0[J->n];
+    const dim3 grid((unsigned)tiles);
+    const int nt = (int)((R + 7) / 8);
+    /* a grid of fewer than two blocks an SM (a 2,048-row product): K over 8 warps */
+    const bool w8 = tiles < 2 * (int64_t)c->n_sm && K >= 8 * 256;
+#define MMQ(TS, NT, W) cuda_launch(k_mmq<TS, NT, W>, grid, 32 * W, 0, c->stream, *J, K, qx, dx, \
+                                   R, x, ldx)
+#define MMQ_W(TS, NT) do { if (w8) MMQ(TS, NT, 8); else MMQ(TS, NT, 4); } while (0)
+#define MMQ_NT(TS) do { if (nt == 1) MMQ_W(TS, 1); else if (nt == 2) MMQ_W(TS, 2); \
+                        else if (nt == 3) MMQ_W(TS, 3); else MMQ_W(TS, 4); } while (0)
+    if (ts == QT_Q4_K)
+        MMQ_NT(QT_Q4_K);
+    else if (ts == QT_Q6_K)
+        MMQ_NT(QT_Q6_K);
+    else if (ts == MMQ_Q4F)
+        MMQ_NT(MMQ_Q4F);
+    else
+        MMQ_NT(MV_ANY);
+#undef MMQ_NT
+#undef MMQ_W
+#undef MMQ
+    return CUDA_LAUNCHED(be, "k_mmq");
+}
