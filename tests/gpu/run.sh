@@ -114,7 +114,9 @@ done
 # blocked, cuda_chunk_pb.h); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
-# every prompt batch grouped); on moe-q4km Q36_CUDA_FATTNWG=0
+# every prompt batch grouped) and Q36_CUDA_MMQGRP=2 (expert products of
+# batches from 2 tokens grouped by expert on the tensor cores, k_mmq_grp;
+# from 32 by default); on moe-q4km Q36_CUDA_FATTNWG=0
 # (prompt attention through mma.sync, not Hopper's warpgroup products,
 # cuda_fattn_wg.cu). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
@@ -133,7 +135,8 @@ want fast && for m in "${models[@]}"; do
         esac
         case $(basename "$m") in
         moe-q4k-top8.gguf|moe-q4km.gguf)
-            NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+            NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m"
+            NEW=1 Q36_CUDA_MMQGRP=2 one "model-mmqgrp-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac
         case $(basename "$m") in
         moe-q4km.gguf)

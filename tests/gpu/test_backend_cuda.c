@@ -2391,8 +2391,9 @@ static void test_mvq80(const be_shape *sh)
  * (partial ones: 3, 9, 17, 31 rows), output counts that end in a partial
  * tile of 16, K of 1 to 16 super-blocks (fewer than the block's 4 warps,
  * and several each), Q6_K's 2-byte aligned rows (K 256, 768), matmul_n
- * groups of one type, of both types, and with an f32 job (split into a
- * launch of its own); then the same on the dp4a kernels
+ * groups of one type, of both types, and with an f32 job (3xTF32 in the
+ * same launch), expert products grouped by expert (k_mmq_grp, from 2
+ * tokens here: Q36_CUDA_MMQGRP=2); then the same on the dp4a kernels
  * (Q36_CUDA_MMQ=0). */
 static void test_mmq(const be_shape *sh)
 {
@@ -2406,7 +2407,10 @@ static void test_mmq(const be_shape *sh)
     const uint32_t mix3[3] = { QT_Q4_K, QT_Q6_K, QT_Q4_K };
     const uint32_t mix4[4] = { QT_Q4_K, QT_Q4_K, QT_Q6_K, QT_F32 };
     for (int on = 1; on >= 0; on--) {
+        /* expert products grouped from 2 tokens (32 by default) */
+        char *grp = env_set("Q36_CUDA_MMQGRP", "2");
         be_ctx *f = cuda_env("Q36_CUDA_MMQ", on, &fs), *keep = gpu;
+        env_restore("Q36_CUDA_MMQGRP", grp);
         if (!f)
             return;
         gpu = f;
@@ -2422,6 +2426,23 @@ static void test_mmq(const be_shape *sh)
         test_matmul_n(mix3, 3, 32);
         test_matmul_n(mix4, 4, 4);
         test_matmul_n(mix4, 4, 20);
+        /* expert products grouped by expert (k_mmq_grp): 35B-A3B shapes
+         * over 64 experts (several rows an expert), a few experts with
+         * many rows (up to 4 tiles of 8), output counts ending in a
+         * partial tile, a row of x a token or a (token, rank), SwiGLU
+         * pairs and be_matmul_id_glu */
+        test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 16, false);
+        test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 16, true);
+        test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
+        test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 32, false);
+        test_matmul_id(QT_Q4_K, 256, 100, 4, 2, 20, true);
+        test_matmul_id(QT_Q6_K, 768, 77, 8, 3, 9, false);
+        test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 16);
+        test_matmul_id_swiglu(QT_Q4_K, 512, 100, 8, 3, 5);
+        test_matmul_id_swiglu(QT_Q6_K, 768, 100, 8, 3, 2);
+        mm_glu = true;
+        test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 4, true);
+        mm_glu = false;
         gpu = keep;
         variant = "";
         be_free(f);

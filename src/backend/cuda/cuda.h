@@ -128,6 +128,14 @@ struct cuda_ctx {
      * 2): Q4_K and Q6_K products of batches of that many rows or more
      * (up to 32) on the tensor cores (cuda_mmq.cu, k_mmq); 0 when off */
     int             mmq_min;
+    /* Q36_CUDA_MMQGRP (with mmq_min; "0" off, N: from N tokens, unset:
+     * 32): expert products of that many tokens or more on the tensor
+     * cores, rows grouped by expert (cuda_mmq.cu, k_mmq_grp); below it
+     * k_matvec8_id. Its grid has a block for every expert, active or not:
+     * on an H100 the 35B-A3B step was slower with it at 2-16 tokens (6.17
+     * against 3.61 ms at 2, 8.98 against 8.76 at 16) and faster at 32
+     * (14.2-14.3 against 15.3; bench/results/2026-12-05-cuda-mmq/) */
+    int             mmq_grp_min;
     /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
      * takes that many output rows a warp too (cuda_matmul.cu) */
     int             mv_nb1;

@@ -1243,6 +1243,17 @@ static void id_launch(be_ctx *be, const be_weight *w, const be_tensor *x, const 
     int8_t *qx;
     float2 *dx;
     if (mv8_type(w->type) && (!w2 || w2->type == w->type) && q8_rows(be, x, &qx, &dx)) {
+        /* Q36_CUDA_MMQGRP: batches of tokens on the tensor cores, rows grouped by expert */
+        if (c->mmq_min && c->mmq_grp_min && T >= c->mmq_grp_min && T <= MMQ_ROWS) {
+            mg_args a;
+            if (cuda_moe_sort(be, sel, E, &a)) {
+                a.x_per_tok = x->rows == T && k > 1;
+                if (cuda_mmq_grp(be, w->type, (const uint8_t *)w->data,
+                                 w2 ? (const uint8_t *)w2->data : nullptr, w->row_bytes, K, N, E,
+                                 &a, qx, dx, T, (float *)y->data, y->ld))
+                    return;
+            }
+        }
         if (c->mv_grp && T * k >= MV_GRP_ROWS && grouped_mv8(be, w, x, sel, y, w2, qx, dx))
             return;
         const int L = mv_lanes(w->type, K);

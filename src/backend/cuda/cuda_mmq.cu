@@ -32,6 +32,7 @@
  * memory and warp 0 adds them in a fixed order. */
 #include "cuda_mmq.h"
 #include "cuda_deq.h"
+#include "cuda_moe_tile.h"   /* mg_args: the expert products' routing */
 #include "cuda_mv8.h"
 
 #define MMQ_Q4F (-2)     /* k_mmq's TS: Q4_K and F32 jobs */
@@ -67,6 +68,7 @@ template <int NT> struct mmq_lane {
     const float2  *dx;
     int            xb[NT], d0[NT], d1[NT];    /* offsets into qx and dx (32-bit: fewer registers) */
     int            t;
+    int            nact;                      /* tiles of x rows with a row (k_mmq_grp's experts) */
 };
 
 /* ---------------------------------------------------------------- Q4_K */
@@ -110,6 +112,8 @@ __device__ __forceinline__ void q4_mul(const q4_regs &r, int64_t sb, const mmq_l
             const int64_t blk = sb * 8 + s;
             #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
+                if (nt >= L.nact)
+                    break;
                 const uint2 xb = __ldg((const uint2 *)(L.qx + L.xb[nt] + sb * 256 + 32 * s + 8 * L.t));
                 int c[4] = { 0, 0, 0, 0 };
                 mma_s8_k32(c, a0, a1, a2, a3, xb.x, xb.y);
@@ -177,6 +181,8 @@ __device__ __forceinline__ void q6_mul(const q6_regs &r, int64_t sb, const mmq_l
                 const int64_t blk = sb * 8 + j;
                 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
+                    if (nt >= L.nact)
+                        break;
                     const uint32_t xb =
                         __ldg((const uint32_t *)(L.qx + L.xb[nt] + sb * 256 + 32 * j + 16 * h + 4 * L.t));
                     int c[4] = { 0, 0, 0, 0 };
@@ -317,6 +323,7 @@ k_mmq(mmq_jobs J, int64_t K, const int8_t *__restrict__ qx, const float2 *__rest
     L.t = t;
     L.qx = qx;
     L.dx = dx;
+    L.nact = NT;
     #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
         const int64_t rx = nt * 8 + g, r0 = nt * 8 + 2 * t, r1 = r0 + 1;
@@ -369,6 +376,128 @@ k_mmq(mmq_jobs J, int64_t K, const int8_t *__restrict__ qx, const float2 *__rest
             if (r < R && n < N)
                 y[r * ldy + n] = s;
         }
+}
+
+/* ------------------------------------------------- expert products */
+
+/* An expert product (be_matmul_id) of a batch of up to MMQ_ROWS tokens,
+ * rows grouped by expert (cuda_moe_tile.h's routing: expert e's rows are
+ * positions off[e] .. off[e] + cnt[e] of perm): block (x, e) takes rows
+ * 16x .. 16x + 15 of expert e's weight and all of the expert's rows of x
+ * (the row of x of position p: perm[p], or perm[p] / k with a row of x a
+ * token), so that each expert weight is read once a step, not once for
+ * each of its tokens. With GLU (W2: the up weight beside the gate W) both
+ * products, and their swiglu goes out. Experts without rows return at
+ * once, but their blocks are still scheduled: 256 experts make 8,192
+ * blocks for a 35B-A3B gate product and 32,768 for its down product,
+ * whatever the batch; on an H100 that made the step slower up to 16
+ * tokens and faster at 32 (cuda.h: mmq_grp_min; a grid of the active
+ * experts only is the next step). MMQ_GW warps a block, K split over
+ * them as k_mmq's. */
+#define MMQ_GW 4
+template <int TS, int NT, bool GLU>
+__global__ void __launch_bounds__(32 * MMQ_GW, (TS == QT_Q4_K ? 16 : 12) / MMQ_GW)
+k_mmq_grp(const uint8_t *__restrict__ W, const uint8_t *__restrict__ W2, uint64_t rb, int64_t K,
+          int64_t N, mg_args a, const int8_t *__restrict__ qx, const float2 *__restrict__ dx,
+          float *__restrict__ y, int64_t ldy)
+{
+    __shared__ float red[MMQ_GW - 1][GLU ? 2 : 1][NT * 4][32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
+    const int64_t e = blockIdx.y, n0 = (int64_t)blockIdx.x * 16, nbx = K / Q8X_BLOCK, nb = K / 256;
+    cuda_pdl_enter();                  /* the routing is the kernel ahead's */
+    const int cnt = a.cnt[e];
+    const int64_t p0 = a.off[e];
+    const uint64_t ra = ((uint64_t)e * (uint64_t)N + (uint64_t)(n0 + g < N ? n0 + g : N - 1)) * rb;
+    const uint64_t rbo = ((uint64_t)e * (uint64_t)N + (uint64_t)(n0 + g + 8 < N ? n0 + g + 8 : N - 1)) * rb;
+    for (int c0 = 0; c0 < cnt; c0 += NT * 8) {       /* one round unless rows repeat an expert */
+        const int cn = cnt - c0 < NT * 8 ? cnt - c0 : NT * 8;
+        auto xrow = [&](int i) -> int64_t {
+            const int64_t q = a.perm[p0 + c0 + (i < cn ? i : cn - 1)];
+            return a.x_per_tok ? q / a.k : q;
+        };
+        mmq_lane<NT> L;
+        L.t = t;
+        L.qx = qx;
+        L.dx = dx;
+        L.nact = (cn + 7) / 8;
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            L.xb[nt] = (int)(xrow(nt * 8 + g) * K);
+            L.d0[nt] = (int)(xrow(nt * 8 + 2 * t) * nbx);
+            L.d1[nt] = (int)(xrow(nt * 8 + 2 * t + 1) * nbx);
+        }
+        float acc[GLU ? 2 : 1][NT][4];
+        #pragma unroll
+        for (int h = 0; h < (GLU ? 2 : 1); h++) {
+            #pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+                acc[h][nt][0] = acc[h][nt][1] = acc[h][nt][2] = acc[h][nt][3] = 0.0f;
+            const uint8_t *Wh = h ? W2 : W;
+            L.ra = Wh + ra;
+            L.rb = Wh + rbo;
+            if (TS == QT_Q4_K)
+                mmq_run<q4_regs, 2, MMQ_GW, NT>(
+                    nb, w, acc[h], [&](q4_regs &r, int64_t sb) { q4_load(r, L.ra, L.rb, sb, t); },
+                    [&](const q4_regs &r, int64_t sb, float ac[NT][4]) { q4_mul<NT>(r, sb, L, ac); });
+            else
+                mmq_run<q6_regs, 2, MMQ_GW, NT>(
+                    nb, w, acc[h], [&](q6_regs &r, int64_t sb) { q6_load(r, L.ra, L.rb, sb, t); },
+                    [&](const q6_regs &r, int64_t sb, float ac[NT][4]) { q6_mul<NT>(r, sb, L, ac); });
+        }
+        if (w > 0) {
+            #pragma unroll
+            for (int h = 0; h < (GLU ? 2 : 1); h++)
+                #pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    #pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        red[w - 1][h][nt * 4 + i][lane] = acc[h][nt][i];
+        }
+        __syncthreads();
+        if (w == 0) {
+            #pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float sg = acc[0][nt][i], su = GLU ? acc[GLU ? 1 : 0][nt][i] : 0.0f;
+                    #pragma unroll
+                    for (int v = 0; v < MMQ_GW - 1; v++) {
+                        sg += red[v][0][nt * 4 + i][lane];
+                        if (GLU)
+                            su += red[v][GLU ? 1 : 0][nt * 4 + i][lane];
+                    }
+                    const int r = nt * 8 + 2 * t + (i & 1);
+                    const int64_t n = n0 + g + 8 * (i >> 1);
+                    if (r < cn && n < N)
+                        y[(int64_t)a.perm[p0 + c0 + r] * ldy + n] = GLU ? cuda_swiglu1(sg, su) : sg;
+                }
+        }
+        __syncthreads();               /* red is free again */
+    }
+}
+
+bool cuda_mmq_grp(be_ctx *be, uint32_t type, const uint8_t *W, const uint8_t *W2, uint64_t rb,
+                  int64_t K, int64_t N, int64_t E, const mg_args *a, const int8_t *qx,
+                  const float2 *dx, int64_t T, float *y, int64_t ldy)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (c->cc_major < 8 || K % 256 || K <= 0 || N < 1 || E < 1 || T < 1 || T > MMQ_ROWS ||
+        (type != QT_Q4_K && type != QT_Q6_K) || E > 65535)
+        return false;
+    const dim3 grid((unsigned)((N + 15) / 16), (unsigned)E);
+    const int nt = (int)((T + 7) / 8);
+#define GRP(TS, NT) do { if (W2) cuda_launch(k_mmq_grp<TS, NT, true>, grid, 32 * MMQ_GW, 0, c->stream, \
+        W, W2, rb, K, N, *a, qx, dx, y, ldy); else cuda_launch(k_mmq_grp<TS, NT, false>, grid,        \
+        32 * MMQ_GW, 0, c->stream, W, W2, rb, K, N, *a, qx, dx, y, ldy); } while (0)
+#define GRP_NT(TS) do { if (nt == 1) GRP(TS, 1); else if (nt == 2) GRP(TS, 2); \
+                         else if (nt == 3) GRP(TS, 3); else GRP(TS, 4); } while (0)
+    if (type == QT_Q4_K)
+        GRP_NT(QT_Q4_K);
+    else
+        GRP_NT(QT_Q6_K);
+#undef GRP_NT
+#undef GRP
+    return CUDA_LAUNCHED(be, "k_mmq_grp");
 }
 
 bool cuda_mmq(be_ctx *be, const mmq_jobs *J, int64_t K, const int8_t *qx, const float2 *dx,

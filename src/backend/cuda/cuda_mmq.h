@@ -36,4 +36,14 @@ typedef struct mmq_jobs {
 bool cuda_mmq(be_ctx *be, const mmq_jobs *J, int64_t K, const int8_t *qx, const float2 *dx,
               int64_t R, const float *x, int64_t ldx);
 
+/* The expert product y[q] = W_e · x (be_matmul_id) of T <= MMQ_ROWS
+ * tokens on the tensor cores, rows grouped by expert as a's routing has
+ * them (cuda_moe_sort; a->x_per_tok: a row of x a token), qx and dx x's
+ * int8 rows; with W2 (the up weight, same type and shape) swiglu(W x,
+ * W2 x) goes out. False, nothing queued, for what it does not take. */
+struct mg_args;
+bool cuda_mmq_grp(be_ctx *be, uint32_t type, const uint8_t *W, const uint8_t *W2, uint64_t rb,
+                  int64_t K, int64_t N, int64_t E, const struct mg_args *a, const int8_t *qx,
+                  const float2 *dx, int64_t T, float *y, int64_t ldy);
+
 #endif
