@@ -2385,6 +2385,28 @@ static void test_mvq80(const be_shape *sh)
     }
 }
 
+/* test_mmq's expert products (grouped by expert in k_mmq_grp where the
+ * context takes them): 35B-A3B shapes over 64 experts (several rows an
+ * expert), a few experts with many rows (up to 4 tiles of 8), output
+ * counts ending in a partial tile, a row of x a token or a (token, rank),
+ * SwiGLU pairs and be_matmul_id_glu */
+static void mmq_id_cases(void)
+{
+    test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 16, false);
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 16, true);
+    test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
+    test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 32, false);
+    test_matmul_id(QT_Q4_K, 256, 100, 4, 2, 20, true);
+    test_matmul_id(QT_Q6_K, 768, 77, 8, 3, 9, false);
+    test_matmul_id(QT_Q4_K, 256, 64, 300, 8, 2, false);     /* more experts than a ballot's 32 x 8 */
+    test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 16);
+    test_matmul_id_swiglu(QT_Q4_K, 512, 100, 8, 3, 5);
+    test_matmul_id_swiglu(QT_Q6_K, 768, 100, 8, 3, 2);
+    mm_glu = true;
+    test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 4, true);
+    mm_glu = false;
+}
+
 /* Q36_CUDA_MMQ (fast mode; on from 2 rows unless "0"): Q4_K and Q6_K
  * products of 2 to 32 rows on the tensor cores (cuda_mmq.cu, k_mmq)
  * against the CPU with the default bounds: each tile count of 8 rows
@@ -2394,7 +2416,8 @@ static void test_mvq80(const be_shape *sh)
  * groups of one type, of both types, and with an f32 job (3xTF32 in the
  * same launch), expert products grouped by expert (k_mmq_grp, from 2
  * tokens here: Q36_CUDA_MMQGRP=2); then the same on the dp4a kernels
- * (Q36_CUDA_MMQ=0). */
+ * (Q36_CUDA_MMQ=0); then the expert products once more with k_mmq_grp's
+ * grid over the active experts (Q36_CUDA_MMQGRPA=1). */
 static void test_mmq(const be_shape *sh)
 {
     be_shape fs = *sh;
@@ -2426,27 +2449,24 @@ static void test_mmq(const be_shape *sh)
         test_matmul_n(mix3, 3, 32);
         test_matmul_n(mix4, 4, 4);
         test_matmul_n(mix4, 4, 20);
-        /* expert products grouped by expert (k_mmq_grp): 35B-A3B shapes
-         * over 64 experts (several rows an expert), a few experts with
-         * many rows (up to 4 tiles of 8), output counts ending in a
-         * partial tile, a row of x a token or a (token, rank), SwiGLU
-         * pairs and be_matmul_id_glu */
-        test_matmul_id(QT_Q4_K, 2048, 512, 64, 8, 16, false);
-        test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 16, true);
-        test_matmul_id(QT_Q6_K, 512, 2048, 64, 8, 4, true);
-        test_matmul_id(QT_Q4_K, 256, 64, 8, 3, 32, false);
-        test_matmul_id(QT_Q4_K, 256, 100, 4, 2, 20, true);
-        test_matmul_id(QT_Q6_K, 768, 77, 8, 3, 9, false);
-        test_matmul_id_swiglu(QT_Q4_K, 2048, 512, 64, 8, 16);
-        test_matmul_id_swiglu(QT_Q4_K, 512, 100, 8, 3, 5);
-        test_matmul_id_swiglu(QT_Q6_K, 768, 100, 8, 3, 2);
-        mm_glu = true;
-        test_matmul_id(QT_Q4_K, 512, 2048, 64, 8, 4, true);
-        mm_glu = false;
+        mmq_id_cases();
         gpu = keep;
         variant = "";
         be_free(f);
     }
+    /* the grid over the active experts only (Q36_CUDA_MMQGRPA=1) */
+    char *grp = env_set("Q36_CUDA_MMQGRP", "2"), *act = env_set("Q36_CUDA_MMQGRPA", "1");
+    be_ctx *f = cuda_env("Q36_CUDA_MMQ", 1, &fs), *keep = gpu;
+    env_restore("Q36_CUDA_MMQGRPA", act);
+    env_restore("Q36_CUDA_MMQGRP", grp);
+    if (!f)
+        return;
+    gpu = f;
+    variant = ".mmqgrpa";
+    mmq_id_cases();
+    gpu = keep;
+    variant = "";
+    be_free(f);
 }
 
 /* One small decode-like pass of two rows from two slots: a Q4_K projection

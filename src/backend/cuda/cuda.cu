@@ -93,7 +93,8 @@
  * Q36_CUDA_MMQ=0 their Q4_K and Q6_K products the dp4a kernels instead of
  * the tensor cores, Q36_CUDA_MMQ=N the tensor cores from N rows (cuda.h,
  * mmq_min); Q36_CUDA_MMQGRP=N their expert products grouped by expert on
- * the tensor cores from N tokens (default 32; 0 off: cuda.h, mmq_grp_min);
+ * the tensor cores from N tokens (default 32; 0 off: cuda.h, mmq_grp_min),
+ * Q36_CUDA_MMQGRPA=1 over the active experts only (cuda.h, mmq_grp_act);
  * Q36_CUDA_MVGRP=1 (off by default) groups the expert rows of decode-sized
  * batches by expert (cuda_matmul.cu, k_matvec8_grp); Q36_CUDA_MVPF (on
  * unless "0") has the matvec kernels prefetch their weight rows into L2
@@ -296,6 +297,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
         const char *g = getenv("Q36_CUDA_MMQGRP");
         const int ng = g && *g ? atoi(g) : 32;
         c->mmq_grp_min = ng <= 0 ? 0 : ng < 2 ? 2 : ng;
+        c->mmq_grp_act = cuda_env_is("Q36_CUDA_MMQGRPA", "1");
     }
     c->mv_nb1 = cuda_env_is("Q36_CUDA_MVNB1", "2") ? 2 : cuda_env_is("Q36_CUDA_MVNB1", "4") ? 4 : 0;
     c->mv_grp = shape->fast && cuda_env_is("Q36_CUDA_MVGRP", "1");

@@ -395,16 +395,39 @@ k_mmq(mmq_jobs J, int64_t K, const int8_t *__restrict__ qx, const float2 *__rest
  * experts only is the next step). MMQ_GW warps a block, K split over
  * them as k_mmq's. */
 #define MMQ_GW 4
+/* With act (Q36_CUDA_MMQGRPA=1, off by default; written after the
+ * session's device time was spent, not yet run on a GPU): the grid's y is
+ * the active experts' rank, min(E, rows) of them, and each warp finds the
+ * expert of its block's rank in a's counts (a ballot of 32 experts at a
+ * time), so that a batch of 2 tokens over 256 experts launches blocks for
+ * 16 experts, not 256. */
+__device__ __forceinline__ int64_t grp_expert(const mg_args &a, int64_t rank, int lane)
+{
+    int64_t seen = 0;
+    for (int64_t e0 = 0; e0 < a.E; e0 += 32) {
+        const int64_t e = e0 + lane;
+        const unsigned m = __ballot_sync(0xffffffffu, e < a.E && a.cnt[e] > 0);
+        const int n = __popc(m);
+        if (rank < seen + n)
+            return e0 + (int64_t)__fns(m, 0, (int)(rank - seen) + 1);
+        seen += n;
+    }
+    return -1;                         /* fewer active experts than ranks */
+}
+
 template <int TS, int NT, bool GLU>
 __global__ void __launch_bounds__(32 * MMQ_GW, (TS == QT_Q4_K ? 16 : 12) / MMQ_GW)
 k_mmq_grp(const uint8_t *__restrict__ W, const uint8_t *__restrict__ W2, uint64_t rb, int64_t K,
           int64_t N, mg_args a, const int8_t *__restrict__ qx, const float2 *__restrict__ dx,
-          float *__restrict__ y, int64_t ldy)
+          float *__restrict__ y, int64_t ldy, int act)
 {
     __shared__ float red[MMQ_GW - 1][GLU ? 2 : 1][NT * 4][32];
     const int lane = threadIdx.x & 31, w = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
-    const int64_t e = blockIdx.y, n0 = (int64_t)blockIdx.x * 16, nbx = K / Q8X_BLOCK, nb = K / 256;
+    const int64_t n0 = (int64_t)blockIdx.x * 16, nbx = K / Q8X_BLOCK, nb = K / 256;
     cuda_pdl_enter();                  /* the routing is the kernel ahead's */
+    const int64_t e = act ? grp_expert(a, blockIdx.y, lane) : (int64_t)blockIdx.y;
+    if (e < 0)
+        return;                        /* the whole block: every warp finds the same */
     const int cnt = a.cnt[e];
     const int64_t p0 = a.off[e];
     const uint64_t ra = ((uint64_t)e * (uint64_t)N + (uint64_t)(n0 + g < N ? n0 + g : N - 1)) * rb;
@@ -484,11 +507,12 @@ bool cuda_mmq_grp(be_ctx *be, uint32_t type, const uint8_t *W, const uint8_t *W2
     if (c->cc_major < 8 || K % 256 || K <= 0 || N < 1 || E < 1 || T < 1 || T > MMQ_ROWS ||
         (type != QT_Q4_K && type != QT_Q6_K) || E > 65535)
         return false;
-    const dim3 grid((unsigned)((N + 15) / 16), (unsigned)E);
+    const int act = c->mmq_grp_act;
+    const dim3 grid((unsigned)((N + 15) / 16), (unsigned)(act && a->Q < E ? a->Q : E));
     const int nt = (int)((T + 7) / 8);
 #define GRP(TS, NT) do { if (W2) cuda_launch(k_mmq_grp<TS, NT, true>, grid, 32 * MMQ_GW, 0, c->stream, \
-        W, W2, rb, K, N, *a, qx, dx, y, ldy); else cuda_launch(k_mmq_grp<TS, NT, false>, grid,        \
-        32 * MMQ_GW, 0, c->stream, W, W2, rb, K, N, *a, qx, dx, y, ldy); } while (0)
+        W, W2, rb, K, N, *a, qx, dx, y, ldy, act); else cuda_launch(k_mmq_grp<TS, NT, false>, grid,   \
+        32 * MMQ_GW, 0, c->stream, W, W2, rb, K, N, *a, qx, dx, y, ldy, act); } while (0)
 #define GRP_NT(TS) do { if (nt == 1) GRP(TS, 1); else if (nt == 2) GRP(TS, 2); \
                          else if (nt == 3) GRP(TS, 3); else GRP(TS, 4); } while (0)
     if (type == QT_Q4_K)
