@@ -863,7 +863,6 @@ static bool mmq_jobs_of(be_ctx *be, const mv_jobs *J, int64_t K, const be_tensor
         M.N[j] = N;
         M.rb[j] = J->rb[j];
         M.type[j] = J->type[j];
-        M.tile0[j + 1] = M.tile0[j] + (N + 15) / 16;
     }
     M.n = J->n;
     return cuda_mmq(be, &M, K, qx, dx, x->rows, (const float *)x->data, x->ld);

@@ -535,31 +535,31 @@ bool cuda_mmq(be_ctx *be, const mmq_jobs *J, int64_t K, const int8_t *qx, const 
     if (c->cc_major < 8 || K % 256 || K <= 0 || R < 1 || R > MMQ_ROWS || J->n < 1 ||
         J->n > MMQ_JOBS)
         return false;
+    mmq_jobs M = *J;                    /* with its tiles */
     int ts = (int)J->type[0];
+    bool f32 = false, q6 = false;
+    M.tile0[0] = 0;
     for (int j = 0; j < J->n; j++) {
         const uint32_t ty = J->type[j];
         if ((ty != QT_Q4_K && ty != QT_Q6_K && (ty != QT_F32 || !x)) || J->N[j] < 1 ||
-            J->tile0[j + 1] - J->tile0[j] != (J->N[j] + 15) / 16 ||
             (ty == QT_F32 && J->rb[j] != (uint64_t)K * 4))
             return false;
         if ((int)ty != ts || ty == QT_F32)
             ts = MV_ANY;
+        f32 = f32 || ty == QT_F32;
+        q6 = q6 || ty == QT_Q6_K;
+        M.tile0[j + 1] = M.tile0[j] + (J->N[j] + 15) / 16;
     }
     if (x && (((uintptr_t)x & 15) || (ldx & 3)))
         return false;
-    bool f32 = false, q6 = false;
-    for (int j = 0; j < J->n; j++) {
-        f32 = f32 || J->type[j] == QT_F32;
-        q6 = q6 || J->type[j] == QT_Q6_K;
-    }
     if (ts == MV_ANY && f32 && !q6)
         ts = MMQ_Q4F;
-    const int64_t tiles = J->tile0[J->n];
+    const int64_t tiles = M.tile0[M.n];
     const dim3 grid((unsigned)tiles);
     const int nt = (int)((R + 7) / 8);
     /* a grid of fewer than two blocks an SM (a 2,048-row product): K over 8 warps */
     const bool w8 = tiles < 2 * (int64_t)c->n_sm && K >= 8 * 256;
-#define MMQ(TS, NT, W) cuda_launch(k_mmq<TS, NT, W>, grid, 32 * W, 0, c->stream, *J, K, qx, dx, \
+#define MMQ(TS, NT, W) cuda_launch(k_mmq<TS, NT, W>, grid, 32 * W, 0, c->stream, M, K, qx, dx, \
                                    R, x, ldx)
 #define MMQ_W(TS, NT) do { if (w8) MMQ(TS, NT, 8); else MMQ(TS, NT, 4); } while (0)
 #define MMQ_NT(TS) do { if (nt == 1) MMQ_W(TS, 1); else if (nt == 2) MMQ_W(TS, 2); \

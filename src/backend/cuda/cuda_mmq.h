@@ -14,7 +14,7 @@
 /* Up to MMQ_JOBS weights (Q4_K, Q6_K or F32, K wide) that read the same
  * rows of x: weight j writes y[j] (row r of x to y[j] + r * ldy[j]), its
  * N[j] output rows in tiles of 16, blocks tile0[j] .. tile0[j + 1] of
- * the grid. */
+ * the grid (cuda_mmq fills tile0 from N). */
 typedef struct mmq_jobs {
     const uint8_t *W[MMQ_JOBS];
     float         *y[MMQ_JOBS];
