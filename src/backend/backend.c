@@ -442,6 +442,12 @@ void be_hadamard(be_ctx *be, be_tensor *x, int64_t n)
         be_fail(be, Q36_E_UNSUP, "the %s backend has no Walsh-Hadamard rotation (q8_0 K/V "
                 "caches)", be_name(be));
 }
+void be_prefetch(be_ctx *be, int n, const be_weight *const *w)
+{
+    if (be->ops->prefetch && n > 0)
+        be->ops->prefetch(be, n, w);
+}
+
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
 
 void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

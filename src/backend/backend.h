@@ -295,6 +295,13 @@ void be_sigmoid(be_ctx *be, const be_tensor *x, be_tensor *y);
  * llama.cpp rotates q, k and v so for quantized K/V caches (and the
  * attention output back). */
 void be_hadamard(be_ctx *be, be_tensor *x, int64_t n);
+
+/* A hint that the ops queued next will read the weights w[0..n) (NULL
+ * entries skipped): a backend may start moving them closer to where they
+ * are read while the ops before run (the CUDA backend asks its L2 cache
+ * for them in decode passes, cuda_prefetch.cu). It changes no result and
+ * is ordered after the ops queued before it only; the CPU does nothing. */
+void be_prefetch(be_ctx *be, int n, const be_weight *const *w);
 /* y = silu(g) * u */
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */

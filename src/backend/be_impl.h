@@ -174,6 +174,8 @@ struct be_ops {
     /* optional: only q8_0 caches need it, and only backends that take them
      * (without it be_hadamard fails the pass) */
     void (*hadamard)(be_ctx *be, be_tensor *x, int64_t n);
+    /* optional: a hint, nothing when absent (the CPU) */
+    void (*prefetch)(be_ctx *be, int n, const be_weight *const *w);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

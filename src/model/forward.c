@@ -9,6 +9,26 @@
 
 #include <string.h>
 
+/* The weights of the block after the one about to run, named ahead
+ * (be_prefetch: a backend may start reading them meanwhile): a layer's
+ * mixer projections, its FFN's dense products (the experts are chosen
+ * later, on the device) */
+static void prefetch_mixer(q36_engine *e, uint32_t il)
+{
+    const model_layer_w *L = &e->w.layer[il];
+    const be_weight *w[] = { L->ssm_qkv, L->ssm_gate, L->ssm_beta, L->ssm_alpha, L->ssm_out,
+                             L->wqkv, L->wq, L->wk, L->wv, L->wo };
+    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w);
+}
+
+static void prefetch_ffn(q36_engine *e, uint32_t il)
+{
+    const model_layer_w *L = &e->w.layer[il];
+    const be_weight *w[] = { L->ffn_gate, L->ffn_up, L->ffn_down, L->router, L->up_shexp,
+                             L->gate_shexp, L->shexp_gate, L->down_shexp };
+    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w);
+}
+
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,
                   int32_t *ids, float *hidden, const int32_t *hid, int n_hid, float *hid_rows,
                   q36_err *err)
@@ -27,16 +47,20 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
      * a backend may fuse them); the profile charges them to the block whose
      * output is added */
     be_profile_layer(be, hp->recurrent[0] ? BE_LAYER_DELTANET : BE_LAYER_ATTENTION);
+    prefetch_mixer(e, 0);
     be_rms_norm(be, x, e->w.layer[0].attn_norm, hp->eps, hp->n_embd, h);
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const model_layer_w *L = &e->w.layer[il];
         be_profile_layer(be, hp->recurrent[il] ? BE_LAYER_DELTANET : BE_LAYER_ATTENTION);
+        prefetch_ffn(e, il);
         if (hp->recurrent[il])
             model_deltanet(e, (int)il, T, h, o);
         else
             model_attention(e, (int)il, T, h, o);
         be_add_rms_norm(be, o, x, L->post_norm, hp->eps, hp->n_embd, h);
         be_profile_layer(be, BE_LAYER_FFN);
+        if (il + 1 < hp->n_layer)
+            prefetch_mixer(e, il + 1);
         if (hp->arch == MODEL_QWEN35)
             model_ffn_dense(e, (int)il, T, h, o);
         else

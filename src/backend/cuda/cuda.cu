@@ -194,6 +194,7 @@ static void cuda_free(be_ctx *be)
     cuda_ctx *c = cuda_ctx_of(be);
     cudaSetDevice(c->device);
     if (c->gmode == GM_CAPTURE) {       /* a pass left half captured */
+        cuda_prefetch_join(be);
         cudaGraph_t g = NULL;
         if (cudaStreamEndCapture(c->stream, &g) == cudaSuccess && g)
             cudaGraphDestroy(g);
@@ -202,6 +203,8 @@ static void cuda_free(be_ctx *be)
     cuda_prof_free(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
+    if (c->pf_stream)
+        cudaStreamSynchronize(c->pf_stream);
     be_base_free(be);
     for (be_weight *w = c->weights, *nx; w; w = nx) {
         nx = w->next;
@@ -222,6 +225,11 @@ static void cuda_free(be_ctx *be)
         cublasDestroy(c->blas);
     if (c->stream)
         cudaStreamDestroy(c->stream);
+    if (c->pf_stream) {
+        cudaStreamDestroy(c->pf_stream);
+        cudaEventDestroy(c->pf_fork);
+        cudaEventDestroy(c->pf_join);
+    }
     free(c);
 }
 
@@ -799,10 +807,28 @@ static int f_cuda_weight_bind(be_ctx *be, const gguf_tensor *t, be_weight **out,
 
 static void cuda_pass_begin(be_ctx *be, uint64_t key, int64_t n_rows)
 {
+    cuda_ctx_of(be)->pass_rows = n_rows;
     cuda_graph_begin(be, key, n_rows);
 }
 
-static void cuda_pass_end(be_ctx *be) { cuda_graph_pass_end(be); }
+static void cuda_pass_end(be_ctx *be)
+{
+    cuda_graph_pass_end(be);
+    cuda_ctx_of(be)->pass_rows = 0;
+}
+
+/* be_prefetch: a graph op like the others (its weights fingerprinted) */
+static void f_cuda_prefetch(be_ctx *be, int n, const be_weight *const *w)
+{
+    if (cuda_ctx_of(be)->gmode) {
+        uint64_t h = fp_args(n);
+        for (int i = 0; i < n; i++)
+            h = fp1(h, w[i]);
+        if (cuda_graph_op(be, fmix(__LINE__, h)))
+            return;
+    }
+    cuda_prefetch(be, n, w);
+}
 
 static void cuda_stats(const be_ctx *be, be_stats *out)
 {
@@ -861,6 +887,7 @@ static const struct be_ops cuda_ops = {
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,
     .hadamard = f_cuda_hadamard,
+    .prefetch = f_cuda_prefetch,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,
@@ -968,6 +995,14 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     c->mv_wide_first = cuda_env_on("Q36_CUDA_MVWIDE");
+    c->pf_on = cuda_env_is("Q36_CUDA_PREFETCH", "1");
+    if (c->pf_on &&
+        (cudaStreamCreateWithFlags(&c->pf_stream, cudaStreamNonBlocking) != cudaSuccess ||
+         cudaEventCreateWithFlags(&c->pf_fork, cudaEventDisableTiming) != cudaSuccess ||
+         cudaEventCreateWithFlags(&c->pf_join, cudaEventDisableTiming) != cudaSuccess)) {
+        cudaGetLastError();
+        c->pf_on = false;      /* a hint: none then */
+    }
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     c->cc_major = cc;

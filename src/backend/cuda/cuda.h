@@ -107,6 +107,14 @@ struct cuda_ctx {
     bool            attn_tc;       /* Q36_CUDA_ATTNTC=1: its splits on tensor cores (cuda_attn_tc.cu) */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv_wide_first; /* and its jobs by row bytes, widest first (unless Q36_CUDA_MVWIDE=0) */
+    /* be_prefetch (cuda_prefetch.cu, Q36_CUDA_PREFETCH=1): the side stream
+     * its L2 requests run on, the events of its fork from and join to the
+     * main stream, whether a fork is not yet joined; pass_rows: the rows
+     * of the pass be_pass_begin opened (0 outside one) */
+    bool            pf_on, pf_pending;
+    cudaStream_t    pf_stream;
+    cudaEvent_t     pf_fork, pf_join;
+    int64_t         pass_rows;
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
     /* Weight products of at most this many rows take the matvec kernels
      * (each weight row read once for every MATVEC_RB rows, from L2 after
@@ -564,6 +572,11 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,
 /* ---- cuda_attn_q8.cu: q8_0 K/V caches (be_hadamard; be_kv_store and
  * be_attention's splits for them, cuda_seq.cu's entries call these) */
 void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n);
+
+/* ---- cuda_prefetch.cu: be_prefetch, and the join of its side stream
+ * (cuda_graph_cut calls it first) */
+void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w);
+void cuda_prefetch_join(be_ctx *be);
 void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                       const be_tensor *v, const be_batch *b);
 /* A prompt batch's attention over q8_0 caches in fast mode through the
