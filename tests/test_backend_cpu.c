@@ -670,7 +670,8 @@ static void test_topk(int64_t R, int64_t C, int64_t ld, int k)
 /* --------------------------------------------------------------- the table */
 
 /* Every entry of the CPU's ops table is filled but the fused ones be_impl.h
- * calls optional (backend.c composes them from the others). */
+ * calls optional (backend.c composes them from the others) and the
+ * prefetch hint (nothing to do on the CPU). */
 static void test_ops_table(void)
 {
     const struct be_ops *ops = be1->ops;
@@ -678,7 +679,7 @@ static void test_ops_table(void)
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
     const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
                                &ops->deltanet_gated,
-                               &ops->attn_prologue, &ops->moe_down_shared };
+                               &ops->attn_prologue, &ops->moe_down_shared, &ops->prefetch };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {
         bool opt = false;
