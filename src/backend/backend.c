@@ -442,10 +442,10 @@ void be_hadamard(be_ctx *be, be_tensor *x, int64_t n)
         be_fail(be, Q36_E_UNSUP, "the %s backend has no Walsh-Hadamard rotation (q8_0 K/V "
                 "caches)", be_name(be));
 }
-void be_prefetch(be_ctx *be, int n, const be_weight *const *w)
+void be_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel)
 {
     if (be->ops->prefetch && n > 0)
-        be->ops->prefetch(be, n, w);
+        be->ops->prefetch(be, n, w, sel);
 }
 
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }

@@ -299,9 +299,12 @@ void be_hadamard(be_ctx *be, be_tensor *x, int64_t n);
 /* A hint that the ops queued next will read the weights w[0..n) (NULL
  * entries skipped): a backend may start moving them closer to where they
  * are read while the ops before run (the CUDA backend asks its L2 cache
- * for them in decode passes, cuda_prefetch.cu). It changes no result and
- * is ordered after the ops queued before it only; the CPU does nothing. */
-void be_prefetch(be_ctx *be, int n, const be_weight *const *w);
+ * for them in decode passes, cuda_prefetch.cu). With sel (i32, rows x k:
+ * be_moe_route's choices, on the device), the w are expert weights
+ * (ne[2] experts) and only the experts sel's rows choose are named. It
+ * changes no result and is ordered after the ops queued before it only;
+ * the CPU does nothing. */
+void be_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
 /* y = silu(g) * u */
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */

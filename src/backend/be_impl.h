@@ -175,7 +175,7 @@ struct be_ops {
      * (without it be_hadamard fails the pass) */
     void (*hadamard)(be_ctx *be, be_tensor *x, int64_t n);
     /* optional: a hint, nothing when absent (the CPU) */
-    void (*prefetch)(be_ctx *be, int n, const be_weight *const *w);
+    void (*prefetch)(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

@@ -46,6 +46,9 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
     }
     be_tensor *sel = model_rows(e, sc->sel, T);
     be_moe_route(be, rlog, k, sel, rw);
+    /* the chosen experts' weights, named as soon as they are known */
+    const be_weight *wx[] = { L->gate_up_exps, L->gate_exps, L->up_exps, L->down_exps };
+    be_prefetch(be, 4, wx, sel);
 
     be_tensor *ey = model_rows(e, sc->ey, T * k);
     if (L->gate_up_exps) {

@@ -18,7 +18,7 @@ static void prefetch_mixer(q36_engine *e, uint32_t il)
     const model_layer_w *L = &e->w.layer[il];
     const be_weight *w[] = { L->ssm_qkv, L->ssm_gate, L->ssm_beta, L->ssm_alpha, L->ssm_out,
                              L->wqkv, L->wq, L->wk, L->wv, L->wo };
-    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w);
+    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w, NULL);
 }
 
 static void prefetch_ffn(q36_engine *e, uint32_t il)
@@ -26,7 +26,7 @@ static void prefetch_ffn(q36_engine *e, uint32_t il)
     const model_layer_w *L = &e->w.layer[il];
     const be_weight *w[] = { L->ffn_gate, L->ffn_up, L->ffn_down, L->router, L->up_shexp,
                              L->gate_shexp, L->shexp_gate, L->down_shexp };
-    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w);
+    be_prefetch(e->be, (int)(sizeof w / sizeof w[0]), w, NULL);
 }
 
 int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float *logits,

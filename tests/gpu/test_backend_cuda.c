@@ -3374,14 +3374,15 @@ static void test_model_graphs(const char *path)
  * not yet run on a GPU when written) k_chunk_out's grid runs in another
  * order and the warpgroup expert kernels overlap their stages; with
  * Q36_CUDA_PREFETCH (cuda_prefetch.cu) a side stream asks L2 for the next
- * block's weights, forked from and joined to the pass's stream. The same
+ * block's weights (=2: and the chosen experts'), forked from and joined to
+ * the pass's stream. The same
  * rows, the same bits: a session with the switch on (`on`) and one with
  * it at `off` must give the same logits bit for bit, prompt and 64 greedy
  * decodes, op by op and with graphs (a replayed pass skips its ops, the
  * rows kept must be dropped): any rows reused after they changed show as
  * a difference. (Q8KEEP is off by default since it measured slower: the
  * second session turns it on.) Cases
- * cuda.model.*.{q8keep,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch}_same_bits. */
+ * cuda.model.*.{q8keep,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)
 {
@@ -4428,6 +4429,7 @@ int main(int argc, char **argv)
         test_model_keep(argv[i], "Q36_CUDA_CHUNKOUTX", "1", "0", "chunkoutx");
         test_model_keep(argv[i], "Q36_CUDA_MOEWGPIPE", "1", "0", "moewgpipe");
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "1", "0", "prefetch");
+        test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "2", "0", "prefetch2");
     }
     be_free(cpu);
     be_free(gpu);

@@ -818,16 +818,16 @@ static void cuda_pass_end(be_ctx *be)
 }
 
 /* be_prefetch: a graph op like the others (its weights fingerprinted) */
-static void f_cuda_prefetch(be_ctx *be, int n, const be_weight *const *w)
+static void f_cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel)
 {
     if (cuda_ctx_of(be)->gmode) {
-        uint64_t h = fp_args(n);
+        uint64_t h = fp_args(n, sel);
         for (int i = 0; i < n; i++)
             h = fp1(h, w[i]);
         if (cuda_graph_op(be, fmix(__LINE__, h)))
             return;
     }
-    cuda_prefetch(be, n, w);
+    cuda_prefetch(be, n, w, sel);
 }
 
 static void cuda_stats(const be_ctx *be, be_stats *out)
@@ -995,13 +995,13 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     c->mv_wide_first = cuda_env_on("Q36_CUDA_MVWIDE");
-    c->pf_on = cuda_env_is("Q36_CUDA_PREFETCH", "1");
-    if (c->pf_on &&
+    c->pf_mode = cuda_env_is("Q36_CUDA_PREFETCH", "1") ? 1 : cuda_env_is("Q36_CUDA_PREFETCH", "2") ? 2 : 0;
+    if (c->pf_mode &&
         (cudaStreamCreateWithFlags(&c->pf_stream, cudaStreamNonBlocking) != cudaSuccess ||
          cudaEventCreateWithFlags(&c->pf_fork, cudaEventDisableTiming) != cudaSuccess ||
          cudaEventCreateWithFlags(&c->pf_join, cudaEventDisableTiming) != cudaSuccess)) {
         cudaGetLastError();
-        c->pf_on = false;      /* a hint: none then */
+        c->pf_mode = 0;        /* a hint: none then */
     }
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);

@@ -107,11 +107,13 @@ struct cuda_ctx {
     bool            attn_tc;       /* Q36_CUDA_ATTNTC=1: its splits on tensor cores (cuda_attn_tc.cu) */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv_wide_first; /* and its jobs by row bytes, widest first (unless Q36_CUDA_MVWIDE=0) */
-    /* be_prefetch (cuda_prefetch.cu, Q36_CUDA_PREFETCH=1): the side stream
-     * its L2 requests run on, the events of its fork from and join to the
-     * main stream, whether a fork is not yet joined; pass_rows: the rows
-     * of the pass be_pass_begin opened (0 outside one) */
-    bool            pf_on, pf_pending;
+    /* be_prefetch (cuda_prefetch.cu): pf_mode 0 off, 1 dense weights
+     * (Q36_CUDA_PREFETCH=1), 2 also the chosen experts' (=2); the side
+     * stream its L2 requests run on, the events of its fork from and join
+     * to the main stream, whether a fork is not yet joined; pass_rows: the
+     * rows of the pass be_pass_begin opened (0 outside one) */
+    int             pf_mode;
+    bool            pf_pending;
     cudaStream_t    pf_stream;
     cudaEvent_t     pf_fork, pf_join;
     int64_t         pass_rows;
@@ -575,7 +577,7 @@ void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n);
 
 /* ---- cuda_prefetch.cu: be_prefetch, and the join of its side stream
  * (cuda_graph_cut calls it first) */
-void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w);
+void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
 void cuda_prefetch_join(be_ctx *be);
 void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                       const be_tensor *v, const be_batch *b);
