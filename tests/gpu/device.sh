@@ -117,7 +117,8 @@ servemtp_step() {
 # 1,16,64), op by op; then once more for each "VAR=value" word of
 # BATCH_VARIANTS (e.g. "Q36_CUDA_MOEROWS=0 Q36_CUDA_MVNB=0"; "A=1+B=2"
 # sets both), to set a switched path beside the default; BATCH_ONLY=35b
-# skips the 0.8B file, BATCH_ONLY=trained takes the trained default model
+# skips the 0.8B file, BATCH_ONLY=08b the 35B-A3B one (and its synthesis),
+# BATCH_ONLY=trained takes the trained default model
 # alone (its 4- and 16-row passes: the server's MTP verify rows at -np 1
 # and 4, BATCH_T=1,4,16) and synthesizes nothing (the 35B-A3B file took
 # more than 150 s on a fresh machine). The slots' ids
@@ -125,9 +126,14 @@ servemtp_step() {
 # bench_batch, says why).
 batch_step() {
     local m v ms=("$m08" "$m35")
-    [ "${BATCH_ONLY:-}" = trained ] || bench_models
-    [ "${BATCH_ONLY:-}" = 35b ] && ms=("$m35")
-    [ "${BATCH_ONLY:-}" = trained ] && ms=("$trained")
+    case ${BATCH_ONLY:-} in
+    trained) ms=("$trained") ;;
+    08b) mkdir -p "$LOG/models"
+         synth_once "$m08" --arch qwen35 --preset 0.8b --type q4_K_M || echo "FAIL synth $m08"
+         ms=("$m08") ;;
+    35b) bench_models; ms=("$m35") ;;
+    *) bench_models ;;
+    esac
     for m in "${ms[@]}"; do
         for v in default ${BATCH_VARIANTS:-}; do
             echo "### $(basename "$m") $v"
