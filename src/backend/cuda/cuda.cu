@@ -817,9 +817,13 @@ static void cuda_pass_end(be_ctx *be)
     cuda_ctx_of(be)->pass_rows = 0;
 }
 
-/* be_prefetch: a graph op like the others (its weights fingerprinted) */
+/* be_prefetch: a graph op like the others (its weights fingerprinted);
+ * nothing at all when the switch is off (fixed for the context, so
+ * recordings and replays agree) */
 static void f_cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel)
 {
+    if (!cuda_ctx_of(be)->pf_mode)
+        return;
     if (cuda_ctx_of(be)->gmode) {
         uint64_t h = fp_args(n, sel);
         for (int i = 0; i < n; i++)
