@@ -574,11 +574,6 @@ void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,
 /* ---- cuda_attn_q8.cu: q8_0 K/V caches (be_hadamard; be_kv_store and
  * be_attention's splits for them, cuda_seq.cu's entries call these) */
 void cuda_hadamard(be_ctx *be, be_tensor *x, int64_t n);
-
-/* ---- cuda_prefetch.cu: be_prefetch, and the join of its side stream
- * (cuda_graph_cut calls it first) */
-void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
-void cuda_prefetch_join(be_ctx *be);
 void cuda_kv_store_q8(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
                       const be_tensor *v, const be_batch *b);
 /* A prompt batch's attention over q8_0 caches in fast mode through the
@@ -593,6 +588,11 @@ bool cuda_fattn_q8(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be
 bool cuda_attn_q8_split(be_ctx *be, const be_tensor *q, const be_tensor *kc, const be_tensor *vc,
                         const be_batch *b, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                         float scale, int64_t chunk, int64_t nsplit, int64_t r0, int64_t T);
+
+/* ---- cuda_prefetch.cu: be_prefetch, and the join of its side stream
+ * (cuda_graph_cut calls it first) */
+void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
+void cuda_prefetch_join(be_ctx *be);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,
