@@ -23,6 +23,13 @@
  *                   is a skip;
  *  head_topk.*:     be_matmul_topk against be_matmul + be_topk (columns and
  *                   value bits), k 1-64, on the same heads;
+ *  nib.bound_*:     the nibble level's intervals [A - W, A + W] (the
+ *                   reference's, and the AVX-512 VNNI kernel's where the CPU
+ *                   has it) hold the exact kernel's output for every row,
+ *                   and the kernel's are the reference's but for rounding;
+ *  head.*.nib:      batches of at most 4 rows take the nibble level first;
+ *                   on "peak" heads (each token its own best row, as a
+ *                   trained head) it settles every token;
  *  screen.kth:      the list's k-th largest value against a sort;
  *  head.default_rule: without Q36_CPU_HEADSCREEN one row is screened for a
  *                   head of 256 inputs, not of 1,024; two rows for both;
@@ -39,6 +46,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/cpu_gemm_q8.h"
+#include "backend/cpu/cpu_screen_nib.h"
 #include "backend/cpu/cpu_screen_q8.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
@@ -115,6 +123,21 @@ static void test_bits(int64_t K, int64_t N, int T)
     free(w), free(a), free(dx), free(cx), free(y0), free(y1);
 }
 
+/* every row of w (N x K Q8_0) given codes of magnitude 100-128 with the
+ * signs of the activation row a (large exact sums) */
+static void align_rows(t_rng *rng, uint8_t *w, const uint8_t *a, int64_t K, int64_t N)
+{
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < K; i++) {
+            const int8_t x = (int8_t)a[i / 32 * QB + 2 + i % 32];
+            const int v = 100 + (int)(t_next(rng) % 29);     /* 100..128 */
+            const int code = x < 0 ? -v : (v > 127 ? 127 : v);
+            w[(uint64_t)n * rb + (uint64_t)(i / 32) * QB + 2 + (uint64_t)(i % 32)] =
+                (uint8_t)(int8_t)code;
+        }
+}
+
 /* rows of w made to follow token 0's signs (large exact sums) when `aligned` */
 static void test_bound(int64_t K, int64_t N, int T, bool aligned)
 {
@@ -125,14 +148,7 @@ static void test_bound(int64_t K, int64_t N, int T, bool aligned)
     const uint64_t rb = (uint64_t)K / 32 * QB;
     uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 3.0f);
     if (aligned)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t i = 0; i < K; i++) {
-                const int8_t x = (int8_t)a[i / 32 * QB + 2 + i % 32];
-                const int v = 100 + (int)(t_next(&rng) % 29);     /* 100..128 */
-                const int code = x < 0 ? -v : (v > 127 ? 127 : v);
-                w[(uint64_t)n * rb + (uint64_t)(i / 32) * QB + 2 + (uint64_t)(i % 32)] =
-                    (uint8_t)(int8_t)code;
-            }
+        align_rows(&rng, w, a, K, N);
     cpu_q8s s;
     if (cpu_q8s_build(&s, w, rb, N, K)) {
         t_fail(name, "cpu_q8s_build: out of memory");
@@ -165,11 +181,92 @@ static void test_bound(int64_t K, int64_t N, int T, bool aligned)
     free(w), free(a), free(dx), free(cx), free(y);
 }
 
+/* ------------------------------------------------------ nibble level */
+
+/* cpu_screen_nib.h: every row's [A - W, A + W] holds the exact kernel's
+ * output (the reference's and, where the CPU has AVX-512 VNNI, the
+ * kernel's, run in two ranges of groups as two threads would), and the
+ * kernel's interval is the reference's but for the rounding of the bound
+ * (B summed in double there, in upward-rounded floats here). Codes of -128
+ * included (qb_random_weights makes them); `aligned`: rows built to follow
+ * token 0's signs, so that the exact sums are large. */
+static void test_nib(int64_t K, int64_t N, int T, bool aligned)
+{
+    char name[80];
+    snprintf(name, sizeof name, "nib.bound_K%lld_N%lld_T%d%s", (long long)K, (long long)N, T,
+             aligned ? "_aligned" : "");
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 3.0f);
+    if (aligned)
+        align_rows(&rng, w, a, K, N);
+    cpu_q8s s;
+    cpu_q8n sn;
+    if (cpu_q8s_build(&s, w, rb, N, K) || cpu_q8n_build(&sn, w, rb, N, K)) {
+        t_fail(name, "out of memory");
+        free(w), free(a);
+        return;
+    }
+    const int64_t nb = K / 32, ld = N + 5;
+    float *dx = malloc(sizeof(float) * (size_t)(nb * T)), *dh = malloc(sizeof(float) * (size_t)(nb * T));
+    float *tb = malloc(sizeof(float) * (size_t)(nb * T)), e2f[16];
+    int32_t *cx = malloc(sizeof(int32_t) * (size_t)(nb * T)), *sx = malloc(sizeof(int32_t) * (size_t)(nb * T));
+    float *y[4];
+    for (int i = 0; i < 4; i++) {
+        y[i] = malloc(sizeof(float) * (size_t)(ld * T));
+        for (int64_t k = 0; k < ld * T; k++)
+            y[i][k] = -7.0f;
+    }
+    for (int t = 0; t < T; t++) {
+        const double e2 = cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
+        e2f[t] = cpu_q8n_token(&sn, a + (uint64_t)t * rb, e2, dh + t * nb, sx + t * nb, tb + t * nb);
+    }
+    cpu_q8n_ref(&sn, 0, sn.ng, a, rb, T, dh, sx, tb, e2f, y[0], y[1], ld);
+    const bool vnni = has_vnni();
+    if (vnni) {
+        cpu_q8n_avx512vnni(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2], y[3], ld);
+        cpu_q8n_avx512vnni(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2],
+                           y[3], ld);
+    }
+    double worst = 0;
+    char why[240] = "";
+    for (int t = 0; t < T && !why[0]; t++)
+        for (int64_t n = 0; n < N && !why[0]; n++) {
+            float e;
+            cpu_gemm_q8_0_ref(K, w + (uint64_t)n * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
+            const int64_t o = t * ld + n;
+            const float lo = y[0][o], hi = y[1][o];
+            const double W = ((double)hi - lo) / 2, A = ((double)hi + lo) / 2;
+            if (!(lo <= e && e <= hi))
+                snprintf(why, sizeof why, "token %d row %lld: reference [%.9g, %.9g] misses the "
+                         "exact %.9g", t, (long long)n, (double)lo, (double)hi, (double)e);
+            else if (vnni && !(y[2][o] <= e && e <= y[3][o]))
+                snprintf(why, sizeof why, "token %d row %lld: avx512vnni [%.9g, %.9g] misses the "
+                         "exact %.9g", t, (long long)n, (double)y[2][o], (double)y[3][o], (double)e);
+            else if (vnni && !(fabs((double)y[2][o] - lo) <= 1e-5 * (fabs(A) + W) &&
+                               fabs((double)y[3][o] - hi) <= 1e-5 * (fabs(A) + W)))
+                snprintf(why, sizeof why, "token %d row %lld: avx512vnni [%.9g, %.9g], reference "
+                         "[%.9g, %.9g]", t, (long long)n, (double)y[2][o], (double)y[3][o],
+                         (double)lo, (double)hi);
+            if (W > 0)
+                worst = fmax(worst, fabs(A - (double)e) / W);
+        }
+    printf("# %s: worst |A - exact| / W %.3g%s\n", name, worst,
+           vnni ? "" : " (reference only: this CPU lacks AVX-512 VNNI)");
+    t_check(name, !why[0], "%s", why);
+    cpu_q8s_free(&s);
+    cpu_q8n_free(&sn);
+    for (int i = 0; i < 4; i++)
+        free(y[i]);
+    free(w), free(a), free(dx), free(dh), free(tb), free(cx), free(sx);
+}
+
 /* -------------------------------------------------------------- op */
 
-enum head_kind { H_RANDOM, H_TIES, H_NEAR, H_MANY, H_NAN_SCALE, H_INF_SCALE, H_ZERO_X, H_NAN_X };
+enum head_kind { H_RANDOM, H_TIES, H_NEAR, H_MANY, H_NAN_SCALE, H_INF_SCALE, H_ZERO_X, H_NAN_X,
+                 H_PEAK };
 static const char *const kind_name[] = { "random", "ties", "near", "many_ties", "nan_scale",
-                                         "inf_scale", "zero_x", "nan_x" };
+                                         "inf_scale", "zero_x", "nan_x", "peak" };
 
 /* Builds the case's head (N x K Q8_0) and activations (R x K f32). */
 static void make_case(enum head_kind k, t_rng *r, int64_t K, int64_t N, int64_t R, uint8_t *w,
@@ -200,6 +297,12 @@ static void make_case(enum head_kind k, t_rng *r, int64_t K, int64_t N, int64_t 
     } else if (k == H_MANY) {   /* more equal best rows than a list keeps */
         for (int64_t n = 1; n < N; n += 7)
             memcpy(w + (uint64_t)n * rb, best, rb);
+    } else if (k == H_PEAK) {   /* each token a best row of its own, as a trained head has */
+        for (int64_t t = 0; t < R; t++) {
+            uint8_t *row = w + (uint64_t)((t * 7919 + 13) % N) * rb;
+            for (int64_t i = 0; i < K; i++)
+                row[i / 32 * QB + 2 + i % 32] = (uint8_t)(int8_t)(x[t * K + i] < 0 ? -120 : 120);
+        }
     } else if (k == H_NAN_SCALE || k == H_INF_SCALE) {
         const uint16_t h = k == H_NAN_SCALE ? 0x7e00 : 0x7c00;
         memcpy(w + (uint64_t)(N / 2) * rb + QB, &h, 2);
@@ -258,7 +361,7 @@ static void check_screened(const char *name, enum head_kind kind, int64_t R, con
         return;
     }
     const long screened = s1[0] - s0[0], full = s1[1] - s0[1], cands = s1[2] - s0[2];
-    if (kind == H_RANDOM || kind == H_TIES || kind == H_NEAR)
+    if (kind == H_RANDOM || kind == H_TIES || kind == H_NEAR || kind == H_PEAK)
         t_check(nm, screened == R && full == 0 && cands >= cmin && cands <= cmax,
                 "%ld tokens screened, %ld in full, %ld exact candidates, of %lld tokens", screened,
                 full, cands, (long long)R);
@@ -266,6 +369,30 @@ static void check_screened(const char *name, enum head_kind kind, int64_t R, con
         t_check(nm, screened + full == R && (kind == H_NAN_X || full >= 1),
                 "%ld tokens screened, %ld in full, of %lld (the unsettled ones in full)", screened,
                 full, (long long)R);
+}
+
+/* NAME.nib: the nibble level took the batch when it had at most 4 rows
+ * (cpu_head.c's default), and settled every token of the peaked heads,
+ * handing none on; a skip without AVX-512 VNNI. */
+static void check_nib(const char *name, enum head_kind kind, int64_t R, const long n0[3],
+                      const long n1[3])
+{
+    char nm[112];
+    snprintf(nm, sizeof nm, "%s.nib", name);
+    if (!has_vnni()) {
+        t_skip(nm, "this CPU lacks AVX-512 VNNI (no nibble level)");
+        return;
+    }
+    const long settled = n1[0] - n0[0], handed = n1[1] - n0[1], groups = n1[2] - n0[2];
+    if (R > 4)
+        t_check(nm, settled == 0 && handed == 0, "%ld tokens settled, %ld handed on (want none: "
+                "%lld rows)", settled, handed, (long long)R);
+    else if (kind == H_PEAK)
+        t_check(nm, settled == R && handed == 0 && groups >= R, "%ld tokens settled, %ld handed "
+                "on, %ld groups kept, of %lld tokens", settled, handed, groups, (long long)R);
+    else
+        t_check(nm, settled + handed == R, "%ld tokens settled, %ld handed on, of %lld tokens",
+                settled, handed, (long long)R);
 }
 
 /* be_argmax's rule on a host row with the banned columns at -inf */
@@ -331,10 +458,12 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
         yh[i] = NAN;
     be_write(be, y, 0, R, yh);
     cpu_head_screen(1);
-    long s0[3], s1[3];
+    long s0[3], s1[3], n0[3], n1[3];
     cpu_head_screen_stats(s0);
+    cpu_head_nib_stats(n0);
     be_matmul_argmax(be, bw, xt, y, i1, n_ban ? ban : NULL, n_ban);
     cpu_head_screen_stats(s1);
+    cpu_head_nib_stats(n1);
     cpu_head_screen(-1);
     be_read(be, i1, 0, R, b);
     char why[200] = "";
@@ -354,6 +483,7 @@ static void test_head(be_ctx *be, int threads, enum head_kind k, int64_t K, int6
     t_check(name, !why[0], "%s", why);
 
     check_screened(name, k, R, s0, s1, R, 64 * R);
+    check_nib(name, k, R, n0, n1);
     free(a), free(b), free(yh);
     be_tensor_free(be, i0), be_tensor_free(be, i1);
     case_free(&hc, be);
@@ -467,6 +597,17 @@ static void bench(void)
     double e2[16];
     for (int t = 0; t < 16; t++)
         e2[t] = cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
+    cpu_q8n sn;
+    if (cpu_q8n_build(&sn, w, rb, N, K)) {
+        printf("out of memory\n");
+        return;
+    }
+    float dh[16 * 8], tbl[16 * 8], e2f[16];
+    int32_t sx[16 * 8], ngrp[16 * 512];
+    float nup[16 * 512];
+    for (int t = 0; t < 16; t++)
+        e2f[t] = cpu_q8n_token(&sn, a + (uint64_t)t * rb, e2[t], dh + t * nb, sx + t * nb,
+                               tbl + t * nb);
     const cpu_tile_fn tile = cpu_gemm_q8_0();
     printf("one thread, best of 7; K %lld, N %lld (%.1f MiB of Q8_0 rows, %.1f MiB copy)\n",
            (long long)K, (long long)N, (double)(rb * (uint64_t)N) / 1048576.0,
@@ -474,7 +615,7 @@ static void bench(void)
     static const int Ts[] = { 1, 2, 4, 8, 16 };
     for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
         const int T = Ts[i];
-        double te = 1e30, ts = 1e30;
+        double te = 1e30, ts = 1e30, tn = 1e30;
         for (int rep = 0; rep < 7; rep++) {
             double t0 = now_s();
             tile(K, w, rb, N, a, rb, T, y, N);
@@ -485,13 +626,22 @@ static void bench(void)
             if (has_vnni())
                 cpu_q8s_avx512vnni(&s, 0, s.ng, a, rb, T, dx, cx, c, NULL, 0, NULL, 0);
             double t2 = now_s();
+            cpu_q8n_list nl[16];
+            for (int t = 0; t < T; t++)
+                cpu_q8n_list_init(&nl[t], ngrp + t * 512, nup + t * 512, 512);
+            if (has_vnni())
+                cpu_q8n_avx512vnni(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, getenv("NONL") ? NULL : nl, NULL, 0, NULL,
+                                   NULL, 0);
+            double t3 = now_s();
             te = fmin(te, t1 - t0);
             ts = fmin(ts, t2 - t1);
+            tn = fmin(tn, t3 - t2);
         }
-        printf("T=%-2d exact tile %7.3f ms   screen %7.3f ms%s\n", T, 1e3 * te, 1e3 * ts,
-               has_vnni() ? "" : " (no AVX-512 VNNI: not run)");
+        printf("T=%-2d exact tile %7.3f ms   screen %7.3f ms   nibble level %7.3f ms%s\n", T,
+               1e3 * te, 1e3 * ts, 1e3 * tn, has_vnni() ? "" : " (no AVX-512 VNNI: not run)");
     }
     cpu_q8s_free(&s);
+    cpu_q8n_free(&sn);
     free(w), free(a), free(y), free(dx), free(cx), free(idx), free(val);
 }
 
@@ -512,13 +662,19 @@ int main(int argc, char **argv)
     test_bound(1024, 500, 2, false);
     test_bound(256, 300, 2, true);
     test_bound(2048, 64, 1, true);
+    test_nib(256, 3000, 3, false);
+    test_nib(1024, 500, 2, false);
+    test_nib(256, 301, 5, true);
+    test_nib(2048, 64, 1, true);
+    test_nib(32, 17, 2, false);
 
     {   /* what q36 info's memory plan shows for the copy */
         gguf_tensor q8 = { .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,
                            .ne = { 256, 151680, 1, 1 } };
         gguf_tensor q4 = q8;
         q4.type = QT_Q4_K;
-        const uint64_t want = has_vnni() ? cpu_q8s_bytes(151680, 256) : 0;
+        const uint64_t want = has_vnni() ? cpu_q8s_bytes(151680, 256) + cpu_q8n_bytes(151680, 256)
+                                         : 0;
         const uint64_t got = be_cpu_head_screen_bytes(&q8), got4 = be_cpu_head_screen_bytes(&q4);
         setenv("Q36_CPU_HEADSCREEN", "0", 1);
         const uint64_t off = be_cpu_head_screen_bytes(&q8);
@@ -563,11 +719,11 @@ int main(int argc, char **argv)
             t_fail("head", "be_cpu_new failed");
             return t_exit();
         }
-        for (int k = H_RANDOM; k <= H_NAN_X; k++) {
+        for (int k = H_RANDOM; k <= H_PEAK; k++) {
             test_head(be, threads, (enum head_kind)k, 256, 5003, 4, 0);
             test_head(be, threads, (enum head_kind)k, 256, 5003, 4, 6);
             test_head_k(be, threads, (enum head_kind)k, 256, 5003, 4, 40);
-            if (k <= H_NEAR) {
+            if (k <= H_NEAR || k == H_PEAK) {
                 test_head_k(be, threads, (enum head_kind)k, 64, 100, 1, 64);
                 test_head_k(be, threads, (enum head_kind)k, 256, 40000, 9, 2);
                 test_head_k(be, threads, (enum head_kind)k, 1024, 777, 3, 1);

@@ -249,6 +249,7 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
     {   /* the greedy head's screen (cpu_head.c); Q36_CPU_HEADSCREEN=0
          * turns it off, =N takes it from N rows */
         cpu_head_screen(cpu_head_screen_env());
+        cpu_head_nib(cpu_head_nib_env());     /* Q36_CPU_HEADNIB=0: no nibble level */
     }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
         float z[8] = { 0 };

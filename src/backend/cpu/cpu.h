@@ -42,6 +42,13 @@ void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
 int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN (0 and up), else -1 */
 void cpu_head_screen_stats(long out[3]);
+/* the nibble level (cpu_screen_nib.h) for greedy batches of at most n rows
+ * (0: never; -1: the default, cpu_head.c's NIB_ROWS; be_cpu_new sets it
+ * from Q36_CPU_HEADNIB); its stats: tokens it settled, tokens handed to
+ * the whole int8 screen, groups it kept for the int8 screen */
+void cpu_head_nib(int max_rows);
+int  cpu_head_nib_env(void);        /* Q36_CPU_HEADNIB (0 and up), else -1 */
+void cpu_head_nib_stats(long out[3]);
 
 /* cpu_norm.c */
 void cpu_rms_norm(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

@@ -22,7 +22,15 @@
  * rows interleaved, scales as f32, 6% more bytes than the Q8_0 rows), made
  * the first time the weight meets the screen and kept with the weight:
  * 42 MiB for the default model's tied head. A head over 1 GiB gets no copy
- * (the exact path). Measured in bench/results/2026-12-05-cpu-head-screen/. */
+ * (the exact path). Measured in bench/results/2026-12-05-cpu-head-screen/.
+ *
+ * A greedy batch of at most cpu_head_nib's rows (by default NIB_ROWS; the
+ * screen is memory-bound there) first takes the high-nibble level of
+ * cpu_screen_nib.h, from a second copy of half the bytes: it keeps the
+ * groups of 16 rows that may hold a token's best row, and the int8 screen
+ * then runs over those groups only. A token whose nibble level cannot
+ * tell (too many groups kept, a non-finite value) takes the int8 screen
+ * over every group, as without the level. */
 #include "cpu.h"
 
 #include <assert.h>
@@ -32,12 +40,17 @@
 #include <string.h>
 
 #include "cpu_gemm_q8.h"
+#include "cpu_screen_nib.h"
 #include "cpu_screen_q8.h"
 
 #define CAND_CAP   256                  /* list entries a thread keeps per token */
 #define ARGMAX_CAP 64                   /* of which a greedy choice uses (near-ties of the best) */
 #define COPY_MAX   (1ull << 30)         /* the largest head copied for the screen */
 #define SHORT_K    512                  /* the longest rows screened one row at a time by default */
+#define NIB_ROWS   4                    /* the largest batch taking the nibble level by default */
+#define NIB_CAP    512                  /* groups a thread keeps per token at the nibble level */
+#define NIB_MISS   4                    /* batches in a row handed on ... */
+#define NIB_SKIP   256                  /* ... skip the level for this many */
 
 typedef struct cpu_head {
     cpu_q8s       s;
@@ -53,10 +66,44 @@ typedef struct cpu_head {
     float        *val;
     int32_t      *gi;                   /* cap_threads x CAND_CAP: one token's lists gathered */
     float        *gv;
+    /* the nibble level (cpu_screen_nib.h), made the first time a batch takes it */
+    cpu_q8n       n;
+    int           nib;                  /* 0 not tried, 1 built, -1 failed */
+    int           nib_miss;             /* batches in a row the level handed on */
+    int           nib_skip;             /* batches left to skip the level for */
+    int64_t       ncap_rows;
+    int           ncap_threads;
+    float        *dh, *tb, *e2f;        /* ncap_rows x nb, x nb, x 1 */
+    int32_t      *sx;                   /* ncap_rows x nb */
+    cpu_q8n_list *nl;                   /* ncap_threads x ncap_rows */
+    int32_t      *ngrp;                 /* ncap_threads x ncap_rows x NIB_CAP */
+    float        *nup;
 } cpu_head;
 
 static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
 static _Atomic long g_stat[3];          /* screened tokens, tokens done in full, exact candidates */
+static _Atomic int g_nib_rows = NIB_ROWS;
+static _Atomic long g_nstat[3];         /* tokens the nibble level settled, handed on, groups kept */
+
+void cpu_head_nib(int max_rows)
+{
+    atomic_store(&g_nib_rows, max_rows < 0 ? NIB_ROWS : max_rows);
+}
+
+int cpu_head_nib_env(void)
+{
+    const char *v = getenv("Q36_CPU_HEADNIB");
+    if (!v || !*v)
+        return -1;
+    const int n = atoi(v);
+    return n < 0 ? 0 : n;
+}
+
+void cpu_head_nib_stats(long out[3])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = atomic_load(&g_nstat[i]);
+}
 
 void cpu_head_screen(int min_rows)
 {
@@ -75,8 +122,10 @@ void cpu_head_free(void *impl)
     if (!h)
         return;
     cpu_q8s_free(&h->s);
+    cpu_q8n_free(&h->n);
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
+    free(h->dh), free(h->tb), free(h->e2f), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
     free(h);
 }
 
@@ -95,7 +144,9 @@ uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
         !quant_path_available(QUANT_PATH_AVX512VNNI))
         return 0;
     const uint64_t b = cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]);
-    return b <= COPY_MAX ? b : 0;
+    if (b > COPY_MAX)
+        return 0;
+    return b + (cpu_head_nib_env() == 0 ? 0 : cpu_q8n_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]));
 }
 
 static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
@@ -106,6 +157,17 @@ static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
     return min_rows > 0 && x->rows >= min_rows && w->type == QT_Q8_0 && c->dot_path < 0 &&
            w->t->ne[2] * w->t->ne[3] == 1 && quant_path_available(QUANT_PATH_AVX512VNNI) &&
            cpu_q8s_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
+}
+
+/* *pp (a pointer to any table) reallocated to bytes; false, *pp unchanged,
+ * when out of memory */
+static bool grow(void *pp, size_t bytes)
+{
+    void **p = pp, *n = realloc(*p, bytes);
+    if (!n)
+        return false;
+    *p = n;
+    return true;
 }
 
 /* The weight's screen with tables for R tokens and T threads, or NULL. */
@@ -126,39 +188,56 @@ static cpu_head *head_of(be_weight *w, int64_t R, int T)
         const int64_t r = R > h->cap_rows ? R : h->cap_rows;
         const int t = T > h->cap_threads ? T : h->cap_threads;
         const size_t nb = (size_t)h->s.nb, slots = (size_t)t * (size_t)r;
-        float *dx = realloc(h->dx, sizeof *dx * nb * (size_t)r);
-        if (dx)
-            h->dx = dx;
-        int32_t *cx = realloc(h->cx, sizeof *cx * nb * (size_t)r);
-        if (cx)
-            h->cx = cx;
-        double *e2 = realloc(h->e2, sizeof *e2 * (size_t)r);
-        if (e2)
-            h->e2 = e2;
-        cpu_q8s_cand *cand = realloc(h->cand, sizeof *cand * slots);
-        if (cand)
-            h->cand = cand;
-        bool *full = realloc(h->full, sizeof *full * (size_t)r);
-        if (full)
-            h->full = full;
-        int32_t *idx = realloc(h->idx, sizeof *idx * slots * CAND_CAP);
-        if (idx)
-            h->idx = idx;
-        float *val = realloc(h->val, sizeof *val * slots * CAND_CAP);
-        if (val)
-            h->val = val;
-        int32_t *gi = realloc(h->gi, sizeof *gi * (size_t)t * CAND_CAP);
-        if (gi)
-            h->gi = gi;
-        float *gv = realloc(h->gv, sizeof *gv * (size_t)t * CAND_CAP);
-        if (gv)
-            h->gv = gv;
-        if (!dx || !cx || !e2 || !cand || !full || !idx || !val || !gi || !gv)
-            return NULL;        /* what grew is kept; the sizes stay the old ones */
+        /* every table is tried; what grew is kept, the sizes stay the old ones on failure */
+        const bool ok = grow(&h->dx, sizeof *h->dx * nb * (size_t)r) &
+                        grow(&h->cx, sizeof *h->cx * nb * (size_t)r) &
+                        grow(&h->e2, sizeof *h->e2 * (size_t)r) &
+                        grow(&h->cand, sizeof *h->cand * slots) &
+                        grow(&h->full, sizeof *h->full * (size_t)r) &
+                        grow(&h->idx, sizeof *h->idx * slots * CAND_CAP) &
+                        grow(&h->val, sizeof *h->val * slots * CAND_CAP) &
+                        grow(&h->gi, sizeof *h->gi * (size_t)t * CAND_CAP) &
+                        grow(&h->gv, sizeof *h->gv * (size_t)t * CAND_CAP);
+        if (!ok)
+            return NULL;
         h->cap_rows = r;
         h->cap_threads = t;
     }
     return h;
+}
+
+/* h's nibble level with tables for R tokens and T threads; false when it
+ * is off for this batch, or its copy or tables could not be made */
+static bool nib_of(cpu_head *h, const be_weight *w, int64_t R, int T)
+{
+    if (R > atomic_load(&g_nib_rows))
+        return false;
+    if (!h->nib)
+        h->nib = cpu_q8n_build(&h->n, w->data, w->row_bytes, (int64_t)w->t->ne[1],
+                               (int64_t)w->t->ne[0]) == 0 ? 1 : -1;
+    if (h->nib < 0)
+        return false;
+    if (h->nib_skip > 0) {      /* a head the level does not settle (random weights) */
+        h->nib_skip--;
+        return false;
+    }
+    if (R > h->ncap_rows || T > h->ncap_threads) {
+        const int64_t r = R > h->ncap_rows ? R : h->ncap_rows;
+        const int t = T > h->ncap_threads ? T : h->ncap_threads;
+        const size_t nb = (size_t)h->n.nb, slots = (size_t)t * (size_t)r;
+        const bool ok = grow(&h->dh, sizeof *h->dh * nb * (size_t)r) &
+                        grow(&h->tb, sizeof *h->tb * nb * (size_t)r) &
+                        grow(&h->e2f, sizeof *h->e2f * (size_t)r) &
+                        grow(&h->sx, sizeof *h->sx * nb * (size_t)r) &
+                        grow(&h->nl, sizeof *h->nl * slots) &
+                        grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
+                        grow(&h->nup, sizeof *h->nup * slots * NIB_CAP);
+        if (!ok)
+            return false;
+        h->ncap_rows = r;
+        h->ncap_threads = t;
+    }
+    return true;
 }
 
 typedef struct {
@@ -170,6 +249,69 @@ typedef struct {
     int             n_ban;
 } head_job;
 
+static void nib_task(void *arg, int64_t g0, int64_t g1, int tid)
+{
+    const head_job *j = arg;
+    const cpu_head *h = j->h;
+    cpu_q8n_avx512vnni(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
+                       h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
+}
+
+/* The nibble level for every token of the batch, then the int8 screen over
+ * each token's kept groups; false when a token needs the int8 screen over
+ * every group (the candidate lists are then to be made again). */
+static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    const int64_t R = j->R, nb = h->n.nb;
+    const int T = c->n_threads;
+    for (int64_t t = 0; t < R; t++)
+        h->e2f[t] = cpu_q8n_token(&h->n, j->act + (uint64_t)t * j->arb, h->e2[t], h->dh + t * nb,
+                                  h->sx + t * nb, h->tb + t * nb);
+    for (int th = 0; th < T; th++)
+        for (int64_t t = 0; t < R; t++) {
+            const int64_t slot = (int64_t)th * R + t;
+            cpu_q8n_list_init(&h->nl[slot], h->ngrp + slot * NIB_CAP, h->nup + slot * NIB_CAP,
+                              NIB_CAP);
+        }
+    int64_t grain = h->n.ng / (2 * (int64_t)T);
+    cpu_for(be, h->n.ng, grain > 1 ? grain : 1, nib_task, (void *)j);
+    long kept = 0;
+    for (int64_t t = 0; t < R; t++) {
+        float M = -INFINITY;
+        for (int th = 0; th < T; th++) {
+            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
+            if (l->bad)
+                goto whole;
+            M = l->max > M ? l->max : M;
+        }
+        if (!isfinite(M) || !isfinite(h->e2f[t]))
+            goto whole;
+        for (int th = 0; th < T; th++) {        /* threads' groups are disjoint */
+            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
+            for (int i = 0; i < l->n; i++)
+                if (l->up[i] >= M) {
+                    const int64_t g = l->grp[i];
+                    cpu_q8s_avx512vnni(&h->s, g, g + 1, j->act + (uint64_t)t * j->arb, j->arb, 1,
+                                       h->dx + t * nb, h->cx + t * nb, &h->cand[t], j->ban,
+                                       j->n_ban, NULL, 0);
+                    kept++;
+                }
+        }
+    }
+    atomic_fetch_add(&g_nstat[0], R);
+    atomic_fetch_add(&g_nstat[2], kept);
+    h->nib_miss = 0;
+    return true;
+whole:
+    atomic_fetch_add(&g_nstat[1], R);
+    if (++h->nib_miss >= NIB_MISS) {
+        h->nib_miss = 0;
+        h->nib_skip = NIB_SKIP;
+    }
+    return false;
+}
+
 static void head_task(void *arg, int64_t g0, int64_t g1, int tid)
 {
     const head_job *j = arg;
@@ -179,6 +321,16 @@ static void head_task(void *arg, int64_t g0, int64_t g1, int tid)
 
 /* x's rows quantized to the scratch and screened for their k best rows:
  * the activation rows, or NULL when the scratch failed (recorded). */
+static void cand_init_all(const cpu_ctx *c, cpu_head *h, int64_t R, int k)
+{
+    for (int th = 0; th < c->n_threads; th++)
+        for (int64_t t = 0; t < R; t++) {
+            const int64_t slot = (int64_t)th * R + t;
+            cpu_q8s_cand_init(&h->cand[slot], h->e2[t], h->idx + slot * CAND_CAP,
+                              h->val + slot * CAND_CAP, k == 1 ? ARGMAX_CAP : CAND_CAP, k);
+        }
+}
+
 static const uint8_t *screen(be_ctx *be, cpu_head *h, const be_weight *w, const be_tensor *x,
                              int k, const int32_t *ban, int n_ban)
 {
@@ -194,13 +346,13 @@ static const uint8_t *screen(be_ctx *be, cpu_head *h, const be_weight *w, const 
     const int64_t nb = h->s.nb;
     for (int64_t t = 0; t < R; t++)
         h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
-    for (int th = 0; th < c->n_threads; th++)
-        for (int64_t t = 0; t < R; t++) {
-            const int64_t slot = (int64_t)th * R + t;
-            cpu_q8s_cand_init(&h->cand[slot], h->e2[t], h->idx + slot * CAND_CAP,
-                              h->val + slot * CAND_CAP, k == 1 ? ARGMAX_CAP : CAND_CAP, k);
-        }
+    cand_init_all(c, h, R, k);
     head_job j = { h, act, arb, R, ban, n_ban };
+    if (k == 1 && nib_of(h, w, R, c->n_threads)) {
+        if (screen_nib(be, h, &j))
+            return act;
+        cand_init_all(c, h, R, k);
+    }
     /* long runs of groups per thread, as a decode matmul's rows (cpu_matmul.c) */
     int64_t grain = h->s.ng / (2 * (int64_t)c->n_threads);
     cpu_for(be, h->s.ng, grain > 1 ? grain : 1, head_task, &j);

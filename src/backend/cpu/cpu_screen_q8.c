@@ -27,22 +27,28 @@ uint64_t cpu_q8s_bytes(int64_t N, int64_t K)
     return (uint64_t)((N + CPU_Q8S_G - 1) / CPU_Q8S_G) * (uint64_t)(K / 32) * CPU_Q8S_BLK;
 }
 
-int cpu_q8s_build(cpu_q8s *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t K)
+void *cpu_q8s_alloc(uint64_t bytes)
 {
-    memset(s, 0, sizeof *s);
-    const int64_t nb = K / 32, ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G;
-    const uint64_t bytes = cpu_q8s_bytes(N, K);
     /* 2 MiB aligned and advised into huge pages where the kernel allows:
      * the screen streams the whole copy each step, and the build touches it
      * all once (both far from free in 4 KiB pages) */
     const size_t huge = (size_t)2 << 20, alloc = ((size_t)bytes + huge - 1) / huge * huge;
     void *mem = NULL;
     if (posix_memalign(&mem, huge, alloc))
-        return -1;
-    uint8_t *d = mem;
+        return NULL;
 #if defined(MADV_HUGEPAGE)
-    madvise(d, alloc, MADV_HUGEPAGE);
+    madvise(mem, alloc, MADV_HUGEPAGE);
 #endif
+    return mem;
+}
+
+int cpu_q8s_build(cpu_q8s *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t K)
+{
+    memset(s, 0, sizeof *s);
+    const int64_t nb = K / 32, ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G;
+    uint8_t *d = cpu_q8s_alloc(cpu_q8s_bytes(N, K));
+    if (!d)
+        return -1;
     float wmax = 0;
     bool nan = false;
     /* rows past N (the last group's): zero codes (+128) and zero scales */
@@ -164,13 +170,7 @@ static void cand_compact(cpu_q8s_cand *c)
     if (c->n < c->k)
         return;
     c->thr = float_at_or_below((double)cpu_q8s_kth(c->val, c->n, c->k) - c->e2);
-    int m = 0;
-    for (int i = 0; i < c->n; i++)
-        if (c->val[i] >= c->thr) {
-            c->idx[m] = c->idx[i];
-            c->val[m++] = c->val[i];
-        }
-    c->n = m;
+    c->n = cpu_q8s_keep(c->idx, c->val, c->n, c->thr);
 }
 
 /* k > 1: as cand_push */
@@ -210,14 +210,8 @@ static void cand_push(cpu_q8s_cand *c, int64_t base, const float *v, uint32_t ma
         if (!(v[l] >= c->thr))
             continue;
         if (c->n == c->cap) {           /* drop what the threshold has passed */
-            int k = 0;
-            for (int i = 0; i < c->n; i++)
-                if (c->val[i] >= c->thr) {
-                    c->idx[k] = c->idx[i];
-                    c->val[k++] = c->val[i];
-                }
-            c->n = k;
-            if (k == c->cap) {
+            c->n = cpu_q8s_keep(c->idx, c->val, c->n, c->thr);
+            if (c->n == c->cap) {
                 c->bad = true;
                 return;
             }

@@ -53,6 +53,9 @@ int  cpu_q8s_build(cpu_q8s *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_
 void cpu_q8s_free(cpu_q8s *s);
 /* bytes cpu_q8s_build allocates for N rows of K inputs */
 uint64_t cpu_q8s_bytes(int64_t N, int64_t K);
+/* bytes for a screen's copy, 2 MiB aligned, in huge pages where the kernel
+ * allows (free() releases it); NULL when out of memory */
+void *cpu_q8s_alloc(uint64_t bytes);
 
 /* One token's tables (from its Q8_0 activation row a of K inputs): dx[b]
  * the block scales as f32, cx[b] = 128 * the block's code sum, and the
@@ -81,6 +84,18 @@ typedef struct cpu_q8s_cand {
 #define CPU_Q8S_CAP_MAX 1024
 
 void cpu_q8s_cand_init(cpu_q8s_cand *c, double e2, int32_t *idx, float *val, int cap, int k);
+/* keeps the entries of idx/val (n of them) whose value is at least thr, in
+ * order; returns how many */
+static inline int cpu_q8s_keep(int32_t *idx, float *val, int n, float thr)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (val[i] >= thr) {
+            idx[m] = idx[i];
+            val[m++] = val[i];
+        }
+    return m;
+}
 /* the k-th largest of v[0..n) (1 <= k <= n <= CPU_Q8S_CAP_MAX) */
 float cpu_q8s_kth(const float *v, int n, int k);
 

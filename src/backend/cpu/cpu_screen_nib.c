@@ -1,0 +1,300 @@
+/* cpu_screen_nib.c: the high-nibble level of the greedy head's screen
+ * (cpu_screen_nib.h). */
+#include "cpu_screen_nib.h"
+#include "cpu_screen_q8.h"
+
+#include "../../quant/fp16.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+enum { QB = 34 };      /* a Q8_0 block: f16 scale, 32 codes */
+
+static uint64_t group_bytes(int64_t nb)
+{
+    return (uint64_t)nb * (CPU_Q8N_CODES + 2 * CPU_Q8N_G);
+}
+
+uint64_t cpu_q8n_bytes(int64_t N, int64_t K)
+{
+    const uint64_t g = group_bytes(K / 32);
+    /* groups start on 64-byte boundaries */
+    return (uint64_t)((N + CPU_Q8N_G - 1) / CPU_Q8N_G) * ((g + 63) / 64 * 64);
+}
+
+static uint64_t group_stride(int64_t nb)
+{
+    return (group_bytes(nb) + 63) / 64 * 64;
+}
+
+int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t K)
+{
+    memset(s, 0, sizeof *s);
+    const int64_t nb = K / 32, ng = (N + CPU_Q8N_G - 1) / CPU_Q8N_G;
+    const uint64_t gs = group_stride(nb);
+    uint8_t *d = cpu_q8s_alloc(cpu_q8n_bytes(N, K));
+    if (!d)
+        return -1;
+    /* rows past N: code 0 (nibble 8) and scale 0 (never read: not valid lanes) */
+    memset(d + (uint64_t)(ng - 1) * gs, 0x88, (uint64_t)nb * CPU_Q8N_CODES);
+    memset(d + (uint64_t)(ng - 1) * gs + (uint64_t)nb * CPU_Q8N_CODES, 0, (uint64_t)nb * 32);
+    for (int64_t r = 0; r < N; r++) {
+        const int64_t g = r / CPU_Q8N_G, j = r % CPU_Q8N_G;
+        uint8_t *gp = d + (uint64_t)g * gs;
+        const uint8_t *row = w + (uint64_t)r * wrb;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = row + (uint64_t)b * QB;
+            uint8_t *q = gp + (uint64_t)b * CPU_Q8N_CODES;
+            memcpy(gp + (uint64_t)nb * CPU_Q8N_CODES + (uint64_t)(b * 32 + 2 * j), blk, 2);
+            for (int m = 0; m < 4; m++)
+                for (int i = 0; i < 4; i++) {
+                    const int lo = ((int8_t)blk[2 + 8 * m + i] >> 4) + 8;
+                    const int hi = ((int8_t)blk[2 + 8 * m + 4 + i] >> 4) + 8;
+                    q[64 * m + 4 * j + i] = (uint8_t)(lo | hi << 4);
+                }
+        }
+    }
+    *s = (cpu_q8n){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d };
+    return 0;
+}
+
+void cpu_q8n_free(cpu_q8n *s)
+{
+    free(s->data);
+    memset(s, 0, sizeof *s);
+}
+
+/* the smallest float at or above t */
+static float float_up(double t)
+{
+    float f = (float)t;
+    if ((double)f < t)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+/* the largest float at or below t */
+static float float_down(double t)
+{
+    float f = (float)t;
+    if ((double)f > t)
+        f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+float cpu_q8n_token(const cpu_q8n *s, const uint8_t *a, double e2, float *dh, int32_t *sx,
+                    float *tb)
+{
+    bool ok = isfinite(e2);
+    for (int64_t b = 0; b < s->nb; b++) {
+        const uint8_t *blk = a + b * QB;
+        const float dx = quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+        int32_t sum = 0, abs = 0;
+        for (int i = 0; i < 32; i++) {
+            const int v = (int8_t)blk[2 + i];
+            sum += v;
+            abs += v < 0 ? -v : v;
+        }
+        dh[b] = dx * 0.5f;
+        sx[b] = 241 * sum;
+        tb[b] = float_up(7.5 * fabs((double)dx) * abs);
+        ok &= isfinite(tb[b]);
+    }
+    return ok ? float_up(e2) : INFINITY;
+}
+
+void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap)
+{
+    *l = (cpu_q8n_list){ .max = -INFINITY, .cap = cap, .grp = grp, .up = up };
+}
+
+/* g's codes and scales */
+static const uint8_t *grp_codes(const cpu_q8n *s, int64_t g)
+{
+    return s->data + (uint64_t)g * group_stride(s->nb);
+}
+
+void cpu_q8n_ref(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
+                 int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
+                 float *lo, float *hi, int64_t ldy)
+{
+    const int64_t nb = s->nb;
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *q = grp_codes(s, g), *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
+        for (int j = 0; j < CPU_Q8N_G && g * CPU_Q8N_G + j < s->N; j++)
+            for (int t = 0; t < nt; t++) {
+                float A = 0;
+                double B = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *x = act + (uint64_t)t * arb + (uint64_t)b * QB + 2;
+                    const uint8_t *c = q + (uint64_t)b * CPU_Q8N_CODES;
+                    int32_t D = 0;
+                    for (int m = 0; m < 4; m++)
+                        for (int i = 0; i < 4; i++) {
+                            const uint8_t v = c[64 * m + 4 * j + i];
+                            D += (v & 15) * (int8_t)x[8 * m + i] + (v >> 4) * (int8_t)x[8 * m + 4 + i];
+                        }
+                    const float dw = quant_f16_to_f32(
+                        (uint16_t)(sc[b * 32 + 2 * j] | sc[b * 32 + 2 * j + 1] << 8));
+                    A = fmaf((float)(32 * D - sx[t * nb + b]), dw * dh[t * nb + b], A);
+                    B += fabs((double)dw) * (double)tb[t * nb + b];
+                }
+                const double W = B + (double)e2f[t];
+                const int64_t o = t * ldy + g * CPU_Q8N_G + j;
+                lo[o] = float_down((double)A - W);
+                hi[o] = float_up((double)A + W);
+            }
+    }
+}
+
+/* k groups pushed: drop what the maximum has passed, then append */
+static void list_push(cpu_q8n_list *l, int32_t g, float up)
+{
+    if (l->n == l->cap) {
+        l->n = cpu_q8s_keep(l->grp, l->up, l->n, l->max);
+        if (l->n == l->cap) {
+            l->bad = true;
+            return;
+        }
+    }
+    l->grp[l->n] = g;
+    l->up[l->n++] = up;
+}
+
+#if defined(__x86_64__)
+#define VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define RUP (_MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+#define RDN (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+
+VNNI static inline __m512i bc4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* One group against nt <= 4 tokens: A and B of each */
+VNNI static inline __attribute__((always_inline)) void grp(const uint8_t *q, const uint8_t *sc,
+                                                          int64_t nb, const uint8_t *act,
+                                                          uint64_t arb, const float *dh,
+                                                          const int32_t *sx, const float *tb,
+                                                          const int nt, __m512 *A, __m512 *B)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++)
+        A[t] = B[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, q += CPU_Q8N_CODES) {
+        __m512i l[4], h[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            const __m512i v = _mm512_load_si512(q + 64 * m);
+            l[m] = _mm512_and_si512(v, m4);
+            h[m] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + b * 32)));
+        const __m512 adw = _mm512_abs_ps(dw);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *x = act + (uint64_t)t * arb + (uint64_t)b * QB + 2;
+            __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), l[0], bc4(x));
+            __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), h[0], bc4(x + 4));
+            s0 = _mm512_dpbusd_epi32(s0, l[1], bc4(x + 8));
+            s1 = _mm512_dpbusd_epi32(s1, h[1], bc4(x + 12));
+            s0 = _mm512_dpbusd_epi32(s0, l[2], bc4(x + 16));
+            s1 = _mm512_dpbusd_epi32(s1, h[2], bc4(x + 20));
+            s0 = _mm512_dpbusd_epi32(s0, l[3], bc4(x + 24));
+            s1 = _mm512_dpbusd_epi32(s1, h[3], bc4(x + 28));
+            const __m512i I = _mm512_sub_epi32(_mm512_slli_epi32(_mm512_add_epi32(s0, s1), 5),
+                                               _mm512_set1_epi32(sx[t * nb + b]));
+            A[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I),
+                                   _mm512_mul_ps(dw, _mm512_set1_ps(dh[t * nb + b])), A[t]);
+            B[t] = _mm512_fmadd_round_ps(adw, _mm512_set1_ps(tb[t * nb + b]), B[t], RUP);
+        }
+    }
+}
+
+VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
+                             uint64_t arb, int nt, const float *dh, const int32_t *sx,
+                             const float *tb, const float *e2f, cpu_q8n_list *l,
+                             const int32_t *ban, int n_ban, float *lo, float *hi, int64_t ldy)
+{
+    const int64_t nb = s->nb;
+    const uint64_t gs = group_stride(nb);
+    int bi = 0;
+    while (bi < n_ban && ban[bi] < g0 * CPU_Q8N_G)
+        bi++;
+    __m512 z = _mm512_setzero_ps();     /* NaN once a value is not finite */
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *q = s->data + (uint64_t)g * gs, *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
+        const int64_t base = g * CPU_Q8N_G;
+        const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
+        const __mmask16 valid = (__mmask16)(live == CPU_Q8N_G ? 0xffff : (1u << live) - 1);
+        __mmask16 open = valid;
+        for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
+            open &= (__mmask16) ~(1u << (ban[bi] - base));
+        for (int t0 = 0; t0 < nt; t0 += 4) {
+            const int n = nt - t0 < 4 ? nt - t0 : 4;
+            const uint8_t *at = act + (uint64_t)t0 * arb;
+            const float *dt = dh + t0 * nb, *bt = tb + t0 * nb;
+            const int32_t *st = sx + t0 * nb;
+            __m512 A[4], B[4];
+            switch (n) {
+            case 1: grp(q, sc, nb, at, arb, dt, st, bt, 1, A, B); break;
+            case 2: grp(q, sc, nb, at, arb, dt, st, bt, 2, A, B); break;
+            case 3: grp(q, sc, nb, at, arb, dt, st, bt, 3, A, B); break;
+            default: grp(q, sc, nb, at, arb, dt, st, bt, 4, A, B); break;
+            }
+            for (int u = 0; u < n; u++) {
+                const int t = t0 + u;
+                const __m512 W = _mm512_add_round_ps(B[u], _mm512_set1_ps(e2f[t]), RUP);
+                const __m512 vl = _mm512_sub_round_ps(A[u], W, RDN);
+                const __m512 vh = _mm512_add_round_ps(A[u], W, RUP);
+                if (lo) {
+                    _mm512_mask_storeu_ps(lo + (int64_t)t * ldy + base, valid, vl);
+                    _mm512_mask_storeu_ps(hi + (int64_t)t * ldy + base, valid, vh);
+                }
+                if (!l || !open)
+                    continue;
+                cpu_q8n_list *lt = &l[t];
+                z = _mm512_fmadd_ps(_mm512_mask_blend_ps(valid, _mm512_setzero_ps(), vh),
+                                    _mm512_setzero_ps(), z);
+                z = _mm512_fmadd_ps(_mm512_mask_blend_ps(valid, _mm512_setzero_ps(), vl),
+                                    _mm512_setzero_ps(), z);
+                const float gmax = _mm512_mask_reduce_max_ps(open, vl);
+                if (gmax > lt->max)
+                    lt->max = gmax;
+                const __mmask16 m = _mm512_mask_cmp_ps_mask(open, vh, _mm512_set1_ps(lt->max),
+                                                            _CMP_GE_OQ);
+                if (m)
+                    list_push(lt, (int32_t)g, _mm512_mask_reduce_max_ps(m, vh));
+            }
+        }
+        /* every token's list overflowed: the rest of the groups would not
+         * be read (the caller takes the int8 screen) */
+        bool all_bad = l != NULL;
+        for (int t = 0; all_bad && t < nt; t++)
+            all_bad = l[t].bad;
+        if (all_bad)
+            return;
+    }
+    if (l && _mm512_cmp_ps_mask(z, z, _CMP_UNORD_Q))
+        for (int t = 0; t < nt; t++)
+            l[t].bad = true;
+}
+#else
+void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
+                        uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
+                        const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
+                        float *lo, float *hi, int64_t ldy)
+{
+    (void)s, (void)g0, (void)g1, (void)act, (void)arb, (void)nt, (void)dh, (void)sx, (void)tb;
+    (void)e2f, (void)l, (void)ban, (void)n_ban, (void)lo, (void)hi, (void)ldy;
+    abort();        /* never chosen off x86-64 */
+}
+#endif
