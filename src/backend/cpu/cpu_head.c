@@ -78,6 +78,7 @@ typedef struct cpu_head {
     cpu_q8n_list *nl;                   /* ncap_threads x ncap_rows */
     int32_t      *ngrp;                 /* ncap_threads x ncap_rows x NIB_CAP */
     float        *nup;
+    _Atomic uint32_t *nshared;          /* ncap_rows: the threads' shared maxima */
 } cpu_head;
 
 static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
@@ -126,6 +127,7 @@ void cpu_head_free(void *impl)
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
     free(h->dh), free(h->tb), free(h->e2f), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
+    free((void *)h->nshared);
     free(h);
 }
 
@@ -231,7 +233,8 @@ static bool nib_of(cpu_head *h, const be_weight *w, int64_t R, int T)
                         grow(&h->sx, sizeof *h->sx * nb * (size_t)r) &
                         grow(&h->nl, sizeof *h->nl * slots) &
                         grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
-                        grow(&h->nup, sizeof *h->nup * slots * NIB_CAP);
+                        grow(&h->nup, sizeof *h->nup * slots * NIB_CAP) &
+                        grow(&h->nshared, sizeof *h->nshared * (size_t)r);
         if (!ok)
             return false;
         h->ncap_rows = r;
@@ -268,17 +271,19 @@ static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
     for (int64_t t = 0; t < R; t++)
         h->e2f[t] = cpu_q8n_token(&h->n, j->act + (uint64_t)t * j->arb, h->e2[t], h->dh + t * nb,
                                   h->sx + t * nb, h->tb + t * nb);
+    for (int64_t t = 0; t < R; t++)
+        atomic_store(&h->nshared[t], cpu_q8n_key(-INFINITY));
     for (int th = 0; th < T; th++)
         for (int64_t t = 0; t < R; t++) {
             const int64_t slot = (int64_t)th * R + t;
             cpu_q8n_list_init(&h->nl[slot], h->ngrp + slot * NIB_CAP, h->nup + slot * NIB_CAP,
-                              NIB_CAP);
+                              NIB_CAP, &h->nshared[t]);
         }
     int64_t grain = h->n.ng / (2 * (int64_t)T);
     cpu_for(be, h->n.ng, grain > 1 ? grain : 1, nib_task, (void *)j);
     long kept = 0;
     for (int64_t t = 0; t < R; t++) {
-        float M = -INFINITY;
+        float M = cpu_q8n_unkey(atomic_load(&h->nshared[t]));
         for (int th = 0; th < T; th++) {
             const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
             if (l->bad)

@@ -108,9 +108,36 @@ float cpu_q8n_token(const cpu_q8n *s, const uint8_t *a, double e2, float *dh, in
     return ok ? float_up(e2) : INFINITY;
 }
 
-void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap)
+void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap,
+                       _Atomic uint32_t *shared)
 {
-    *l = (cpu_q8n_list){ .max = -INFINITY, .cap = cap, .grp = grp, .up = up };
+    *l = (cpu_q8n_list){ .max = -INFINITY, .thr = -INFINITY, .cap = cap, .grp = grp, .up = up,
+                         .shared = shared };
+}
+
+/* the list's max, which has just risen, into thr and the shared value */
+static void publish(cpu_q8n_list *l)
+{
+    if (l->max > l->thr)
+        l->thr = l->max;
+    if (!l->shared || l->max != l->max)
+        return;
+    const uint32_t k = cpu_q8n_key(l->max);
+    uint32_t cur = atomic_load_explicit(l->shared, memory_order_relaxed);
+    while (cur < k && !atomic_compare_exchange_weak_explicit(l->shared, &cur, k,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+}
+
+/* thr raised to the shared value where that is larger */
+static void refresh(cpu_q8n_list *l)
+{
+    if (!l->shared)
+        return;
+    const float s = cpu_q8n_unkey(atomic_load_explicit(l->shared, memory_order_relaxed));
+    if (s > l->thr)
+        l->thr = s;
 }
 
 /* g's codes and scales */
@@ -152,11 +179,12 @@ void cpu_q8n_ref(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, u
     }
 }
 
-/* k groups pushed: drop what the maximum has passed, then append */
+/* a group pushed: when full, drop what the threshold has passed, then append */
 static void list_push(cpu_q8n_list *l, int32_t g, float up)
 {
     if (l->n == l->cap) {
-        l->n = cpu_q8s_keep(l->grp, l->up, l->n, l->max);
+        refresh(l);
+        l->n = cpu_q8s_keep(l->grp, l->up, l->n, l->thr);
         if (l->n == l->cap) {
             l->bad = true;
             return;
@@ -262,15 +290,17 @@ VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uin
                 if (!l || !open)
                     continue;
                 cpu_q8n_list *lt = &l[t];
-                z = _mm512_fmadd_ps(_mm512_mask_blend_ps(valid, _mm512_setzero_ps(), vh),
-                                    _mm512_setzero_ps(), z);
-                z = _mm512_fmadd_ps(_mm512_mask_blend_ps(valid, _mm512_setzero_ps(), vl),
-                                    _mm512_setzero_ps(), z);
-                const float gmax = _mm512_mask_reduce_max_ps(open, vl);
-                if (gmax > lt->max)
-                    lt->max = gmax;
-                const __mmask16 m = _mm512_mask_cmp_ps_mask(open, vh, _mm512_set1_ps(lt->max),
-                                                            _CMP_GE_OQ);
+                /* NaN where either end is (or W is infinite) */
+                z = _mm512_mask3_fmadd_ps(_mm512_add_ps(vl, vh), _mm512_setzero_ps(), z, valid);
+                if (_mm512_mask_cmp_ps_mask(open, vl, _mm512_set1_ps(lt->max), _CMP_GT_OQ)) {
+                    lt->max = _mm512_mask_reduce_max_ps(open, vl);
+                    publish(lt);
+                }
+                __mmask16 m = _mm512_mask_cmp_ps_mask(open, vh, _mm512_set1_ps(lt->thr), _CMP_GE_OQ);
+                if (m && lt->shared) {  /* another thread's maximum may rule the group out */
+                    refresh(lt);
+                    m = _mm512_mask_cmp_ps_mask(open, vh, _mm512_set1_ps(lt->thr), _CMP_GE_OQ);
+                }
                 if (m)
                     list_push(lt, (int32_t)g, _mm512_mask_reduce_max_ps(m, vh));
             }

@@ -33,6 +33,7 @@
 #ifndef Q36_CPU_SCREEN_NIB_H
 #define Q36_CPU_SCREEN_NIB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -58,17 +59,38 @@ float cpu_q8n_token(const cpu_q8n *s, const uint8_t *a, double e2, float *dh, in
 
 /* A token's kept groups: max is the largest A_r - W_r met so far (rounded
  * down), up[i] the largest A_r + W_r of group grp[i] (rounded up), where it
- * was at least max when met. bad: a non-finite value, or more groups than
- * cap. */
+ * was at least thr when met. bad: a non-finite value, or more groups than
+ * cap. Threads that screen one token share their maxima through *shared
+ * (may be NULL; cpu_q8n_key's order): thr is the larger of max and the
+ * shared value, so a thread whose groups hold none of the best rows still
+ * rules its rows out. */
 typedef struct cpu_q8n_list {
-    float    max;
+    float    max, thr;
     int      n, cap;
     bool     bad;
     int32_t *grp;
     float   *up;
+    _Atomic uint32_t *shared;
 } cpu_q8n_list;
 
-void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap);
+void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap,
+                       _Atomic uint32_t *shared);
+
+/* a float's key, ordered as the floats are (not for NaN), and back */
+static inline uint32_t cpu_q8n_key(float f)
+{
+    uint32_t b;
+    __builtin_memcpy(&b, &f, 4);
+    return b & 0x80000000u ? ~b : b | 0x80000000u;
+}
+
+static inline float cpu_q8n_unkey(uint32_t k)
+{
+    const uint32_t b = k & 0x80000000u ? k & 0x7fffffffu : ~k;
+    float f;
+    __builtin_memcpy(&f, &b, 4);
+    return f;
+}
 
 /* Groups [g0, g1) against nt tokens (token t's Q8_0 row at act + t * arb,
  * its tables at dh/sx/tb + t * nb and its rounded e2 at e2f[t]); the n_ban
