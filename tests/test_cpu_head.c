@@ -734,8 +734,8 @@ int main(int argc, char **argv)
                 test_head(be, threads, (enum head_kind)k, 256, 40000, 9, 0);
                 test_head(be, threads, (enum head_kind)k, 1024, 777, 3, 8);
             }
-            if (k == H_PEAK)    /* more groups than a thread's nibble list holds */
-                test_head(be, threads, (enum head_kind)k, 256, 40000, 2, 0);
+            if (k == H_PEAK)    /* more groups a thread than its nibble list holds (2,048) */
+                test_head(be, threads, (enum head_kind)k, 256, 400000, 2, 0);
         }
         be_free(be);
     }

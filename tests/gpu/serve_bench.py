@@ -40,9 +40,10 @@ llama-server. Server logs go to --log-dir.
 
 With --base-q36 instead of --llama-server, the baseline is a second q36
 configuration (`q36 serve` with the --base-q36-arg arguments, none by
-default) taking turns with the first (its --q36-arg ones) in the same way:
-e.g. MTP drafting (--q36-arg=--spec-type --q36-arg=draft-mtp) beside plain
-decoding on the same model, the ratio its speed-up.
+default, and the --base-q36-env variables in its environment) taking turns
+with the first (its --q36-arg ones) in the same way: e.g. MTP drafting
+(--q36-arg=--spec-type --q36-arg=draft-mtp) beside plain decoding on the
+same model, the ratio its speed-up.
 
 Exit status: 0 when every server started and every request succeeded; 1
 when a server did not start or any request failed (both are printed, with
@@ -129,7 +130,10 @@ class Server:
     def start(self):
         t0 = time.monotonic()
         with open(self.out, "w") as o, open(self.err, "w") as e:
-            self.proc = subprocess.Popen(self.cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+            env = dict(os.environ)
+            if self.engine == "base":   # --base-q36-env VAR=value
+                env.update(kv.split("=", 1) for kv in self.a.base_q36_env)
+            self.proc = subprocess.Popen(self.cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env=env)
         while time.monotonic() - t0 < self.a.start_timeout:
             if self.proc.poll() is not None:
                 raise StartError(f"{self.engine} exited with status {self.proc.returncode}: {tail(self.err)}")
@@ -350,7 +354,8 @@ def table(a, rows, engines):
     o = engines[-1]                     # the baseline: "llama" or "base"
     name = "llama-server" if o == "llama" else "q36 base"
     if o == "base":
-        print(f"q36: {' '.join(a.q36_arg) or '(no arguments)'}; q36 base: {' '.join(a.base_q36_arg) or '(no arguments)'}\n")
+        print(f"q36: {' '.join(a.q36_arg) or '(no arguments)'}; q36 base: "
+              f"{' '.join(a.base_q36_env + a.base_q36_arg) or '(no arguments)'}\n")
     hdr = f"| -np | reps ({'q36, ' + o if both else 'q36'}) | q36 tok/s | q36 TTFT ms med / p90 |"
     sep = "|---:|---:|---:|---:|"
     if both:
@@ -419,6 +424,8 @@ def main():
     p.add_argument("--base-q36", action="store_true",
                    help="the baseline is q36 serve with --base-q36-arg's arguments, not llama-server")
     p.add_argument("--base-q36-arg", action="append", default=[])
+    p.add_argument("--base-q36-env", action="append", default=[],
+                   help="VAR=value in the baseline q36 serve's environment (with --base-q36)")
     p.add_argument("--log-dir", default="")
     a = p.parse_args()
     try:
@@ -432,6 +439,8 @@ def main():
             p.error(f"{f}: no such file")
     a.log_dir = a.log_dir or tempfile.mkdtemp(prefix="serve-bench-")
     os.makedirs(a.log_dir, exist_ok=True)
+    if any("=" not in kv for kv in a.base_q36_env):
+        p.error("--base-q36-env takes VAR=value")
     if a.base_q36 and a.llama_server:
         p.error("--base-q36 and --llama-server: one baseline at a time")
     engines = ["q36"] + (["llama"] if a.llama_server else ["base"] if a.base_q36 else [])

@@ -48,7 +48,7 @@
 #define COPY_MAX   (1ull << 30)         /* the largest head copied for the screen */
 #define SHORT_K    512                  /* the longest rows screened one row at a time by default */
 #define NIB_ROWS   4                    /* the largest batch taking the nibble level by default */
-#define NIB_CAP    512                  /* groups a thread keeps per token at the nibble level */
+#define NIB_CAP    2048                 /* groups a thread keeps per token at the nibble level */
 #define NIB_MISS   4                    /* batches in a row handed on ... */
 #define NIB_SKIP   256                  /* ... skip the level for this many */
 
