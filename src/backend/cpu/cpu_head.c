@@ -79,6 +79,7 @@ typedef struct cpu_head {
     int32_t      *ngrp;                 /* ncap_threads x ncap_rows x NIB_CAP */
     float        *nup;
     _Atomic uint32_t *nshared;          /* ncap_rows: the threads' shared maxima */
+    int32_t      *pairs;                /* ncap_threads x ncap_rows x NIB_CAP x 2: (token, group) */
 } cpu_head;
 
 static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
@@ -127,7 +128,7 @@ void cpu_head_free(void *impl)
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
     free(h->dh), free(h->tb), free(h->e2f), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
-    free((void *)h->nshared);
+    free((void *)h->nshared), free(h->pairs);
     free(h);
 }
 
@@ -234,7 +235,8 @@ static bool nib_of(cpu_head *h, const be_weight *w, int64_t R, int T)
                         grow(&h->nl, sizeof *h->nl * slots) &
                         grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
                         grow(&h->nup, sizeof *h->nup * slots * NIB_CAP) &
-                        grow(&h->nshared, sizeof *h->nshared * (size_t)r);
+                        grow(&h->nshared, sizeof *h->nshared * (size_t)r) &
+                        grow(&h->pairs, sizeof *h->pairs * slots * NIB_CAP * 2);
         if (!ok)
             return false;
         h->ncap_rows = r;
@@ -260,6 +262,19 @@ static void nib_task(void *arg, int64_t g0, int64_t g1, int tid)
                        h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
 }
 
+static void pair_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    const head_job *j = arg;
+    const cpu_head *h = j->h;
+    const int64_t nb = h->s.nb;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t = h->pairs[2 * i], g = h->pairs[2 * i + 1];
+        cpu_q8s_avx512vnni(&h->s, g, g + 1, j->act + (uint64_t)t * j->arb, j->arb, 1,
+                           h->dx + t * nb, h->cx + t * nb, h->cand + (int64_t)tid * j->R + t,
+                           j->ban, j->n_ban, NULL, 0);
+    }
+}
+
 /* The nibble level for every token of the batch, then the int8 screen over
  * each token's kept groups; false when a token needs the int8 screen over
  * every group (the candidate lists are then to be made again). */
@@ -281,7 +296,7 @@ static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
         }
     int64_t grain = h->n.ng / (2 * (int64_t)T);
     cpu_for(be, h->n.ng, grain > 1 ? grain : 1, nib_task, (void *)j);
-    long kept = 0;
+    int64_t n = 0;      /* the (token, group) pairs for the int8 screen */
     for (int64_t t = 0; t < R; t++) {
         float M = cpu_q8n_unkey(atomic_load(&h->nshared[t]));
         for (int th = 0; th < T; th++) {
@@ -296,16 +311,17 @@ static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
             const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
             for (int i = 0; i < l->n; i++)
                 if (l->up[i] >= M) {
-                    const int64_t g = l->grp[i];
-                    cpu_q8s_avx512vnni(&h->s, g, g + 1, j->act + (uint64_t)t * j->arb, j->arb, 1,
-                                       h->dx + t * nb, h->cx + t * nb, &h->cand[t], j->ban,
-                                       j->n_ban, NULL, 0);
-                    kept++;
+                    h->pairs[2 * n] = (int32_t)t;
+                    h->pairs[2 * n++ + 1] = l->grp[i];
                 }
         }
     }
+    /* spread over the threads: a pair's group is one scattered read of a
+     * few KiB, and a token's candidates go to the list of the thread that
+     * met them (choose() reads every thread's) */
+    cpu_for(be, n, n / (2 * (int64_t)T) > 1 ? n / (2 * (int64_t)T) : 1, pair_task, (void *)j);
     atomic_fetch_add(&g_nstat[0], R);
-    atomic_fetch_add(&g_nstat[2], kept);
+    atomic_fetch_add(&g_nstat[2], n);
     h->nib_miss = 0;
     return true;
 whole:
