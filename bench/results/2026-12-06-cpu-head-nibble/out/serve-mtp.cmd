@@ -1,0 +1,1 @@
+NGL=0 python3 tests/gpu/serve_bench.py ./build/q36 build/default.gguf --base-q36 --base-q36-env Q36_CPU_HEADNIB=0 --q36-arg=--spec-type --q36-arg=draft-mtp --q36-arg=--draft-vocab --q36-arg=16384 --base-q36-arg=--spec-type --base-q36-arg=draft-mtp --base-q36-arg=--draft-vocab --base-q36-arg=16384 --np 1 --seconds 12 --max-tokens 128 --ctx 2048 --reps 2 --budget 200
