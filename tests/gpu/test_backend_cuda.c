@@ -2212,8 +2212,10 @@ static void test_mvgrp(const be_shape *sh)
  * bits, for the four pairs of Q4_K and Q6_K expert and shared weights, K
  * 512 (8 lanes a Q4_K row), 1024 (16) and 2048 (32), shared K 256 or the
  * experts', top-8 and top-3 of 40 experts, 200 output rows (a block's
- * rows cut short), tokens 1, 3 and 8 (decode, verify passes) and 33 (above
- * mv_rows: the three ops in both). Cases cuda.moedown_same_bits_E_S_kK_topN_tT. */
+ * rows cut short), tokens 1 (decode), 3 and 8 (verify passes: from
+ * Q36_CUDA_MMQ's 2 rows the fused kernel declines, as the unfused dense
+ * product is k_mmq's, so the three ops in both) and 33 (above mv_rows: the
+ * three ops in both). Cases cuda.moedown_same_bits_E_S_kK_topN_tT. */
 static void test_moedown(const be_shape *sh)
 {
     be_ctx *cx[2];

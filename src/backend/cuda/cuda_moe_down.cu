@@ -147,15 +147,19 @@ __global__ void __launch_bounds__(32 * MD_WARPS) k_moe_down8(md_args a)
 static bool q4q6(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
 
 /* the fused kernel when it takes these rows: decode rows in fast mode on
- * int8 activations, where the unfused experts' product is the per-row
- * kernel (not the grouped GEMMs of long batches) */
+ * int8 activations, where the unfused ops are the per-row kernels whose
+ * bits it keeps: not the grouped GEMMs of long batches, and not batches of
+ * Q36_CUDA_MMQ's rows and more, whose shared expert's product is k_mmq's
+ * (another order: the moedown_same_bits cases of 3 and 8 tokens failed on
+ * the GPU on 2026-12-06, the first run of them since k_mmq) */
 static bool md_takes(const cuda_ctx *c, const be_weight *we, const be_tensor *x,
                      const be_tensor *sel, const be_weight *ws, const be_tensor *g,
                      const be_tensor *u)
 {
     const int64_t T = sel->rows, k = sel->cols, Fe = (int64_t)we->t->ne[0],
                   Fs = (int64_t)ws->t->ne[0], E = (int64_t)we->t->ne[2];
-    return c->moe_down && c->mv8 && T >= 1 && T <= c->mv_rows && k >= 1 && k <= MD_KMAX &&
+    return c->moe_down && c->mv8 && T >= 1 && T <= c->mv_rows && (!c->mmq_min || T < c->mmq_min) &&
+           k >= 1 && k <= MD_KMAX &&
            q4q6(we->type) && q4q6(ws->type) && Fe % 256 == 0 && Fs % 256 == 0 &&
            x->rows == T * k && !x->f16 && !g->f16 && !u->f16 &&
            (int64_t)ws->t->ne[1] == (int64_t)we->t->ne[1] && T <= 65535 &&
