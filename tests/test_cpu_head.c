@@ -25,9 +25,11 @@
  *                   value bits), k 1-64, on the same heads;
  *  nib.bound_*:     the nibble level's intervals [A - W, A + W] (the
  *                   reference's, and the AVX-512 VNNI kernel's where the CPU
- *                   has it) hold the exact kernel's output for every row,
- *                   and the kernel's are the reference's but for rounding;
- *  head.*.nib:      batches of at most 4 rows take the nibble level first;
+ *                   has it, and the AVX2 kernel's) hold the exact kernel's
+ *                   output for every row, and the kernels' are the
+ *                   reference's but for rounding;
+ *  head.*.nib:      batches of at most 4 rows take the nibble level first
+ *                   (also on CPUs with AVX2 alone, its AVX2 kernel);
  *                   on "peak" heads (each token its own best row, as a
  *                   trained head) it settles every token;
  *  screen.kth:      the list's k-th largest value against a sort;
@@ -211,8 +213,8 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
     float *dx = malloc(sizeof(float) * (size_t)(nb * T)), *dh = malloc(sizeof(float) * (size_t)(nb * T));
     float *tb = malloc(sizeof(float) * (size_t)(nb * T)), e2f[16];
     int32_t *cx = malloc(sizeof(int32_t) * (size_t)(nb * T)), *sx = malloc(sizeof(int32_t) * (size_t)(nb * T));
-    float *y[4];
-    for (int i = 0; i < 4; i++) {
+    float *y[6];
+    for (int i = 0; i < 6; i++) {
         y[i] = malloc(sizeof(float) * (size_t)(ld * T));
         for (int64_t k = 0; k < ld * T; k++)
             y[i][k] = -7.0f;
@@ -222,7 +224,11 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
         e2f[t] = cpu_q8n_token(&sn, a + (uint64_t)t * rb, e2, dh + t * nb, sx + t * nb, tb + t * nb);
     }
     cpu_q8n_ref(&sn, 0, sn.ng, a, rb, T, dh, sx, tb, e2f, y[0], y[1], ld);
-    const bool vnni = has_vnni();
+    const bool vnni = has_vnni(), avx2 = quant_path_available(QUANT_PATH_AVX2);
+    if (avx2) {
+        cpu_q8n_avx2(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[4], y[5], ld);
+        cpu_q8n_avx2(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[4], y[5], ld);
+    }
     if (vnni) {
         cpu_q8n_avx512vnni(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2], y[3], ld);
         cpu_q8n_avx512vnni(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2],
@@ -248,6 +254,14 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
                 snprintf(why, sizeof why, "token %d row %lld: avx512vnni [%.9g, %.9g], reference "
                          "[%.9g, %.9g]", t, (long long)n, (double)y[2][o], (double)y[3][o],
                          (double)lo, (double)hi);
+            else if (avx2 && !(y[4][o] <= e && e <= y[5][o]))
+                snprintf(why, sizeof why, "token %d row %lld: avx2 [%.9g, %.9g] misses the exact "
+                         "%.9g", t, (long long)n, (double)y[4][o], (double)y[5][o], (double)e);
+            else if (avx2 && !(fabs((double)y[4][o] - lo) <= 5e-4 * (fabs(A) + W) &&
+                               fabs((double)y[5][o] - hi) <= 5e-4 * (fabs(A) + W)))
+                snprintf(why, sizeof why, "token %d row %lld: avx2 [%.9g, %.9g], reference "
+                         "[%.9g, %.9g]", t, (long long)n, (double)y[4][o], (double)y[5][o],
+                         (double)lo, (double)hi);
             if (W > 0)
                 worst = fmax(worst, fabs(A - (double)e) / W);
         }
@@ -256,7 +270,7 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
     t_check(name, !why[0], "%s", why);
     cpu_q8s_free(&s);
     cpu_q8n_free(&sn);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         free(y[i]);
     free(w), free(a), free(dx), free(dh), free(tb), free(cx), free(sx);
 }
@@ -377,14 +391,15 @@ static void check_screened(const char *name, enum head_kind kind, int64_t R, con
 
 /* NAME.nib: the nibble level took the batch when it had at most 4 rows
  * (cpu_head.c's default), and settled every token of the peaked heads,
- * handing none on; a skip without AVX-512 VNNI. */
+ * handing none on (AVX-512 VNNI: before the int8 screen; AVX2 alone:
+ * before exact products of the kept groups); a skip without AVX2. */
 static void check_nib(const char *name, enum head_kind kind, int64_t R, const long n0[3],
                       const long n1[3])
 {
     char nm[112];
     snprintf(nm, sizeof nm, "%s.nib", name);
-    if (!has_vnni()) {
-        t_skip(nm, "this CPU lacks AVX-512 VNNI (no nibble level)");
+    if (!has_vnni() && !quant_path_available(QUANT_PATH_AVX2)) {
+        t_skip(nm, "this CPU lacks AVX2 (no nibble level)");
         return;
     }
     const long settled = n1[0] - n0[0], handed = n1[1] - n0[1], groups = n1[2] - n0[2];
@@ -676,7 +691,8 @@ int main(int argc, char **argv)
         gguf_tensor q4 = q8;
         q4.type = QT_Q4_K;
         const uint64_t want = has_vnni() ? cpu_q8s_bytes(151680, 256) + cpu_q8n_bytes(151680, 256)
-                                         : 0;
+                              : quant_path_available(QUANT_PATH_AVX2) ? cpu_q8n_bytes(151680, 256)
+                                                                      : 0;
         const uint64_t got = be_cpu_head_screen_bytes(&q8), got4 = be_cpu_head_screen_bytes(&q4);
         setenv("Q36_CPU_HEADSCREEN", "0", 1);
         const uint64_t off = be_cpu_head_screen_bytes(&q8);

@@ -4,6 +4,8 @@
 # after "def fib(n):", 2 threads), REPS rounds; then the test program's
 # kernel timings (test_cpu_head bench: one thread, random 151,680 x 256
 # head). From the repository root, after make q36 build/tests/test_cpu_head.
+# With Q36_QUANT_PATH_MAX=avx2 in the environment: as on a CPU without
+# AVX-512 (the level's AVX2 kernel and exact products of the kept groups).
 # Usage: bench/results/2026-12-06-cpu-head-nibble/run.sh OUT_DIR [REPS (7)]
 set -eu
 out=${1:?usage: run.sh OUT_DIR [REPS]} reps=${2:-7}
@@ -13,6 +15,7 @@ mkdir -p "$out"
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- src tools Makefile || echo ' (with uncommitted changes)')"
     echo "lscpu:"; lscpu | grep -vE '^(Flags|Vulnerability)'
     echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -oE 'avx512[a-z_0-9]*|avx2|fma' | sort -u | tr '\n' ' ')"
+    echo "Q36_QUANT_PATH_MAX: ${Q36_QUANT_PATH_MAX:-(unset)}"
     echo "load before: $(cat /proc/loadavg)"
 } >"$out/machine.txt"
 for r in $(seq "$reps"); do

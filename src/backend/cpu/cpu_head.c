@@ -30,7 +30,12 @@
  * groups of 16 rows that may hold a token's best row, and the int8 screen
  * then runs over those groups only. A token whose nibble level cannot
  * tell (too many groups kept, a non-finite value) takes the int8 screen
- * over every group, as without the level. */
+ * over every group, as without the level.
+ *
+ * CPUs with AVX2 but no AVX-512 VNNI have no int8 screen; there the same
+ * batches (under the screen's switch and row rule) take the nibble level's
+ * AVX2 kernel and then the exact products of the kept groups' rows, and a
+ * token it cannot settle sends the batch to the full product. */
 #include "cpu.h"
 
 #include <assert.h>
@@ -42,6 +47,7 @@
 #include "cpu_gemm_q8.h"
 #include "cpu_screen_nib.h"
 #include "cpu_screen_q8.h"
+#include "../../quant/fp16.h"
 
 #define CAND_CAP   256                  /* list entries a thread keeps per token */
 #define ARGMAX_CAP 64                   /* of which a greedy choice uses (near-ties of the best) */
@@ -55,6 +61,7 @@
 typedef struct cpu_head {
     cpu_q8s       s;
     bool          built;                /* s holds the copy (else the build failed or was refused) */
+    bool          tried;                /* the copy was asked for */
     int64_t       cap_rows;             /* tokens the tables below hold */
     int           cap_threads;
     float        *dx;                   /* cap_rows x nb */
@@ -143,13 +150,16 @@ int cpu_head_screen_env(void)
 
 uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 {
-    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() == 0 ||
-        !quant_path_available(QUANT_PATH_AVX512VNNI))
+    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() == 0)
         return 0;
+    const uint64_t nib = cpu_head_nib_env() == 0 ? 0 : cpu_q8n_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]);
+    if (!quant_path_available(QUANT_PATH_AVX512VNNI))     /* AVX2: the nibble copy alone */
+        return quant_path_available(QUANT_PATH_AVX2) && t->ne[0] / 32 <= 4096 && nib <= COPY_MAX
+                   ? nib : 0;
     const uint64_t b = cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]);
     if (b > COPY_MAX)
         return 0;
-    return b + (cpu_head_nib_env() == 0 ? 0 : cpu_q8n_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]));
+    return b + nib;
 }
 
 static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
@@ -173,8 +183,29 @@ static bool grow(void *pp, size_t bytes)
     return true;
 }
 
-/* The weight's screen with tables for R tokens and T threads, or NULL. */
-static cpu_head *head_of(be_weight *w, int64_t R, int T)
+/* s's sizes and largest block scale without its copy (the AVX2 nibble
+ * path's bound: cpu_q8s_token reads nb and wmax only) */
+static void head_meta(cpu_head *h, const be_weight *w)
+{
+    const int64_t N = (int64_t)w->t->ne[1], K = (int64_t)w->t->ne[0], nb = K / 32;
+    float wmax = 0;
+    bool nan = false;
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *p = (const uint8_t *)w->data + (uint64_t)r * w->row_bytes + (uint64_t)b * 34;
+            const float m = fabsf(quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8)));
+            if (m != m)
+                nan = true;
+            else if (m > wmax)
+                wmax = m;
+        }
+    h->s = (cpu_q8s){ .N = N, .K = K, .nb = nb, .ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G,
+                      .wmax = nan ? NAN : wmax };
+}
+
+/* The weight's screen with tables for R tokens and T threads, or NULL;
+ * q8s: with the int8 copy (else its sizes and bound only). */
+static cpu_head *head_of(be_weight *w, int64_t R, int T, bool q8s)
 {
     cpu_head *h = w->impl;
     if (!h) {
@@ -182,11 +213,16 @@ static cpu_head *head_of(be_weight *w, int64_t R, int T)
         if (!h)
             return NULL;
         w->impl = h;
+    }
+    if (q8s && !h->tried) {
+        h->tried = true;
         h->built = cpu_q8s_build(&h->s, w->data, w->row_bytes, (int64_t)w->t->ne[1],
                                  (int64_t)w->t->ne[0]) == 0;
     }
-    if (!h->built)
+    if (q8s && !h->built)
         return NULL;
+    if (!q8s && !h->s.nb)
+        head_meta(h, w);
     if (R > h->cap_rows || T > h->cap_threads) {
         const int64_t r = R > h->cap_rows ? R : h->cap_rows;
         const int t = T > h->cap_threads ? T : h->cap_threads;
@@ -252,13 +288,14 @@ typedef struct {
     int64_t         R;
     const int32_t  *ban;
     int             n_ban;
+    bool            avx2;           /* the nibble level's AVX2 kernel (no int8 screen) */
 } head_job;
 
 static void nib_task(void *arg, int64_t g0, int64_t g1, int tid)
 {
     const head_job *j = arg;
     const cpu_head *h = j->h;
-    cpu_q8n_avx512vnni(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
+    (j->avx2 ? cpu_q8n_avx2 : cpu_q8n_avx512vnni)(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
                        h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
 }
 
@@ -275,10 +312,44 @@ static void pair_task(void *arg, int64_t i0, int64_t i1, int tid)
     }
 }
 
-/* The nibble level for every token of the batch, then the int8 screen over
- * each token's kept groups; false when a token needs the int8 screen over
- * every group (the candidate lists are then to be made again). */
-static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
+/* After the level: each token's kept (token, group) pairs into h->pairs;
+ * their count, or -1 when a token cannot be settled */
+static int64_t nib_pairs(cpu_head *h, int64_t R, int T)
+{
+    int64_t n = 0;
+    for (int64_t t = 0; t < R; t++) {
+        float M = cpu_q8n_unkey(atomic_load(&h->nshared[t]));
+        for (int th = 0; th < T; th++) {
+            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
+            if (l->bad)
+                return -1;
+            M = l->max > M ? l->max : M;
+        }
+        if (!isfinite(M) || !isfinite(h->e2f[t]))
+            return -1;
+        for (int th = 0; th < T; th++) {        /* threads' groups are disjoint */
+            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
+            for (int i = 0; i < l->n; i++)
+                if (l->up[i] >= M) {
+                    h->pairs[2 * n] = (int32_t)t;
+                    h->pairs[2 * n++ + 1] = l->grp[i];
+                }
+        }
+    }
+    return n;
+}
+
+static void nib_missed(cpu_head *h, int64_t R)
+{
+    atomic_fetch_add(&g_nstat[1], R);
+    if (++h->nib_miss >= NIB_MISS) {
+        h->nib_miss = 0;
+        h->nib_skip = NIB_SKIP;
+    }
+}
+
+/* the level's tables for the batch and its pass over every group */
+static void nib_level(be_ctx *be, cpu_head *h, const head_job *j)
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = j->R, nb = h->n.nb;
@@ -296,26 +367,19 @@ static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
         }
     int64_t grain = h->n.ng / (2 * (int64_t)T);
     cpu_for(be, h->n.ng, grain > 1 ? grain : 1, nib_task, (void *)j);
-    int64_t n = 0;      /* the (token, group) pairs for the int8 screen */
-    for (int64_t t = 0; t < R; t++) {
-        float M = cpu_q8n_unkey(atomic_load(&h->nshared[t]));
-        for (int th = 0; th < T; th++) {
-            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
-            if (l->bad)
-                goto whole;
-            M = l->max > M ? l->max : M;
-        }
-        if (!isfinite(M) || !isfinite(h->e2f[t]))
-            goto whole;
-        for (int th = 0; th < T; th++) {        /* threads' groups are disjoint */
-            const cpu_q8n_list *l = &h->nl[(int64_t)th * R + t];
-            for (int i = 0; i < l->n; i++)
-                if (l->up[i] >= M) {
-                    h->pairs[2 * n] = (int32_t)t;
-                    h->pairs[2 * n++ + 1] = l->grp[i];
-                }
-        }
-    }
+}
+
+/* The nibble level for every token of the batch, then the int8 screen over
+ * each token's kept groups; false when a token needs the int8 screen over
+ * every group (the candidate lists are then to be made again). */
+static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
+{
+    const int64_t R = j->R;
+    const int T = cpu_ctx_of(be)->n_threads;
+    nib_level(be, h, j);
+    const int64_t n = nib_pairs(h, R, T);
+    if (n < 0)
+        goto whole;
     /* spread over the threads: a pair's group is one scattered read of a
      * few KiB, and a token's candidates go to the list of the thread that
      * met them (choose() reads every thread's) */
@@ -325,11 +389,7 @@ static bool screen_nib(be_ctx *be, cpu_head *h, const head_job *j)
     h->nib_miss = 0;
     return true;
 whole:
-    atomic_fetch_add(&g_nstat[1], R);
-    if (++h->nib_miss >= NIB_MISS) {
-        h->nib_miss = 0;
-        h->nib_skip = NIB_SKIP;
-    }
+    nib_missed(h, R);
     return false;
 }
 
@@ -368,7 +428,7 @@ static const uint8_t *screen(be_ctx *be, cpu_head *h, const be_weight *w, const 
     for (int64_t t = 0; t < R; t++)
         h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
     cand_init_all(c, h, R, k);
-    head_job j = { h, act, arb, R, ban, n_ban };
+    head_job j = { h, act, arb, R, ban, n_ban, false };
     if (k == 1 && nib_of(h, w, R, c->n_threads)) {
         if (screen_nib(be, h, &j))
             return act;
@@ -489,6 +549,91 @@ static bool choose_k(cpu_head *h, int T, int64_t R, int64_t t, int k, const be_w
     return true;
 }
 
+/* CPUs with AVX2 but no AVX-512 VNNI (no int8 screen): greedy batches of
+ * at most cpu_head_nib's rows take the nibble level (its AVX2 kernel) and
+ * then the exact products of the kept groups' rows, under the screen's
+ * switch and row rule */
+static bool nib2_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
+{
+    int min_rows = atomic_load(&g_min_rows);
+    if (min_rows < 0)
+        min_rows = w->t->ne[0] <= SHORT_K ? 1 : 2;
+    return min_rows > 0 && x->rows >= min_rows && x->rows <= atomic_load(&g_nib_rows) &&
+           w->type == QT_Q8_0 && c->dot_path < 0 && w->t->ne[2] * w->t->ne[3] == 1 &&
+           !quant_path_available(QUANT_PATH_AVX512VNNI) &&
+           quant_path_available(QUANT_PATH_AVX2) && w->t->ne[0] / 32 <= 4096 &&
+           cpu_q8n_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
+}
+
+static bool banned(const int32_t *ban, int n_ban, int64_t r)
+{
+    for (int i = 0; i < n_ban && ban[i] <= r; i++)
+        if (ban[i] == r)
+            return true;
+    return false;
+}
+
+/* The AVX2 path of nib2_ok; false when it cannot tell (the caller takes
+ * the full product). */
+static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *ids,
+                        const int32_t *ban, int n_ban)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    const int64_t R = x->rows;
+    const int T = c->n_threads;
+    cpu_head *h = head_of((be_weight *)w, R, T, false);
+    if (!h || !nib_of(h, w, R, T))
+        return false;
+    const uint64_t arb = w->act_row_bytes;
+    uint8_t *act = cpu_scratch(be, (size_t)R * arb);
+    if (!act)
+        return false;
+    CPU_PROF_BEGIN(be);
+    cpu_quantize_rows(be, w, x, act);
+    const int64_t nb = h->s.nb, N = h->s.N;
+    for (int64_t t = 0; t < R; t++)
+        h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
+    head_job j = { h, act, arb, R, ban, n_ban, true };
+    nib_level(be, h, &j);
+    const int64_t n = nib_pairs(h, R, T);
+    bool ok = n >= 0;
+    int32_t *out = ids->data;
+    long exact_rows = 0;
+    for (int64_t i = 0, t = 0; ok && t < R; t++) {     /* pairs come token by token */
+        float best = -INFINITY;
+        int64_t bi = -1;
+        for (; i < n && h->pairs[2 * i] == t; i++)
+            for (int64_t r = (int64_t)h->pairs[2 * i + 1] * CPU_Q8N_G;
+                 r < N && r < ((int64_t)h->pairs[2 * i + 1] + 1) * CPU_Q8N_G; r++) {
+                if (banned(ban, n_ban, r))
+                    continue;
+                const float e = exact(w, (int32_t)r, act + (uint64_t)t * arb);
+                exact_rows++;
+                if (e != e) {
+                    ok = false;
+                    break;
+                }
+                if (bi < 0 || e > best || (e == best && r < bi)) {
+                    best = e;
+                    bi = r;
+                }
+            }
+        ok &= bi >= 0;
+        if (ok)
+            out[t * ids->ld] = (int32_t)bi;
+    }
+    CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
+    if (!ok) {
+        nib_missed(h, R);
+        return false;
+    }
+    atomic_fetch_add(&g_nstat[0], R);
+    atomic_fetch_add(&g_nstat[2], n);
+    atomic_fetch_add(&g_stat[2], exact_rows);
+    h->nib_miss = 0;
+    return true;
+}
+
 /* a one-row view of row t of a (rows of a->ld elements of 4 bytes) */
 static be_tensor row_view(const be_tensor *a, int64_t t)
 {
@@ -504,8 +649,10 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
-    cpu_head *h = screen_ok(c, w, x) ? head_of((be_weight *)w, R, c->n_threads) : NULL;
+    cpu_head *h = screen_ok(c, w, x) ? head_of((be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
+        if (nib2_ok(c, w, x) && argmax_nib2(be, w, x, ids, ban, n_ban))
+            return;
         cpu_matmul(be, w, 0, x, y);
         cpu_argmax(be, y, ids);
         return;
@@ -546,7 +693,7 @@ void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tens
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
     cpu_head *h = k >= 1 && k * 4 <= CAND_CAP && k <= (int64_t)w->t->ne[1] && screen_ok(c, w, x)
-                      ? head_of((be_weight *)w, R, c->n_threads) : NULL;
+                      ? head_of((be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
         cpu_matmul(be, w, 0, x, y);
         cpu_topk(be, y, k, ids, vals);

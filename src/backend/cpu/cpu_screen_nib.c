@@ -317,6 +317,164 @@ VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uin
         for (int t = 0; t < nt; t++)
             l[t].bad = true;
 }
+
+/* ------------------------------------------------------------- AVX2 */
+
+#define AVX2F __attribute__((target("avx2,fma,f16c")))
+
+AVX2F static inline __m256i bc4y(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* Rows 8 hf .. 8 hf + 7 of one group against nt <= 4 tokens: A and B of
+ * each. u x pairs are at most 2 * 15 * 128 = 3,840 in magnitude, so the 8
+ * vpmaddubsw results of a block sum exactly in 16 bits (30,720) before
+ * one vpmaddwd: the same integer sums as vpdpbusd. B in round-to-nearest
+ * (AVX2 has no embedded rounding): cpu_q8n_avx2 widens W for it. */
+AVX2F static inline __attribute__((always_inline)) void grp_half(const uint8_t *q,
+                                                                const uint8_t *sc, int64_t nb,
+                                                                int hf, const uint8_t *act,
+                                                                uint64_t arb, const float *dh,
+                                                                const int32_t *sx,
+                                                                const float *tb, const int nt,
+                                                                __m256 *A, __m256 *B)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++)
+        A[t] = B[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, q += CPU_Q8N_CODES) {
+        __m256i l[4], h[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            const __m256i v = _mm256_load_si256((const __m256i *)(q + 64 * m + 32 * hf));
+            l[m] = _mm256_and_si256(v, m4);
+            h[m] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + b * 32 + 16 * hf)));
+        const __m256 adw = _mm256_andnot_ps(sign, dw);
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *x = act + (uint64_t)t * arb + (uint64_t)b * QB + 2;
+            __m256i s = _mm256_maddubs_epi16(l[0], bc4y(x));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(h[0], bc4y(x + 4)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(l[1], bc4y(x + 8)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(h[1], bc4y(x + 12)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(l[2], bc4y(x + 16)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(h[2], bc4y(x + 20)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(l[3], bc4y(x + 24)));
+            s = _mm256_add_epi16(s, _mm256_maddubs_epi16(h[3], bc4y(x + 28)));
+            const __m256i I = _mm256_sub_epi32(_mm256_slli_epi32(_mm256_madd_epi16(s, ones), 5),
+                                               _mm256_set1_epi32(sx[t * nb + b]));
+            A[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I),
+                                   _mm256_mul_ps(dw, _mm256_set1_ps(dh[t * nb + b])), A[t]);
+            B[t] = _mm256_fmadd_ps(adw, _mm256_set1_ps(tb[t * nb + b]), B[t]);
+        }
+    }
+}
+
+/* one token's ends of a group from both halves' A and B: lo/hi of 16 rows */
+AVX2F static inline void ends(const __m256 *A, const __m256 *B, float e2f, float *lo, float *hi)
+{
+    /* W = (B + e2)(1 + 2^-12) + |A| 2^-12 in round-to-nearest: B's chain
+     * of at most 4,096 roundings (K <= 131,072) is within 2^-12 of its
+     * value, and every rounding of these lines and of A -+ W within 2^-24
+     * of |A| + W */
+    const __m256 sign = _mm256_set1_ps(-0.0f), g = _mm256_set1_ps(0x1p-12f);
+    const __m256 one = _mm256_set1_ps(1.0f + 0x1p-12f), e = _mm256_set1_ps(e2f);
+    for (int hf = 0; hf < 2; hf++) {
+        const __m256 W = _mm256_fmadd_ps(_mm256_andnot_ps(sign, A[hf]), g,
+                                         _mm256_mul_ps(_mm256_add_ps(B[hf], e), one));
+        _mm256_storeu_ps(lo + 8 * hf, _mm256_sub_ps(A[hf], W));
+        _mm256_storeu_ps(hi + 8 * hf, _mm256_add_ps(A[hf], W));
+    }
+}
+
+AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
+                        uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
+                        const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
+                        float *lo, float *hi, int64_t ldy)
+{
+    const int64_t nb = s->nb;
+    const uint64_t gs = group_stride(nb);
+    int bi = 0;
+    while (bi < n_ban && ban[bi] < g0 * CPU_Q8N_G)
+        bi++;
+    bool nan = false;
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *q = s->data + (uint64_t)g * gs, *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
+        const int64_t base = g * CPU_Q8N_G;
+        const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
+        const uint32_t valid = live == CPU_Q8N_G ? 0xffffu : (1u << live) - 1;
+        uint32_t open = valid;
+        for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
+            open &= ~(1u << (ban[bi] - base));
+        for (int t0 = 0; t0 < nt; t0 += 4) {
+            const int n = nt - t0 < 4 ? nt - t0 : 4;
+            const uint8_t *at = act + (uint64_t)t0 * arb;
+            const float *dt = dh + t0 * nb, *bt = tb + t0 * nb;
+            const int32_t *st = sx + t0 * nb;
+            __m256 A[2][4], B[2][4];
+            for (int hf = 0; hf < 2; hf++)
+                switch (n) {
+                case 1: grp_half(q, sc, nb, hf, at, arb, dt, st, bt, 1, A[hf], B[hf]); break;
+                case 2: grp_half(q, sc, nb, hf, at, arb, dt, st, bt, 2, A[hf], B[hf]); break;
+                case 3: grp_half(q, sc, nb, hf, at, arb, dt, st, bt, 3, A[hf], B[hf]); break;
+                default: grp_half(q, sc, nb, hf, at, arb, dt, st, bt, 4, A[hf], B[hf]); break;
+                }
+            for (int u = 0; u < n; u++) {
+                const int t = t0 + u;
+                const __m256 a2[2] = { A[0][u], A[1][u] }, b2[2] = { B[0][u], B[1][u] };
+                float vl[16], vh[16];
+                ends(a2, b2, e2f[t], vl, vh);
+                if (lo)
+                    for (int j = 0; j < live; j++) {
+                        lo[(int64_t)t * ldy + base + j] = vl[j];
+                        hi[(int64_t)t * ldy + base + j] = vh[j];
+                    }
+                if (!l || !open)
+                    continue;
+                cpu_q8n_list *lt = &l[t];
+                float gmax = -INFINITY;
+                for (int j = 0; j < live; j++) {
+                    nan |= vl[j] + vh[j] != vl[j] + vh[j];   /* NaN where either end is, or W is infinite */
+                    if (open >> j & 1 && vl[j] > gmax)
+                        gmax = vl[j];
+                }
+                if (gmax > lt->max) {
+                    lt->max = gmax;
+                    publish(lt);
+                }
+                float up = -INFINITY;
+                for (int k = 0; k < 2; k++) {
+                    if (k) {                /* another thread's maximum may rule the group out */
+                        if (up == -INFINITY || !lt->shared)
+                            break;
+                        refresh(lt);
+                        up = -INFINITY;
+                    }
+                    for (int j = 0; j < live; j++)
+                        if (open >> j & 1 && vh[j] >= lt->thr && vh[j] > up)
+                            up = vh[j];
+                }
+                if (up != -INFINITY)
+                    list_push(lt, (int32_t)g, up);
+            }
+        }
+        bool all_bad = l != NULL;
+        for (int t = 0; all_bad && t < nt; t++)
+            all_bad = l[t].bad;
+        if (all_bad)
+            return;
+    }
+    if (l && nan)
+        for (int t = 0; t < nt; t++)
+            l[t].bad = true;
+}
 #else
 void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
@@ -326,5 +484,12 @@ void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
     (void)s, (void)g0, (void)g1, (void)act, (void)arb, (void)nt, (void)dh, (void)sx, (void)tb;
     (void)e2f, (void)l, (void)ban, (void)n_ban, (void)lo, (void)hi, (void)ldy;
     abort();        /* never chosen off x86-64 */
+}
+void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
+                  int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
+                  cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo, float *hi,
+                  int64_t ldy)
+{
+    cpu_q8n_avx512vnni(s, g0, g1, act, arb, nt, dh, sx, tb, e2f, l, ban, n_ban, lo, hi, ldy);
 }
 #endif

@@ -104,5 +104,12 @@ void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
                         const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
                         float *lo, float *hi, int64_t ldy);
+/* the same on AVX2 (vpmaddubsw: u x pairs fit 16 bits), its W widened by
+ * 2^-12 of B + e2 and of |A| for its round-to-nearest arithmetic (nb at
+ * most 4,096); the same lists, the bits of A as the reference's */
+void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
+                  int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
+                  cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo, float *hi,
+                  int64_t ldy);
 
 #endif
