@@ -47,7 +47,6 @@
 #include "cpu_gemm_q8.h"
 #include "cpu_screen_nib.h"
 #include "cpu_screen_q8.h"
-#include "../../quant/fp16.h"
 
 #define CAND_CAP   256                  /* list entries a thread keeps per token */
 #define ARGMAX_CAP 64                   /* of which a greedy choice uses (near-ties of the best) */
@@ -99,13 +98,19 @@ void cpu_head_nib(int max_rows)
     atomic_store(&g_nib_rows, max_rows < 0 ? NIB_ROWS : max_rows);
 }
 
-int cpu_head_nib_env(void)
+/* a row count from the environment: 0 and up, or -1 when unset */
+static int env_rows(const char *name)
 {
-    const char *v = getenv("Q36_CPU_HEADNIB");
+    const char *v = getenv(name);
     if (!v || !*v)
         return -1;
     const int n = atoi(v);
     return n < 0 ? 0 : n;
+}
+
+int cpu_head_nib_env(void)
+{
+    return env_rows("Q36_CPU_HEADNIB");
 }
 
 void cpu_head_nib_stats(long out[3])
@@ -141,11 +146,7 @@ void cpu_head_free(void *impl)
 
 int cpu_head_screen_env(void)
 {
-    const char *hs = getenv("Q36_CPU_HEADSCREEN");
-    if (!hs || !*hs)
-        return -1;
-    const int n = atoi(hs);
-    return n < 0 ? 0 : n;
+    return env_rows("Q36_CPU_HEADSCREEN");
 }
 
 uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
@@ -162,13 +163,19 @@ uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
     return b + nib;
 }
 
-static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
+/* the screen's switch and row rule (cpu_head_screen), the weight's kind */
+static bool rows_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
 {
     int min_rows = atomic_load(&g_min_rows);
     if (min_rows < 0)
         min_rows = w->t->ne[0] <= SHORT_K ? 1 : 2;
     return min_rows > 0 && x->rows >= min_rows && w->type == QT_Q8_0 && c->dot_path < 0 &&
-           w->t->ne[2] * w->t->ne[3] == 1 && quant_path_available(QUANT_PATH_AVX512VNNI) &&
+           w->t->ne[2] * w->t->ne[3] == 1;
+}
+
+static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
+{
+    return rows_ok(c, w, x) && quant_path_available(QUANT_PATH_AVX512VNNI) &&
            cpu_q8s_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
 }
 
@@ -183,24 +190,13 @@ static bool grow(void *pp, size_t bytes)
     return true;
 }
 
-/* s's sizes and largest block scale without its copy (the AVX2 nibble
- * path's bound: cpu_q8s_token reads nb and wmax only) */
+/* s's sizes without its copy (the AVX2 nibble path: cpu_q8s_token reads
+ * nb and wmax only; nib_of sets wmax from the nibble copy's build) */
 static void head_meta(cpu_head *h, const be_weight *w)
 {
-    const int64_t N = (int64_t)w->t->ne[1], K = (int64_t)w->t->ne[0], nb = K / 32;
-    float wmax = 0;
-    bool nan = false;
-    for (int64_t r = 0; r < N; r++)
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *p = (const uint8_t *)w->data + (uint64_t)r * w->row_bytes + (uint64_t)b * 34;
-            const float m = fabsf(quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8)));
-            if (m != m)
-                nan = true;
-            else if (m > wmax)
-                wmax = m;
-        }
-    h->s = (cpu_q8s){ .N = N, .K = K, .nb = nb, .ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G,
-                      .wmax = nan ? NAN : wmax };
+    const int64_t N = (int64_t)w->t->ne[1], K = (int64_t)w->t->ne[0];
+    h->s = (cpu_q8s){ .N = N, .K = K, .nb = K / 32, .ng = (N + CPU_Q8S_G - 1) / CPU_Q8S_G,
+                      .wmax = NAN };
 }
 
 /* The weight's screen with tables for R tokens and T threads, or NULL;
@@ -251,9 +247,12 @@ static bool nib_of(cpu_head *h, const be_weight *w, int64_t R, int T)
 {
     if (R > atomic_load(&g_nib_rows))
         return false;
-    if (!h->nib)
+    if (!h->nib) {
         h->nib = cpu_q8n_build(&h->n, w->data, w->row_bytes, (int64_t)w->t->ne[1],
                                (int64_t)w->t->ne[0]) == 0 ? 1 : -1;
+        if (h->nib > 0 && !h->s.data)   /* the build read every scale: the bound's */
+            h->s.wmax = h->n.wmax;
+    }
     if (h->nib < 0)
         return false;
     if (h->nib_skip > 0) {      /* a head the level does not settle (random weights) */
@@ -555,11 +554,7 @@ static bool choose_k(cpu_head *h, int T, int64_t R, int64_t t, int k, const be_w
  * switch and row rule */
 static bool nib2_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
 {
-    int min_rows = atomic_load(&g_min_rows);
-    if (min_rows < 0)
-        min_rows = w->t->ne[0] <= SHORT_K ? 1 : 2;
-    return min_rows > 0 && x->rows >= min_rows && x->rows <= atomic_load(&g_nib_rows) &&
-           w->type == QT_Q8_0 && c->dot_path < 0 && w->t->ne[2] * w->t->ne[3] == 1 &&
+    return rows_ok(c, w, x) && x->rows <= atomic_load(&g_nib_rows) &&
            !quant_path_available(QUANT_PATH_AVX512VNNI) &&
            quant_path_available(QUANT_PATH_AVX2) && w->t->ne[0] / 32 <= 4096 &&
            cpu_q8n_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;

@@ -43,6 +43,8 @@ int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
     /* rows past N: code 0 (nibble 8) and scale 0 (never read: not valid lanes) */
     memset(d + (uint64_t)(ng - 1) * gs, 0x88, (uint64_t)nb * CPU_Q8N_CODES);
     memset(d + (uint64_t)(ng - 1) * gs + (uint64_t)nb * CPU_Q8N_CODES, 0, (uint64_t)nb * 32);
+    float wmax = 0;
+    bool nan = false;
     for (int64_t r = 0; r < N; r++) {
         const int64_t g = r / CPU_Q8N_G, j = r % CPU_Q8N_G;
         uint8_t *gp = d + (uint64_t)g * gs;
@@ -51,6 +53,11 @@ int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
             const uint8_t *blk = row + (uint64_t)b * QB;
             uint8_t *q = gp + (uint64_t)b * CPU_Q8N_CODES;
             memcpy(gp + (uint64_t)nb * CPU_Q8N_CODES + (uint64_t)(b * 32 + 2 * j), blk, 2);
+            const float am = fabsf(quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)));
+            if (am != am)
+                nan = true;
+            else if (am > wmax)
+                wmax = am;
             for (int m = 0; m < 4; m++)
                 for (int i = 0; i < 4; i++) {
                     const int lo = ((int8_t)blk[2 + 8 * m + i] >> 4) + 8;
@@ -59,7 +66,7 @@ int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
                 }
         }
     }
-    *s = (cpu_q8n){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d };
+    *s = (cpu_q8n){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d, .wmax = nan ? NAN : wmax };
     return 0;
 }
 

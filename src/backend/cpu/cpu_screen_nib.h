@@ -43,6 +43,7 @@
 typedef struct cpu_q8n {
     int64_t  N, K, nb, ng;
     uint8_t *data;         /* ng x (nb x 256 + nb x 32) bytes, 64-byte aligned */
+    float    wmax;         /* the largest |block scale|; NaN if a scale is NaN (cpu_q8s's) */
 } cpu_q8n;
 
 uint64_t cpu_q8n_bytes(int64_t N, int64_t K);
