@@ -117,6 +117,31 @@ static void ignore_eos_rows(void)
     t_check("gen.ignore_eos_greedy_rows", bad == 0 && n == 48, "%d of %d rows chose otherwise", bad, n);
 }
 
+/* ignore_eos: the ids banned from a greedy choice on the device are every
+ * id tok_is_eog names in the vocabulary, ascending, each once (the
+ * generator takes them from the vocabulary's short list, not a scan) */
+static void ignore_eos_ban_list(void)
+{
+    gen_params p = gen_params_default();
+    p.ignore_eos = true;
+    p.smp.temp = 0.0f;
+    gen *g;
+    q36_err err = { 0 };
+    int rc = gen_new(&p, vocab, n_vocab, &g, &err);
+    const int32_t *ban = NULL;
+    int n = rc ? -1 : gen_greedy_ban(g, &ban), want = 0, bad = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (tok_is_eog(vocab, i)) {
+            bad += n < 0 || want >= n || ban[want] != i;
+            want++;
+        }
+    t_check("gen.ignore_eos_ban_list", !rc && n == want && want > 0 && !bad,
+            "%d banned ids, %d end-of-generation ids in the vocabulary, %d differ (%s)", n, want, bad,
+            rc ? err.msg : "made");
+    if (!rc)
+        gen_free(g);
+}
+
 /* qsort order of ids by their logit in row, larger first, lower id on ties */
 static int by_logit(const void *a, const void *b)
 {
@@ -296,6 +321,7 @@ int main(void)
             "stop %d after %d, text '%s'", o.stop, o.n_tokens, o.text);
     p.ignore_eos = false;
     ignore_eos_rows();
+    ignore_eos_ban_list();
 
     /* "é" is C3 A9; as byte tokens they are "Ã" and "©" in the byte alphabet. */
     int32_t b1 = tok_find(vocab, "\xC3\x83", 2), b2 = tok_find(vocab, "\xC2\xA9", 2);

@@ -47,19 +47,32 @@ gen_params gen_params_default(void)
     return p;
 }
 
-/* ignore_eos: the ids tok_is_eog names, and the row they are masked in */
+static int cmp_id(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ignore_eos: the ids tok_is_eog names inside the vocabulary, ascending and
+ * each once (from the vocabulary's short list: a scan of every id cost a
+ * server ~1 ms a request), and the row they are masked in */
 static int eog_list(gen *g, q36_err *err)
 {
-    for (int32_t i = 0; i < g->n_vocab; i++)
-        g->n_eog += tok_is_eog(g->tok, i);
-    g->eog = malloc(((size_t)g->n_eog + 1) * sizeof *g->eog);
+    int32_t n_all = 0;
+    const int32_t *all = tok_eog_ids(g->tok, &n_all);
+    g->eog = malloc(((size_t)n_all + 1) * sizeof *g->eog);
     g->masked = malloc((size_t)g->n_vocab * sizeof *g->masked);
     if (!g->eog || !g->masked)
         return q36_err_set(err, Q36_E_NOMEM, "out of memory for a generator's masked row");
+    for (int32_t i = 0; i < n_all; i++)
+        if (all[i] >= 0 && all[i] < g->n_vocab)
+            g->eog[g->n_eog++] = all[i];
+    qsort(g->eog, (size_t)g->n_eog, sizeof *g->eog, cmp_id);
     int32_t n = 0;
-    for (int32_t i = 0; i < g->n_vocab; i++)
-        if (tok_is_eog(g->tok, i))
-            g->eog[n++] = i;
+    for (int32_t i = 0; i < g->n_eog; i++)
+        if (!n || g->eog[n - 1] != g->eog[i])
+            g->eog[n++] = g->eog[i];
+    g->n_eog = n;
     return 0;
 }
 

@@ -505,6 +505,12 @@ bool tok_is_eog(const tok_vocab *v, int32_t id)
     return false;
 }
 
+const int32_t *tok_eog_ids(const tok_vocab *v, int32_t *n)
+{
+    *n = v->n_eog;
+    return v->eog;
+}
+
 const char *tok_text(const tok_vocab *v, int32_t id, size_t *len)
 {
     if (id < 0 || id >= v->n) {

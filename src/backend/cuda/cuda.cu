@@ -189,6 +189,8 @@ bool cuda_type_native(uint32_t type)
 
 /* ------------------------------------------------------------- lifecycle */
 
+static void tensor_pool_trim(cuda_ctx *c);   /* tensors, below */
+
 static void cuda_free(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -206,6 +208,7 @@ static void cuda_free(be_ctx *be)
     if (c->pf_stream)
         cudaStreamSynchronize(c->pf_stream);
     be_base_free(be);
+    tensor_pool_trim(c);
     for (be_weight *w = c->weights, *nx; w; w = nx) {
         nx = w->next;
         cudaFree((void *)w->data);
@@ -368,6 +371,75 @@ nomem:
 
 /* ---------------------------------------------------------------- tensors */
 
+/* Tensors come from a stream-ordered memory pool of the device (one a
+ * device for the process, made at the first tensor, keeping what is freed:
+ * release threshold "all"), allocated and freed on the context's stream
+ * without a wait. The server's prefix cache makes and frees checkpoints,
+ * two tensors a layer each, all the time: with cudaMalloc each tensor cost
+ * an allocation and a stream wait, and each free a wait for the whole
+ * device. Every use of a tensor is on the context's stream (the prefetch
+ * stream reads weights only), so stream order is all they need. A context
+ * gives its pool's unused memory back when it is freed; an allocation that
+ * fails gives it back and tries once more. Without pools (a device or
+ * driver without them, or Q36_CUDA_TPOOL=0): cudaMalloc as before. */
+#define POOL_DEVS 16
+static cudaMemPool_t tpool[POOL_DEVS];
+static int tpool_state[POOL_DEVS];          /* 0 not tried, 1 made, -1 none */
+static pthread_mutex_t tpool_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaMemPool_t tensor_pool(int dev)
+{
+    if (dev < 0 || dev >= POOL_DEVS)
+        return NULL;
+    pthread_mutex_lock(&tpool_mu);
+    if (!tpool_state[dev]) {
+        int ok = 0;
+        cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, dev);
+        cudaMemPoolProps pr;
+        memset(&pr, 0, sizeof pr);
+        pr.allocType = cudaMemAllocationTypePinned;
+        pr.location.type = cudaMemLocationTypeDevice;
+        pr.location.id = dev;
+        uint64_t keep = UINT64_MAX;
+        tpool_state[dev] = -1;
+        if (ok && cuda_env_on("Q36_CUDA_TPOOL") && cudaMemPoolCreate(&tpool[dev], &pr) == cudaSuccess) {
+            if (cudaMemPoolSetAttribute(tpool[dev], cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess)
+                tpool_state[dev] = 1;
+            else
+                cudaMemPoolDestroy(tpool[dev]);
+        }
+        cudaGetLastError();
+    }
+    cudaMemPool_t p = tpool_state[dev] == 1 ? tpool[dev] : NULL;
+    pthread_mutex_unlock(&tpool_mu);
+    return p;
+}
+
+/* the pool's unused memory back to the device, after the stream's frees */
+static void tensor_pool_trim(cuda_ctx *c)
+{
+    cudaMemPool_t p = tensor_pool(c->device);
+    if (p && c->stream && cudaStreamSynchronize(c->stream) == cudaSuccess)
+        cudaMemPoolTrimTo(p, 0);
+}
+
+static bool tensor_alloc(cuda_ctx *c, void **d, size_t bytes)
+{
+    cudaMemPool_t p = tensor_pool(c->device);
+    if (!p)
+        return cudaMalloc(d, bytes) == cudaSuccess || (cudaGetLastError(), false);
+    for (int i = 0; i < 2; i++) {
+        if (cudaMallocFromPoolAsync(d, bytes, p, c->stream) == cudaSuccess)
+            return true;
+        cudaGetLastError();
+        if (!i)
+            tensor_pool_trim(c);
+    }
+    return false;
+}
+
+static void cuda_tensor_free(be_ctx *be, be_tensor *t);
+
 static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, int64_t cols)
 {
     be_tensor *t = (be_tensor *)calloc(1, sizeof *t);
@@ -380,16 +452,16 @@ static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, i
     t->f16 = type == BE_F16;
     const size_t bytes = (size_t)rows * be_type_bytes(type, cols);
     if (bytes) {
-        if (cudaMalloc(&t->data, bytes) != cudaSuccess) {
-            cudaGetLastError();
+        cuda_ctx *c = cuda_ctx_of(be);
+        if (!tensor_alloc(c, &t->data, bytes)) {
             free(t);
             return NULL;
         }
-        /* zero-filled by contract; the stream is where later ops run */
-        if (!CUDA_OK(be, cudaMemsetAsync(t->data, 0, bytes, cuda_ctx_of(be)->stream)) ||
-            !stream_wait(be)) {
-            cudaFree(t->data);
-            free(t);
+        /* zero-filled by contract, in the stream's order (without a pool
+         * the memory is the device's at once: wait for the zeros) */
+        if (!CUDA_OK(be, cudaMemsetAsync(t->data, 0, bytes, c->stream)) ||
+            (!tensor_pool(c->device) && !stream_wait(be))) {
+            cuda_tensor_free(be, t);
             return NULL;
         }
     }
@@ -398,8 +470,11 @@ static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, i
 
 static void cuda_tensor_free(be_ctx *be, be_tensor *t)
 {
-    (void)be;
-    cudaFree(t->data);
+    cuda_ctx *c = cuda_ctx_of(be);
+    if (t->data && tensor_pool(c->device))
+        cudaFreeAsync(t->data, c->stream);
+    else
+        cudaFree(t->data);
     free(t);
 }
 
