@@ -2621,6 +2621,56 @@ static void test_graph_ops(const be_shape *sh)
         t_check("cuda.graph.recorded_again", worst_y == 0 && s2.graphs_recorded == s1.graphs_recorded + 1,
                 "y |d| %.3g, %llu recorded (%llu expected)", worst_y,
                 (unsigned long long)s2.graphs_recorded, (unsigned long long)s1.graphs_recorded + 1);
+
+    /* Freeing a tensor no graph points at keeps the graphs (the prefix
+     * cache's checkpoints); freeing one the graph takes drops it, and the
+     * pass on the tensor made in its place (whose memory the pool may hand
+     * out again) runs right and is recorded again. */
+    be_tensor *other = be_tensor_new(on, 64, 256);
+    rc = other ? 0 : -1;
+    worst_y = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        if (i == 1) {
+            be_tensor_free(on, other);
+            other = NULL;
+        }
+        rc = gpass_run(off, &po, x, pa[i], pb[i], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], true, yn, an, &err);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+    }
+    be_tensor_free(on, other);
+    be_stats s3;
+    be_stats_get(on, &s3);
+    if (rc)
+        t_fail("cuda.graph.free_other_keeps", "%s", rc < 0 ? "no tensor" : err.msg);
+    else
+        t_check("cuda.graph.free_other_keeps", worst_y == 0 && s3.graphs_recorded == s2.graphs_recorded &&
+                s3.graph_launches == s2.graph_launches + 2,
+                "y |d| %.3g, %llu recorded (%llu expected), %llu graph launches (%llu)", worst_y,
+                (unsigned long long)s3.graphs_recorded, (unsigned long long)s2.graphs_recorded,
+                (unsigned long long)s3.graph_launches, (unsigned long long)s2.graph_launches + 2);
+    be_tensor_free(on, pn.y);
+    pn.y = be_tensor_new(on, 2, G_N);
+    rc = pn.y ? 0 : -1;
+    worst_y = worst_a = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        rc = gpass_run(off, &po, x, pa[i], pb[i], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], true, yn, an, &err);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
+        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++)
+            worst_a = fmax(worst_a, fabs((double)ao[j] - an[j]));
+    }
+    be_stats s4;
+    be_stats_get(on, &s4);
+    if (rc)
+        t_fail("cuda.graph.free_used_records_again", "%s", rc < 0 ? "no tensor" : err.msg);
+    else
+        t_check("cuda.graph.free_used_records_again", worst_y == 0 && worst_a <= 1e-4 * fmax(1.0, amax) &&
+                s4.graphs_recorded == s3.graphs_recorded + 1,
+                "y |d| %.3g, attention |d| %.3g, %llu recorded (%llu expected)", worst_y, worst_a,
+                (unsigned long long)s4.graphs_recorded, (unsigned long long)s3.graphs_recorded + 1);
     free(x);
     free(nv);
     gpass_free(off, &po);

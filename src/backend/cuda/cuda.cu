@@ -224,6 +224,7 @@ static void cuda_free(be_ctx *be)
     cudaFree(c->moeh);
     cudaFreeHost(c->stage);
     cudaFreeHost(c->up);
+    free(c->span);
     if (c->blas)
         cublasDestroy(c->blas);
     if (c->stream)
@@ -426,14 +427,13 @@ static void tensor_pool_trim(cuda_ctx *c)
 static bool tensor_alloc(cuda_ctx *c, void **d, size_t bytes)
 {
     cudaMemPool_t p = tensor_pool(c->device);
-    if (!p)
-        return cudaMalloc(d, bytes) == cudaSuccess || (cudaGetLastError(), false);
     for (int i = 0; i < 2; i++) {
-        if (cudaMallocFromPoolAsync(d, bytes, p, c->stream) == cudaSuccess)
+        if ((p ? cudaMallocFromPoolAsync(d, bytes, p, c->stream) : cudaMalloc(d, bytes)) == cudaSuccess)
             return true;
         cudaGetLastError();
-        if (!i)
+        if (!i) {
             tensor_pool_trim(c);
+        }
     }
     return false;
 }
@@ -468,9 +468,22 @@ static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, i
     return t;
 }
 
+/* A freed tensor's memory goes back at once (to the pool: in the stream's
+ * order). A held graph that may point into it is dropped first, since
+ * another tensor may take that memory; the others stay (the server's
+ * prefix cache frees checkpoints all the time, which no graph touches:
+ * dropping every graph at each free cost a recording of each shape
+ * again). */
 static void cuda_tensor_free(be_ctx *be, be_tensor *t)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    const uintptr_t lo = (uintptr_t)t->data;
+    const uintptr_t hi = lo + (uintptr_t)t->rows * be_type_bytes(t->type, t->ld);
+    static int every = -1;        /* Q36_CUDA_FREEDROP=1: every free drops them (as before) */
+    if (every < 0)
+        every = cuda_env_is("Q36_CUDA_FREEDROP", "1");
+    if (c->n_graphs && (every || cuda_graph_points_at(c, lo, hi > lo ? hi : lo + 1)))
+        cuda_graph_drop(be);
     if (t->data && tensor_pool(c->device))
         cudaFreeAsync(t->data, c->stream);
     else
@@ -712,6 +725,7 @@ static inline uint64_t fp1(uint64_t h, const be_tensor *t)
 {
     if (!t)
         return fmix(h, 0);
+    cuda_graph_span(t);        /* a capture's graph may point at it */
     h = fmix(h, (uint64_t)(uintptr_t)t->data);
     h = fmix(fmix(h, (uint64_t)t->rows), (uint64_t)t->cols);
     return fmix(fmix(h, (uint64_t)t->ld), (uint64_t)t->type);
@@ -855,8 +869,7 @@ static void f_cuda_tensor_free(be_ctx *be, be_tensor *t)
 {
     cuda_graph_cut(be);
     cuda_copy_flush(be);
-    cuda_graph_drop(be);
-    cuda_tensor_free(be, t);
+    cuda_tensor_free(be, t);      /* drops the graphs that may point at it */
 }
 
 static be_tensor *f_cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, int64_t cols)
@@ -1062,6 +1075,10 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         c->stage = NULL;        /* reads go straight to pageable memory */
     }
     c->graphs_on = cuda_env_on("Q36_CUDA_GRAPHS");
+    const char *gc = getenv("Q36_CUDA_GRAPHCAP");
+    c->graphs_cap = gc ? atoi(gc) : CUDA_GRAPHS_MAX;
+    if (c->graphs_cap < 1 || c->graphs_cap > CUDA_GRAPHS_MAX)
+        c->graphs_cap = CUDA_GRAPHS_MAX;
     c->fast_mv = cuda_env_on("Q36_CUDA_FASTMV");
     c->fused = cuda_env_on("Q36_CUDA_FUSED");
     c->f_swiglu = c->fused && cuda_env_on("Q36_CUDA_FSWIGLU");

@@ -42,7 +42,12 @@ typedef struct cuda_copy_job {
 /* A recorded pass (cuda_graph.cu): the graph of the ops of its first part
  * (up to the first read, write or sync), the key the engine gave, and the
  * fingerprint and count of the ops that were recorded. */
-#define CUDA_GRAPHS_MAX 16
+/* At most this many keys are held (least recently used goes), at most
+ * graphs_cap of them (Q36_CUDA_GRAPHCAP, default all): the server's MTP
+ * passes of several slots have ~90 shapes (keep flags, rows a slot,
+ * padded draft rows); with 16 held, 3% of its passes were recorded again
+ * and 5% ran op by op (2026-12-06) */
+#define CUDA_GRAPHS_MAX 128
 typedef struct cuda_graph {
     uint64_t        key, fp, used;
     int64_t         n_ops;         /* -1: seen once, not recorded yet */
@@ -200,7 +205,14 @@ struct cuda_ctx {
     uint64_t        gkey, gfp, gtick;
     int64_t         gops;
     cuda_graph      graphs[CUDA_GRAPHS_MAX];
-    int             n_graphs;
+    int             n_graphs, graphs_cap;
+    /* the device memory the held graphs point at through their ops'
+     * tensors (cuda_graph.cu, cuda_graph_span): [lo, hi) pairs, sorted and
+     * merged when a capture ends; freeing a tensor outside them keeps the
+     * graphs */
+    uintptr_t      *span;          /* 2 x span_cap */
+    int             n_span, span_cap;
+    bool            span_all;      /* could not grow: every free drops */
     char           *up;            /* pinned staging of uploads queued without a wait */
     size_t          up_off;        /* bytes of it in use since the stream last waited */
     be_stats        stats;
@@ -512,6 +524,11 @@ void cuda_graph_drop(be_ctx *be);
 /* The kept int8 rows (cuda_ctx.q8) and f16 rows (h16): forgotten;
  * forgotten when t overlaps their rows */
 void cuda_q8_drop(cuda_ctx *c);
+/* While a pass is captured: the memory of a tensor its op takes, one the
+ * graph may point at (fp1's tensors in cuda.cu). cuda_graph_points_at:
+ * whether a held graph may point into [lo, hi). */
+void cuda_graph_span(const be_tensor *t);
+bool cuda_graph_points_at(cuda_ctx *c, uintptr_t lo, uintptr_t hi);
 void cuda_q8_written(cuda_ctx *c, const be_tensor *t);
 /* Where R int8 rows of K and their block scales go in the scratch; false
  * when the int8 products are off or the rows do not fit */

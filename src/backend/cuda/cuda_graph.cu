@@ -21,14 +21,21 @@
  * runs (uploaded before the pass, cuda.cu queues those small uploads
  * through pinned staging without waiting), the MoE choices; attention
  * sizes its splits from the K/V capacity, not the current length
- * (cuda_seq.cu). Graphs are dropped when a tensor is freed or the scratch
- * is reserved again (their memory could move). A capture that fails (an op
+ * (cuda_seq.cu). Graphs are dropped when the scratch is reserved again
+ * (their memory could move); a tensor freed while graphs are held keeps
+ * its memory until they are dropped (cuda.cu, "tensors": the server's
+ * prefix cache frees checkpoints all the time, and dropping every graph at
+ * each cost a recording of each shape again). A capture that fails (an op
  * that cannot be captured) fails that pass and turns graphs off for the
  * context: the passes after it run op by op. */
 #include "cuda.h"
 
 #include <string.h>
 
+
+/* The context whose pass this thread captures now (NULL: none): the
+ * tensors its ops take are spans of its graph. */
+static thread_local cuda_ctx *span_ctx;
 
 void cuda_graph_drop(be_ctx *be)
 {
@@ -39,6 +46,75 @@ void cuda_graph_drop(be_ctx *be)
             cudaGraphExecDestroy(c->graphs[i].exec);
     c->n_graphs = 0;
     c->gmode = GM_EAGER;
+    c->n_span = 0;
+    c->span_all = false;
+    if (span_ctx == c)
+        span_ctx = NULL;
+}
+
+void cuda_graph_span(const be_tensor *t)
+{
+    cuda_ctx *c = span_ctx;
+    if (!c || !t->data || c->span_all)
+        return;
+    if (c->n_span == c->span_cap) {
+        const int n = c->span_cap ? 2 * c->span_cap : 1024;
+        uintptr_t *p = n <= (1 << 20) ? (uintptr_t *)realloc(c->span, 2 * (size_t)n * sizeof *p) : NULL;
+        if (!p) {
+            c->span_all = true;
+            return;
+        }
+        c->span = p;
+        c->span_cap = n;
+    }
+    const uintptr_t lo = (uintptr_t)t->data;
+    const uintptr_t hi = lo + (uintptr_t)(t->rows > 0 ? t->rows : 1) * be_type_bytes(t->type, t->ld);
+    c->span[2 * c->n_span] = lo;
+    c->span[2 * c->n_span + 1] = hi > lo ? hi : lo + 1;
+    c->n_span++;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* the spans sorted by start and merged where they overlap */
+static void span_merge(cuda_ctx *c)
+{
+    if (!c->n_span)
+        return;
+    qsort(c->span, (size_t)c->n_span, 2 * sizeof *c->span, span_cmp);
+    int n = 1;
+    for (int i = 1; i < c->n_span; i++) {
+        uintptr_t *last = c->span + 2 * (n - 1), *cur = c->span + 2 * i;
+        if (cur[0] <= last[1]) {
+            if (cur[1] > last[1])
+                last[1] = cur[1];
+        } else {
+            c->span[2 * n] = cur[0];
+            c->span[2 * n + 1] = cur[1];
+            n++;
+        }
+    }
+    c->n_span = n;
+}
+
+bool cuda_graph_points_at(cuda_ctx *c, uintptr_t lo, uintptr_t hi)
+{
+    if (c->span_all)
+        return true;
+    /* the last span starting below hi (merged: sorted, disjoint) */
+    int a = 0, b = c->n_span;
+    while (a < b) {
+        const int m = (a + b) / 2;
+        if (c->span[2 * m] < hi)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a > 0 && c->span[2 * (a - 1) + 1] > lo;
 }
 
 static int graph_find(cuda_ctx *c, uint64_t key)
@@ -52,7 +128,7 @@ static int graph_find(cuda_ctx *c, uint64_t key)
 /* A slot for a new key: a free one, or the least recently used. */
 static cuda_graph *graph_slot(cuda_ctx *c)
 {
-    if (c->n_graphs < CUDA_GRAPHS_MAX)
+    if (c->n_graphs < c->graphs_cap)
         return &c->graphs[c->n_graphs++];
     cuda_graph *g = &c->graphs[0];
     for (int i = 1; i < c->n_graphs; i++)
@@ -102,6 +178,7 @@ void cuda_graph_begin(be_ctx *be, uint64_t key, int64_t n_rows)
         return;
     }
     c->gmode = GM_CAPTURE;
+    span_ctx = c;
 }
 
 bool cuda_graph_op(be_ctx *be, uint64_t h)
@@ -130,6 +207,8 @@ static void cut_capture(be_ctx *be)
     cuda_ctx *c = cuda_ctx_of(be);
     cuda_copy_flush(be);       /* the copies queued last belong to the graph */
     c->gmode = GM_EAGER;
+    span_ctx = NULL;
+    span_merge(c);             /* kept even if the capture fails: harmless */
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
     if (e != cudaSuccess || !graph) {
