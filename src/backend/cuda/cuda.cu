@@ -37,6 +37,9 @@
  * combine + shared expert) as one kernel each (cuda_ops.cu, cuda_seq.cu).
  * Q36_CUDA_PDL lets each kernel be scheduled while the one before it ends
  * (programmatic dependent launch, cuda.h: cuda_launch; Hopper and later).
+ * Q36_CUDA_TPOOL takes tensors from a stream-ordered pool ("tensors",
+ * below); Q36_CUDA_GRAPHCAP=N holds at most N recorded passes (cuda.h,
+ * CUDA_GRAPHS_MAX) and Q36_CUDA_FREEDROP=1 drops them all at every free.
  * Q36_CUDA_FSWIGLU, Q36_CUDA_FDN and Q36_CUDA_FATTNPRO turn one of the
  * later fused entries off each, and Q36_CUDA_FGLU8 be_matmul_glu's
  * SwiGLU with its int8 rows (cuda.h). Q36_CUDA_NORMREG (on unless "0")
@@ -431,9 +434,8 @@ static bool tensor_alloc(cuda_ctx *c, void **d, size_t bytes)
         if ((p ? cudaMallocFromPoolAsync(d, bytes, p, c->stream) : cudaMalloc(d, bytes)) == cudaSuccess)
             return true;
         cudaGetLastError();
-        if (!i) {
+        if (!i)
             tensor_pool_trim(c);
-        }
     }
     return false;
 }
