@@ -244,6 +244,8 @@ static void cuda_free(be_ctx *be)
 static bool stream_wait(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
+    if (c->up_q)
+        cuda_copy_flush(be);   /* queued uploads read the staging the wait frees */
     const bool ok = CUDA_OK(be, cudaStreamSynchronize(c->stream));
     c->up_off = 0;
     return ok;
@@ -539,19 +541,27 @@ static void cuda_save(be_ctx *be, const be_tensor *t, int64_t row0, int64_t nrow
  * stream next waits (stream_wait). Otherwise, and when the staging is
  * full, the copy waits. */
 #define UP_BYTES ((size_t)256 << 10)
+#define UPQ_BYTES ((size_t)16 << 10)   /* Q36_CUDA_UPQ: k_copies reads these over the bus */
 static void cuda_load(be_ctx *be, be_tensor *t, int64_t row0, int64_t nrows, const void *src)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     const size_t rb = row_bytes(t), bytes = rb * (size_t)nrows;
     if (c->up && bytes && c->up_off <= UP_BYTES && bytes <= UP_BYTES - c->up_off) {
-        char *st = c->up + c->up_off;
-        memcpy(st, src, bytes);
+        const size_t off = c->up_off;
+        memcpy(c->up + off, src, bytes);
         c->up_off += (bytes + 255) & ~(size_t)255;
+        if (c->up_q && bytes <= UPQ_BYTES) {
+            cuda_copy_queue_rows(be, c->up_dev + off, (int64_t)rb, row_ptr(t, row0),
+                                 (int64_t)pitch(t), (int64_t)rb, nrows);
+            return;
+        }
+        cuda_copy_flush(be);   /* queued copies first (f_cuda_load leaves them with UPQ) */
         cuda_count_as(c, "copy / memset: upload (staged)");
-        CUDA_OK(be, cudaMemcpy2DAsync(row_ptr(t, row0), pitch(t), st, rb, rb, (size_t)nrows,
+        CUDA_OK(be, cudaMemcpy2DAsync(row_ptr(t, row0), pitch(t), c->up + off, rb, rb, (size_t)nrows,
                                       cudaMemcpyHostToDevice, c->stream));
         return;
     }
+    cuda_copy_flush(be);
     copy_rows(be, row_ptr(t, row0), pitch(t), src, row_bytes(t), row_bytes(t), nrows,
               cudaMemcpyHostToDevice);
 }
@@ -790,10 +800,23 @@ template <typename... A> static inline void q8_outs(be_ctx *be, A... a)
         name args;                                                                      \
     }
 CUT(cuda_sync, (be_ctx *be), (be))
-CUT(cuda_write, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
 CUT(cuda_read, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
 CUT(cuda_save, (be_ctx *be, const be_tensor *t, int64_t r0, int64_t n, void *dst), (be, t, r0, n, dst))
-CUT(cuda_load, (be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src), (be, t, r0, n, src))
+/* be_load ends the recorded part; with Q36_CUDA_UPQ a small upload joins
+ * the copy queue (no flush before it, as be_copy), else cuda_load flushes */
+static void f_cuda_load(be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src)
+{
+    q8_outs(be, t);
+    cuda_graph_cut(be);
+    cuda_load(be, t, r0, n, src);
+}
+
+static void f_cuda_write(be_ctx *be, be_tensor *t, int64_t r0, int64_t n, const void *src)
+{
+    q8_outs(be, t);
+    cuda_graph_cut(be);
+    cuda_write(be, t, r0, n, src);      /* cuda_load: the same */
+}
 OP(cuda_zero, (be_ctx *be, be_tensor *t), (be, t))
 OP(cuda_get_rows, (be_ctx *be, const be_weight *w, const be_tensor *ids, be_tensor *out), (be, w, ids, out))
 OP(cuda_matmul, (be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x, be_tensor *y), (be, w, slab, x, y))
@@ -1109,6 +1132,12 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */
+    }
+    if (c->up && cuda_env_is("Q36_CUDA_UPQ", "1")) {
+        void *d = NULL;
+        c->up_q = cudaHostGetDevicePointer(&d, c->up, 0) == cudaSuccess && d;
+        c->up_dev = (char *)d;
+        cudaGetLastError();
     }
     *out = &c->base;
     return 0;

@@ -215,6 +215,12 @@ struct cuda_ctx {
     bool            span_all;      /* could not grow: every free drops */
     char           *up;            /* pinned staging of uploads queued without a wait */
     size_t          up_off;        /* bytes of it in use since the stream last waited */
+    /* Q36_CUDA_UPQ=1 (off: not yet run on a GPU): small staged uploads
+     * join the copy queue (cuda_copy.cu), read by k_copies from up_dev,
+     * the device's address of the pinned staging, so that a pass's uploads
+     * cost one launch with its other queued copies, not one copy each */
+    char           *up_dev;
+    bool            up_q;
     be_stats        stats;
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
@@ -502,6 +508,9 @@ size_t cuda_attention_scratch(const be_shape *s);
  * entry of the table launches the queue first (cuda.cu's wrappers), so
  * that the per-head splits of a pass cost one launch, not 2 x heads. */
 void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst);
+/* the same for raw rows (src may be mapped host memory: up_dev) */
+void cuda_copy_queue_rows(be_ctx *be, const char *src, int64_t spitch, char *dst, int64_t dpitch,
+                          int64_t width, int64_t rows);
 void cuda_copy_flush(be_ctx *be);
 
 /* ---- cuda_graph.cu: recorded passes (be_pass_begin). In a pass whose key

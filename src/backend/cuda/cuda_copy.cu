@@ -5,7 +5,9 @@
  * per head. Large copies (checkpoints, state rows) and copies that touch
  * what a waiting copy touches go to the copy engine in order, after the
  * queue. The queue keeps program order visible: every other op of the
- * table launches it first (cuda.cu). */
+ * table launches it first (cuda.cu). With Q36_CUDA_UPQ=1 small uploads
+ * wait here too, read from the pinned staging through its device address
+ * (cuda.h: up_dev). */
 #include "cuda.h"
 
 #define QUEUE_MAX_BYTES ((int64_t)1 << 20)   /* a copy above this goes straight */
@@ -61,13 +63,10 @@ static bool overlap(const char *a, int64_t apitch, int64_t w, int64_t rows, cons
     return a < bhi && b < ahi;
 }
 
-void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst)
+void cuda_copy_queue_rows(be_ctx *be, const char *src, int64_t sp, char *dst, int64_t dp,
+                          int64_t w, int64_t rows)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    const int64_t w = (int64_t)be_type_bytes(src->type, src->cols);
-    const int64_t sp = (int64_t)be_type_bytes(src->type, src->ld);
-    const int64_t dp = (int64_t)be_type_bytes(dst->type, dst->ld);
-    const int64_t rows = src->rows;
     if (!rows || !w)
         return;
     bool straight = w * rows > QUEUE_MAX_BYTES;
@@ -75,18 +74,24 @@ void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst)
         const cuda_copy_job *J = &c->copies[i];
         /* a new read of a waiting write, or a new write of a waiting read
          * or write: keep the order through a launch */
-        straight = overlap((const char *)src->data, sp, w, rows, J->dst, J->dpitch, J->width, J->rows) ||
-                   overlap((const char *)dst->data, dp, w, rows, J->src, J->spitch, J->width, J->rows) ||
-                   overlap((const char *)dst->data, dp, w, rows, J->dst, J->dpitch, J->width, J->rows);
+        straight = overlap(src, sp, w, rows, J->dst, J->dpitch, J->width, J->rows) ||
+                   overlap(dst, dp, w, rows, J->src, J->spitch, J->width, J->rows) ||
+                   overlap(dst, dp, w, rows, J->dst, J->dpitch, J->width, J->rows);
     }
     if (straight || c->n_copies == CUDA_COPY_QUEUE)
         cuda_copy_flush(be);
     if (straight) {
         cuda_count_as(c, "copy / memset: device (straight)");
-        CUDA_OK(be, cudaMemcpy2DAsync(dst->data, (size_t)dp, src->data, (size_t)sp, (size_t)w,
-                                      (size_t)rows, cudaMemcpyDeviceToDevice, c->stream));
+        CUDA_OK(be, cudaMemcpy2DAsync(dst, (size_t)dp, src, (size_t)sp, (size_t)w, (size_t)rows,
+                                      cudaMemcpyDefault, c->stream));
         return;
     }
-    c->copies[c->n_copies++] = (cuda_copy_job){ (const char *)src->data, (char *)dst->data, sp, dp,
-                                                w, rows };
+    c->copies[c->n_copies++] = (cuda_copy_job){ src, dst, sp, dp, w, rows };
+}
+
+void cuda_copy_queue(be_ctx *be, const be_tensor *src, be_tensor *dst)
+{
+    cuda_copy_queue_rows(be, (const char *)src->data, (int64_t)be_type_bytes(src->type, src->ld),
+                         (char *)dst->data, (int64_t)be_type_bytes(dst->type, dst->ld),
+                         (int64_t)be_type_bytes(src->type, src->cols), src->rows);
 }
