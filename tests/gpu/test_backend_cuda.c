@@ -2536,6 +2536,61 @@ static int gpass_run(be_ctx *be, gpass *p, const float *x, int pa, int pb, bool 
     return rc;
 }
 
+/* Q36_CUDA_UPQ=1: a pass's small uploads (x, the batch's positions and
+ * runs) wait in the copy queue and are read from the pinned staging by its
+ * k_copies launch. The passes of test_graph_ops on a context with it and
+ * one without, graphs on in both (op by op, recorded, replayed), must agree
+ * bit for bit: the same kernels on the same inputs. */
+static void test_upq(const be_shape *sh)
+{
+    const char *name = "cuda.upq.passes_same_bits";
+    be_ctx *off = cuda_graphs(1, sh);
+    char *keep = env_set("Q36_CUDA_UPQ", "1");
+    be_ctx *on = cuda_graphs(1, sh);
+    env_restore("Q36_CUDA_UPQ", keep);
+    if (!off || !on) {
+        be_free(off);
+        be_free(on);
+        return;
+    }
+    t_rng r = t_rng_named(name);
+    wt w, nw;
+    make_weight(&w, &r, QT_Q4_K, G_K, G_N, 1);
+    float *nv = t_randv(&r, G_HD, 1);
+    make_vec(&nw, nv, G_HD, 1);
+    gpass po, pn;
+    if (gpass_init(off, &po, &w, &nw) || gpass_init(on, &pn, &w, &nw)) {
+        t_fail(name, "setting up the pass failed");
+        return;
+    }
+    const int pa[5] = { 0, 1, 37, 150, 151 }, pb[5] = { 5, 6, 100, 199, 2 };
+    float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
+    double worst = 0;
+    q36_err err = { 0 };
+    int rc = 0;
+    for (int i = 0; i < 5 && !rc; i++) {
+        float *x = t_randv(&r, 2 * G_K, 1);
+        rc = gpass_run(off, &po, x, pa[i], pb[i], false, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], false, yn, an, &err);
+        free(x);
+        for (int j = 0; j < 2 * G_N && !rc; j++)
+            worst = fmax(worst, fabs((double)yo[j] - yn[j]));
+        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++)
+            worst = fmax(worst, fabs((double)ao[j] - an[j]));
+    }
+    if (rc)
+        t_fail(name, "%s", err.msg);
+    else
+        t_check(name, worst == 0, "largest |d| %.3g over y and attention (0 expected)", worst);
+    free(nv);
+    gpass_free(off, &po);
+    gpass_free(on, &pn);
+    be_free(off);
+    be_free(on);
+    free(w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
+    free(nw.deq);
+}
+
 /* Graphs at the op level: the same passes on a context with graphs off and
  * one with graphs on, the second running the first pass op by op (a key
  * seen once), recording the second and replaying the rest on new inputs at
@@ -4445,6 +4500,7 @@ int main(int argc, char **argv)
             test_fattn_ops(&sh, false, false, false);
         }
         if (want_ops("graph")) test_graph_ops(&sh);
+        if (want_ops("graph")) test_upq(&sh);
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);
         if (want_ops("mvq80")) test_mvq80(&sh);
