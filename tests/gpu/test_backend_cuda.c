@@ -2536,6 +2536,66 @@ static int gpass_run(be_ctx *be, gpass *p, const float *x, int pa, int pb, bool 
     return rc;
 }
 
+/* Two contexts that run the same small passes (gpass) with the same
+ * weights: graphs off and on, or a switch off and on. */
+typedef struct {
+    be_ctx *off, *on;
+    wt      w, nw;
+    float  *nv;
+    gpass   po, pn;
+} gpair;
+
+/* Takes the contexts (gpair_free frees them); false when one is missing or
+ * setting up failed (then reported as a failure of `name`). */
+static bool gpair_init(gpair *g, be_ctx *off, be_ctx *on, const char *name, t_rng *r)
+{
+    memset(g, 0, sizeof *g);
+    g->off = off;
+    g->on = on;
+    if (!off || !on) {
+        be_free(off);
+        be_free(on);
+        return false;
+    }
+    make_weight(&g->w, r, QT_Q4_K, G_K, G_N, 1);
+    g->nv = t_randv(r, G_HD, 1);
+    make_vec(&g->nw, g->nv, G_HD, 1);
+    if (gpass_init(off, &g->po, &g->w, &g->nw) || gpass_init(on, &g->pn, &g->w, &g->nw)) {
+        t_fail(name, "setting up the pass failed");
+        return false;
+    }
+    return true;
+}
+
+/* One pass on both contexts at positions pa (slot 1) and pb (slot 3) on
+ * input x: the largest |difference| of y and of attention and attention's
+ * largest |value| folded into d[0], d[1], d[2]; returns be_check's kind */
+static int gpair_pass(gpair *g, const float *x, int pa, int pb, bool skip_norm, double d[3],
+                      q36_err *err)
+{
+    float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
+    int rc = gpass_run(g->off, &g->po, x, pa, pb, skip_norm, yo, ao, err);
+    rc = rc ? rc : gpass_run(g->on, &g->pn, x, pa, pb, skip_norm, yn, an, err);
+    for (int j = 0; j < 2 * G_N && !rc; j++)
+        d[0] = fmax(d[0], fabs((double)yo[j] - yn[j]));
+    for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++) {
+        d[1] = fmax(d[1], fabs((double)ao[j] - an[j]));
+        d[2] = fmax(d[2], fabs((double)ao[j]));
+    }
+    return rc;
+}
+
+static void gpair_free(gpair *g)
+{
+    free(g->nv);
+    gpass_free(g->off, &g->po);
+    gpass_free(g->on, &g->pn);
+    be_free(g->off);
+    be_free(g->on);
+    free(g->w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
+    free(g->nw.deq);
+}
+
 /* Q36_CUDA_UPQ=1: a pass's small uploads (x, the batch's positions and
  * runs) wait in the copy queue and are read from the pinned staging by its
  * k_copies launch. The passes of test_graph_ops on a context with it and
@@ -2548,47 +2608,24 @@ static void test_upq(const be_shape *sh)
     char *keep = env_set("Q36_CUDA_UPQ", "1");
     be_ctx *on = cuda_graphs(1, sh);
     env_restore("Q36_CUDA_UPQ", keep);
-    if (!off || !on) {
-        be_free(off);
-        be_free(on);
-        return;
-    }
     t_rng r = t_rng_named(name);
-    wt w, nw;
-    make_weight(&w, &r, QT_Q4_K, G_K, G_N, 1);
-    float *nv = t_randv(&r, G_HD, 1);
-    make_vec(&nw, nv, G_HD, 1);
-    gpass po, pn;
-    if (gpass_init(off, &po, &w, &nw) || gpass_init(on, &pn, &w, &nw)) {
-        t_fail(name, "setting up the pass failed");
+    gpair g;
+    if (!gpair_init(&g, off, on, name, &r))
         return;
-    }
     const int pa[5] = { 0, 1, 37, 150, 151 }, pb[5] = { 5, 6, 100, 199, 2 };
-    float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
-    double worst = 0;
+    double d[3] = { 0, 0, 0 };
     q36_err err = { 0 };
     int rc = 0;
     for (int i = 0; i < 5 && !rc; i++) {
         float *x = t_randv(&r, 2 * G_K, 1);
-        rc = gpass_run(off, &po, x, pa[i], pb[i], false, yo, ao, &err);
-        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], false, yn, an, &err);
+        rc = gpair_pass(&g, x, pa[i], pb[i], false, d, &err);
         free(x);
-        for (int j = 0; j < 2 * G_N && !rc; j++)
-            worst = fmax(worst, fabs((double)yo[j] - yn[j]));
-        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++)
-            worst = fmax(worst, fabs((double)ao[j] - an[j]));
     }
     if (rc)
         t_fail(name, "%s", err.msg);
     else
-        t_check(name, worst == 0, "largest |d| %.3g over y and attention (0 expected)", worst);
-    free(nv);
-    gpass_free(off, &po);
-    gpass_free(on, &pn);
-    be_free(off);
-    be_free(on);
-    free(w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
-    free(nw.deq);
+        t_check(name, d[0] == 0 && d[1] == 0, "y |d| %.3g, attention |d| %.3g (0 expected)", d[0], d[1]);
+    gpair_free(&g);
 }
 
 /* Graphs at the op level: the same passes on a context with graphs off and
@@ -2604,40 +2641,24 @@ static void test_graph_ops(const be_shape *sh)
 {
     const char *name = "cuda.graph.ops_replay_equal_eager";
     be_ctx *off = cuda_graphs(0, sh), *on = cuda_graphs(1, sh);
-    if (!off || !on) {
-        be_free(off);
-        be_free(on);
-        return;
-    }
     t_rng r = t_rng_named(name);
-    wt w, nw;
-    make_weight(&w, &r, QT_Q4_K, G_K, G_N, 1);
-    float *nv = t_randv(&r, G_HD, 1);
-    make_vec(&nw, nv, G_HD, 1);
-    gpass po, pn;
-    if (gpass_init(off, &po, &w, &nw) || gpass_init(on, &pn, &w, &nw)) {
-        t_fail(name, "setting up the pass failed");
+    gpair g;
+    if (!gpair_init(&g, off, on, name, &r))
         return;
-    }
     const int pa[5] = { 0, 1, 37, 150, 151 }, pb[5] = { 5, 6, 100, 199, 2 };
     float yo[2 * G_N], yn[2 * G_N], ao[2 * G_HQ * G_HD], an[2 * G_HQ * G_HD];
-    double worst_y = 0, worst_a = 0, amax = 0;
     q36_err err = { 0 };
     int rc = 0;
     be_stats s0, s1;
     be_stats_get(on, &s0);
+    double d[3] = { 0, 0, 0 };
     for (int i = 0; i < 4 && !rc; i++) {
         float *x = t_randv(&r, 2 * G_K, 1);
-        rc = gpass_run(off, &po, x, pa[i], pb[i], false, yo, ao, &err);
-        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], false, yn, an, &err);
+        rc = gpair_pass(&g, x, pa[i], pb[i], false, d, &err);
         free(x);
-        for (int j = 0; j < 2 * G_N && !rc; j++)
-            worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
-        for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++) {
-            worst_a = fmax(worst_a, fabs((double)ao[j] - an[j]));
-            amax = fmax(amax, fabs((double)ao[j]));
-        }
     }
+    double worst_y = d[0], worst_a = d[1];
+    const double amax = d[2];
     be_stats_get(on, &s1);
     if (rc)
         t_fail(name, "%s", err.msg);
@@ -2656,15 +2677,15 @@ static void test_graph_ops(const be_shape *sh)
     /* the same key, another op list: refused, then recorded again */
     float *x = t_randv(&r, 2 * G_K, 1);
     memset(&err, 0, sizeof err);
-    rc = gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+    rc = gpass_run(on, &g.pn, x, pa[4], pb[4], true, yn, an, &err);
     t_check("cuda.graph.other_ops_same_key_fail", rc != 0 && strstr(err.msg, "recording"),
             "rc %d: %s", rc, err.msg);
     memset(&err, 0, sizeof err);
     worst_y = 0;
     rc = 0;
     for (int i = 0; i < 2 && !rc; i++) {
-        rc = gpass_run(off, &po, x, pa[4], pb[4], true, yo, ao, &err);
-        rc = rc ? rc : gpass_run(on, &pn, x, pa[4], pb[4], true, yn, an, &err);
+        rc = gpass_run(off, &g.po, x, pa[4], pb[4], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &g.pn, x, pa[4], pb[4], true, yn, an, &err);
         for (int j = 0; j < 2 * G_N && !rc; j++)
             worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
     }
@@ -2689,8 +2710,8 @@ static void test_graph_ops(const be_shape *sh)
             be_tensor_free(on, other);
             other = NULL;
         }
-        rc = gpass_run(off, &po, x, pa[i], pb[i], true, yo, ao, &err);
-        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], true, yn, an, &err);
+        rc = gpass_run(off, &g.po, x, pa[i], pb[i], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &g.pn, x, pa[i], pb[i], true, yn, an, &err);
         for (int j = 0; j < 2 * G_N && !rc; j++)
             worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
     }
@@ -2705,13 +2726,13 @@ static void test_graph_ops(const be_shape *sh)
                 "y |d| %.3g, %llu recorded (%llu expected), %llu graph launches (%llu)", worst_y,
                 (unsigned long long)s3.graphs_recorded, (unsigned long long)s2.graphs_recorded,
                 (unsigned long long)s3.graph_launches, (unsigned long long)s2.graph_launches + 2);
-    be_tensor_free(on, pn.y);
-    pn.y = be_tensor_new(on, 2, G_N);
-    rc = pn.y ? 0 : -1;
+    be_tensor_free(on, g.pn.y);
+    g.pn.y = be_tensor_new(on, 2, G_N);
+    rc = g.pn.y ? 0 : -1;
     worst_y = worst_a = 0;
     for (int i = 0; i < 3 && !rc; i++) {
-        rc = gpass_run(off, &po, x, pa[i], pb[i], true, yo, ao, &err);
-        rc = rc ? rc : gpass_run(on, &pn, x, pa[i], pb[i], true, yn, an, &err);
+        rc = gpass_run(off, &g.po, x, pa[i], pb[i], true, yo, ao, &err);
+        rc = rc ? rc : gpass_run(on, &g.pn, x, pa[i], pb[i], true, yn, an, &err);
         for (int j = 0; j < 2 * G_N && !rc; j++)
             worst_y = fmax(worst_y, fabs((double)yo[j] - yn[j]));
         for (int j = 0; j < 2 * G_HQ * G_HD && !rc; j++)
@@ -2727,13 +2748,7 @@ static void test_graph_ops(const be_shape *sh)
                 "y |d| %.3g, attention |d| %.3g, %llu recorded (%llu expected)", worst_y, worst_a,
                 (unsigned long long)s4.graphs_recorded, (unsigned long long)s3.graphs_recorded + 1);
     free(x);
-    free(nv);
-    gpass_free(off, &po);
-    gpass_free(on, &pn);
-    be_free(off);
-    be_free(on);
-    free(w.deq);   /* w.data, nw.data stay: bound weights are keyed by them */
-    free(nw.deq);
+    gpair_free(&g);
 }
 
 /* ------------------------------------------------------------ fused ops */
