@@ -53,9 +53,9 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* ignore_eos: the ids tok_is_eog names inside the vocabulary, ascending and
- * each once (from the vocabulary's short list: a scan of every id cost a
- * server ~1 ms a request), and the row they are masked in */
+/* ignore_eos: the ids tok_is_eog names inside the vocabulary, ascending
+ * (from the vocabulary's short list, whose ids are distinct: a scan of
+ * every id cost a server ~1 ms a request), and the row they are masked in */
 static int eog_list(gen *g, q36_err *err)
 {
     int32_t n_all = 0;
@@ -68,11 +68,6 @@ static int eog_list(gen *g, q36_err *err)
         if (all[i] >= 0 && all[i] < g->n_vocab)
             g->eog[g->n_eog++] = all[i];
     qsort(g->eog, (size_t)g->n_eog, sizeof *g->eog, cmp_id);
-    int32_t n = 0;
-    for (int32_t i = 0; i < g->n_eog; i++)
-        if (!n || g->eog[n - 1] != g->eog[i])
-            g->eog[n++] = g->eog[i];
-    g->n_eog = n;
     return 0;
 }
 

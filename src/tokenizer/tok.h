@@ -75,7 +75,7 @@ bool    tok_add_bos(const tok_vocab *v);     /* tokenizer.ggml.add_bos_token, de
 /* End of generation: eos, eot, <|im_end|>, <|endoftext|>, <|fim_pad|>,
  * <|repo_name|>, <|file_sep|> (those present). */
 bool    tok_is_eog(const tok_vocab *v, int32_t id);
-/* Those ids, as tok_is_eog names them (no order promised), n in *n */
+/* Those ids, each once (no order promised), n in *n */
 const int32_t *tok_eog_ids(const tok_vocab *v, int32_t *n);
 
 /* The stored text of a token (byte-level alphabet for NORMAL tokens), not

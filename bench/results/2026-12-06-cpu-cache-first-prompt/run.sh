@@ -9,8 +9,10 @@
 set -eu
 here=$(dirname "$0")
 rounds=${1:-3}
-port=18555
-python3 - >/tmp/long.json <<'PY'
+port=${PORT:-18555}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - >"$tmp/long.json" <<'PY'
 import json, random
 random.seed(1)
 words = "alpha beta gamma delta code function return value struct pointer memory thread buffer parse token model layer".split()
@@ -19,14 +21,14 @@ print(json.dumps({"messages": [{"role": "user", "content": txt}], "max_tokens": 
 PY
 for round in $(seq 1 "$rounds"); do
     for cr in 0 2048; do
-        ./q36 serve -m build/default.gguf -np 1 -c 4096 -t 2 --port $port --cache-ram $cr >/tmp/sv.out 2>/tmp/sv.err &
+        ./q36 serve -m build/default.gguf -np 1 -c 4096 -t 2 --port $port --cache-ram $cr >"$tmp/sv.out" 2>"$tmp/sv.err" &
         pid=$!
         sleep 1.5
         out=""
         for i in 1 2 3 4; do
-            sed "s/alpha/alpha$i$round/" /tmp/long.json >/tmp/long$i.json
+            sed "s/alpha/alpha$i$round/" "$tmp/long.json" >"$tmp/long$i.json"
             ms=$(curl -s -X POST http://127.0.0.1:$port/v1/chat/completions -H 'Content-Type: application/json' \
-                -d @/tmp/long$i.json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['timings']['prompt_n'], round(d['timings']['prompt_ms']))")
+                -d @"$tmp/long$i.json" | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['timings']['prompt_n'], round(d['timings']['prompt_ms']))")
             out="$out | $ms"
         done
         echo "round $round --cache-ram $cr:$out"
@@ -34,4 +36,4 @@ for round in $(seq 1 "$rounds"); do
         wait $pid 2>/dev/null || true
     done
 done
-gcc -O2 -o /tmp/pf "$here/pf.c" && /tmp/pf
+gcc -O2 -o "$tmp/pf" "$here/pf.c" && "$tmp/pf"
