@@ -2596,16 +2596,19 @@ static void gpair_free(gpair *g)
     free(g->nw.deq);
 }
 
-/* Q36_CUDA_UPQ=1: a pass's small uploads (x, the batch's positions and
- * runs) wait in the copy queue and are read from the pinned staging by its
- * k_copies launch. The passes of test_graph_ops on a context with it and
- * one without, graphs on in both (op by op, recorded, replayed), must agree
- * bit for bit: the same kernels on the same inputs. */
+/* Q36_CUDA_UPQ (on by default): a pass's small uploads (x, the batch's
+ * positions and runs) wait in the copy queue and are read from the pinned
+ * staging by its k_copies launch. The passes of test_graph_ops on a context
+ * with it and one with Q36_CUDA_UPQ=0, graphs on in both (op by op,
+ * recorded, replayed), must agree bit for bit: the same kernels on the same
+ * inputs. */
 static void test_upq(const be_shape *sh)
 {
     const char *name = "cuda.upq.passes_same_bits";
+    char *keep = env_set("Q36_CUDA_UPQ", "0");
     be_ctx *off = cuda_graphs(1, sh);
-    char *keep = env_set("Q36_CUDA_UPQ", "1");
+    env_restore("Q36_CUDA_UPQ", keep);
+    keep = env_set("Q36_CUDA_UPQ", "1");
     be_ctx *on = cuda_graphs(1, sh);
     env_restore("Q36_CUDA_UPQ", keep);
     t_rng r = t_rng_named(name);

@@ -1133,7 +1133,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */
     }
-    if (c->up && cuda_env_is("Q36_CUDA_UPQ", "1")) {
+    if (c->up && cuda_env_on("Q36_CUDA_UPQ")) {
         void *d = NULL;
         c->up_q = cudaHostGetDevicePointer(&d, c->up, 0) == cudaSuccess && d;
         c->up_dev = (char *)d;

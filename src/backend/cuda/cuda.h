@@ -215,7 +215,7 @@ struct cuda_ctx {
     bool            span_all;      /* could not grow: every free drops */
     char           *up;            /* pinned staging of uploads queued without a wait */
     size_t          up_off;        /* bytes of it in use since the stream last waited */
-    /* Q36_CUDA_UPQ=1 (off: not yet run on a GPU): small staged uploads
+    /* Q36_CUDA_UPQ (on unless "0"; since session 35): small staged uploads
      * join the copy queue (cuda_copy.cu), read by k_copies from up_dev,
      * the device's address of the pinned staging, so that a pass's uploads
      * cost one launch with its other queued copies, not one copy each */
