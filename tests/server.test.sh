@@ -87,12 +87,14 @@ kill -TERM $pid_cold $pid_hot; wait $pid_cold; wait $pid_hot
 # drafting slots' MTP rows padded, as on a GPU; the guard on, as by
 # default, so that its steps without drafts leave the MTP rows for later:
 # at least 0.7 of the drafts must still hit, ~0.8 without either), and one
-# whose draft head of one id (almost) never hits (adaptive k, no guard).
+# whose draft head of one id (almost) never hits (adaptive k, no guard);
+# that one runs with the engine's op timers (Q36_SERVER_PROFILE=1), which
+# change no result, and prints their table when it stops.
 "$Q36" serve --port 0 -np 4 -c 2048 -ub 32 >"$tmp/out5" 2>"$tmp/err5" &
 pid_plain=$!
 Q36_SERVER_MTP_PAD=1 "$Q36" serve --port 0 -np 4 -c 2048 -ub 32 --spec-type draft-mtp --draft-vocab 16384 >"$tmp/out6" 2>"$tmp/err6" &
 pid_mtp=$!
-Q36_SERVER_MTP_GUARD=0 "$Q36" serve --port 0 -np 2 -c 2048 --spec-type draft-mtp --draft-vocab 1 >"$tmp/out7" 2>"$tmp/err7" &
+Q36_SERVER_PROFILE=1 Q36_SERVER_MTP_GUARD=0 "$Q36" serve --port 0 -np 2 -c 2048 --spec-type draft-mtp --draft-vocab 1 >"$tmp/out7" 2>"$tmp/err7" &
 pid_low=$!
 url_plain=$(wait_url "$tmp/out5" $pid_plain)
 url_mtp=$(wait_url "$tmp/out6" $pid_mtp)
@@ -103,6 +105,15 @@ else
     fail spec_servers "did not start: $(cat "$tmp/err5" "$tmp/err6" "$tmp/err7")"
 fi
 kill -TERM $pid_plain $pid_mtp $pid_low; wait $pid_plain; wait $pid_mtp; wait $pid_low
+# the profiled server's table: engine steps counted, matmul rows, the MTP
+# block's passes as a layer row of their own, no profile in the others
+if grep -Eq '^q36 serve: profile: [1-9][0-9]* engine steps, [1-9][0-9]* forward calls' "$tmp/err7" &&
+   grep -q '^q36 serve: profile: matmul q8_0 ' "$tmp/err7" &&
+   grep -Eq '^q36 serve: profile: layer mtp block +[0-9.]+ +[0-9.]*[1-9]' "$tmp/err7" &&
+   grep -q '^q36 serve: profile: layer deltanet ' "$tmp/err7" &&
+   ! grep -q 'q36 serve: profile' "$tmp/err5" "$tmp/err6"; then
+    ok serve_profile_table
+else fail serve_profile_table "$(grep 'profile' "$tmp/err7" | head -5) $(tail -2 "$tmp/err7")"; fi
 # The same on a random-weight dense qwen35 with an MTP block (q36 synth): its
 # drafts miss, so nearly every round rewinds, and slots pause their drafts;
 # its drafting server keeps k_max drafts a round (Q36_SERVER_MTP_ADAPTIVE=0,

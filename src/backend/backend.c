@@ -688,6 +688,6 @@ void be_profile_layers(const be_ctx *be, be_prof_row rows[BE_LAYER_N])
 const char *be_layer_name(enum be_layer_kind kind)
 {
     static const char *const n[BE_LAYER_N] = { "head/embedding", "deltanet", "attention",
-                                               "ffn/moe" };
+                                               "ffn/moe", "mtp block" };
     return (unsigned)kind < BE_LAYER_N ? n[kind] : "?";
 }

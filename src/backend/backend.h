@@ -516,7 +516,7 @@ void be_stats_get(const be_ctx *be, be_stats *out);
  * the model layer last set. Disabled (the default), an op pays one
  * predictable branch. Timing changes no result. */
 enum be_layer_kind { BE_LAYER_HEAD, BE_LAYER_DELTANET, BE_LAYER_ATTENTION, BE_LAYER_FFN,
-                     BE_LAYER_N };
+                     BE_LAYER_MTP, BE_LAYER_N };
 
 typedef struct be_prof_row {
     char     name[32];      /* "matmul q4_K", "attention", ... */

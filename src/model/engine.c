@@ -20,6 +20,24 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t model_prof_begin(q36_engine *e)
+{
+    if (!e->profile)
+        return 0;
+    be_profile_enable(e->be, 1);   /* ops count only inside forward passes */
+    return now_ns();
+}
+
+void model_prof_end(q36_engine *e, uint64_t t0, int64_t T)
+{
+    if (!e->profile)
+        return;
+    be_profile_enable(e->be, 0);
+    e->prof_fwd_ns += now_ns() - t0;
+    e->prof_fwd_n++;
+    e->prof_tok += (uint64_t)T;
+}
+
 q36_engine_opts q36_engine_opts_default(void)
 {
     q36_engine_opts o = { .n_threads = 1, .n_batch = 512, .n_slots = 1, .type_k = Q36_KV_F16,
@@ -463,9 +481,7 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
         if (rk)
             return rk;
     }
-    const uint64_t t0 = e->profile ? now_ns() : 0;
-    if (e->profile)     /* ops count only inside forward passes */
-        be_profile_enable(be, 1);
+    const uint64_t t0 = model_prof_begin(e);
     be_views_reset(be);
     be_write(be, e->sc.ids, 0, b->n, b->id);
     be_batch_set(be, &e->batch, n_seq, e->seq);
@@ -476,12 +492,7 @@ static int eval_hid(q36_engine *e, const q36_batch *b, float *logits, int32_t *i
     int rc = model_forward(e, b->n, b->out, b->n_out, logits, ids, n_hid < 0 ? hidden : NULL,
                            hid, n_hid < 0 ? 0 : n_hid, hidden, err);
     be_pass_end(be);
-    if (e->profile) {
-        be_profile_enable(be, 0);
-        e->prof_fwd_ns += now_ns() - t0;
-        e->prof_fwd_n++;
-        e->prof_tok += (uint64_t)b->n;
-    }
+    model_prof_end(e, t0, b->n);
     model_keep_done(e, n_seq, rc == 0);
     if (e->n_saves) {
         const int rs = model_saves_done(e, rc == 0, err);

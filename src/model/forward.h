@@ -218,6 +218,11 @@ static inline uint64_t model_key_mix(uint64_t h, uint64_t v)
  * only those rows go past the K/V store (attention, FFN, head); the
  * others' outputs are never read, only their K/V rows (at most
  * MTP_OUT_MAX rows asked for). */
+/* opts.profile: a pass's timing (the trunk's and the MTP block's passes):
+ * model_prof_begin turns the backend's op timers on and returns the start,
+ * model_prof_end turns them off and counts the pass of T tokens */
+uint64_t model_prof_begin(q36_engine *e);
+void model_prof_end(q36_engine *e, uint64_t t0, int64_t T);
 int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, const int32_t *out,
                       int n_out, const be_batch *ob, float *logits, int32_t *ids, float *hidden,
                       int chain, q36_err *err);

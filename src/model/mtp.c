@@ -140,6 +140,8 @@ static int mtp_pass(q36_engine *e, const q36_batch *b, const float *h, enum q36_
     if (n_seq < 0)
         return n_seq;
     be_ctx *be = e->be;
+    const uint64_t t0 = model_prof_begin(e);
+    be_profile_layer(be, BE_LAYER_MTP);
     be_views_reset(be);
     if (h) {
         be_write(be, e->sc.ids, 0, b->n, b->id);
@@ -156,6 +158,7 @@ static int mtp_pass(q36_engine *e, const q36_batch *b, const float *h, enum q36_
     int rc = model_mtp_forward(e, b->n, h_src == Q36_MTP_H_MTP, dv_in, b->out, b->n_out,
                                compact ? &e->mtp_ob : NULL, logits, ids, hidden, chain, err);
     be_pass_end(be);
+    model_prof_end(e, t0, b->n);
     if (rc)
         return rc;
     for (int s = 0; s < n_seq; s++)

@@ -94,6 +94,7 @@ struct sched {
                                      Q36_SERVER_MTP_GUARD=0) */
     int             step_tok;     /* tokens published in this step */
     bool            deferred;     /* the last step left MTP rows pending (spec_rows) */
+    bool            profile;      /* Q36_SERVER_PROFILE=1: the engine's op table at the end */
     char            cache_file[4096]; /* --cache-dir's file, or "" */
     uint64_t        cache_fp;     /* the model's and options' fingerprint for it */
     char            plan_text[512];
@@ -707,6 +708,33 @@ static int cache_dir_read(sched *s, const srv_opts *o, q36_err *err)
     return 0;
 }
 
+/* Q36_SERVER_PROFILE=1: the engine's per-op table since the start, per
+ * engine step (the trunk's passes and the MTP block's), on stderr. */
+static void print_profile(sched *s)
+{
+    const q36_profile *p = NULL;
+    q36_err err = { 0 };
+    if (q36_engine_profile(sched_engine_q36(s->eng), &p, &err)) {
+        fprintf(stderr, "q36 serve: profile: %s\n", err.msg);
+        return;
+    }
+    const double steps = s->met->n_decode ? (double)s->met->n_decode : 1.0;
+    fprintf(stderr, "q36 serve: profile: %llu engine steps, %llu forward calls, %llu tokens, "
+            "forward %.3f ms a step (op by op, nothing recorded)\n",
+            (unsigned long long)s->met->n_decode, (unsigned long long)p->forwards,
+            (unsigned long long)p->tokens, p->forward_ms / steps);
+    fprintf(stderr, "q36 serve: profile: %-32s %12s %12s %10s\n", "op", "calls a step",
+            "ms a step", "us a call");
+    for (int i = 0; i < p->n_ops; i++)
+        fprintf(stderr, "q36 serve: profile: %-32s %12.2f %12.4f %10.2f\n", p->op[i].name,
+                (double)p->op[i].calls / steps, p->op[i].ms / steps,
+                p->op[i].calls ? p->op[i].ms * 1e3 / (double)p->op[i].calls : 0.0);
+    for (int i = 0; i < p->n_layers; i++)
+        if (p->layer[i].calls)
+            fprintf(stderr, "q36 serve: profile: layer %-26s %12.2f %12.4f\n", p->layer[i].name,
+                (double)p->layer[i].calls / steps, p->layer[i].ms / steps);
+}
+
 int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n_ctx,
               srv_metrics *met, sched **out, q36_err *err)
 {
@@ -733,6 +761,12 @@ int sched_new(const q36_model *m, const tok_vocab *tok, const srv_opts *o, int n
         so.sess.mtp = 1;
         so.sess.n_keep = k_max + 1;
     }
+    /* a diagnostic: where the engine's time goes under real load (its per-op
+     * timers: on a GPU the passes run op by op, unrecorded), printed when
+     * the server stops */
+    const char *pv = getenv("Q36_SERVER_PROFILE");
+    s->profile = pv && !strcmp(pv, "1");
+    so.sess.profile = s->profile;
     o = &so;
     int rc = 0;
     if (o->spec_mtp && (k_max > SSPEC_MAX_DRAFT || k_max + 1 > s->n_batch)) {
@@ -845,6 +879,8 @@ void sched_free(sched *s)
     pcache_free(s->cache);
     sspec_free(s->spec);
     spec_guard_free(s->guard);
+    if (s->profile && s->eng)
+        print_profile(s);
     sched_engine_free(s->eng);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

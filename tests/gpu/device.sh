@@ -91,7 +91,8 @@ servemtp_step() {
     for w in --spec-type draft-mtp ${SPEC_ARGS:---draft-vocab 16384} --cache-ram 0; do x+=("--q36-arg=$w"); done
     # SERVEMTP_VARIANTS: "VAR=value" words (A=1+B=2 sets both), each a run
     # of its own after the default one (e.g. Q36_SERVER_MTP_GUARD=0, or
-    # Q36_CUDA_LOOSE=1 for what the steps still launch one by one)
+    # Q36_CUDA_LOOSE=1 for what the steps still launch one by one, or
+    # Q36_SERVER_PROFILE=1 for the engine's op table: op by op, no graphs)
     for v in default ${SERVEMTP_VARIANTS:-}; do
         local set=()
         [ "$v" = default ] || set=(${v//+/ })
@@ -108,6 +109,12 @@ servemtp_step() {
             grep -q 'Q36_CUDA_LOOSE:' "$f" 2>/dev/null || continue
             echo "# $(basename "$f" .err):"
             grep -E '^q36: (Q36_CUDA_LOOSE| {3})' "$f"
+        done
+        # a variant with Q36_SERVER_PROFILE=1: each server's op table
+        for f in "$LOG/serve-mtp-$v"/*.err; do
+            grep -q 'q36 serve: profile:' "$f" 2>/dev/null || continue
+            echo "# $(basename "$f" .err):"
+            grep -E '^q36 serve: profile:' "$f"
         done
     done
 }
