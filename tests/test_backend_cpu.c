@@ -678,7 +678,7 @@ static void test_ops_table(void)
     void *const *fn = (void *const *)((const char *)ops + sizeof(const char *));
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
     const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
-                               &ops->deltanet_gated,
+                               &ops->deltanet_gated, &ops->deltanet_gated_keep,
                                &ops->attn_prologue, &ops->moe_down_shared, &ops->prefetch };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {

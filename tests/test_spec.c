@@ -360,7 +360,10 @@ static void keep_api(const q36_model *m, const char *tag)
  * plain pass of that many rows; the slot beside them is as if alone. The
  * plain slot's run comes between the kept ones, or (even rounds) after
  * both: then the two kept runs lead the pass and take the keeping ops
- * together (rewind.c: keep_lead_b). */
+ * together (rewind.c: keep_lead_b). In rounds 3 and 4 the plain slot
+ * reads one row (a decode row of a slot that drafts nothing): it joins the
+ * leading runs wherever it stands, and with it between them every run of
+ * the pass leads (deltanet.c: be_deltanet_gated_keep). */
 static void keep_multi(const q36_model *m, const char *tag)
 {
     char name[128];
@@ -393,16 +396,17 @@ static void keep_multi(const q36_model *m, const char *tag)
             id[n] = B[i], sl[n] = 2, pos[n] = i;
         q36_batch b = { n, id, sl, pos, 0, &z };
         rc = q36_engine_eval(e, &b, NULL, NULL, &err);
-        /* one pass: slot 2 keeps 5 rows, slot 1 reads 9 plainly, slot 0 keeps 5
-         * (even rounds: slot 1 last) */
+        /* one pass: slot 2 keeps 5 rows, slot 1 reads nc (9, or 1 in rounds
+         * 3 and 4) plainly, slot 0 keeps 5 (even rounds: slot 1 last) */
+        const int nc = r == 3 || r == 4 ? 1 : 9;
         n = 0;
         for (int i = 2; i < 7; i++, n++)
             id[n] = B[i], sl[n] = 2, pos[n] = i;
-        for (int i = 0; i < 9 && r % 2; i++, n++)
+        for (int i = 0; i < nc && r % 2; i++, n++)
             id[n] = C[i], sl[n] = 1, pos[n] = i;
         for (int i = 2; i < 7; i++, n++)
             id[n] = A[i], sl[n] = 0, pos[n] = i;
-        for (int i = 0; i < 9 && !(r % 2); i++, n++)
+        for (int i = 0; i < nc && !(r % 2); i++, n++)
             id[n] = C[i], sl[n] = 1, pos[n] = i;
         b.n = n;
         if (!rc)
@@ -419,7 +423,7 @@ static void keep_multi(const q36_model *m, const char *tag)
             rc = q36_err_set(&err, Q36_E_ARG, "slot 1 kept nothing, yet it rewound");
         err = (q36_err){ 0 };
         /* the next row of each slot */
-        const int sls[3] = { 0, 1, 2 }, np[3] = { 2 + ra, 9, 2 + rb };
+        const int sls[3] = { 0, 1, 2 }, np[3] = { 2 + ra, nc, 2 + rb };
         for (int k = 0; k < 3 && !rc; k++) {
             const q36_batch nb = { 1, &nx, &sls[k], &np[k], 1, &z };
             rc = q36_engine_eval(e, &nb, got + (size_t)k * V, NULL, &err);

@@ -577,6 +577,28 @@ void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const
     be_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
+void be_deltanet_gated_keep(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                            const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                            float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                            be_tensor *keep_S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                            const be_batch *b, be_tensor *out)
+{
+    assert(qkv->rows == b->n_rows && alpha->rows == qkv->rows && b_in->rows == qkv->rows);
+    assert(alpha->cols == n_v_heads && b_in->cols == n_v_heads && be_can_keep(be));
+    assert(keep_S->cols == S->cols && S->rows > 0 && keep_S->rows % S->rows == 0);
+    for (int s = 0; s < b->n_seq; s++)
+        assert(b->seq[s].n_rows <= keep_S->rows / S->rows);
+    if (be->ops->deltanet_gated_keep) {
+        be->ops->deltanet_gated_keep(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, S, keep_S,
+                                     n_k_heads, n_v_heads, dk, b, out);
+        return;
+    }
+    be_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
+    be_tensor *qk = be_view(be, qkv, 0, 2 * n_k_heads * dk);
+    be_l2_norm(be, qk, eps, dk, qk);
+    be->ops->deltanet_keep(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
+}
+
 void be_deltanet_chunked(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                          const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
                          int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out)

@@ -410,6 +410,18 @@ void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const
                        be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
                        int64_t dk, const be_batch *b, be_tensor *out);
 
+/* be_deltanet_gated with be_deltanet_keep's kept rows: the rule from raw
+ * gates and un-normed q and k, each run's state after each of its rows but
+ * the last also written to keep_S (as be_deltanet_keep). The same results
+ * as be_deltanet_gates, be_l2_norm and be_deltanet_keep, which backend.c
+ * runs where the backend has no op of its own (the CUDA backend: one
+ * kernel, with Q36_CUDA_FDN on). Needs be_can_keep. */
+void be_deltanet_gated_keep(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                            const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                            float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                            be_tensor *keep_S, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                            const be_batch *b, be_tensor *out);
+
 /* The same rule in its chunked form (chunks of 64 tokens, MODEL.md §2.6):
  * matrix products inside a chunk instead of one step per token. Same
  * arguments and results up to float rounding (not bit-identical with

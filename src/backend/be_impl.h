@@ -149,6 +149,12 @@ struct be_ops {
                            float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
                            int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
                            be_tensor *out);
+    /* optional (NULL: backend.c runs the gates, the norms and deltanet_keep) */
+    void (*deltanet_gated_keep)(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                                const be_tensor *b_in, const be_weight *dt_bias,
+                                const be_weight *a, float eps, be_tensor *g, be_tensor *beta,
+                                be_tensor *S, be_tensor *keep_S, int64_t n_k_heads,
+                                int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);
     void (*deltanet_chunked)(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
                              const be_tensor *beta, be_tensor *S, int64_t n_k_heads,
                              int64_t n_v_heads, int64_t dk, const be_batch *b, be_tensor *out);

@@ -45,7 +45,16 @@ void model_deltanet(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *o
     be_tensor *yin[] = { mixed, z, bin, alpha };
     be_matmul_n(be, 4, win, h, yin);
 
-    if (e->keeping || e->n_saves) {
+    if (e->keeping && !e->n_saves && e->keep_ready && e->keep_fuse &&
+        e->n_keep_lead == e->batch.n_seq) {
+        /* a pass whose runs all keep their states in one call of each
+         * keeping op (rewind.c: every slot's verify rows): the gates and
+         * the norms in the rule's op too */
+        be_ssm_conv_silu_keep(be, mixed, e->tail[il], L->ssm_conv, &e->keep_lead_b, conv,
+                              e->keep_tail[il]);
+        be_deltanet_gated_keep(be, conv, alpha, bin, L->ssm_dt, L->ssm_a, hp->eps, g, beta,
+                               e->S[il], e->keep_S[il], Hk, Hv, dk, &e->keep_lead_b, core);
+    } else if (e->keeping || e->n_saves) {
         /* a pass that keeps the state after each row or saves checkpoints
          * inside it (rewind.c) */
         be_deltanet_gates(be, alpha, L->ssm_dt, L->ssm_a, bin, g, beta);

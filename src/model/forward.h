@@ -102,6 +102,10 @@ struct q36_engine {
      * store their K/V (mtp.c, mtp_out_rows), one run of one row each */
     be_batch       mtp_ob;        /* up to MTP_OUT_MAX rows */
     int            n_keep_lead;
+    /* one-row runs of slots that keep nothing join the leading kept runs,
+     * and a pass whose runs all lead takes be_deltanet_gated_keep (on
+     * unless Q36_KEEP_FUSE=0, read when the engine is made: the A/B) */
+    bool           keep_fuse;
     bool           keep_ready;
     uint8_t       *keep;          /* per slot: the next pass keeps its states */
     int            n_keep_req;    /* slots with keep set */

@@ -75,9 +75,13 @@ int model_keep_check(q36_engine *e, int n_seq, q36_err *err)
 void model_keep_batches(q36_engine *e, int n_seq)
 {
     be_ctx *be = e->be;
-    /* the kept runs that lead the pass: one call of each keeping op */
+    /* the kept runs that lead the pass: one call of each keeping op; a
+     * one-row run of a slot that keeps nothing may join them (a one-row run
+     * writes no kept row, and the rule for one row is the same either way:
+     * a slot that drafts nothing this step beside slots that do) */
     int lead = 0;
-    while (be_can_keep(be) && lead < n_seq && e->keep[e->seq[lead].slot])
+    while (be_can_keep(be) && lead < n_seq &&
+           (e->keep[e->seq[lead].slot] || (e->keep_fuse && e->seq[lead].n_rows == 1)))
         lead++;
     e->n_keep_lead = lead;
     if (lead)

@@ -1054,8 +1054,11 @@ static void test_conv(int64_t C, int n_seq, const int *len)
  * (16 + 4 t) dk u of the largest |out|. With dn_gated, be_deltanet_gated
  * from raw rows: q and k un-normed, the gates from random alpha and b and
  * dt bias and A (A in [-1, -0.1)); the norms and gates each round a few
- * times more, well inside the bound. */
-static bool dn_gated;
+ * times more, well inside the bound. With dn_keep too,
+ * be_deltanet_gated_keep (the CPU: the gates, the norms and
+ * be_deltanet_keep; the GPU: one kernel) with maxlen kept rows a slot: the
+ * kept states as well (the rows no run writes stay zero on both). */
+static bool dn_gated, dn_keep;
 static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int *len,
                           bool chunked)
 {
@@ -1066,7 +1069,8 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         maxlen = len[i] > maxlen ? len[i] : maxlen;
     }
     snprintf(name, sizeof name, "cuda.deltanet%s_hk%lld_hv%lld_dk%lld_seq%d_t%lld",
-             chunked ? "_chunked" : dn_gated ? "_gated" : "", (long long)Hk, (long long)Hv,
+             chunked ? "_chunked" : dn_gated && dn_keep ? "_gated_keep" : dn_gated ? "_gated" : "",
+             (long long)Hk, (long long)Hv,
              (long long)dk, n_seq, (long long)T);
     t_rng r = t_rng_named(name);
     const int64_t n_slots = 8, W = (2 * Hk + Hv) * dk;
@@ -1107,9 +1111,19 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         bit = up(bi, T, Hv);
         free(al); free(bi); free(dt); free(A);
     }
+    const int64_t K = maxlen, nK = n_slots * K * Hv;
+    float *kz = dn_gated && dn_keep ? calloc((size_t)(nK * dk * dk), sizeof(float)) : NULL;
+    pair kS = { 0 };
+    if (kz)
+        kS = up(kz, nK, dk * dk);
     if (chunked) {
         be_deltanet_chunked(cpu, qt.c, gt.c, bt.c, S.c, Hk, Hv, dk, &b.c, out.c);
         be_deltanet_chunked(gpu, qt.g, gt.g, bt.g, S.g, Hk, Hv, dk, &b.g, out.g);
+    } else if (kz) {
+        be_deltanet_gated_keep(cpu, qt.c, alt.c, bit.c, dtw.wc, aw.wc, 1e-6f, gt.c, bt.c, S.c,
+                               kS.c, Hk, Hv, dk, &b.c, out.c);
+        be_deltanet_gated_keep(gpu, qt.g, alt.g, bit.g, dtw.wg, aw.wg, 1e-6f, gt.g, bt.g, S.g,
+                               kS.g, Hk, Hv, dk, &b.g, out.g);
     } else if (dn_gated) {
         be_deltanet_gated(cpu, qt.c, alt.c, bit.c, dtw.wc, aw.wc, 1e-6f, gt.c, bt.c, S.c, Hk, Hv,
                           dk, &b.c, out.c);
@@ -1141,6 +1155,27 @@ static void test_deltanet(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const i
         verdict(n2, sc, sg, n_slots * Hv * dk * dk, NULL, eps * mx);
         free(sc);
         free(sg);
+        if (kz) {
+            down(kS, &sc, &sg);
+            mx = 0;
+            int64_t written = 0;
+            for (int64_t i = 0; i < nK * dk * dk; i++) {
+                mx = fmax(mx, fabs(sc[i]));
+                written += sc[i] != 0;
+            }
+            snprintf(n2, sizeof n2, "%s.kept", name);
+            /* every row but a run's last keeps its state somewhere */
+            if (written == 0 && T > n_seq)
+                t_fail(n2, "no kept state was written");
+            else
+                verdict(n2, sc, sg, nK * dk * dk, NULL, eps * mx);
+            free(sc);
+            free(sg);
+        }
+    }
+    if (kz) {
+        pfree(kS);
+        free(kz);
     }
     pfree(qt); pfree(gt); pfree(bt); pfree(S); pfree(out);
     if (dn_gated) {
@@ -4033,6 +4068,15 @@ static void test_ops(void)
         test_deltanet(1, 2, 256, 1, l1, false);
         test_deltanet(3, 3, 32, 3, l3, false);
         test_deltanet(4, 8, 128, 4, l4, false);
+        /* be_deltanet_gated_keep: a verify pass's runs of a few rows, and
+         * one-row runs beside them (a slot that drafts nothing) */
+        const int lk[] = { 4, 1, 4, 3 }, lk1[] = { 5 };
+        dn_keep = true;
+        test_deltanet(2, 4, 64, 4, lk, false);
+        test_deltanet(16, 32, 128, 1, lk1, false);
+        test_deltanet(1, 2, 256, 4, lk, false);
+        test_deltanet(3, 3, 32, 3, l3, false);
+        dn_keep = false;
         dn_gated = false;
     }
     printf("# op cases: worst |cuda - cpu| / bound %.3g (%s)\n", worst_ratio_all, worst_name);

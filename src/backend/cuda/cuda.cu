@@ -845,6 +845,7 @@ OP(cuda_deltanet, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const b
 OP(cuda_ssm_conv_silu_keep, (be_ctx *be, const be_tensor *x, be_tensor *t, const be_weight *w, const be_batch *b, be_tensor *y, be_tensor *k), (be, x, t, w, b, y, k))
 OP(cuda_deltanet_keep, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, be_tensor *k, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, k, hk, hv, dk, b, out))
 OP(cuda_deltanet_gated, (be_ctx *be, be_tensor *qkv, const be_tensor *al, const be_tensor *bi, const be_weight *dt, const be_weight *a, float eps, be_tensor *g, be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, al, bi, dt, a, eps, g, bt, S, hk, hv, dk, b, out))
+OP(cuda_deltanet_gated_keep, (be_ctx *be, be_tensor *qkv, const be_tensor *al, const be_tensor *bi, const be_weight *dt, const be_weight *a, float eps, be_tensor *g, be_tensor *bt, be_tensor *S, be_tensor *k, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, al, bi, dt, a, eps, g, bt, S, k, hk, hv, dk, b, out))
 OP(cuda_deltanet_chunked, (be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *bt, be_tensor *S, int64_t hk, int64_t hv, int64_t dk, const be_batch *b, be_tensor *out), (be, qkv, g, bt, S, hk, hv, dk, b, out))
 OP(cuda_moe_route, (be_ctx *be, const be_tensor *l, int64_t k, be_tensor *sel, be_tensor *w), (be, l, k, sel, w))
 OP(cuda_argmax, (be_ctx *be, const be_tensor *x, be_tensor *ids), (be, x, ids))
@@ -994,6 +995,7 @@ static const struct be_ops cuda_ops = {
     .ssm_conv_silu_keep = f_cuda_ssm_conv_silu_keep,
     .deltanet_keep = f_cuda_deltanet_keep,
     .deltanet_gated = f_cuda_deltanet_gated,
+    .deltanet_gated_keep = f_cuda_deltanet_gated_keep,
     .deltanet_chunked = f_cuda_deltanet_chunked,
     .moe_route = f_cuda_moe_route,
     .moe_combine = f_cuda_moe_combine,

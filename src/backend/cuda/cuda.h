@@ -646,6 +646,13 @@ void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
                          float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
                          int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
                          be_tensor *out);
+/* be_deltanet_gated_keep: k_deltanet from raw gates writing the kept rows
+ * (with Q36_CUDA_FDN; else the gates, the norms and cuda_deltanet_keep) */
+void cuda_deltanet_gated_keep(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                              const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                              float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                              be_tensor *keep, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                              const be_batch *b, be_tensor *out);
 
 /* ---- cuda_gemm.cu: on for a shape in fast mode unless Q36_CUDA_GEMM16 is
  * "0"; y = x W^T through f16 tiles on tensor cores, or false when not

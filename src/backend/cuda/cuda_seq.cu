@@ -955,7 +955,8 @@ static void deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const
     }
 #undef DN
 #undef DN1
-    CUDA_LAUNCHED(be, gated ? "k_deltanet(gated)" : "k_deltanet");
+    CUDA_LAUNCHED(be, gated ? (keep ? "k_deltanet(gated, keep)" : "k_deltanet(gated)")
+                            : (keep ? "k_deltanet(keep)" : "k_deltanet"));
 }
 
 void cuda_deltanet(be_ctx *be, const be_tensor *qkv, const be_tensor *g, const be_tensor *beta,
@@ -976,12 +977,13 @@ void cuda_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g,
     deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out, none, keep);
 }
 
-/* be_deltanet_gated: one kernel with Q36_CUDA_FUSED, else the three ops */
-void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
-                         const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
-                         float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
-                         int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
-                         be_tensor *out)
+/* be_deltanet_gated (keep NULL) and be_deltanet_gated_keep: one kernel
+ * with Q36_CUDA_FDN, else the three ops */
+static void deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                           const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                           float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                           int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                           be_tensor *out, be_tensor *keep)
 {
     assert(dt_bias->type == 0 && a->type == 0 && alpha->cols == n_v_heads);
     if (!cuda_ctx_of(be)->f_dn) {
@@ -990,12 +992,34 @@ void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
         qk.cols = 2 * n_k_heads * dk;
         qk.view = true;
         cuda_l2_norm(be, &qk, eps, dk, &qk);
-        cuda_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
+        const dn_gates none = {};
+        deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out, none, keep);
         return;
     }
     const float n = (float)dk;          /* cuda_l2_norm's eps and post */
     const dn_gates G = { (const float *)alpha->data, (const float *)b_in->data,
                          (const float *)dt_bias->data, (const float *)a->data, alpha->ld,
                          b_in->ld, eps / n, 1.0f / sqrtf(n) };
-    deltanet(be, qkv, nullptr, nullptr, S, n_k_heads, n_v_heads, dk, b, out, G);
+    deltanet(be, qkv, nullptr, nullptr, S, n_k_heads, n_v_heads, dk, b, out, G, keep);
+}
+
+void cuda_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                         const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                         float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                         int64_t n_k_heads, int64_t n_v_heads, int64_t dk, const be_batch *b,
+                         be_tensor *out)
+{
+    deltanet_gated(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, S, n_k_heads, n_v_heads, dk,
+                   b, out, nullptr);
+}
+
+void cuda_deltanet_gated_keep(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                              const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                              float eps, be_tensor *g, be_tensor *beta, be_tensor *S,
+                              be_tensor *keep, int64_t n_k_heads, int64_t n_v_heads, int64_t dk,
+                              const be_batch *b, be_tensor *out)
+{
+    assert(keep);
+    deltanet_gated(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, S, n_k_heads, n_v_heads, dk,
+                   b, out, keep);
 }
