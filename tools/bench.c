@@ -660,7 +660,7 @@ void bench_print_profile(FILE *f, const char *what, int depth, const q36_profile
     fprintf(f, "\n| %-16s | %10s | %7s |\n", "layer type", "ms", "% fwd");
     fprintf(f, "| %.16s | %.9s: | %.6s: |\n", "------------------", "----------", "-------");
     for (int i = 0; i < p->n_layers; i++)
-        if (p->layer[i].calls)   /* the MTP block's row only when it ran */
+        if (p->layer[i].calls || p->layer[i].ms > 0)   /* the MTP block's only when it ran */
             fprintf(f, "| %-16s | %10.3f | %6.2f%% |\n", p->layer[i].name, p->layer[i].ms,
                     100.0 * p->layer[i].ms / fwd);
     fprintf(f, "| %-16s | %10.3f | %6.2f%% |\n", "(forward)", p->forward_ms, 100.0);

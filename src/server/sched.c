@@ -730,7 +730,7 @@ static void print_profile(sched *s)
                 (double)p->op[i].calls / steps, p->op[i].ms / steps,
                 p->op[i].calls ? p->op[i].ms * 1e3 / (double)p->op[i].calls : 0.0);
     for (int i = 0; i < p->n_layers; i++)
-        if (p->layer[i].calls)
+        if (p->layer[i].calls || p->layer[i].ms > 0)   /* (the CUDA backend counts no calls) */
             fprintf(stderr, "q36 serve: profile: layer %-26s %12.2f %12.4f\n", p->layer[i].name,
                 (double)p->layer[i].calls / steps, p->layer[i].ms / steps);
 }

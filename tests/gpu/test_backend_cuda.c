@@ -4342,7 +4342,7 @@ static void bench_prompt(const be_shape *sh)
  * batching runs), each slot
  * after an 8-token prompt, greedy ids back (as the server's greedy passes):
  * ms a step with the defaults (graphs), then op by op with the engine's
- * per-op profile, its largest rows a step. A diagnostic, not a check.
+ * per-op profile, all its rows a step. A diagnostic, not a check.
  * Each step's input ids differ between slots and steps (pseudo-random over
  * the vocabulary) unless BENCH_IDS=greedy (each slot's greedy id, as
  * before 2026-12-02's session 12): a synthetic model's greedy ids are
@@ -4427,7 +4427,7 @@ static void bench_batch(const char *path)
                 if (!q36_engine_profile(e, &p, &err)) {
                     printf("# bench-batch T=%d op by op: %.3f ms a step; ops a step:\n", T,
                            p->forward_ms / steps);
-                    for (int r = 0; r < p->n_ops && r < 10; r++)
+                    for (int r = 0; r < p->n_ops; r++)
                         printf("#   %-24s %8.3f ms %6.1f calls\n", p->op[r].name,
                                p->op[r].ms / steps, (double)p->op[r].calls / steps);
                 }
