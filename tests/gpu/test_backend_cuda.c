@@ -2422,6 +2422,78 @@ static void test_mvq80(const be_shape *sh)
     }
 }
 
+/* Q36_CUDA_Q80TC (fast mode; here from 2 rows): one Q8_0 job of 2 to 16
+ * rows on the int8 tensor cores (cuda_matmul.cu, k_mv_q80_tc) must give
+ * k_matvec8_q80's bits: the same products in a context with
+ * Q36_CUDA_Q80TC=0 (the CUDA context in the CPU's place of the pair,
+ * bound 0), then against the CPU with test_matmul's bounds. Shapes: 8 to
+ * 32 blocks a row (L 8, 16 and 32 lanes a row in the dp4a kernel's
+ * order), output counts that end in a partial tile of 16, one and two
+ * tiles of 8 rows of x (partial ones), and shapes the kernel leaves to the
+ * dp4a one (K 2,048, 17 and 32 rows). */
+static void test_q80tc(const be_shape *sh)
+{
+    be_shape fs = *sh;
+    fs.fast = 1;
+    static const int64_t cases[][3] = { { 256, 4099, 16 }, { 256, 100, 9 }, { 256, 37, 8 },
+                                        { 512, 257, 12 },  { 1024, 96, 16 }, { 768, 33, 3 },
+                                        { 256, 1209, 13 }, { 2048, 40, 10 }, { 256, 70, 17 },
+                                        { 1024, 50, 32 },  { 256, 16, 2 } };
+    be_ctx *on = cuda_env("Q36_CUDA_Q80TC", 1, &fs), *off = cuda_env("Q36_CUDA_Q80TC", 0, &fs);
+    be_ctx *keep_c = cpu, *keep_g = gpu;
+    if (!on || !off) {
+        be_free(on);
+        be_free(off);
+        return;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t K = cases[i][0], N = cases[i][1], R = cases[i][2];
+        char name[96];
+        snprintf(name, sizeof name, "cuda.q80tc.same_bits_%lldx%lld_r%lld", (long long)K,
+                 (long long)N, (long long)R);
+        t_rng r = t_rng_named(name);
+        cpu = off;
+        gpu = on;
+        wt w;
+        make_weight(&w, &r, QT_Q8_0, K, N, 1);
+        float *x = t_randv(&r, R * K, 1);
+        pair xt = up(x, R, K), y = up(NULL, R, N);
+        be_matmul(off, w.wc, 0, xt.c, y.c);
+        be_matmul(on, w.wg, 0, xt.g, y.g);
+        q36_err e_off = { 0 };
+        if (be_check(off, &e_off))
+            t_fail(name, "the context without it: %s", e_off.msg);
+        else if (gpu_ok(name)) {
+            float *a, *b;
+            down(y, &a, &b);
+            size_t bad = (size_t)(R * N);
+            for (size_t j = 0; j < (size_t)(R * N) && bad == (size_t)(R * N); j++)
+                if (memcmp(&a[j], &b[j], sizeof(float)))
+                    bad = j;
+            t_check(name, bad == (size_t)(R * N), "output %zu of %lld: %.9g on the tensor cores, "
+                    "%.9g in k_matvec8_q80", bad, (long long)(R * N),
+                    bad < (size_t)(R * N) ? (double)b[bad] : 0.0,
+                    bad < (size_t)(R * N) ? (double)a[bad] : 0.0);
+            free(a);
+            free(b);
+        }
+        pfree(xt);
+        pfree(y);
+        free(x);
+        free(w.deq);
+        cpu = keep_c;
+        gpu = keep_g;
+    }
+    gpu = on;
+    variant = ".q80tc";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        test_matmul(QT_Q8_0, cases[i][0], cases[i][1], cases[i][2]);
+    gpu = keep_g;
+    variant = "";
+    be_free(on);
+    be_free(off);
+}
+
 /* test_mmq's expert products (grouped by expert in k_mmq_grp where the
  * context takes them): 35B-A3B shapes over 64 experts (several rows an
  * expert), a few experts with many rows (up to 4 tiles of 8), output
@@ -4566,6 +4638,7 @@ int main(int argc, char **argv)
         if (want_ops("fast_mv")) test_fast_mv(&sh);
         if (want_ops("mv8")) test_mv8(&sh);
         if (want_ops("mvq80")) test_mvq80(&sh);
+        if (want_ops("q80tc")) test_q80tc(&sh);
         if (want_ops("mmq")) test_mmq(&sh);
         if (want_ops("mvnb")) test_mvnb(&sh);
         if (want_ops("mvnb1")) test_mvnb1(&sh);

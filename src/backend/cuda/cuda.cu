@@ -308,6 +308,11 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_q80 = cuda_env_on("Q36_CUDA_MVQ80");
     {
+        const char *v = getenv("Q36_CUDA_Q80TC");
+        const int n = v && *v ? atoi(v) : 8;
+        c->q80tc = c->mv_q80 && c->cc_major >= 8 && n > 0 ? (n < 2 ? 2 : n) : 0;
+    }
+    {
         const char *v = getenv("Q36_CUDA_MMQ");
         const int n = v && *v ? atoi(v) : 2;
         c->mmq_min = c->cc_major < 8 || n <= 0 ? 0 : n < 2 ? 2 : n;

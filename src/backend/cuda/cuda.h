@@ -139,6 +139,11 @@ struct cuda_ctx {
     /* Q36_CUDA_MVQ80 (on unless "0"): Q8_0 products of batches of rows on
      * int8 rows (fast mode, cuda_matmul.cu, k_matvec8_q80) */
     bool            mv_q80;
+    /* Q36_CUDA_Q80TC (fast mode; "0" off, a number N: from N rows, unset:
+     * 8): one Q8_0 job of that many rows of x and up to 16 (K <= 1,024)
+     * on the int8 tensor cores with k_matvec8_q80's bits (cuda_matmul.cu,
+     * k_mv_q80_tc); 0 when off */
+    int             q80tc;
     /* Q36_CUDA_MMQ (fast mode; "0" off, a number N: from N rows, unset:
      * 2): Q4_K and Q6_K products of batches of that many rows or more
      * (up to 32) on the tensor cores (cuda_mmq.cu, k_mmq); 0 when off */

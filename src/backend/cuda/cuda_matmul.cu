@@ -26,6 +26,7 @@
 #include "cuda_deq.h"
 #include "cuda_moe.h"       /* MG_MIN_ROWS */
 #include "cuda_moe_tile.h"  /* the routing of the grouped matvecs */
+#include "cuda_mma.h"      /* mma_s8_k32 */
 #include "cuda_mmq.h"
 #include "cuda_mv8.h"
 
@@ -486,6 +487,84 @@ __global__ void k_matvec8_q80(mv_jobs J, int64_t K, const int8_t *__restrict__ q
     }
 }
 
+/* k_matvec8_q80's sums on the int8 tensor cores (Q36_CUDA_Q80TC, fast
+ * mode, one Q8_0 job of 8 to 16 rows of x and K of at most 1,024: the
+ * heads of verify passes and of several slots' steps): a warp takes 16
+ * weight rows and every row of x (NT tiles of 8) and one
+ * mma.sync.m16n8k32 forms a block's 16 x 8 integer sums at once, where
+ * the dp4a kernel loads each x block once per weight row (Nsight Compute,
+ * the trained model's 151,680-row head: 32 us at 4 rows, 79 at 16;
+ * bench/results/2026-12-06-cuda-session35/). The sums wait in shared
+ * memory; then each (weight row, x row) is finished in k_matvec8_q80's
+ * float order exactly: its L lanes' partials (lane sub: blocks sub,
+ * sub + L, ..., the same expression) and group_sum's tree of them, so that
+ * a row's bits are those of the dp4a kernel (tested bit for bit). A
+ * thread's k of the product are the codes at bytes 8t..8t+7 of the block
+ * in both operands (a sum over the block does not care which k is which,
+ * as cuda_mmq.cu's Q4_K). Rows past N or R read the last one, never
+ * stored. */
+template <int NT>
+__global__ void __launch_bounds__(32)
+k_mv_q80_tc(const uint8_t *__restrict__ W, uint64_t rb, int64_t N, int64_t K,
+            const int8_t *__restrict__ qx, const float2 *__restrict__ dx, int64_t R,
+            float *__restrict__ y, int64_t ldy, int L)
+{
+    extern __shared__ int tc_s[];              /* [NT * 8 x rows][16 weight rows][nb] */
+    cuda_pdl_enter();
+    const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    const int64_t n0 = (int64_t)blockIdx.x * 16, nb = K / Q8X_BLOCK;
+    const int64_t na = n0 + g < N ? n0 + g : N - 1, nc = n0 + g + 8 < N ? n0 + g + 8 : N - 1;
+    const uint8_t *ra = W + (uint64_t)na * rb, *rc = W + (uint64_t)nc * rb;
+    int64_t xr[NT];
+    #pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+        xr[nt] = nt * 8 + g < R ? nt * 8 + g : R - 1;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint16_t *ca = (const uint16_t *)(ra + 34 * b + 2 + 8 * t);
+        const uint16_t *cc = (const uint16_t *)(rc + 34 * b + 2 + 8 * t);
+        const uint32_t a0 = (uint32_t)ca[0] | ((uint32_t)ca[1] << 16);
+        const uint32_t a2 = (uint32_t)ca[2] | ((uint32_t)ca[3] << 16);
+        const uint32_t a1 = (uint32_t)cc[0] | ((uint32_t)cc[1] << 16);
+        const uint32_t a3 = (uint32_t)cc[2] | ((uint32_t)cc[3] << 16);
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint2 xb = __ldg((const uint2 *)(qx + xr[nt] * K + Q8X_BLOCK * b + 8 * t));
+            int c[4] = { 0, 0, 0, 0 };
+            mma_s8_k32(c, a0, a1, a2, a3, xb.x, xb.y);
+            /* c: (row g, x 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of the tile */
+            const int x0 = nt * 8 + 2 * t;
+            tc_s[((int64_t)x0 * 16 + g) * nb + b] = c[0];
+            tc_s[((int64_t)(x0 + 1) * 16 + g) * nb + b] = c[1];
+            tc_s[((int64_t)x0 * 16 + g + 8) * nb + b] = c[2];
+            tc_s[((int64_t)(x0 + 1) * 16 + g + 8) * nb + b] = c[3];
+        }
+    }
+    __syncwarp();
+    /* each output as k_matvec8_q80 finishes it */
+    for (int o = lane; o < NT * 8 * 16; o += 32) {
+        const int xrow = o / 16, wrow = o % 16;
+        const int64_t n = n0 + wrow;
+        if (n >= N || xrow >= R)
+            continue;
+        const uint8_t *row = W + (uint64_t)n * rb;
+        const int *s_o = tc_s + (int64_t)o * nb;
+        float p[32];
+        for (int sub = 0; sub < L; sub++) {
+            float acc = 0.0f;
+            for (int64_t b = sub; b < nb; b += L) {
+                const float dw = __half2float(*(const __half *)(row + 34 * b));
+                const int s = s_o[b];
+                acc += dw * dx[xrow * nb + b].x * (float)s;
+            }
+            p[sub] = acc;
+        }
+        for (int h = L / 2; h > 0; h >>= 1)
+            for (int i = 0; i < h; i++)
+                p[i] += p[i + h];
+        y[xrow * ldy + n] = p[0];
+    }
+}
+
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
  * with W2, the SwiGLU of the two products as k_matvec_id forms it); a row
  * takes L lanes (mv_lanes), a warp 32 / L rows; with SX (Q4_K) the block
@@ -901,6 +980,19 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
     float2 *dx;
     if (same && type == QT_Q8_0 && R > 1 && c->mv_q80 && q8_rows(be, x, &qx, &dx)) {
         const int L = mv_lanes_q80(K);
+        if (c->q80tc && J->n == 1 && R >= c->q80tc && R <= 16 && K <= 1024) {
+            const int64_t nb = K / Q8X_BLOCK;
+            const size_t smem = (size_t)(R > 8 ? 16 : 8) * 16 * (size_t)nb * sizeof(int);
+            const dim3 gt((unsigned)((N + 15) / 16));
+            if (R > 8)
+                cuda_launch(k_mv_q80_tc<2>, gt, 32, smem, c->stream, J->W[0], J->rb[0], N, K,
+                            (const int8_t *)qx, (const float2 *)dx, R, J->y[0], J->ldy[0], L);
+            else
+                cuda_launch(k_mv_q80_tc<1>, gt, 32, smem, c->stream, J->W[0], J->rb[0], N, K,
+                            (const int8_t *)qx, (const float2 *)dx, R, J->y[0], J->ldy[0], L);
+            CUDA_LAUNCHED(be, "k_mv_q80_tc");
+            return;
+        }
         const int64_t per_block = MV_WARPS * (32 / L);
         J->nbx = (N + per_block - 1) / per_block;
         J->ny = (R + MV_Q80_RB - 1) / MV_Q80_RB;

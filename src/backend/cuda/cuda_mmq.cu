@@ -37,30 +37,10 @@
 #include "cuda_mmq.h"
 #include "cuda_deq.h"
 #include "cuda_moe_tile.h"   /* mg_args: the expert products' routing */
+#include "cuda_mma.h"      /* mma_s8_k32, mma_s8_k16 */
 #include "cuda_mv8.h"
 
 #define MMQ_Q4F (-2)     /* k_mmq's TS: Q4_K and F32 jobs */
-
-__device__ __forceinline__ void mma_s8_k32(int c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                           uint32_t a3, uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
-__device__ __forceinline__ void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
-        "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a0), "r"(a1), "r"(b0));
-#endif
-}
 
 /* What a lane multiplies: its weight rows (g and g + 8 of the tile: ra,
  * rb), and for each tile nt of 8 x rows the x row of its B fragment (row
@@ -255,17 +235,6 @@ __device__ __forceinline__ void tf32_split(float v, uint32_t *big, uint32_t *sma
 {
     *big = tf32(v);
     *small = tf32(v - __uint_as_float(*big));
-}
-
-__device__ __forceinline__ void mma_tf32(float c[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
 }
 
 __device__ __forceinline__ void f32_load(f32_regs &r, const uint8_t *ra, const uint8_t *rb,
