@@ -309,7 +309,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_q80 = cuda_env_on("Q36_CUDA_MVQ80");
     {
         const char *v = getenv("Q36_CUDA_Q80TC");
-        const int n = v && *v ? atoi(v) : 8;
+        const int n = v && *v ? atoi(v) : 0;   /* off: slower (cuda.h) */
         c->q80tc = c->mv_q80 && c->cc_major >= 8 && n > 0 ? (n < 2 ? 2 : n) : 0;
     }
     {

@@ -139,10 +139,12 @@ struct cuda_ctx {
     /* Q36_CUDA_MVQ80 (on unless "0"): Q8_0 products of batches of rows on
      * int8 rows (fast mode, cuda_matmul.cu, k_matvec8_q80) */
     bool            mv_q80;
-    /* Q36_CUDA_Q80TC (fast mode; "0" off, a number N: from N rows, unset:
-     * 8): one Q8_0 job of that many rows of x and up to 16 (K <= 1,024)
+    /* Q36_CUDA_Q80TC (fast mode; a number N: from N rows; unset or "0":
+     * off): one Q8_0 job of that many rows of x and up to 16 (K <= 1,024)
      * on the int8 tensor cores with k_matvec8_q80's bits (cuda_matmul.cu,
-     * k_mv_q80_tc); 0 when off */
+     * k_mv_q80_tc); 0 when off. Off by default: as it stands it made the
+     * trained model's 16-row step 0.918 ms against 0.528 on the dp4a
+     * kernel (H100, record 2026-12-06-cuda-session35 run7) */
     int             q80tc;
     /* Q36_CUDA_MMQ (fast mode; "0" off, a number N: from N rows, unset:
      * 2): Q4_K and Q6_K products of batches of that many rows or more
