@@ -307,6 +307,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_rows = cuda_mv_rows(shape);
     c->mv_nb = cuda_env_on("Q36_CUDA_MVNB");
     c->mv_q80 = cuda_env_on("Q36_CUDA_MVQ80");
+    c->free_drop = cuda_env_is("Q36_CUDA_FREEDROP", "1");
     {
         const char *v = getenv("Q36_CUDA_Q80TC");
         const int n = v && *v ? atoi(v) : 0;   /* off: slower (cuda.h) */
@@ -426,17 +427,28 @@ static cudaMemPool_t tensor_pool(int dev)
     return p;
 }
 
+/* the context's pool: tensor_pool's lock taken once a context, not at
+ * every tensor (each tensor's allocation and free asks) */
+static cudaMemPool_t ctx_pool(cuda_ctx *c)
+{
+    if (!c->pool_known) {
+        c->pool = tensor_pool(c->device);
+        c->pool_known = true;
+    }
+    return c->pool;
+}
+
 /* the pool's unused memory back to the device, after the stream's frees */
 static void tensor_pool_trim(cuda_ctx *c)
 {
-    cudaMemPool_t p = tensor_pool(c->device);
+    cudaMemPool_t p = ctx_pool(c);
     if (p && c->stream && cudaStreamSynchronize(c->stream) == cudaSuccess)
         cudaMemPoolTrimTo(p, 0);
 }
 
 static bool tensor_alloc(cuda_ctx *c, void **d, size_t bytes)
 {
-    cudaMemPool_t p = tensor_pool(c->device);
+    cudaMemPool_t p = ctx_pool(c);
     for (int i = 0; i < 2; i++) {
         if ((p ? cudaMallocFromPoolAsync(d, bytes, p, c->stream) : cudaMalloc(d, bytes)) == cudaSuccess)
             return true;
@@ -469,7 +481,7 @@ static be_tensor *cuda_tensor_new(be_ctx *be, enum be_type type, int64_t rows, i
         /* zero-filled by contract, in the stream's order (without a pool
          * the memory is the device's at once: wait for the zeros) */
         if (!CUDA_OK(be, cudaMemsetAsync(t->data, 0, bytes, c->stream)) ||
-            (!tensor_pool(c->device) && !stream_wait(be))) {
+            (!ctx_pool(c) && !stream_wait(be))) {
             cuda_tensor_free(be, t);
             return NULL;
         }
@@ -488,12 +500,10 @@ static void cuda_tensor_free(be_ctx *be, be_tensor *t)
     cuda_ctx *c = cuda_ctx_of(be);
     const uintptr_t lo = (uintptr_t)t->data;
     const uintptr_t hi = lo + (uintptr_t)t->rows * be_type_bytes(t->type, t->ld);
-    static int every = -1;        /* Q36_CUDA_FREEDROP=1: every free drops them (as before) */
-    if (every < 0)
-        every = cuda_env_is("Q36_CUDA_FREEDROP", "1");
-    if (c->n_graphs && (every || cuda_graph_points_at(c, lo, hi > lo ? hi : lo + 1)))
+    /* Q36_CUDA_FREEDROP=1: every free drops them (as before) */
+    if (c->n_graphs && (c->free_drop || cuda_graph_points_at(c, lo, hi > lo ? hi : lo + 1)))
         cuda_graph_drop(be);
-    if (t->data && tensor_pool(c->device))
+    if (t->data && ctx_pool(c))
         cudaFreeAsync(t->data, c->stream);
     else
         cudaFree(t->data);

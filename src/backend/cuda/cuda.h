@@ -228,6 +228,11 @@ struct cuda_ctx {
      * cost one launch with its other queued copies, not one copy each */
     char           *up_dev;
     bool            up_q;
+    /* the device's tensor pool (cuda.cu, tensor_pool), looked up once a
+     * context (pool_known): NULL without one; Q36_CUDA_FREEDROP=1 read
+     * when the context is made */
+    cudaMemPool_t   pool;
+    bool            pool_known, free_drop;
     be_stats        stats;
     bool            reserved;
     bool            chunked;       /* fast mode's chunked delta rule (cuda_chunk.h) */
