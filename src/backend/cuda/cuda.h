@@ -158,8 +158,10 @@ struct cuda_ctx {
      * against 3.61 ms at 2, 8.98 against 8.76 at 16) and faster at 32
      * (14.2-14.3 against 15.3; bench/results/2026-12-05-cuda-mmq/) */
     int             mmq_grp_min;
-    /* Q36_CUDA_MMQGRPA=1 (off by default, not yet run on a GPU): k_mmq_grp's
-     * grid over the active experts only (cuda_mmq.cu, grp_expert) */
+    /* Q36_CUDA_MMQGRPA=1 (off by default): k_mmq_grp's grid over the
+     * active experts only (cuda_mmq.cu, grp_expert); with grouping from 2
+     * rows it made a 4-slot 35B-A3B step 5.355 ms against 4.255 without
+     * either (H100, bench/results/2026-12-06-cuda-session33/) */
     int             mmq_grp_act;
     /* Q36_CUDA_MVNB1 (2 or 4; unset: 0, off): a one-row Q4_K product
      * takes that many output rows a warp too (cuda_matmul.cu) */

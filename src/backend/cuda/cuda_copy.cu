@@ -5,9 +5,9 @@
  * per head. Large copies (checkpoints, state rows) and copies that touch
  * what a waiting copy touches go to the copy engine in order, after the
  * queue. The queue keeps program order visible: every other op of the
- * table launches it first (cuda.cu). With Q36_CUDA_UPQ=1 small uploads
- * wait here too, read from the pinned staging through its device address
- * (cuda.h: up_dev). */
+ * table launches it first (cuda.cu). With Q36_CUDA_UPQ (on unless "0")
+ * small uploads wait here too, read from the pinned staging through its
+ * device address (cuda.h: up_dev). */
 #include "cuda.h"
 
 #define QUEUE_MAX_BYTES ((int64_t)1 << 20)   /* a copy above this goes straight */
