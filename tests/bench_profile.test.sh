@@ -79,9 +79,9 @@ for m in "$M" "$E"; do
 done
 
 # --spec-type draft-mtp: the MTP block's passes are timed as forward passes
-# of their own, a layer row "mtp block" in the drafting run only, and that
-# run's op shares still add up (the plain run's first greedy step makes the
-# CPU head's screen copy, outside any op)
+# of their own, a layer row "mtp block" in the drafting run only, and the
+# op shares of both runs add up (the plain run's first greedy step makes
+# the CPU head's screen copies, counted as the head's product time)
 D=$BUILD/default.gguf
 if [ ! -f "$D" ]; then
     fail bench_profile.mtp "$D is missing (make $D)"
@@ -89,7 +89,6 @@ elif "$Q36" bench -m "$D" --spec-type draft-mtp -p 24 -n 12 -r 1 -t 2 --draft-vo
         >"$tmp/mtp" 2>"$tmp/err" &&
      [ "$(grep -c '^| mtp block ' "$tmp/mtp")" = 1 ] &&
      awk '/^q36 profile: draft-mtp/ { d = 1 } d && /^\| mtp block / { f = 1 } END { exit !f }' "$tmp/mtp" &&
-     out=$(awk '/^q36 profile: draft-mtp/ { d = 1 } d' "$tmp/mtp" | awk "$shares") &&
-     [ "$(printf '%s\n' "$out" | tail -n 1)" = "runs 1" ]; then
+     out=$(awk "$shares" "$tmp/mtp") && [ "$(printf '%s\n' "$out" | tail -n 1)" = "runs 2" ]; then
     ok bench_profile.mtp
 else fail bench_profile.mtp "$(grep -E '^(q36 profile|\| (mtp|\())' "$tmp/mtp" | head -8) $(head -c 200 "$tmp/err") ${out:-}"; fi

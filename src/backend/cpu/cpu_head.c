@@ -200,8 +200,10 @@ static void head_meta(cpu_head *h, const be_weight *w)
 }
 
 /* The weight's screen with tables for R tokens and T threads, or NULL;
- * q8s: with the int8 copy (else its sizes and bound only). */
-static cpu_head *head_of(be_weight *w, int64_t R, int T, bool q8s)
+ * q8s: with the int8 copy (else its sizes and bound only). The copy's
+ * build (the first call's) counts in the profile as the head's product
+ * time. */
+static cpu_head *head_of(be_ctx *be, be_weight *w, int64_t R, int T, bool q8s)
 {
     cpu_head *h = w->impl;
     if (!h) {
@@ -211,9 +213,11 @@ static cpu_head *head_of(be_weight *w, int64_t R, int T, bool q8s)
         w->impl = h;
     }
     if (q8s && !h->tried) {
+        const uint64_t t0 = cpu_prof_now();
         h->tried = true;
         h->built = cpu_q8s_build(&h->s, w->data, w->row_bytes, (int64_t)w->t->ne[1],
                                  (int64_t)w->t->ne[0]) == 0;
+        cpu_prof_add_time(be, BE_PROF_MATMUL(w->type), t0);
     }
     if (q8s && !h->built)
         return NULL;
@@ -242,14 +246,19 @@ static cpu_head *head_of(be_weight *w, int64_t R, int T, bool q8s)
 }
 
 /* h's nibble level with tables for R tokens and T threads; false when it
- * is off for this batch, or its copy or tables could not be made */
-static bool nib_of(cpu_head *h, const be_weight *w, int64_t R, int T)
+ * is off for this batch, or its copy or tables could not be made. timed:
+ * the copy's build (the first call's) counts in the profile as the head's
+ * product time (false: the caller's timed op holds it already). */
+static bool nib_of(be_ctx *be, cpu_head *h, const be_weight *w, int64_t R, int T, bool timed)
 {
     if (R > atomic_load(&g_nib_rows))
         return false;
     if (!h->nib) {
+        const uint64_t t0 = cpu_prof_now();
         h->nib = cpu_q8n_build(&h->n, w->data, w->row_bytes, (int64_t)w->t->ne[1],
                                (int64_t)w->t->ne[0]) == 0 ? 1 : -1;
+        if (timed)      /* else inside the caller's timed op */
+            cpu_prof_add_time(be, BE_PROF_MATMUL(w->type), t0);
         if (h->nib > 0 && !h->s.data)   /* the build read every scale: the bound's */
             h->s.wmax = h->n.wmax;
     }
@@ -428,7 +437,7 @@ static const uint8_t *screen(be_ctx *be, cpu_head *h, const be_weight *w, const 
         h->e2[t] = cpu_q8s_token(&h->s, act + (uint64_t)t * arb, h->dx + t * nb, h->cx + t * nb);
     cand_init_all(c, h, R, k);
     head_job j = { h, act, arb, R, ban, n_ban, false };
-    if (k == 1 && nib_of(h, w, R, c->n_threads)) {
+    if (k == 1 && nib_of(be, h, w, R, c->n_threads, false)) {
         if (screen_nib(be, h, &j))
             return act;
         cand_init_all(c, h, R, k);
@@ -576,8 +585,8 @@ static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_t
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
     const int T = c->n_threads;
-    cpu_head *h = head_of((be_weight *)w, R, T, false);
-    if (!h || !nib_of(h, w, R, T))
+    cpu_head *h = head_of(be, (be_weight *)w, R, T, false);
+    if (!h || !nib_of(be, h, w, R, T, true))
         return false;
     const uint64_t arb = w->act_row_bytes;
     uint8_t *act = cpu_scratch(be, (size_t)R * arb);
@@ -644,7 +653,7 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
-    cpu_head *h = screen_ok(c, w, x) ? head_of((be_weight *)w, R, c->n_threads, true) : NULL;
+    cpu_head *h = screen_ok(c, w, x) ? head_of(be, (be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
         if (nib2_ok(c, w, x) && argmax_nib2(be, w, x, ids, ban, n_ban))
             return;
@@ -688,7 +697,7 @@ void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tens
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
     cpu_head *h = k >= 1 && k * 4 <= CAND_CAP && k <= (int64_t)w->t->ne[1] && screen_ok(c, w, x)
-                      ? head_of((be_weight *)w, R, c->n_threads, true) : NULL;
+                      ? head_of(be, (be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
         cpu_matmul(be, w, 0, x, y);
         cpu_topk(be, y, k, ids, vals);

@@ -76,6 +76,9 @@ static inline cpu_ctx *cpu_ctx_of(const be_ctx *be)
  * off that is one predictable branch at each end. */
 uint64_t cpu_prof_now(void);                            /* monotonic ns */
 void     cpu_prof_add(be_ctx *be, int row, uint64_t t0);
+/* the time since t0 to row's time (and its layer kind's) without a call:
+ * work an op does once for later calls (cpu_head.c: the head's copies) */
+void     cpu_prof_add_time(be_ctx *be, int row, uint64_t t0);
 #define CPU_PROF_BEGIN(be) \
     const uint64_t prof_t0_ = __builtin_expect(cpu_ctx_of(be)->prof, 0) ? cpu_prof_now() : 0
 #define CPU_PROF_END(be, row) \

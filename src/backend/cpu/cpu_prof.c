@@ -27,6 +27,16 @@ void cpu_prof_add(be_ctx *be, int row, uint64_t t0)
     c->prof_tab.layer_ns[c->prof_layer] += dt;
 }
 
+void cpu_prof_add_time(be_ctx *be, int row, uint64_t t0)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    if (!c->prof)
+        return;
+    const uint64_t dt = cpu_prof_now() - t0;
+    c->prof_tab.ns[row] += dt;
+    c->prof_tab.layer_ns[c->prof_layer] += dt;
+}
+
 void cpu_profile_enable(be_ctx *be, int on) { cpu_ctx_of(be)->prof = on != 0; }
 
 void cpu_profile_layer(be_ctx *be, enum be_layer_kind kind) { cpu_ctx_of(be)->prof_layer = (int)kind; }
