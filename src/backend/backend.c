@@ -559,6 +559,18 @@ void be_deltanet_keep(be_ctx *be, const be_tensor *qkv, const be_tensor *g, cons
     be->ops->deltanet_keep(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
 }
 
+/* the gated rules' first steps where a backend has no fused op: the gates
+ * into g and beta, the L2 norms of qkv's q and k columns in place */
+static void gates_and_norms(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
+                            const be_tensor *b_in, const be_weight *dt_bias, const be_weight *a,
+                            float eps, be_tensor *g, be_tensor *beta, int64_t n_k_heads,
+                            int64_t dk)
+{
+    be_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
+    be_tensor *qk = be_view(be, qkv, 0, 2 * n_k_heads * dk);
+    be_l2_norm(be, qk, eps, dk, qk);
+}
+
 void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const be_tensor *b_in,
                        const be_weight *dt_bias, const be_weight *a, float eps, be_tensor *g,
                        be_tensor *beta, be_tensor *S, int64_t n_k_heads, int64_t n_v_heads,
@@ -571,9 +583,7 @@ void be_deltanet_gated(be_ctx *be, be_tensor *qkv, const be_tensor *alpha, const
                                 n_v_heads, dk, b, out);
         return;
     }
-    be_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
-    be_tensor *qk = be_view(be, qkv, 0, 2 * n_k_heads * dk);
-    be_l2_norm(be, qk, eps, dk, qk);
+    gates_and_norms(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, n_k_heads, dk);
     be_deltanet(be, qkv, g, beta, S, n_k_heads, n_v_heads, dk, b, out);
 }
 
@@ -593,9 +603,7 @@ void be_deltanet_gated_keep(be_ctx *be, be_tensor *qkv, const be_tensor *alpha,
                                      n_k_heads, n_v_heads, dk, b, out);
         return;
     }
-    be_deltanet_gates(be, alpha, dt_bias, a, b_in, g, beta);
-    be_tensor *qk = be_view(be, qkv, 0, 2 * n_k_heads * dk);
-    be_l2_norm(be, qk, eps, dk, qk);
+    gates_and_norms(be, qkv, alpha, b_in, dt_bias, a, eps, g, beta, n_k_heads, dk);
     be->ops->deltanet_keep(be, qkv, g, beta, S, keep_S, n_k_heads, n_v_heads, dk, b, out);
 }
 

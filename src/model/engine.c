@@ -177,12 +177,10 @@ int q36_engine_new(const q36_model *m, int n_ctx, const q36_engine_opts *opts,
                            avail / 1048576.0);
 
     q36_engine *e = calloc(1, sizeof *e);
-    if (e) {
-        const char *kf = getenv("Q36_KEEP_FUSE");
-        e->keep_fuse = !(kf && !strcmp(kf, "0"));
-    }
     if (!e)
         return q36_err_set(err, Q36_E_NOMEM, "out of memory");
+    const char *kf = getenv("Q36_KEEP_FUSE");
+    e->keep_fuse = !(kf && !strcmp(kf, "0"));
     e->m = m;
     e->hp = hp;
     e->n_ctx = n_ctx;

@@ -17,16 +17,6 @@ uint64_t cpu_prof_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void cpu_prof_add(be_ctx *be, int row, uint64_t t0)
-{
-    uint64_t dt = cpu_prof_now() - t0;
-    cpu_ctx *c = cpu_ctx_of(be);
-    c->prof_tab.calls[row]++;
-    c->prof_tab.ns[row] += dt;
-    c->prof_tab.layer_calls[c->prof_layer]++;
-    c->prof_tab.layer_ns[c->prof_layer] += dt;
-}
-
 void cpu_prof_add_time(be_ctx *be, int row, uint64_t t0)
 {
     cpu_ctx *c = cpu_ctx_of(be);
@@ -35,6 +25,14 @@ void cpu_prof_add_time(be_ctx *be, int row, uint64_t t0)
     const uint64_t dt = cpu_prof_now() - t0;
     c->prof_tab.ns[row] += dt;
     c->prof_tab.layer_ns[c->prof_layer] += dt;
+}
+
+void cpu_prof_add(be_ctx *be, int row, uint64_t t0)
+{
+    cpu_ctx *c = cpu_ctx_of(be);
+    cpu_prof_add_time(be, row, t0);
+    c->prof_tab.calls[row]++;
+    c->prof_tab.layer_calls[c->prof_layer]++;
 }
 
 void cpu_profile_enable(be_ctx *be, int on) { cpu_ctx_of(be)->prof = on != 0; }
