@@ -6,7 +6,7 @@
  *                        bit for bit to the plain C reference's, over real
  *                        row lengths
  *                        (K = 1024, 2048, 3584, 4096) and odd ones (256,
- *                        768; 14592, past the AVX2 kernel's weight
+ *                        768; 17152, past the AVX2 kernel's weight
  *                        pack), tiles of nr x nt = 1..13 x 1..19 (not
  *                        multiples of any blocking, one token included),
  *                        ldy wider than nr; outputs outside the tile stay
@@ -47,7 +47,7 @@ static void test_tile(uint32_t type, const tile_path *p)
     snprintf(name, sizeof name, "gemm_%s_%s", quant_type_name(type), p->name);
     t_rng rng = t_rng_named(name);
     const int at = quant_vec_dot_type(type);
-    static const int64_t Ks[] = { 256, 768, 1024, 2048, 3584, 4096, 14592 };
+    static const int64_t Ks[] = { 256, 768, 1024, 2048, 3584, 4096, 17152 };
     static const int64_t shapes[][2] = { { 1, 1 }, { 4, 1 }, { 5, 1 }, { 13, 1 }, { 3, 2 },
                                          { 8, 4 }, { 7, 5 }, { 13, 9 }, { 1, 7 }, { 6, 3 },
                                          { 5, 6 }, { 9, 16 }, { 2, 19 } };

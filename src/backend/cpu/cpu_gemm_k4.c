@@ -536,20 +536,41 @@ k4_pairxT_avx2(int64_t nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *
     }
 K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX(7) K4_PAIRX(8)
 
-/* The same pair kernel with its per-block work done once per call: a
- * 16-row x 64-token tile meets each pair of rows in 16 groups of 4 tokens,
- * and each group would decode the pair's scales, interleave its rows'
- * code bytes and split their nibbles again. k4p_pack writes that once
- * per pair and block (K4P_BYTES: the 16 code vectors, the 8 scale
- * vectors, the mins, d and dmin), k4p_bsums the activations' sub-block
- * sums as int16 once per group of 4 tokens, and k4p_pairxT runs on those:
- * the same integer lanes and float operations as k4_pairxT_avx2, the same
- * bits. Rows whose pack would pass K4P_PACK (K > 14336), and tiles of one
- * group of tokens, take k4_pairxT_avx2. Measured (as above, runs alternating): 6.1-6.6 -> 5.9-6.0
- * ticks; broadcasting the activations into a pack as well measured slower
- * (6.2-7.2: the packs then crowd L1 at K 3584). */
-#define K4P_BYTES 864
-#define K4P_PACK (48 * 1024)    /* bytes of weight pack on the stack */
+/* The same pair kernel with its per-block work done once per call, and
+ * two sub-blocks to a vpmaddwd: a 16-row x 64-token tile meets each pair
+ * of rows in 16 groups of 4 tokens, and each group would decode the
+ * pair's scales, interleave its rows' code bytes and split their nibbles
+ * again. k4p_pack writes that once per pair and block (K4P_BYTES), and
+ * k4p_apack the group's activations once, both in one byte order: for
+ * sub-blocks k = 2c and k' = 2c + 1 (one 32-byte stretch of codes, low and
+ * high nibbles) and half h, vector v = 2h + q holds in its int16 lane 2j
+ * two codes of k and in lane 2j + 1 the same two of k' (elements
+ * 16h + 4j + 2q and the next). Four vpmaddubsw (one per v) summed in
+ * int16 (each at most 2 * 15 * 128, four < 2^15: exact) put in lanes 2j
+ * and 2j + 1 the eight products of k and of k' whose int32 lane is j,
+ * and one vpmaddwd against (sc_k, sc_k') alternating adds both into lane
+ * j: per 64 codes of a row 2 vpmaddubsw and half a vpmaddwd where
+ * k4_pairxT_avx2 takes 2 and 1 (the multiplier is what the AVX2 tile waits
+ * on: on a Zen 1 it has one such port and splits each 256-bit op in two).
+ * The int32 lanes are k4_pairxT_avx2's, so are the float operations: the
+ * same bits. k4p_bsums writes the activations' sub-block sums as int16
+ * once per group. Rows whose pack would pass K4P_PACK (K > 16896), and
+ * tiles of one group of tokens, take k4_pairxT_avx2. (The pack before
+ * this one, one vpmaddwd per sub-block: 6.1-6.6 -> 5.9-6.0 ticks against
+ * k4_pairxT_avx2, as above; broadcasting the activations into a pack
+ * measured slower there, 6.2-7.2, the packs crowding L1 at K 3584.) */
+#define K4P_BYTES 736          /* 16 code vectors, 4 scale-pair vectors, mins, d, dmin */
+#define K4P_PACK (48 * 1024)   /* bytes of weight pack on the stack */
+#define K4P_NB (K4P_PACK / K4P_BYTES)
+#define K4P_ABYTES 256         /* one token's block of activations, reordered */
+
+/* vectors v = 2h (lanes 2j from x) and 2h + 1 of one half: x the codes
+ * (or activations) of sub-block k, y those of k' */
+XAVX2 static inline void k4p_mix(__m256i x, __m256i y, __m256i *q0, __m256i *q1)
+{
+    *q0 = _mm256_blend_epi16(x, _mm256_slli_epi32(y, 16), 0xAA);
+    *q1 = _mm256_blend_epi16(_mm256_srli_epi32(x, 16), y, 0xAA);
+}
 
 XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uint8_t *pk)
 {
@@ -560,21 +581,43 @@ XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uin
         __m256i *v = (__m256i *)pk;
         const __m256i scmn = k4_scales2(wb);
         const __m256i sc16 = _mm256_unpacklo_epi8(scmn, _mm256_setzero_si256());
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < 4; c++) {
             for (int h = 0; h < 2; h++) {
                 const __m256i q = _mm256_inserti128_si256(
                     _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 16 + 32 * c + 16 * h))),
                     _mm_loadu_si128((const __m128i *)(wb[1] + 16 + 32 * c + 16 * h)), 1);
-                _mm256_store_si256(v + 2 * (2 * c) + h, _mm256_and_si256(q, m4));
-                _mm256_store_si256(v + 2 * (2 * c + 1) + h, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+                __m256i q0, q1;
+                k4p_mix(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), &q0, &q1);
+                _mm256_store_si256(v + 4 * c + 2 * h, q0);
+                _mm256_store_si256(v + 4 * c + 2 * h + 1, q1);
             }
-        for (int k = 0; k < 8; k++)
-            _mm256_store_si256(v + 16 + k, _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8))));
-        _mm256_store_si256(v + 24, _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256()));
+            /* int16 lanes sc_2c, sc_2c+1 alternating: bytes 2c and 2c + 1 of sc16's byte pairs */
+            const __m256i pick = _mm256_setr_epi8(4 * c, -1, 4 * c + 2, -1, 4 * c, -1, 4 * c + 2, -1,
+                                                  4 * c, -1, 4 * c + 2, -1, 4 * c, -1, 4 * c + 2, -1,
+                                                  4 * c, -1, 4 * c + 2, -1, 4 * c, -1, 4 * c + 2, -1,
+                                                  4 * c, -1, 4 * c + 2, -1, 4 * c, -1, 4 * c + 2, -1);
+            _mm256_store_si256(v + 16 + c, _mm256_shuffle_epi8(sc16, pick));
+        }
+        _mm256_store_si256(v + 20, _mm256_unpackhi_epi8(scmn, _mm256_setzero_si256()));
         const __m128 dd = _mm_cvtph_ps(_mm_setr_epi32((int)rd32(wb[0]), (int)rd32(wb[1]), 0, 0));
-        _mm256_store_ps((float *)(v + 25), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx));
-        _mm256_store_ps((float *)(v + 26), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx));
+        _mm256_store_ps((float *)(v + 21), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx));
+        _mm256_store_ps((float *)(v + 22), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx));
     }
+}
+
+/* u tokens' activations in the pack's order: token t, block b, stretch c
+ * at ap + ((t * nb + b) * 4 + c) * 64, 16 bytes per vector v in the order
+ * v = 0, 2, 1, 3 (halves 0 and 1 of one k4p_mix output side by side) */
+XAVX2 static void k4p_apack(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u, uint8_t *ap)
+{
+    for (int64_t t = 0; t < u; t++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *q8 = a + (uint64_t)t * arb + b * K4_AB + 4;
+            __m256i *o = (__m256i *)(ap + (t * nb + b) * K4P_ABYTES);
+            for (int c = 0; c < 4; c++)
+                k4p_mix(_mm256_loadu_si256((const __m256i *)(q8 + 64 * c)),
+                        _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)), o + 2 * c, o + 2 * c + 1);
+        }
 }
 
 /* B_k of u tokens (k4_acc1's b16), 16 bytes per token and block at
@@ -590,9 +633,14 @@ XAVX2 static void k4p_bsums(int64_t nb, const uint8_t *a, uint64_t arb, int64_t 
         }
 }
 
+XAVX2 static inline __m256i k4p_b16(const uint8_t *p)
+{
+    return _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)p));
+}
+
 XAVX2 __attribute__((always_inline)) static inline void
-k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const uint8_t *bs,
-           const int T, float *y, int64_t ldy, int two)
+k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const uint8_t *ap,
+           const uint8_t *bs, const int T, float *y, int64_t ldy, int two)
 {
     __m256 acc[4];
 #pragma GCC unroll 4
@@ -600,29 +648,29 @@ k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const 
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, pk += K4P_BYTES) {
         const __m256i *v = (const __m256i *)pk;
-        const uint8_t *ab = a + b * K4_AB;
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             isum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            const __m256i c0 = _mm256_load_si256(v + 2 * k), c1 = _mm256_load_si256(v + 2 * k + 1);
-            const __m256i sc = _mm256_load_si256(v + 16 + k);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i c0 = _mm256_load_si256(v + 4 * c), c1 = _mm256_load_si256(v + 4 * c + 1);
+            const __m256i c2 = _mm256_load_si256(v + 4 * c + 2), c3 = _mm256_load_si256(v + 4 * c + 3);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                const uint8_t *q8 = ab + (uint64_t)t * arb + 4 + 32 * k;
-                const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)q8)));
-                const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(q8 + 16))));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc));
+                const uint8_t *q = ap + ((t * nb + b) * 4 + c) * 64;
+                const __m256i s = _mm256_add_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c0, k4p_b16(q)), _mm256_maddubs_epi16(c1, k4p_b16(q + 32))),
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c2, k4p_b16(q + 16)), _mm256_maddubs_epi16(c3, k4p_b16(q + 48))));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s, _mm256_load_si256(v + 16 + c)));
             }
         }
-        const __m256i mn16 = _mm256_load_si256(v + 24);
-        const __m256 dv = _mm256_load_ps((const float *)(v + 25)), dm = _mm256_load_ps((const float *)(v + 26));
+        const __m256i mn16 = _mm256_load_si256(v + 20);
+        const __m256 dv = _mm256_load_ps((const float *)(v + 21)), dm = _mm256_load_ps((const float *)(v + 22));
+        const uint8_t *ab = a + b * K4_AB;
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
-            const __m256i ms = _mm256_madd_epi16(
-                mn16, _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(bs + (4 * b + t) * 16))));
+            const __m256i ms = _mm256_madd_epi16(mn16, k4p_b16(bs + (4 * b + t) * 16));
             acc[t] = k4_pair_acc(acc[t], isum[t], ms, dv, dm, ab + (uint64_t)t * arb);
         }
     }
@@ -633,9 +681,9 @@ k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const 
 
 #define K4P_PAIRX(T)                                                                            \
     XAVX2 static void k4p_pairx##T(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, \
-                                   const uint8_t *bs, float *y, int64_t ldy, int two)           \
+                                   const uint8_t *ap, const uint8_t *bs, float *y, int64_t ldy, int two) \
     {                                                                                           \
-        k4p_pairxT(nb, pk, a, arb, bs, T, y, ldy, two);                                         \
+        k4p_pairxT(nb, pk, a, arb, ap, bs, T, y, ldy, two);                                     \
     }
 K4P_PAIRX(1) K4P_PAIRX(2) K4P_PAIRX(3) K4P_PAIRX(4)
 
@@ -661,11 +709,12 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     /* the pack pays where a pair meets several groups of tokens */
     const int64_t pairs = K4P_PACK / (K4P_BYTES * nb);
     if (pairs >= 1 && nt > K4_PAIR_T) {
-        typedef void (*pk_fn)(int64_t, const uint8_t *, const uint8_t *, uint64_t, const uint8_t *, float *,
-                              int64_t, int);
+        typedef void (*pk_fn)(int64_t, const uint8_t *, const uint8_t *, uint64_t, const uint8_t *,
+                              const uint8_t *, float *, int64_t, int);
         static const pk_fn ptab[4] = { k4p_pairx1, k4p_pairx2, k4p_pairx3, k4p_pairx4 };
         _Alignas(32) uint8_t pk[K4P_PACK];
-        _Alignas(32) uint8_t bs[K4P_PACK / K4P_BYTES * 4 * 16];
+        _Alignas(32) uint8_t bs[K4P_NB * 4 * 16];
+        _Alignas(32) uint8_t ap[K4P_NB * 4 * K4P_ABYTES];
         for (int64_t r0 = 0; r0 < nr; r0 += 2 * pairs) {
             const int64_t r1 = nr - r0 < 2 * pairs ? nr : r0 + 2 * pairs;
             for (int64_t r = r0; r < r1; r += 2) {
@@ -676,8 +725,9 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             for (int64_t t0 = 0; t0 < nt; t0 += 4) {
                 const int64_t u = nt - t0 < 4 ? nt - t0 : 4;
                 k4p_bsums(nb, a + (uint64_t)t0 * arb, arb, u, bs);
+                k4p_apack(nb, a + (uint64_t)t0 * arb, arb, u, ap);
                 for (int64_t r = r0; r < r1; r += 2)
-                    ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, bs,
+                    ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, ap, bs,
                                 y + t0 * ldy + r, ldy, r1 - r >= 2);
             }
         }
