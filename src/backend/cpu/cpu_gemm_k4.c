@@ -117,6 +117,8 @@ cpu_tile_fn cpu_gemm_q4_K(void)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "cpu_gemm_mix.h"
+
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define K4_WB 144
 #define K4_AB 292
@@ -541,15 +543,15 @@ K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX
  * of rows in 16 groups of 4 tokens, and each group would decode the
  * pair's scales, interleave its rows' code bytes and split their nibbles
  * again. k4p_pack writes that once per pair and block (K4P_BYTES), and
- * k4p_apack the group's activations once, both in one byte order: for
- * sub-blocks k = 2c and k' = 2c + 1 (one 32-byte stretch of codes, low and
- * high nibbles) and half h, vector v = 2h + q holds in its int16 lane 2j
- * two codes of k and in lane 2j + 1 the same two of k' (elements
- * 16h + 4j + 2q and the next). Four vpmaddubsw (one per v) summed in
- * int16 (each at most 2 * 15 * 128, four < 2^15: exact) put in lanes 2j
- * and 2j + 1 the eight products of k and of k' whose int32 lane is j,
- * and one vpmaddwd against (sc_k, sc_k') alternating adds both into lane
- * j: per 64 codes of a row 2 vpmaddubsw and half a vpmaddwd where
+ * mix_acts the group's activations once, both in cpu_gemm_mix.h's order
+ * for sub-blocks k = 2c and k' = 2c + 1 (one 32-byte stretch of codes, low
+ * and high nibbles; a row is a 128-bit lane here, so the 16 bytes of half
+ * h of mix_pair's v0 and v1 are vectors v = 2h and 2h + 1). Four
+ * vpmaddubsw (one per v) summed in int16 (each at most 2 * 15 * 128, four
+ * < 2^15: exact) put in lanes 2j and 2j + 1 the eight products of k and
+ * of k' whose int32 lane is j, and one vpmaddwd against (sc_k, sc_k')
+ * alternating adds both into lane j: per 64 codes of a row 2 vpmaddubsw
+ * and half a vpmaddwd where
  * k4_pairxT_avx2 takes 2 and 1 (the multiplier is what the AVX2 tile waits
  * on: on a Zen 1 it has one such port and splits each 256-bit op in two).
  * The int32 lanes are k4_pairxT_avx2's, so are the float operations: the
@@ -562,15 +564,6 @@ K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX
 #define K4P_BYTES 736          /* 16 code vectors, 4 scale-pair vectors, mins, d, dmin */
 #define K4P_PACK (48 * 1024)   /* bytes of weight pack on the stack */
 #define K4P_NB (K4P_PACK / K4P_BYTES)
-#define K4P_ABYTES 256         /* one token's block of activations, reordered */
-
-/* vectors v = 2h (lanes 2j from x) and 2h + 1 of one half: x the codes
- * (or activations) of sub-block k, y those of k' */
-XAVX2 static inline void k4p_mix(__m256i x, __m256i y, __m256i *q0, __m256i *q1)
-{
-    *q0 = _mm256_blend_epi16(x, _mm256_slli_epi32(y, 16), 0xAA);
-    *q1 = _mm256_blend_epi16(_mm256_srli_epi32(x, 16), y, 0xAA);
-}
 
 XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uint8_t *pk)
 {
@@ -587,7 +580,7 @@ XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uin
                     _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb[0] + 16 + 32 * c + 16 * h))),
                     _mm_loadu_si128((const __m128i *)(wb[1] + 16 + 32 * c + 16 * h)), 1);
                 __m256i q0, q1;
-                k4p_mix(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), &q0, &q1);
+                mix_pair(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4), &q0, &q1);
                 _mm256_store_si256(v + 4 * c + 2 * h, q0);
                 _mm256_store_si256(v + 4 * c + 2 * h + 1, q1);
             }
@@ -603,21 +596,6 @@ XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uin
         _mm256_store_ps((float *)(v + 21), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), didx));
         _mm256_store_ps((float *)(v + 22), _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), midx));
     }
-}
-
-/* u tokens' activations in the pack's order: token t, block b, stretch c
- * at ap + ((t * nb + b) * 4 + c) * 64, 16 bytes per vector v in the order
- * v = 0, 2, 1, 3 (halves 0 and 1 of one k4p_mix output side by side) */
-XAVX2 static void k4p_apack(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u, uint8_t *ap)
-{
-    for (int64_t t = 0; t < u; t++)
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *q8 = a + (uint64_t)t * arb + b * K4_AB + 4;
-            __m256i *o = (__m256i *)(ap + (t * nb + b) * K4P_ABYTES);
-            for (int c = 0; c < 4; c++)
-                k4p_mix(_mm256_loadu_si256((const __m256i *)(q8 + 64 * c)),
-                        _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)), o + 2 * c, o + 2 * c + 1);
-        }
 }
 
 /* B_k of u tokens (k4_acc1's b16), 16 bytes per token and block at
@@ -714,7 +692,7 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
         static const pk_fn ptab[4] = { k4p_pairx1, k4p_pairx2, k4p_pairx3, k4p_pairx4 };
         _Alignas(32) uint8_t pk[K4P_PACK];
         _Alignas(32) uint8_t bs[K4P_NB * 4 * 16];
-        _Alignas(32) uint8_t ap[K4P_NB * 4 * K4P_ABYTES];
+        _Alignas(32) uint8_t ap[K4P_NB * 4 * MIX_ABYTES];
         for (int64_t r0 = 0; r0 < nr; r0 += 2 * pairs) {
             const int64_t r1 = nr - r0 < 2 * pairs ? nr : r0 + 2 * pairs;
             for (int64_t r = r0; r < r1; r += 2) {
@@ -725,7 +703,7 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             for (int64_t t0 = 0; t0 < nt; t0 += 4) {
                 const int64_t u = nt - t0 < 4 ? nt - t0 : 4;
                 k4p_bsums(nb, a + (uint64_t)t0 * arb, arb, u, bs);
-                k4p_apack(nb, a + (uint64_t)t0 * arb, arb, u, ap);
+                mix_acts(nb, a + (uint64_t)t0 * arb, arb, u, ap);
                 for (int64_t r = r0; r < r1; r += 2)
                     ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, ap, bs,
                                 y + t0 * ldy + r, ldy, r1 - r >= 2);

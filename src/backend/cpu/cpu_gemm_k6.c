@@ -80,6 +80,8 @@ cpu_tile_fn cpu_gemm_q6_K(void)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "cpu_gemm_mix.h"
+
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define XAVX2 __attribute__((target("avx2,fma,f16c")))
 #define K6_TT 4    /* tokens per pass of the AVX-512 kernel (at most 8) */
@@ -388,20 +390,27 @@ K6_ROW(2)
 K6_ROW(3)
 K6_ROW(4)
 
-/* The same kernel with the row's per-block work done once per call: a
- * 16-row x 64-token tile meets each row in 16 groups of 4 tokens, and each
- * group unpacked the row's 6-bit codes and shuffled its scales again.
- * k6p_pack writes, per row and block (K6P_BYTES), the 8 groups' codes as
- * bytes, their 8 scale pairs, the 16 scales widened and the f32 d;
- * k6p_row1xT runs on that: the same lanes and float operations as
- * k6_row1xT, the same bits. Rows whose pack would pass K6P_PACK (K >
- * 21760) and tiles of one group of tokens keep k6_row1xT. Measured (as
- * above, 16 x 64 tiles, alternating runs): K 3584 N 1024 11.9-12.0 ->
- * 10.4-10.7, K 2048 N 1024 11.6-11.7 -> 10.5-10.9, K 1024 N 3584
- * 13.9-14.1 -> 12.7-13.2; packs of 12 and 24 KiB measured the same or
- * slower. */
-#define K6P_BYTES 576
-#define K6P_PACK (48 * 1024)    /* bytes of weight pack on the stack */
+/* The same kernel with the row's per-block work done once per call, and
+ * two groups to a vpmaddwd: a 16-row x 64-token tile meets each row in 16
+ * groups of 4 tokens, and each group unpacked the row's 6-bit codes and
+ * shuffled its scales again. k6p_pack writes, per row and block
+ * (K6P_BYTES), the codes of groups 2c and 2c + 1 in cpu_gemm_mix.h's
+ * order (mix_acts gives the activations the same), their scale vectors
+ * (int16 lanes alternating the two groups' scales: sub-blocks 4c and
+ * 4c + 2 in the low 128-bit lane, 4c + 1 and 4c + 3 in the high one), the
+ * 16 scales widened and the f32 d. Two vpmaddubsw summed in int16 (each at
+ * most 2 * 63 * 128, the two 32,256 < 2^15: exact, the extreme test case
+ * reaches it) and one vpmaddwd per 64 elements, where k6_row1xT takes two
+ * vpmaddwd: the same int32 lanes and float operations, the same bits.
+ * Rows whose pack would pass K6P_PACK (K > 27904) and tiles of one group
+ * of tokens keep k6_row1xT. Measured (the pack before this one, one
+ * vpmaddwd per group, as above, 16 x 64 tiles, alternating runs): K 3584
+ * N 1024 11.9-12.0 -> 10.4-10.7, K 2048 N 1024 11.6-11.7 -> 10.5-10.9, K
+ * 1024 N 3584 13.9-14.1 -> 12.7-13.2; packs of 12 and 24 KiB measured the
+ * same or slower. */
+#define K6P_BYTES 448          /* 8 code vectors, 4 scale-pair vectors, the scales, d */
+#define K6P_PACK (48 * 1024)   /* bytes of weight pack on the stack */
+#define K6P_NB (K6P_PACK / K6P_BYTES)
 
 XAVX2 static void k6p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
 {
@@ -411,6 +420,7 @@ XAVX2 static void k6p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
         __m256i *v = (__m256i *)pk;
         const __m128i scb = _mm_loadu_si128((const __m128i *)(w + 192));
         const __m256i scp = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scb, eo));
+        __m256i code[8];
         for (int j = 0; j < 2; j++) {
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)(w + 64 * j));
             const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w + 64 * j + 32));
@@ -422,18 +432,21 @@ XAVX2 static void k6p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
                                    : g == 1 ? _mm256_slli_epi16(h, 2)
                                    : g == 2 ? h
                                             : _mm256_srli_epi16(h, 2);
-                const int is = 4 * j + g;
-                _mm256_store_si256(v + is, _mm256_or_si256(lo, _mm256_and_si256(hi, m30)));
-                _mm256_store_si256(v + 8 + is, _mm256_shuffle_epi8(scp, _mm256_set1_epi16((short)(2 * is | (2 * is + 1) << 8))));
+                code[4 * j + g] = _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
             }
         }
-        _mm256_store_si256(v + 16, _mm256_cvtepi8_epi16(scb));
-        _mm256_store_ps((float *)(v + 17), _mm256_set1_ps(_cvtsh_ss(rd16(w + 208))));
+        for (int c = 0; c < 4; c++) {
+            mix_pair(code[2 * c], code[2 * c + 1], v + 2 * c, v + 2 * c + 1);
+            /* scp's int16 lanes 2c and 2c + 1 of each half: groups 2c and 2c + 1's scales */
+            _mm256_store_si256(v + 8 + c, _mm256_shuffle_epi8(scp, _mm256_set1_epi32(0x03020100 + 0x04040404 * c)));
+        }
+        _mm256_store_si256(v + 12, _mm256_cvtepi8_epi16(scb));
+        _mm256_store_ps((float *)(v + 13), _mm256_set1_ps(_cvtsh_ss(rd16(w + 208))));
     }
 }
 
 XAVX2 __attribute__((always_inline)) static inline void
-k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *const *at, const int T, float *res)
+k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at, const int T, float *res)
 {
     __m256 acc[4];
 #pragma GCC unroll 4
@@ -441,29 +454,27 @@ k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *const *at, const int T,
         acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, pk += K6P_BYTES) {
         const __m256i *v = (const __m256i *)pk;
-        const uint8_t *ab[4];
-#pragma GCC unroll 4
-        for (int t = 0; t < T; t++)
-            ab[t] = at[t] + b * K6_AB;
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             isum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int is = 0; is < 8; is++) {
-            const __m256i code = _mm256_load_si256(v + is), s16 = _mm256_load_si256(v + 8 + is);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i c0 = _mm256_load_si256(v + 2 * c), c1 = _mm256_load_si256(v + 2 * c + 1);
+            const __m256i s16 = _mm256_load_si256(v + 8 + c);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                const __m256i q = _mm256_maddubs_epi16(
-                    code, _mm256_loadu_si256((const __m256i *)(ab[t] + 4 + 32 * is)));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, q));
+                const __m256i *q = (const __m256i *)(ap + ((t * nb + b) * 4 + c) * 64);
+                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(q)),
+                                                   _mm256_maddubs_epi16(c1, _mm256_load_si256(q + 1)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, s));
             }
         }
-        const __m256i sc16 = _mm256_load_si256(v + 16);
-        const float dw = ((const float *)(v + 17))[0];
+        const __m256i sc16 = _mm256_load_si256(v + 12);
+        const float dw = ((const float *)(v + 13))[0];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
-            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, ab[t]);
+            acc[t] = k6_tok_acc(acc[t], isum[t], sc16, dw, at[t] + b * K6_AB);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++)
@@ -472,9 +483,10 @@ k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *const *at, const int T,
 
 #define K6P_ROW(T)                                                                               \
     XAVX2 __attribute__((noinline)) static void k6p_row##T(int64_t nb, const uint8_t *pk,        \
+                                                          const uint8_t *ap,                     \
                                                           const uint8_t *const *at, float *res)  \
     {                                                                                            \
-        k6p_row1xT(nb, pk, at, T, res);                                                          \
+        k6p_row1xT(nb, pk, ap, at, T, res);                                                      \
     }
 K6P_ROW(1)
 K6P_ROW(2)
@@ -490,8 +502,10 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     /* the pack pays where a row meets several groups of tokens */
     const int64_t rows = K6P_PACK / (K6P_BYTES * nb);
     if (rows >= 1 && nt > 4) {
-        static const fn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
+        typedef void (*pfn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *const *, float *);
+        static const pfn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
         _Alignas(32) uint8_t pk[K6P_PACK];
+        _Alignas(32) uint8_t ap[K6P_NB * 4 * MIX_ABYTES];
         for (int64_t r0 = 0; r0 < nr; r0 += rows) {
             const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
             for (int64_t r = r0; r < r1; r++)
@@ -501,9 +515,10 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
                 const uint8_t *at[4];
                 for (int t = 0; t < T; t++)
                     at[t] = a + (uint64_t)(t0 + t) * arb;
+                mix_acts(nb, at[0], arb, T, ap);
                 for (int64_t r = r0; r < r1; r++) {
                     float res[4];
-                    ptab[T - 1](nb, pk + (r - r0) * nb * K6P_BYTES, at, res);
+                    ptab[T - 1](nb, pk + (r - r0) * nb * K6P_BYTES, ap, at, res);
                     for (int t = 0; t < T; t++)
                         y[(t0 + t) * ldy + r] = res[t];
                 }
