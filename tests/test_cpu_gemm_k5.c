@@ -11,7 +11,12 @@
  *       stride stays untouched
  *   gemm_k5.pick   cpu_gemm_q5_K() is the AVX-512 kernel exactly where the
  *                  quant module's pick for Q5_K is its AVX-512 dot and VNNI
- *                  is there, else NULL
+ *                  is there, the AVX2 kernel where the pick is its AVX2
+ *                  dot, else NULL
+ *   gemm_k5avx2.q5_K_K<K>_<nr>x<nt>[_padded|_extreme]_<kernel> (avx2,
+ *       picked where the pick is the AVX2 dot): every output of the tile
+ *       equals the quant module's AVX2 Q5_K dot bit for bit (that order
+ *       has no plain C form); run wherever AVX2 is, AVX-512 CPUs included
  *
  * over the Qwen3.5/3.6 reduction lengths (1024, 2048, 3584, 512) and 256,
  * tiles of 1..13 rows x 1..20 tokens (one token included), padded strides,
@@ -75,13 +80,44 @@ static void test_q5_K(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
     free(a);
 }
 
+static quant_dot_fn dot_avx2(void)
+{
+    return quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX2);
+}
+
+/* the AVX2 kernel against the AVX2 dot's bits */
+static void test_q5_K_avx2(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
+{
+    char name[128];
+    snprintf(name, sizeof name, "gemm_k5avx2.q5_K_K%lld_%lldx%lld%s%s", (long long)K, (long long)nr,
+             (long long)nt, pad ? "_padded" : "", extreme ? "_extreme" : "");
+    if (!dot_avx2()) {
+        t_skip(name, "this CPU has no AVX2 Q5_K dot: the order under test is that kernel's");
+        return;
+    }
+    t_rng rng = t_rng_named(name);
+    const uint64_t wrb = (uint64_t)K / 256 * WB + (uint64_t)pad * 7,
+                   arb = (uint64_t)K / 256 * AB + (uint64_t)pad * 13;
+    uint8_t *w = w_rows(&rng, K, nr, wrb, extreme), *a = q8k_rows(&rng, K, nt, arb, extreme);
+    const bool picked = dot_avx2() == quant_vec_dot_fn(QT_Q5_K);
+    const kernel ks[] = {
+        { "avx2", cpu_gemm_q5_K_avx2 },
+        { "picked", picked ? cpu_gemm_q5_K() : NULL },
+    };
+    check_case(name, K, w, wrb, nr, a, arb, nt, dot_avx2(), NULL, ks, picked ? 2 : 1);
+    free(w);
+    free(a);
+}
+
 static void test_pick(void)
 {
     const bool want = dot_avx512() && dot_avx512() == quant_vec_dot_fn(QT_Q5_K) &&
                       quant_path_available(QUANT_PATH_AVX512VNNI);
+    const bool want2 = !want && dot_avx2() && dot_avx2() == quant_vec_dot_fn(QT_Q5_K);
     const cpu_tile_fn got = cpu_gemm_q5_K();
-    t_check("gemm_k5.pick", want ? got == cpu_gemm_q5_K_avx512vnni : got == NULL,
-            "cpu_gemm_q5_K() is %s, want %s", got ? "a kernel" : "NULL", want ? "the AVX-512 kernel" : "NULL");
+    t_check("gemm_k5.pick", want ? got == cpu_gemm_q5_K_avx512vnni : want2 ? got == cpu_gemm_q5_K_avx2 : got == NULL,
+            "cpu_gemm_q5_K() is %s, want %s", got ? "a kernel" : "NULL",
+            want ? "the AVX-512 kernel" : want2 ? "the AVX2 kernel" : "NULL");
 }
 
 /* ------------------------------------------------------------ bench */
@@ -112,5 +148,6 @@ int main(int argc, char **argv)
     }
     test_pick();
     tile_cases(test_q5_K);
+    tile_cases(test_q5_K_avx2);
     return t_exit();
 }

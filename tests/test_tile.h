@@ -114,10 +114,12 @@ static void check_case(const char *name, int64_t K, const uint8_t *w, uint64_t w
         for (int64_t r = 0; r < nr; r++) {
             const uint8_t *wr = w + (uint64_t)r * wrb, *at = a + (uint64_t)t * arb;
             want[t * nr + r] = want_dot(K, wr, at);
-            ref_bad += quant_f32_bits(ref_dot(K, wr, at)) != quant_f32_bits(want[t * nr + r]);
+            if (ref_dot)
+                ref_bad += quant_f32_bits(ref_dot(K, wr, at)) != quant_f32_bits(want[t * nr + r]);
         }
     snprintf(cname, sizeof cname, "%s_dot_ref", name);
-    t_check(cname, ref_bad == 0, "%lld outputs of the plain C order differ from the dot's", (long long)ref_bad);
+    if (ref_dot)    /* (NULL: the order has no plain C form) */
+        t_check(cname, ref_bad == 0, "%lld outputs of the plain C order differ from the dot's", (long long)ref_bad);
     for (size_t i = 0; i < nk; i++) {
         snprintf(cname, sizeof cname, "%s_%s", name, ks[i].isa);
         if (!ks[i].fn)

@@ -78,15 +78,21 @@ cpu_tile_fn cpu_gemm_q6_K(void);
  * module's pick:
  *  _ref:        cpu_dot_q5_K_lanes_ref per output (plain C);
  *  _avx512vnni: blocks of 2 rows x up to 6 tokens (one token: the quant
- *               module's AVX-512 dot per row), AVX-512 F/BW/VL + VNNI.
+ *               module's AVX-512 dot per row), AVX-512 F/BW/VL + VNNI;
+ *  _avx2:       the bits of the quant module's AVX2 dot instead: 1 row x
+ *               up to 4 tokens (up to 4 tokens in all: that dot per
+ *               output), AVX2 + FMA + F16C.
  * cpu_gemm_q5_K() gives the AVX-512 kernel where that dot is
- * quant_vec_dot_fn(QT_Q5_K) and VNNI is available, else NULL (no tile:
- * the per-output dot keeps its own order). */
+ * quant_vec_dot_fn(QT_Q5_K) and VNNI is available, the AVX2 one where the
+ * AVX2 dot is, else NULL (no tile: the per-output dot keeps its own
+ * order). */
 float cpu_dot_q5_K_lanes_ref(int64_t K, const void *w, const void *a);
 void cpu_gemm_q5_K_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q5_K(void);
 
 #endif

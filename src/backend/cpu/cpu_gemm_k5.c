@@ -2,8 +2,10 @@
  * activations whose every output has the bits of the quant module's
  * AVX-512 Q5_K dot (quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX512)),
  * which is what cpu_matmul.c's pick_dot takes for Q5_K on a CPU with
- * AVX-512 (the quant module has no VNNI kernel for it). Elsewhere pick_dot
- * takes another order and there is no tile (cpu_gemm_q5_K() is NULL).
+ * AVX-512 (the quant module has no VNNI kernel for it); and, at the end
+ * of this file, one with the bits of its AVX2 dot, which pick_dot takes on
+ * a CPU with AVX2 but no AVX-512. Elsewhere (plain C) there is no tile
+ * (cpu_gemm_q5_K() is NULL).
  *
  * The order, per 256-element block and output: sixteen int32 lanes, lane i
  * holding the exact sum over the chunks c (64 elements) of sc_k times the
@@ -109,12 +111,17 @@ cpu_tile_fn cpu_gemm_q5_K(void)
     const quant_dot_fn o = quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX512);
     if (o && o == quant_vec_dot_fn(QT_Q5_K) && quant_path_available(QUANT_PATH_AVX512VNNI))
         return cpu_gemm_q5_K_avx512vnni;
+    const quant_dot_fn o2 = quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX2);
+    if (o2 && o2 == quant_vec_dot_fn(QT_Q5_K))
+        return cpu_gemm_q5_K_avx2;
 #endif
     return NULL;
 }
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "cpu_gemm_mix.h"
 
 #define X512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define K5_TT 6    /* tokens per pass (4: ~7% slower, measured) */
@@ -266,9 +273,171 @@ X512 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
         }
     }
 }
+/* ---- AVX2: 1 row x up to 4 tokens, the bits of quant_dot_q5_K_avx2 ----- */
+
+/* The quant module's AVX2 Q5_K dot (dot_k45_avx2), which pick_dot takes
+ * on a CPU without AVX-512: per block eight int32 lanes, lane m holding
+ * the exact sum over the chunks c of sc_2c times the products of elements
+ * 4m .. 4m+3 of sub-block 2c plus sc_2c+1 times those of 2c+1; acc =
+ * fma(da * d, (float)lane, acc) per lane; the mins as one float per
+ * output, mins += da * dmin * (float)msum block after block (msum the
+ * exact sum of m_k * (bsum_2k + bsum_2k+1); separate multiplies and add,
+ * as C writes them: no contraction under -std=c11); at the end the 8-lane
+ * tree of acc (halves, then 0+2 and 1+3, then the two) minus mins.
+ * The tile packs each row once per call (K5P_BYTES a block: the 5-bit
+ * codes of sub-blocks 2c and 2c + 1 in cpu_gemm_mix.h's order, their
+ * scales alternating, the mins doubled for the bsums, d and dmin) and the
+ * token group's activations once (mix_acts): two vpmaddubsw summed in
+ * int16 (each at most 2 * 31 * 128) and one vpmaddwd per 64 elements,
+ * where the dot takes two of each. Tiles of at most 4 tokens (decode) and
+ * rows whose pack would pass K5P_PACK (K > 27904) take the dot per
+ * output: the same bits. */
+#define XAVX2 __attribute__((target("avx2,fma,f16c")))
+#define K5P_BYTES 448          /* 8 code vectors, 4 scale-pair vectors, the mins, d and dmin */
+#define K5P_PACK (48 * 1024)
+#define K5P_NB (K5P_PACK / K5P_BYTES)
+
+XAVX2 static void k5p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
+{
+    const __m256i m4 = _mm256_set1_epi8(15), b16 = _mm256_set1_epi8(16);
+    for (int64_t b = 0; b < nb; b++, w += K5_WB, pk += K5P_BYTES) {
+        __m256i *v = (__m256i *)pk;
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
+        int16_t mn[16];
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 48 + 32 * c));
+            const __m256i bl = _mm256_set1_epi8((char)(1 << (2 * c))), bh = _mm256_set1_epi8((char)(1 << (2 * c + 1)));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bl), bl), b16));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bh), bh), b16));
+            mix_pair(lo, hi, v + 2 * c, v + 2 * c + 1);
+            int sc0, sc1, m0, m1;
+            k5_scale_min(2 * c, w + 4, &sc0, &m0);
+            k5_scale_min(2 * c + 1, w + 4, &sc1, &m1);
+            _mm256_store_si256(v + 8 + c, _mm256_set1_epi32(sc0 | sc1 << 16));
+            mn[4 * c] = mn[4 * c + 1] = (int16_t)m0;
+            mn[4 * c + 2] = mn[4 * c + 3] = (int16_t)m1;
+        }
+        _mm256_store_si256(v + 12, _mm256_loadu_si256((const __m256i *)mn));
+        uint16_t h[2];
+        memcpy(h, w, 4);
+        float *f = (float *)(v + 13);
+        f[0] = quant_f16_to_f32(h[0]);
+        f[1] = quant_f16_to_f32(h[1]);
+    }
+}
+
+XAVX2 __attribute__((always_inline)) static inline void
+k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at, const int T, float *res)
+{
+    __m256 acc[4];
+    float mins[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        acc[t] = _mm256_setzero_ps();
+        mins[t] = 0.0f;
+    }
+    for (int64_t b = 0; b < nb; b++, pk += K5P_BYTES) {
+        const __m256i *v = (const __m256i *)pk;
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i c0 = _mm256_load_si256(v + 2 * c), c1 = _mm256_load_si256(v + 2 * c + 1);
+            const __m256i s16 = _mm256_load_si256(v + 8 + c);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const __m256i *q = (const __m256i *)(ap + ((t * nb + b) * 4 + c) * 64);
+                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(q)),
+                                                   _mm256_maddubs_epi16(c1, _mm256_load_si256(q + 1)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s, s16));
+            }
+        }
+        const __m256i mn = _mm256_load_si256(v + 12);
+        const float dw = ((const float *)(v + 13))[0], dmin = ((const float *)(v + 13))[1];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const uint8_t *ab = at[t] + b * K5_AB;
+            float da;
+            memcpy(&da, ab, 4);
+            const __m256i p = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)(ab + 260)));
+            __m128i m = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+            m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+            m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            const float dm = da * dmin;
+            const float mt = dm * (float)_mm_cvtsi128_si32(m);
+            mins[t] = mins[t] + mt;
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        __m128 x = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+        x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+        x = _mm_add_ss(x, _mm_movehdup_ps(x));
+        res[t] = _mm_cvtss_f32(x) - mins[t];
+    }
+}
+
+#define K5P_ROW(T)                                                                               \
+    XAVX2 __attribute__((noinline)) static void k5p_row##T(int64_t nb, const uint8_t *pk,        \
+                                                          const uint8_t *ap,                     \
+                                                          const uint8_t *const *at, float *res)  \
+    {                                                                                            \
+        k5p_row1xT(nb, pk, ap, at, T, res);                                                      \
+    }
+K5P_ROW(1)
+K5P_ROW(2)
+K5P_ROW(3)
+K5P_ROW(4)
+
+XAVX2 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const int64_t nb = K / 256;
+    const int64_t rows = K5P_PACK / (K5P_BYTES * nb);
+    if (rows < 1 || nt <= 4) {
+        const quant_dot_fn dot = quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX2);
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t r = 0; r < nr; r++)
+                y[t * ldy + r] = dot(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+        return;
+    }
+    typedef void (*pfn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *const *, float *);
+    static const pfn ptab[4] = { k5p_row1, k5p_row2, k5p_row3, k5p_row4 };
+    _Alignas(32) uint8_t pk[K5P_PACK];
+    _Alignas(32) uint8_t ap[K5P_NB * 4 * MIX_ABYTES];
+    for (int64_t r0 = 0; r0 < nr; r0 += rows) {
+        const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
+        for (int64_t r = r0; r < r1; r++)
+            k5p_pack(nb, w + (uint64_t)r * wrb, pk + (r - r0) * nb * K5P_BYTES);
+        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
+            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
+            const uint8_t *at[4];
+            for (int t = 0; t < T; t++)
+                at[t] = a + (uint64_t)(t0 + t) * arb;
+            mix_acts(nb, at[0], arb, T, ap);
+            for (int64_t r = r0; r < r1; r++) {
+                float res[4];
+                ptab[T - 1](nb, pk + (r - r0) * nb * K5P_BYTES, ap, at, res);
+                for (int t = 0; t < T; t++)
+                    y[(t0 + t) * ldy + r] = res[t];
+            }
+        }
+    }
+}
 #else
 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    cpu_gemm_q5_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                        const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
     cpu_gemm_q5_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
 }

@@ -94,7 +94,7 @@ static quant_dot_fn pick_dot(const cpu_ctx *be, uint32_t type, int64_t K, int64_
  * pick_dot's per-output dot. Q8_0 and F32 (cpu_gemm_q8.h), Q6_K and Q5_K
  * (cpu_gemm.h) give pick_dot's bits exactly, so they go exactly where
  * pick_dot takes that order (for Q6_K everywhere, for Q5_K where the quant
- * module picks its AVX-512 dot; experts included, as each output depends
+ * module picks its AVX-512 or its AVX2 dot; experts included, as each output depends
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
  * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
 static cpu_tile_fn pick_tile(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
