@@ -8,7 +8,8 @@
 # raw JSON lines, and a summary (median tokens/s per test, B/A).
 # Usage: bench/cpu/ab.sh OUT_DIR COMMIT_A COMMIT_B [reps (5)] [threads (2)] [depths (0,4096)]
 # Env: MODELS (default build/models: the files bench/cpu/run.sh makes; made
-#      here with q36 synth of COMMIT_A when absent), FILES (3 or 4, default 3),
+#      here with q36 synth of COMMIT_A when absent), FILES (3, 4: and the
+#      Q4_K_M mix, 5: and an all-Q5_K 0.8B file; default 3),
 #      P (prompt, default 512), N (generated, default 128).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -41,7 +42,8 @@ files=("$(synth q08-q4_K.gguf --preset 0.8b --type q4_K)"
        "$(synth q08-q8_0.gguf --preset 0.8b --type q8_0)"
        "$(synth moe-scaled-q4_K.gguf --arch qwen35moe --preset 35b-a3b --hidden 1024 --layers 16 \
              --experts 64 --experts-used 8 --expert-ffn 256 --shared-ffn 256 --type q4_K)")
-[ "${FILES:-3}" = 4 ] && files+=("$(synth q08-q4_K_M.gguf --preset 0.8b --type q4_K_M)")
+[ "${FILES:-3}" -ge 4 ] && files+=("$(synth q08-q4_K_M.gguf --preset 0.8b --type q4_K_M)")
+[ "${FILES:-3}" -ge 5 ] && files+=("$(synth q08-q5_K.gguf --preset 0.8b --type q5_K)")
 
 {
     echo "date: $(date -u +%FT%TZ)"

@@ -406,28 +406,10 @@ XAVX2 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
                 y[t * ldy + r] = dot(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
         return;
     }
-    typedef void (*pfn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *const *, float *);
-    static const pfn ptab[4] = { k5p_row1, k5p_row2, k5p_row3, k5p_row4 };
+    static const mix_row_fn ptab[4] = { k5p_row1, k5p_row2, k5p_row3, k5p_row4 };
     _Alignas(32) uint8_t pk[K5P_PACK];
     _Alignas(32) uint8_t ap[K5P_NB * 4 * MIX_ABYTES];
-    for (int64_t r0 = 0; r0 < nr; r0 += rows) {
-        const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
-        for (int64_t r = r0; r < r1; r++)
-            k5p_pack(nb, w + (uint64_t)r * wrb, pk + (r - r0) * nb * K5P_BYTES);
-        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
-            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
-            const uint8_t *at[4];
-            for (int t = 0; t < T; t++)
-                at[t] = a + (uint64_t)(t0 + t) * arb;
-            mix_acts(nb, at[0], arb, T, ap);
-            for (int64_t r = r0; r < r1; r++) {
-                float res[4];
-                ptab[T - 1](nb, pk + (r - r0) * nb * K5P_BYTES, ap, at, res);
-                for (int t = 0; t < T; t++)
-                    y[(t0 + t) * ldy + r] = res[t];
-            }
-        }
-    }
+    mix_row_tiles(nb, w, wrb, nr, a, arb, nt, y, ldy, rows, K5P_BYTES, k5p_pack, ptab, pk, ap);
 }
 #else
 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,

@@ -502,28 +502,10 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     /* the pack pays where a row meets several groups of tokens */
     const int64_t rows = K6P_PACK / (K6P_BYTES * nb);
     if (rows >= 1 && nt > 4) {
-        typedef void (*pfn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *const *, float *);
-        static const pfn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
+        static const mix_row_fn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
         _Alignas(32) uint8_t pk[K6P_PACK];
         _Alignas(32) uint8_t ap[K6P_NB * 4 * MIX_ABYTES];
-        for (int64_t r0 = 0; r0 < nr; r0 += rows) {
-            const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
-            for (int64_t r = r0; r < r1; r++)
-                k6p_pack(nb, w + (uint64_t)r * wrb, pk + (r - r0) * nb * K6P_BYTES);
-            for (int64_t t0 = 0; t0 < nt; t0 += 4) {
-                const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
-                const uint8_t *at[4];
-                for (int t = 0; t < T; t++)
-                    at[t] = a + (uint64_t)(t0 + t) * arb;
-                mix_acts(nb, at[0], arb, T, ap);
-                for (int64_t r = r0; r < r1; r++) {
-                    float res[4];
-                    ptab[T - 1](nb, pk + (r - r0) * nb * K6P_BYTES, ap, at, res);
-                    for (int t = 0; t < T; t++)
-                        y[(t0 + t) * ldy + r] = res[t];
-                }
-            }
-        }
+        mix_row_tiles(nb, w, wrb, nr, a, arb, nt, y, ldy, rows, K6P_BYTES, k6p_pack, ptab, pk, ap);
         return;
     }
     for (int64_t r = 0; r < nr; r++) {

@@ -42,5 +42,37 @@ __attribute__((target("avx2"))) static inline void mix_acts(int64_t nb, const ui
                          _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)), o + 2 * c, o + 2 * c + 1);
         }
 }
+
+/* The one-row tiles (Q5_K, Q6_K) over packed rows: rows of pack_bytes a
+ * block at a time are packed into pk (up to `rows` of them), then for each
+ * group of up to 4 tokens the activations are mixed into ap once and
+ * row[T - 1] runs each packed row against them. */
+typedef void (*mix_pack_fn)(int64_t nb, const uint8_t *w, uint8_t *pk);
+typedef void (*mix_row_fn)(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at,
+                           float *res);
+static inline void mix_row_tiles(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                                 uint64_t arb, int64_t nt, float *y, int64_t ldy, int64_t rows,
+                                 uint64_t pack_bytes, mix_pack_fn pack, const mix_row_fn row[4],
+                                 uint8_t *pk, uint8_t *ap)
+{
+    for (int64_t r0 = 0; r0 < nr; r0 += rows) {
+        const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
+        for (int64_t r = r0; r < r1; r++)
+            pack(nb, w + (uint64_t)r * wrb, pk + (uint64_t)(r - r0) * (uint64_t)nb * pack_bytes);
+        for (int64_t t0 = 0; t0 < nt; t0 += 4) {
+            const int T = nt - t0 < 4 ? (int)(nt - t0) : 4;
+            const uint8_t *at[4];
+            for (int t = 0; t < T; t++)
+                at[t] = a + (uint64_t)(t0 + t) * arb;
+            mix_acts(nb, at[0], arb, T, ap);
+            for (int64_t r = r0; r < r1; r++) {
+                float res[4];
+                row[T - 1](nb, pk + (uint64_t)(r - r0) * (uint64_t)nb * pack_bytes, ap, at, res);
+                for (int t = 0; t < T; t++)
+                    y[(t0 + t) * ldy + r] = res[t];
+            }
+        }
+    }
+}
 #endif
 #endif
