@@ -1,0 +1,10 @@
+rep 0 A: /tmp/q36_ab_mO0ANc/a/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 0 B: /tmp/q36_ab_mO0ANc/b/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 1 B: /tmp/q36_ab_mO0ANc/b/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 1 A: /tmp/q36_ab_mO0ANc/a/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 2 A: /tmp/q36_ab_mO0ANc/a/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 2 B: /tmp/q36_ab_mO0ANc/b/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 3 B: /tmp/q36_ab_mO0ANc/b/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 3 A: /tmp/q36_ab_mO0ANc/a/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 4 A: /tmp/q36_ab_mO0ANc/a/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
+rep 4 B: /tmp/q36_ab_mO0ANc/b/build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 0 -d 0 -r 1 -t 2 -o jsonl
