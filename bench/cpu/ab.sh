@@ -28,6 +28,7 @@ build() { # commit, folder: q36 of that commit at folder/build/q36
     # the commit compiled in (the Makefile asks git, which the archive lacks)
     make -C "$d" -j2 BUILD=build Q36_COMMIT="$(git rev-parse --short "$c")" build/q36 \
         >"$out/build-$(basename "$d").log" 2>&1
+    sed -i "s#$tmp#<tmp>#g" "$out/build-$(basename "$d").log"    # no machine paths in a record
     echo "$d/build/q36"
 }
 qa=$(build "$ca" "$tmp/a")
@@ -68,7 +69,7 @@ for m in "${files[@]}"; do
             q=$qa
             [ "$side" = B ] && q=$qb
             cmd=("$q" bench -m "$m" -p "$P" -n "$N" -d "$depths" -r 1 -t "$threads" -o jsonl)
-            echo "rep $r $side: ${cmd[*]}" >>"$out/$name.cmd"
+            echo "rep $r $side: ${cmd[*]//$tmp/<tmp>}" >>"$out/$name.cmd"
             "${cmd[@]}" >>"$out/$name.$side.jsonl" 2>>"$out/$name.stderr"
         done
     done
