@@ -7,13 +7,14 @@
  * GEMM's lane order, f16 rounding of the query and the probabilities for
  * f16 caches. What changes is the loop order. A work item is one KV head,
  * the query heads of its group (or a part of them) and a tile of query
- * rows, about 32 query vectors: each K and V row is read from memory once
- * for all of them (once per query head and row before, and widened from
- * f16 each time), scores for the whole tile are kept, and the vector
- * kernels (cpu_attn_avx512.c, cpu_attn_avx2.c on CPUs without AVX-512)
- * read V rows as they are into the reference's accumulator layout
- * (pv_rows); the generic kernels widen a block of rows to f32 and use
- * cpu_fdot's dot and axpy.
+ * rows, about 32 query vectors (64 on the AVX2 path): each K and V row is
+ * read from memory once for all of them (once per query head and row
+ * before, and widened from f16 each time), scores for the whole tile are
+ * kept, and the vector kernels (cpu_attn_avx512.c, cpu_attn_avx2.c on CPUs
+ * without AVX-512) read V rows as they are into the reference's
+ * accumulator layout (pv_rows); the generic kernels, and the AVX2 ones for
+ * a tile of more than 4 queries, widen a block of rows to f32 first
+ * (exact), the generic ones then using cpu_fdot's dot and axpy.
  * Items run over (row tile, KV head), the last rows (most keys) first;
  * when they are fewer than the threads (decode with one KV head) the
  * group is split over items.
@@ -103,6 +104,9 @@ static void f16_rows_f16c(int64_t n, int64_t hd, const uint16_t *src, int64_t ld
 {
     for (int64_t r = 0; r < n; r++) {
         int64_t c = 0;
+        if (r + 8 < n)      /* the row 8 ahead, which the prefetchers ask for late */
+            for (int64_t b = 0; b < hd * 2; b += 64)
+                _mm_prefetch((const char *)(src + (r + 8) * ld) + b, _MM_HINT_T0);
         for (; c + 8 <= hd; c += 8)
             _mm256_storeu_ps(dst + r * hd + c,
                              _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + r * ld + c))));
@@ -172,13 +176,28 @@ static void softmax_row(const attn_plan *pl, float *s, int64_t n)
 }
 
 /* Query rows per tile for T rows and a group of query heads: about 32
- * query vectors. Measured (one thread, T=512 at depth 4096, head 256, 4
- * heads per KV head, noisy shared machine): 16 -> 22.6-28.3 ns/score,
- * 24 -> 18.0-20.0, 32 -> 18.3-22.5. */
-static int64_t tile_rows(int64_t group, int64_t T)
+ * query vectors, 64 on the AVX2 path. Measured (one thread, T=512 at depth
+ * 4096, head 256, 4 heads per KV head, noisy shared machine, AVX-512):
+ * 16 -> 22.6-28.3 ns/score, 24 -> 18.0-20.0, 32 -> 18.3-22.5. On an AVX2
+ * Zen 1 with K and V blocks widened (widen below; two threads, 512 rows
+ * at depth 4096): 32 -> 24.4-24.7 ns/score, 64 -> 22.9-23.1, 128 ->
+ * 22.5-22.6 (bench/results/2026-12-06-cpu-zen1-attn). */
+static int64_t tile_rows(int path, int64_t group, int64_t T)
 {
-    const int64_t rows = group >= 32 ? 1 : 32 / group;
+    const int64_t v = path == CPU_ATTN_AVX2 ? 64 : 32;
+    const int64_t rows = group >= v ? 1 : v / group;
     return rows < T ? rows : T;
+}
+
+/* Whether a tile of nq query vectors has the AVX2 kernels read a block of
+ * an f16 cache widened to f32 rows once (cache_rows) rather than widen
+ * each row where they read it, once per group of 4 queries: on a Zen 1,
+ * 512 rows at depth 4096, 512 -> 434 ms with the tiles of 32. Not on the
+ * AVX-512 path (not measured there) nor for a tile of 4 or fewer, where each
+ * row is read once anyway. */
+static int widen(const attn_plan *pl, const be_tensor *c, int64_t nq)
+{
+    return pl->path == CPU_ATTN_AVX2 && c->f16 && nq > 4;
 }
 
 /* Score row stride for n keys: a whole block longer than the keys, plus
@@ -211,7 +230,8 @@ static size_t scratch_floats_max(int64_t n_ctx, int64_t n_batch, int64_t n_head,
                                  int64_t n_head_kv, int64_t head_dim)
 {
     const int64_t group = n_head / n_head_kv, T = n_batch < n_ctx ? n_batch : n_ctx;
-    return scratch_floats(head_dim, tile_rows(group, T) * group, score_ld(n_ctx));
+    return scratch_floats(head_dim, tile_rows(cpu_attn_best_path(), group, T) * group,
+                          score_ld(n_ctx));
 }
 
 /* Positions query vector i of a tile starting at row r0 sees. */
@@ -243,12 +263,16 @@ static void tile_scores(const attn_plan *pl, int64_t kvh, int64_t r0, int64_t h0
     /* a block of K rows, every query of the tile over it */
     for (int64_t p0 = 0; p0 < n_max; p0 += KB) {
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
-        if (ks) {
+        if (ks && !widen(pl, pl->kc, nq)) {
             ks->scores(hd, nq, Q, cache_at(pl, pl->kc, kvh, p0), pl->kc->ld, pl->kc->f16, nb,
                        pl->scale, S + p0, pl->sld);
             continue;
         }
         cache_rows(pl, pl->kc, kvh, p0, nb, B);
+        if (ks) {
+            ks->scores(hd, nq, Q, B, hd, 0, nb, pl->scale, S + p0, pl->sld);
+            continue;
+        }
         for (int64_t i = 0; i < nq; i++) {
             const int64_t n = n_kv_of(pl, r0, i) - p0 < nb ? n_kv_of(pl, r0, i) - p0 : nb;
             for (int64_t k = 0; k < n; k++)
@@ -286,6 +310,9 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
         const int64_t nb = n_max - p0 < KB ? n_max - p0 : KB;
         if (ks) {
             int64_t nv[64];
+            const int wv = widen(pl, pl->vc, nq);
+            if (wv)
+                cache_rows(pl, pl->vc, kvh, p0, nb, B);
             for (int64_t i0 = 0; i0 < nq; i0 += 64) {
                 const int64_t m = nq - i0 < 64 ? nq - i0 : 64;
                 for (int64_t i = 0; i < m; i++) {
@@ -293,8 +320,8 @@ static void attn_tile(const attn_plan *pl, int64_t it, float *scratch)
                     nv[i] = n < 0 ? 0 : n < nb ? n : nb;
                 }
                 ks->pv_rows(m, hd, S + i0 * pl->sld + p0, pl->sld, nv,
-                            cache_at(pl, pl->vc, kvh, p0), pl->vc->ld, pl->vc->f16,
-                            A + i0 * ks->lanes * hd);
+                            wv ? B : cache_at(pl, pl->vc, kvh, p0), wv ? hd : pl->vc->ld,
+                            wv ? 0 : pl->vc->f16, A + i0 * ks->lanes * hd);
             }
         } else {
             cache_rows(pl, pl->vc, kvh, p0, nb, B);
@@ -399,7 +426,7 @@ void cpu_attention_path(be_ctx *be, int path, const be_tensor *q, const be_tenso
     if (pl.T == 0)
         return;
     /* each K/V row streamed from memory serves the whole tile */
-    pl.rows = tile_rows(pl.group, pl.T);
+    pl.rows = tile_rows(path, pl.group, pl.T);
     pl.n_tiles = (pl.T + pl.rows - 1) / pl.rows;
     pl.n_split = 1;
     while (n_head_kv * pl.n_split * pl.n_tiles < cpu_ctx_of(be)->n_threads && pl.n_split < pl.group) {
