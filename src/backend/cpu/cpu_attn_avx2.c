@@ -70,7 +70,7 @@ T256 INL __m256 tree8(const __m256 *v)
  * the four accumulators at a time, so NQ x NK pairs fit in the 16
  * registers and each K and q chunk loaded serves several fmas. */
 T256 INL void score_keys(const int NQ, const int NK, const int F16, int64_t hd, const float *q,
-                         const void *src, int64_t ld, int64_t k0, int64_t k, __m256 vb[4][8])
+                         const void *src, int64_t ld, int64_t k0, int64_t k, __m256 vb[4][24])
 {
     const int64_t np = hd - hd % 32;
     __m256 part[4][4][4];
@@ -109,10 +109,10 @@ T256 INL void score_keys(const int NQ, const int NK, const int F16, int64_t hd, 
                                            _mm256_add_ps(part[1][kk][qi], part[3][kk][qi]));
 }
 
-/* Combined accumulators of NQ queries against keys k0 .. k0+nk-1 into
- * vb[query][key]; keys from nk to 7 get zeros. */
+/* Combined accumulators of NQ queries against keys k0 .. k0+nk-1 (nk <=
+ * 24) into vb[query][key]; keys from nk to nk rounded up to 8 get zeros. */
 T256 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q, const void *src,
-                         int64_t ld, int64_t k0, int64_t nk, __m256 vb[4][8])
+                         int64_t ld, int64_t k0, int64_t nk, __m256 vb[4][24])
 {
     int64_t k = 0;
     if (NQ == 4) {
@@ -130,7 +130,7 @@ T256 INL void score_accs(const int NQ, const int F16, int64_t hd, const float *q
         for (; k < nk; k++)
             score_keys(1, 1, F16, hd, q, src, ld, k0, k, vb);
     }
-    for (k = nk; k < 8; k++)
+    for (k = nk; k % 8; k++)
         for (int qi = 0; qi < NQ; qi++)
             vb[qi][k] = _mm256_setzero_ps();
 }
@@ -156,10 +156,10 @@ T256 INL void score_finish(int64_t hd, const float *q, const void *src, int64_t 
 T256 void cpu_attn256_scores(int64_t hd, int64_t nq, const float *q, const void *src, int64_t ld,
                              int f16, int64_t nb, float scale, float *s, int64_t sld)
 {
-    __m256 vb[4][8];
-    for (int64_t k0 = 0; k0 < nb; k0 += 8) {
-        const int64_t nk = nb - k0 < 8 ? nb - k0 : 8;
-        cpu_attn_prefetch_rows(src, ld, f16, hd, k0 + 8, nb - k0 - 8 < 8 ? nb - k0 - 8 : 8);
+    __m256 vb[4][24];
+    for (int64_t k0 = 0; k0 < nb; k0 += 24) {
+        const int64_t nk = nb - k0 < 24 ? nb - k0 : 24;
+        cpu_attn_prefetch_rows(src, ld, f16, hd, k0 + 24, nb - k0 - 24 < 24 ? nb - k0 - 24 : 24);
         for (int64_t i0 = 0; i0 < nq; i0 += 4) {
             const int64_t m = nq - i0 < 4 ? nq - i0 : 4;
             const float *qb = q + i0 * hd;
@@ -175,8 +175,9 @@ T256 void cpu_attn256_scores(int64_t hd, int64_t nq, const float *q, const void 
                         score_accs(1, 0, hd, qb + i * hd, src, ld, k0, nk, vb + i);
                 }
             for (int64_t i = 0; i < m; i++)
-                score_finish(hd, qb + i * hd, src, ld, f16, k0, nk, vb[i], scale,
-                             s + (i0 + i) * sld + k0);
+                for (int64_t k = 0; k < nk; k += 8)
+                    score_finish(hd, qb + i * hd, src, ld, f16, k0 + k, nk - k < 8 ? nk - k : 8,
+                                 vb[i] + k, scale, s + (i0 + i) * sld + k0 + k);
         }
     }
 }
@@ -228,7 +229,14 @@ T256 void cpu_attn256_softmax(int64_t n, float *s, int f16)
         mx = s[p] > mx ? s[p] : mx;
     const __m256 mv = _mm256_set1_ps(mx);
     double sum = 0.0;
-    for (p = 0; p < n; p += 8) {
+    /* whole chunks with plain loads and stores (a masked store takes
+     * about ten cycles on a Zen 1), the last one masked */
+    for (p = 0; p + 8 <= n; p += 8) {
+        const __m256 e = cpu_gexp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
+        _mm256_storeu_ps(s + p, e);
+        sum += (double)lane_tree8(e);
+    }
+    if (p < n) {
         const __m256i k = lanes_below(n - p);
         const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(k),
                                        cpu_gexp_avx2(_mm256_sub_ps(_mm256_maskload_ps(s + p, k), mv)));
