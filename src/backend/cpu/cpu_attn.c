@@ -180,8 +180,10 @@ static void softmax_row(const attn_plan *pl, float *s, int64_t n)
  * 4096, head 256, 4 heads per KV head, noisy shared machine, AVX-512):
  * 16 -> 22.6-28.3 ns/score, 24 -> 18.0-20.0, 32 -> 18.3-22.5. On an AVX2
  * Zen 1 with K and V blocks widened (widen below; two threads, 512 rows
- * at depth 4096): 32 -> 24.4-24.7 ns/score, 64 -> 22.9-23.1, 128 ->
- * 22.5-22.6 (bench/results/2026-12-06-cpu-zen1-attn). */
+ * at depth 4096): 32 -> 22.0-22.2 ns/score, 64 -> 21.1-21.2, 128 ->
+ * 20.7-21.1 (bench/results/2026-12-06-cpu-zen1-attn/tiles.txt); 128
+ * would double the scores' scratch (query vectors x n_ctx floats a
+ * thread) for 1-2%. */
 static int64_t tile_rows(int path, int64_t group, int64_t T)
 {
     const int64_t v = path == CPU_ATTN_AVX2 ? 64 : 32;
@@ -191,10 +193,10 @@ static int64_t tile_rows(int path, int64_t group, int64_t T)
 
 /* Whether a tile of nq query vectors has the AVX2 kernels read a block of
  * an f16 cache widened to f32 rows once (cache_rows) rather than widen
- * each row where they read it, once per group of 4 queries: on a Zen 1,
- * 512 rows at depth 4096, 512 -> 434 ms with the tiles of 32. Not on the
- * AVX-512 path (not measured there) nor for a tile of 4 or fewer, where each
- * row is read once anyway. */
+ * each row where they read it, once per group of 4 queries: part of the
+ * 1.36x of bench/results/2026-12-06-cpu-zen1-attn (a Zen 1, 512 rows at
+ * depth 4096). Not on the AVX-512 path (not measured there)
+ * nor for a tile of 4 or fewer, where each row is read once anyway. */
 static int widen(const attn_plan *pl, const be_tensor *c, int64_t nq)
 {
     return pl->path == CPU_ATTN_AVX2 && c->f16 && nq > 4;
