@@ -1,7 +1,8 @@
 /* cpu_attn_avx2.c: the AVX2 kernels of the tiled attention (cpu_attn.c),
  * for CPUs with AVX2, FMA and F16C but no AVX-512, where ggml's f32 vectors
  * have 8 lanes (cpu_lanes() == 8): scores of up to 4 queries per K row read
- * (f16 widened with vcvtph2ps), 8 keys at a time in ggml_vec_dot_f32's
+ * (f16 widened with vcvtph2ps, or rows cpu_attn.c widened for a whole
+ * tile), 24 keys a pass, finished 8 at a time in ggml_vec_dot_f32's
  * 8-lane order, the softmax, probabilities scaled and rounded to f16, and
  * probabilities times V in the f32 GEMM's 8-lane order straight from the
  * cache rows (pv_rows, cpu_attn_pvr.h's body at 8 lanes). The scores and
