@@ -282,6 +282,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunk_prep_pb = c->chunk_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "2");
     c->chunk_split = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
     c->chunk_out_x = cuda_env_is("Q36_CUDA_CHUNKOUTX", "1");
+    c->chunk_bv = cuda_env_is("Q36_CUDA_CHUNKBV", "16") ? 16 : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : 0;
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->tf32 = cuda_fast_path(shape, "Q36_CUDA_TF32");
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");

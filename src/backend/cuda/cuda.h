@@ -246,6 +246,9 @@ struct cuda_ctx {
     bool            chunk_out_x;   /* k_chunk_out's blocks of one chunk's columns, and of the
                                     * value heads of one key head, launched together
                                     * (Q36_CUDA_CHUNKOUTX=1, off: not yet run on a GPU) */
+    int             chunk_bv;      /* its split state kernel's value columns a block: 16,
+                                    * 32 or 0 (the default: Q36_CUDA_CHUNKBV,
+                                    * cuda_chunk.cu, wide_state) */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

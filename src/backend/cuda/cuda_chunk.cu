@@ -191,12 +191,6 @@ template <int DK> struct sp_sh {
 static_assert(sp_sh<32>::oW % 8 == 0 && sp_sh<32>::oK % 8 == 0 && sp_sh<32>::oV % 8 == 0,
               "32-byte aligned regions");
 
-/* the chunk's state slot in Sb */
-HD float *sb_slot(const ck_args &a, const ck_chunk &c, int s, int64_t h, int dk)
-{
-    return a.Sb + ((c.r0 / CK_C + s) * a.Hv + h) * (int64_t)dk * dk;
-}
-
 /* k_chunk_out's blocks take OC = min(dk, 64) output columns each (dk / OC
  * blocks a chunk and head: two blocks an SM at dk = 128, where one block
  * for all 128 columns needed 153 KB and ran alone). Its shared memory: Q
@@ -261,21 +255,8 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
             const int t = tid - 32 * (CK_C / 16);
             if (t < CK_C)              /* load_g's decays, before the V' out below */
                 dec[t] = t < c.nc ? expf(G[c.nc - 1] - G[t]) : 0.0f;
-            float *dst = sb_slot(a, c, b.y, h, DK);
-            /* four columns a thread: one 16-byte read of S's row i (a
-             * quarter warp's eight rows fall on all 32 banks; a float at a
-             * time, rows 20 floats apart took 8 banks: Nsight Compute
-             * counted 19.9 M conflicts a layer, run-7aa02b8-ncu), then
-             * four stores, each a row of dst across consecutive i */
-            static_assert(CK_BV % 4 == 0 && L::LS % 4 == 0, "16-byte reads of S's rows");
-            for (int e = tid - 32 * (CK_C / 16); e < DK * CK_BV / 4; e += CK_THREADS - 32 * (CK_C / 16)) {
-                const int i = e % DK, jq = 4 * (e / DK);
-                const float4 v = *(const float4 *)(S + i * L::LS + jq);
-                dst[(j0 + jq) * DK + i] = v.x;
-                dst[(j0 + jq + 1) * DK + i] = v.y;
-                dst[(j0 + jq + 2) * DK + i] = v.z;
-                dst[(j0 + jq + 3) * DK + i] = v.w;
-            }
+            sb_store<DK, CK_BV, L::LS>(sb_slot(a, c, b.y, h, DK), S, j0, t,
+                                       CK_THREADS - 32 * (CK_C / 16));
         }
         __syncthreads();               /* W is spent, V' formed */
         if (c0 + CK_C < n) {
@@ -450,6 +431,16 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     return 0;
 }
 
+/* Q36_CUDA_CHUNKBV (cuda.h: chunk_bv): the split state kernel's value
+ * columns a block, 16 (k_chunk_state_split, the default until the wide
+ * kernel has run on a GPU) or 32 (k_chunk_state_wide, cuda_chunk_wide.cu:
+ * the same products to TF32 rounding, not the same bits). */
+static bool wide_state(const cuda_ctx *c, int dk, int64_t heads)
+{
+    (void)heads;
+    return dk % 32 == 0 && dk <= 128 && c->chunk_bv == 32;
+}
+
 template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)
 {
     cuda_ctx *c = cuda_ctx_of(be);
@@ -482,10 +473,16 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
             return false;
     }
-    cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)), CK_THREADS,
-                bs, st, a);
-    if (!CUDA_LAUNCHED(be, split ? "k_chunk_state_split" : tc ? "k_chunk_state_tc" : "k_chunk_state"))
-        return false;
+    if (split && wide_state(c, DK, a.Hv * n_seq)) {
+        if (!ck_launch_state_wide<DK <= 128 ? DK : 128>(be, a, n_seq))
+            return false;
+    } else {
+        cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)),
+                    CK_THREADS, bs, st, a);
+        if (!CUDA_LAUNCHED(be, split ? "k_chunk_state_split"
+                               : tc  ? "k_chunk_state_tc" : "k_chunk_state"))
+            return false;
+    }
     if (!split)
         return true;
     constexpr int NC = so_sh<DK>::NC;

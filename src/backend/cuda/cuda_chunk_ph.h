@@ -273,6 +273,34 @@ template <int DK> struct st_sh {
 static_assert(st_sh<32>::oX % 8 == 0 && st_sh<32>::oO % 8 == 0 && st_sh<32>::oG % 8 == 0,
               "32-byte aligned regions");
 
+/* The split kernels' state before chunk c of run s, value head h: its
+ * slot in Sb (cuda_chunk.cu, k_chunk_state_split) */
+HD float *sb_slot(const ck_args &a, const ck_chunk &c, int s, int64_t h, int dk)
+{
+    return a.Sb + ((c.r0 / CK_C + s) * a.Hv + h) * (int64_t)dk * dk;
+}
+
+/* The state's columns j0 .. j0 + BV of a block (S[i][jl], pitch LS) to its
+ * slot dst (element [j dk + i], as S): items e = e0, e0 + step, .. below
+ * DK BV / 4, each one 16-byte read of S's row i (a quarter warp's eight
+ * rows on all 32 banks; a float at a time, rows 20 floats apart took 8
+ * banks: Nsight Compute counted 19.9 M conflicts a layer,
+ * bench/results/2026-12-05-cuda-session27/run-7aa02b8-ncu), then four
+ * stores, each a row of dst across consecutive i */
+template <int DK, int BV, int LS>
+HD void sb_store(float *dst, const float *S, int64_t j0, int e0, int step)
+{
+    static_assert(BV % 4 == 0 && LS % 4 == 0, "16-byte reads of S's rows");
+    for (int e = e0; e < DK * BV / 4; e += step) {
+        const int i = e % DK, jq = 4 * (e / DK);
+        const float4 v = *(const float4 *)(S + i * LS + jq);
+        dst[(j0 + jq) * DK + i] = v.x;
+        dst[(j0 + jq + 1) * DK + i] = v.y;
+        dst[(j0 + jq + 2) * DK + i] = v.z;
+        dst[(j0 + jq + 3) * DK + i] = v.w;
+    }
+}
+
 /* Block (value head x, run y, column block z). */
 HD float *state_row(const ck_args &a, ck_blk b)
 {
@@ -661,6 +689,12 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
  * cannot give it (nothing queued) or the launch failed (the context's
  * error is set). DK 32, 64, 128 or 256. */
 template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid);
+
+/* cuda_chunk_wide.cu: k_chunk_state_split's work with 32 value columns a
+ * block and its products as mma.sync steps (k_chunk_state_wide<DK>, grid:
+ * value head, run, DK / 32 column blocks), its shared memory asked first;
+ * as ck_launch_prep_tc. DK 32, 64 or 128. */
+template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq);
 
 /* cuda_chunk_pb.cu: k_chunk_prep_pb<DK> (cuda_chunk_pb.h), as
  * ck_launch_prep_tc; qkv's rows 16-byte aligned (V's copies are cp.async) */

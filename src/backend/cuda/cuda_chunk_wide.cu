@@ -1,0 +1,222 @@
+/* cuda_chunk_wide.cu: the chunked delta rule's state kernel with 32 value
+ * columns a block and its products as mma.sync steps on registers
+ * (k_chunk_state_wide; cuda_chunk.cu picks it over k_chunk_state_split by
+ * Q36_CUDA_CHUNKBV, cuda.h). What it shares with the other kernels is in
+ * cuda_chunk_ph.h.
+ *
+ * k_chunk_state_split keeps 16 columns of a value head's state a block
+ * (for the 35B-A3B, 32 value heads and dk 128: 256 blocks, two an SM), each
+ * block copying the chunk's whole W and K rows (64 x 128 floats each) for
+ * its 16 columns, and its products are WMMA calls on generic pointers.
+ * Nsight Compute's instruction samples of it on an H100 (bench/results/
+ * 2026-12-06-cuda-session38/, run1: 1.7 k warp instructions a warp a
+ * chunk) are 31% IMAD and 14% LEA (64-bit addresses of every fragment
+ * element), 8.5% generic loads LD (WMMA's loads from shared memory not
+ * known to be shared), 8% FSETP (the TF32 rounding), 4% HMMA. Here:
+ *  - 32 value columns a block: the same copies of W and K serve twice the
+ *    columns, and every warp forms one 16 x 16 tile of V' (split's warps
+ *    4-7 wait through V') and one 16-row band of the update;
+ *  - the fragments of m16n8k8 TF32 products (cuda_mma.h: mma_tf32) read
+ *    from shared memory by index (LDS, offsets fixed at compile time in
+ *    the unrolled steps), each element rounded to TF32 by one integer add
+ *    (tf32_bits: cvt.rna's result for finite values);
+ *  - pitches that put a fragment's 32 loads on 32 banks (below).
+ * The products are split's in form (acc = -U, += W S, negated; acc =
+ * e^G_last S, += K^T diag(dec) V'), on TF32 operands with f32 sums, in
+ * another order of the hardware's steps: the same values to TF32 rounding,
+ * not the same bits. The state before each chunk goes to its slot of Sb
+ * and V' to U's place, as split's do, for k_chunk_out.
+ *
+ * Shared memory (floats): S (dk x 40), W's rows (pitch dk + 4: a row
+ * fragment's lanes (g, t) on bank 4 g + t), K's rows (pitch dk + 8: read
+ * down a column, bank 8 t + g), U then V' twice (pitch 40: the next
+ * chunk's U lands while this one's V' updates S), G and the update
+ * weights: 110 KB at dk = 128, two blocks an SM. */
+#include "cuda.h"
+#include "cuda_chunk_ph.h"
+#include "cuda_mma.h"
+
+#define SW_NT 2                     /* 16-column tiles a block */
+#define SW_BV (16 * SW_NT)
+
+template <int DK> struct sw_sh {
+    static constexpr int LS = SW_BV + 8, LW = DK + 4, LK = DK + 8, LV = SW_BV + 8;
+    static constexpr size_t oS = 0, oW = oS + (size_t)DK * LS, oK = oW + (size_t)CK_C * LW,
+                            oV = oK + (size_t)CK_C * LK, oG = oV + 2 * (size_t)CK_C * LV,
+                            oD = oG + CK_C, floats = oD + CK_C;
+};
+static_assert(sw_sh<32>::oW % 4 == 0 && sw_sh<32>::oK % 4 == 0 && sw_sh<32>::oV % 4 == 0 &&
+              sw_sh<128>::oV % 4 == 0, "16-byte aligned regions (cp.async, float4 reads)");
+
+#ifdef __CUDA_ARCH__
+/* x's bits rounded to TF32 (to nearest, ties away): the product ignores
+ * the low 13 bits. cvt.rna.tf32.f32 gives the same for finite x (it
+ * leaves infinities and NaN alone: two instructions) */
+__device__ __forceinline__ uint32_t tf32_bits(float x)
+{
+    return __float_as_uint(x) + 0x1000u;
+}
+
+/* acc[h] (h < NH: columns n0 + 8 h of a 16-row tile) += A B over 8 K8
+ * columns of A: A's element (r, k) at a[r * ra + k * ka], B's (k, n) at
+ * b[k * kb + n] (lane (g, t) = (lane / 4, lane % 4), mma_tf32's layout) */
+template <int K8, int NH>
+__device__ __forceinline__ void sw_mma(float acc[NH][4], const float *a, int ra, int ka,
+                                       const float *b, int kb, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    const float *pa = a + g * ra + t * ka, *pb = b + t * kb + g;
+    #pragma unroll
+    for (int k = 0; k < K8; k++) {
+        const uint32_t a0 = tf32_bits(pa[8 * k * ka]), a1 = tf32_bits(pa[8 * ra + 8 * k * ka]),
+                       a2 = tf32_bits(pa[(8 * k + 4) * ka]),
+                       a3 = tf32_bits(pa[8 * ra + (8 * k + 4) * ka]);
+        #pragma unroll
+        for (int h = 0; h < NH; h++)
+            mma_tf32(acc[h], a0, a1, a2, a3, tf32_bits(pb[8 * k * kb + 8 * h]),
+                     tf32_bits(pb[(8 * k + 4) * kb + 8 * h]));
+    }
+}
+
+/* a 16-row tile's accumulators from or to p (pitch ld, columns 8 h of
+ * NH groups of 8): lane (g, t) holds rows g, g + 8, columns 2t, 2t + 1 */
+template <int NH> __device__ __forceinline__ void sw_ld(float acc[NH][4], const float *p, int ld,
+                                                       float m, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    #pragma unroll
+    for (int h = 0; h < NH; h++) {
+        const float2 u = *(const float2 *)(p + g * ld + 8 * h + 2 * t),
+                     v = *(const float2 *)(p + (g + 8) * ld + 8 * h + 2 * t);
+        acc[h][0] = m * u.x; acc[h][1] = m * u.y; acc[h][2] = m * v.x; acc[h][3] = m * v.y;
+    }
+}
+template <int NH> __device__ __forceinline__ void sw_st(const float acc[NH][4], float *p, int ld,
+                                                       float m, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    #pragma unroll
+    for (int h = 0; h < NH; h++) {
+        *(float2 *)(p + g * ld + 8 * h + 2 * t) = make_float2(m * acc[h][0], m * acc[h][1]);
+        *(float2 *)(p + (g + 8) * ld + 8 * h + 2 * t) = make_float2(m * acc[h][2], m * acc[h][3]);
+    }
+}
+#endif
+
+template <int DK>
+__global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
+{
+    cuda_pdl_enter();
+#ifdef __CUDA_ARCH__
+    using L = sw_sh<DK>;
+    constexpr int NW = CK_THREADS / 32;
+    extern __shared__ __align__(128) float smw[];
+    const int tid = threadIdx.x, w = tid / 32, run = (int)blockIdx.y;
+    const int64_t n = a.runs[4 * run + 2], h = blockIdx.x, kcol = (a.Hk + h % a.Hk) * DK;
+    const int64_t j0 = (int64_t)blockIdx.z * SW_BV;
+    const int lane = tid & 31;
+    float *S = smw + L::oS, *XW = smw + L::oW, *XK = smw + L::oK, *G = smw + L::oG,
+          *dec = smw + L::oD;
+    float *Sg = a.S + ((int64_t)a.runs[4 * run] * a.Hv + h) * a.ldS;
+    for (int e = tid; e < DK * SW_BV; e += CK_THREADS) {
+        const int jl = e / DK, i = e % DK;
+        S[i * L::LS + jl] = Sg[(j0 + jl) * DK + i];
+    }
+    if (n > 0) {
+        const ck_chunk c = chunk_of(a.runs, run, 0);
+        tc_cp_rows<DK, L::LW>(XW, a.W, a.Hv * DK, h * DK, c, tid);
+        tc_cp_rows<SW_BV, L::LV>(smw + L::oV, a.U, a.Hv * DK, h * DK + j0, c, tid);
+    }
+    cp_commit();
+    if (n > 0)
+        tc_cp_rows<DK, L::LK>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, run, 0), tid);
+    cp_commit();
+    /* thread t < CK_C: G of row t of the chunk to come, a chunk ahead */
+    float gn = 0.0f;
+    if (tid < CK_C && n > 0) {
+        const ck_chunk c = chunk_of(a.runs, run, 0);
+        gn = tid < c.nc ? a.G[(c.r0 + tid) * a.Hv + h] : 0.0f;
+    }
+    for (int64_t c0 = 0, it = 0; c0 < n; c0 += CK_C, it++) {
+        const ck_chunk c = chunk_of(a.runs, run, c0);
+        float *V = smw + L::oV + (it & 1) * CK_C * L::LV;
+        if (tid < CK_C) {
+            G[tid] = gn;
+            gn = 0.0f;
+            if (c0 + CK_C < n) {
+                const ck_chunk cn = chunk_of(a.runs, run, c0 + CK_C);
+                gn = tid < cn.nc ? a.G[(cn.r0 + tid) * a.Hv + h] : 0.0f;
+            }
+        }
+        cp_wait<1>();                  /* W and U (K may still be in flight) */
+        __syncthreads();
+        /* V' = U - W S: warp w the tile (row tile w % 4, column tile
+         * w / 4); acc = -U, += W S, V' = -acc */
+        for (int q = w; q < (CK_C / 16) * SW_NT; q += NW) {
+            const int rt = q % (CK_C / 16), ct = q / (CK_C / 16);
+            float *Vt = V + 16 * rt * L::LV + 16 * ct;
+            float acc[2][4];
+            sw_ld<2>(acc, Vt, L::LV, -1.0f, lane);
+            sw_mma<DK / 8, 2>(acc, XW + 16 * rt * L::LW, L::LW, 1, S + 16 * ct, L::LS, lane);
+            sw_st<2>(acc, Vt, L::LV, -1.0f, lane);
+        }
+        if (tid < CK_C)
+            dec[tid] = tid < c.nc ? expf(G[c.nc - 1] - G[tid]) : 0.0f;
+        /* the state before the chunk, this block's columns, to its slot */
+        sb_store<DK, SW_BV, L::LS>(sb_slot(a, c, run, h, DK), S, j0, tid, CK_THREADS);
+        __syncthreads();               /* W is spent, V' formed, dec known */
+        if (c0 + CK_C < n) {
+            const ck_chunk cn = chunk_of(a.runs, run, c0 + CK_C);
+            tc_cp_rows<DK, L::LW>(XW, a.W, a.Hv * DK, h * DK, cn, tid);
+            tc_cp_rows<SW_BV, L::LV>(smw + L::oV + ((it + 1) & 1) * CK_C * L::LV, a.U,
+                                     a.Hv * DK, h * DK + j0, cn, tid);
+        }
+        cp_commit();
+        for (int e = tid; e < CK_C * SW_BV; e += CK_THREADS) {    /* V' out, times dec */
+            const int t = e / SW_BV, j = e % SW_BV;
+            float *v = V + t * L::LV + j;
+            if (t < c.nc)
+                a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + j] = *v;
+            *v *= dec[t];
+        }
+        cp_wait<1>();                  /* K (the next W and U may still be in flight) */
+        __syncthreads();
+        {   /* S <- e^G_last S + K^T V': warp w the state's rows 16 w ..
+             * + 16, every column of the block (A = K^T: element (r, k) at
+             * XK[k][r]) */
+            const float el = expf(G[c.nc - 1]);
+            for (int m = w; m < DK / 16; m += NW) {
+                float *St = S + 16 * m * L::LS;
+                float acc[2 * SW_NT][4];
+                sw_ld<2 * SW_NT>(acc, St, L::LS, el, lane);
+                sw_mma<CK_C / 8, 2 * SW_NT>(acc, XK + 16 * m, 1, L::LK, V, L::LV, lane);
+                sw_st<2 * SW_NT>(acc, St, L::LS, 1.0f, lane);
+            }
+        }
+        __syncthreads();               /* K is spent */
+        if (c0 + CK_C < n)
+            tc_cp_rows<DK, L::LK>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, run, c0 + CK_C), tid);
+        cp_commit();
+    }
+    cp_wait<0>();
+    for (int e = tid; e < DK * SW_BV; e += CK_THREADS) {
+        const int jl = e / DK, i = e % DK;
+        Sg[(j0 + jl) * DK + i] = S[i * L::LS + jl];
+    }
+#endif
+}
+
+template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq)
+{
+    static_assert(DK % SW_BV == 0, "whole column blocks");
+    const size_t bytes = sw_sh<DK>::floats * sizeof(float);
+    if (!cuda_smem_optin(be, (const void *)k_chunk_state_wide<DK>, bytes))
+        return false;
+    cuda_launch(k_chunk_state_wide<DK>, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / SW_BV)),
+                CK_THREADS, bytes, cuda_ctx_of(be)->stream, a);
+    return CUDA_LAUNCHED(be, "k_chunk_state_wide");
+}
+
+template bool ck_launch_state_wide<32>(be_ctx *, const ck_args &, int);
+template bool ck_launch_state_wide<64>(be_ctx *, const ck_args &, int);
+template bool ck_launch_state_wide<128>(be_ctx *, const ck_args &, int);
