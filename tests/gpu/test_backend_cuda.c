@@ -1232,7 +1232,7 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * sum of |products| (about M, the rounding once per operand rather than
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
-static bool dn_tf32, dn_tf32_state, dn_fused, dn_pb, dn_bv32;
+static bool dn_tf32, dn_tf32_state, dn_fused, dn_pb, dn_pmma, dn_bv32;
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1257,6 +1257,8 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
         n += snprintf(name + n, sizeof name - (size_t)n, "_fused");
     if (dn_pb)
         n += snprintf(name + n, sizeof name - (size_t)n, "_pb");
+    if (dn_pmma)
+        n += snprintf(name + n, sizeof name - (size_t)n, "_pmma");
     if (dn_bv32)
         snprintf(name + n, sizeof name - (size_t)n, "_bv32");
     dn_case c;
@@ -1300,18 +1302,20 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 }
 
 /* tc: the state kernel on tensor cores (names end in _tf32), else the
- * f32 one; with tc, ptc: the prep kernel's products on tensor cores too
- * (k_chunk_prep_tc), else its f32 forward substitution (names end in
- * _tf32s); with tc, split: the states and outputs in two kernels
- * (k_chunk_state_split, k_chunk_out, the default), else in one (names end
- * in _fused); with tc, pb: the prep kernel in f32, blocked
- * (k_chunk_prep_pb, Q36_CUDA_CHUNKPREP=2; names end in _pb); bv: the split
- * state kernel's value columns a block (Q36_CUDA_CHUNKBV: 16, or 32 for
- * k_chunk_state_wide, names end in _bv32; 0 the default choice) */
-static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split, bool pb, int bv)
+ * f32 one; with tc, prep (Q36_CUDA_CHUNKPREP): 1 the prep kernel's
+ * products on tensor cores too (k_chunk_prep_tc), 3 the same as mma.sync
+ * steps (names end in _pmma), 2 the prep kernel in f32, blocked
+ * (k_chunk_prep_pb; names end in _pb), 0 its f32 forward substitution
+ * (names end in _tf32s); with tc, split: the states and outputs in two
+ * kernels (k_chunk_state_split, k_chunk_out, the default), else in one
+ * (names end in _fused); bv: the split state kernel's value columns a
+ * block (Q36_CUDA_CHUNKBV: 16, or 32 for k_chunk_state_wide, names end in
+ * _bv32; 0 the default choice) */
+static void test_chunk_ops(const be_shape *sh, bool tc, int prep, bool split, int bv)
 {
+    const bool ptc = prep == 1 || prep == 3, pb = prep == 2;
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
-    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", pb ? "2" : ptc ? "1" : "0");
+    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", prep == 3 ? "3" : pb ? "2" : ptc ? "1" : "0");
     char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
     char *keep_b = env_set("Q36_CUDA_CHUNKBV", bv == 32 ? "32" : bv == 16 ? "16" : "");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
@@ -1323,6 +1327,7 @@ static void test_chunk_ops(const be_shape *sh, bool tc, bool ptc, bool split, bo
         return;
     dn_tf32 = tc;
     dn_pb = tc && pb;
+    dn_pmma = tc && prep == 3;
     dn_bv32 = tc && split && bv == 32;
     dn_tf32_state = tc && !ptc && !pb;
     dn_fused = tc && !split;
@@ -4615,12 +4620,14 @@ int main(int argc, char **argv)
     if (ops) {
         if (want_ops("ops")) test_ops();
         if (want_ops("chunk")) {
-            test_chunk_ops(&sh, true, true, true, false, 16);
-            test_chunk_ops(&sh, true, true, true, false, 32);
-            test_chunk_ops(&sh, true, false, true, true, 0);
-            test_chunk_ops(&sh, true, true, false, false, 0);
-            test_chunk_ops(&sh, true, false, true, false, 0);
-            test_chunk_ops(&sh, false, false, false, false, 0);
+            test_chunk_ops(&sh, true, 1, true, 16);
+            test_chunk_ops(&sh, true, 1, true, 32);
+            test_chunk_ops(&sh, true, 3, true, 16);
+            test_chunk_ops(&sh, true, 3, true, 32);
+            test_chunk_ops(&sh, true, 2, true, 0);
+            test_chunk_ops(&sh, true, 1, false, 0);
+            test_chunk_ops(&sh, true, 0, true, 0);
+            test_chunk_ops(&sh, false, 0, false, 0);
         }
         if (want_ops("gemm16")) test_gemm16_ops(&sh);
         if (want_ops("moe")) {

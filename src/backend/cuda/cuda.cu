@@ -280,6 +280,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
     c->chunk_prep_tc = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKPREP");
     c->chunk_prep_pb = c->chunk_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "2");
+    c->chunk_prep_mma = c->chunk_prep_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "3");
     c->chunk_split = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
     c->chunk_out_x = cuda_env_is("Q36_CUDA_CHUNKOUTX", "1");
     c->chunk_bv = cuda_env_is("Q36_CUDA_CHUNKBV", "16") ? 16 : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : 0;

@@ -241,6 +241,8 @@ struct cuda_ctx {
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
     bool            chunk_prep_pb; /* or its prep in f32, blocked (Q36_CUDA_CHUNKPREP=2) */
+    bool            chunk_prep_mma; /* or its prep's products as mma.sync steps
+                                     * (Q36_CUDA_CHUNKPREP=3, cuda_chunk_prep.cu) */
     bool            chunk_split;   /* its states and outputs in two kernels (cuda_chunk.cu,
                                     * unless Q36_CUDA_CHUNKSPLIT=0) */
     bool            chunk_out_x;   /* k_chunk_out's blocks of one chunk's columns, and of the

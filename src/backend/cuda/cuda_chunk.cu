@@ -466,7 +466,7 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         if (!ck_launch_prep_pb<DK>(be, a, per_chunk))
             return false;
     } else if (ptc) {
-        if (!ck_launch_prep_tc<DK>(be, a, per_chunk))
+        if (!ck_launch_prep_tc<DK>(be, a, per_chunk, c->chunk_prep_mma))
             return false;
     } else {
         cuda_launch(k_chunk_prep<DK>, per_chunk, CK_THREADS, bp, st, a);

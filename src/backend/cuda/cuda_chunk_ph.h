@@ -9,6 +9,7 @@
 #define Q36_CUDA_CHUNK_PH_H
 
 #include "cuda.h"
+#include "cuda_mma.h"
 
 #include <mma.h>
 #include <math.h>
@@ -684,11 +685,104 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
 }
 #endif
 
+/* ------------------------------------- mma.sync steps from shared memory */
+
+/* The products of k_chunk_state_wide (cuda_chunk_wide.cu) and of
+ * k_chunk_prep_tc's mma form (cuda_chunk_prep.cu, Q36_CUDA_CHUNKPREP=3):
+ * m16n8k8 TF32 steps (cuda_mma.h: mma_tf32) whose fragments are read from
+ * shared memory by index, offsets fixed at compile time in the unrolled
+ * steps (LDS; WMMA's loads from generic pointers cost 64-bit address
+ * arithmetic for every element and generic loads: bench/results/
+ * 2026-12-06-cuda-session38/, run1). Lane (g, t) = (lane / 4, lane % 4)
+ * holds A's (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4), B's (t, g),
+ * (t + 4, g), and the sums' (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8,
+ * 2t + 1). */
+#ifdef __CUDA_ARCH__
+/* x's bits rounded to TF32 (to nearest, ties away): the product ignores
+ * the low 13 bits. cvt.rna.tf32.f32 gives the same for finite x (it leaves
+ * infinities and NaN alone, in two instructions) */
+__device__ __forceinline__ uint32_t tf32_bits(float x)
+{
+    return __float_as_uint(x) + 0x1000u;
+}
+
+/* x as TF32's rounding hi and the rounding of the rest lo (3xTF32) */
+__device__ __forceinline__ void tf32_split(float x, uint32_t *hi, uint32_t *lo)
+{
+    *hi = tf32_bits(x) & 0xffffe000u;
+    *lo = tf32_bits(x - __uint_as_float(*hi));
+}
+
+/* acc[h] (h < NH: sums of a 16-row tile's columns 8 h ..) += A B over
+ * 8 K8 columns of A: A's element (r, k) at a[r ra + k ka], B's (k, n) at
+ * b[k kb + n nb]. X3: each product as three TF32 products, a_hi b_lo +
+ * a_lo b_hi + a_hi b_hi (about f32's precision), else one. */
+template <int K8, int NH, bool X3>
+__device__ __forceinline__ void ck_mma(float acc[NH][4], const float *a, int ra, int ka,
+                                       const float *b, int kb, int nb, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    const float *pa = a + g * ra + t * ka, *pb = b + t * kb + g * nb;
+    #pragma unroll
+    for (int k = 0; k < K8; k++) {
+        const float x[4] = { pa[8 * k * ka], pa[8 * ra + 8 * k * ka], pa[(8 * k + 4) * ka],
+                             pa[8 * ra + (8 * k + 4) * ka] };
+        uint32_t ah[4], al[4];
+        #pragma unroll
+        for (int i = 0; i < 4; i++) {
+            if (X3)
+                tf32_split(x[i], &ah[i], &al[i]);
+            else
+                ah[i] = tf32_bits(x[i]);
+        }
+        #pragma unroll
+        for (int h = 0; h < NH; h++) {
+            const float y0 = pb[8 * k * kb + 8 * h * nb], y1 = pb[(8 * k + 4) * kb + 8 * h * nb];
+            if (X3) {
+                uint32_t bh0, bl0, bh1, bl1;
+                tf32_split(y0, &bh0, &bl0);
+                tf32_split(y1, &bh1, &bl1);
+                mma_tf32(acc[h], ah[0], ah[1], ah[2], ah[3], bl0, bl1);
+                mma_tf32(acc[h], al[0], al[1], al[2], al[3], bh0, bh1);
+                mma_tf32(acc[h], ah[0], ah[1], ah[2], ah[3], bh0, bh1);
+            } else {
+                mma_tf32(acc[h], ah[0], ah[1], ah[2], ah[3], tf32_bits(y0), tf32_bits(y1));
+            }
+        }
+    }
+}
+
+/* a 16-row tile's sums, times m, from or to p (pitch ld, NH groups of 8
+ * columns) */
+template <int NH> __device__ __forceinline__ void ck_ld(float acc[NH][4], const float *p, int ld,
+                                                       float m, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    #pragma unroll
+    for (int h = 0; h < NH; h++) {
+        const float2 u = *(const float2 *)(p + g * ld + 8 * h + 2 * t),
+                     v = *(const float2 *)(p + (g + 8) * ld + 8 * h + 2 * t);
+        acc[h][0] = m * u.x; acc[h][1] = m * u.y; acc[h][2] = m * v.x; acc[h][3] = m * v.y;
+    }
+}
+template <int NH> __device__ __forceinline__ void ck_st(const float acc[NH][4], float *p, int ld,
+                                                       float m, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    #pragma unroll
+    for (int h = 0; h < NH; h++) {
+        *(float2 *)(p + g * ld + 8 * h + 2 * t) = make_float2(m * acc[h][0], m * acc[h][1]);
+        *(float2 *)(p + (g + 8) * ld + 8 * h + 2 * t) = make_float2(m * acc[h][2], m * acc[h][3]);
+    }
+}
+#endif
+
 /* cuda_chunk_prep.cu: k_chunk_prep_tc<DK> for a's chunks (grid: chunk,
  * value head, run), its shared memory asked first; false when the device
  * cannot give it (nothing queued) or the launch failed (the context's
- * error is set). DK 32, 64, 128 or 256. */
-template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid);
+ * error is set). DK 32, 64, 128 or 256. mma: its products as ck_mma steps
+ * (Q36_CUDA_CHUNKPREP=3), else WMMA's. */
+template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid, bool mma);
 
 /* cuda_chunk_wide.cu: k_chunk_state_split's work with 32 value columns a
  * block and its products as mma.sync steps (k_chunk_state_wide<DK>, grid:

@@ -124,6 +124,46 @@ template <int DK> __device__ void pt_solve(const float *T, float *B, int w)
     }
 }
 
+/* Phases 2 and 5 as ck_mma steps (MMA: Q36_CUDA_CHUNKPREP=3): the same
+ * 3xTF32 products on the same operands, their fragments read by index
+ * (cuda_chunk_ph.h), in another order of the hardware's steps: the same
+ * values to about f32's rounding, not pt_gram's and pt_solve's bits. */
+template <int DK> __device__ void pt_gram_mma(const float *X, const float *K, float *M, int w,
+                                             int lane)
+{
+    using L = pt_sh<DK>;
+    for (int n = w; n < 10; n += CK_THREADS / 32 / 2) {
+        int r, c;
+        ck_tile(n, &r, &c);
+        float acc[2][4] = {};
+        /* B's element (k, n) = K[16 c + n][k] */
+        ck_mma<DK / 8, 2, true>(acc, X + 16 * r * L::LX, L::LX, 1, K + 16 * c * L::LX, 1, L::LX,
+                                lane);
+        ck_st<2>(acc, M + 16 * r * L::LM + 16 * c, L::LM, 1.0f, lane);
+    }
+}
+
+/* B <- T B, warp w: row tile r = w % 4, its PER column tiles from
+ * (w / 4) PER, over T's columns up to the diagonal (2 (r + 1) steps of 8) */
+template <int DK> __device__ void pt_solve_mma(const float *T, float *B, int w, int lane)
+{
+    using L = pt_sh<DK>;
+    constexpr int PER = 4 * (DK / 16) / (CK_THREADS / 32);
+    static_assert(PER * (CK_THREADS / 32) == 4 * (DK / 16) && CK_THREADS / 32 == 8,
+                  "whole column tiles a warp, two warps a row tile");
+    const int r = w % 4, c0 = (w / 4) * PER;
+    const float *a = T + 16 * r * L::LM, *b = B + 16 * c0;
+    float acc[2 * PER][4] = {};
+    switch (r) {
+    case 0: ck_mma<2, 2 * PER, true>(acc, a, L::LM, 1, b, L::LX, 1, lane); break;
+    case 1: ck_mma<4, 2 * PER, true>(acc, a, L::LM, 1, b, L::LX, 1, lane); break;
+    case 2: ck_mma<6, 2 * PER, true>(acc, a, L::LM, 1, b, L::LX, 1, lane); break;
+    default: ck_mma<8, 2 * PER, true>(acc, a, L::LM, 1, b, L::LX, 1, lane); break;
+    }
+    __syncthreads();                   /* every warp has read B */
+    ck_st<2 * PER>(acc, B + 16 * r * L::LX + 16 * c0, L::LX, 1.0f, lane);
+}
+
 /* Phase 4: T = (I + A)^-1, A strictly lower at M, by blocks of 16 rows
  * and columns (T_ij for block row i, block column j):
  *  a. the four diagonal blocks T_ii = (I + A_ii)^-1 at once, four lanes a
@@ -193,7 +233,7 @@ template <int DK> __device__ void pt_store(float *dst, const float *X, const ck_
 }
 #endif
 
-template <int DK>
+template <int DK, bool MMA>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep_tc(ck_args a)
 {
     cuda_pdl_enter();
@@ -220,7 +260,9 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep_tc(ck_args a)
     __syncthreads();
 
     /* 2. warps 0-3: K K^T; 4-7: Q K^T; the last thread: G */
-    if (w < 4)
+    if (MMA)
+        pt_gram_mma<DK>(w < 4 ? K : X, K, w < 4 ? M : T, w % 4, tid & 31);
+    else if (w < 4)
         pt_gram<DK>(K, K, M, w);
     else
         pt_gram<DK>(X, K, T, w - 4);
@@ -267,24 +309,30 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_prep_tc(ck_args a)
     __syncthreads();
 
     /* 5. */
-    pt_solve<DK>(T, K, w);
-    pt_solve<DK>(T, X, w);
+    if (MMA) {
+        pt_solve_mma<DK>(T, K, w, tid & 31);
+        pt_solve_mma<DK>(T, X, w, tid & 31);
+    } else {
+        pt_solve<DK>(T, K, w);
+        pt_solve<DK>(T, X, w);
+    }
     __syncthreads();
     pt_store<DK>(a.W, K, c, a.Hv, h, tid);
     pt_store<DK>(a.U, X, c, a.Hv, h, tid);
 #endif
 }
 
-template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid)
+template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid, bool mma)
 {
     const size_t bytes = pt_sh<DK>::floats * sizeof(float);
-    if (!cuda_smem_optin(be, (const void *)k_chunk_prep_tc<DK>, bytes))
+    void (*k)(ck_args) = mma ? k_chunk_prep_tc<DK, true> : k_chunk_prep_tc<DK, false>;
+    if (!cuda_smem_optin(be, (const void *)k, bytes))
         return false;
-    cuda_launch(k_chunk_prep_tc<DK>, grid, CK_THREADS, bytes, cuda_ctx_of(be)->stream, a);
-    return CUDA_LAUNCHED(be, "k_chunk_prep_tc");
+    cuda_launch(k, grid, CK_THREADS, bytes, cuda_ctx_of(be)->stream, a);
+    return CUDA_LAUNCHED(be, mma ? "k_chunk_prep_mma" : "k_chunk_prep_tc");
 }
 
-template bool ck_launch_prep_tc<32>(be_ctx *, const ck_args &, dim3);
-template bool ck_launch_prep_tc<64>(be_ctx *, const ck_args &, dim3);
-template bool ck_launch_prep_tc<128>(be_ctx *, const ck_args &, dim3);
-template bool ck_launch_prep_tc<256>(be_ctx *, const ck_args &, dim3);
+template bool ck_launch_prep_tc<32>(be_ctx *, const ck_args &, dim3, bool);
+template bool ck_launch_prep_tc<64>(be_ctx *, const ck_args &, dim3, bool);
+template bool ck_launch_prep_tc<128>(be_ctx *, const ck_args &, dim3, bool);
+template bool ck_launch_prep_tc<256>(be_ctx *, const ck_args &, dim3, bool);

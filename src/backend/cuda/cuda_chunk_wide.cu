@@ -16,10 +16,10 @@
  *  - 32 value columns a block: the same copies of W and K serve twice the
  *    columns, and every warp forms one 16 x 16 tile of V' (split's warps
  *    4-7 wait through V') and one 16-row band of the update;
- *  - the fragments of m16n8k8 TF32 products (cuda_mma.h: mma_tf32) read
- *    from shared memory by index (LDS, offsets fixed at compile time in
- *    the unrolled steps), each element rounded to TF32 by one integer add
- *    (tf32_bits: cvt.rna's result for finite values);
+ *  - the fragments of m16n8k8 TF32 products read from shared memory by
+ *    index (cuda_chunk_ph.h: ck_mma; LDS, offsets fixed at compile time
+ *    in the unrolled steps), each element rounded to TF32 by one integer
+ *    add (tf32_bits);
  *  - pitches that put a fragment's 32 loads on 32 banks (below).
  * The products are split's in form (acc = -U, += W S, negated; acc =
  * e^G_last S, += K^T diag(dec) V'), on TF32 operands with f32 sums, in
@@ -34,7 +34,6 @@
  * weights: 110 KB at dk = 128, two blocks an SM. */
 #include "cuda.h"
 #include "cuda_chunk_ph.h"
-#include "cuda_mma.h"
 
 #define SW_NT 2                     /* 16-column tiles a block */
 #define SW_BV (16 * SW_NT)
@@ -48,60 +47,6 @@ template <int DK> struct sw_sh {
 static_assert(sw_sh<32>::oW % 4 == 0 && sw_sh<32>::oK % 4 == 0 && sw_sh<32>::oV % 4 == 0 &&
               sw_sh<128>::oV % 4 == 0, "16-byte aligned regions (cp.async, float4 reads)");
 
-#ifdef __CUDA_ARCH__
-/* x's bits rounded to TF32 (to nearest, ties away): the product ignores
- * the low 13 bits. cvt.rna.tf32.f32 gives the same for finite x (it
- * leaves infinities and NaN alone: two instructions) */
-__device__ __forceinline__ uint32_t tf32_bits(float x)
-{
-    return __float_as_uint(x) + 0x1000u;
-}
-
-/* acc[h] (h < NH: columns n0 + 8 h of a 16-row tile) += A B over 8 K8
- * columns of A: A's element (r, k) at a[r * ra + k * ka], B's (k, n) at
- * b[k * kb + n] (lane (g, t) = (lane / 4, lane % 4), mma_tf32's layout) */
-template <int K8, int NH>
-__device__ __forceinline__ void sw_mma(float acc[NH][4], const float *a, int ra, int ka,
-                                       const float *b, int kb, int lane)
-{
-    const int g = lane >> 2, t = lane & 3;
-    const float *pa = a + g * ra + t * ka, *pb = b + t * kb + g;
-    #pragma unroll
-    for (int k = 0; k < K8; k++) {
-        const uint32_t a0 = tf32_bits(pa[8 * k * ka]), a1 = tf32_bits(pa[8 * ra + 8 * k * ka]),
-                       a2 = tf32_bits(pa[(8 * k + 4) * ka]),
-                       a3 = tf32_bits(pa[8 * ra + (8 * k + 4) * ka]);
-        #pragma unroll
-        for (int h = 0; h < NH; h++)
-            mma_tf32(acc[h], a0, a1, a2, a3, tf32_bits(pb[8 * k * kb + 8 * h]),
-                     tf32_bits(pb[(8 * k + 4) * kb + 8 * h]));
-    }
-}
-
-/* a 16-row tile's accumulators from or to p (pitch ld, columns 8 h of
- * NH groups of 8): lane (g, t) holds rows g, g + 8, columns 2t, 2t + 1 */
-template <int NH> __device__ __forceinline__ void sw_ld(float acc[NH][4], const float *p, int ld,
-                                                       float m, int lane)
-{
-    const int g = lane >> 2, t = lane & 3;
-    #pragma unroll
-    for (int h = 0; h < NH; h++) {
-        const float2 u = *(const float2 *)(p + g * ld + 8 * h + 2 * t),
-                     v = *(const float2 *)(p + (g + 8) * ld + 8 * h + 2 * t);
-        acc[h][0] = m * u.x; acc[h][1] = m * u.y; acc[h][2] = m * v.x; acc[h][3] = m * v.y;
-    }
-}
-template <int NH> __device__ __forceinline__ void sw_st(const float acc[NH][4], float *p, int ld,
-                                                       float m, int lane)
-{
-    const int g = lane >> 2, t = lane & 3;
-    #pragma unroll
-    for (int h = 0; h < NH; h++) {
-        *(float2 *)(p + g * ld + 8 * h + 2 * t) = make_float2(m * acc[h][0], m * acc[h][1]);
-        *(float2 *)(p + (g + 8) * ld + 8 * h + 2 * t) = make_float2(m * acc[h][2], m * acc[h][3]);
-    }
-}
-#endif
 
 template <int DK>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
@@ -156,9 +101,9 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
             const int rt = q % (CK_C / 16), ct = q / (CK_C / 16);
             float *Vt = V + 16 * rt * L::LV + 16 * ct;
             float acc[2][4];
-            sw_ld<2>(acc, Vt, L::LV, -1.0f, lane);
-            sw_mma<DK / 8, 2>(acc, XW + 16 * rt * L::LW, L::LW, 1, S + 16 * ct, L::LS, lane);
-            sw_st<2>(acc, Vt, L::LV, -1.0f, lane);
+            ck_ld<2>(acc, Vt, L::LV, -1.0f, lane);
+            ck_mma<DK / 8, 2, false>(acc, XW + 16 * rt * L::LW, L::LW, 1, S + 16 * ct, L::LS, 1, lane);
+            ck_st<2>(acc, Vt, L::LV, -1.0f, lane);
         }
         if (tid < CK_C)
             dec[tid] = tid < c.nc ? expf(G[c.nc - 1] - G[tid]) : 0.0f;
@@ -188,9 +133,9 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
             for (int m = w; m < DK / 16; m += NW) {
                 float *St = S + 16 * m * L::LS;
                 float acc[2 * SW_NT][4];
-                sw_ld<2 * SW_NT>(acc, St, L::LS, el, lane);
-                sw_mma<CK_C / 8, 2 * SW_NT>(acc, XK + 16 * m, 1, L::LK, V, L::LV, lane);
-                sw_st<2 * SW_NT>(acc, St, L::LS, 1.0f, lane);
+                ck_ld<2 * SW_NT>(acc, St, L::LS, el, lane);
+                ck_mma<CK_C / 8, 2 * SW_NT, false>(acc, XK + 16 * m, 1, L::LK, V, L::LV, 1, lane);
+                ck_st<2 * SW_NT>(acc, St, L::LS, 1.0f, lane);
             }
         }
         __syncthreads();               /* K is spent */
