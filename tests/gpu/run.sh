@@ -111,10 +111,11 @@ done
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
 # activations), Q36_CUDA_MMQ=0 (batches' Q4_K and Q6_K products on the dp4a
 # kernels, not the tensor cores), Q36_CUDA_CHUNKPREP=2 (the chunked delta rule's prep in f32,
-# blocked, cuda_chunk_pb.h), Q36_CUDA_CHUNKBV=32 (its state kernel 32 value
-# columns a block, cuda_chunk_wide.cu, which the test files' few heads do
-# not choose by themselves), Q36_CUDA_CHUNKPREP=3 (its prep kernel's
-# products as mma.sync steps, cuda_chunk_prep.cu); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
+# blocked, cuda_chunk_pb.h), Q36_CUDA_CHUNKBV=0 Q36_CUDA_CHUNKPREP=1
+# Q36_CUDA_CHUNKOUTM=0 (its three kernels' products through WMMA, the
+# defaults before 2026-12-06, not as mma.sync steps), Q36_CUDA_CHUNKBV=32
+# (its state kernel 32 value columns a block, cuda_chunk_wide.cu, which the
+# test files' few heads do not choose by themselves); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
 # every prompt batch grouped) and Q36_CUDA_MMQGRP=2 (expert products of
@@ -132,8 +133,8 @@ want fast && for m in "${models[@]}"; do
         NEW=1 Q36_CUDA_MV8=0 one "model-nomv8-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_MMQ=0 one "model-nommq-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_CHUNKPREP=2 one "model-chunkpb-$(basename "$m" .gguf)" --no-ops --fast "$m"
-        NEW=1 Q36_CUDA_CHUNKBV=32 one "model-chunkbv-$(basename "$m" .gguf)" --no-ops --fast "$m"
-        NEW=1 Q36_CUDA_CHUNKPREP=3 one "model-chunkpmma-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        NEW=1 Q36_CUDA_CHUNKBV=0 Q36_CUDA_CHUNKPREP=1 Q36_CUDA_CHUNKOUTM=0 one "model-chunkwmma-$(basename "$m" .gguf)" --no-ops --fast "$m"
+        NEW=1 Q36_CUDA_CHUNKBV=32 one "model-chunkbv32-$(basename "$m" .gguf)" --no-ops --fast "$m"
         case $(basename "$m") in
         dense-q4km.gguf|moe-q4k-top8.gguf)
             NEW=1 Q36_CUDA_ATTNTC=1 one "model-attntc-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;

@@ -1232,7 +1232,8 @@ static int gpc_pass(const dn_case *c, int64_t r0, int64_t T, const int32_t *runs
  * sum of |products| (about M, the rounding once per operand rather than
  * once per add): B_t = 4 * 2 u_t (n_c + 1) M = 2^-7 (n_c + 1) M. A wrong
  * index or mask gives errors of order M, still many times B_t. */
-static bool dn_tf32, dn_tf32_state, dn_fused, dn_pb, dn_pmma, dn_bv32;
+static bool dn_tf32, dn_tf32_state, dn_fused, dn_pb, dn_pmma;
+static int dn_bv;
 
 static double dn_bound_tf32(int64_t max_len, double M)
 {
@@ -1259,8 +1260,8 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
         n += snprintf(name + n, sizeof name - (size_t)n, "_pb");
     if (dn_pmma)
         n += snprintf(name + n, sizeof name - (size_t)n, "_pmma");
-    if (dn_bv32)
-        snprintf(name + n, sizeof name - (size_t)n, "_bv32");
+    if (dn_bv)
+        snprintf(name + n, sizeof name - (size_t)n, "_bv%d", dn_bv);
     dn_case c;
     dn_case_make(&c, name, Hk, Hv, dk, n_seq, len, gates, s0);
     const int64_t no = c.T * Hv * dk, ns = c.n_slots * Hv * dk * dk;
@@ -1304,31 +1305,34 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 /* tc: the state kernel on tensor cores (names end in _tf32), else the
  * f32 one; with tc, prep (Q36_CUDA_CHUNKPREP): 1 the prep kernel's
  * products on tensor cores too (k_chunk_prep_tc), 3 the same as mma.sync
- * steps (names end in _pmma), 2 the prep kernel in f32, blocked
- * (k_chunk_prep_pb; names end in _pb), 0 its f32 forward substitution
- * (names end in _tf32s); with tc, split: the states and outputs in two
- * kernels (k_chunk_state_split, k_chunk_out, the default), else in one
- * (names end in _fused); bv: the split state kernel's value columns a
- * block (Q36_CUDA_CHUNKBV: 16, or 32 for k_chunk_state_wide, names end in
- * _bv32; 0 the default choice) */
+ * steps, and k_chunk_out's too (Q36_CUDA_CHUNKOUTM=1; names end in _pmma;
+ * the defaults), 2 the prep kernel in f32, blocked (k_chunk_prep_pb; names
+ * end in _pb), 0 its f32 forward substitution (names end in _tf32s); with
+ * tc, split: the states and outputs in two kernels (the default), else in
+ * one (names end in _fused); bv (Q36_CUDA_CHUNKBV): the split state kernel
+ * k_chunk_state_split (0: WMMA, 16 value columns a block), or
+ * k_chunk_state_wide's columns a block, 16 or 32 (names end in _bv16,
+ * _bv32) */
 static void test_chunk_ops(const be_shape *sh, bool tc, int prep, bool split, int bv)
 {
     const bool ptc = prep == 1 || prep == 3, pb = prep == 2;
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
     char *keep_p = env_set("Q36_CUDA_CHUNKPREP", prep == 3 ? "3" : pb ? "2" : ptc ? "1" : "0");
     char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
-    char *keep_b = env_set("Q36_CUDA_CHUNKBV", bv == 32 ? "32" : bv == 16 ? "16" : "");
+    char *keep_b = env_set("Q36_CUDA_CHUNKBV", bv == 32 ? "32" : bv == 16 ? "16" : "0");
+    char *keep_o = env_set("Q36_CUDA_CHUNKOUTM", prep == 3 ? "1" : "0");
     gpc = ctx_with("Q36_CUDA_CHUNKED", "1", sh, "cuda.deltanet_chunk_context");
     env_restore("Q36_CUDA_CHUNKTC", keep);
     env_restore("Q36_CUDA_CHUNKPREP", keep_p);
     env_restore("Q36_CUDA_CHUNKSPLIT", keep_s);
     env_restore("Q36_CUDA_CHUNKBV", keep_b);
+    env_restore("Q36_CUDA_CHUNKOUTM", keep_o);
     if (!gpc)
         return;
     dn_tf32 = tc;
     dn_pb = tc && pb;
     dn_pmma = tc && prep == 3;
-    dn_bv32 = tc && split && bv == 32;
+    dn_bv = tc && split ? bv : 0;
     dn_tf32_state = tc && !ptc && !pb;
     dn_fused = tc && !split;
     const int l1[] = { 1 }, l5[] = { 5 }, l63[] = { 63 }, l64[] = { 64 }, l65[] = { 65 },
@@ -4620,7 +4624,7 @@ int main(int argc, char **argv)
     if (ops) {
         if (want_ops("ops")) test_ops();
         if (want_ops("chunk")) {
-            test_chunk_ops(&sh, true, 1, true, 16);
+            test_chunk_ops(&sh, true, 1, true, 0);
             test_chunk_ops(&sh, true, 1, true, 32);
             test_chunk_ops(&sh, true, 3, true, 16);
             test_chunk_ops(&sh, true, 3, true, 32);
@@ -4683,7 +4687,13 @@ int main(int argc, char **argv)
         test_model_keep(argv[i], "Q36_CUDA_Q8KEEP", "1", "0", "q8keep");
         test_model_keep(argv[i], "Q36_CUDA_H16KEEP", "1", "0", "h16keep");
         test_model_keep(argv[i], "Q36_CUDA_ROUTEKEEP", "1", "0", "routekeep");
-        test_model_keep(argv[i], "Q36_CUDA_CHUNKSPLIT", "1", "0", "chunksplit");
+        {   /* split's WMMA kernels give the one kernel's bits; the mma.sync
+             * forms (the defaults, cuda_chunk_wide.cu) do not */
+            char *kb = env_set("Q36_CUDA_CHUNKBV", "0"), *ko = env_set("Q36_CUDA_CHUNKOUTM", "0");
+            test_model_keep(argv[i], "Q36_CUDA_CHUNKSPLIT", "1", "0", "chunksplit");
+            env_restore("Q36_CUDA_CHUNKBV", kb);
+            env_restore("Q36_CUDA_CHUNKOUTM", ko);
+        }
         test_model_keep(argv[i], "Q36_CUDA_CHUNKOUTX", "1", "0", "chunkoutx");
         test_model_keep(argv[i], "Q36_CUDA_MOEWGPIPE", "1", "0", "moewgpipe");
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "1", "0", "prefetch");

@@ -59,9 +59,13 @@
  * k_matvec<MV_ANY>).
  * In fast mode only: Q36_CUDA_CHUNKED (its state kernel on tensor cores in
  * TF32 unless Q36_CUDA_CHUNKTC=0, and with it, unless Q36_CUDA_CHUNKPREP=0,
- * the products of its prep kernel, and unless Q36_CUDA_CHUNKSPLIT=0 its
- * states and outputs in two kernels, cuda_chunk.cu, whose output kernel's
- * grid Q36_CUDA_CHUNKOUTX=1 reorders: off, not yet run on a GPU),
+ * the products of its prep kernel, as mma.sync steps unless
+ * Q36_CUDA_CHUNKPREP=1 (WMMA), and unless Q36_CUDA_CHUNKSPLIT=0 its
+ * states and outputs in two kernels, cuda_chunk.cu, the state kernel's
+ * products as mma.sync steps on 16 or 32 value columns a block unless
+ * Q36_CUDA_CHUNKBV=0 (WMMA, 16; =16 or =32 forces the width,
+ * cuda_chunk_wide.cu), the output kernel's unless Q36_CUDA_CHUNKOUTM=0,
+ * its grid reordered by Q36_CUDA_CHUNKOUTX=1: off, not yet run on a GPU),
  * Q36_CUDA_GEMM16,
  * Q36_CUDA_TF32 (prompt products of F32 weights, the routers and small
  * gates, on TF32 tensor cores: cuda_matmul.cu, gemm), Q36_CUDA_FATTN
@@ -280,10 +284,13 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunk_tc = c->chunked && !cuda_env_is("Q36_CUDA_CHUNKTC", "0");
     c->chunk_prep_tc = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKPREP");
     c->chunk_prep_pb = c->chunk_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "2");
-    c->chunk_prep_mma = c->chunk_prep_tc && cuda_env_is("Q36_CUDA_CHUNKPREP", "3");
+    c->chunk_prep_mma = c->chunk_prep_tc && !cuda_env_is("Q36_CUDA_CHUNKPREP", "1");
     c->chunk_split = c->chunk_tc && cuda_env_on("Q36_CUDA_CHUNKSPLIT");
     c->chunk_out_x = cuda_env_is("Q36_CUDA_CHUNKOUTX", "1");
-    c->chunk_bv = cuda_env_is("Q36_CUDA_CHUNKBV", "16") ? 16 : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : 0;
+    c->chunk_out_mma = cuda_env_on("Q36_CUDA_CHUNKOUTM");
+    c->chunk_bv = cuda_env_is("Q36_CUDA_CHUNKBV", "0")    ? 0
+                  : cuda_env_is("Q36_CUDA_CHUNKBV", "16") ? 16
+                  : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : -1;
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->tf32 = cuda_fast_path(shape, "Q36_CUDA_TF32");
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");

@@ -241,16 +241,18 @@ struct cuda_ctx {
     bool            chunk_tc;      /* its state kernel on tensor cores (Q36_CUDA_CHUNKTC) */
     bool            chunk_prep_tc; /* and its prep kernel (unless Q36_CUDA_CHUNKPREP=0) */
     bool            chunk_prep_pb; /* or its prep in f32, blocked (Q36_CUDA_CHUNKPREP=2) */
-    bool            chunk_prep_mma; /* or its prep's products as mma.sync steps
-                                     * (Q36_CUDA_CHUNKPREP=3, cuda_chunk_prep.cu) */
+    bool            chunk_prep_mma; /* its prep's products as mma.sync steps (unless
+                                     * Q36_CUDA_CHUNKPREP=1: WMMA's; cuda_chunk_prep.cu) */
     bool            chunk_split;   /* its states and outputs in two kernels (cuda_chunk.cu,
                                     * unless Q36_CUDA_CHUNKSPLIT=0) */
     bool            chunk_out_x;   /* k_chunk_out's blocks of one chunk's columns, and of the
                                     * value heads of one key head, launched together
                                     * (Q36_CUDA_CHUNKOUTX=1, off: not yet run on a GPU) */
-    int             chunk_bv;      /* its split state kernel's value columns a block: 16,
-                                    * 32 or 0 (the default: Q36_CUDA_CHUNKBV,
-                                    * cuda_chunk.cu, wide_state) */
+    bool            chunk_out_mma; /* k_chunk_out's products as mma.sync steps (unless
+                                    * Q36_CUDA_CHUNKOUTM=0: WMMA's; cuda_chunk.cu) */
+    int             chunk_bv;      /* its split state kernel (Q36_CUDA_CHUNKBV, cuda_chunk.cu:
+                                    * state_bv): 0 k_chunk_state_split, 16 or 32
+                                    * k_chunk_state_wide's columns a block, -1 chosen */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

@@ -195,10 +195,11 @@ static_assert(sp_sh<32>::oW % 8 == 0 && sp_sh<32>::oK % 8 == 0 && sp_sh<32>::oV 
  * blocks a chunk and head: two blocks an SM at dk = 128, where one block
  * for all 128 columns needed 153 KB and ran alone). Its shared memory: Q
  * rows (then O), the slot's state rows j of the block's columns (dk i
- * each: B column-major), P, the block's columns of V' */
+ * each: B column-major), P, the block's columns of V' (pitch OC + 8: the
+ * mma form's fragment reads down a column on 32 banks) */
 template <int DK> struct so_sh {
     static constexpr int OC = DK < 64 ? DK : 64, NC = DK / OC;
-    static constexpr int LX = DK + 4, LT = DK + 4, LP = CK_C + 4, LV = OC + 4;
+    static constexpr int LX = DK + 4, LT = DK + 4, LP = CK_C + 4, LV = OC + 8;
     static constexpr size_t oQ = 0, oS = oQ + (size_t)CK_C * LX, oP = oS + (size_t)OC * LT,
                             oV = oP + (size_t)CK_C * LP, oG = oV + (size_t)CK_C * LV,
                             floats = oG + CK_C;
@@ -299,7 +300,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
  * layer's k_chunk_out reads ~335 MB (~67 MB of it those rows a second
  * time) and writes ~67 MB in 227 us (6.8 ms over 30 layers in run-c5626eb's
  * profile, bench/results/2026-12-04-cuda-session22/): ~1.8 TB/s. */
-template <int DK, bool XO>
+template <int DK, bool XO, bool MMA>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
 {
     cuda_pdl_enter();
@@ -335,20 +336,34 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_out(ck_args a)
     __syncthreads();
     tc_scale_q_at<DK>(Q, G, tid);
     __syncthreads();
-    tf_acc acc[PER];
-    #pragma unroll
-    for (int q = 0; q < PER; q++) {    /* tc_out's, tile (m, jt) of the block's columns */
-        const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
-        wm::fill_fragment(acc[q], 0.0f);
-        tf_mma<DK / 8, false, true>(acc[q], Q + 16 * m * L::LX, L::LX, St + 16 * jt * L::LT, L::LT);
-        tf_mma<CK_C / 8, false>(acc[q], P + 16 * m * L::LP, L::LP, V + 16 * jt, L::LV);
-        tf_scale(acc[q], 1.0f / sqrtf((float)DK));
-    }
-    __syncthreads();                   /* every warp has read Q */
-    #pragma unroll
-    for (int q = 0; q < PER; q++) {
-        const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
-        wm::store_matrix_sync(Q + 16 * m * L::LX + 16 * jt, acc[q], L::LX, wm::mem_row_major);
+    if constexpr (MMA) {   /* ck_mma steps: warp w row tile w % 4, column tiles from (w / 4) PER */
+        const int m = w % 4, j0 = 16 * (w / 4) * PER, lane = tid & 31;
+        float acc[2 * PER][4] = {};
+        /* B = S: element (i, j) at St[j LT + i] */
+        ck_mma<DK / 8, 2 * PER, false>(acc, Q + 16 * m * L::LX, L::LX, 1, St + j0 * L::LT, 1,
+                                       L::LT, lane);
+        ck_mma<CK_C / 8, 2 * PER, false>(acc, P + 16 * m * L::LP, L::LP, 1, V + j0, L::LV, 1,
+                                         lane);
+        __syncthreads();               /* every warp has read Q */
+        ck_st<2 * PER>(acc, Q + 16 * m * L::LX + j0, L::LX, 1.0f / sqrtf((float)DK), lane);
+    } else {
+        tf_acc acc[PER];
+        #pragma unroll
+        for (int q = 0; q < PER; q++) {    /* tc_out's, tile (m, jt) of the block's columns */
+            const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
+            wm::fill_fragment(acc[q], 0.0f);
+            tf_mma<DK / 8, false, true>(acc[q], Q + 16 * m * L::LX, L::LX, St + 16 * jt * L::LT,
+                                        L::LT);
+            tf_mma<CK_C / 8, false>(acc[q], P + 16 * m * L::LP, L::LP, V + 16 * jt, L::LV);
+            tf_scale(acc[q], 1.0f / sqrtf((float)DK));
+        }
+        __syncthreads();                   /* every warp has read Q */
+        #pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int n = w + q * (CK_THREADS / 32), m = n % (CK_C / 16), jt = n / (CK_C / 16);
+            wm::store_matrix_sync(Q + 16 * m * L::LX + 16 * jt, acc[q], L::LX,
+                                  wm::mem_row_major);
+        }
     }
     __syncthreads();
     for (int e = tid; e < c.nc * OC; e += CK_THREADS) {
@@ -431,14 +446,19 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
     return 0;
 }
 
-/* Q36_CUDA_CHUNKBV (cuda.h: chunk_bv): the split state kernel's value
- * columns a block, 16 (k_chunk_state_split, the default until the wide
- * kernel has run on a GPU) or 32 (k_chunk_state_wide, cuda_chunk_wide.cu:
- * the same products to TF32 rounding, not the same bits). */
-static bool wide_state(const cuda_ctx *c, int dk, int64_t heads)
+/* The split state kernel (cuda.h: chunk_bv, Q36_CUDA_CHUNKBV): 0 for
+ * k_chunk_state_split (WMMA, 16 value columns a block; Q36_CUDA_CHUNKBV=0),
+ * else k_chunk_state_wide's columns a block (cuda_chunk_wide.cu): 16 or 32
+ * as asked, by default 32 when blocks of 32 (value heads x runs x dk / 32)
+ * fill the device's multiprocessors, else 16 (the 0.8B's 16 value heads
+ * give 64 blocks of 32). dk 256 takes split. */
+static int state_bv(const cuda_ctx *c, int dk, int64_t heads)
 {
-    (void)heads;
-    return dk % 32 == 0 && dk <= 128 && c->chunk_bv == 32;
+    if (dk % 32 || dk > 128 || c->chunk_bv == 0)
+        return 0;
+    if (c->chunk_bv > 0)
+        return c->chunk_bv;
+    return heads * (dk / 32) >= c->n_sm ? 32 : 16;
 }
 
 template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)
@@ -452,7 +472,10 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
      * memory is there (DK <= 128) */
     const size_t bo = so_sh<DK>::floats * sizeof(float);
     const bool xo = c->chunk_out_x;
-    void (*out)(ck_args) = xo ? k_chunk_out<DK, true> : k_chunk_out<DK, false>;
+    void (*out)(ck_args) = c->chunk_out_mma ? (xo ? k_chunk_out<DK, true, true>
+                                                   : k_chunk_out<DK, false, true>)
+                                            : (xo ? k_chunk_out<DK, true, false>
+                                                  : k_chunk_out<DK, false, false>);
     const bool split = tc && a.Sb && DK <= 128 && cuda_smem_optin(be, (const void *)out, bo);
     void (*state)(ck_args) = split ? k_chunk_state_split<DK> : tc ? k_chunk_state_tc<DK> : k_chunk_state<DK>;
     const size_t bp = prep_sh<DK>::floats * sizeof(float),
@@ -473,8 +496,9 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
             return false;
     }
-    if (split && wide_state(c, DK, a.Hv * n_seq)) {
-        if (!ck_launch_state_wide<DK <= 128 ? DK : 128>(be, a, n_seq))
+    const int bv = split ? state_bv(c, DK, a.Hv * n_seq) : 0;
+    if (bv) {
+        if (!ck_launch_state_wide<DK <= 128 ? DK : 128>(be, a, n_seq, bv))
             return false;
     } else {
         cuda_launch(state, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / CK_BV)),
@@ -489,7 +513,7 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
     const dim3 grid = xo ? dim3((unsigned)(max_chunks * NC), (unsigned)a.Hv, (unsigned)n_seq)
                          : dim3((unsigned)max_chunks, (unsigned)a.Hv, (unsigned)(n_seq * NC));
     cuda_launch(out, grid, CK_THREADS, bo, st, a);
-    return CUDA_LAUNCHED(be, "k_chunk_out");
+    return CUDA_LAUNCHED(be, c->chunk_out_mma ? "k_chunk_out_mma" : "k_chunk_out");
 }
 
 void cuda_deltanet_chunk(be_ctx *be, const be_tensor *qkv, const be_tensor *g,

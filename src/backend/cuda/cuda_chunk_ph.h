@@ -687,8 +687,10 @@ template <int DK> __device__ void tc_update(const ck_args &a, ck_blk b, int64_t 
 
 /* ------------------------------------- mma.sync steps from shared memory */
 
-/* The products of k_chunk_state_wide (cuda_chunk_wide.cu) and of
- * k_chunk_prep_tc's mma form (cuda_chunk_prep.cu, Q36_CUDA_CHUNKPREP=3):
+/* The products of k_chunk_state_wide (cuda_chunk_wide.cu), of
+ * k_chunk_prep_tc's mma form (cuda_chunk_prep.cu) and of k_chunk_out's
+ * (cuda_chunk.cu), each the default unless its switch says otherwise
+ * (cuda.h: Q36_CUDA_CHUNKBV=0, Q36_CUDA_CHUNKPREP=1, Q36_CUDA_CHUNKOUTM=0):
  * m16n8k8 TF32 steps (cuda_mma.h: mma_tf32) whose fragments are read from
  * shared memory by index, offsets fixed at compile time in the unrolled
  * steps (LDS; WMMA's loads from generic pointers cost 64-bit address
@@ -781,14 +783,15 @@ template <int NH> __device__ __forceinline__ void ck_st(const float acc[NH][4], 
  * value head, run), its shared memory asked first; false when the device
  * cannot give it (nothing queued) or the launch failed (the context's
  * error is set). DK 32, 64, 128 or 256. mma: its products as ck_mma steps
- * (Q36_CUDA_CHUNKPREP=3), else WMMA's. */
+ * (the default), else WMMA's (Q36_CUDA_CHUNKPREP=1). */
 template <int DK> bool ck_launch_prep_tc(be_ctx *be, const ck_args &a, dim3 grid, bool mma);
 
-/* cuda_chunk_wide.cu: k_chunk_state_split's work with 32 value columns a
- * block and its products as mma.sync steps (k_chunk_state_wide<DK>, grid:
- * value head, run, DK / 32 column blocks), its shared memory asked first;
- * as ck_launch_prep_tc. DK 32, 64 or 128. */
-template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq);
+/* cuda_chunk_wide.cu: k_chunk_state_split's work with its products as
+ * mma.sync steps, bv (16 or 32) value columns a block
+ * (k_chunk_state_wide<DK, bv / 16>, grid: value head, run, DK / bv column
+ * blocks), its shared memory asked first; as ck_launch_prep_tc. DK 32, 64
+ * or 128. */
+template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq, int bv);
 
 /* cuda_chunk_pb.cu: k_chunk_prep_pb<DK> (cuda_chunk_pb.h), as
  * ck_launch_prep_tc; qkv's rows 16-byte aligned (V's copies are cp.async) */

@@ -124,10 +124,12 @@ template <int DK> __device__ void pt_solve(const float *T, float *B, int w)
     }
 }
 
-/* Phases 2 and 5 as ck_mma steps (MMA: Q36_CUDA_CHUNKPREP=3): the same
- * 3xTF32 products on the same operands, their fragments read by index
- * (cuda_chunk_ph.h), in another order of the hardware's steps: the same
- * values to about f32's rounding, not pt_gram's and pt_solve's bits. */
+/* Phases 2 and 5 as ck_mma steps (MMA, the default; Q36_CUDA_CHUNKPREP=1
+ * takes pt_gram and pt_solve): the same 3xTF32 products on the same
+ * operands, their fragments read by index (cuda_chunk_ph.h), in another
+ * order of the hardware's steps: the same values to about f32's rounding,
+ * not pt_gram's and pt_solve's bits. On an H100 the kernel 14.3 -> 9.8 ms
+ * of a 35B-A3B pp4096 pass (bench/results/2026-12-06-cuda-session38/). */
 template <int DK> __device__ void pt_gram_mma(const float *X, const float *K, float *M, int w,
                                              int lane)
 {

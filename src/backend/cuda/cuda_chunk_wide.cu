@@ -1,8 +1,7 @@
-/* cuda_chunk_wide.cu: the chunked delta rule's state kernel with 32 value
- * columns a block and its products as mma.sync steps on registers
- * (k_chunk_state_wide; cuda_chunk.cu picks it over k_chunk_state_split by
- * Q36_CUDA_CHUNKBV, cuda.h). What it shares with the other kernels is in
- * cuda_chunk_ph.h.
+/* cuda_chunk_wide.cu: the chunked delta rule's state kernel with its
+ * products as mma.sync steps on registers, 16 or 32 value columns a block
+ * (k_chunk_state_wide; cuda_chunk.cu takes it unless Q36_CUDA_CHUNKBV=0,
+ * state_bv). What it shares with the other kernels is in cuda_chunk_ph.h.
  *
  * k_chunk_state_split keeps 16 columns of a value head's state a block
  * (for the 35B-A3B, 32 value heads and dk 128: 256 blocks, two an SM), each
@@ -13,13 +12,14 @@
  * chunk) are 31% IMAD and 14% LEA (64-bit addresses of every fragment
  * element), 8.5% generic loads LD (WMMA's loads from shared memory not
  * known to be shared), 8% FSETP (the TF32 rounding), 4% HMMA. Here:
- *  - 32 value columns a block: the same copies of W and K serve twice the
- *    columns, and every warp forms one 16 x 16 tile of V' (split's warps
- *    4-7 wait through V') and one 16-row band of the update;
  *  - the fragments of m16n8k8 TF32 products read from shared memory by
  *    index (cuda_chunk_ph.h: ck_mma; LDS, offsets fixed at compile time
  *    in the unrolled steps), each element rounded to TF32 by one integer
  *    add (tf32_bits);
+ *  - with 32 columns a block (NT = 2, where blocks of 32 fill the device),
+ *    the same copies of W and K serve twice the columns, and every warp
+ *    forms one 16 x 16 tile of V' (split's warps 4-7 wait through V');
+ *    with 16 (NT = 1) twice the blocks, for models with few value heads;
  *  - pitches that put a fragment's 32 loads on 32 banks (below).
  * The products are split's in form (acc = -U, += W S, negated; acc =
  * e^G_last S, += K^T diag(dec) V'), on TF32 operands with f32 sums, in
@@ -27,34 +27,34 @@
  * not the same bits. The state before each chunk goes to its slot of Sb
  * and V' to U's place, as split's do, for k_chunk_out.
  *
- * Shared memory (floats): S (dk x 40), W's rows (pitch dk + 4: a row
- * fragment's lanes (g, t) on bank 4 g + t), K's rows (pitch dk + 8: read
- * down a column, bank 8 t + g), U then V' twice (pitch 40: the next
- * chunk's U lands while this one's V' updates S), G and the update
- * weights: 110 KB at dk = 128, two blocks an SM. */
+ * Shared memory (floats): S (dk x (16 NT + 8)), W's rows (pitch dk + 4: a
+ * row fragment's lanes (g, t) on bank 4 g + t), K's rows (pitch dk + 8:
+ * read down a column, bank 8 t + g), U then V' twice (pitch 16 NT + 8: the
+ * next chunk's U lands while this one's V' updates S), G and the update
+ * weights: 110 KB at dk = 128 and NT = 2, two blocks an SM. */
 #include "cuda.h"
 #include "cuda_chunk_ph.h"
 
-#define SW_NT 2                     /* 16-column tiles a block */
-#define SW_BV (16 * SW_NT)
-
-template <int DK> struct sw_sh {
-    static constexpr int LS = SW_BV + 8, LW = DK + 4, LK = DK + 8, LV = SW_BV + 8;
+/* NT: 16-column tiles a block (SW_BV = 16 NT value columns) */
+template <int DK, int NT> struct sw_sh {
+    static constexpr int BV = 16 * NT;
+    static constexpr int LS = BV + 8, LW = DK + 4, LK = DK + 8, LV = BV + 8;
     static constexpr size_t oS = 0, oW = oS + (size_t)DK * LS, oK = oW + (size_t)CK_C * LW,
                             oV = oK + (size_t)CK_C * LK, oG = oV + 2 * (size_t)CK_C * LV,
                             oD = oG + CK_C, floats = oD + CK_C;
 };
-static_assert(sw_sh<32>::oW % 4 == 0 && sw_sh<32>::oK % 4 == 0 && sw_sh<32>::oV % 4 == 0 &&
-              sw_sh<128>::oV % 4 == 0, "16-byte aligned regions (cp.async, float4 reads)");
+static_assert(sw_sh<32, 1>::oW % 4 == 0 && sw_sh<32, 1>::oK % 4 == 0 &&
+              sw_sh<32, 1>::oV % 4 == 0 && sw_sh<128, 2>::oV % 4 == 0,
+              "16-byte aligned regions (cp.async, float4 reads)");
 
 
-template <int DK>
+template <int DK, int NT>
 __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
 {
     cuda_pdl_enter();
 #ifdef __CUDA_ARCH__
-    using L = sw_sh<DK>;
-    constexpr int NW = CK_THREADS / 32;
+    using L = sw_sh<DK, NT>;
+    constexpr int SW_NT = NT, SW_BV = L::BV, NW = CK_THREADS / 32;
     extern __shared__ __align__(128) float smw[];
     const int tid = threadIdx.x, w = tid / 32, run = (int)blockIdx.y;
     const int64_t n = a.runs[4 * run + 2], h = blockIdx.x, kcol = (a.Hk + h % a.Hk) * DK;
@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
             float *Vt = V + 16 * rt * L::LV + 16 * ct;
             float acc[2][4];
             ck_ld<2>(acc, Vt, L::LV, -1.0f, lane);
-            ck_mma<DK / 8, 2, false>(acc, XW + 16 * rt * L::LW, L::LW, 1, S + 16 * ct, L::LS, 1, lane);
+            ck_mma<DK / 8, 2, false>(acc, XW + 16 * rt * L::LW, L::LW, 1, S + 16 * ct, L::LS, 1,
+                                     lane);
             ck_st<2>(acc, Vt, L::LV, -1.0f, lane);
         }
         if (tid < CK_C)
@@ -151,17 +152,18 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
 #endif
 }
 
-template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq)
+template <int DK> bool ck_launch_state_wide(be_ctx *be, const ck_args &a, int n_seq, int bv)
 {
-    static_assert(DK % SW_BV == 0, "whole column blocks");
-    const size_t bytes = sw_sh<DK>::floats * sizeof(float);
-    if (!cuda_smem_optin(be, (const void *)k_chunk_state_wide<DK>, bytes))
+    static_assert(DK % 32 == 0, "whole column blocks");
+    void (*k)(ck_args) = bv == 32 ? k_chunk_state_wide<DK, 2> : k_chunk_state_wide<DK, 1>;
+    const size_t bytes = (bv == 32 ? sw_sh<DK, 2>::floats : sw_sh<DK, 1>::floats) * sizeof(float);
+    if (!cuda_smem_optin(be, (const void *)k, bytes))
         return false;
-    cuda_launch(k_chunk_state_wide<DK>, dim3((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / SW_BV)),
-                CK_THREADS, bytes, cuda_ctx_of(be)->stream, a);
+    const dim3 grid((unsigned)a.Hv, (unsigned)n_seq, (unsigned)(DK / bv));
+    cuda_launch(k, grid, CK_THREADS, bytes, cuda_ctx_of(be)->stream, a);
     return CUDA_LAUNCHED(be, "k_chunk_state_wide");
 }
 
-template bool ck_launch_state_wide<32>(be_ctx *, const ck_args &, int);
-template bool ck_launch_state_wide<64>(be_ctx *, const ck_args &, int);
-template bool ck_launch_state_wide<128>(be_ctx *, const ck_args &, int);
+template bool ck_launch_state_wide<32>(be_ctx *, const ck_args &, int, int);
+template bool ck_launch_state_wide<64>(be_ctx *, const ck_args &, int, int);
+template bool ck_launch_state_wide<128>(be_ctx *, const ck_args &, int, int);
