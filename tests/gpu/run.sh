@@ -114,8 +114,8 @@ done
 # blocked, cuda_chunk_pb.h), Q36_CUDA_CHUNKBV=0 Q36_CUDA_CHUNKPREP=1
 # Q36_CUDA_CHUNKOUTM=0 (its three kernels' products through WMMA, the
 # defaults before 2026-12-06, not as mma.sync steps), Q36_CUDA_CHUNKBV=32
-# (its state kernel 32 value columns a block, cuda_chunk_wide.cu, which the
-# test files' few heads do not choose by themselves); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
+# (its state kernel 32 value columns a block, not the default 16,
+# cuda_chunk_wide.cu); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
 # attention's splits on tensor cores, off by default); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
 # every prompt batch grouped) and Q36_CUDA_MMQGRP=2 (expert products of

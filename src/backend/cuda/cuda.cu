@@ -62,9 +62,9 @@
  * the products of its prep kernel, as mma.sync steps unless
  * Q36_CUDA_CHUNKPREP=1 (WMMA), and unless Q36_CUDA_CHUNKSPLIT=0 its
  * states and outputs in two kernels, cuda_chunk.cu, the state kernel's
- * products as mma.sync steps on 16 or 32 value columns a block unless
- * Q36_CUDA_CHUNKBV=0 (WMMA, 16; =16 or =32 forces the width,
- * cuda_chunk_wide.cu), the output kernel's unless Q36_CUDA_CHUNKOUTM=0,
+ * products as mma.sync steps on 16 value columns a block unless
+ * Q36_CUDA_CHUNKBV=0 (WMMA, 16) or =32 (32 columns, cuda_chunk_wide.cu),
+ * the output kernel's unless Q36_CUDA_CHUNKOUTM=0,
  * its grid reordered by Q36_CUDA_CHUNKOUTX=1: off, not yet run on a GPU),
  * Q36_CUDA_GEMM16,
  * Q36_CUDA_TF32 (prompt products of F32 weights, the routers and small
@@ -289,8 +289,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->chunk_out_x = cuda_env_is("Q36_CUDA_CHUNKOUTX", "1");
     c->chunk_out_mma = cuda_env_on("Q36_CUDA_CHUNKOUTM");
     c->chunk_bv = cuda_env_is("Q36_CUDA_CHUNKBV", "0")    ? 0
-                  : cuda_env_is("Q36_CUDA_CHUNKBV", "16") ? 16
-                  : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : -1;
+                  : cuda_env_is("Q36_CUDA_CHUNKBV", "32") ? 32 : 16;
     c->gemm16 = cuda_gemm16_enabled(shape);
     c->tf32 = cuda_fast_path(shape, "Q36_CUDA_TF32");
     c->f16keep = cuda_fast_path(shape, "Q36_CUDA_F16KEEP");

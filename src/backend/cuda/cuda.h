@@ -251,8 +251,8 @@ struct cuda_ctx {
     bool            chunk_out_mma; /* k_chunk_out's products as mma.sync steps (unless
                                     * Q36_CUDA_CHUNKOUTM=0: WMMA's; cuda_chunk.cu) */
     int             chunk_bv;      /* its split state kernel (Q36_CUDA_CHUNKBV, cuda_chunk.cu:
-                                    * state_bv): 0 k_chunk_state_split, 16 or 32
-                                    * k_chunk_state_wide's columns a block, -1 chosen */
+                                    * state_bv): 0 k_chunk_state_split, 16 (the default)
+                                    * or 32 k_chunk_state_wide's columns a block */
     bool            mv_grp;        /* grouped expert matvecs (Q36_CUDA_MVGRP, cuda_matmul.cu) */
     /* Q36_CUDA_F16KEEP (fast mode, on unless "0"): prompt products keep each weight
      * region's f16 dequantization (cuda_f16keep.cu): the regions, their

@@ -448,17 +448,16 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
 
 /* The split state kernel (cuda.h: chunk_bv, Q36_CUDA_CHUNKBV): 0 for
  * k_chunk_state_split (WMMA, 16 value columns a block; Q36_CUDA_CHUNKBV=0),
- * else k_chunk_state_wide's columns a block (cuda_chunk_wide.cu): 16 or 32
- * as asked, by default 32 when blocks of 32 (value heads x runs x dk / 32)
- * fill the device's multiprocessors, else 16 (the 0.8B's 16 value heads
- * give 64 blocks of 32). dk 256 takes split. */
-static int state_bv(const cuda_ctx *c, int dk, int64_t heads)
+ * else k_chunk_state_wide's columns a block (cuda_chunk_wide.cu): 16 unless
+ * Q36_CUDA_CHUNKBV=32. On an H100 pp4096 with 32 columns measured 2.9% (35B-A3B,
+ * 256 blocks of 16 against 128 of 32) and 7.1% (0.8B, 128 against 64)
+ * slower than with 16 (bench/results/2026-12-06-cuda-session38/, run4).
+ * dk 256 takes split. */
+static int state_bv(const cuda_ctx *c, int dk)
 {
     if (dk % 32 || dk > 128 || c->chunk_bv == 0)
         return 0;
-    if (c->chunk_bv > 0)
-        return c->chunk_bv;
-    return heads * (dk / 32) >= c->n_sm ? 32 : 16;
+    return c->chunk_bv == 32 ? 32 : 16;
 }
 
 template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)
@@ -496,7 +495,7 @@ template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, in
         if (!CUDA_LAUNCHED(be, "k_chunk_prep"))
             return false;
     }
-    const int bv = split ? state_bv(c, DK, a.Hv * n_seq) : 0;
+    const int bv = split ? state_bv(c, DK) : 0;
     if (bv) {
         if (!ck_launch_state_wide<DK <= 128 ? DK : 128>(be, a, n_seq, bv))
             return false;

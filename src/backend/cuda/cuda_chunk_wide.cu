@@ -16,10 +16,11 @@
  *    index (cuda_chunk_ph.h: ck_mma; LDS, offsets fixed at compile time
  *    in the unrolled steps), each element rounded to TF32 by one integer
  *    add (tf32_bits);
- *  - with 32 columns a block (NT = 2, where blocks of 32 fill the device),
- *    the same copies of W and K serve twice the columns, and every warp
- *    forms one 16 x 16 tile of V' (split's warps 4-7 wait through V');
- *    with 16 (NT = 1) twice the blocks, for models with few value heads;
+ *  - 16 value columns a block (NT = 1, the default) or 32 (NT = 2,
+ *    Q36_CUDA_CHUNKBV=32: the same copies of W and K serve twice the
+ *    columns, every warp forms a 16 x 16 tile of V', half the blocks);
+ *    on an H100 16 measured faster on both bench files (bench/results/
+ *    2026-12-06-cuda-session38/, run4);
  *  - pitches that put a fragment's 32 loads on 32 banks (below).
  * The products are split's in form (acc = -U, += W S, negated; acc =
  * e^G_last S, += K^T diag(dec) V'), on TF32 operands with f32 sums, in
@@ -31,7 +32,8 @@
  * row fragment's lanes (g, t) on bank 4 g + t), K's rows (pitch dk + 8:
  * read down a column, bank 8 t + g), U then V' twice (pitch 16 NT + 8: the
  * next chunk's U lands while this one's V' updates S), G and the update
- * weights: 110 KB at dk = 128 and NT = 2, two blocks an SM. */
+ * weights: 92 KB at dk = 128 and NT = 1, 108 KB at NT = 2: two blocks an
+ * SM. */
 #include "cuda.h"
 #include "cuda_chunk_ph.h"
 
