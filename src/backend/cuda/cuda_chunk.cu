@@ -39,11 +39,13 @@
  * cuda_chunk_emulate runs them on the CPU, which is how the CPU test suite
  * checks the index arithmetic without a GPU (tests/test_deltanet_chunk.c).
  *
- * Files: this one has the kernels but two, the op and the emulation; the
+ * Files: this one has the kernels but three, the op and the emulation; the
  * prep kernel on tensor cores is cuda_chunk_prep.cu's, the blocked f32 one
  * (Q36_CUDA_CHUNKPREP=2) cuda_chunk_pb.cu's with its phases in
- * cuda_chunk_pb.h; what they share (arguments, loads, the phase
- * functions, the TF32 tile helpers) is cuda_chunk_ph.h's. */
+ * cuda_chunk_pb.h, the default state kernel (k_chunk_state_wide, the
+ * split one's products as mma.sync steps) cuda_chunk_wide.cu's; what they
+ * share (arguments, loads, the phase functions, the TF32 tile helpers and
+ * mma.sync steps) is cuda_chunk_ph.h's. */
 #include "cuda.h"
 #include "cuda_chunk.h"
 #include "cuda_chunk_pb.h"

@@ -1,10 +1,12 @@
 /* cuda_chunk_ph.h: what the chunked delta rule's kernels share
  * (cuda_chunk.cu: the f32 kernels, the state kernels on tensor cores, the
  * op and its host emulation; cuda_chunk_prep.cu: the prep kernel on
- * tensor cores): the arguments, the chunk a block takes, the loads, the
- * phase functions of the f32 kernels (host and device) and the TF32 tile
- * helpers (device). cuda_chunk.cu's opening comment says what each
- * computes. Included by those two CUDA sources only. */
+ * tensor cores; cuda_chunk_wide.cu: the default state kernel): the
+ * arguments, the chunk a block takes, the loads, the phase functions of
+ * the f32 kernels (host and device), the TF32 tile helpers and the
+ * mma.sync steps (device). cuda_chunk.cu's opening comment says what each
+ * computes. Included by CUDA sources only (cuda_chunk_pb.cu through
+ * cuda_chunk_pb.h). */
 #ifndef Q36_CUDA_CHUNK_PH_H
 #define Q36_CUDA_CHUNK_PH_H
 
