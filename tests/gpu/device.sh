@@ -34,10 +34,13 @@ done
 export LOG=/tmp/q36-gpu
 { nvidia-smi; echo "commit: $(cat "$dir/commit.txt")"; nproc; } >"$out/env.txt" 2>&1
 # the machine keeps /tmp between warm calls but not the carried folders
-# of an earlier call: each part call copies its part to /tmp/llama-parts
+# of an earlier call: each part call copies its part to /tmp/llama-parts;
+# the build is unpacked once all the parts pack.sh cut (llama-parts.txt)
+# are there
 mkdir -p /tmp/llama-parts
 cp .dev-p*/llama-cuda-sm90.tar.xz.part* /tmp/llama-parts/ 2>/dev/null
-if [ "$(ls /tmp/llama-parts | wc -l)" -ge 3 ]; then
+nparts=$(cat "$dir/llama-parts.txt" 2>/dev/null || echo 3)
+if [ "$(ls /tmp/llama-parts | wc -l)" -ge "$nparts" ]; then
     mkdir -p /tmp/llama-cuda
     [ -d /tmp/llama-cuda/llama-cuda-sm90/lib ] ||
         cat /tmp/llama-parts/llama-cuda-sm90.tar.xz.part* | xz -d | tar x -C /tmp/llama-cuda

@@ -4,17 +4,21 @@
 # scripts, the commit, and the shared libraries q36 links that the GPU
 # machine (Ubuntu 24.04) lacks, in CARRY (default .cuda-carry); with
 # --llama, also the prebuilt llama.cpp CUDA build of ../shared/llama-cuda
-# in three folders .dev-p0 .dev-p1 .dev-p2, one part each.
+# cut anew into LLAMA_PARTS (default 4) folders .dev-p0 .. .dev-p3, one
+# part each, and their number in CARRY/llama-parts.txt.
 #
-# Why three: a call carries the tree (~47 MB, most of it the default model)
-# plus its carried folders within 64 MiB, so the 42 MB of llama.cpp parts
-# travel one per call, back to back while the machine is warm (it is given
-# back after ~30 s idle; /tmp stays there between calls, an earlier call's
-# carried folders do not), and CARRY (~6 MB) in a call of its own:
+# Why four: a call carries the tree (~50 MB, most of it the default models)
+# plus its carried folders within 64 MiB, so the 43 MB of llama.cpp travel
+# a part a call, back to back while the machine is warm (it is given back
+# after ~30 s idle; /tmp stays there between calls, an earlier call's
+# carried folders do not), and CARRY (~13 MB) in a call of its own. The
+# three parts of ../shared/llama-cuda (15.7 MB each) no longer fit beside
+# the tree (2026-12-06: refused as over 64 MiB).
 #   run carry=[.dev-p0]  command: mkdir -p /tmp/llama-parts && cp .dev-p0/* /tmp/llama-parts/
-#   run carry=[.dev-p1]  command: mkdir -p /tmp/llama-parts && cp .dev-p1/* /tmp/llama-parts/
-#   run carry=[.dev-p2]  command: mkdir -p /tmp/llama-parts && cp .dev-p2/* /tmp/llama-parts/
+#   ... the same for .dev-p1, .dev-p2, .dev-p3, then
 #   run carry=[.cuda-carry] command: STEPS=test bash .cuda-carry/device.sh
+# (device.sh unpacks the build once every part named in llama-parts.txt is
+# in /tmp/llama-parts.)
 # The folders must be in .git/info/exclude (/.cuda-carry/, /.dev-p*/).
 # Usage: tests/gpu/pack.sh [CARRY] [--llama]
 set -eu
@@ -45,8 +49,15 @@ done
 if [ "$llama" = 1 ]; then
     parts=(../shared/llama-cuda/llama-cuda-sm90.tar.xz.part*)
     [ -f "${parts[0]}" ] || { echo "tests/gpu/pack.sh: no ../shared/llama-cuda parts" >&2; exit 1; }
-    for i in "${!parts[@]}"; do
-        rm -rf ".dev-p$i" && mkdir -p ".dev-p$i" && cp "${parts[$i]}" ".dev-p$i/"
+    n=${LLAMA_PARTS:-4} tmp=$(mktemp -d)
+    total=$(cat "${parts[@]}" | wc -c)
+    cat "${parts[@]}" | split -b $(( (total + n - 1) / n )) -d -a 2 - "$tmp/llama-cuda-sm90.tar.xz.part"
+    rm -rf .dev-p*
+    i=0
+    for f in "$tmp"/llama-cuda-sm90.tar.xz.part*; do
+        mkdir -p ".dev-p$i" && mv "$f" ".dev-p$i/" && i=$((i + 1))
     done
+    rmdir "$tmp"
+    echo "$i" >"$dir/llama-parts.txt"
 fi
 du -sh "$dir" .dev-p* 2>/dev/null
