@@ -34,9 +34,9 @@ done
 export LOG=/tmp/q36-gpu
 { nvidia-smi; echo "commit: $(cat "$dir/commit.txt")"; nproc; } >"$out/env.txt" 2>&1
 # the machine keeps /tmp between warm calls but not the carried folders
-# of an earlier call: each part call copies its part to /tmp/llama-parts;
-# the build is unpacked once all the parts pack.sh cut (llama-parts.txt)
-# are there
+# of an earlier call: each part call copies its part to the parts folder
+# below; the build is unpacked once all the parts pack.sh cut
+# (llama-parts.txt) are there
 mkdir -p /tmp/llama-parts
 cp .dev-p*/llama-cuda-sm90.tar.xz.part* /tmp/llama-parts/ 2>/dev/null
 nparts=$(cat "$dir/llama-parts.txt" 2>/dev/null || echo 3)

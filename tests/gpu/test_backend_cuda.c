@@ -1316,8 +1316,9 @@ static void test_chunk(int64_t Hk, int64_t Hv, int64_t dk, int n_seq, const int 
 static void test_chunk_ops(const be_shape *sh, bool tc, int prep, bool split, int bv)
 {
     const bool ptc = prep == 1 || prep == 3, pb = prep == 2;
+    const char pv[2] = { (char)('0' + prep), 0 };
     char *keep = env_set("Q36_CUDA_CHUNKTC", tc ? "1" : "0");
-    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", prep == 3 ? "3" : pb ? "2" : ptc ? "1" : "0");
+    char *keep_p = env_set("Q36_CUDA_CHUNKPREP", pv);
     char *keep_s = env_set("Q36_CUDA_CHUNKSPLIT", split ? "1" : "0");
     char *keep_b = env_set("Q36_CUDA_CHUNKBV", bv == 32 ? "32" : bv == 16 ? "16" : "0");
     char *keep_o = env_set("Q36_CUDA_CHUNKOUTM", prep == 3 ? "1" : "0");

@@ -234,21 +234,13 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
     cp_commit();
     /* thread t < CK_C: G of row t of the chunk to come (0 past its end),
      * loaded a chunk ahead: a load at the loop's top waits on memory */
-    float gn = 0.0f;
-    if (tid < CK_C && n > 0) {
-        const ck_chunk c = chunk_of(a.runs, b.y, 0);
-        gn = tid < c.nc ? a.G[(c.r0 + tid) * a.Hv + h] : 0.0f;
-    }
+    float gn = tid < CK_C ? chunk_g(a, b.y, 0, h, tid) : 0.0f;
     for (int64_t c0 = 0, it = 0; c0 < n; c0 += CK_C, it++) {
         const ck_chunk c = chunk_of(a.runs, b.y, c0);
         float *V = sms + L::oV + (it & 1) * CK_C * CK_BV;
         if (tid < CK_C) {
             G[tid] = gn;
-            gn = 0.0f;
-            if (c0 + CK_C < n) {
-                const ck_chunk cn = chunk_of(a.runs, b.y, c0 + CK_C);
-                gn = tid < cn.nc ? a.G[(cn.r0 + tid) * a.Hv + h] : 0.0f;
-            }
+            gn = chunk_g(a, b.y, c0 + CK_C, h, tid);
         }
         cp_wait<1>();                  /* W and U (K may still be in flight) */
         __syncthreads();
@@ -269,12 +261,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_split(ck_args a)
                                      h * DK + j0, cn, tid);
         }
         cp_commit();
-        for (int e = tid; e < CK_C * CK_BV; e += CK_THREADS) {    /* V' out, times dec */
-            const int t = e / CK_BV, j = e % CK_BV;
-            if (t < c.nc)
-                a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + j] = V[e];
-            V[e] *= dec[t];
-        }
+        vp_out<DK, CK_BV, CK_BV>(a, c, h, j0, V, dec, tid, CK_THREADS);
         cp_wait<1>();                  /* K (the next W and U may still be in flight) */
         __syncthreads();
         tc_update_at<DK>(S, XK, V, expf(G[c.nc - 1]), w);
@@ -457,9 +444,7 @@ int cuda_chunk_reserve(be_ctx *be, const be_shape *s, q36_err *err)
  * dk 256 takes split. */
 static int state_bv(const cuda_ctx *c, int dk)
 {
-    if (dk % 32 || dk > 128 || c->chunk_bv == 0)
-        return 0;
-    return c->chunk_bv == 32 ? 32 : 16;
+    return dk % 32 || dk > 128 ? 0 : c->chunk_bv;
 }
 
 template <int DK> static bool launch(be_ctx *be, const ck_args &a, int n_seq, int64_t max_chunks)

@@ -310,25 +310,56 @@ HD float *state_row(const ck_args &a, ck_blk b)
     return a.S + ((int64_t)a.runs[4 * b.y] * a.Hv + b.x) * a.ldS;
 }
 
+/* A block's state columns j0 .. j0 + BV between the state row Sg
+ * (element [j dk + i]) and S[i][jl] (pitch LS): into S, or (OUT) out of
+ * it; items e = tid, tid + nthr, .. */
+template <int DK, int BV, int LS, bool OUT>
+HD void state_cols(float *S, float *Sg, int64_t j0, int tid, int nthr)
+{
+    for (int e = tid; e < DK * BV; e += nthr) {
+        const int jl = e / DK, i = e % DK;
+        if (OUT)
+            Sg[(j0 + jl) * DK + i] = S[i * LS + jl];
+        else
+            S[i * LS + jl] = Sg[(j0 + jl) * DK + i];
+    }
+}
+
 template <int DK> HD void st_init(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     st_sh<DK> s(sm);
-    const float *Sg = state_row(a, b);
-    const int j0 = b.z * CK_BV;
-    for (int e = tid; e < DK * CK_BV; e += nthr) {
-        const int jl = e / DK, i = e % DK;
-        s.S[i * st_sh<DK>::LS + jl] = Sg[(int64_t)(j0 + jl) * DK + i];
-    }
+    state_cols<DK, CK_BV, st_sh<DK>::LS, false>(s.S, state_row(a, b), (int64_t)b.z * CK_BV, tid,
+                                                 nthr);
 }
 
 template <int DK> HD void st_fini(const ck_args &a, ck_blk b, int tid, int nthr, float *sm)
 {
     st_sh<DK> s(sm);
-    float *Sg = state_row(a, b);
-    const int j0 = b.z * CK_BV;
-    for (int e = tid; e < DK * CK_BV; e += nthr) {
-        const int jl = e / DK, i = e % DK;
-        Sg[(int64_t)(j0 + jl) * DK + i] = s.S[i * st_sh<DK>::LS + jl];
+    state_cols<DK, CK_BV, st_sh<DK>::LS, true>(s.S, state_row(a, b), (int64_t)b.z * CK_BV, tid,
+                                                nthr);
+}
+
+/* G of row t of run s's chunk from c0 (0 past the chunk's or the run's
+ * end), for the split kernels' loads a chunk ahead */
+HD float chunk_g(const ck_args &a, int s, int64_t c0, int64_t h, int t)
+{
+    const ck_chunk c = chunk_of(a.runs, s, c0);
+    return t < c.nc ? a.G[(c.r0 + t) * a.Hv + h] : 0.0f;
+}
+
+/* The split kernels' V' (rows of pitch LV, BV columns from j0) to U's
+ * place for the chunk's rows, then each row t times its update weight
+ * dec[t] */
+template <int DK, int BV, int LV>
+HD void vp_out(const ck_args &a, const ck_chunk &c, int64_t h, int64_t j0, float *V,
+               const float *dec, int tid, int nthr)
+{
+    for (int e = tid; e < CK_C * BV; e += nthr) {
+        const int t = e / BV, j = e % BV;
+        float *v = V + t * LV + j;
+        if (t < c.nc)
+            a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + j] = *v;
+        *v *= dec[t];
     }
 }
 

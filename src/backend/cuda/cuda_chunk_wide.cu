@@ -64,11 +64,8 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
     const int lane = tid & 31;
     float *S = smw + L::oS, *XW = smw + L::oW, *XK = smw + L::oK, *G = smw + L::oG,
           *dec = smw + L::oD;
-    float *Sg = a.S + ((int64_t)a.runs[4 * run] * a.Hv + h) * a.ldS;
-    for (int e = tid; e < DK * SW_BV; e += CK_THREADS) {
-        const int jl = e / DK, i = e % DK;
-        S[i * L::LS + jl] = Sg[(j0 + jl) * DK + i];
-    }
+    float *Sg = state_row(a, ck_blk{ (int)h, run, (int)blockIdx.z });
+    state_cols<DK, SW_BV, L::LS, false>(S, Sg, j0, tid, CK_THREADS);
     if (n > 0) {
         const ck_chunk c = chunk_of(a.runs, run, 0);
         tc_cp_rows<DK, L::LW>(XW, a.W, a.Hv * DK, h * DK, c, tid);
@@ -79,21 +76,13 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
         tc_cp_rows<DK, L::LK>(XK, a.qkv, a.ldq, kcol, chunk_of(a.runs, run, 0), tid);
     cp_commit();
     /* thread t < CK_C: G of row t of the chunk to come, a chunk ahead */
-    float gn = 0.0f;
-    if (tid < CK_C && n > 0) {
-        const ck_chunk c = chunk_of(a.runs, run, 0);
-        gn = tid < c.nc ? a.G[(c.r0 + tid) * a.Hv + h] : 0.0f;
-    }
+    float gn = tid < CK_C ? chunk_g(a, run, 0, h, tid) : 0.0f;
     for (int64_t c0 = 0, it = 0; c0 < n; c0 += CK_C, it++) {
         const ck_chunk c = chunk_of(a.runs, run, c0);
         float *V = smw + L::oV + (it & 1) * CK_C * L::LV;
         if (tid < CK_C) {
             G[tid] = gn;
-            gn = 0.0f;
-            if (c0 + CK_C < n) {
-                const ck_chunk cn = chunk_of(a.runs, run, c0 + CK_C);
-                gn = tid < cn.nc ? a.G[(cn.r0 + tid) * a.Hv + h] : 0.0f;
-            }
+            gn = chunk_g(a, run, c0 + CK_C, h, tid);
         }
         cp_wait<1>();                  /* W and U (K may still be in flight) */
         __syncthreads();
@@ -120,13 +109,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
                                      a.Hv * DK, h * DK + j0, cn, tid);
         }
         cp_commit();
-        for (int e = tid; e < CK_C * SW_BV; e += CK_THREADS) {    /* V' out, times dec */
-            const int t = e / SW_BV, j = e % SW_BV;
-            float *v = V + t * L::LV + j;
-            if (t < c.nc)
-                a.U[((c.r0 + t) * a.Hv + h) * DK + j0 + j] = *v;
-            *v *= dec[t];
-        }
+        vp_out<DK, SW_BV, L::LV>(a, c, h, j0, V, dec, tid, CK_THREADS);
         cp_wait<1>();                  /* K (the next W and U may still be in flight) */
         __syncthreads();
         {   /* S <- e^G_last S + K^T V': warp w the state's rows 16 w ..
@@ -147,10 +130,7 @@ __global__ void __launch_bounds__(CK_THREADS) k_chunk_state_wide(ck_args a)
         cp_commit();
     }
     cp_wait<0>();
-    for (int e = tid; e < DK * SW_BV; e += CK_THREADS) {
-        const int jl = e / DK, i = e % DK;
-        Sg[(j0 + jl) * DK + i] = S[i * L::LS + jl];
-    }
+    state_cols<DK, SW_BV, L::LS, true>(S, Sg, j0, tid, CK_THREADS);
 #endif
 }
 
