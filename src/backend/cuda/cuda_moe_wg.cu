@@ -52,7 +52,7 @@ k_moe_gemm_wg(mg_args a, const __half *__restrict__ xh, const __half *__restrict
     if (!t.rows || t.e < e0 || t.e >= e1)
         return;
     const int64_t n0 = (int64_t)blockIdx.x * OUT;
-    const int tid = threadIdx.x, g = tid / 128;
+    const int tid = threadIdx.x, g = wg_group();
     unsigned char *base = (unsigned char *)(((uintptr_t)wg_smem + 1023) & ~(uintptr_t)1023);
     unsigned char *Xs = base, *Ws = base + WG_STAGES * WG_TILE;
 

@@ -35,6 +35,17 @@ __device__ __forceinline__ uint64_t wg_desc(const void *p)
            (uint64_t)1 << 62;
 }
 
+/* This thread's warpgroup (0 or 1) as a value the compiler knows to be
+ * the same across each warp: a lane-0 shuffle of threadIdx.x / 128. With
+ * threadIdx.x / 128 itself, a branch on it (a warpgroup with no rows of
+ * the tile skips its products) is divergent as far as ptxas can tell, and
+ * it serializes every wgmma of the kernel (warning C7518: the kernels of
+ * cuda_moe_wq.cu and the PIPE forms of cuda_moe_wg.cu until session 39). */
+__device__ __forceinline__ int wg_group(void)
+{
+    return __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+}
+
 __device__ __forceinline__ void wg_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
