@@ -81,7 +81,7 @@
  * Q4_K experts there read in their blocks where they have no kept f16
  * copy (Q36_CUDA_F16KEEP=0, or no room for one), unless Q36_CUDA_MOEWQ=0,
  * and always with Q36_CUDA_MOEWQ=1 (cuda_moe_wq.cu); Q36_CUDA_MOEWGPIPE=1
- * (off by default, not yet run on a GPU) overlaps cuda_moe_wg.cu's stages;
+ * (off by default: no faster, session 39) overlaps cuda_moe_wg.cu's stages;
  * 2, dequantized inside the product; unset, 3 for
  * large batches else 2; 1, f32 tiles; 0, the decode path's products).
  * tests/gpu/run.sh checks each either way.

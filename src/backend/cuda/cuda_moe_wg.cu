@@ -23,8 +23,10 @@
  * products read them. Numerics: f16 operands, f32 sums, in 16-column steps
  * in column order, as cuda_moe_mma.cu's. Needs K a multiple of 8.
  *
- * PIPE (Q36_CUDA_MOEWGPIPE=1, off by default: written in session 22 when
- * the device time was spent, not yet run on a GPU): each stage's products
+ * PIPE (Q36_CUDA_MOEWGPIPE=1, off by default: session 23 measured it
+ * slower while ptxas serialized its wgmma, session 39 the same speed as
+ * without it once wg_group ended that, bench/results/
+ * 2026-12-06-cuda-session39/run2-70234a8-moe): each stage's products
  * are left running while the next stage's are issued; a warpgroup waits
  * only for the stage before (wait_group 1), then the block's barrier, and
  * only then the copies of the stage after next go to that stage's

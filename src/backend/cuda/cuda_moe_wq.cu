@@ -27,9 +27,12 @@
  * operands in the same order as cuda_moe_wg.cu's on the kept copies: the
  * same bits (tests/gpu: moewq_same_bits). Needs K a multiple of 256 (a
  * Q4_K row always is) and 16-byte aligned rows (144-byte blocks).
- * With PIPE (Q36_CUDA_MOEWGPIPE=1, as cuda_moe_wg.cu's: off by default,
- * not yet run on a GPU) the weight tile has three buffers and each stage's
- * products run on while the next stage's are issued. */
+ * With PIPE (Q36_CUDA_MOEWGPIPE=1, as cuda_moe_wg.cu's: off by default)
+ * the weight tile has three buffers and each stage's products run on
+ * while the next stage's are issued. Until session 39 ptxas serialized
+ * every wgmma here (wg_group, cuda_wgmma.h): the fused gate/up product
+ * took 0.615 ms a call on the 35B-A3B's pp4096, 0.541 since (H100;
+ * 0.427 on the f16 copies; bench/results/2026-12-06-cuda-session39/). */
 #include "cuda.h"
 #include "cuda_deq.h"
 #include "cuda_moe.h"
