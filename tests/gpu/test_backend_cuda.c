@@ -1658,7 +1658,10 @@ static void fattnwgov_same_bits(const be_shape *sh)
                 if (!c)
                     break;
                 gpu = c;
-                case_tag = v ? "_wgov0" : "_wgov1";   /* the same inputs */
+                /* the same inputs (test_attention: the seed drops the
+                 * tag's last letter); "_tiled" as test_fattn_ops' tags, for
+                 * the bound of q8_0 caches in a tiled context */
+                case_tag = v ? "_tiled_wgov0" : "_tiled_wgov1";
                 att_cap_on = true;
                 test_attention(16, 2, 256, kvt, runs[i].n, runs[i].l, runs[i].p);
                 att_cap_on = false;
