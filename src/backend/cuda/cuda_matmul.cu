@@ -494,25 +494,52 @@ __global__ void k_matvec8_q80(mv_jobs J, int64_t K, const int8_t *__restrict__ q
  * mma.sync.m16n8k32 forms a block's 16 x 8 integer sums at once, where
  * the dp4a kernel loads each x block once per weight row (Nsight Compute,
  * the trained model's 151,680-row head: 32 us at 4 rows, 79 at 16;
- * bench/results/2026-12-06-cuda-session35/). The sums wait in shared
- * memory; then each (weight row, x row) is finished in k_matvec8_q80's
- * float order exactly: its L lanes' partials (lane sub: blocks sub,
- * sub + L, ..., the same expression) and group_sum's tree of them, so that
- * a row's bits are those of the dp4a kernel (tested bit for bit). A
- * thread's k of the product are the codes at bytes 8t..8t+7 of the block
- * in both operands (a sum over the block does not care which k is which,
- * as cuda_mmq.cu's Q4_K). Rows past N or R read the last one, never
- * stored. */
+ * bench/results/2026-12-06-cuda-session35/). The sums and the weight
+ * blocks' scales wait in shared memory; then each (weight row, x row) is
+ * finished as k_matvec8_q80 finishes it, by L lanes of the warp at once
+ * (q80tc_finish): lane sub's partial over blocks sub, sub + L, ... (the
+ * same expression) and group_sum's shuffles of them, so that a row's
+ * bits are those of the dp4a kernel (tested bit for bit). A thread's k
+ * of the product are the codes at bytes 8t..8t+7 of the block in both
+ * operands (a sum over the block does not care which k is which, as
+ * cuda_mmq.cu's Q4_K). Rows past N or R read the last one, never stored.
+ * Session 35 measured this kernel slower than the dp4a one (a 16-row step
+ * 0.918 against 0.528 ms) when one thread finished each output alone,
+ * reading each block's scale from global memory and its L partials from
+ * local memory; session 39 wrote the finish above (not yet run on a
+ * GPU). */
+template <int L>
+__device__ __forceinline__ void q80tc_finish(const int *tc_s, const float *dws,
+                                             const float2 *__restrict__ dx, int64_t nb,
+                                             int64_t n0, int64_t N, int64_t R, int outs,
+                                             float *__restrict__ y, int64_t ldy, int lane)
+{
+    const int sub = lane % L;
+    for (int o0 = 0; o0 < outs; o0 += 32 / L) {
+        const int o = o0 + lane / L, xrow = o / 16, wrow = o % 16;
+        const int64_t n = n0 + wrow;
+        const bool ok = n < N && xrow < R;
+        float acc = 0.0f;
+        if (ok)
+            for (int64_t b = sub; b < nb; b += L)
+                acc += dws[wrow * nb + b] * dx[xrow * nb + b].x * (float)tc_s[o * nb + b];
+        const float s = group_sum<L>(acc);
+        if (ok && sub == 0)
+            y[xrow * ldy + n] = s;
+    }
+}
+
 template <int NT>
 __global__ void __launch_bounds__(32)
 k_mv_q80_tc(const uint8_t *__restrict__ W, uint64_t rb, int64_t N, int64_t K,
             const int8_t *__restrict__ qx, const float2 *__restrict__ dx, int64_t R,
             float *__restrict__ y, int64_t ldy, int L)
 {
-    extern __shared__ int tc_s[];              /* [NT * 8 x rows][16 weight rows][nb] */
+    extern __shared__ int tc_s[];   /* [NT * 8 x rows][16 weight rows][nb], then the scales */
     cuda_pdl_enter();
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int64_t n0 = (int64_t)blockIdx.x * 16, nb = K / Q8X_BLOCK;
+    float *dws = (float *)(tc_s + NT * 8 * 16 * nb);   /* [16 weight rows][nb] */
     const int64_t na = n0 + g < N ? n0 + g : N - 1, nc = n0 + g + 8 < N ? n0 + g + 8 : N - 1;
     const uint8_t *ra = W + (uint64_t)na * rb, *rc = W + (uint64_t)nc * rb;
     int64_t xr[NT];
@@ -520,6 +547,10 @@ k_mv_q80_tc(const uint8_t *__restrict__ W, uint64_t rb, int64_t N, int64_t K,
     for (int nt = 0; nt < NT; nt++)
         xr[nt] = nt * 8 + g < R ? nt * 8 + g : R - 1;
     for (int64_t b = 0; b < nb; b++) {
+        if (t == 0) {
+            dws[g * nb + b] = __half2float(*(const __half *)(ra + 34 * b));
+            dws[(g + 8) * nb + b] = __half2float(*(const __half *)(rc + 34 * b));
+        }
         const uint16_t *ca = (const uint16_t *)(ra + 34 * b + 2 + 8 * t);
         const uint16_t *cc = (const uint16_t *)(rc + 34 * b + 2 + 8 * t);
         const uint32_t a0 = (uint32_t)ca[0] | ((uint32_t)ca[1] << 16);
@@ -541,28 +572,12 @@ k_mv_q80_tc(const uint8_t *__restrict__ W, uint64_t rb, int64_t N, int64_t K,
     }
     __syncwarp();
     /* each output as k_matvec8_q80 finishes it */
-    for (int o = lane; o < NT * 8 * 16; o += 32) {
-        const int xrow = o / 16, wrow = o % 16;
-        const int64_t n = n0 + wrow;
-        if (n >= N || xrow >= R)
-            continue;
-        const uint8_t *row = W + (uint64_t)n * rb;
-        const int *s_o = tc_s + (int64_t)o * nb;
-        float p[32];
-        for (int sub = 0; sub < L; sub++) {
-            float acc = 0.0f;
-            for (int64_t b = sub; b < nb; b += L) {
-                const float dw = __half2float(*(const __half *)(row + 34 * b));
-                const int s = s_o[b];
-                acc += dw * dx[xrow * nb + b].x * (float)s;
-            }
-            p[sub] = acc;
-        }
-        for (int h = L / 2; h > 0; h >>= 1)
-            for (int i = 0; i < h; i++)
-                p[i] += p[i + h];
-        y[xrow * ldy + n] = p[0];
-    }
+    if (L == 8)
+        q80tc_finish<8>(tc_s, dws, dx, nb, n0, N, R, NT * 8 * 16, y, ldy, lane);
+    else if (L == 16)
+        q80tc_finish<16>(tc_s, dws, dx, nb, n0, N, R, NT * 8 * 16, y, ldy, lane);
+    else
+        q80tc_finish<32>(tc_s, dws, dx, nb, n0, N, R, NT * 8 * 16, y, ldy, lane);
 }
 
 /* k_matvec_id on the int8 rows of k_q8x (weights of type T, Q4_K or Q6_K;
@@ -982,7 +997,8 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
         const int L = mv_lanes_q80(K);
         if (c->q80tc && J->n == 1 && R >= c->q80tc && R <= 16 && K <= 1024) {
             const int64_t nb = K / Q8X_BLOCK;
-            const size_t smem = (size_t)(R > 8 ? 16 : 8) * 16 * (size_t)nb * sizeof(int);
+            const size_t smem = (size_t)(R > 8 ? 16 : 8) * 16 * (size_t)nb * sizeof(int) +
+                                16 * (size_t)nb * sizeof(float);
             const dim3 gt((unsigned)((N + 15) / 16));
             if (R > 8)
                 cuda_launch(k_mv_q80_tc<2>, gt, 32, smem, c->stream, J->W[0], J->rb[0], N, K,
