@@ -270,8 +270,8 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
                 wg_commit();
                 wg_wait1();        /* S(j+1): the outputs' products run on */
                 fw_keep<32>(s);
-                fa_softmax<FW_BC / 8>(s, j1 + FW_BC - 1 > p0 + 64 * g + 16 * w, j1, pos, sl2, mx,
-                                      sum, f);
+                fa_softmax<FW_BC / 8, false>(s, j1 + FW_BC - 1 > p0 + 64 * g + 16 * w, j1, pos,
+                                             sl2, mx, sum, NULL, f);
                 wg_wait0();
                 fw_keep<128>(o);
                 fa_pack<FW_BC / 8>(s, pa);   /* P(j+1) over P(j), read by the products until they end */
