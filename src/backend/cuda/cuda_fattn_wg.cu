@@ -210,26 +210,20 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
     if constexpr (OV) {
         /* tile j: K in buffer j % 2, V in buffer j % 2; the copies of a
          * group land during the tile before (above) */
-        auto load_k = [&](int64_t j0, int kb) {
+        /* rows j0 .. j0 + FW_BC of the cache c (pitch ld) into the tile
+         * buffer at dst (zeros past nkeys), as load() copies each */
+        auto load_one = [&](int64_t j0, const void *c, int64_t ld, unsigned char *dst) {
             #pragma unroll
             for (int i = 0; i < FW_BC * FW_HD / 8 / FW_THREADS; i++) {
                 const int e = tid + i * FW_THREADS, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
                 const bool in = j0 + j < nkeys;
                 const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-                cp16(Ks + kb * FW_TILE + c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8),
-                     (const __half *)a.kc + row * a.ldk + hk * FW_HD + 8 * c8, in);
+                cp16(dst + c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8),
+                     (const __half *)c + row * ld + hk * FW_HD + 8 * c8, in);
             }
         };
-        auto load_v = [&](int64_t j0, int vb) {
-            #pragma unroll
-            for (int i = 0; i < FW_BC * FW_HD / 8 / FW_THREADS; i++) {
-                const int e = tid + i * FW_THREADS, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
-                const bool in = j0 + j < nkeys;
-                const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-                cp16(Vs + vb * FW_TILE + c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8),
-                     (const __half *)a.vc + row * a.ldv + hk * FW_HD + 8 * c8, in);
-            }
-        };
+        auto load_k = [&](int64_t j0, int kb) { load_one(j0, a.kc, a.ldk, Ks + kb * FW_TILE); };
+        auto load_v = [&](int64_t j0, int vb) { load_one(j0, a.vc, a.ldv, Vs + vb * FW_TILE); };
         if (FW_BC < nkeys)
             load_k(FW_BC, 1);      /* K(1) beside load()'s K(0) and V(0) */
         cp_commit();
