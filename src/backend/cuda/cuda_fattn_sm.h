@@ -42,16 +42,14 @@ template <int BR> __device__ __forceinline__ bool fa_tile_of(const fa_args &a, f
 /* Scale the scores by sl2 (scale log2 e), mask keys past the rows'
  * positions pos[] when mask, update the running maxima mx over the 4 lanes
  * of a row and the sums (earlier ones times f = 2^(old max - new max)),
- * and form p = 2^(s - max) (summed in f32): with PACK, rounded to f16 as
- * the A fragments pa of 16 keys each at once (fa_online); without, left in
- * s for fa_pack later (cuda_fattn_wg.cu's OV, whose P waits while the
- * products of the tile before read the fragments). The earlier outputs
- * are to be scaled by f by the caller (fa_rescale). Key 0 is in every
- * row's view, so the maxima are finite from the first tile on. */
-template <int NT, bool PACK>
-__device__ __forceinline__ void fa_softmax(float *s, bool mask, int64_t key0, const int64_t pos[2],
-                                           float sl2, float mx[2], float sum[2],
-                                           uint32_t (*pa)[4], float f[2])
+ * and write p = 2^(s - max) rounded to f16 as the A fragments pa of 16
+ * keys each (their f32 values summed). The earlier outputs are to be
+ * scaled by f by the caller (fa_rescale). Key 0 is in every row's view,
+ * so the maxima are finite from the first tile on. */
+template <int NT>
+__device__ __forceinline__ void fa_online(float *s, bool mask, int64_t key0, const int64_t pos[2],
+                                          float sl2, float mx[2], float sum[2],
+                                          uint32_t (*pa)[4], float f[2])
 {
     const int t4 = threadIdx.x % 4;
     float mt[2] = { -INFINITY, -INFINITY };
@@ -82,34 +80,10 @@ __device__ __forceinline__ void fa_softmax(float *s, bool mask, int64_t key0, co
         for (int e = 0; e < 4; e++) {
             p[e] = exp2f(s[4 * nt + e] - mx[e / 2]);
             sum[e / 2] += p[e];
-            if (!PACK)
-                s[4 * nt + e] = p[e];
         }
-        if (PACK) {
-            pa[nt / 2][2 * (nt % 2)] = mma_h2(p[0], p[1]);
-            pa[nt / 2][2 * (nt % 2) + 1] = mma_h2(p[2], p[3]);
-        }
+        pa[nt / 2][2 * (nt % 2)] = mma_h2(p[0], p[1]);
+        pa[nt / 2][2 * (nt % 2) + 1] = mma_h2(p[2], p[3]);
     }
-}
-
-/* fa_softmax's p left in s, rounded to f16 as the A fragments pa (as
- * fa_softmax with PACK rounds them) */
-template <int NT> __device__ __forceinline__ void fa_pack(const float *s, uint32_t (*pa)[4])
-{
-    #pragma unroll
-    for (int nt = 0; nt < NT; nt++) {
-        pa[nt / 2][2 * (nt % 2)] = mma_h2(s[4 * nt], s[4 * nt + 1]);
-        pa[nt / 2][2 * (nt % 2) + 1] = mma_h2(s[4 * nt + 2], s[4 * nt + 3]);
-    }
-}
-
-/* The online softmax of one tile with its fragments formed at once */
-template <int NT>
-__device__ __forceinline__ void fa_online(float *s, bool mask, int64_t key0, const int64_t pos[2],
-                                          float sl2, float mx[2], float sum[2],
-                                          uint32_t (*pa)[4], float f[2])
-{
-    fa_softmax<NT, true>(s, mask, key0, pos, sl2, mx, sum, pa, f);
 }
 
 /* The outputs o (N blocks of 4 in the accumulator layout) times f */

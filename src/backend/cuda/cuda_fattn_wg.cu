@@ -33,23 +33,15 @@
  * and outputs in f32); the order of the sums is the warpgroup products'.
  * Two other schedules were tried and removed: the warpgroups taking turns
  * through named barriers (slower: 23,106 against 25,690 t/s at depth
- * 32768), and session 23's first form of OV below (wrong outputs, NaN, on
- * its first GPU run in session 24; bench/results/2026-12-04-cuda-session24/).
- *
- * OV (Q36_CUDA_FATTNWGOV=1, off by default; session 39): a warpgroup's
- * tensor cores idle while it forms each tile's softmax. With OV the scores
- * of tile j + 1 and the outputs of tile j are issued together, and the
- * softmax of tile j + 1 runs while the outputs' products do: per tile,
- * issue S(j+1), scale O by tile j's factor, issue O += P(j) V(j), wait for
- * S(j+1) only (wait_group 1: groups end in order), its softmax (which
- * touches neither O nor P(j)), then wait for the outputs. K and V then
- * need different buffers' lives: K(j+2) is copied into K(j)'s buffer and
- * V(j+1) into V(j-1)'s, both at the start of tile j, when every warpgroup
- * is past S(j) and O += P(j-1) V(j-1); each copy has a whole tile's
- * products to land in. The same products on the same operands in the
- * same order, the same scaling: the same bits as without OV (tested).
- * fw_keep tells the compiler a register the products wrote has changed
- * at the wait, so that no read of it moves above the wait.
+ * 32768), and each tile's scores issued with the tile before's outputs,
+ * its softmax run while those products ran (FA3's overlap inside a
+ * warpgroup; Q36_CUDA_FATTNWGOV). Its first form (session 23) gave wrong
+ * outputs (bench/results/2026-12-04-cuda-session24/); the second (session
+ * 39, K and V tiles copied on their own schedules, the same bits as this
+ * kernel) was slower on an H100: the kernel 58.4 against 55.8 ms of a
+ * pp4096 pass at depth 32768, the pass 25,457 against 25,857 t/s, at
+ * 255 registers, issuing about a third more instructions (Nsight Compute) to
+ * keep two tiles' scores live (bench/results/2026-12-07-cuda-session40/).
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -118,20 +110,10 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
-
-/* v[0 .. N) as written here, for the compiler: after a wait, so that its
- * reads of the products' registers stay after it */
-template <int N> __device__ __forceinline__ void fw_keep(float *v)
-{
-    #pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(v[i])::"memory");
-}
 #endif
 
 #define FW_SMEM (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)
 
-template <bool OV>
 __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
@@ -207,79 +189,6 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
             fw_mma_o(o, pa[kk], fw_desc_n(Vs + vb * FW_TILE + kk * 16 * 128));
     };
 
-    if constexpr (OV) {
-        /* tile j: K in buffer j % 2, V in buffer j % 2; the copies of a
-         * group land during the tile before (above) */
-        /* rows j0 .. j0 + FW_BC of the cache c (pitch ld) into the tile
-         * buffer at dst (zeros past nkeys), as load() copies each */
-        auto load_one = [&](int64_t j0, const void *c, int64_t ld, unsigned char *dst) {
-            #pragma unroll
-            for (int i = 0; i < FW_BC * FW_HD / 8 / FW_THREADS; i++) {
-                const int e = tid + i * FW_THREADS, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
-                const bool in = j0 + j < nkeys;
-                const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-                cp16(dst + c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8),
-                     (const __half *)c + row * ld + hk * FW_HD + 8 * c8, in);
-            }
-        };
-        auto load_k = [&](int64_t j0, int kb) { load_one(j0, a.kc, a.ldk, Ks + kb * FW_TILE); };
-        auto load_v = [&](int64_t j0, int vb) { load_one(j0, a.vc, a.ldv, Vs + vb * FW_TILE); };
-        if (FW_BC < nkeys)
-            load_k(FW_BC, 1);      /* K(1) beside load()'s K(0) and V(0) */
-        cp_commit();
-        cp_wait<0>();
-        wg_proxy_fence();
-        __syncthreads();
-        uint32_t pa[FW_BC / 16][4];
-        float f[2] = { 1.0f, 1.0f };
-        if (busy) {                /* S(0) and its softmax (key 0: every row sees it) */
-            float s[32];
-            wg_fence();
-            scores(s, 0);
-            wg_commit();
-            wg_wait0();
-            fw_keep<32>(s);
-            fa_online<FW_BC / 8>(s, FW_BC - 1 > p0 + 64 * g + 16 * w, 0, pos, sl2, mx, sum, pa, f);
-        }
-        int64_t j = 0;
-        for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, j++) {
-            const int b = (int)(j % 2);
-            cp_wait<0>();          /* K(j+1) and V(j), copied during tile j-1 */
-            wg_proxy_fence();
-            __syncthreads();       /* everyone's; every warpgroup past S(j), O += P(j-1) V(j-1) */
-            if (j0 + 2 * FW_BC < nkeys)
-                load_k(j0 + 2 * FW_BC, b);
-            if (j0 + FW_BC < nkeys)
-                load_v(j0 + FW_BC, b ^ 1);
-            cp_commit();
-            const int64_t j1 = j0 + FW_BC;
-            if (busy && j1 <= last) {  /* tile j and the next: S(j+1) beside O += P(j) V(j) */
-                float s[32];
-                wg_fence();
-                scores(s, b ^ 1);
-                wg_commit();
-                fa_rescale<32>(o, f);
-                wg_fence();
-                outputs(pa, b);
-                wg_commit();
-                wg_wait1();        /* S(j+1): the outputs' products run on */
-                fw_keep<32>(s);
-                fa_softmax<FW_BC / 8, false>(s, j1 + FW_BC - 1 > p0 + 64 * g + 16 * w, j1, pos,
-                                             sl2, mx, sum, NULL, f);
-                wg_wait0();
-                fw_keep<128>(o);
-                fa_pack<FW_BC / 8>(s, pa);   /* P(j+1) over P(j), read by the products until they end */
-            } else if (busy && j0 <= last) {   /* the warpgroup's last tile */
-                fa_rescale<32>(o, f);
-                wg_fence();
-                outputs(pa, b);
-                wg_commit();
-                wg_wait0();
-                fw_keep<128>(o);
-            }
-        }
-        cp_wait<0>();
-    } else {
     /* each tile: its scores, their softmax, its outputs, in turn */
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
@@ -311,7 +220,6 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
         __syncthreads();           /* before this buffer takes the tile after next */
     }
     cp_wait<0>();
-    }
     if (!busy)
         return;
 
@@ -337,7 +245,5 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    if (c->fattn_wg_ov)
-        return fa_launch(be, k_fattn_wg<true>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
-    return fa_launch(be, k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
+    return fa_launch(be, k_fattn_wg, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
 }
