@@ -122,8 +122,7 @@ done
 # batches from 2 tokens grouped by expert on the tensor cores, k_mmq_grp;
 # from 32 by default); on moe-q4km Q36_CUDA_FATTNWG=0
 # (prompt attention through mma.sync, not Hopper's warpgroup products,
-# cuda_fattn_wg.cu) and Q36_CUDA_FATTNWS=1 (those warpgroup products
-# beside a warpgroup that copies, off by default). Batch-invariant exact
+# cuda_fattn_wg.cu). Batch-invariant exact
 # mode (Q36_CUDA_EXACTINV, on by default) is the NEW=1 pass above, whose
 # exact_batch_invariant cases assert that a row's logits are the same bits
 # alone and batched; the NEW=0 pass reports the difference without it.
@@ -147,8 +146,7 @@ want fast && for m in "${models[@]}"; do
         esac
         case $(basename "$m") in
         moe-q4km.gguf)
-            NEW=1 Q36_CUDA_FATTNWG=0 one "model-nofattnwg-$(basename "$m" .gguf)" --no-ops --fast "$m"
-            NEW=1 Q36_CUDA_FATTNWS=1 one "model-fattnws-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
+            NEW=1 Q36_CUDA_FATTNWG=0 one "model-nofattnwg-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
         esac ;;
     esac
 done

@@ -927,12 +927,6 @@ static void test_hadamard(int64_t R, int64_t C, int64_t n)
  * probabilities (2^-11 relative: the CPU the normalized ones, the GPU
  * the running ones); the output is a convex sum of V rows, so the error
  * is at most (2 * 2^-11 [f16 V] + 4 hd u |q||k| scale + 8 u) max|V|. */
-/* When att_cap_on: test_attention leaves its GPU outputs in att_cap
- * (att_cap_n values, the caller frees them) */
-static bool att_cap_on;
-static float *att_cap;
-static size_t att_cap_n;
-
 static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, int kvt, int n_seq,
                            const int *len, const int *pos0)
 {
@@ -949,11 +943,7 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, int kvt, int n_s
     snprintf(name, sizeof name, "cuda.attention_hq%lld_hkv%lld_hd%lld_%s_seq%d_t%lld_kv%lld%s",
              (long long)Hq, (long long)Hkv, (long long)hd, q8 ? "q8_0" : f16 ? "f16" : "f32", n_seq,
              (long long)T, (long long)maxp, case_tag);
-    /* a captured pair's two runs (case tags ending 1 and 0) draw the same
-     * inputs: the name without the tag's last letter */
-    char seed[128];
-    snprintf(seed, sizeof seed, "%.*s", (int)(strlen(name) - (att_cap_on ? 1 : 0)), name);
-    t_rng r = t_rng_named(seed);
+    t_rng r = t_rng_named(name);
     const int64_t kv_rows = maxp + 3, n_slots = 8;
     const enum be_type ct = q8 ? BE_Q8_0 : f16 ? BE_F16 : BE_F32;
     pair kc = up_type(ct, NULL, n_slots * kv_rows, Hkv * hd), vc = up_type(ct, NULL, n_slots * kv_rows, Hkv * hd);
@@ -1007,12 +997,7 @@ static void test_attention(int64_t Hq, int64_t Hkv, int64_t hd, int kvt, int n_s
                           (q8_tiled ? 2.0 * 0x1p-11 * qk * scale + 0x1p-11 : 0.0);
         verdict(name, c, g, T * Hq * hd, NULL, b_ * 4.5 /* max |V| of normal draws */);
         free(c);
-        if (att_cap_on && !att_cap) {
-            att_cap = g;
-            att_cap_n = (size_t)(T * Hq * hd);
-        } else {
-            free(g);
-        }
+        free(g);
     }
     pfree(kc); pfree(vc); pfree(qt); pfree(kt); pfree(vt); pfree(out);
     bfree(&b);
@@ -1590,27 +1575,23 @@ static void attention_decode_cases(void)
         test_attention(16, 2, 256, kvt, 1, l1, p_deep);
 }
 
-static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg, bool ws)
+static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
 {
     /* f16 caches on tensor cores unless tc is false: in registers through
      * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu);
      * with wg, head dim 256 through warpgroup products (cuda_fattn_wg.cu,
-     * Hopper; elsewhere those cases take mma.sync), with ws beside a
-     * warpgroup that copies (WS there) */
+     * Hopper; elsewhere those cases take mma.sync) */
     char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
     char *keep_mma = env_set("Q36_CUDA_FATTNMMA", mma ? "1" : "0");
     char *keep_wg = env_set("Q36_CUDA_FATTNWG", wg ? "1" : "0");
-    char *keep_ws = env_set("Q36_CUDA_FATTNWS", ws ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
     env_restore("Q36_CUDA_FATTNTC", keep);
     env_restore("Q36_CUDA_FATTNMMA", keep_mma);
     env_restore("Q36_CUDA_FATTNWG", keep_wg);
-    env_restore("Q36_CUDA_FATTNWS", keep_ws);
     if (!gpf)
         return;
     gpu = gpf;
     case_tag = !tc        ? "_tiled"
-               : wg && ws ? "_tiled_ws"
                : wg      ? "_tiled_wg"
                : mma     ? "_tiled_mma"
                          : "_tiled_tc";
@@ -1632,61 +1613,6 @@ static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg, bool 
     gpu = saved;
     case_tag = "";
     be_free(gpf);
-}
-
-static void same_bits(const char *name, const char *var, float *out[2], size_t n);
-
-/* Q36_CUDA_FATTNWS=1 (cuda_fattn_wg.cu, WS): the same products in the
- * same order as without it, so the same bits, on runs of one and several
- * 128-row tiles at depths (head dim 256, f16 and q8_0 caches; elsewhere
- * both take other kernels, and so do cards other than Hopper, where the
- * case compares two mma.sync runs). Cases cuda.fattnws_same_bits_*. */
-static void fattnws_same_bits(const be_shape *sh)
-{
-    const int l1[] = { 512 }, p1[] = { 0 }, l2[] = { 300, 212 }, p2[] = { 0, 40 };
-    const int l4[] = { 100 }, p4[] = { 3000 }, l5[] = { 129, 257 }, p5[] = { 7, 700 };
-    /* runs whose last tile's second warpgroup has one row or none */
-    const int l3[] = { 65, 1, 33 }, p3[] = { 0, 1000, 5 };
-    const struct { int n; const int *l, *p; } runs[] = { { 1, l1, p1 }, { 2, l2, p2 },
-                                                         { 1, l4, p4 }, { 2, l5, p5 },
-                                                         { 3, l3, p3 } };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
-        for (int kvt = 1; kvt < 3; kvt++) {
-            float *out[2] = { NULL, NULL };
-            size_t n[2] = { 0, 0 };
-            for (int v = 0; v < 2; v++) {
-                char *keep_ws = env_set("Q36_CUDA_FATTNWS", v ? "0" : "1");
-                be_ctx *c = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattnws_context"),
-                       *saved = gpu;
-                env_restore("Q36_CUDA_FATTNWS", keep_ws);
-                if (!c)
-                    break;
-                gpu = c;
-                /* the same inputs (test_attention: the seed drops the
-                 * tag's last letter); "_tiled" as test_fattn_ops' tags, for
-                 * the bound of q8_0 caches in a tiled context */
-                case_tag = v ? "_tiled_ws0" : "_tiled_ws1";
-                att_cap_on = true;
-                test_attention(16, 2, 256, kvt, runs[i].n, runs[i].l, runs[i].p);
-                att_cap_on = false;
-                case_tag = "";
-                gpu = saved;
-                be_free(c);
-                out[v] = att_cap;
-                n[v] = att_cap_n;
-                att_cap = NULL;
-            }
-            char name[96];
-            snprintf(name, sizeof name, "cuda.fattnws_same_bits_%s_run%zu",
-                     kvt == 1 ? "f16" : "q8_0", i);
-            if (!out[0] || !out[1] || n[0] != n[1]) {
-                t_fail(name, "no outputs to compare (a context or a run failed above)");
-                free(out[0]);
-                free(out[1]);
-                continue;
-            }
-            same_bits(name, "Q36_CUDA_FATTNWS", out, n[0]);
-        }
 }
 
 /* Q36_CUDA_ATTNGQA=1: decode attention split by K/V head, a block serving
@@ -4722,12 +4648,10 @@ int main(int argc, char **argv)
             moewgpipe_same_bits(&sh);
         }
         if (want_ops("fattn")) {
-            test_fattn_ops(&sh, true, true, true, false);
-            test_fattn_ops(&sh, true, true, true, true);
-            test_fattn_ops(&sh, true, true, false, false);
-            test_fattn_ops(&sh, true, false, false, false);
-            test_fattn_ops(&sh, false, false, false, false);
-            fattnws_same_bits(&sh);
+            test_fattn_ops(&sh, true, true, true);
+            test_fattn_ops(&sh, true, true, false);
+            test_fattn_ops(&sh, true, false, false);
+            test_fattn_ops(&sh, false, false, false);
         }
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("graph")) test_upq(&sh);

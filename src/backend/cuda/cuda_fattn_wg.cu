@@ -31,7 +31,7 @@
  * row r's 16-byte chunk c at chunk c ^ (r % 8), slices 1024-byte aligned.
  * Numerics as cuda_fattn_mma.cu's (q and p rounded to f16, scores, sums
  * and outputs in f32); the order of the sums is the warpgroup products'.
- * Two other schedules were tried and removed: the warpgroups taking turns
+ * Three other schedules were tried and removed: the warpgroups taking turns
  * through named barriers (slower: 23,106 against 25,690 t/s at depth
  * 32768), and each tile's scores issued with the tile before's outputs,
  * its softmax run while those products ran (FA3's overlap inside a
@@ -42,16 +42,14 @@
  * pp4096 pass at depth 32768, the pass 25,457 against 25,857 t/s, at
  * 255 registers, issuing about a third more instructions (Nsight Compute) to
  * keep two tiles' scores live (bench/results/2026-12-07-cuda-session40/).
- *
- * WS (Q36_CUDA_FATTNWS=1, off by default; session 40): above, both
- * warpgroups meet at two block barriers a tile, so their softmaxes and
- * products run in step, and they issue the copies themselves; Nsight
- * Compute has the tensor pipe 42% busy at depth 32768. With WS a third
- * warpgroup copies the tiles (k_fattn_ws: 384 threads; setmaxnreg moves
- * registers from it, 24 a thread, to the two that compute, 240) and each
- * computing warpgroup meets only the copier, through named barriers of
- * its own (FS_FULL, FS_EMPTY): one warpgroup's softmax can run beside the
- * other's products. The same products in the same order: the same bits.
+ * And a third warpgroup that copied the tiles (setmaxnreg 24, the two
+ * computing ones 240), each computing warpgroup meeting only it through
+ * named barriers instead of the two block barriers a tile (Q36_CUDA_FATTNWS,
+ * session 40, the same bits): slower, 63.3 against 55.8 ms at depth 32768
+ * on an H100. Nsight Compute has both forms' warps waiting at barriers
+ * most (29% and 31% of their cycles): with two tile buffers the copier
+ * can start a tile only when both warpgroups are done with the one two
+ * before, the lead this kernel's own copies have (same record).
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -124,28 +122,7 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
 
 #define FW_SMEM (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)
 
-/* WS: a warpgroup that copies and two that compute */
-#define FS_THREADS 384
-#if WG_ON
-/* Named barriers of 256 threads, the copying warpgroup's and one computing
- * warpgroup's (ids 1 .. 8; 0 is __syncthreads'): FS_FULL(b, g), buffer b
- * holds the tile warpgroup g takes next (the copier arrives, g waits);
- * FS_EMPTY(b, g), g's products on buffer b have ended (g arrives, the
- * copier waits before it fills b again). */
-#define FS_FULL(b, g)  (1 + 2 * (b) + (g))
-#define FS_EMPTY(b, g) (5 + 2 * (b) + (g))
-__device__ __forceinline__ void fs_arrive(int id)
-{
-    asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
-}
-__device__ __forceinline__ void fs_sync(int id)
-{
-    asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
-}
-#endif
-
-template <bool WS>
-__global__ void __launch_bounds__(WS ? FS_THREADS : FW_THREADS, 1) k_fattn_wg(fa_args a)
+__global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
 #if WG_ON
@@ -158,38 +135,25 @@ __global__ void __launch_bounds__(WS ? FS_THREADS : FW_THREADS, 1) k_fattn_wg(fa
     const int64_t h = blockIdx.y, hk = h / a.group;
     unsigned char *Qs = (unsigned char *)(((uintptr_t)fw_smem + 1023) & ~(uintptr_t)1023);
     unsigned char *Ks = Qs + FW_HD / 64 * FW_QSLICE, *Vs = Ks + 2 * FW_TILE;
-    /* WS: warpgroup 0 copies (g = -1), 1 and 2 compute (g = 0, 1) */
-    const int tid = threadIdx.x, g = WS ? wg_group() - 1 : tid / 128, w = (tid / 32) % 4,
-              lane = tid % 32;
+    const int tid = threadIdx.x, g = tid / 128, w = (tid / 32) % 4, lane = tid % 32;
     const int qr = lane / 4, t4 = lane % 4;
-    constexpr int NTHR = WS ? FS_THREADS : FW_THREADS, NCP = WS ? 128 : FW_THREADS;
 
     /* K and V rows j0 .. j0 + FW_BC into K buffer kb and V buffer vb
-     * (zeros past nkeys), by the NCP threads that copy */
-    auto load_i = [&](int64_t j0, int kb, int vb, int i) {
-        const int e = tid + i * NCP, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
-        const bool in = j0 + j < nkeys;
-        const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
-        const int off = c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8);
-        cp16(Ks + kb * FW_TILE + off, (const __half *)a.kc + row * a.ldk + hk * FW_HD + 8 * c8, in);
-        cp16(Vs + vb * FW_TILE + off, (const __half *)a.vc + row * a.ldv + hk * FW_HD + 8 * c8, in);
-    };
+     * (zeros past nkeys) */
     auto load = [&](int64_t j0, int kb, int vb) {
-        if (WS) {                  /* the copier, in few registers */
-            #pragma unroll 1
-            for (int i = 0; i < FW_BC * FW_HD / 8 / NCP; i++)
-                load_i(j0, kb, vb, i);
-        } else {
-            #pragma unroll
-            for (int i = 0; i < FW_BC * FW_HD / 8 / NCP; i++)
-                load_i(j0, kb, vb, i);
+        #pragma unroll
+        for (int i = 0; i < FW_BC * FW_HD / 8 / FW_THREADS; i++) {
+            const int e = tid + i * FW_THREADS, j = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
+            const bool in = j0 + j < nkeys;
+            const int64_t row = slot * a.kv_rows + (in ? j0 + j : 0);
+            const int off = c8 / 8 * FW_TSLICE + wg_swz(j, c8 % 8);
+            cp16(Ks + kb * FW_TILE + off, (const __half *)a.kc + row * a.ldk + hk * FW_HD + 8 * c8, in);
+            cp16(Vs + vb * FW_TILE + off, (const __half *)a.vc + row * a.ldv + hk * FW_HD + 8 * c8, in);
         }
     };
-    if (!WS) {
-        load(0, 0, 0);
-        cp_commit();
-    }
-    for (int e = tid; e < FW_BR * FW_HD / 8; e += NTHR) {
+    load(0, 0, 0);
+    cp_commit();
+    for (int e = tid; e < FW_BR * FW_HD / 8; e += FW_THREADS) {
         const int r = e / (FW_HD / 8), c8 = e % (FW_HD / 8);
         float4 v0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v1 = v0;
         if (r < rows) {
@@ -204,52 +168,6 @@ __global__ void __launch_bounds__(WS ? FS_THREADS : FW_THREADS, 1) k_fattn_wg(fa
         u.w = mma_h2(v1.z, v1.w);
         *(uint4 *)(Qs + c8 / 8 * FW_QSLICE + wg_swz(r, c8 % 8)) = u;
     }
-    /* WS: the last position the rows of computing warpgroup c see (-1: it
-     * has none); c takes the tiles from key 0 up to it */
-    int64_t lastc[2] = { -1, -1 };
-    if (WS) {
-        #pragma unroll
-        for (int c = 0; c < 2; c++)
-            if (64 * c < rows)
-                lastc[c] = p0 + (64 * c + 63 < rows ? 64 * c + 63 : rows - 1);
-        wg_proxy_fence();          /* the query rows' stores: visible to the products */
-        __syncthreads();
-    }
-    if (WS && g < 0) {
-        /* the copier: tile j into buffer j % 2 once the warpgroups that
-         * took tile j - 2 from it are done, then tile j - 1 (landed) to
-         * those that take it */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-        int64_t j = 0, j0 = 0;
-        for (; j0 < nkeys; j0 += FW_BC, j++) {
-            const int b = (int)(j & 1);
-            if (j > 0) {
-                cp_wait<0>();
-                wg_proxy_fence();
-                #pragma unroll
-                for (int c = 0; c < 2; c++)
-                    if (j0 - FW_BC <= lastc[c])
-                        fs_arrive(FS_FULL(b ^ 1, c));
-            }
-            if (j > 1) {
-                #pragma unroll
-                for (int c = 0; c < 2; c++)
-                    if (j0 - 2 * FW_BC <= lastc[c])
-                        fs_sync(FS_EMPTY(b, c));
-            }
-            load(j0, b, b);
-            cp_commit();
-        }
-        cp_wait<0>();
-        wg_proxy_fence();
-        #pragma unroll
-        for (int c = 0; c < 2; c++)
-            if (j0 - FW_BC <= lastc[c])
-                fs_arrive(FS_FULL((int)((j - 1) & 1), c));
-        return;
-    }
-    if (WS)
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 
     float o[128];
     #pragma unroll
@@ -279,31 +197,6 @@ __global__ void __launch_bounds__(WS ? FS_THREADS : FW_THREADS, 1) k_fattn_wg(fa
             fw_mma_o(o, pa[kk], fw_desc_n(Vs + vb * FW_TILE + kk * 16 * 128));
     };
 
-    if (WS) {
-        /* the warpgroup's tiles: its scores, their softmax, its outputs,
-         * in turn, each once the copier says it has landed; the buffer
-         * back to the copier when a tile will come into it */
-        int buf = 0;
-        for (int64_t j0 = 0; busy && j0 <= last; j0 += FW_BC, buf ^= 1) {
-            fs_sync(FS_FULL(buf, g));
-            float s[32];
-            wg_fence();
-            scores(s, buf);
-            wg_commit();
-            wg_wait0();
-            uint32_t pa[FW_BC / 16][4];
-            float f[2];
-            fa_online<FW_BC / 8>(s, j0 + FW_BC - 1 > p0 + 64 * g + 16 * w, j0, pos, sl2, mx,
-                                 sum, pa, f);
-            fa_rescale<32>(o, f);
-            wg_fence();
-            outputs(pa, buf);
-            wg_commit();
-            wg_wait0();
-            if (j0 + 2 * FW_BC < nkeys)
-                fs_arrive(FS_EMPTY(buf, g));
-        }
-    } else {
     /* each tile: its scores, their softmax, its outputs, in turn */
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
@@ -335,7 +228,6 @@ __global__ void __launch_bounds__(WS ? FS_THREADS : FW_THREADS, 1) k_fattn_wg(fa
         __syncthreads();           /* before this buffer takes the tile after next */
     }
     cp_wait<0>();
-    }
     if (!busy)
         return;
 
@@ -361,7 +253,5 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    if (c->fattn_ws)
-        return fa_launch(be, k_fattn_wg<true>, grid, FS_THREADS, FW_SMEM, *a, "k_fattn_ws");
-    return fa_launch(be, k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
+    return fa_launch(be, k_fattn_wg, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
 }
