@@ -122,6 +122,12 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
 
 #define FW_SMEM (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)
 
+/* ONE (Q36_CUDA_FATTNWG1B=1, off by default; session 40): one block
+ * barrier a tile instead of two. The barrier after a tile's copies have
+ * landed also says every warp is done with the tile before, so the next
+ * tile's copies go into that buffer after it, and the barrier at the end
+ * of each tile goes. The same products in the same order as without it. */
+template <bool ONE>
 __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
@@ -200,12 +206,21 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
     /* each tile: its scores, their softmax, its outputs, in turn */
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
+        if (ONE) {
+            cp_wait<0>();          /* this thread's copies of tile j0 have landed */
+            wg_proxy_fence();      /* ... the query rows' stores too: visible to the products */
+            __syncthreads();       /* everyone's, and every warp is past the tile before */
+            if (j0 + FW_BC < nkeys)
+                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
+            cp_commit();
+        } else {
         if (j0 + FW_BC < nkeys)
             load(j0 + FW_BC, buf ^ 1, buf ^ 1);
         cp_commit();
         cp_wait<1>();              /* this thread's copies of tile j0 have landed */
         wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
         __syncthreads();
+        }
         if (busy && j0 <= last) {
             /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
             float s[32];
@@ -225,7 +240,8 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
             wg_commit();
             wg_wait0();
         }
-        __syncthreads();           /* before this buffer takes the tile after next */
+        if (!ONE)
+            __syncthreads();       /* before this buffer takes the tile after next */
     }
     cp_wait<0>();
     if (!busy)
@@ -253,5 +269,7 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    return fa_launch(be, k_fattn_wg, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
+    if (c->fattn_wg1b)
+        return fa_launch(be, k_fattn_wg<true>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
+    return fa_launch(be, k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
 }
