@@ -214,12 +214,12 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
                 load(j0 + FW_BC, buf ^ 1, buf ^ 1);
             cp_commit();
         } else {
-        if (j0 + FW_BC < nkeys)
-            load(j0 + FW_BC, buf ^ 1, buf ^ 1);
-        cp_commit();
-        cp_wait<1>();              /* this thread's copies of tile j0 have landed */
-        wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
-        __syncthreads();
+            if (j0 + FW_BC < nkeys)
+                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
+            cp_commit();
+            cp_wait<1>();          /* this thread's copies of tile j0 have landed */
+            wg_proxy_fence();      /* ... the query rows' stores too: visible to the products */
+            __syncthreads();
         }
         if (busy && j0 <= last) {
             /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
