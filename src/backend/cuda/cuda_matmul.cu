@@ -506,8 +506,9 @@ __global__ void k_matvec8_q80(mv_jobs J, int64_t K, const int8_t *__restrict__ q
  * Session 35 measured this kernel slower than the dp4a one (a 16-row step
  * 0.918 against 0.528 ms) when one thread finished each output alone,
  * reading each block's scale from global memory and its L partials from
- * local memory; session 39 wrote the finish above (not yet run on a
- * GPU). */
+ * local memory; session 39 wrote the finish above, and on an H100 the
+ * step was as slow (0.943 against 0.520 ms; bench/results/
+ * 2026-12-07-cuda-session40/): the finish was not what held it back. */
 template <int L>
 __device__ __forceinline__ void q80tc_finish(const int *tc_s, const float *dws,
                                              const float2 *__restrict__ dx, int64_t nb,

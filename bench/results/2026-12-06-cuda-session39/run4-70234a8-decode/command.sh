@@ -3,8 +3,9 @@
 # on the machine warm from run3 (llama.cpp unpacked there): decode beside llama.cpp, then the
 # defaults against Q36_CUDA_Q8KEEP=1 (norms write the int8 rows the next products read), two
 # rounds, q36 alone
-# (tests/gpu/device.sh unpacked the llama.cpp parts under the GPU machine's /tmp; nothing here depends on it)
-. .cuda-carry/pre.sh; LL=/tmp/llama-cuda/llama-cuda-sm90/lib; export LD_LIBRARY_PATH=$LL:$LD_LIBRARY_PATH
+# (run3's tests/gpu/device.sh unpacked the llama.cpp build on the GPU machine's temporary disk,
+# written <device tmp> as in the record's raw files)
+. .cuda-carry/pre.sh; LL="<device tmp>/llama-cuda/llama-cuda-sm90/lib"; export LD_LIBRARY_PATH=$LL:$LD_LIBRARY_PATH
 b tg35-llama $m -p 0 -n 64 -r 3 --baseline llama.cpp --llama-lib $LL
 b tg08-llama $m08 -p 0 -n 128 -r 3 --baseline llama.cpp --llama-lib $LL
 for r in 1 2; do
