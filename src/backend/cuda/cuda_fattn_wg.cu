@@ -45,9 +45,10 @@
  * And a third warpgroup that copied the tiles (setmaxnreg 24, the two
  * computing ones 240), each computing warpgroup meeting only it through
  * named barriers instead of the two block barriers a tile (Q36_CUDA_FATTNWS,
- * session 40, the same bits): slower, 63.3 against 55.8 ms at depth 32768
- * on an H100. Nsight Compute has both forms' warps waiting at barriers
- * most (29% and 31% of their cycles): with two tile buffers the copier
+ * session 40, the same bits): slower, 24,637 against 25,733 t/s at depth
+ * 32768 on an H100 (the kernel 63.3 ms a pass, 55.8 in an earlier
+ * call). Nsight Compute has both forms' warps waiting at barriers most
+ * (29% and 31% of their cycles): with two tile buffers the copier
  * can start a tile only when both warpgroups are done with the one two
  * before, the lead this kernel's own copies have (same record).
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
