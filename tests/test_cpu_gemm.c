@@ -13,9 +13,14 @@
  *                        untouched; each output equals, bit for bit, the
  *                        same kernel on a 1 x 1 tile of its row and token
  *                        (batch invariance)
+ *   gemm_avx2_prep       the same for the AVX2 kernel over rows prepared
+ *                        once (cpu_tile_prep: the matmuls of prompts), with
+ *                        the bits of the plain AVX2 kernel
  *   gemm_dispatch        cpu_gemm_q4_K() is the AVX-512 VNNI kernel where
  *                        the quant module reports that path, else AVX2,
  *                        else the reference
+ *   gemm_prep_dispatch   cpu_gemm_q4_K_prep() is the AVX2 kernel's prepared
+ *                        form where that kernel is the pick, else NULL
  *   matmul_n_R<r>        be_matmul_n over five weights (three Q4_K sharing
  *                        one quantization, then an F32 one, then a Q4_K one
  *                        past the group limit; one output a column view)
@@ -179,12 +184,28 @@ static void test_matmul_n(be_ctx *be, int64_t R)
     free(x);
 }
 
+/* the AVX2 kernel's prepared form as a cpu_tile_fn: the rows prepared into a
+ * buffer first, as cpu_matmul.c does once per matmul; a wider stride than
+ * the form needs, to catch a kernel that assumes it */
+static void k4_prep_wrap(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                         uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const cpu_tile_prep *p = cpu_gemm_q4_K_avx2_prep();
+    const uint64_t mrb = p->bytes(K) + 32;
+    uint8_t *m = aligned_alloc(64, (size_t)((mrb * (uint64_t)nt + 63) & ~(uint64_t)63));
+    for (int64_t t = 0; t < nt; t++)
+        p->row(K, a + (uint64_t)t * arb, m + (uint64_t)t * mrb);
+    p->tile(K, w, wrb, nr, a, arb, m, mrb, nt, y, ldy);
+    free(m);
+}
+
 int main(void)
 {
     const tile_path k4[] = {
         { "ref", cpu_gemm_q4_K_ref, QUANT_PATH_REF, NULL },
         { "avx2", cpu_gemm_q4_K_avx2, QUANT_PATH_AVX2, cpu_gemm_q4_K_ref },
         { "avx512vnni", cpu_gemm_q4_K_avx512vnni, QUANT_PATH_AVX512VNNI, cpu_gemm_q4_K_ref },
+        { "avx2_prep", k4_prep_wrap, QUANT_PATH_AVX2, cpu_gemm_q4_K_avx2 },
     };
     for (size_t i = 0; i < sizeof k4 / sizeof k4[0]; i++) {
         if (!quant_path_available(k4[i].needs)) {
@@ -203,6 +224,9 @@ int main(void)
     else if (quant_path_available(QUANT_PATH_AVX2))
         want = cpu_gemm_q4_K_avx2;
     t_check("gemm_dispatch", cpu_gemm_q4_K() == want, "cpu_gemm_q4_K() is not the fastest available kernel");
+    t_check("gemm_prep_dispatch",
+            cpu_gemm_q4_K_prep() == (want == cpu_gemm_q4_K_avx2 ? cpu_gemm_q4_K_avx2_prep() : NULL),
+            "cpu_gemm_q4_K_prep() is not the prepared form of cpu_gemm_q4_K()'s kernel");
 
     be_ctx *be = NULL;
     if (be_cpu_new(2, &be, NULL)) {

@@ -13,8 +13,12 @@
  *                  quant module's pick for Q5_K is its AVX-512 dot and VNNI
  *                  is there, the AVX2 kernel where the pick is its AVX2
  *                  dot, else NULL
+ *   gemm_k5.prep_pick  cpu_gemm_q5_K_prep() is the AVX2 kernel's prepared
+ *                  form where that kernel is the pick, else NULL
  *   gemm_k5avx2.q5_K_K<K>_<nr>x<nt>[_padded|_extreme]_<kernel> (avx2,
- *       picked where the pick is the AVX2 dot): every output of the tile
+ *       avx2_prep: the AVX2 tile over rows prepared once as cpu_matmul.c
+ *       makes them for prompts, picked where the pick is the AVX2 dot):
+ *       every output of the tile
  *       equals the quant module's AVX2 Q5_K dot bit for bit (that order
  *       has no plain C form); run wherever AVX2 is, AVX-512 CPUs included
  *
@@ -85,7 +89,13 @@ static quant_dot_fn dot_avx2(void)
     return quant_vec_dot_fn_path(QT_Q5_K, QUANT_PATH_AVX2);
 }
 
-/* the AVX2 kernel against the AVX2 dot's bits */
+static void avx2_prep(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                      uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    run_prep(cpu_gemm_q5_K_avx2_prep(), K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+/* the AVX2 kernel (plain and over prepared rows) against the AVX2 dot's bits */
 static void test_q5_K_avx2(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
 {
     char name[128];
@@ -102,9 +112,10 @@ static void test_q5_K_avx2(int64_t K, int64_t nr, int64_t nt, int pad, int extre
     const bool picked = dot_avx2() == quant_vec_dot_fn(QT_Q5_K);
     const kernel ks[] = {
         { "avx2", cpu_gemm_q5_K_avx2 },
+        { "avx2_prep", avx2_prep },
         { "picked", picked ? cpu_gemm_q5_K() : NULL },
     };
-    check_case(name, K, w, wrb, nr, a, arb, nt, dot_avx2(), NULL, ks, picked ? 2 : 1);
+    check_case(name, K, w, wrb, nr, a, arb, nt, dot_avx2(), NULL, ks, picked ? 3 : 2);
     free(w);
     free(a);
 }
@@ -118,6 +129,8 @@ static void test_pick(void)
     t_check("gemm_k5.pick", want ? got == cpu_gemm_q5_K_avx512vnni : want2 ? got == cpu_gemm_q5_K_avx2 : got == NULL,
             "cpu_gemm_q5_K() is %s, want %s", got ? "a kernel" : "NULL",
             want ? "the AVX-512 kernel" : want2 ? "the AVX2 kernel" : "NULL");
+    t_check("gemm_k5.prep_pick", cpu_gemm_q5_K_prep() == (want2 ? cpu_gemm_q5_K_avx2_prep() : NULL),
+            "cpu_gemm_q5_K_prep() is not the prepared form of the picked kernel");
 }
 
 /* ------------------------------------------------------------ bench */

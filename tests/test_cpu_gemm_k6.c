@@ -4,10 +4,15 @@
  *
  *   gemm_k6.q6_K_K<K>_<nr>x<nt>[_padded|_extreme]_dot_ref
  *       the plain C order (cpu_dot_q6_K_ggml_ref) equals cpu_dot_q6_K_ggml
- *   ..._<kernel>   (ref, avx2, avx512vnni, picked)
+ *   ..._<kernel>   (ref, avx2, avx2_prep: the AVX2 tile over rows prepared
+ *                  once as cpu_matmul.c makes them for prompts, avx512vnni,
+ *                  picked)
  *       every output of the tile equals cpu_dot_q6_K_ggml of its row and
  *       token bit for bit (so also batch-invariant), and the padding of a
  *       wider output stride stays untouched
+ *   gemm_k6.prep_pick
+ *       cpu_gemm_q6_K_prep() is the AVX2 kernel's prepared form where that
+ *       kernel is the pick, else NULL
  *
  * over the reduction lengths of the Qwen3.5/3.6 files (1024, 2048, 3584,
  * 512) and 256, tiles of 1..13 rows x 1..20 tokens that are not multiples
@@ -47,6 +52,12 @@ static uint8_t *w_rows(t_rng *r, int64_t K, int64_t n, uint64_t stride, int extr
     return weight_rows(r, K, n, stride, WB, fix_block, extreme);
 }
 
+static void avx2_prep(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                      uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    run_prep(cpu_gemm_q6_K_avx2_prep(), K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
 /* pad: extra bytes in the weight and activation row strides (odd, so rows
  * start unaligned); extreme: w_rows/q8k_rows' integer-limit data */
 static void test_q6_K(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
@@ -61,6 +72,7 @@ static void test_q6_K(int64_t K, int64_t nr, int64_t nt, int pad, int extreme)
     const kernel ks[] = {
         { "ref", cpu_gemm_q6_K_ref },
         { "avx2", quant_path_available(QUANT_PATH_AVX2) ? cpu_gemm_q6_K_avx2 : NULL },
+        { "avx2_prep", quant_path_available(QUANT_PATH_AVX2) ? avx2_prep : NULL },
         { "avx512vnni", quant_path_available(QUANT_PATH_AVX512VNNI) ? cpu_gemm_q6_K_avx512vnni : NULL },
         { "picked", cpu_gemm_q6_K() },
     };
@@ -103,5 +115,8 @@ int main(int argc, char **argv)
         return t_exit();
     }
     tile_cases(test_q6_K);
+    const bool avx2 = cpu_gemm_q6_K() == cpu_gemm_q6_K_avx2;
+    t_check("gemm_k6.prep_pick", cpu_gemm_q6_K_prep() == (avx2 ? cpu_gemm_q6_K_avx2_prep() : NULL),
+            "cpu_gemm_q6_K_prep() is not the prepared form of the picked kernel");
     return t_exit();
 }

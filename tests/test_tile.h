@@ -19,6 +19,20 @@
 #define LDY_PAD 3
 #define SENTINEL 0x7FC0DEADu      /* a NaN payload no kernel writes */
 
+/* A prepared tile (cpu_gemm.h's cpu_tile_prep) as cpu_matmul.c runs it:
+ * the nt rows' forms made into one buffer first, 48 bytes wider a row
+ * than the form needs (rows 16-byte aligned, not 32), then the tile. */
+static void run_prep(const cpu_tile_prep *p, int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                     const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const uint64_t mrb = p->bytes(K) + 48;
+    uint8_t *m = aligned_alloc(64, (size_t)((mrb * (uint64_t)nt + 16 + 63) & ~(uint64_t)63));
+    for (int64_t t = 0; t < nt; t++)
+        p->row(K, a + (uint64_t)t * arb, m + 16 + (uint64_t)t * mrb);
+    p->tile(K, w, wrb, nr, a, arb, m + 16, mrb, nt, y, ldy);
+    free(m);
+}
+
 /* Runs fn into a fresh padded output and compares with want (nt x nr). */
 static void check_tile(const char *name, cpu_tile_fn fn, int64_t K, const uint8_t *w, uint64_t wrb,
                        int64_t nr, const uint8_t *a, uint64_t arb, int64_t nt, const float *want)

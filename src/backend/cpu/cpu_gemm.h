@@ -52,6 +52,32 @@ void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q4_K(void);
 
+/* A kernel that rearranges each activation row before its products (the
+ * AVX2 Q4_K, Q5_K and Q6_K tiles: cpu_gemm_mix.h's byte order and the
+ * sums of 32 the Q4_K tile's mins take; one form for the three) can
+ * take the rows rearranged once per matmul, where a prompt's rows would
+ * otherwise be rearranged again for every tile of the weight they meet:
+ *   bytes(K)       bytes of one row's prepared form (a multiple of 16);
+ *   row(K, a, m)   writes the form of activation row a at m (16-byte
+ *                  aligned);
+ *   tile(K, w, wrb, nr, a, arb, m, mrb, nt, y, ldy)
+ *                  the kernel's fn with row t's form at m + t * mrb beside
+ *                  row t itself; the same outputs, bit for bit.
+ * cpu_gemm_q4_K_avx2_prep() is the AVX2 kernel's (call only where
+ * quant_path_available(QUANT_PATH_AVX2); NULL off x86-64);
+ * cpu_gemm_q4_K_prep() is the prepared form of cpu_gemm_q4_K()'s kernel,
+ * or NULL where that kernel takes its rows as they are; the same for
+ * Q5_K and Q6_K below. Forms with the same row function are the same
+ * form. A form is 1.0625 bytes an element (272 bytes a block of 256). */
+typedef struct {
+    uint64_t (*bytes)(int64_t K);
+    void (*row)(int64_t K, const uint8_t *a, uint8_t *m);
+    void (*tile)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                 uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y, int64_t ldy);
+} cpu_tile_prep;
+const cpu_tile_prep *cpu_gemm_q4_K_avx2_prep(void);
+const cpu_tile_prep *cpu_gemm_q4_K_prep(void);
+
 /* cpu_gemm_k6.c: Q6_K weights, Q8_K activations. Unlike Q4_K's, these give
  * for every output exactly the bits of cpu_dot_q6_K_ggml (cpu_qdot.c:
  * ggml's x86 order, eight int32 lanes per block, which is what pick_dot
@@ -70,6 +96,8 @@ void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
 void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q6_K(void);
+const cpu_tile_prep *cpu_gemm_q6_K_avx2_prep(void);
+const cpu_tile_prep *cpu_gemm_q6_K_prep(void);
 
 /* cpu_gemm_k5.c: Q5_K weights, Q8_K activations, every output with the
  * bits of the quant module's AVX-512 Q5_K dot (sixteen int32 lanes and
@@ -94,5 +122,7 @@ void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                         const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
 cpu_tile_fn cpu_gemm_q5_K(void);
+const cpu_tile_prep *cpu_gemm_q5_K_avx2_prep(void);
+const cpu_tile_prep *cpu_gemm_q5_K_prep(void);
 
 #endif

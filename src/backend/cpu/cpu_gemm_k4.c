@@ -543,7 +543,8 @@ K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX
  * of rows in 16 groups of 4 tokens, and each group would decode the
  * pair's scales, interleave its rows' code bytes and split their nibbles
  * again. k4p_pack writes that once per pair and block (K4P_BYTES), and
- * mix_acts the group's activations once, both in cpu_gemm_mix.h's order
+ * the activations' prepared forms (cpu_mix_prep_row: once per matmul where
+ * cpu_matmul.c makes them, else once per group) are in cpu_gemm_mix.h's order
  * for sub-blocks k = 2c and k' = 2c + 1 (one 32-byte stretch of codes, low
  * and high nibbles; a row is a 128-bit lane here, so the 16 bytes of half
  * h of mix_pair's v0 and v1 are vectors v = 2h and 2h + 1). Four
@@ -555,8 +556,8 @@ K4_PAIRX(1) K4_PAIRX(2) K4_PAIRX(3) K4_PAIRX(4) K4_PAIRX(5) K4_PAIRX(6) K4_PAIRX
  * k4_pairxT_avx2 takes 2 and 1 (the multiplier is what the AVX2 tile waits
  * on: on a Zen 1 it has one such port and splits each 256-bit op in two).
  * The int32 lanes are k4_pairxT_avx2's, so are the float operations: the
- * same bits. k4p_bsums writes the activations' sub-block sums as int16
- * once per group. Rows whose pack would pass K4P_PACK (K > 16896), and
+ * same bits. The forms carry the activations' sums of 32 as int16 for
+ * the mins. Rows whose pack would pass K4P_PACK (K > 16896), and
  * tiles of one group of tokens, take k4_pairxT_avx2. (The pack before
  * this one, one vpmaddwd per sub-block: 6.1-6.6 -> 5.9-6.0 ticks against
  * k4_pairxT_avx2, as above; broadcasting the activations into a pack
@@ -598,27 +599,14 @@ XAVX2 static void k4p_pack(int64_t nb, const uint8_t *w0, const uint8_t *w1, uin
     }
 }
 
-/* B_k of u tokens (k4_acc1's b16), 16 bytes per token and block at
- * bs + (4 * b + t) * 16 */
-XAVX2 static void k4p_bsums(int64_t nb, const uint8_t *a, uint64_t arb, int64_t u, uint8_t *bs)
-{
-    for (int64_t t = 0; t < u; t++)
-        for (int64_t b = 0; b < nb; b++) {
-            const __m256i b32 = _mm256_madd_epi16(
-                _mm256_loadu_si256((const __m256i *)(a + (uint64_t)t * arb + b * K4_AB + 260)), _mm256_set1_epi16(1));
-            _mm_store_si128((__m128i *)(bs + (4 * b + t) * 16),
-                            _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1)));
-        }
-}
-
 XAVX2 static inline __m256i k4p_b16(const uint8_t *p)
 {
     return _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)p));
 }
 
 XAVX2 __attribute__((always_inline)) static inline void
-k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const uint8_t *ap,
-           const uint8_t *bs, const int T, float *y, int64_t ldy, int two)
+k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const uint8_t *m,
+           uint64_t mrb, const int T, float *y, int64_t ldy, int two)
 {
     __m256 acc[4];
 #pragma GCC unroll 4
@@ -636,7 +624,7 @@ k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const 
             const __m256i c2 = _mm256_load_si256(v + 4 * c + 2), c3 = _mm256_load_si256(v + 4 * c + 3);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                const uint8_t *q = ap + ((t * nb + b) * 4 + c) * 64;
+                const uint8_t *q = m + (uint64_t)t * mrb + (b * 4 + c) * 64;
                 const __m256i s = _mm256_add_epi16(
                     _mm256_add_epi16(_mm256_maddubs_epi16(c0, k4p_b16(q)), _mm256_maddubs_epi16(c1, k4p_b16(q + 32))),
                     _mm256_add_epi16(_mm256_maddubs_epi16(c2, k4p_b16(q + 16)), _mm256_maddubs_epi16(c3, k4p_b16(q + 48))));
@@ -648,7 +636,7 @@ k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const 
         const uint8_t *ab = a + b * K4_AB;
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
-            const __m256i ms = _mm256_madd_epi16(mn16, k4p_b16(bs + (4 * b + t) * 16));
+            const __m256i ms = _mm256_madd_epi16(mn16, k4p_b16(m + (uint64_t)t * mrb + nb * MIX_ABYTES + b * 16));
             acc[t] = k4_pair_acc(acc[t], isum[t], ms, dv, dm, ab + (uint64_t)t * arb);
         }
     }
@@ -659,14 +647,16 @@ k4p_pairxT(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, const 
 
 #define K4P_PAIRX(T)                                                                            \
     XAVX2 static void k4p_pairx##T(int64_t nb, const uint8_t *pk, const uint8_t *a, uint64_t arb, \
-                                   const uint8_t *ap, const uint8_t *bs, float *y, int64_t ldy, int two) \
+                                   const uint8_t *m, uint64_t mrb, float *y, int64_t ldy, int two) \
     {                                                                                           \
-        k4p_pairxT(nb, pk, a, arb, ap, bs, T, y, ldy, two);                                     \
+        k4p_pairxT(nb, pk, a, arb, m, mrb, T, y, ldy, two);                                     \
     }
 K4P_PAIRX(1) K4P_PAIRX(2) K4P_PAIRX(3) K4P_PAIRX(4)
 
-XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
-                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+/* The tile over rows t of a with their prepared forms at m + t * mrb, or
+ * (m NULL) forms made here for each group of 4 tokens. */
+XAVX2 static void k4_tile(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                          uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y, int64_t ldy)
 {
     typedef void (*pair_fn)(int64_t, const uint8_t *, const uint8_t *, const uint8_t *, uint64_t,
                             float *, int64_t, int);
@@ -688,11 +678,11 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     const int64_t pairs = K4P_PACK / (K4P_BYTES * nb);
     if (pairs >= 1 && nt > K4_PAIR_T) {
         typedef void (*pk_fn)(int64_t, const uint8_t *, const uint8_t *, uint64_t, const uint8_t *,
-                              const uint8_t *, float *, int64_t, int);
+                              uint64_t, float *, int64_t, int);
         static const pk_fn ptab[4] = { k4p_pairx1, k4p_pairx2, k4p_pairx3, k4p_pairx4 };
         _Alignas(32) uint8_t pk[K4P_PACK];
-        _Alignas(32) uint8_t bs[K4P_NB * 4 * 16];
-        _Alignas(32) uint8_t ap[K4P_NB * 4 * MIX_ABYTES];
+        _Alignas(32) uint8_t mg[4 * K4P_NB * MIX_PREP_BYTES];
+        const uint64_t grb = (uint64_t)nb * MIX_PREP_BYTES;
         for (int64_t r0 = 0; r0 < nr; r0 += 2 * pairs) {
             const int64_t r1 = nr - r0 < 2 * pairs ? nr : r0 + 2 * pairs;
             for (int64_t r = r0; r < r1; r += 2) {
@@ -702,11 +692,13 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             }
             for (int64_t t0 = 0; t0 < nt; t0 += 4) {
                 const int64_t u = nt - t0 < 4 ? nt - t0 : 4;
-                k4p_bsums(nb, a + (uint64_t)t0 * arb, arb, u, bs);
-                mix_acts(nb, a + (uint64_t)t0 * arb, arb, u, ap);
+                const uint8_t *mt = m ? m + (uint64_t)t0 * mrb : mg;
+                if (!m)
+                    for (int64_t t = 0; t < u; t++)
+                        cpu_mix_prep_row(K, a + (uint64_t)(t0 + t) * arb, mg + (uint64_t)t * grb);
                 for (int64_t r = r0; r < r1; r += 2)
-                    ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, ap, bs,
-                                y + t0 * ldy + r, ldy, r1 - r >= 2);
+                    ptab[u - 1](nb, pk + (r - r0) / 2 * nb * K4P_BYTES, a + (uint64_t)t0 * arb, arb, mt,
+                                m ? mrb : grb, y + t0 * ldy + r, ldy, r1 - r >= 2);
             }
         }
         return;
@@ -720,6 +712,31 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
         }
     }
 }
+
+XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    k4_tile(K, w, wrb, nr, a, arb, NULL, 0, nt, y, ldy);
+}
+
+XAVX2 static void k4p_prep_tile(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                                uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y,
+                                int64_t ldy)
+{
+    k4_tile(K, w, wrb, nr, a, arb, m, mrb, nt, y, ldy);
+}
+
+static const cpu_tile_prep k4_prep_avx2 = { cpu_mix_prep_bytes, cpu_mix_prep_row, k4p_prep_tile };
+
+const cpu_tile_prep *cpu_gemm_q4_K_avx2_prep(void)
+{
+    return &k4_prep_avx2;
+}
+
+const cpu_tile_prep *cpu_gemm_q4_K_prep(void)
+{
+    return cpu_gemm_q4_K() == cpu_gemm_q4_K_avx2 ? &k4_prep_avx2 : NULL;
+}
 #else
 void cpu_gemm_q4_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
@@ -731,5 +748,15 @@ void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                         const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
     cpu_gemm_q4_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+const cpu_tile_prep *cpu_gemm_q4_K_avx2_prep(void)
+{
+    return NULL;
+}
+
+const cpu_tile_prep *cpu_gemm_q4_K_prep(void)
+{
+    return NULL;
 }
 #endif

@@ -287,7 +287,8 @@ X512 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, in
  * The tile packs each row once per call (K5P_BYTES a block: the 5-bit
  * codes of sub-blocks 2c and 2c + 1 in cpu_gemm_mix.h's order, their
  * scales alternating, the mins doubled for the bsums, d and dmin) and the
- * token group's activations once (mix_acts): two vpmaddubsw summed in
+ * token group's activations once (their prepared forms, cpu_gemm_mix.h;
+ * once per matmul where cpu_matmul.c makes them): two vpmaddubsw summed in
  * int16 (each at most 2 * 31 * 128) and one vpmaddwd per 64 elements,
  * where the dot takes two of each. Tiles of at most 4 tokens (decode) and
  * rows whose pack would pass K5P_PACK (K > 27904) take the dot per
@@ -329,7 +330,8 @@ XAVX2 static void k5p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
 }
 
 XAVX2 __attribute__((always_inline)) static inline void
-k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at, const int T, float *res)
+k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *m, uint64_t mrb, const uint8_t *const *at, const int T,
+           float *res)
 {
     __m256 acc[4];
     float mins[4];
@@ -350,9 +352,9 @@ k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *cons
             const __m256i s16 = _mm256_load_si256(v + 8 + c);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                const __m256i *q = (const __m256i *)(ap + ((t * nb + b) * 4 + c) * 64);
-                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(q)),
-                                                   _mm256_maddubs_epi16(c1, _mm256_load_si256(q + 1)));
+                const __m256i *q = (const __m256i *)(m + (uint64_t)t * mrb + (b * 4 + c) * 64);
+                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_loadu_si256(q)),
+                                                   _mm256_maddubs_epi16(c1, _mm256_loadu_si256(q + 1)));
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s, s16));
             }
         }
@@ -364,12 +366,12 @@ k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *cons
             float da;
             memcpy(&da, ab, 4);
             const __m256i p = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)(ab + 260)));
-            __m128i m = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-            m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
-            m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+            __m128i ms = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+            ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0x4E));
+            ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0xB1));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(isum[t]), acc[t]);
             const float dm = da * dmin;
-            const float mt = dm * (float)_mm_cvtsi128_si32(m);
+            const float mt = dm * (float)_mm_cvtsi128_si32(ms);
             mins[t] = mins[t] + mt;
         }
     }
@@ -384,18 +386,20 @@ k5p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *cons
 
 #define K5P_ROW(T)                                                                               \
     XAVX2 __attribute__((noinline)) static void k5p_row##T(int64_t nb, const uint8_t *pk,        \
-                                                          const uint8_t *ap,                     \
+                                                          const uint8_t *m, uint64_t mrb,        \
                                                           const uint8_t *const *at, float *res)  \
     {                                                                                            \
-        k5p_row1xT(nb, pk, ap, at, T, res);                                                      \
+        k5p_row1xT(nb, pk, m, mrb, at, T, res);                                                  \
     }
 K5P_ROW(1)
 K5P_ROW(2)
 K5P_ROW(3)
 K5P_ROW(4)
 
-XAVX2 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
-                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+/* The tile over rows t of a with their prepared forms at m + t * mrb, or
+ * (m NULL) forms made per group of tokens. */
+XAVX2 static void k5_tile(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                          uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y, int64_t ldy)
 {
     const int64_t nb = K / 256;
     const int64_t rows = K5P_PACK / (K5P_BYTES * nb);
@@ -408,8 +412,26 @@ XAVX2 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     }
     static const mix_row_fn ptab[4] = { k5p_row1, k5p_row2, k5p_row3, k5p_row4 };
     _Alignas(32) uint8_t pk[K5P_PACK];
-    _Alignas(32) uint8_t ap[K5P_NB * 4 * MIX_ABYTES];
-    mix_row_tiles(nb, w, wrb, nr, a, arb, nt, y, ldy, rows, K5P_BYTES, k5p_pack, ptab, pk, ap);
+    _Alignas(32) uint8_t mg[4 * K5P_NB * MIX_PREP_BYTES];
+    mix_row_tiles(nb, w, wrb, nr, a, arb, m, mrb, nt, y, ldy, rows, K5P_BYTES, k5p_pack, ptab, pk, mg);
+}
+
+XAVX2 void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    k5_tile(K, w, wrb, nr, a, arb, NULL, 0, nt, y, ldy);
+}
+
+static const cpu_tile_prep k5_prep_avx2 = { cpu_mix_prep_bytes, cpu_mix_prep_row, k5_tile };
+
+const cpu_tile_prep *cpu_gemm_q5_K_avx2_prep(void)
+{
+    return &k5_prep_avx2;
+}
+
+const cpu_tile_prep *cpu_gemm_q5_K_prep(void)
+{
+    return cpu_gemm_q5_K() == cpu_gemm_q5_K_avx2 ? &k5_prep_avx2 : NULL;
 }
 #else
 void cpu_gemm_q5_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
@@ -422,5 +444,15 @@ void cpu_gemm_q5_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                         const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
     cpu_gemm_q5_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+const cpu_tile_prep *cpu_gemm_q5_K_avx2_prep(void)
+{
+    return NULL;
+}
+
+const cpu_tile_prep *cpu_gemm_q5_K_prep(void)
+{
+    return NULL;
 }
 #endif

@@ -395,7 +395,8 @@ K6_ROW(4)
  * groups of 4 tokens, and each group unpacked the row's 6-bit codes and
  * shuffled its scales again. k6p_pack writes, per row and block
  * (K6P_BYTES), the codes of groups 2c and 2c + 1 in cpu_gemm_mix.h's
- * order (mix_acts gives the activations the same), their scale vectors
+ * order (the activations' prepared forms have the same: cpu_gemm_mix.h,
+ * made once per matmul where cpu_matmul.c makes them), their scale vectors
  * (int16 lanes alternating the two groups' scales: sub-blocks 4c and
  * 4c + 2 in the low 128-bit lane, 4c + 1 and 4c + 3 in the high one), the
  * 16 scales widened and the f32 d. Two vpmaddubsw summed in int16 (each at
@@ -446,7 +447,8 @@ XAVX2 static void k6p_pack(int64_t nb, const uint8_t *w, uint8_t *pk)
 }
 
 XAVX2 __attribute__((always_inline)) static inline void
-k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at, const int T, float *res)
+k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *m, uint64_t mrb, const uint8_t *const *at, const int T,
+           float *res)
 {
     __m256 acc[4];
 #pragma GCC unroll 4
@@ -464,9 +466,9 @@ k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *cons
             const __m256i s16 = _mm256_load_si256(v + 8 + c);
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                const __m256i *q = (const __m256i *)(ap + ((t * nb + b) * 4 + c) * 64);
-                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(q)),
-                                                   _mm256_maddubs_epi16(c1, _mm256_load_si256(q + 1)));
+                const __m256i *q = (const __m256i *)(m + (uint64_t)t * mrb + (b * 4 + c) * 64);
+                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_loadu_si256(q)),
+                                                   _mm256_maddubs_epi16(c1, _mm256_loadu_si256(q + 1)));
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, s));
             }
         }
@@ -483,18 +485,20 @@ k6p_row1xT(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *cons
 
 #define K6P_ROW(T)                                                                               \
     XAVX2 __attribute__((noinline)) static void k6p_row##T(int64_t nb, const uint8_t *pk,        \
-                                                          const uint8_t *ap,                     \
+                                                          const uint8_t *m, uint64_t mrb,        \
                                                           const uint8_t *const *at, float *res)  \
     {                                                                                            \
-        k6p_row1xT(nb, pk, ap, at, T, res);                                                      \
+        k6p_row1xT(nb, pk, m, mrb, at, T, res);                                                  \
     }
 K6P_ROW(1)
 K6P_ROW(2)
 K6P_ROW(3)
 K6P_ROW(4)
 
-XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
-                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+/* The tile over rows t of a with their prepared forms at m + t * mrb, or
+ * (m NULL) forms made per group of tokens. */
+XAVX2 static void k6_tile(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                          uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y, int64_t ldy)
 {
     typedef void (*fn)(int64_t, const uint8_t *, const uint8_t *const *, float *);
     static const fn tab[4] = { k6_row1, k6_row2, k6_row3, k6_row4 };
@@ -504,8 +508,8 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     if (rows >= 1 && nt > 4) {
         static const mix_row_fn ptab[4] = { k6p_row1, k6p_row2, k6p_row3, k6p_row4 };
         _Alignas(32) uint8_t pk[K6P_PACK];
-        _Alignas(32) uint8_t ap[K6P_NB * 4 * MIX_ABYTES];
-        mix_row_tiles(nb, w, wrb, nr, a, arb, nt, y, ldy, rows, K6P_BYTES, k6p_pack, ptab, pk, ap);
+        _Alignas(32) uint8_t mg[4 * K6P_NB * MIX_PREP_BYTES];
+        mix_row_tiles(nb, w, wrb, nr, a, arb, m, mrb, nt, y, ldy, rows, K6P_BYTES, k6p_pack, ptab, pk, mg);
         return;
     }
     for (int64_t r = 0; r < nr; r++) {
@@ -522,6 +526,24 @@ XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
         }
     }
 }
+
+XAVX2 void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    k6_tile(K, w, wrb, nr, a, arb, NULL, 0, nt, y, ldy);
+}
+
+static const cpu_tile_prep k6_prep_avx2 = { cpu_mix_prep_bytes, cpu_mix_prep_row, k6_tile };
+
+const cpu_tile_prep *cpu_gemm_q6_K_avx2_prep(void)
+{
+    return &k6_prep_avx2;
+}
+
+const cpu_tile_prep *cpu_gemm_q6_K_prep(void)
+{
+    return cpu_gemm_q6_K() == cpu_gemm_q6_K_avx2 ? &k6_prep_avx2 : NULL;
+}
 #else
 void cpu_gemm_q6_K_avx512vnni(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
@@ -533,5 +555,15 @@ void cpu_gemm_q6_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                         const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
 {
     cpu_gemm_q6_K_ref(K, w, wrb, nr, a, arb, nt, y, ldy);
+}
+
+const cpu_tile_prep *cpu_gemm_q6_K_avx2_prep(void)
+{
+    return NULL;
+}
+
+const cpu_tile_prep *cpu_gemm_q6_K_prep(void)
+{
+    return NULL;
 }
 #endif

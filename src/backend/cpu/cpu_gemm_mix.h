@@ -1,6 +1,7 @@
-/* cpu_gemm_mix.h: the byte order the AVX2 prompt tiles of Q4_K and Q6_K
- * (cpu_gemm_k4.c, cpu_gemm_k6.c) pack both weights and activations in, so
- * that one vpmaddwd takes two 32-element groups of different scales.
+/* cpu_gemm_mix.h: the byte order the AVX2 prompt tiles of Q4_K, Q5_K and
+ * Q6_K (cpu_gemm_k4.c, cpu_gemm_k5.c, cpu_gemm_k6.c) pack both weights and
+ * activations in, so that one vpmaddwd takes two 32-element groups of
+ * different scales.
  *
  * For groups g and g' (32 bytes each; a 128-bit lane is 16 consecutive
  * elements), mix_pair writes v0 and v1: int16 lane 2j of v0 holds elements
@@ -26,35 +27,33 @@ __attribute__((target("avx2"))) static inline void mix_pair(__m256i g, __m256i g
     *v1 = _mm256_blend_epi16(_mm256_srli_epi32(g, 16), g2, 0xAA);
 }
 
-/* Q8_K activations of u tokens (rows arb bytes apart), nb blocks each,
- * mixed: groups 2c and 2c + 1 of token t's block b give v0 and v1 at
- * ap + ((t * nb + b) * 4 + c) * 64 and + 32 (256 bytes per token and block) */
+/* A Q8_K activation row's prepared form (MIX_PREP_BYTES a block, rows of
+ * K elements cpu_mix_prep_bytes(K) bytes, 16-byte aligned): its blocks
+ * mixed, groups 2c and 2c + 1 of block b giving v0 and v1 at
+ * m + (4 * b + c) * 64 and + 32 (MIX_ABYTES a block), then after all nb
+ * blocks the int16 sums of each block's eight 32-element groups (16
+ * bytes a block, at m + nb * MIX_ABYTES + 16 * b; the Q4_K tile's mins
+ * take them). cpu_mix_prep_row writes it (cpu_gemm_mix.c). */
+#define MIX_QB 292            /* a Q8_K block: f32 d, 256 codes, 16 int16 sums */
 #define MIX_ABYTES 256
-__attribute__((target("avx2"))) static inline void mix_acts(int64_t nb, const uint8_t *a, uint64_t arb,
-                                                             int64_t u, uint8_t *ap)
-{
-    for (int64_t t = 0; t < u; t++)
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *q8 = a + (uint64_t)t * arb + (uint64_t)b * 292 + 4;
-            __m256i *o = (__m256i *)(ap + (t * nb + b) * MIX_ABYTES);
-            for (int c = 0; c < 4; c++)
-                mix_pair(_mm256_loadu_si256((const __m256i *)(q8 + 64 * c)),
-                         _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)), o + 2 * c, o + 2 * c + 1);
-        }
-}
+#define MIX_PREP_BYTES (MIX_ABYTES + 16)
+uint64_t cpu_mix_prep_bytes(int64_t K);
+void cpu_mix_prep_row(int64_t K, const uint8_t *a, uint8_t *m);
 
 /* The one-row tiles (Q5_K, Q6_K) over packed rows: rows of pack_bytes a
  * block at a time are packed into pk (up to `rows` of them), then for each
- * group of up to 4 tokens the activations are mixed into ap once and
- * row[T - 1] runs each packed row against them. */
+ * group of up to 4 tokens row[T - 1] runs each packed row against the
+ * tokens' prepared forms: at m + t * mrb where the caller made them, else
+ * (m NULL) made here into mg for the group. */
 typedef void (*mix_pack_fn)(int64_t nb, const uint8_t *w, uint8_t *pk);
-typedef void (*mix_row_fn)(int64_t nb, const uint8_t *pk, const uint8_t *ap, const uint8_t *const *at,
-                           float *res);
+typedef void (*mix_row_fn)(int64_t nb, const uint8_t *pk, const uint8_t *m, uint64_t mrb,
+                           const uint8_t *const *at, float *res);
 static inline void mix_row_tiles(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
-                                 uint64_t arb, int64_t nt, float *y, int64_t ldy, int64_t rows,
-                                 uint64_t pack_bytes, mix_pack_fn pack, const mix_row_fn row[4],
-                                 uint8_t *pk, uint8_t *ap)
+                                 uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y,
+                                 int64_t ldy, int64_t rows, uint64_t pack_bytes, mix_pack_fn pack,
+                                 const mix_row_fn row[4], uint8_t *pk, uint8_t *mg)
 {
+    const uint64_t grb = (uint64_t)nb * MIX_PREP_BYTES;
     for (int64_t r0 = 0; r0 < nr; r0 += rows) {
         const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
         for (int64_t r = r0; r < r1; r++)
@@ -64,10 +63,13 @@ static inline void mix_row_tiles(int64_t nb, const uint8_t *w, uint64_t wrb, int
             const uint8_t *at[4];
             for (int t = 0; t < T; t++)
                 at[t] = a + (uint64_t)(t0 + t) * arb;
-            mix_acts(nb, at[0], arb, T, ap);
+            if (!m)
+                for (int t = 0; t < T; t++)
+                    cpu_mix_prep_row(nb * 256, at[t], mg + (uint64_t)t * grb);
             for (int64_t r = r0; r < r1; r++) {
                 float res[4];
-                row[T - 1](nb, pk + (uint64_t)(r - r0) * (uint64_t)nb * pack_bytes, ap, at, res);
+                row[T - 1](nb, pk + (uint64_t)(r - r0) * (uint64_t)nb * pack_bytes,
+                           m ? m + (uint64_t)t0 * mrb : mg, m ? mrb : grb, at, res);
                 for (int t = 0; t < T; t++)
                     y[(t0 + t) * ldy + r] = res[t];
             }

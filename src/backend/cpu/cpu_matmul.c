@@ -132,6 +132,35 @@ static int64_t row_grain(const cpu_ctx *be, int64_t N, int64_t R)
     return g > ROW_GRAIN ? g : ROW_GRAIN;
 }
 
+/* The prepared rows a prompt's tiles take (cpu_gemm.h: cpu_tile_prep),
+ * made once per matmul as the rows are quantized, or NULL: where the
+ * rows are few (a decode step) each meets its tiles once anyway. The
+ * form of K elements plus their Q8_K row is under 2.3 bytes an element,
+ * inside the 4 that cpu_matmul_scratch reserves per element of a row. */
+#define PREP_ROWS 4
+/* rows a prepared tile takes in one call: the kernel packs its weight rows
+ * once a call (cpu_gemm_k4.c), and with the rows' forms made already a
+ * larger call only saves packs (4.5% of a Q4_K pp512 pass in k4_tile's
+ * own time at 64, mostly packing) */
+#define PREP_TOK_TILE 512
+static const cpu_tile_prep *pick_prep(cpu_tile_fn tile, uint32_t type, int64_t rows)
+{
+    if (!tile || rows <= PREP_ROWS)
+        return NULL;
+    if (type == QT_Q4_K)
+        return cpu_gemm_q4_K_prep();
+    if (type == QT_Q6_K)
+        return cpu_gemm_q6_K_prep();
+    if (type == QT_Q5_K)
+        return cpu_gemm_q5_K_prep();
+    return NULL;
+}
+
+static size_t pad64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
 typedef struct {
     const be_weight *w;
     const uint8_t   *wbase;     /* the slab */
@@ -140,6 +169,9 @@ typedef struct {
     int64_t          R, K;
     quant_dot_fn     dot;
     cpu_tile_fn      tile;      /* NULL: dot per output */
+    const cpu_tile_prep *prep;  /* non-NULL: the tile over the prepared rows at mix */
+    const uint8_t   *mix;
+    uint64_t         mrb;
 } mm_job;
 
 static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
@@ -147,8 +179,14 @@ static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
     (void)tid;
     const mm_job *j = arg;
     const uint64_t wrb = j->w->row_bytes, arb = j->w->act_row_bytes;
-    for (int64_t r0 = 0; r0 < j->R; r0 += TOK_TILE) {
-        int64_t r1 = r0 + TOK_TILE < j->R ? r0 + TOK_TILE : j->R;
+    const int64_t tt = j->prep ? PREP_TOK_TILE : TOK_TILE;
+    for (int64_t r0 = 0; r0 < j->R; r0 += tt) {
+        int64_t r1 = r0 + tt < j->R ? r0 + tt : j->R;
+        if (j->prep) {
+            j->prep->tile(j->K, j->wbase + (uint64_t)n0 * wrb, wrb, n1 - n0, j->act + (uint64_t)r0 * arb, arb,
+                          j->mix + (uint64_t)r0 * j->mrb, j->mrb, r1 - r0, cpu_row(j->y, r0) + n0, j->y->ld);
+            continue;
+        }
         if (j->tile) {
             j->tile(j->K, j->wbase + (uint64_t)n0 * wrb, wrb, n1 - n0, j->act + (uint64_t)r0 * arb, arb,
                     r1 - r0, cpu_row(j->y, r0) + n0, j->y->ld);
@@ -166,21 +204,33 @@ typedef struct {
     const be_weight *w;
     const be_tensor *x;
     uint8_t         *q;
+    const cpu_tile_prep *prep;  /* and each row's prepared form at mix, or NULL */
+    uint8_t         *mix;
+    uint64_t         mrb;
 } q_job;
 
 static void q_task(void *arg, int64_t r0, int64_t r1, int tid)
 {
     (void)tid;
     const q_job *j = arg;
-    for (int64_t r = r0; r < r1; r++)
-        quant_act_quantize((uint32_t)j->w->act_type, cpu_row(j->x, r),
-                           j->q + (uint64_t)r * j->w->act_row_bytes, j->x->cols);
+    for (int64_t r = r0; r < r1; r++) {
+        uint8_t *q = j->q + (uint64_t)r * j->w->act_row_bytes;
+        quant_act_quantize((uint32_t)j->w->act_type, cpu_row(j->x, r), q, j->x->cols);
+        if (j->prep)
+            j->prep->row(j->x->cols, q, j->mix + (uint64_t)r * j->mrb);
+    }
+}
+
+static void quantize_prep_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q,
+                               const cpu_tile_prep *prep, uint8_t *mix)
+{
+    q_job j = { w, x, q, prep, mix, prep ? prep->bytes(x->cols) : 0 };
+    cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
 }
 
 static void quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q)
 {
-    q_job j = { w, x, q };
-    cpu_for(be, x->rows, Q_GRAIN, q_task, &j);
+    quantize_prep_rows(be, w, x, q, NULL, NULL);
 }
 
 void cpu_quantize_rows(be_ctx *be, const be_weight *w, const be_tensor *x, uint8_t *q)
@@ -195,16 +245,21 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1];
     assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
     assert(slab >= 0 && (uint64_t)slab < t->ne[2] * t->ne[3]);
-    uint8_t *act = cpu_scratch(be, (size_t)x->rows * w->act_row_bytes);
+    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, false);
+    const cpu_tile_prep *prep = pick_prep(tile, w->type, x->rows);
+    const size_t abytes = pad64((size_t)x->rows * w->act_row_bytes);
+    const uint64_t mrb = prep ? prep->bytes(K) : 0;
+    const size_t need = abytes + (size_t)x->rows * mrb;
+    uint8_t *act = cpu_scratch(be, need);
     if (!act) {
-        cpu_fail_scratch(be, "matmul", (size_t)x->rows * w->act_row_bytes);
+        cpu_fail_scratch(be, "matmul", need);
         return;
     }
-    quantize_rows(be, w, x, act);
+    quantize_prep_rows(be, w, x, act, prep, act + abytes);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
-        .tile = pick_tile(cpu_ctx_of(be), w->type, K, N, false),
+        .tile = tile, .prep = prep, .mix = act + abytes, .mrb = mrb,
     };
     cpu_for(be, N, row_grain(cpu_ctx_of(be), N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
@@ -247,12 +302,26 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
         CPU_PROF_BEGIN(be);
         const int64_t K = x->cols;
         assert(!x->f16);
-        uint8_t *act = cpu_scratch(be, (size_t)x->rows * w[0]->act_row_bytes);
+        /* one prepared form serves every weight whose tile takes it */
+        cpu_tile_fn tiles[MM_NMAX];
+        const cpu_tile_prep *preps[MM_NMAX], *prep = NULL;
+        for (int i = 0; i < m; i++) {
+            const int64_t N = (int64_t)w[i]->t->ne[1];
+            tiles[i] = pick_tile(cpu_ctx_of(be), w[i]->type, K, N, false);
+            preps[i] = pick_prep(tiles[i], w[i]->type, x->rows);
+            if (preps[i] && prep && preps[i]->row != prep->row)
+                preps[i] = NULL;        /* another form: that weight takes its rows as they are */
+            prep = prep ? prep : preps[i];
+        }
+        const size_t abytes = pad64((size_t)x->rows * w[0]->act_row_bytes);
+        const uint64_t mrb = prep ? prep->bytes(K) : 0;
+        const size_t need = abytes + (size_t)x->rows * mrb;
+        uint8_t *act = cpu_scratch(be, need);
         if (!act) {
-            cpu_fail_scratch(be, "matmul", (size_t)x->rows * w[0]->act_row_bytes);
+            cpu_fail_scratch(be, "matmul", need);
             return;
         }
-        quantize_rows(be, w[0], x, act);
+        quantize_prep_rows(be, w[0], x, act, prep, act + abytes);
         mmn_job j = { .n = m };
         int64_t total = 0;
         for (int i = 0; i < m; i++) {
@@ -261,7 +330,8 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
             assert((int64_t)t->ne[0] == K && y[i]->cols == N && y[i]->rows == x->rows && !y[i]->f16);
             j.jobs[i] = (mm_job){
                 .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
-                .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = pick_tile(cpu_ctx_of(be), w[i]->type, K, N, false),
+                .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = tiles[i],
+                .prep = preps[i], .mix = act + abytes, .mrb = mrb,
             };
             total += N;
             j.end[i] = total;
@@ -287,6 +357,9 @@ typedef struct {
     const int64_t   *arow;       /* activation row of each pair (dot path) */
     quant_dot_fn     dot;
     cpu_tile_fn      tile;       /* NULL: dot per output; else act row s is pair order[s] */
+    const cpu_tile_prep *prep;   /* non-NULL: the tile over the prepared rows at mix */
+    const uint8_t   *mix;
+    uint64_t         mrb;
     be_ctx          *be;
 } mmid_job;
 
@@ -300,7 +373,11 @@ static void mmid_rows(const mmid_job *j, int64_t u, int64_t n0, int64_t n1, floa
             const int64_t nt = j->start[u + 1] - s0 < TOK_TILE ? j->start[u + 1] - s0 : TOK_TILE;
             for (int64_t n = n0; n < n1; n += ROW_GRAIN) {
                 const int64_t nr = n1 - n < ROW_GRAIN ? n1 - n : ROW_GRAIN;
-                j->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb, nt, yt, nr);
+                if (j->prep)
+                    j->prep->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb,
+                                  j->mix + (uint64_t)s0 * j->mrb, j->mrb, nt, yt, nr);
+                else
+                    j->tile(j->K, slab + (uint64_t)n * wrb, wrb, nr, j->act + (uint64_t)s0 * arb, arb, nt, yt, nr);
                 for (int64_t t = 0; t < nt; t++)
                     memcpy(cpu_row(j->y, j->order[s0 + t]) + n, yt + t * nr, sizeof(float) * (size_t)nr);
             }
@@ -341,19 +418,28 @@ typedef struct {
     const int64_t   *pos;
     int64_t          k;
     bool             per_pair;
+    const cpu_tile_prep *prep;   /* and each slot's prepared form at mix, or NULL */
+    uint8_t         *mix;
+    uint64_t         mrb;
 } qid_job;
 
 static void qid_task(void *arg, int64_t r0, int64_t r1, int tid)
 {
     (void)tid;
     const qid_job *j = arg;
-    const uint64_t arb = j->w->act_row_bytes;
+    const uint64_t arb = j->w->act_row_bytes, mrb = j->mrb;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t p0 = j->per_pair ? r : r * j->k, np = j->per_pair ? 1 : j->k;
         uint8_t *first = j->q + (uint64_t)j->pos[p0] * arb;
+        uint8_t *mfirst = j->prep ? j->mix + (uint64_t)j->pos[p0] * mrb : NULL;
         quant_act_quantize((uint32_t)j->w->act_type, cpu_row(j->x, r), first, j->x->cols);
-        for (int64_t i = 1; i < np; i++)
+        if (j->prep)
+            j->prep->row(j->x->cols, first, mfirst);
+        for (int64_t i = 1; i < np; i++) {
             memcpy(j->q + (uint64_t)j->pos[p0 + i] * arb, first, arb);
+            if (j->prep)
+                memcpy(j->mix + (uint64_t)j->pos[p0 + i] * mrb, mfirst, mrb);
+        }
     }
 }
 
@@ -371,9 +457,12 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
     const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, true);
+    const cpu_tile_prep *prep = pick_prep(tile, w->type, P);
+    const uint64_t mrb = prep ? prep->bytes(K) : 0;
 
+    /* the quantized rows, their prepared forms, then the bucket tables */
     size_t qbytes = (size_t)(tile ? P : x->rows) * w->act_row_bytes;
-    size_t qpad = (qbytes + 63) & ~(size_t)63;
+    size_t qpad = pad64(qbytes) + pad64((size_t)P * mrb);
     size_t ibytes = sizeof(int64_t) * (size_t)(2 * P + 2 * (E + 1)) + sizeof(int32_t) * (size_t)E;
     uint8_t *buf = cpu_scratch(be, qpad + ibytes);
     if (!buf) {
@@ -413,7 +502,7 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     if (tile) {
         for (int64_t s = 0; s < P; s++)
             arow[order[s]] = s;
-        qid_job q = { w, x, buf, arow, k, per_pair || k == 1 };
+        qid_job q = { w, x, buf, arow, k, per_pair || k == 1, prep, buf + pad64(qbytes), mrb };
         cpu_for(be, x->rows, Q_GRAIN, qid_task, &q);
         if (cpu_tscratch_reserve(be, (size_t)TOK_TILE * ROW_GRAIN)) {
             cpu_fail_scratch(be, "expert matmul", sizeof(float) * TOK_TILE * ROW_GRAIN);
@@ -426,7 +515,7 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
         .start = start, .order = order, .arow = arow, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, true),
-        .tile = tile, .be = be,
+        .tile = tile, .prep = prep, .mix = buf + pad64(qbytes), .mrb = mrb, .be = be,
     };
     /* a decode step has one or two pairs per expert: long runs, as in be_matmul */
     cpu_for(be, n_used * N, row_grain(cpu_ctx_of(be), n_used * N, P / (n_used ? n_used : 1)), mmid_task, &j);
