@@ -1,0 +1,1 @@
+./build/q36 bench -m build/models/moe-scaled-q4_K.gguf -p 512 -n 64 -d 0,4096 -r 1 -t 2 --profile

@@ -1,0 +1,1 @@
+./build/q36 bench -m build/models/q08-q4_K_M.gguf -p 512 -n 64 -d 0,4096 -r 1 -t 2 --profile
