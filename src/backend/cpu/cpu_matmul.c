@@ -457,6 +457,8 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
     const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, true);
+    /* room for the prepared forms where some expert may meet more than
+     * PREP_ROWS pairs; taken below only where one does */
     const cpu_tile_prep *prep = pick_prep(tile, w->type, P);
     const uint64_t mrb = prep ? prep->bytes(K) : 0;
 
@@ -498,6 +500,11 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     for (int64_t u = 0; u < n_used; u++)
         start[u] = cnt[used[u]];
     start[n_used] = P;
+    int64_t most = 0;
+    for (int64_t u = 0; u < n_used; u++)
+        most = start[u + 1] - start[u] > most ? start[u + 1] - start[u] : most;
+    if (most <= PREP_ROWS)      /* a decode step: each expert's rows meet its tiles once */
+        prep = NULL;
 
     if (tile) {
         for (int64_t s = 0; s < P; s++)
