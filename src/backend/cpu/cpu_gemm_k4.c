@@ -719,14 +719,7 @@ XAVX2 void cpu_gemm_q4_K_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
     k4_tile(K, w, wrb, nr, a, arb, NULL, 0, nt, y, ldy);
 }
 
-XAVX2 static void k4p_prep_tile(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
-                                uint64_t arb, const uint8_t *m, uint64_t mrb, int64_t nt, float *y,
-                                int64_t ldy)
-{
-    k4_tile(K, w, wrb, nr, a, arb, m, mrb, nt, y, ldy);
-}
-
-static const cpu_tile_prep k4_prep_avx2 = { cpu_mix_prep_bytes, cpu_mix_prep_row, k4p_prep_tile };
+static const cpu_tile_prep k4_prep_avx2 = { cpu_mix_prep_bytes, cpu_mix_prep_row, k4_tile };
 
 const cpu_tile_prep *cpu_gemm_q4_K_avx2_prep(void)
 {
