@@ -1575,27 +1575,23 @@ static void attention_decode_cases(void)
         test_attention(16, 2, 256, kvt, 1, l1, p_deep);
 }
 
-static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg, bool one)
+static void test_fattn_ops(const be_shape *sh, bool tc, bool mma, bool wg)
 {
     /* f16 caches on tensor cores unless tc is false: in registers through
      * mma.sync (cuda_fattn_mma.cu) when mma, else WMMA (cuda_fattn_tc.cu);
      * with wg, head dim 256 through warpgroup products (cuda_fattn_wg.cu,
-     * Hopper; elsewhere those cases take mma.sync), with one, that kernel
-     * with one block barrier a tile (Q36_CUDA_FATTNWG1B=1) */
+     * Hopper; elsewhere those cases take mma.sync) */
     char *keep = env_set("Q36_CUDA_FATTNTC", tc ? "1" : "0");
     char *keep_mma = env_set("Q36_CUDA_FATTNMMA", mma ? "1" : "0");
     char *keep_wg = env_set("Q36_CUDA_FATTNWG", wg ? "1" : "0");
-    char *keep_one = env_set("Q36_CUDA_FATTNWG1B", one ? "1" : "0");
     be_ctx *gpf = ctx_with("Q36_CUDA_FATTN", "1", sh, "cuda.fattn_context"), *saved = gpu;
     env_restore("Q36_CUDA_FATTNTC", keep);
     env_restore("Q36_CUDA_FATTNMMA", keep_mma);
     env_restore("Q36_CUDA_FATTNWG", keep_wg);
-    env_restore("Q36_CUDA_FATTNWG1B", keep_one);
     if (!gpf)
         return;
     gpu = gpf;
     case_tag = !tc        ? "_tiled"
-               : wg && one ? "_tiled_wg1b"
                : wg      ? "_tiled_wg"
                : mma     ? "_tiled_mma"
                          : "_tiled_tc";
@@ -4652,11 +4648,10 @@ int main(int argc, char **argv)
             moewgpipe_same_bits(&sh);
         }
         if (want_ops("fattn")) {
-            test_fattn_ops(&sh, true, true, true, false);
-            test_fattn_ops(&sh, true, true, true, true);
-            test_fattn_ops(&sh, true, true, false, false);
-            test_fattn_ops(&sh, true, false, false, false);
-            test_fattn_ops(&sh, false, false, false, false);
+            test_fattn_ops(&sh, true, true, true);
+            test_fattn_ops(&sh, true, true, false);
+            test_fattn_ops(&sh, true, false, false);
+            test_fattn_ops(&sh, false, false, false);
         }
         if (want_ops("graph")) test_graph_ops(&sh);
         if (want_ops("graph")) test_upq(&sh);

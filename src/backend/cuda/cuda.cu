@@ -307,7 +307,6 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn_tc = c->fattn && cuda_env_on("Q36_CUDA_FATTNTC");
     c->fattn_mma = c->fattn_tc && cuda_env_on("Q36_CUDA_FATTNMMA");
     c->fattn_wg = c->fattn_mma && cuda_env_on("Q36_CUDA_FATTNWG");
-    c->fattn_wg1b = c->fattn_wg && cuda_env_is("Q36_CUDA_FATTNWG1B", "1");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");

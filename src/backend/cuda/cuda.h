@@ -288,7 +288,6 @@ struct cuda_ctx {
     bool            fattn_tc;      /* its f16 caches on tensor cores (cuda_fattn_tc.cu) */
     bool            fattn_mma;     /* those through mma.sync, outputs in registers (cuda_fattn_mma.cu) */
     bool            fattn_wg;      /* head dim 256 through wgmma instead (cuda_fattn_wg.cu) */
-    bool            fattn_wg1b;    /* ... with one block barrier a tile (ONE there) */
     int32_t        *moe;           /* the grouped expert products' routing scratch */
     size_t          moe_ints;
     __half         *moeh;          /* their f16 rows and weight slabs (cuda_moe_pre.cu) */

@@ -51,6 +51,13 @@
  * (29% and 31% of their cycles): with two tile buffers the copier
  * can start a tile only when both warpgroups are done with the one two
  * before, the lead this kernel's own copies have (same record).
+ * And one block barrier a tile instead of two (Q36_CUDA_FATTNWG1B, session
+ * 40; the barrier after a tile's copies land also freeing the buffer of
+ * the tile before, the next tile's copies issued after it): the same bits,
+ * but those copies then start only once this tile's have landed, where
+ * here they fly beside its wait; slower on an H100, the kernel 63.9
+ * against 56.1 ms of a pp4096 pass at depth 32768, the pass 24,582 against
+ * 25,760 t/s (bench/results/2026-12-07-cuda-session42/).
  * Device only, sm_90a (elsewhere the kernel is empty and never launched:
  * it is taken only on compute capability 9). */
 #include "cuda.h"
@@ -123,12 +130,6 @@ __device__ __forceinline__ void fw_mma_o(float d[128], const uint32_t a[4], uint
 
 #define FW_SMEM (FW_HD / 64 * FW_QSLICE + 4 * FW_TILE + 1024)
 
-/* ONE (Q36_CUDA_FATTNWG1B=1, off by default; session 40): one block
- * barrier a tile instead of two. The barrier after a tile's copies have
- * landed also says every warp is done with the tile before, so the next
- * tile's copies go into that buffer after it, and the barrier at the end
- * of each tile goes. The same products in the same order as without it. */
-template <bool ONE>
 __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
 {
     cuda_pdl_enter();
@@ -207,21 +208,12 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
     /* each tile: its scores, their softmax, its outputs, in turn */
     int buf = 0;
     for (int64_t j0 = 0; j0 < nkeys; j0 += FW_BC, buf ^= 1) {
-        if (ONE) {
-            cp_wait<0>();          /* this thread's copies of tile j0 have landed */
-            wg_proxy_fence();      /* ... the query rows' stores too: visible to the products */
-            __syncthreads();       /* everyone's, and every warp is past the tile before */
-            if (j0 + FW_BC < nkeys)
-                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
-            cp_commit();
-        } else {
-            if (j0 + FW_BC < nkeys)
-                load(j0 + FW_BC, buf ^ 1, buf ^ 1);
-            cp_commit();
-            cp_wait<1>();          /* this thread's copies of tile j0 have landed */
-            wg_proxy_fence();      /* ... the query rows' stores too: visible to the products */
-            __syncthreads();
-        }
+        if (j0 + FW_BC < nkeys)
+            load(j0 + FW_BC, buf ^ 1, buf ^ 1);
+        cp_commit();
+        cp_wait<1>();              /* this thread's copies of tile j0 have landed */
+        wg_proxy_fence();          /* ... the query rows' stores too: visible to the products */
+        __syncthreads();
         if (busy && j0 <= last) {
             /* 1. scores: s[4 j ..] covers keys j0 + 8 j .. + 8 */
             float s[32];
@@ -241,8 +233,7 @@ __global__ void __launch_bounds__(FW_THREADS, 1) k_fattn_wg(fa_args a)
             wg_commit();
             wg_wait0();
         }
-        if (!ONE)
-            __syncthreads();       /* before this buffer takes the tile after next */
+        __syncthreads();           /* before this buffer takes the tile after next */
     }
     cp_wait<0>();
     if (!busy)
@@ -270,7 +261,5 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
     if (head_dim != FW_HD || c->cc_major != 9)
         return false;
     const dim3 grid((unsigned)((max_rows + FW_BR - 1) / FW_BR), (unsigned)n_head, (unsigned)n_seq);
-    if (c->fattn_wg1b)
-        return fa_launch(be, k_fattn_wg<true>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
-    return fa_launch(be, k_fattn_wg<false>, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
+    return fa_launch(be, k_fattn_wg, grid, FW_THREADS, FW_SMEM, *a, "k_fattn_wg");
 }
