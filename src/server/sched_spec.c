@@ -263,7 +263,7 @@ int sspec_draft(sspec *s, const int *slot, const int32_t *x, const int *P, int *
         const int have = (t->hist_end == t->pend_pos ? t->n_hist : 0) + t->n_pend;
         const int keep = have < R ? have : R;
         memmove(t->pend_id - keep, t->pend_id + t->n_pend - keep, (size_t)keep * sizeof *t->pend_id);
-        memmove(t->pend_h - (size_t)keep * D, t->pend_h + (size_t)(t->n_pend - keep) * D,
+        memmove(t->pend_h - (size_t)keep * D, t->pend_h + (size_t)t->n_pend * D - (size_t)keep * D,
                 (size_t)keep * D * sizeof *t->pend_h);
         t->n_hist = keep;
         t->pend_pos += t->n_pend;
