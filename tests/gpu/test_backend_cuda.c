@@ -1908,28 +1908,26 @@ static void test_q8keep_ops(const be_shape *sh)
  * jobs' rows straddle the warps' groups of 4. Cases
  * cuda.TAG_same_bits[_TYPE]_rR (Q4_K unnamed; _mixed for jobs of several
  * types). */
-static void dense_same_bits_k(const be_shape *sh, const char *var, const char *on, const char *tag,
-                              const uint32_t types[3], int64_t K)
+static void dense_same_bits_of(const be_shape *sh, const char *var, const char *on, const char *tag,
+                               const uint32_t types[3])
 {
     be_ctx *cx[2];
-    char ctx_name[64], ty[32] = "";
+    char ctx_name[64], ty[16] = "";
     const uint32_t type = types[0];
     snprintf(ctx_name, sizeof ctx_name, "cuda.%s_ctx", tag);
     if (types[1] != type || types[2] != type)
         snprintf(ty, sizeof ty, "_mixed");
     else if (type != QT_Q4_K)
         snprintf(ty, sizeof ty, "_%s", type == QT_Q6_K ? "q6_K" : "other");
-    if (K != 1024)
-        snprintf(ty + strlen(ty), sizeof ty - strlen(ty), "_k%lld", (long long)K);
     if (!fast_ctx_pair_on(sh, var, on, ctx_name, cx))
         return;
     static const int Rs[] = { 1, 5, 8, 13, 32 };
     static const int64_t Nj[3] = { 257, 6, 41 };       /* the group: 304 rows */
-    const int64_t NT = 257 + 6 + 41;
+    const int64_t K = 1024, NT = 257 + 6 + 41;
     be_ctx *keep = gpu;
     for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
         const int R = Rs[ri];
-        char name[96];
+        char name[80];
         snprintf(name, sizeof name, "cuda.%s_same_bits%s_r%d", tag, ty, R);
         t_rng r0 = t_rng_named(name);
         float *x = t_randv(&r0, (size_t)R * K, 1);
@@ -1970,12 +1968,6 @@ static void dense_same_bits_k(const be_shape *sh, const char *var, const char *o
     be_free(cx[1]);
 }
 
-static void dense_same_bits_of(const be_shape *sh, const char *var, const char *on, const char *tag,
-                               const uint32_t types[3])
-{
-    dense_same_bits_k(sh, var, on, tag, types, 1024);
-}
-
 static void dense_same_bits(const be_shape *sh, const char *var, const char *on, const char *tag,
                             uint32_t type)
 {
@@ -2013,29 +2005,6 @@ static void test_mvwide(const be_shape *sh)
 {
     const uint32_t types[3] = { QT_Q4_K, QT_F32, QT_Q6_K };
     dense_same_bits_of(sh, "Q36_CUDA_MVWIDE", "1", "mvwide", types);
-}
-
-/* Q36_CUDA_MV6S=1 (off by default): products with Q6_K rows staged in
- * shared memory (k_matvec8_s6) give k_matvec8's bits: Q6_K alone and a
- * mixed group (Q4_K, f32, Q6_K) at K 1024 (rows at offsets 0, 4, 8 and 12
- * mod 16), 768 (every even offset) and 2048 (all 16-byte aligned); then
- * with the tensor-core batches off (Q36_CUDA_MMQ=0, tag mv6s_nommq), so
- * that batches of 5 to 32 rows take it too, not only one row */
-static void test_mv6s(const be_shape *sh)
-{
-    static const int64_t Ks[] = { 1024, 768, 2048 };
-    const uint32_t q6[3] = { QT_Q6_K, QT_Q6_K, QT_Q6_K };
-    const uint32_t mixed[3] = { QT_Q4_K, QT_F32, QT_Q6_K };
-    for (int m = 0; m < 2; m++) {
-        char *keep = m ? env_set("Q36_CUDA_MMQ", "0") : NULL;
-        const char *tag = m ? "mv6s_nommq" : "mv6s";
-        for (size_t i = 0; i < sizeof Ks / sizeof Ks[0]; i++) {
-            dense_same_bits_k(sh, "Q36_CUDA_MV6S", "1", tag, q6, Ks[i]);
-            dense_same_bits_k(sh, "Q36_CUDA_MV6S", "1", tag, mixed, Ks[i]);
-        }
-        if (m)
-            env_restore("Q36_CUDA_MMQ", keep);
-    }
 }
 
 /* Expert products of decode-sized batches with the switch VAR on must
@@ -4697,7 +4666,6 @@ int main(int argc, char **argv)
         if (want_ops("mvsx")) test_mvsx(&sh);
         if (want_ops("mvyf")) test_mvyf(&sh);
         if (want_ops("mvwide")) test_mvwide(&sh);
-        if (want_ops("mv6s")) test_mv6s(&sh);
         if (want_ops("q8keep")) test_q8keep_ops(&sh);
         if (want_ops("fglu8")) test_fglu8(&sh);
         if (want_ops("moedown")) test_moedown(&sh);

@@ -108,10 +108,7 @@
  * before the PDL wait (cuda_matmul.cu, mv_prefetch); Q36_CUDA_MVSX (on
  * unless "0") has each block of the Q4_K expert matvec copy its row of x
  * to shared memory once (cuda_matmul.cu, sx_stage); Q36_CUDA_MVYF (on
- * unless "0") dispatches a matvec's row groups fastest (mv_block);
- * Q36_CUDA_MV6S=1 (off by default) has the one-row and small-batch
- * products with Q6_K rows copy each row to shared memory first
- * (cuda_matmul.cu, k_matvec8_s6).
+ * unless "0") dispatches a matvec's row groups fastest (mv_block).
  * Q36_CUDA_KNOCK (a timing diagnostic, wrong results) launches the listed
  * kernels with one block (cuda.h, cuda_knock), Q36_CUDA_DROP not at all
  * (cuda_drop); Q36_CUDA_PAD=N (a timing
@@ -338,7 +335,6 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv_pf = cuda_env_on("Q36_CUDA_MVPF");
     c->mv_sx = cuda_env_on("Q36_CUDA_MVSX");
     c->mv_yf = cuda_env_on("Q36_CUDA_MVYF");
-    c->mv6s = cuda_env_is("Q36_CUDA_MV6S", "1");
     cuda_q8_drop(c);
     c->inv = cuda_inv_enabled(shape);
 }

@@ -264,7 +264,6 @@ struct cuda_ctx {
     bool            mv_pf;         /* matvec weights prefetched before the PDL wait (Q36_CUDA_MVPF, on) */
     bool            mv_sx;         /* expert matvecs read x from shared memory (Q36_CUDA_MVSX) */
     bool            mv_yf;         /* matvec row groups dispatched fastest (Q36_CUDA_MVYF, on) */
-    bool            mv6s;          /* Q6_K matvec rows staged in shared memory (Q36_CUDA_MV6S, off) */
     bool            gemm16;        /* fast mode's f16 products (cuda_gemm.cu) */
     bool            tf32;          /* fast mode's products of F32 weights on TF32 tensor cores
                                     * (cuda_matmul.cu: gemm; Q36_CUDA_TF32, on unless "0") */

@@ -382,65 +382,6 @@ __global__ void k_matvec8(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
     mv_store<RB>(J, jb, n, r0, R, lane, acc);
 }
 
-/* k_matvec8 with each Q6_K row staged in shared memory (Q36_CUDA_MV6S;
- * T is QT_Q6_K or MV_ANY). Q6_K's blocks are 210 bytes, so a lane's code
- * words are only 2-byte aligned: dot_q6k_q8 reads each 16 bytes of codes
- * as 8 or 16 four-byte loads, the 32 lanes of a load spread over two
- * blocks, and Nsight Compute has had these products bound by L1 rather
- * than by HBM (the expert ones 92% busy; the 35B-A3B's Q6_K head at ~1.5
- * TB/s on an H200 of 4.8, bench/results/2026-12-05-cuda-session27/). Here
- * a warp first copies its row, from the 16-byte boundary at or below it,
- * with one coalesced 16-byte load a lane a step, into its slot of `slot`
- * bytes (the row, 15 bytes of lead and 16 past it), before the PDL wait:
- * weights are never written by a kernel, so the copy overlaps the kernel
- * ahead. Then the same tasks read the codes from there, 16 bytes as 5
- * aligned shared loads (ld16_a2): the same words, the same sums, the
- * same bits as k_matvec8. Jobs of other types (a mixed group's Q4_K or
- * f32 rows) run as k_matvec8<MV_ANY> runs them. */
-template <int RB>
-__global__ void k_matvec8_s6(mv_jobs J, int64_t K, const int8_t *__restrict__ qx,
-                             const float2 *__restrict__ dx, int64_t R, const float *__restrict__ x,
-                             int64_t ldx, bool xvec, uint32_t slot)
-{
-    extern __shared__ int4 mv6_sh[];
-    const int lane = threadIdx.x & 31, wi = threadIdx.x / 32;
-    int64_t bx, by;
-    mv_block(J, &bx, &by);
-    int jb = 0;
-    int64_t n = 0;
-    const bool any = mv_find(J, bx * (blockDim.x / 32) + wi, &jb, &n);
-    const uint8_t *row = any ? J.W[jb] + (uint64_t)n * J.rb[jb] : NULL;
-    const bool q6 = any && J.type[jb] == QT_Q6_K;       /* the same for the whole warp */
-    uint8_t *sh = (uint8_t *)mv6_sh + (size_t)wi * slot;
-    if (q6) {
-        const uintptr_t lead = (uintptr_t)row & 15;
-        const int4 *src = (const int4 *)(row - lead);
-        const int64_t nch = (int64_t)((lead + J.rb[jb] + 15) / 16);
-        #pragma unroll 4
-        for (int64_t c = lane; c < nch; c += 32)
-            ((int4 *)sh)[c] = __ldg(src + c);
-        __syncwarp();
-    } else if (any && J.pf) {
-        mv_prefetch(row, J.rb[jb], lane);
-    }
-    cuda_pdl_enter();
-    if (!any)
-        return;
-    const int64_t r0 = by * RB;
-    float acc[RB];
-    #pragma unroll
-    for (int r = 0; r < RB; r++)
-        acc[r] = 0.0f;
-    if (q6)
-        dot_q6k_q8<RB, 32, true>(sh + ((uintptr_t)row & 15), K, qx + r0 * K,
-                                 dx + r0 * (K / Q8X_BLOCK), R - r0, lane, acc);
-    else if (J.type[jb] == QT_Q4_K)
-        dot_q4k_q8<RB>(row, K, qx + r0 * K, dx + r0 * (K / Q8X_BLOCK), R - r0, lane, acc);
-    else
-        mv_row_any<RB>(J.type[jb], false, row, K, x, ldx, R, r0, xvec, lane, acc);
-    mv_store<RB>(J, jb, n, r0, R, lane, acc);
-}
-
 /* k_matvec8 for Q4_K jobs and batches of more than MATVEC_RB rows: each
  * warp NB consecutive output rows (global rows warp * NB ..), all of one
  * job when they fit in it (dot_q4k_q8_nb), else each on its own as
@@ -895,18 +836,6 @@ size_t cuda_matmul_scratch(const be_shape *s)
     return f;
 }
 
-/* k_matvec8_s6's slot a warp: the largest Q6_K row of J's jobs with 15
- * bytes of lead (copies start at the 16-byte boundary at or below the row)
- * and 16 past it, in 16-byte units; 0 when no job is Q6_K */
-static uint32_t mv6_slot(const mv_jobs *J)
-{
-    uint64_t rb = 0;
-    for (int j = 0; j < J->n; j++)
-        if (J->type[j] == QT_Q6_K && J->rb[j] > rb)
-            rb = J->rb[j];
-    return rb ? (uint32_t)((rb + 15 + 15) / 16 * 16 + 16) : 0;
-}
-
 /* The weight types with an int8 decode product (Q36_CUDA_MV8) */
 static bool mv8_type(uint32_t type) { return type == QT_Q4_K || type == QT_Q6_K; }
 
@@ -1120,19 +1049,6 @@ static void matvec(be_ctx *be, const mv_jobs *Jin, int64_t K, const be_tensor *x
             cuda_launch(k_matvec8_nb<MATVEC_RB, 4>, g4, 32 * MV_WARPS, 0, c->stream, *J, K,
                         (const int8_t *)qx, (const float2 *)dx, R);
             CUDA_LAUNCHED(be, "k_matvec8_nb");
-            return;
-        }
-        /* Q36_CUDA_MV6S=1: groups with Q6_K jobs stage those rows in shared memory */
-        const uint32_t slot = c->mv6s ? mv6_slot(J) : 0;
-        if (slot && (size_t)slot * MV_WARPS <= 48 * 1024) {
-            const size_t smem = (size_t)slot * MV_WARPS;
-            if (R == 1)
-                cuda_launch(k_matvec8_s6<1>, grid, 32 * MV_WARPS, smem, c->stream, *J, K,
-                            (const int8_t *)qx, (const float2 *)dx, R, xd, x->ld, xvec, slot);
-            else
-                cuda_launch(k_matvec8_s6<MATVEC_RB>, grid, 32 * MV_WARPS, smem, c->stream, *J, K,
-                            (const int8_t *)qx, (const float2 *)dx, R, xd, x->ld, xvec, slot);
-            CUDA_LAUNCHED(be, "k_matvec8_s6");
             return;
         }
 #define MV8(T, RB) cuda_launch(k_matvec8<T, RB>, grid, 32 * MV_WARPS, 0, c->stream, *J, K, \

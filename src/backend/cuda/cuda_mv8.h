@@ -163,33 +163,18 @@ __device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t *p)
     return (a & 3) ? __funnelshift_r(w[0], w[1], 16) : w[0];
 }
 
-/* The 4 words of the 16 bytes at p (2-byte aligned), each as ld_u32_a2
- * forms it, from 5 aligned loads instead of 8: a word past p's 16 bytes is
- * read even where p is 4-byte aligned (the buffer must have it). For rows
- * in shared memory (k_matvec8_s6). */
-__device__ __forceinline__ void ld16_a2(const uint8_t *p, uint32_t o[4])
-{
-    const uint32_t lo = (uint32_t)(uintptr_t)p & 3;
-    const uint32_t *w = (const uint32_t *)(p - lo);  /* from p, so that its space is known */
-    const uint32_t sh = lo * 8;                      /* 0 or 16 bits */
-    uint32_t v[5];
-    #pragma unroll
-    for (int i = 0; i < 5; i++)
-        v[i] = w[i];
-    #pragma unroll
-    for (int i = 0; i < 4; i++)
-        o[i] = __funnelshift_r(v[i], v[i + 1], sh);
-}
-
 /* acc[r] += this lane's share of the Q6_K row (K % 256 == 0) times the
  * int8 row r (r < nr): lane l takes task l, l + 32, ...: 16 weights of
  * one scale, half h of the 32-weight chunk j = 4n + qu of block b (task
  * 16b + 2j + h), whose codes q - 32 (ql's nibble, qh's two bits, as deq8
  * forms them) go into signed bytes for __dp4a against the x block b*8 + j;
- * the product is d * scale * d_x * sum(q_w * q_x). With SH the row is a
- * copy in shared memory with 4 readable bytes past its end (k_matvec8_s6),
- * its code words read 16 bytes at a time (ld16_a2): the same words. */
-template <int RB, int L = 32, bool SH = false>
+ * the product is d * scale * d_x * sum(q_w * q_x). Tried and removed
+ * (session 42, Q36_CUDA_MV6S): each warp copying its row into shared memory
+ * first (coalesced 16-byte loads before the PDL wait), the codes then read
+ * 16 bytes as 5 aligned shared loads. It gave the same bits but was no
+ * faster: a 35B-A3B decode step took 2.882 against 2.787 ms on an H100, and
+ * the 0.8B was unchanged (bench/results/2026-12-07-cuda-session42/). */
+template <int RB, int L = 32>
 __device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const int8_t *qx,
                                            const float2 *dx, int64_t nr, int lane, float acc[RB])
 {
@@ -201,22 +186,13 @@ __device__ __forceinline__ void dot_q6k_q8(const uint8_t *row, int64_t K, const 
         const uint8_t *ql = blk + 64 * n + (qu & 1) * 32 + 16 * h;
         const uint8_t *qh = blk + 128 + 32 * n + 16 * h;
         const int sh = (qu >> 1) * 4, hs = 2 * qu;
-        uint32_t wl[4], wh[4];
-        if constexpr (SH) {
-            ld16_a2(ql, wl);
-            ld16_a2(qh, wh);
-        } else {
-            #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                wl[i] = ld_u32_a2(ql + 4 * i);
-                wh[i] = ld_u32_a2(qh + 4 * i);
-            }
-        }
         int v[4];
         #pragma unroll
-        for (int i = 0; i < 4; i++)
-            v[i] = (int)__vsub4(((wl[i] >> sh) & 0x0F0F0F0Fu) | (((wh[i] >> hs) & 0x03030303u) << 4),
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a = ld_u32_a2(ql + 4 * i), hb = ld_u32_a2(qh + 4 * i);
+            v[i] = (int)__vsub4(((a >> sh) & 0x0F0F0F0Fu) | (((hb >> hs) & 0x03030303u) << 4),
                                 0x20202020u);
+        }
         const float d = f16f(blk + 208) * (float)((const int8_t *)blk)[192 + 8 * n + h + 2 * qu];
         #pragma unroll
         for (int r = 0; r < RB; r++) {
