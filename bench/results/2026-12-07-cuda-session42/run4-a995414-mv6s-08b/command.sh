@@ -1,0 +1,2 @@
+# run from the carried tree's root right after run3, same warm machine
+. .cuda-carry/pre.sh; (OUT=$o/b STEPS=batch BATCH_ONLY=08b BATCH_T=1,4 BATCH_VARIANTS="Q36_CUDA_MV6S=1" timeout 120 bash .cuda-carry/device.sh) > /dev/null 2>&1; grep -h "^# bench-batch.*a step\|^###" $o/b/*.txt; b tg08-def-r1 $m08 -p 0 -n 128 -r 3; Q36_CUDA_MV6S=1 b tg08-s6-r1 $m08 -p 0 -n 128 -r 3; for f in $o/tg*-r*.txt; do echo "$(basename $f .txt): $(grep '^| qwen' $f | awk -F'|' '{print $6}') $(grep -c 'rc 0' $f)"; done; echo "# done at $SECONDS s"

@@ -1,0 +1,2 @@
+# run from the carried tree's root right after run4, same warm machine
+. .cuda-carry/pre.sh; (OUT=$o/b STEPS=batch BATCH_ONLY=35b BATCH_T=1 BATCH_VARIANTS="Q36_CUDA_DROP=~k_matvec8ILi14 Q36_CUDA_DROP=~k_matvec8ILin1 Q36_CUDA_DROP=~k_matvec8ILi12" timeout 150 bash .cuda-carry/device.sh) > /dev/null 2>&1; grep -h "^# bench-batch.*a step\|^###\|DROP" $o/b/*.txt | sort -u | head; echo "# done at $SECONDS s"
