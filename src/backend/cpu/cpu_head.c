@@ -86,6 +86,7 @@ typedef struct cpu_head {
     float        *nup;
     _Atomic uint32_t *nshared;          /* ncap_rows: the threads' shared maxima */
     int32_t      *pairs;                /* ncap_threads x ncap_rows x NIB_CAP x 2: (token, group) */
+    float        *pexact;               /* ncap_threads x ncap_rows x NIB_CAP x 16: their rows' exact products (AVX2) */
 } cpu_head;
 
 static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
@@ -140,7 +141,7 @@ void cpu_head_free(void *impl)
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
     free(h->dh), free(h->tb), free(h->e2f), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
-    free((void *)h->nshared), free(h->pairs);
+    free((void *)h->nshared), free(h->pairs), free(h->pexact);
     free(h);
 }
 
@@ -280,7 +281,9 @@ static bool nib_of(be_ctx *be, cpu_head *h, const be_weight *w, int64_t R, int T
                         grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
                         grow(&h->nup, sizeof *h->nup * slots * NIB_CAP) &
                         grow(&h->nshared, sizeof *h->nshared * (size_t)r) &
-                        grow(&h->pairs, sizeof *h->pairs * slots * NIB_CAP * 2);
+                        grow(&h->pairs, sizeof *h->pairs * slots * NIB_CAP * 2) &
+                        (quant_path_available(QUANT_PATH_AVX512VNNI) ||
+                         grow(&h->pexact, sizeof *h->pexact * slots * NIB_CAP * CPU_Q8N_G));
         if (!ok)
             return false;
         h->ncap_rows = r;
@@ -577,6 +580,29 @@ static bool banned(const int32_t *ban, int n_ban, int64_t r)
     return false;
 }
 
+typedef struct {
+    const cpu_head  *h;
+    const be_weight *w;
+    const uint8_t   *act;
+} exact_job;
+
+/* pairs [i0, i1): the exact products of a kept (token, group) pair's rows,
+ * one tile call a group (its bits are the one-row call's), to pexact */
+static void exact_task(void *arg, int64_t i0, int64_t i1, int tid)
+{
+    (void)tid;
+    const exact_job *j = arg;
+    const be_weight *w = j->w;
+    const int64_t N = (int64_t)w->t->ne[1];
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t = j->h->pairs[2 * i], r0 = (int64_t)j->h->pairs[2 * i + 1] * CPU_Q8N_G;
+        const int64_t m = N - r0 < CPU_Q8N_G ? N - r0 : CPU_Q8N_G;
+        cpu_gemm_q8_0()((int64_t)w->t->ne[0], (const uint8_t *)w->data + (uint64_t)r0 * w->row_bytes,
+                        w->row_bytes, m, j->act + (uint64_t)t * w->act_row_bytes, w->act_row_bytes,
+                        1, j->h->pexact + i * CPU_Q8N_G, CPU_Q8N_G);
+    }
+}
+
 /* The AVX2 path of nib2_ok; false when it cannot tell (the caller takes
  * the full product). */
 static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *ids,
@@ -603,6 +629,10 @@ static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_t
     bool ok = n >= 0;
     int32_t *out = ids->data;
     long exact_rows = 0;
+    if (ok) {       /* a pass the level hardly settles keeps hundreds of groups */
+        exact_job ej = { h, w, act };
+        cpu_for(be, n, n / (2 * (int64_t)T) > 4 ? n / (2 * (int64_t)T) : 4, exact_task, &ej);
+    }
     for (int64_t i = 0, t = 0; ok && t < R; t++) {     /* pairs come token by token */
         float best = -INFINITY;
         int64_t bi = -1;
@@ -611,7 +641,7 @@ static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_t
                  r < N && r < ((int64_t)h->pairs[2 * i + 1] + 1) * CPU_Q8N_G; r++) {
                 if (banned(ban, n_ban, r))
                     continue;
-                const float e = exact(w, (int32_t)r, act + (uint64_t)t * arb);
+                const float e = h->pexact[i * CPU_Q8N_G + r % CPU_Q8N_G];
                 exact_rows++;
                 if (e != e) {
                     ok = false;
