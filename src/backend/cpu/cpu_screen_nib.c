@@ -368,7 +368,8 @@ AVX2F static inline __attribute__((always_inline)) void grp_half(const uint8_t *
                                                                 const float *tb, const int nt,
                                                                 __m256 *A, __m256 *B)
 {
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    /* vpmaddwd by 32 (not 1): the pairs' sums and the shift by 5 in one */
+    const __m256i m4 = _mm256_set1_epi8(15), k32 = _mm256_set1_epi16(32);
     const __m256 sign = _mm256_set1_ps(-0.0f);
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++)
@@ -394,7 +395,7 @@ AVX2F static inline __attribute__((always_inline)) void grp_half(const uint8_t *
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + b * 32 + 16 * hf)));
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
-            const __m256i I = _mm256_sub_epi32(_mm256_slli_epi32(_mm256_madd_epi16(s[t], ones), 5),
+            const __m256i I = _mm256_sub_epi32(_mm256_madd_epi16(s[t], k32),
                                                _mm256_set1_epi32(sx[t * nb + b]));
             A[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I),
                                    _mm256_mul_ps(dw, _mm256_set1_ps(dh[t * nb + b])), A[t]);
