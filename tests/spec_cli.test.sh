@@ -2,7 +2,8 @@
 # spec_cli.test.sh: `q36 run --spec-type draft-mtp` prints the same ids as
 # plain decoding (greedy, sampled with a seed, with the replay rollback, and
 # greedy with q8_0 K/V caches) on the default model;
-# `q36 bench --spec-type draft-mtp` reports the same tokens; a model
+# `q36 bench --spec-type draft-mtp` reports the same tokens; the draft
+# vocabulary's default follows the CPU's greedy head screen; a model
 # without an MTP block, a bad --spec-type or --draft-max, a batch too small
 # for the drafts, and `q36 chat --spec-type draft-mtp` are refused (the
 # error named on the last line). Env: BUILD (default build), Q36 (default ./q36). Run from the repo root.
@@ -31,6 +32,26 @@ if grep -q "^| draft-mtp | .* | yes |$" "$tmp/b" && grep -q "^acceptance by draf
 else
     fail spec_cli.bench "$(head -c 400 "$tmp/b")"
 fi
+# the draft vocabulary's default: the whole head (151,680 ids) where a CPU's
+# int8 screen makes one greedy row cheap (AVX-512 VNNI, no lower path
+# forced), else 16,384 ids; --draft-vocab 0 asks for the whole head anywhere
+dv_bench() {
+    env ${1:+"$@"} "$Q36" bench -m "$M" --spec-type draft-mtp -f "$P" -n 8 -r 1 -t 1 ${DV:+--draft-vocab $DV} 2>&1 |
+        grep -o "draft vocabulary [0-9]*" | grep -o "[0-9]*$"
+}
+want=16384
+if grep -q avx512_vnni /proc/cpuinfo; then
+    case ${Q36_QUANT_PATH_MAX:-avx512vnni} in avx512vnni) want=151680 ;; esac   # make check-avx2 caps it
+fi
+got=$(dv_bench)
+if [ "$got" = "$want" ]; then ok spec_cli.draft_vocab_default
+else fail spec_cli.draft_vocab_default "want $want here, got '$got'"; fi
+got=$(dv_bench Q36_QUANT_PATH_MAX=avx2)
+if [ "$got" = 16384 ]; then ok spec_cli.draft_vocab_default_avx2
+else fail spec_cli.draft_vocab_default_avx2 "want 16384 under Q36_QUANT_PATH_MAX=avx2, got '$got'"; fi
+got=$(DV=0 dv_bench Q36_QUANT_PATH_MAX=avx2)
+if [ "$got" = 151680 ]; then ok spec_cli.draft_vocab_all
+else fail spec_cli.draft_vocab_all "want 151680 with --draft-vocab 0, got '$got'"; fi
 "$Q36" synth --arch qwen35 --preset tiny --seed 5 -o "$tmp/nomtp.gguf" >/dev/null 2>&1
 # refused NAME PATTERN CMD...: exit 1, the last stderr line matching PATTERN
 # (q36 run prints its loading lines first)

@@ -39,7 +39,7 @@ typedef struct bench_opts {
     int profile;                  /* --profile */
     int bandwidth;                /* --bandwidth */
     int spec_mtp;                 /* --spec-type draft-mtp */
-    int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all) */
+    int draft_max, draft_vocab;   /* --draft-max (3), --draft-vocab (0: all; default auto) */
     float draft_p_min;            /* --draft-p-min (0) */
     int draft_rewind;             /* --draft-rollback states (1, default) | replay (0) */
     const char *prompt_file;      /* -f: the prompt of a draft-mtp run */
@@ -104,7 +104,7 @@ static void usage(FILE *o)
 "                      speed-up, same tokens, acceptance per draft position, tokens\n"
 "                      per verify pass, window cost (draft, verify, rollback)\n"
 "  --draft-max N       drafts per verify pass (default 3)\n"
-"  --draft-vocab N     the MTP head over N ids (default 0: all; q36 run's flag)\n"
+"  --draft-vocab N     the MTP head over N ids (0: all; default as q36 run's flag)\n"
 "  --draft-p-min P     stop a round's drafts below probability P (default 0)\n"
 "  --draft-rollback R  states (default: the verify pass keeps each row's state) or replay\n"
 "\n"
@@ -145,6 +145,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->n_depths = 1;
     o->seed = 1;
     o->draft_max = 3;
+    o->draft_vocab = Q36_DRAFT_VOCAB_AUTO;
     o->draft_rewind = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg = (bench_cfg){ .n_threads = ncpu > 0 ? (int)ncpu : 1, .n_batch = 2048, .n_ubatch = 512,

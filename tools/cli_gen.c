@@ -45,6 +45,7 @@ void cli_gen_opts_default(cli_gen_opts *o)
     const char *tk = getenv("Q36_RUN_TOPK");
     o->gen.device_top = !tk || strcmp(tk, "0") != 0;
     o->draft_max = 3;
+    o->draft_vocab = Q36_DRAFT_VOCAB_AUTO;
     o->draft_rewind = true;
 }
 
@@ -67,7 +68,9 @@ CLI_DEVICE_HELP
 "                       the model's MTP block; the output is the same tokens)\n"
 "  --draft-max N        tokens drafted per verify pass (default 3)\n"
 "  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
-"                       head row); 0 = all (default, as llama.cpp)\n"
+"                       head row); 0 = all, as llama.cpp; default: all where a greedy\n"
+"                       choice from the head is cheap here (a GPU, a CPU with AVX-512\n"
+"                       VNNI and a Q8_0 head), else 16384\n"
 "  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
 "                       head's 10 best is below P (default 0)\n"
 "  --draft-rollback R   states (default: the verify pass keeps the DeltaNet state after\n"

@@ -26,7 +26,8 @@ typedef struct cli_gen_opts {
     gen_params  gen;             /* sampling and n_predict */
     bool        spec_mtp;        /* --spec-type draft-mtp */
     int         draft_max;       /* --draft-max (default 3) */
-    int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all) */
+    int         draft_vocab;     /* --draft-vocab N: the MTP head on N ids (0: all; default
+                                  * Q36_DRAFT_VOCAB_AUTO) */
     float       draft_p_min;     /* --draft-p-min P (0: always --draft-max drafts) */
     bool        draft_rewind;    /* --draft-rollback states (default) | replay */
 } cli_gen_opts;

@@ -640,6 +640,11 @@ void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_ten
     be->ops->matmul_argmax(be, w, x, y, ids, ban, n_ban);
 }
 
+bool be_head_cheap(const be_ctx *be, const gguf_tensor *head)
+{
+    return !be->ops->head_cheap || be->ops->head_cheap(be, head);
+}
+
 void be_topk(be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals)
 {
     assert(k >= 1 && k <= BE_TOPK_MAX && !x->f16 && !vals->f16);

@@ -452,6 +452,13 @@ void be_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids);
  * be_matmul then be_argmax; the CPU screens Q8_0 heads (cpu_head.c). */
 void be_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                       be_tensor *ids, const int32_t *ban, int n_ban);
+/* Whether be_matmul_argmax over the head `head` (a GGUF tensor) costs far
+ * less than its full product here: a GPU's product (true without a backend
+ * entry), the CPU's int8 screen (a Q8_0 head on AVX-512 VNNI), where an
+ * AVX2 CPU's nibble level, with a step's exact rows, still reads half the
+ * head's bytes and costs about a full step. What the draft vocabulary's
+ * default follows (q36_mtp_draft_vocab). */
+bool be_head_cheap(const be_ctx *be, const gguf_tensor *head);
 /* The k best values of each row of x (f32, rows x n), 1 <= k <=
  * BE_TOPK_MAX: their columns to ids (i32, rows x k) and values to vals
  * (f32, rows x k), on the device, best first: the larger value, the lower

@@ -170,6 +170,8 @@ struct be_ops {
     /* optional: NULL runs matmul then topk */
     void (*matmul_topk)(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y,
                         int64_t k, be_tensor *ids, be_tensor *vals);
+    /* optional: NULL answers true (be_head_cheap) */
+    bool (*head_cheap)(const be_ctx *be, const gguf_tensor *head);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
     /* optional: without it backend.c runs the three ops */

@@ -260,14 +260,23 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * frequent tokens come first; a trained model's unused ids have zero rows).
  * q36_mtp_eval's logits then have q36_mtp_vocab(e, &ids) columns, column j
  * for id ids[j]. A draft is only a guess: the verify pass decides, so this
- * changes speed and acceptance, never the output. n <= 0: the full head
- * (the default, as llama.cpp drafts). Once per engine; the copy of those
+ * changes speed and acceptance, never the output. n = 0: the full head (as
+ * llama.cpp drafts); Q36_DRAFT_VOCAB_AUTO (the tools' default): the full
+ * head where the backend chooses a greedy token from it cheaply (a GPU, or
+ * a CPU's int8 screen of a Q8_0 head: AVX-512 VNNI), else
+ * Q36_DRAFT_VOCAB_SMALL ids, where each draft would cost about a plain
+ * step's head (measured on an AVX2-only Zen 3, the default model: MTP
+ * 0.87x plain decoding with the full head, no acceptance lost at 16,384 ids
+ * on the code and prose prompts of bench/results/2026-12-01-mtp/; record
+ * bench/results/2026-12-07-cpu-zen3-mtp/). Once per engine; the copy of those
  * rows (n x the head's row bytes), and of the MTP embedding's rows of the
  * same ids (n x its row bytes: q36_mtp_eval_chain's drafts look up by
  * column), is allocated here, outside the plan, and freed with the
  * engine. (A CPU with AVX-512 VNNI also makes the greedy screen's copy of a
  * Q8_0 draft head at its first draft, about 1.06 x those rows' bytes:
  * src/backend/cpu/cpu_head.c.) */
+#define Q36_DRAFT_VOCAB_AUTO  (-1)
+#define Q36_DRAFT_VOCAB_SMALL 16384
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 

@@ -362,8 +362,6 @@ int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err)
     if (e->dv_buf)
         return q36_err_set(err, Q36_E_ARG, "draft vocabulary: already set for this engine");
     const int64_t V = e->hp->n_vocab;
-    if (n <= 0 || n >= V)
-        return 0;
     /* the head's tensor in the file, as the weights bound it */
     const gguf_file *f = q36_model_gguf(e->m);
     char name[96];
@@ -373,6 +371,10 @@ int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err)
         t = gguf_find_tensor(f, "output.weight");
     if (!t)
         t = gguf_find_tensor(f, "token_embd.weight");
+    if (n < 0)      /* Q36_DRAFT_VOCAB_AUTO */
+        n = be_head_cheap(e->be, t) ? 0 : Q36_DRAFT_VOCAB_SMALL;
+    if (n == 0 || n >= V)
+        return 0;
     const uint64_t rb = quant_row_bytes(t->type, t->ne[0]);
     e->dv_ids = malloc((size_t)n * sizeof *e->dv_ids);
     e->dv_buf = malloc((size_t)n * rb);

@@ -41,6 +41,7 @@ void srv_opts_default(srv_opts *o)
     o->max_queue = 256;
     o->cache_mib = 2048;
     o->cache_every = -1;
+    o->draft_vocab = Q36_DRAFT_VOCAB_AUTO;
 }
 
 void srv_make_id(srv *s, const char *prefix, char *out, size_t cap)

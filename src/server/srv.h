@@ -41,7 +41,8 @@ typedef struct srv_opts {
     int         max_tokens;     /* cap on generated tokens per request (default: the context) */
     int         spec_mtp;       /* --spec-type draft-mtp: every slot drafts with the MTP block */
     int         draft_max;      /* drafts per verify row at most (default 0: 3) */
-    int         draft_vocab;    /* the draft head over this many ids (0: all) */
+    int         draft_vocab;    /* the draft head over this many ids (0: all; default
+                                 * Q36_DRAFT_VOCAB_AUTO: q36_mtp_draft_vocab) */
 } srv_opts;
 
 typedef struct srv srv;

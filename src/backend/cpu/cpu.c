@@ -222,6 +222,7 @@ static const struct be_ops cpu_ops = {
     .moe_combine = cpu_moe_combine,
     .argmax = cpu_argmax,
     .matmul_argmax = cpu_matmul_argmax,
+    .head_cheap = cpu_head_cheap,
     .matmul_topk = cpu_matmul_topk,
     .topk = cpu_topk,
     .moe_combine_shared = cpu_moe_combine_shared,

@@ -38,6 +38,7 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
                        be_tensor *ids, const int32_t *ban, int n_ban);
 void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tensor *y, int64_t k,
                      be_tensor *ids, be_tensor *vals);
+bool cpu_head_cheap(const be_ctx *be, const gguf_tensor *head);
 void cpu_head_free(void *impl);
 void cpu_head_screen(int min_rows);
 int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN (0 and up), else -1 */

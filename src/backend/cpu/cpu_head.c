@@ -150,6 +150,19 @@ int cpu_head_screen_env(void)
     return env_rows("Q36_CPU_HEADSCREEN");
 }
 
+/* be_head_cheap: a draft's one row takes the int8 screen (screen_ok's rule) */
+bool cpu_head_cheap(const be_ctx *be, const gguf_tensor *t)
+{
+    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_ctx_of(be)->dot_path >= 0 ||
+        !quant_path_available(QUANT_PATH_AVX512VNNI) ||
+        cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]) > COPY_MAX)
+        return false;
+    int min_rows = atomic_load(&g_min_rows);
+    if (min_rows < 0)
+        min_rows = t->ne[0] <= SHORT_K ? 1 : 2;
+    return min_rows == 1;
+}
+
 uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 {
     if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() == 0)

@@ -1026,6 +1026,7 @@ static const struct be_ops cuda_ops = {
     .matmul_argmax = nullptr,   /* be_matmul then be_argmax (backend.c) */
     .topk = f_cuda_topk,
     .matmul_topk = nullptr,     /* be_matmul then be_topk (backend.c) */
+    .head_cheap = nullptr,      /* a GPU's head product is cheap: true (backend.c) */
     .moe_combine_shared = f_cuda_moe_combine_shared,
     .moe_down_shared = f_cuda_moe_down_shared,
     .hadamard = f_cuda_hadamard,
