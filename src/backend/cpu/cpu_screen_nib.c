@@ -328,6 +328,7 @@ VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uin
 /* ------------------------------------------------------------- AVX2 */
 
 #define AVX2F __attribute__((target("avx2,fma,f16c")))
+#define NIB_PF_GROUPS 4        /* how far ahead cpu_q8n_avx2 prefetches, in groups */
 
 AVX2F static inline __m256i bc4y(const uint8_t *p)
 {
@@ -467,6 +468,12 @@ AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *q = s->data + (uint64_t)g * gs, *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
         const int64_t base = g * CPU_Q8N_G;
+        /* the copy streams through once a step: fetched ahead and marked
+         * not to be kept (prefetchnta), so that it does not push the
+         * trunk's weights out of the caches */
+        if (g + NIB_PF_GROUPS < g1)
+            for (uint64_t o = 0; o < gs; o += 64)
+                _mm_prefetch((const char *)q + NIB_PF_GROUPS * gs + o, _MM_HINT_NTA);
         const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
         const uint32_t valid = live == CPU_Q8N_G ? 0xffffu : (1u << live) - 1;
         uint32_t open = valid;
