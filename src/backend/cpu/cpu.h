@@ -44,7 +44,8 @@ void cpu_head_screen(int min_rows);
 int  cpu_head_screen_env(void);     /* Q36_CPU_HEADSCREEN (0 and up), else -1 */
 void cpu_head_screen_stats(long out[3]);
 /* the nibble level (cpu_screen_nib.h) for greedy batches of at most n rows
- * (0: never; -1: the default, cpu_head.c's NIB_ROWS; be_cpu_new sets it
+ * (0: never; -1: the default, cpu_head.c's NIB_ROWS, NIB2_ROWS where it
+ * precedes exact products (AVX2 without VNNI); be_cpu_new sets it
  * from Q36_CPU_HEADNIB); its stats: tokens it settled, tokens handed to
  * the whole int8 screen, groups it kept for the int8 screen */
 void cpu_head_nib(int max_rows);

@@ -32,10 +32,15 @@
  * tell (too many groups kept, a non-finite value) takes the int8 screen
  * over every group, as without the level.
  *
- * CPUs with AVX2 but no AVX-512 VNNI have no int8 screen; there the same
- * batches (under the screen's switch and row rule) take the nibble level's
- * AVX2 kernel and then the exact products of the kept groups' rows, and a
- * token it cannot settle sends the batch to the full product. */
+ * CPUs with AVX2 but no AVX-512 VNNI have no int8 screen; there greedy
+ * batches of at most NIB2_ROWS rows by default (under the screen's switch
+ * and row rule) take the nibble level's AVX2 kernel and then the exact
+ * products of the kept groups' rows, and a token it cannot settle sends
+ * the batch to the full product. The level costs half the full product's
+ * multiplies there, a batch of any size (test_cpu_head bench on a Zen 3,
+ * one thread: 4 rows 3.1-3.7 against 6.3 ms, 16 rows 9.4-10.3 against
+ * 21.2; bench/results/2026-12-07-cpu-zen3-mtp/): a server's MTP verify
+ * pass of 4 slots has 16 rows. */
 #include "cpu.h"
 
 #include <assert.h>
@@ -53,6 +58,7 @@
 #define COPY_MAX   (1ull << 30)         /* the largest head copied for the screen */
 #define SHORT_K    512                  /* the longest rows screened one row at a time by default */
 #define NIB_ROWS   4                    /* the largest batch taking the nibble level by default */
+#define NIB2_ROWS  16                   /* ... where it precedes exact products (AVX2 alone) */
 #define NIB_CAP    2048                 /* groups a thread keeps per token at the nibble level */
 #define NIB_MISS   4                    /* batches in a row handed on ... */
 #define NIB_SKIP   256                  /* ... skip the level for this many */
@@ -86,17 +92,26 @@ typedef struct cpu_head {
     float        *nup;
     _Atomic uint32_t *nshared;          /* ncap_rows: the threads' shared maxima */
     int32_t      *pairs;                /* ncap_threads x ncap_rows x NIB_CAP x 2: (token, group) */
-    float        *pexact;               /* ncap_threads x ncap_rows x NIB_CAP x 16: their rows' exact products (AVX2) */
+    float        *pexact;               /* pexact_cap x 16: the pairs' rows' exact products (AVX2) */
+    int64_t       pexact_cap;
 } cpu_head;
 
 static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
 static _Atomic long g_stat[3];          /* screened tokens, tokens done in full, exact candidates */
-static _Atomic int g_nib_rows = NIB_ROWS;
+static _Atomic int g_nib_rows = -1;     /* < 0: NIB_ROWS, or NIB2_ROWS on AVX2 alone */
 static _Atomic long g_nstat[3];         /* tokens the nibble level settled, handed on, groups kept */
 
 void cpu_head_nib(int max_rows)
 {
-    atomic_store(&g_nib_rows, max_rows < 0 ? NIB_ROWS : max_rows);
+    atomic_store(&g_nib_rows, max_rows < 0 ? -1 : max_rows);
+}
+
+/* the largest batch the nibble level takes: before the int8 screen, or
+ * (avx2) before exact products */
+static int64_t nib_rows(bool avx2)
+{
+    const int n = atomic_load(&g_nib_rows);
+    return n >= 0 ? n : avx2 ? NIB2_ROWS : NIB_ROWS;
 }
 
 /* a row count from the environment: 0 and up, or -1 when unset */
@@ -265,7 +280,7 @@ static cpu_head *head_of(be_ctx *be, be_weight *w, int64_t R, int T, bool q8s)
  * product time (false: the caller's timed op holds it already). */
 static bool nib_of(be_ctx *be, cpu_head *h, const be_weight *w, int64_t R, int T, bool timed)
 {
-    if (R > atomic_load(&g_nib_rows))
+    if (R > nib_rows(!quant_path_available(QUANT_PATH_AVX512VNNI)))
         return false;
     if (!h->nib) {
         const uint64_t t0 = cpu_prof_now();
@@ -294,9 +309,7 @@ static bool nib_of(be_ctx *be, cpu_head *h, const be_weight *w, int64_t R, int T
                         grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
                         grow(&h->nup, sizeof *h->nup * slots * NIB_CAP) &
                         grow(&h->nshared, sizeof *h->nshared * (size_t)r) &
-                        grow(&h->pairs, sizeof *h->pairs * slots * NIB_CAP * 2) &
-                        (quant_path_available(QUANT_PATH_AVX512VNNI) ||
-                         grow(&h->pexact, sizeof *h->pexact * slots * NIB_CAP * CPU_Q8N_G));
+                        grow(&h->pairs, sizeof *h->pairs * slots * NIB_CAP * 2);
         if (!ok)
             return false;
         h->ncap_rows = r;
@@ -579,7 +592,7 @@ static bool choose_k(cpu_head *h, int T, int64_t R, int64_t t, int k, const be_w
  * switch and row rule */
 static bool nib2_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
 {
-    return rows_ok(c, w, x) && x->rows <= atomic_load(&g_nib_rows) &&
+    return rows_ok(c, w, x) && x->rows <= nib_rows(true) &&
            !quant_path_available(QUANT_PATH_AVX512VNNI) &&
            quant_path_available(QUANT_PATH_AVX2) && w->t->ne[0] / 32 <= 4096 &&
            cpu_q8n_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
@@ -640,6 +653,10 @@ static bool argmax_nib2(be_ctx *be, const be_weight *w, const be_tensor *x, be_t
     nib_level(be, h, &j);
     const int64_t n = nib_pairs(h, R, T);
     bool ok = n >= 0;
+    if (ok && n > h->pexact_cap) {
+        ok = grow(&h->pexact, sizeof *h->pexact * (size_t)n * CPU_Q8N_G);
+        h->pexact_cap = ok ? n : h->pexact_cap;
+    }
     int32_t *out = ids->data;
     long exact_rows = 0;
     if (ok) {       /* a pass the level hardly settles keeps hundreds of groups */
