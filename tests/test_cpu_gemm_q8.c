@@ -7,7 +7,8 @@
  * (decode), K past the AVX-512 kernel's pack limit (8224), more rows than
  * one pack meets (70; 33 at K 8224 for the AVX2 kernel's scale pack), K past
  * the AVX2 kernels' packs (65568 for a prompt, 262176 for one token), padded
- * row strides and a padded output stride (whose padding must stay untouched). Every kernel this CPU runs is checked; a kernel
+ * row strides and a padded output stride (whose padding must stay untouched); the AVX2
+ * kernel also with its activations' scales made once beforehand (avx2_da). Every kernel this CPU runs is checked; a kernel
  * the CPU lacks is a skip, and so are the Q8_0 cases on a CPU without
  * AVX2: the order being checked is that of an AVX2 kernel.
  *
@@ -112,6 +113,22 @@ typedef struct {
 
 /* ------------------------------------------------------------- Q8_0 */
 
+/* cpu_gemm_q8_0_avx2_da with its scales table made first, as cpu_matmul.c
+ * makes it, and taken as cpu_matmul.c's token tiles take it: from a
+ * multiple of 4 tokens on (here the first 4, then the rest) */
+static void avx2_da(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr, const uint8_t *a,
+                    uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    float *da = malloc(sizeof(float) * (size_t)cpu_q8_0_scales4_len(K, nt));
+    cpu_q8_0_scales4(K, a, arb, nt, da);
+    const int64_t t1 = nt > 4 ? 4 : nt;
+    cpu_gemm_q8_0_avx2_da(K, w, wrb, nr, a, arb, da, t1, y, ldy);
+    if (nt > t1)
+        cpu_gemm_q8_0_avx2_da(K, w, wrb, nr, a + (uint64_t)t1 * arb, arb, da + t1 * (K / 32),
+                              nt - t1, y + t1 * ldy, ldy);
+    free(da);
+}
+
 static void test_q8_0(int64_t K, int64_t nr, int64_t nt, int pad)
 {
     char name[128];
@@ -144,6 +161,7 @@ static void test_q8_0(int64_t K, int64_t nr, int64_t nt, int pad)
     const kernel ks[] = {
         { "ref", cpu_gemm_q8_0_ref },
         { "avx2", cpu_gemm_q8_0_avx2 },
+        { "avx2_da", avx2_da },
         { "avx512vnni", vnni ? cpu_gemm_q8_0_avx512vnni : NULL },
         { "picked", cpu_gemm_q8_0() },
     };

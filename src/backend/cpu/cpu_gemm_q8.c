@@ -292,8 +292,10 @@ AVX2 static void q8_scales(int64_t n, const uint8_t *p, float *out, int step)
         out[i * step] = _cvtsh_ss(rd16(p));
 }
 
+/* dapre: cpu_q8_0_scales4's table for these rows, or NULL (made here) */
 AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nr,
-                                const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+                                const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy,
+                                const float *dapre)
 {
     static const q8p_fn tab[2][4] = {
         { q8p_1x1, q8p_1x2, q8p_1x3, q8p_1x4 },
@@ -306,11 +308,14 @@ AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int6
         const int64_t r1 = nr - r0 < rows ? nr : r0 + rows;
         for (int64_t t = 0; t < nt; t += 4) {
             const int64_t u = nt - t < 4 ? nt - t : 4;
-            for (int64_t i = 0; i < u; i++)
-                q8_scales(nb, a + (uint64_t)(t + i) * arb, da + i, 4);
-            for (int64_t i = u; i < 4; i++)
-                for (int64_t b = 0; b < nb; b++)
-                    da[4 * b + i] = 0.0f;
+            const float *dt = dapre ? dapre + t * nb : da;
+            if (!dapre) {
+                for (int64_t i = 0; i < u; i++)
+                    q8_scales(nb, a + (uint64_t)(t + i) * arb, da + i, 4);
+                for (int64_t i = u; i < 4; i++)
+                    for (int64_t b = 0; b < nb; b++)
+                        da[4 * b + i] = 0.0f;
+            }
             for (int64_t r = r0; r < r1; r += 2) {
                 const int64_t m = r1 - r < 2 ? 1 : 2;
                 const float *ws0 = ws + (r - r0) * nb;
@@ -318,7 +323,7 @@ AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int6
                     for (int64_t i = 0; i < m; i++)
                         q8_scales(nb, w + (uint64_t)(r + i) * wrb, ws + (r + i - r0) * nb, 1);
                 tab[m - 1][u - 1](nb, w + (uint64_t)r * wrb, w + (uint64_t)(r + m - 1) * wrb, ws0,
-                                  ws0 + (m - 1) * nb, a + (uint64_t)t * arb, arb, da,
+                                  ws0 + (m - 1) * nb, a + (uint64_t)t * arb, arb, dt,
                                   y + t * ldy + r, ldy);
             }
         }
@@ -422,7 +427,7 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
         return;
     }
     if (nb <= Q8P_BLOCKS_MAX) {
-        q8_avx2_prompt(nb, w, wrb, nr, a, arb, nt, y, ldy);
+        q8_avx2_prompt(nb, w, wrb, nr, a, arb, nt, y, ldy, NULL);
         return;
     }
     for (int64_t r = 0; r < nr; r += 2) {
@@ -433,6 +438,37 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
                               y + t * ldy + r, ldy);
         }
     }
+}
+
+int64_t cpu_q8_0_scales4_len(int64_t K, int64_t nt)
+{
+    return (nt + 3) / 4 * 4 * (K / 32);
+}
+
+AVX2 void cpu_q8_0_scales4(int64_t K, const uint8_t *a, uint64_t arb, int64_t nt, float *da)
+{
+    const int64_t nb = K / 32;
+    for (int64_t t = 0; t < nt; t += 4) {
+        float *dt = da + t * nb;
+        for (int64_t i = 0; i < 4; i++) {
+            if (t + i < nt)
+                q8_scales(nb, a + (uint64_t)(t + i) * arb, dt + i, 4);
+            else
+                for (int64_t b = 0; b < nb; b++)
+                    dt[4 * b + i] = 0.0f;
+        }
+    }
+}
+
+void cpu_gemm_q8_0_avx2_da(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                           const uint8_t *a, uint64_t arb, const float *da, int64_t nt, float *y,
+                           int64_t ldy)
+{
+    assert(K % 32 == 0);
+    if (nt > 1 && K / 32 <= Q8P_BLOCKS_MAX)
+        q8_avx2_prompt(K / 32, w, wrb, nr, a, arb, nt, y, ldy, da);
+    else
+        cpu_gemm_q8_0_avx2(K, w, wrb, nr, a, arb, nt, y, ldy);
 }
 
 /* --------------------------------------------------- Q8_0, AVX-512 */

@@ -172,7 +172,22 @@ typedef struct {
     const cpu_tile_prep *prep;  /* non-NULL: the tile over the prepared rows at mix */
     const uint8_t   *mix;
     uint64_t         mrb;
+    const float     *da8;       /* non-NULL: the AVX2 Q8_0 tile with these scales (q8_scales) */
 } mm_job;
+
+/* The AVX2 Q8_0 prompt tile takes its activations' block scales made once
+ * per matmul (cpu_gemm_q8.h: cpu_gemm_q8_0_avx2_da): floats after the
+ * quantized rows (and their prepared forms) in the scratch, within the 4
+ * bytes an element cpu_matmul_scratch reserves */
+static bool q8_scales_once(cpu_tile_fn tile, int64_t R)
+{
+    return tile == cpu_gemm_q8_0_avx2 && R > PREP_ROWS;
+}
+
+static size_t q8_scales_bytes(cpu_tile_fn tile, int64_t K, int64_t R)
+{
+    return q8_scales_once(tile, R) ? sizeof(float) * (size_t)cpu_q8_0_scales4_len(K, R) : 0;
+}
 
 static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
 {
@@ -185,6 +200,12 @@ static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
         if (j->prep) {
             j->prep->tile(j->K, j->wbase + (uint64_t)n0 * wrb, wrb, n1 - n0, j->act + (uint64_t)r0 * arb, arb,
                           j->mix + (uint64_t)r0 * j->mrb, j->mrb, r1 - r0, cpu_row(j->y, r0) + n0, j->y->ld);
+            continue;
+        }
+        if (j->da8) {       /* r0 is a multiple of 4: its group's scales */
+            cpu_gemm_q8_0_avx2_da(j->K, j->wbase + (uint64_t)n0 * wrb, wrb, n1 - n0,
+                                  j->act + (uint64_t)r0 * arb, arb, j->da8 + r0 * (j->K / 32),
+                                  r1 - r0, cpu_row(j->y, r0) + n0, j->y->ld);
             continue;
         }
         if (j->tile) {
@@ -249,17 +270,21 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     const cpu_tile_prep *prep = pick_prep(tile, w->type, x->rows);
     const size_t abytes = pad64((size_t)x->rows * w->act_row_bytes);
     const uint64_t mrb = prep ? prep->bytes(K) : 0;
-    const size_t need = abytes + (size_t)x->rows * mrb;
+    const size_t mbytes = pad64((size_t)x->rows * mrb);
+    const size_t need = abytes + mbytes + q8_scales_bytes(tile, K, x->rows);
     uint8_t *act = cpu_scratch(be, need);
     if (!act) {
         cpu_fail_scratch(be, "matmul", need);
         return;
     }
     quantize_prep_rows(be, w, x, act, prep, act + abytes);
+    float *da8 = q8_scales_once(tile, x->rows) ? (float *)(act + abytes + mbytes) : NULL;
+    if (da8)
+        cpu_q8_0_scales4(K, act, w->act_row_bytes, x->rows, da8);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
-        .tile = tile, .prep = prep, .mix = act + abytes, .mrb = mrb,
+        .tile = tile, .prep = prep, .mix = act + abytes, .mrb = mrb, .da8 = da8,
     };
     cpu_for(be, N, row_grain(cpu_ctx_of(be), N, x->rows), mm_task, &j);
     CPU_PROF_END(be, BE_PROF_MATMUL(w->type));
@@ -315,13 +340,20 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
         }
         const size_t abytes = pad64((size_t)x->rows * w[0]->act_row_bytes);
         const uint64_t mrb = prep ? prep->bytes(K) : 0;
-        const size_t need = abytes + (size_t)x->rows * mrb;
+        const size_t mbytes = pad64((size_t)x->rows * mrb);
+        size_t sbytes = 0;          /* one table of Q8_0 scales serves each weight that takes it */
+        for (int i = 0; i < m; i++)
+            sbytes = sbytes ? sbytes : q8_scales_bytes(tiles[i], K, x->rows);
+        const size_t need = abytes + mbytes + sbytes;
         uint8_t *act = cpu_scratch(be, need);
         if (!act) {
             cpu_fail_scratch(be, "matmul", need);
             return;
         }
         quantize_prep_rows(be, w[0], x, act, prep, act + abytes);
+        float *da8 = sbytes ? (float *)(act + abytes + mbytes) : NULL;
+        if (da8)
+            cpu_q8_0_scales4(K, act, w[0]->act_row_bytes, x->rows, da8);
         mmn_job j = { .n = m };
         int64_t total = 0;
         for (int i = 0; i < m; i++) {
@@ -332,6 +364,7 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
                 .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
                 .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = tiles[i],
                 .prep = preps[i], .mix = act + abytes, .mrb = mrb,
+                .da8 = q8_scales_once(tiles[i], x->rows) ? da8 : NULL,
             };
             total += N;
             j.end[i] = total;
