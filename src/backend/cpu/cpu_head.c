@@ -39,8 +39,8 @@
  * the batch to the full product. The level costs half the full product's
  * multiplies there, a batch of any size (test_cpu_head bench on a Zen 3,
  * one thread: 4 rows 3.70 against 6.34 ms, 16 rows 10.34 against 21.18;
- * bench/results/2026-12-07-cpu-zen3-mtp/out/kernel-bench.txt): a server's MTP verify
- * pass of 4 slots has 16 rows. */
+ * bench/results/2026-12-07-cpu-zen3-mtp/out/kernel-bench.txt), and a
+ * server's MTP verify pass of 4 slots has 16 rows. */
 #include "cpu.h"
 
 #include <assert.h>
@@ -92,7 +92,7 @@ typedef struct cpu_head {
     float        *nup;
     _Atomic uint32_t *nshared;          /* ncap_rows: the threads' shared maxima */
     int32_t      *pairs;                /* ncap_threads x ncap_rows x NIB_CAP x 2: (token, group) */
-    float        *pexact;               /* pexact_cap x 16: the pairs' rows' exact products (AVX2) */
+    float        *pexact;               /* pexact_cap x 16: the pairs' rows' exact products */
     int64_t       pexact_cap;
 } cpu_head;
 
@@ -623,9 +623,10 @@ static void exact_task(void *arg, int64_t i0, int64_t i1, int tid)
     for (int64_t i = i0; i < i1; i++) {
         const int64_t t = j->h->pairs[2 * i], r0 = (int64_t)j->h->pairs[2 * i + 1] * CPU_Q8N_G;
         const int64_t m = N - r0 < CPU_Q8N_G ? N - r0 : CPU_Q8N_G;
-        cpu_gemm_q8_0()((int64_t)w->t->ne[0], (const uint8_t *)w->data + (uint64_t)r0 * w->row_bytes,
-                        w->row_bytes, m, j->act + (uint64_t)t * w->act_row_bytes, w->act_row_bytes,
-                        1, j->h->pexact + i * CPU_Q8N_G, CPU_Q8N_G);
+        const uint8_t *rows = (const uint8_t *)w->data + (uint64_t)r0 * w->row_bytes;
+        cpu_gemm_q8_0()((int64_t)w->t->ne[0], rows, w->row_bytes, m,
+                        j->act + (uint64_t)t * w->act_row_bytes, w->act_row_bytes, 1,
+                        j->h->pexact + i * CPU_Q8N_G, CPU_Q8N_G);
     }
 }
 

@@ -172,13 +172,14 @@ typedef struct {
     const cpu_tile_prep *prep;  /* non-NULL: the tile over the prepared rows at mix */
     const uint8_t   *mix;
     uint64_t         mrb;
-    const float     *da8;       /* non-NULL: the AVX2 Q8_0 tile with these scales (q8_scales) */
+    const float     *da8;       /* non-NULL: the AVX2 Q8_0 tile with these scales (cpu_q8_0_scales4) */
 } mm_job;
 
 /* The AVX2 Q8_0 prompt tile takes its activations' block scales made once
  * per matmul (cpu_gemm_q8.h: cpu_gemm_q8_0_avx2_da): floats after the
  * quantized rows (and their prepared forms) in the scratch, within the 4
  * bytes an element cpu_matmul_scratch reserves */
+_Static_assert(TOK_TILE % 4 == 0, "a token tile starts a group of cpu_q8_0_scales4's table");
 static bool q8_scales_once(cpu_tile_fn tile, int64_t R)
 {
     return tile == cpu_gemm_q8_0_avx2 && R > PREP_ROWS;

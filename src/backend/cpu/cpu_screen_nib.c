@@ -339,10 +339,10 @@ AVX2F static inline __m256i bc4y(const uint8_t *p)
 
 /* x's codes as maddubs wants them beside the copy's lanes: xb[(t nb + b) 8
  * + k] holds bytes 4k .. 4k + 3 of token t's block b in every lane. Made
- * once a call, so that the products read them as plain 32-byte loads: a
- * broadcast from memory per 32 products, as the kernel took before, kept
- * it at a quarter of its multiply pipes' rate on a Zen 3 (a group of 16
- * rows and 4 tokens 26 against 7 ns, test_cpu_head bench). */
+ * once a call, so that the products read them as plain 32-byte loads, not
+ * as a broadcast from memory per 32 products (as the kernel did before
+ * session 43; on a Zen 3 those broadcasts cost about as much as the
+ * products: bench/results/2026-12-07-cpu-zen3-mtp/). */
 AVX2F static void x_bcast(const uint8_t *act, uint64_t arb, int nt, int64_t nb, __m256i *xb)
 {
     for (int t = 0; t < nt; t++)
