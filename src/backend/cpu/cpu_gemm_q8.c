@@ -292,6 +292,26 @@ AVX2 static void q8_scales(int64_t n, const uint8_t *p, float *out, int step)
         out[i * step] = _cvtsh_ss(rd16(p));
 }
 
+int64_t cpu_q8_0_scales4_len(int64_t K, int64_t nt)
+{
+    return (nt + 3) / 4 * 4 * (K / 32);
+}
+
+AVX2 void cpu_q8_0_scales4(int64_t K, const uint8_t *a, uint64_t arb, int64_t nt, float *da)
+{
+    const int64_t nb = K / 32;
+    for (int64_t t = 0; t < nt; t += 4) {
+        float *dt = da + t * nb;
+        for (int64_t i = 0; i < 4; i++) {
+            if (t + i < nt)
+                q8_scales(nb, a + (uint64_t)(t + i) * arb, dt + i, 4);
+            else
+                for (int64_t b = 0; b < nb; b++)
+                    dt[4 * b + i] = 0.0f;
+        }
+    }
+}
+
 /* dapre: cpu_q8_0_scales4's table for these rows, or NULL (made here) */
 AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int64_t nr,
                                 const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy,
@@ -309,13 +329,8 @@ AVX2 static void q8_avx2_prompt(int64_t nb, const uint8_t *w, uint64_t wrb, int6
         for (int64_t t = 0; t < nt; t += 4) {
             const int64_t u = nt - t < 4 ? nt - t : 4;
             const float *dt = dapre ? dapre + t * nb : da;
-            if (!dapre) {
-                for (int64_t i = 0; i < u; i++)
-                    q8_scales(nb, a + (uint64_t)(t + i) * arb, da + i, 4);
-                for (int64_t i = u; i < 4; i++)
-                    for (int64_t b = 0; b < nb; b++)
-                        da[4 * b + i] = 0.0f;
-            }
+            if (!dapre)     /* this group's table */
+                cpu_q8_0_scales4(nb * 32, a + (uint64_t)t * arb, arb, u, da);
             for (int64_t r = r0; r < r1; r += 2) {
                 const int64_t m = r1 - r < 2 ? 1 : 2;
                 const float *ws0 = ws + (r - r0) * nb;
@@ -436,26 +451,6 @@ void cpu_gemm_q8_0_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
             const int64_t u = nt - t < 4 ? nt - t : 4;
             pre[m - 1][u - 1](nb, w + (uint64_t)r * wrb, wrb, a + (uint64_t)t * arb, arb,
                               y + t * ldy + r, ldy);
-        }
-    }
-}
-
-int64_t cpu_q8_0_scales4_len(int64_t K, int64_t nt)
-{
-    return (nt + 3) / 4 * 4 * (K / 32);
-}
-
-AVX2 void cpu_q8_0_scales4(int64_t K, const uint8_t *a, uint64_t arb, int64_t nt, float *da)
-{
-    const int64_t nb = K / 32;
-    for (int64_t t = 0; t < nt; t += 4) {
-        float *dt = da + t * nb;
-        for (int64_t i = 0; i < 4; i++) {
-            if (t + i < nt)
-                q8_scales(nb, a + (uint64_t)(t + i) * arb, dt + i, 4);
-            else
-                for (int64_t b = 0; b < nb; b++)
-                    dt[4 * b + i] = 0.0f;
         }
     }
 }

@@ -165,19 +165,6 @@ int cpu_head_screen_env(void)
     return env_rows("Q36_CPU_HEADSCREEN");
 }
 
-/* be_head_cheap: a draft's one row takes the int8 screen (screen_ok's rule) */
-bool cpu_head_cheap(const be_ctx *be, const gguf_tensor *t)
-{
-    if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_ctx_of(be)->dot_path >= 0 ||
-        !quant_path_available(QUANT_PATH_AVX512VNNI) ||
-        cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]) > COPY_MAX)
-        return false;
-    int min_rows = atomic_load(&g_min_rows);
-    if (min_rows < 0)
-        min_rows = t->ne[0] <= SHORT_K ? 1 : 2;
-    return min_rows == 1;
-}
-
 uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 {
     if (!t || t->type != QT_Q8_0 || t->ne[2] * t->ne[3] != 1 || cpu_head_screen_env() == 0)
@@ -192,20 +179,27 @@ uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
     return b + nib;
 }
 
-/* the screen's switch and row rule (cpu_head_screen), the weight's kind */
-static bool rows_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
+/* the screen's switch and row rule (cpu_head_screen) for a batch of R
+ * rows, the weight's kind */
+static bool rows_ok(const cpu_ctx *c, const gguf_tensor *t, int64_t R)
 {
     int min_rows = atomic_load(&g_min_rows);
     if (min_rows < 0)
-        min_rows = w->t->ne[0] <= SHORT_K ? 1 : 2;
-    return min_rows > 0 && x->rows >= min_rows && w->type == QT_Q8_0 && c->dot_path < 0 &&
-           w->t->ne[2] * w->t->ne[3] == 1;
+        min_rows = t->ne[0] <= SHORT_K ? 1 : 2;
+    return min_rows > 0 && R >= min_rows && t->type == QT_Q8_0 && c->dot_path < 0 &&
+           t->ne[2] * t->ne[3] == 1;
 }
 
-static bool screen_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
+static bool screen_ok(const cpu_ctx *c, const gguf_tensor *t, int64_t R)
 {
-    return rows_ok(c, w, x) && quant_path_available(QUANT_PATH_AVX512VNNI) &&
-           cpu_q8s_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
+    return rows_ok(c, t, R) && quant_path_available(QUANT_PATH_AVX512VNNI) &&
+           cpu_q8s_bytes((int64_t)t->ne[1], (int64_t)t->ne[0]) <= COPY_MAX;
+}
+
+/* be_head_cheap: a draft's one row takes the int8 screen */
+bool cpu_head_cheap(const be_ctx *be, const gguf_tensor *t)
+{
+    return t && screen_ok(cpu_ctx_of(be), t, 1);
 }
 
 /* *pp (a pointer to any table) reallocated to bytes; false, *pp unchanged,
@@ -592,7 +586,7 @@ static bool choose_k(cpu_head *h, int T, int64_t R, int64_t t, int k, const be_w
  * switch and row rule */
 static bool nib2_ok(const cpu_ctx *c, const be_weight *w, const be_tensor *x)
 {
-    return rows_ok(c, w, x) && x->rows <= nib_rows(true) &&
+    return rows_ok(c, w->t, x->rows) && x->rows <= nib_rows(true) &&
            !quant_path_available(QUANT_PATH_AVX512VNNI) &&
            quant_path_available(QUANT_PATH_AVX2) && w->t->ne[0] / 32 <= 4096 &&
            cpu_q8n_bytes((int64_t)w->t->ne[1], (int64_t)w->t->ne[0]) <= COPY_MAX;
@@ -714,7 +708,7 @@ void cpu_matmul_argmax(be_ctx *be, const be_weight *w, const be_tensor *x, be_te
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
-    cpu_head *h = screen_ok(c, w, x) ? head_of(be, (be_weight *)w, R, c->n_threads, true) : NULL;
+    cpu_head *h = screen_ok(c, w->t, x->rows) ? head_of(be, (be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
         if (nib2_ok(c, w, x) && argmax_nib2(be, w, x, ids, ban, n_ban))
             return;
@@ -757,7 +751,7 @@ void cpu_matmul_topk(be_ctx *be, const be_weight *w, const be_tensor *x, be_tens
 {
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = x->rows;
-    cpu_head *h = k >= 1 && k * 4 <= CAND_CAP && k <= (int64_t)w->t->ne[1] && screen_ok(c, w, x)
+    cpu_head *h = k >= 1 && k * 4 <= CAND_CAP && k <= (int64_t)w->t->ne[1] && screen_ok(c, w->t, x->rows)
                       ? head_of(be, (be_weight *)w, R, c->n_threads, true) : NULL;
     if (!h) {
         cpu_matmul(be, w, 0, x, y);

@@ -185,9 +185,20 @@ static bool q8_scales_once(cpu_tile_fn tile, int64_t R)
     return tile == cpu_gemm_q8_0_avx2 && R > PREP_ROWS;
 }
 
-static size_t q8_scales_bytes(cpu_tile_fn tile, int64_t K, int64_t R)
+static size_t q8_scales_bytes(bool once, int64_t K, int64_t R)
 {
-    return q8_scales_once(tile, R) ? sizeof(float) * (size_t)cpu_q8_0_scales4_len(K, R) : 0;
+    return once ? sizeof(float) * (size_t)cpu_q8_0_scales4_len(K, R) : 0;
+}
+
+/* the table at at, made from the R quantized rows act (w's), or NULL when
+ * no tile takes it */
+static float *q8_scales_table(bool once, const be_weight *w, int64_t K, int64_t R,
+                              const uint8_t *act, uint8_t *at)
+{
+    if (!once)
+        return NULL;
+    cpu_q8_0_scales4(K, act, w->act_row_bytes, R, (float *)at);
+    return (float *)at;
 }
 
 static void mm_task(void *arg, int64_t n0, int64_t n1, int tid)
@@ -272,16 +283,15 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     const size_t abytes = pad64((size_t)x->rows * w->act_row_bytes);
     const uint64_t mrb = prep ? prep->bytes(K) : 0;
     const size_t mbytes = pad64((size_t)x->rows * mrb);
-    const size_t need = abytes + mbytes + q8_scales_bytes(tile, K, x->rows);
+    const bool once = q8_scales_once(tile, x->rows);
+    const size_t need = abytes + mbytes + q8_scales_bytes(once, K, x->rows);
     uint8_t *act = cpu_scratch(be, need);
     if (!act) {
         cpu_fail_scratch(be, "matmul", need);
         return;
     }
     quantize_prep_rows(be, w, x, act, prep, act + abytes);
-    float *da8 = q8_scales_once(tile, x->rows) ? (float *)(act + abytes + mbytes) : NULL;
-    if (da8)
-        cpu_q8_0_scales4(K, act, w->act_row_bytes, x->rows, da8);
+    const float *da8 = q8_scales_table(once, w, K, x->rows, act, act + abytes + mbytes);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
         .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
@@ -342,19 +352,17 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
         const size_t abytes = pad64((size_t)x->rows * w[0]->act_row_bytes);
         const uint64_t mrb = prep ? prep->bytes(K) : 0;
         const size_t mbytes = pad64((size_t)x->rows * mrb);
-        size_t sbytes = 0;          /* one table of Q8_0 scales serves each weight that takes it */
+        bool once = false;          /* one table of Q8_0 scales serves each weight that takes it */
         for (int i = 0; i < m; i++)
-            sbytes = sbytes ? sbytes : q8_scales_bytes(tiles[i], K, x->rows);
-        const size_t need = abytes + mbytes + sbytes;
+            once |= q8_scales_once(tiles[i], x->rows);
+        const size_t need = abytes + mbytes + q8_scales_bytes(once, K, x->rows);
         uint8_t *act = cpu_scratch(be, need);
         if (!act) {
             cpu_fail_scratch(be, "matmul", need);
             return;
         }
         quantize_prep_rows(be, w[0], x, act, prep, act + abytes);
-        float *da8 = sbytes ? (float *)(act + abytes + mbytes) : NULL;
-        if (da8)
-            cpu_q8_0_scales4(K, act, w[0]->act_row_bytes, x->rows, da8);
+        const float *da8 = q8_scales_table(once, w[0], K, x->rows, act, act + abytes + mbytes);
         mmn_job j = { .n = m };
         int64_t total = 0;
         for (int i = 0; i < m; i++) {
