@@ -367,4 +367,5 @@ for s in ${STEPS:-test bench}; do
            grep -E '^(# |void|k_)' "$out/ncu.txt" | head -n 30 ;;
     esac
 done
+scrub_out "$out"    # lib.sh: no device paths in what comes back
 pack_out "$out"     # lib.sh: at most 8 files come back from a call

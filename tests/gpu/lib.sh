@@ -33,6 +33,12 @@ run() {
     timeout "$t" "$@" 2>&1 | tee -a "$out"
     echo "(exit ${PIPESTATUS[0]})" | tee -a "$out"
 }
+# scrub_out DIR: the device's working folder ($LOG) written as <device tmp>
+# in DIR's text files, as records keep them
+scrub_out() {
+    [ -n "${LOG:-}" ] && find "$1" -name '*.txt' -type f -exec sed -i "s#$LOG#<device tmp>#g" {} +
+    return 0
+}
 # pack_out DIR: a device call brings back at most 8 files from $OUT (the
 # rest are left out, "count"); with more than 7 there, they all go into
 # DIR/out.tar.xz instead (unpack with tar -xJf).
