@@ -448,6 +448,10 @@ void be_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *
         be->ops->prefetch(be, n, w, sel);
 }
 
+bool be_side_begin(be_ctx *be) { return be->ops->side && be->ops->side(be, BE_SIDE_BEGIN); }
+void be_side_end(be_ctx *be) { be->ops->side(be, BE_SIDE_END); }
+void be_side_join(be_ctx *be) { be->ops->side(be, BE_SIDE_JOIN); }
+
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y) { be->ops->swiglu(be, g, u, y); }
 
 void be_rms_norm_gate(be_ctx *be, const be_tensor *x, const be_weight *w, float eps, int64_t group,

@@ -305,6 +305,21 @@ void be_hadamard(be_ctx *be, be_tensor *x, int64_t n);
  * changes no result and is ordered after the ops queued before it only;
  * the CPU does nothing. */
 void be_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
+/* Ops that may run beside others. be_side_begin answers whether the
+ * backend will run the ops queued from it to be_side_end (the side) beside
+ * the ops queued after be_side_end, up to be_side_join: then the side reads
+ * only what ops queued before be_side_begin wrote, and the ops between
+ * be_side_end and be_side_join neither read nor write what the side
+ * writes, nor write what it reads; the caller, told true, calls
+ * be_side_end and then be_side_join before anything reads the side's
+ * results. Told false, it queues its ops in any order it likes (nothing
+ * was begun; be_side_end and be_side_join are not called). No result
+ * depends on the answer. The CPU has no entry (false); the CUDA backend
+ * runs a side on a second stream in decode and verify passes
+ * (cuda_side.cu). Sides do not nest. */
+bool be_side_begin(be_ctx *be);
+void be_side_end(be_ctx *be);
+void be_side_join(be_ctx *be);
 /* y = silu(g) * u */
 void be_swiglu(be_ctx *be, const be_tensor *g, const be_tensor *u, be_tensor *y);
 /* y = silu(z) * x  (DeltaNet gated norm tail; x is already rms-normed). */

@@ -65,6 +65,9 @@ void be_fail(be_ctx *be, int kind, const char *fmt, ...) __attribute__((format(p
 /* Frees the view pool; a backend's free calls it. */
 void be_base_free(be_ctx *be);
 
+/* be_ops.side's steps (backend.h: be_side_begin) */
+enum { BE_SIDE_BEGIN, BE_SIDE_END, BE_SIDE_JOIN };
+
 /* One entry per op of backend.h, same arguments (see there for what each
  * does); every entry is required but matmul_argmax and matmul_topk. */
 struct be_ops {
@@ -184,6 +187,9 @@ struct be_ops {
     void (*hadamard)(be_ctx *be, be_tensor *x, int64_t n);
     /* optional: a hint, nothing when absent (the CPU) */
     void (*prefetch)(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
+    /* optional: NULL answers be_side_begin false; step is BE_SIDE_BEGIN
+     * (the answer), BE_SIDE_END or BE_SIDE_JOIN (ignored) */
+    bool (*side)(be_ctx *be, int step);
 
     void (*pass_begin)(be_ctx *be, uint64_t key, int64_t n_rows);
     void (*pass_end)(be_ctx *be);

@@ -44,6 +44,14 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
     } else {
         be_matmul(be, L->router, 0, h, rlog);
     }
+    /* the shared expert's down product (its SwiGLU of fg and fu into sh)
+     * needs nothing the routing makes: where the backend runs it beside
+     * the routing and the routed products (be_side_begin), it goes first */
+    const bool side = L->up_shexp && be_side_begin(be);
+    if (side) {
+        be_matmul_glu(be, L->down_shexp, fg, fu, sh);
+        be_side_end(be);
+    }
     be_tensor *sel = model_rows(e, sc->sel, T);
     be_moe_route(be, rlog, k, sel, rw);
     /* the chosen experts' weights, named as soon as they are known */
@@ -61,7 +69,7 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         be_tensor *eg = be_view(be, model_rows(e, sc->eg, T * k), 0, Fe);
         be_tensor *eu = be_view(be, model_rows(e, sc->eu, T * k), 0, Fe);
         be_matmul_id_swiglu(be, L->gate_exps, L->up_exps, h, sel, eu, eg);
-        if (L->up_shexp) {
+        if (L->up_shexp && !side) {
             /* the down products, the shared expert and the sum: one op */
             be_moe_down_shared(be, L->down_exps, eg, sel, rw, L->down_shexp, fg, fu, shg, ey,
                                sh, out);
@@ -75,8 +83,11 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
         return;
     }
     /* the shared expert into sh (its up and gate rows and gate logit shg
-     * came with the router's); then the routed sum plus sigmoid(shg) * sh
-     * (be_moe_combine_shared: one op) */
-    be_matmul_glu(be, L->down_shexp, fg, fu, sh);
+     * came with the router's), unless the side has it; then the routed
+     * sum plus sigmoid(shg) * sh (be_moe_combine_shared: one op) */
+    if (side)
+        be_side_join(be);
+    else
+        be_matmul_glu(be, L->down_shexp, fg, fu, sh);
     be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
 }

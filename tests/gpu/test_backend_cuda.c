@@ -3624,14 +3624,15 @@ static void test_model_graphs(const char *path)
  * order and the warpgroup expert kernels overlap their stages; with
  * Q36_CUDA_PREFETCH (cuda_prefetch.cu) a side stream asks L2 for the next
  * block's weights (=2: and the chosen experts'), forked from and joined to
- * the pass's stream. The same
+ * the pass's stream; with Q36_CUDA_SIDE (cuda_side.cu) the shared expert's
+ * down product runs on a second stream beside the routed experts'. The same
  * rows, the same bits: a session with the switch on (`on`) and one with
  * it at `off` must give the same logits bit for bit, prompt and 64 greedy
  * decodes, op by op and with graphs (a replayed pass skips its ops, the
  * rows kept must be dropped): any rows reused after they changed show as
  * a difference. (Q8KEEP is off by default since it measured slower: the
  * second session turns it on.) Cases
- * cuda.model.*.{q8keep,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2}_same_bits. */
+ * cuda.model.*.{q8keep,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)
 {
@@ -4699,6 +4700,7 @@ int main(int argc, char **argv)
         test_model_keep(argv[i], "Q36_CUDA_MOEWGPIPE", "1", "0", "moewgpipe");
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "1", "0", "prefetch");
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "2", "0", "prefetch2");
+        test_model_keep(argv[i], "Q36_CUDA_SIDE", "1", "0", "side");
     }
     be_free(cpu);
     be_free(gpu);

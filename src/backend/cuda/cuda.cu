@@ -202,6 +202,7 @@ static void cuda_free(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     cudaSetDevice(c->device);
+    cuda_side_close(be);                /* a side left open: the context's stream back */
     if (c->gmode == GM_CAPTURE) {       /* a pass left half captured */
         cuda_prefetch_join(be);
         cudaGraph_t g = NULL;
@@ -214,6 +215,8 @@ static void cuda_free(be_ctx *be)
         cudaStreamSynchronize(c->stream);
     if (c->pf_stream)
         cudaStreamSynchronize(c->pf_stream);
+    if (c->side_stream)
+        cudaStreamSynchronize(c->side_stream);
     be_base_free(be);
     tensor_pool_trim(c);
     for (be_weight *w = c->weights, *nx; w; w = nx) {
@@ -223,6 +226,7 @@ static void cuda_free(be_ctx *be)
     }
     cuda_f16_kept_free(c);
     cudaFree(c->deq);
+    cudaFree(c->side_deq);
     cudaFree(c->part);
     cudaFree(c->q8kv);
     cudaFree(c->q8runs);
@@ -240,6 +244,11 @@ static void cuda_free(be_ctx *be)
         cudaStreamDestroy(c->pf_stream);
         cudaEventDestroy(c->pf_fork);
         cudaEventDestroy(c->pf_join);
+    }
+    if (c->side_stream) {
+        cudaStreamDestroy(c->side_stream);
+        cudaEventDestroy(c->side_fork);
+        cudaEventDestroy(c->side_done);
     }
     free(c);
 }
@@ -372,6 +381,7 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
     }
     if (cuda_chunk_reserve(be, shape, err) || cuda_moe_reserve(be, shape, err))
         return Q36_E_NOMEM;
+    cuda_side_reserve(be, shape);   /* a hint: without its scratch, no side */
     if (c->attn_tc)             /* its shared memory asked now, not inside a graph's capture */
         cuda_attn_tc_ready(be);
     c->reserved = true;
@@ -971,6 +981,17 @@ static void f_cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const 
     cuda_prefetch(be, n, w, sel);
 }
 
+/* be_side_*: graph ops like the others (the step and the answer
+ * fingerprinted; a replay's answer is its recording's: cuda_side.cu) */
+static bool f_cuda_side(be_ctx *be, int step)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const bool on = step == BE_SIDE_BEGIN && cuda_side_wanted(c);
+    if (c->gmode && cuda_graph_op(be, fmix(__LINE__, (uint64_t)(2 * step + on))))
+        return on;
+    return cuda_side(be, step);
+}
+
 static void cuda_stats(const be_ctx *be, be_stats *out)
 {
     *out = cuda_ctx_of((be_ctx *)be)->stats;
@@ -1031,6 +1052,7 @@ static const struct be_ops cuda_ops = {
     .moe_down_shared = f_cuda_moe_down_shared,
     .hadamard = f_cuda_hadamard,
     .prefetch = f_cuda_prefetch,
+    .side = f_cuda_side,
     .pass_begin = cuda_pass_begin,
     .pass_end = cuda_pass_end,
     .stats = cuda_stats,
@@ -1150,6 +1172,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->pf_mode = 0;        /* a hint: none then */
     }
+    c->side_mode = cuda_env_is("Q36_CUDA_SIDE", "1");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     c->cc_major = cc;

@@ -122,6 +122,16 @@ struct cuda_ctx {
     cudaStream_t    pf_stream;
     cudaEvent_t     pf_fork, pf_join;
     int64_t         pass_rows;
+    /* be_side_* (cuda_side.cu, Q36_CUDA_SIDE): its stream and the events
+     * of its fork and its end; side_on while a side's ops are queued (the
+     * main stream then in side_main, c->stream the side's), side_pending
+     * from its end to its join; side_deq (side_deq_floats): the scratch a
+     * side's ops take for their int8 rows while the main stream's take deq */
+    bool            side_mode, side_on, side_pending;
+    cudaStream_t    side_stream, side_main;
+    cudaEvent_t     side_fork, side_done;
+    float          *side_deq;
+    size_t          side_deq_floats;
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
     /* Weight products of at most this many rows take the matvec kernels
      * (each weight row read once for every MATVEC_RB rows, from L2 after
@@ -640,6 +650,13 @@ bool cuda_attn_q8_split(be_ctx *be, const be_tensor *q, const be_tensor *kc, con
  * (cuda_graph_cut calls it first) */
 void cuda_prefetch(be_ctx *be, int n, const be_weight *const *w, const be_tensor *sel);
 void cuda_prefetch_join(be_ctx *be);
+/* ---- cuda_side.cu: be_side_* (cuda_side_wanted: what be_side_begin
+ * would answer now); cuda_side_close ends and joins a side left open
+ * (before a pass's cut, and when the context is freed) */
+bool cuda_side_wanted(const cuda_ctx *c);
+bool cuda_side(be_ctx *be, int step);
+void cuda_side_close(be_ctx *be);
+bool cuda_side_reserve(be_ctx *be, const be_shape *shape);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,

@@ -273,7 +273,8 @@ static void cut_replay(be_ctx *be)
 void cuda_graph_cut(be_ctx *be)
 {
     cuda_ctx *c = cuda_ctx_of(be);
-    cuda_prefetch_join(be);    /* before a capture ends: it must hold the join */
+    cuda_side_close(be);       /* before a capture ends: it must hold the joins */
+    cuda_prefetch_join(be);
     cuda_q8_drop(c);
     if (c->gmode == GM_CAPTURE)
         cut_capture(be);
