@@ -1178,6 +1178,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->cc_major = cc;
     cuda_pdl = cuda_env_on("Q36_CUDA_PDL") && cc >= 9;
     cuda_diag_init();
+    cuda_matmul_switches();
     if (c->graphs_on && cudaMallocHost(&c->up, UP_BYTES) != cudaSuccess) {
         cudaGetLastError();
         c->up = NULL;           /* uploads wait */

@@ -654,6 +654,9 @@ void cuda_prefetch_join(be_ctx *be);
  * would answer now); cuda_side_close ends and joins a side left open
  * (before a pass's cut, and when the context is freed) */
 bool cuda_side_wanted(const cuda_ctx *c);
+/* cuda_matmul.cu: its process-wide switches (Q36_CUDA_MVF32), read when a
+ * context is made */
+void cuda_matmul_switches(void);
 bool cuda_side(be_ctx *be, int step);
 void cuda_side_close(be_ctx *be);
 bool cuda_side_reserve(be_ctx *be, const be_shape *shape);

@@ -233,6 +233,57 @@ __device__ __forceinline__ void acc8(float &acc, const float v[8], const float *
     }
 }
 
+/* Q36_CUDA_MVF32 (on unless "0"; cuda_matmul_switches): an f32 row of K %
+ * 8 == 0 at a 16-byte address is read MV_F32_AHEAD steps of the lane at a
+ * time, two 16-byte loads a step, all issued before the first is used,
+ * where mv_row's loop reads 8 floats a step one load each, two steps at a
+ * time: a 35B-A3B router row (2,048 floats, 8 steps a lane) waited for 4
+ * rounds of loads, its beside Q4_K rows in the same launch for 1. The same
+ * values summed in the same order (acc8 as mv_row calls it). */
+#define MV_F32_AHEAD 8
+__constant__ int mv_f32_on;
+
+template <int RB>
+__device__ __forceinline__ bool mv_row_f32(const uint8_t *row, int64_t K, const float *__restrict__ x,
+                                           int64_t ldx, int64_t R, int64_t r0, bool xvec, int lane,
+                                           float acc[RB])
+{
+    if (!mv_f32_on || K % 8 || ((uintptr_t)row & 15))
+        return false;
+    const float4 *w4 = (const float4 *)row;
+    for (int64_t b0 = (int64_t)lane * 8; b0 < K; b0 += 256 * MV_F32_AHEAD) {
+        float4 a[MV_F32_AHEAD][2];
+        #pragma unroll
+        for (int q = 0; q < MV_F32_AHEAD; q++) {
+            const int64_t i0 = b0 + 256 * q;
+            if (i0 < K) {
+                a[q][0] = w4[i0 / 4];
+                a[q][1] = w4[i0 / 4 + 1];
+            }
+        }
+        #pragma unroll
+        for (int q = 0; q < MV_F32_AHEAD; q++) {
+            const int64_t i0 = b0 + 256 * q;
+            if (i0 < K) {
+                const float v[8] = { a[q][0].x, a[q][0].y, a[q][0].z, a[q][0].w,
+                                     a[q][1].x, a[q][1].y, a[q][1].z, a[q][1].w };
+                #pragma unroll
+                for (int r = 0; r < RB; r++)
+                    if (r0 + r < R)
+                        acc8(acc[r], v, x + (r0 + r) * ldx + i0, i0, K, xvec);
+            }
+        }
+    }
+    return true;
+}
+
+void cuda_matmul_switches(void)
+{
+    const int on = cuda_env_on("Q36_CUDA_MVF32") ? 1 : 0;
+    cudaMemcpyToSymbol(mv_f32_on, &on, sizeof on);
+    cudaGetLastError();     /* a switch: left as it was if this fails */
+}
+
 /* acc[r] = the weight row (type T, K wide) times x rows r0 + r, r < RB,
  * this lane's share, to be summed over the warp */
 template <int T, int RB, bool FAST>
@@ -240,6 +291,9 @@ __device__ __forceinline__ void mv_row(const uint8_t *row, int64_t K, const floa
                                        int64_t ldx, int64_t R, int64_t r0, bool xvec, int lane,
                                        float acc[RB])
 {
+    if constexpr (T == QT_F32)
+        if (mv_row_f32<RB>(row, K, x, ldx, R, r0, xvec, lane, acc))
+            return;
     if constexpr (FAST && T == QT_Q4_K)
         dot_q4k<RB>(row, K, x + r0 * ldx, ldx, R - r0, xvec, lane, acc);
     else
