@@ -3632,7 +3632,7 @@ static void test_model_graphs(const char *path)
  * rows kept must be dropped): any rows reused after they changed show as
  * a difference. (Q8KEEP is off by default since it measured slower: the
  * second session turns it on.) Cases
- * cuda.model.*.{q8keep,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side}_same_bits. */
+ * cuda.model.*.{q8keep,q8keep2,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)
 {
@@ -4687,6 +4687,7 @@ int main(int argc, char **argv)
         test_model_keep_graphs(argv[i]);
         test_model_invariance(argv[i]);
         test_model_keep(argv[i], "Q36_CUDA_Q8KEEP", "1", "0", "q8keep");
+        test_model_keep(argv[i], "Q36_CUDA_Q8KEEP", "2", "0", "q8keep2");
         test_model_keep(argv[i], "Q36_CUDA_H16KEEP", "1", "0", "h16keep");
         test_model_keep(argv[i], "Q36_CUDA_ROUTEKEEP", "1", "0", "routekeep");
         {   /* split's WMMA kernels give the one kernel's bits; the mma.sync

@@ -318,7 +318,8 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->fattn_wg = c->fattn_mma && cuda_env_on("Q36_CUDA_FATTNWG");
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
-    c->q8keep = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
+    c->q8norm = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
+    c->q8keep = c->q8norm || cuda_env_is("Q36_CUDA_Q8KEEP", "2");
     c->h16keep = cuda_env_on("Q36_CUDA_H16KEEP");
     c->route_keep = cuda_env_on("Q36_CUDA_ROUTEKEEP");
     c->mv_rows = cuda_mv_rows(shape);

@@ -57,6 +57,14 @@ typedef struct cuda_graph {
 
 enum cuda_gmode { GM_EAGER = 0, GM_CAPTURE, GM_REPLAY };
 
+/* Rows of x (pitch ld, R rows of K) whose converted form is in a scratch,
+ * while valid (cuda_ctx: q8, h16) */
+typedef struct cuda_rows_kept {
+    const void *x;
+    int64_t     R, ld, K;
+    bool        valid;
+} cuda_rows_kept;
+
 typedef struct cuda_prof cuda_prof;   /* cuda_prof.cu */
 
 struct cuda_ctx {
@@ -132,6 +140,7 @@ struct cuda_ctx {
     cudaEvent_t     side_fork, side_done;
     float          *side_deq;
     size_t          side_deq_floats;
+    cuda_rows_kept  side_q8;       /* q8 of the stream that is not c->stream now */
     bool            mv8;           /* Q36_CUDA_MV8 (on unless "0") in fast mode: cuda_matmul.cu's k_matvec8 */
     /* Weight products of at most this many rows take the matvec kernels
      * (each weight row read once for every MATVEC_RB rows, from L2 after
@@ -187,8 +196,13 @@ struct cuda_ctx {
      * the scratch, when an op is skipped in a replayed pass, at a pass's
      * start and its cut, and when tensors are freed or the scratch is
      * reserved again (cuda_q8_drop). */
-    struct { const void *x; int64_t R, ld, K; bool valid; } q8;
+    cuda_rows_kept  q8;
     bool            q8keep;
+    /* Q36_CUDA_Q8KEEP=1 only: the decode rows' norms write their int8
+     * rows too (cuda_ops.cu); =2 keeps the rows k_q8x makes for the next
+     * products of the same rows without it (a MoE block's router-time
+     * products and its routed gate and up products read the same rows) */
+    bool            q8norm;
     /* The f16 rows at the scratch's start (cuda_gemm.cu, k_to_half) of
      * the rows h16.x (R, ld, K as q8's), kept for the next f16 products
      * of the same rows (a DeltaNet block's qkv and z products, an
@@ -197,7 +211,7 @@ struct cuda_ctx {
      * expert gate/up product, cuda_moe_pre.cu). Dropped where
      * q8 is, and when int8 rows are laid out in the scratch
      * (Q36_CUDA_H16KEEP, on unless "0"). */
-    struct { const void *x; int64_t R, ld, K; bool valid; } h16;
+    cuda_rows_kept  h16;
     bool            h16keep;
     /* The routing in the expert products' scratch (cuda_moe.cu, route:
      * moe's counts, offsets and perm) is that of the selection `sel`

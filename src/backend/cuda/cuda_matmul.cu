@@ -916,7 +916,10 @@ bool cuda_q8_layout(cuda_ctx *c, int64_t R, int64_t K, int8_t **qx, float2 **dx)
     return true;
 }
 
-void cuda_q8_drop(cuda_ctx *c) { c->q8.valid = c->h16.valid = c->routed.valid = false; }
+void cuda_q8_drop(cuda_ctx *c)
+{
+    c->q8.valid = c->side_q8.valid = c->h16.valid = c->routed.valid = false;
+}
 
 /* bytes [lo, hi) a tensor's rows span */
 static void span(const be_tensor *t, uintptr_t *lo, uintptr_t *hi)

@@ -259,7 +259,7 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
      * their int8 rows too (cuda.h: q8) */
     int8_t *qx = NULL;
     float2 *dx = NULL;
-    const bool q8 = c->q8keep && group % 32 == 0 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
+    const bool q8 = c->q8norm && group % 32 == 0 && y->rows <= CUDA_Q8_NORM_ROWS && !y->f16 &&
                     cuda_q8_layout(c, y->rows, y->cols, &qx, &dx);
     const int npt = (int)((group + threads - 1) / threads);
     const int64_t ngroups = x->rows * gpr;

@@ -18,8 +18,8 @@
  * fork and a join of the graph's nodes; op by op they run as streams do.
  * The side's int8 rows (k_q8x) go to a scratch of their own (side_deq,
  * swapped with deq while the side is queued), since the main stream's
- * products write theirs to deq meanwhile; kept rows (cuda.h: q8) are
- * forgotten at each step.
+ * products write theirs to deq meanwhile; the rows kept in each (cuda.h:
+ * q8) are swapped with it, so the main stream's stay its own.
  *
  * When. Only in passes of 1 to mv_rows rows (decode steps, verify passes:
  * their products are the matvec kernels, which take no cuBLAS handle, whose
@@ -37,6 +37,9 @@ bool cuda_side_wanted(const cuda_ctx *c)
            c->pass_rows >= 1 && c->pass_rows <= c->mv_rows && c->side_deq;
 }
 
+/* deq and the rows kept there (q8) for the other stream's: a side
+ * starts with none kept, and the main stream's kept ones (its products'
+ * rows of x, Q36_CUDA_Q8KEEP) are its own again after it */
 static void swap_scratch(cuda_ctx *c)
 {
     float *d = c->deq;
@@ -45,7 +48,10 @@ static void swap_scratch(cuda_ctx *c)
     c->deq_floats = c->side_deq_floats;
     c->side_deq = d;
     c->side_deq_floats = n;
-    cuda_q8_drop(c);
+    const cuda_rows_kept k = c->q8;
+    c->q8 = c->side_q8;
+    c->side_q8 = k;
+    c->h16.valid = false;
 }
 
 bool cuda_side(be_ctx *be, int step)
@@ -60,6 +66,7 @@ bool cuda_side(be_ctx *be, int step)
             return false;
         c->side_main = c->stream;
         c->stream = c->side_stream;
+        c->side_q8.valid = false;
         swap_scratch(c);
         c->side_on = true;
         return true;
