@@ -670,8 +670,8 @@ static void test_topk(int64_t R, int64_t C, int64_t ld, int k)
 /* --------------------------------------------------------------- the table */
 
 /* Every entry of the CPU's ops table is filled but the fused ones be_impl.h
- * calls optional (backend.c composes them from the others) and the
- * prefetch hint (nothing to do on the CPU). */
+ * calls optional (backend.c composes them from the others), the prefetch
+ * hint and the side (nothing to do on the CPU: its ops run in order). */
 static void test_ops_table(void)
 {
     const struct be_ops *ops = be1->ops;
@@ -679,7 +679,8 @@ static void test_ops_table(void)
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
     const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
                                &ops->deltanet_gated, &ops->deltanet_gated_keep,
-                               &ops->attn_prologue, &ops->moe_down_shared, &ops->prefetch };
+                               &ops->attn_prologue, &ops->moe_down_shared, &ops->prefetch,
+                               &ops->side };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {
         bool opt = false;
