@@ -679,8 +679,8 @@ static void test_ops_table(void)
     const size_t n = (sizeof *ops - sizeof(const char *)) / sizeof(void *);
     const void *optional[] = { &ops->matmul_glu, &ops->matmul_id_glu, &ops->matmul_id_swiglu,
                                &ops->deltanet_gated, &ops->deltanet_gated_keep,
-                               &ops->attn_prologue, &ops->moe_down_shared, &ops->prefetch,
-                               &ops->side };
+                               &ops->attn_prologue, &ops->moe_down_shared, &ops->moe_combine_norm,
+                               &ops->prefetch, &ops->side };
     size_t missing = 0;
     for (size_t i = 0; i < n; i++) {
         bool opt = false;

@@ -684,6 +684,23 @@ void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, i
     be->ops->moe_combine_shared(be, y, w, k, g, s, out);
 }
 
+void be_moe_combine_norm(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                         be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x,
+                         const be_weight *wn, float eps, int64_t group, be_tensor *h)
+{
+    assert(o->rows == x->rows && o->cols == x->cols && h->rows == x->rows && h->cols == x->cols);
+    assert(h->data != x->data && h->data != o->data && (!s || h->data != s->data));
+    if (be->ops->moe_combine_norm) {
+        be->ops->moe_combine_norm(be, y, w, k, g, s, o, x, wn, eps, group, h);
+        return;
+    }
+    if (s)
+        be_moe_combine_shared(be, y, w, k, g, s, o);
+    else
+        be_moe_combine(be, y, w, k, o);
+    be_add_rms_norm(be, o, x, wn, eps, group, h);
+}
+
 void be_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel,
                         const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u,
                         be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out)

@@ -501,6 +501,14 @@ void be_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t 
  * clobbered; out is not s. */
 void be_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                            be_tensor *g, be_tensor *s, be_tensor *out);
+/* A MoE block's end and the next block's norm as one op: be_moe_combine_shared(y,
+ * w, k, g, s, o) (with s NULL: be_moe_combine(y, w, k, o)), then
+ * be_add_rms_norm(o, x, wn, eps, group, h), the same results in x and h; o
+ * is scratch (a backend that fuses them may leave it unwritten). h is not x,
+ * o or s. */
+void be_moe_combine_norm(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                         be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x,
+                         const be_weight *wn, float eps, int64_t group, be_tensor *h);
 /* An expert block's end with its shared expert, as one op: be_matmul_id(wd,
  * x, sel, ey), be_matmul_glu(wds, g, u, s), be_moe_combine_shared(ey, w,
  * k, sg, s, out) with k = sel->cols, the same results: out[t] = sum_i

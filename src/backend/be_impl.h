@@ -177,6 +177,10 @@ struct be_ops {
     bool (*head_cheap)(const be_ctx *be, const gguf_tensor *head);
     void (*moe_combine_shared)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                                be_tensor *g, be_tensor *s, be_tensor *out);
+    /* optional: without it backend.c runs the two ops */
+    void (*moe_combine_norm)(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                             be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x,
+                             const be_weight *wn, float eps, int64_t group, be_tensor *h);
     /* optional: without it backend.c runs the three ops */
     void (*moe_down_shared)(be_ctx *be, const be_weight *wd, const be_tensor *x,
                             const be_tensor *sel, const be_tensor *w, const be_weight *wds,

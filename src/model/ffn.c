@@ -18,7 +18,23 @@ void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *
     be_matmul_glu(be, L->ffn_down, fg, fu, out);
 }
 
-void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out)
+/* out = the routed sum (with sh: plus sigmoid(shg) * sh); with nn, the
+ * next block's norm: x = out + x, h = its norm, as one op */
+static void moe_end(q36_engine *e, be_tensor *ey, be_tensor *rw, be_tensor *shg, be_tensor *sh,
+                    be_tensor *out, const be_weight *nn, be_tensor *x, be_tensor *h)
+{
+    be_ctx *be = e->be;
+    const int64_t k = e->hp->n_expert_used;
+    if (nn)
+        be_moe_combine_norm(be, ey, rw, k, shg, sh, out, x, nn, e->hp->eps, e->hp->n_embd, h);
+    else if (sh)
+        be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
+    else
+        be_moe_combine(be, ey, rw, k, out);
+}
+
+void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out,
+                   const be_weight *nn, be_tensor *x)
 {
     const model_hparams *hp = e->hp;
     const model_layer_w *L = &e->w.layer[il];
@@ -73,21 +89,19 @@ void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *ou
             /* the down products, the shared expert and the sum: one op */
             be_moe_down_shared(be, L->down_exps, eg, sel, rw, L->down_shexp, fg, fu, shg, ey,
                                sh, out);
+            if (nn)
+                be_add_rms_norm(be, out, x, nn, hp->eps, hp->n_embd, h);
             return;
         }
         be_matmul_id(be, L->down_exps, eg, sel, ey);
     }
 
-    if (!L->up_shexp) {
-        be_moe_combine(be, ey, rw, k, out);
-        return;
-    }
     /* the shared expert into sh (its up and gate rows and gate logit shg
      * came with the router's), unless the side has it; then the routed
-     * sum plus sigmoid(shg) * sh (be_moe_combine_shared: one op) */
+     * sum plus sigmoid(shg) * sh */
     if (side)
         be_side_join(be);
-    else
+    else if (L->up_shexp)
         be_matmul_glu(be, L->down_shexp, fg, fu, sh);
-    be_moe_combine_shared(be, ey, rw, k, shg, sh, out);
+    moe_end(e, ey, rw, shg, sh, out, nn, x, h);
 }

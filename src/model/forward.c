@@ -61,12 +61,18 @@ int model_forward(q36_engine *e, int64_t T, const int32_t *out, int n_out, float
         be_profile_layer(be, BE_LAYER_FFN);
         if (il + 1 < hp->n_layer)
             prefetch_mixer(e, il + 1);
+        const be_weight *nn = il + 1 < hp->n_layer ? e->w.layer[il + 1].attn_norm : NULL;
+        if (hp->arch != MODEL_QWEN35 && nn) {
+            /* the routed sum, the residual add and the next norm: one op */
+            model_ffn_moe(e, (int)il, T, h, o, nn, x);
+            continue;
+        }
         if (hp->arch == MODEL_QWEN35)
             model_ffn_dense(e, (int)il, T, h, o);
         else
-            model_ffn_moe(e, (int)il, T, h, o);
-        if (il + 1 < hp->n_layer)
-            be_add_rms_norm(be, o, x, e->w.layer[il + 1].attn_norm, hp->eps, hp->n_embd, h);
+            model_ffn_moe(e, (int)il, T, h, o, NULL, NULL);
+        if (nn)
+            be_add_rms_norm(be, o, x, nn, hp->eps, hp->n_embd, h);
         else
             be_add(be, o, x, x);
     }

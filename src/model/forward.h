@@ -274,7 +274,10 @@ void model_attention_kv(q36_engine *e, int il, int64_t T, be_tensor *h, be_tenso
 void model_attention_out(q36_engine *e, int il, int64_t T, be_tensor *q, be_tensor *gate,
                          const be_batch *b, be_tensor *out);
 void model_ffn_dense(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
-void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out);
+/* With nn (the next block's norm weight), its residual add and norm too:
+ * x = out + x, h = the norm of x (be_moe_combine_norm); out is scratch then */
+void model_ffn_moe(q36_engine *e, int il, int64_t T, be_tensor *h, be_tensor *out,
+                   const be_weight *nn, be_tensor *x);
 
 /* First T rows of a scratch tensor. */
 static inline be_tensor *model_rows(q36_engine *e, be_tensor *t, int64_t T)

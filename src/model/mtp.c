@@ -292,7 +292,7 @@ int model_mtp_forward(q36_engine *e, int64_t T, bool h_from_mtp, bool dv_in, con
     if (hp->arch == MODEL_QWEN35)
         model_ffn_dense(e, M->il, T, h, o);
     else
-        model_ffn_moe(e, M->il, T, h, o);
+        model_ffn_moe(e, M->il, T, h, o, NULL, NULL);
     be_add(be, o, x, x);
 
     /* the head for the rows asked for (one per slot of a draft step),

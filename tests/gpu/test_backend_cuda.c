@@ -3625,14 +3625,15 @@ static void test_model_graphs(const char *path)
  * Q36_CUDA_PREFETCH (cuda_prefetch.cu) a side stream asks L2 for the next
  * block's weights (=2: and the chosen experts'), forked from and joined to
  * the pass's stream; with Q36_CUDA_SIDE (cuda_side.cu) the shared expert's
- * down product runs on a second stream beside the routed experts'. The same
+ * down product runs on a second stream beside the routed experts'; with
+ * Q36_CUDA_CMBNORM a MoE block's sum is formed inside the next norm. The same
  * rows, the same bits: a session with the switch on (`on`) and one with
  * it at `off` must give the same logits bit for bit, prompt and 64 greedy
  * decodes, op by op and with graphs (a replayed pass skips its ops, the
  * rows kept must be dropped): any rows reused after they changed show as
  * a difference. (Q8KEEP is off by default since it measured slower: the
  * second session turns it on.) Cases
- * cuda.model.*.{q8keep,q8keep2,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side}_same_bits. */
+ * cuda.model.*.{q8keep,q8keep2,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side,cmbnorm}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)
 {
@@ -4702,6 +4703,7 @@ int main(int argc, char **argv)
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "1", "0", "prefetch");
         test_model_keep(argv[i], "Q36_CUDA_PREFETCH", "2", "0", "prefetch2");
         test_model_keep(argv[i], "Q36_CUDA_SIDE", "1", "0", "side");
+        test_model_keep(argv[i], "Q36_CUDA_CMBNORM", "1", "0", "cmbnorm");
     }
     be_free(cpu);
     be_free(gpu);

@@ -320,6 +320,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8norm = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
     c->q8keep = c->q8norm || cuda_env_is("Q36_CUDA_Q8KEEP", "2");
+    c->cmb_norm = cuda_env_is("Q36_CUDA_CMBNORM", "1");
     c->h16keep = cuda_env_on("Q36_CUDA_H16KEEP");
     c->route_keep = cuda_env_on("Q36_CUDA_ROUTEKEEP");
     c->mv_rows = cuda_mv_rows(shape);
@@ -886,6 +887,7 @@ OP(cuda_argmax, (be_ctx *be, const be_tensor *x, be_tensor *ids), (be, x, ids))
 OP(cuda_topk, (be_ctx *be, const be_tensor *x, int64_t k, be_tensor *ids, be_tensor *vals), (be, x, k, ids, vals))
 OP(cuda_moe_combine, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *out), (be, y, w, k, out))
 OP(cuda_moe_combine_shared, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *out), (be, y, w, k, g, s, out))
+OP(cuda_moe_combine_norm, (be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k, be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x, const be_weight *wn, float eps, int64_t grp, be_tensor *h), (be, y, w, k, g, s, o, x, wn, eps, grp, h))
 OP(cuda_moe_down_shared, (be_ctx *be, const be_weight *wd, const be_tensor *x, const be_tensor *sel, const be_tensor *w, const be_weight *wds, be_tensor *g, const be_tensor *u, be_tensor *sg, be_tensor *ey, be_tensor *s, be_tensor *out), (be, wd, x, sel, w, wds, g, u, sg, ey, s, out))
 #undef OP
 #undef CUT
@@ -1050,6 +1052,7 @@ static const struct be_ops cuda_ops = {
     .matmul_topk = nullptr,     /* be_matmul then be_topk (backend.c) */
     .head_cheap = nullptr,      /* a GPU's head product is cheap: true (backend.c) */
     .moe_combine_shared = f_cuda_moe_combine_shared,
+    .moe_combine_norm = f_cuda_moe_combine_norm,
     .moe_down_shared = f_cuda_moe_down_shared,
     .hadamard = f_cuda_hadamard,
     .prefetch = f_cuda_prefetch,

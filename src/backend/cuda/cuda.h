@@ -203,6 +203,9 @@ struct cuda_ctx {
      * products of the same rows without it (a MoE block's router-time
      * products and its routed gate and up products read the same rows) */
     bool            q8norm;
+    /* Q36_CUDA_CMBNORM=1 (off by default): be_moe_combine_norm as one
+     * norm kernel for decode rows (cuda_ops.cu) */
+    bool            cmb_norm;
     /* The f16 rows at the scratch's start (cuda_gemm.cu, k_to_half) of
      * the rows h16.x (R, ld, K as q8's), kept for the next f16 products
      * of the same rows (a DeltaNet block's qkv and z products, an
@@ -635,6 +638,9 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
                       be_tensor *out);
 void cuda_moe_combine_shared(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
                              be_tensor *g, be_tensor *s, be_tensor *out);
+void cuda_moe_combine_norm(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x,
+                           const be_weight *wn, float eps, int64_t group, be_tensor *h);
 
 /* ---- cuda_moe_down.cu */
 void cuda_moe_down_shared(be_ctx *be, const be_weight *wd, const be_tensor *x,

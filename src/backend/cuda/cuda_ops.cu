@@ -43,6 +43,43 @@ __device__ __forceinline__ double block_sum(double s)
     return red[0];
 }
 
+/* A MoE block's routed sum as k_combine forms it, element (t, c): the k
+ * rows y[t k + j] times their weights w[t][j], each product rounded, added
+ * in rank order; with s (a shared expert), plus s[t][c] * sigmoid(g[t])
+ * formed as k_ew forms it, added last. KT: k known (8), the k loads issued
+ * together; 0: any k, the same sums. */
+typedef struct cmb_src {
+    const float *y, *w, *g, *s;
+    int64_t      ldy, ldw, ldg, lds, k;
+} cmb_src;
+
+template <int KT>
+__device__ __forceinline__ float combine_at(const cmb_src &C, int64_t t, int64_t c)
+{
+    const float *wr = C.w + t * C.ldw, *yr = C.y + (t * C.k) * C.ldy + c;
+    float o;
+    if (KT) {
+        float yv[KT > 0 ? KT : 1];
+        #pragma unroll
+        for (int j = 0; j < KT; j++)
+            yv[j] = yr[j * C.ldy];
+        o = __fmul_rn(yv[0], wr[0]);
+        #pragma unroll
+        for (int j = 1; j < KT; j++)
+            o = __fadd_rn(o, __fmul_rn(yv[j], wr[j]));
+    } else {
+        o = __fmul_rn(yr[0], wr[0]);
+        for (int64_t j = 1; j < C.k; j++)
+            o = __fadd_rn(o, __fmul_rn(yr[j * C.ldy], wr[j]));
+    }
+    if (C.s) {
+        const float gt = C.g[t * C.ldg];
+        const float sig = 1.0f / (1.0f + expf(-gt));
+        o = __fadd_rn(o, __fmul_rn(C.s[t * C.lds + c], sig));
+    }
+    return o;
+}
+
 /* One block per (row, group): with o (the fused add), x = o + x first,
  * stored; then y = x * (1/sqrtf(mean + eps)) [* w] * post, and with z (the
  * fused gate) times silu(z) as k_ew's swiglu forms it. Each thread squares,
@@ -102,11 +139,11 @@ __global__ void k_norm(const float *o, int64_t ldo, float *x, int64_t ldx, int64
  * 8 more scaling (4.8 µs a node in a 35B-A3B decode step, record
  * 2026-12-02-cuda-knock). The same arithmetic in the same order as
  * k_norm, so the same bits (Q36_CUDA_NORMREG, on unless "0"; cuda.h). */
-template <int NPT>
+template <int NPT, bool CMB = false>
 __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, int64_t group,
                            int64_t gpr, const float *__restrict__ w, float eps, float post,
                            const float *z, int64_t ldz, float *y, int64_t ldy, int8_t *qx,
-                           float2 *dx, __half *yh)
+                           float2 *dx, __half *yh, cmb_src C)
 {
     cuda_pdl_enter();
     const int64_t r = blockIdx.x / gpr, g0 = (blockIdx.x % gpr) * group;
@@ -117,7 +154,11 @@ __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, i
     for (int m = 0; m < NPT; m++) {
         const int64_t i = tid + (int64_t)m * bd;
         v[m] = i < group ? xr[i] : 0.0f;
-        a[m] = o && i < group ? o[r * ldo + g0 + i] : 0.0f;
+        if constexpr (CMB)      /* o's element, formed here (cuda_moe_combine_norm) */
+            a[m] = i >= group ? 0.0f
+                   : C.k == 8 ? combine_at<8>(C, r, g0 + i) : combine_at<0>(C, r, g0 + i);
+        else
+            a[m] = o && i < group ? o[r * ldo + g0 + i] : 0.0f;
     }
     double s = 0.0;
     #pragma unroll
@@ -125,7 +166,7 @@ __global__ void k_norm_reg(const float *o, int64_t ldo, float *x, int64_t ldx, i
         const int64_t i = tid + (int64_t)m * bd;
         if (i >= group)
             break;
-        if (o) {
+        if (CMB || o) {
             v[m] = a[m] + v[m];
             xr[i] = v[m];
         }
@@ -287,19 +328,24 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
         eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
         q8 ? qx : NULL, q8 ? dx : NULL, yh)
+#define NORMR(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                  \
+        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
+        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
+        q8 ? qx : NULL, q8 ? dx : NULL, yh, cmb_src{})
     if (!c->norm_reg || npt > 16)
         NORM(k_norm);
     else if (npt == 1)
-        NORM(k_norm_reg<1>);
+        NORMR(k_norm_reg<1>);
     else if (npt == 2)
-        NORM(k_norm_reg<2>);
+        NORMR(k_norm_reg<2>);
     else if (npt <= 4)
-        NORM(k_norm_reg<4>);
+        NORMR(k_norm_reg<4>);
     else if (npt <= 8)
-        NORM(k_norm_reg<8>);
+        NORMR(k_norm_reg<8>);
     else
-        NORM(k_norm_reg<16>);
+        NORMR(k_norm_reg<16>);
 #undef NORM
+#undef NORMR
     if (CUDA_LAUNCHED(be, what) && q8)
         cuda_q8_kept(c, y);
     else if (yh && !be->err.kind)
@@ -814,9 +860,8 @@ void cuda_argmax(be_ctx *be, const be_tensor *x, be_tensor *ids)
     CUDA_LAUNCHED(be, "k_argmax");
 }
 
-/* out[t] = the routed rows' weighted sum, products rounded then added in
- * rank order; with s (the fused entry), plus s[t] * sigmoid(g[t]) formed
- * as k_ew forms it, added last */
+/* out[t] = the routed rows' weighted sum (combine_at; with s, the fused
+ * entry, the shared expert's row added last) */
 template <int KT>
 __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t ldw, int64_t k,
                           const float *g, int64_t ldg, const float *s, int64_t lds, float *out,
@@ -826,30 +871,9 @@ __global__ void k_combine(const float *y, int64_t ldy, const float *w, int64_t l
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= cols)
         return;
-    for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
-        const float *wr = w + t * ldw, *yr = y + (t * k) * ldy + c;
-        float o;
-        if (KT) {      /* k known: the k rows' loads issued together */
-            float yv[KT > 0 ? KT : 1];
-            #pragma unroll
-            for (int j = 0; j < KT; j++)
-                yv[j] = yr[j * ldy];
-            o = __fmul_rn(yv[0], wr[0]);
-            #pragma unroll
-            for (int j = 1; j < KT; j++)
-                o = __fadd_rn(o, __fmul_rn(yv[j], wr[j]));
-        } else {
-            o = __fmul_rn(yr[0], wr[0]);
-            for (int64_t j = 1; j < k; j++)
-                o = __fadd_rn(o, __fmul_rn(yr[j * ldy], wr[j]));
-        }
-        if (s) {
-            const float gt = g[t * ldg];
-            const float sig = 1.0f / (1.0f + expf(-gt));
-            o = __fadd_rn(o, __fmul_rn(s[t * lds + c], sig));
-        }
-        out[t * ldo + c] = o;
-    }
+    const cmb_src C = { y, w, g, s, ldy, ldw, ldg, lds, k };
+    for (int64_t t = blockIdx.y; t < rows; t += gridDim.y)
+        out[t * ldo + c] = combine_at<KT>(C, t, c);
 }
 
 /* k_combine's launch: a thread a column, a block row a token row */
@@ -890,4 +914,52 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
     if (!n)
         return;
     combine(be, y, w, k, NULL, NULL, out, "k_combine");
+}
+
+/* be_moe_combine_norm: with Q36_CUDA_CMBNORM=1 (fast or exact mode; off by
+ * default until measured), decode rows whose next norm takes k_norm_reg (the
+ * fused entries, a whole row a group of at most 16 x 256 elements, no int8
+ * rows written by norms, Q36_CUDA_Q8KEEP=1) are one k_norm_reg<NPT, true>
+ * launch: each thread forms the routed sums of its elements (combine_at)
+ * where the unfused norm loads them from o, so one graph node a MoE layer
+ * fewer, the same bits (o is not written: nothing reads it after);
+ * otherwise the two ops. */
+void cuda_moe_combine_norm(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_t k,
+                           be_tensor *g, be_tensor *s, be_tensor *o, be_tensor *x,
+                           const be_weight *wn, float eps, int64_t group, be_tensor *h)
+{
+    cuda_ctx *c = cuda_ctx_of(be);
+    const int threads = group >= 256 ? 256 : group >= 128 ? 128 : 64;
+    const int npt = (int)((group + threads - 1) / threads);
+    if (!c->cmb_norm || !c->fused || !c->norm_reg || group != x->cols || x->rows < 1 ||
+        x->rows > CUDA_Q8_NORM_ROWS || x->rows > c->mv_rows || npt > 16 || c->q8norm ||
+        x->f16 || h->f16 || o->rows != x->rows || (wn && wn->type != 0)) {
+        if (s)
+            cuda_moe_combine_shared(be, y, w, k, g, s, o);
+        else
+            cuda_moe_combine(be, y, w, k, o);
+        cuda_add_rms_norm(be, o, x, wn, eps, group, h);
+        return;
+    }
+    assert(y->rows >= x->rows * k && y->cols == x->cols && w->cols == k);
+    assert(!wn || (int64_t)wn->t->ne[0] == group);
+    const cmb_src C = { (const float *)y->data, (const float *)w->data,
+                        s ? (const float *)g->data : NULL, s ? (const float *)s->data : NULL,
+                        y->ld, w->ld, s ? g->ld : 0, s ? s->ld : 0, k };
+#define CNORM(NPT) cuda_launch(k_norm_reg<NPT, true>, (unsigned)x->rows, threads, 0, c->stream,    \
+        (const float *)NULL, (int64_t)0, (float *)x->data, x->ld, group, (int64_t)1,               \
+        wn ? (const float *)wn->data : (const float *)NULL, eps, 1.0f, (const float *)NULL,        \
+        (int64_t)0, (float *)h->data, h->ld, (int8_t *)NULL, (float2 *)NULL, (__half *)NULL, C)
+    if (npt == 1)
+        CNORM(1);
+    else if (npt == 2)
+        CNORM(2);
+    else if (npt <= 4)
+        CNORM(4);
+    else if (npt <= 8)
+        CNORM(8);
+    else
+        CNORM(16);
+#undef CNORM
+    CUDA_LAUNCHED(be, s ? "k_norm(combine shared, add, rms)" : "k_norm(combine, add, rms)");
 }
