@@ -105,8 +105,9 @@ want fast && for m in "${models[@]}"; do
 done
 
 # fast mode as it runs by default (every decode switch on: graphs, fused
-# ops, mixed groups, int8 products; the q8keep_same_bits cases compare
-# Q36_CUDA_Q8KEEP=1, off by default, with 0 bit for bit), then the switches
+# ops, mixed groups, int8 products, sides, kept int8 rows; the
+# *_same_bits cases compare each switch, e.g. Q36_CUDA_Q8KEEP=1 and =2
+# (the default), with 0 bit for bit), then the switches
 # away from their defaults (their op cases ran above), on the Q4_K models
 # and the trained one: Q36_CUDA_MV8=0 (fast mode's decode products on f32
 # activations), Q36_CUDA_MMQ=0 (batches' Q4_K and Q6_K products on the dp4a

@@ -3631,8 +3631,8 @@ static void test_model_graphs(const char *path)
  * it at `off` must give the same logits bit for bit, prompt and 64 greedy
  * decodes, op by op and with graphs (a replayed pass skips its ops, the
  * rows kept must be dropped): any rows reused after they changed show as
- * a difference. (Q8KEEP is off by default since it measured slower: the
- * second session turns it on.) Cases
+ * a difference. (Q8KEEP's norms writing rows, =1, is off by default since
+ * it measured slower; its default keeps the products' rows, =2.) Cases
  * cuda.model.*.{q8keep,q8keep2,h16keep,routekeep,chunksplit,chunkoutx,moewgpipe,prefetch,prefetch2,side,cmbnorm}_same_bits. */
 static void test_model_keep(const char *path, const char *var, const char *on, const char *off,
                             const char *tag)

@@ -319,7 +319,7 @@ static void cuda_mode_switches(cuda_ctx *c, const be_shape *shape)
     /* fast mode's int8 activations for Q4_K and Q6_K decode products */
     c->mv8 = shape->fast && cuda_env_on("Q36_CUDA_MV8");
     c->q8norm = cuda_env_is("Q36_CUDA_Q8KEEP", "1");
-    c->q8keep = c->q8norm || cuda_env_is("Q36_CUDA_Q8KEEP", "2");
+    c->q8keep = cuda_env_on("Q36_CUDA_Q8KEEP");     /* 2 unless "0" or "1" */
     c->cmb_norm = cuda_env_is("Q36_CUDA_CMBNORM", "1");
     c->h16keep = cuda_env_on("Q36_CUDA_H16KEEP");
     c->route_keep = cuda_env_on("Q36_CUDA_ROUTEKEEP");
@@ -1176,7 +1176,7 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
         cudaGetLastError();
         c->pf_mode = 0;        /* a hint: none then */
     }
-    c->side_mode = cuda_env_is("Q36_CUDA_SIDE", "1");
+    c->side_mode = cuda_env_on("Q36_CUDA_SIDE");
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     c->cc_major = cc;

@@ -188,10 +188,8 @@ struct cuda_ctx {
     /* The int8 rows in the scratch (c->deq) of the decode rows q8.x (R
      * rows, pitch ld, K wide): what k_q8x or a norm (cuda_ops.cu) last
      * wrote there, kept for the next products of the same rows
-     * (Q36_CUDA_Q8KEEP=1; off by default: on the H200 on 2026-12-02 the
-     * decode step was 3-4% slower with it, 767 vs 789 t/s on the 0.8B,
-     * 282 vs 293 on the 35B-A3B, though it cut the 35B step's graph
-     * nodes from 835 to 714). Dropped when an op writes a tensor
+     * (Q36_CUDA_Q8KEEP, q8keep: on unless "0", as =2 below since
+     * session 44, bench/results/2026-12-07-cuda-session44/). Dropped when an op writes a tensor
      * over those rows (the OP wrapper, cuda.cu), when anything else uses
      * the scratch, when an op is skipped in a replayed pass, at a pass's
      * start and its cut, and when tensors are freed or the scratch is
@@ -199,12 +197,21 @@ struct cuda_ctx {
     cuda_rows_kept  q8;
     bool            q8keep;
     /* Q36_CUDA_Q8KEEP=1 only: the decode rows' norms write their int8
-     * rows too (cuda_ops.cu); =2 keeps the rows k_q8x makes for the next
-     * products of the same rows without it (a MoE block's router-time
-     * products and its routed gate and up products read the same rows) */
+     * rows too (cuda_ops.cu). Off by default: on the H200 on 2026-12-02
+     * the decode step was 3-4% slower with it, 767 vs 789 t/s on the
+     * 0.8B, 282 vs 293 on the 35B-A3B, though it cut the 35B step's graph
+     * nodes from 835 to 714. The default (=2) keeps only the rows k_q8x
+     * makes for the next products of the same rows (a MoE block's
+     * router-time products and its routed gate and up products read the
+     * same rows): with Q36_CUDA_SIDE, a 35B-A3B step on an H100 2.821 ms
+     * against 2.972 with neither and 2.895 with the side alone (medians
+     * of 3, bench/results/2026-12-07-cuda-session44/). */
     bool            q8norm;
     /* Q36_CUDA_CMBNORM=1 (off by default): be_moe_combine_norm as one
-     * norm kernel for decode rows (cuda_ops.cu) */
+     * norm kernel for decode rows (cuda_ops.cu); with the defaults above
+     * it made the 35B-A3B step slower, 3.090 against 2.821 ms (same
+     * record). ffn.c reaches it only with a side (or no shared expert):
+     * otherwise be_moe_down_shared ends the block */
     bool            cmb_norm;
     /* The f16 rows at the scratch's start (cuda_gemm.cu, k_to_half) of
      * the rows h16.x (R, ld, K as q8's), kept for the next f16 products

@@ -917,7 +917,7 @@ void cuda_moe_combine(be_ctx *be, const be_tensor *y, const be_tensor *w, int64_
 }
 
 /* be_moe_combine_norm: with Q36_CUDA_CMBNORM=1 (fast or exact mode; off by
- * default until measured), decode rows whose next norm takes k_norm_reg (the
+ * default: measured slower, cuda.h: cmb_norm), decode rows whose next norm takes k_norm_reg (the
  * fused entries, a whole row a group of at most 16 x 256 elements, no int8
  * rows written by norms, Q36_CUDA_Q8KEEP=1) are one k_norm_reg<NPT, true>
  * launch: each thread forms the routed sums of its elements (combine_at)

@@ -1,0 +1,3 @@
+# run on the device from the carried tree's root, the machine of run1 still warm
+# (its 35B-A3B file in /tmp/q36-gpu/models), one line as sent:
+xz -d -f .cuda-carry/test_backend_cuda.xz .cuda-carry/q36.xz; chmod +x .cuda-carry/test_backend_cuda .cuda-carry/q36; export LD_LIBRARY_PATH=$PWD/.cuda-carry/lib; m=/tmp/q36-gpu/models/35b-a3b-q4km.gguf; for r in 1 2 3; do for v in def Q36_CUDA_SIDE=1 Q36_CUDA_SIDE=1+Q36_CUDA_Q8KEEP=2 Q36_CUDA_SIDE=1+Q36_CUDA_Q8KEEP=2+Q36_CUDA_CMBNORM=1; do set=(); [ "$v" = def ] || set=(${v//+/ }); echo "### r$r $v"; env "${set[@]}" BENCH_T=1,4 timeout 60 .cuda-carry/test_backend_cuda --bench-batch $m 2>&1 | grep -E 'bench-batch' | sed 's#/tmp/q36-gpu#<device tmp>#'; done; done 2>&1 | tee $OUT/ab.txt | grep -c bench

@@ -1,0 +1,2 @@
+# run on the device from the carried tree's root, the machine of run1 and run2 still warm, one line as sent:
+export LD_LIBRARY_PATH=$PWD/.cuda-carry/lib; xz -d -f .cuda-carry/q36.xz; chmod +x .cuda-carry/q36; m=/tmp/q36-gpu/models/35b-a3b-q4km.gguf; for r in 1 2; do for v in def Q36_CUDA_SIDE=1+Q36_CUDA_Q8KEEP=2; do set=(); [ "$v" = def ] || set=(${v//+/ }); echo "### r$r $v"; env "${set[@]}" timeout 80 .cuda-carry/q36 bench -m $m -ngl 99 -p 0 -n 128 -r 3 2>&1 | sed 's#/tmp/q36-gpu#<device tmp>#g'; done; done > $OUT/tg.txt 2>&1; grep -E '^###|\| qwen' $OUT/tg.txt
