@@ -245,11 +245,12 @@ static void cuda_free(be_ctx *be)
         cudaEventDestroy(c->pf_fork);
         cudaEventDestroy(c->pf_join);
     }
-    if (c->side_stream) {
+    if (c->side_stream)
         cudaStreamDestroy(c->side_stream);
+    if (c->side_fork)
         cudaEventDestroy(c->side_fork);
+    if (c->side_done)
         cudaEventDestroy(c->side_done);
-    }
     free(c);
 }
 
@@ -281,7 +282,7 @@ static uint64_t scratch_bytes(const be_shape *shape, int n_threads)
     (void)n_threads;
     size_t d, p;
     return (uint64_t)(scratch_floats(shape, &d, &p) + cuda_chunk_scratch(shape)) * sizeof(float) +
-           cuda_moe_scratch_bytes(shape);
+           cuda_moe_scratch_bytes(shape) + cuda_side_scratch_bytes(shape);
 }
 
 /* The prompt paths of fast mode (the header's "Environment"): on in fast

@@ -583,7 +583,9 @@ void cuda_graph_pass_end(be_ctx *be);
 /* Forgets every graph (tensors freed, scratch moved). */
 void cuda_graph_drop(be_ctx *be);
 
-/* ---- cuda_matmul.cu */
+/* ---- cuda_matmul.cu (cuda_matmul_switches: its process-wide switches,
+ * Q36_CUDA_MVF32, read when a context is made) */
+void cuda_matmul_switches(void);
 
 /* The kept int8 rows (cuda_ctx.q8) and f16 rows (h16): forgotten;
  * forgotten when t overlaps their rows */
@@ -681,12 +683,10 @@ void cuda_prefetch_join(be_ctx *be);
  * would answer now); cuda_side_close ends and joins a side left open
  * (before a pass's cut, and when the context is freed) */
 bool cuda_side_wanted(const cuda_ctx *c);
-/* cuda_matmul.cu: its process-wide switches (Q36_CUDA_MVF32), read when a
- * context is made */
-void cuda_matmul_switches(void);
 bool cuda_side(be_ctx *be, int step);
 void cuda_side_close(be_ctx *be);
 bool cuda_side_reserve(be_ctx *be, const be_shape *shape);
+size_t cuda_side_scratch_bytes(const be_shape *shape);
 
 /* ---- cuda_seq.cu */
 void cuda_kv_store(be_ctx *be, be_tensor *kc, be_tensor *vc, const be_tensor *k,

@@ -98,25 +98,35 @@ void cuda_side_close(be_ctx *be)
     cuda_side(be, BE_SIDE_JOIN);
 }
 
-/* The side's scratch for passes of up to mv_rows rows of max_in columns
- * (cuda_q8_layout's need); the stream and events at the first reserve.
- * false: no side (a hint, so nothing fails) */
+/* The side's scratch for passes of up to mv_rows rows of max_in columns:
+ * cuda_q8_layout's need (its bytes also in the memory plan, cuda.cu) */
+size_t cuda_side_scratch_bytes(const be_shape *shape)
+{
+    if (!cuda_env_on("Q36_CUDA_SIDE"))
+        return 0;
+    const size_t R = (size_t)cuda_mv_rows(shape), K = (size_t)shape->max_in;
+    return (R * K + R * (K / 32) * 8 + 16 + sizeof(float) - 1) / sizeof(float) * sizeof(float);
+}
+
+/* That scratch, and the stream and events at the first reserve. false: no
+ * side (a hint, so nothing fails) */
 bool cuda_side_reserve(be_ctx *be, const be_shape *shape)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     if (!c->side_mode)
         return false;
-    if (!c->side_stream &&
-        (cudaStreamCreateWithFlags(&c->side_stream, cudaStreamNonBlocking) != cudaSuccess ||
-         cudaEventCreateWithFlags(&c->side_fork, cudaEventDisableTiming) != cudaSuccess ||
-         cudaEventCreateWithFlags(&c->side_done, cudaEventDisableTiming) != cudaSuccess)) {
-        cudaGetLastError();
-        c->side_mode = false;
-        return false;
+    if (!c->side_stream) {
+        const bool ok =
+            cudaStreamCreateWithFlags(&c->side_stream, cudaStreamNonBlocking) == cudaSuccess &&
+            cudaEventCreateWithFlags(&c->side_fork, cudaEventDisableTiming) == cudaSuccess &&
+            cudaEventCreateWithFlags(&c->side_done, cudaEventDisableTiming) == cudaSuccess;
+        if (!ok) {
+            cudaGetLastError();
+            c->side_mode = false;       /* cuda_free destroys what was made */
+            return false;
+        }
     }
-    const int64_t R = c->mv_rows, K = shape->max_in;
-    const size_t bytes = (size_t)R * (size_t)K + (size_t)R * (size_t)(K / 32) * 8 + 16;
-    const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
+    const size_t floats = cuda_side_scratch_bytes(shape) / sizeof(float);
     if (floats <= c->side_deq_floats)
         return true;
     cudaFree(c->side_deq);              /* too small for this shape: no side without a new one */
