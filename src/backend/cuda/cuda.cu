@@ -240,18 +240,32 @@ static void cuda_free(be_ctx *be)
         cublasDestroy(c->blas);
     if (c->stream)
         cudaStreamDestroy(c->stream);
-    if (c->pf_stream) {
-        cudaStreamDestroy(c->pf_stream);
-        cudaEventDestroy(c->pf_fork);
-        cudaEventDestroy(c->pf_join);
-    }
-    if (c->side_stream)
-        cudaStreamDestroy(c->side_stream);
-    if (c->side_fork)
-        cudaEventDestroy(c->side_fork);
-    if (c->side_done)
-        cudaEventDestroy(c->side_done);
+    cuda_stream_pair_free(&c->pf_stream, &c->pf_fork, &c->pf_join);
+    cuda_stream_pair_free(&c->side_stream, &c->side_fork, &c->side_done);
     free(c);
+}
+
+void cuda_stream_pair_free(cudaStream_t *s, cudaEvent_t *fork, cudaEvent_t *join)
+{
+    if (*s)
+        cudaStreamDestroy(*s);
+    if (*fork)
+        cudaEventDestroy(*fork);
+    if (*join)
+        cudaEventDestroy(*join);
+    *s = NULL;
+    *fork = *join = NULL;
+}
+
+bool cuda_stream_pair_new(cudaStream_t *s, cudaEvent_t *fork, cudaEvent_t *join)
+{
+    if (cudaStreamCreateWithFlags(s, cudaStreamNonBlocking) == cudaSuccess &&
+        cudaEventCreateWithFlags(fork, cudaEventDisableTiming) == cudaSuccess &&
+        cudaEventCreateWithFlags(join, cudaEventDisableTiming) == cudaSuccess)
+        return true;
+    cudaGetLastError();
+    cuda_stream_pair_free(s, fork, join);
+    return false;
 }
 
 /* Waits for the stream; the upload staging is free again after it. */
@@ -1170,14 +1184,11 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     c->mv_wide_first = cuda_env_on("Q36_CUDA_MVWIDE");
     c->pf_mode = cuda_env_is("Q36_CUDA_PREFETCH", "1") ? 1 : cuda_env_is("Q36_CUDA_PREFETCH", "2") ? 2 : 0;
-    if (c->pf_mode &&
-        (cudaStreamCreateWithFlags(&c->pf_stream, cudaStreamNonBlocking) != cudaSuccess ||
-         cudaEventCreateWithFlags(&c->pf_fork, cudaEventDisableTiming) != cudaSuccess ||
-         cudaEventCreateWithFlags(&c->pf_join, cudaEventDisableTiming) != cudaSuccess)) {
-        cudaGetLastError();
-        c->pf_mode = 0;        /* a hint: none then */
-    }
-    c->side_mode = cuda_env_on("Q36_CUDA_SIDE");
+    /* hints both: none without their stream */
+    if (c->pf_mode && !cuda_stream_pair_new(&c->pf_stream, &c->pf_fork, &c->pf_join))
+        c->pf_mode = 0;
+    c->side_mode = cuda_env_on("Q36_CUDA_SIDE") &&
+                   cuda_stream_pair_new(&c->side_stream, &c->side_fork, &c->side_done);
     int cc = 0;
     cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, c->device);
     c->cc_major = cc;

@@ -686,6 +686,11 @@ bool cuda_side_wanted(const cuda_ctx *c);
 bool cuda_side(be_ctx *be, int step);
 void cuda_side_close(be_ctx *be);
 bool cuda_side_reserve(be_ctx *be, const be_shape *shape);
+/* cuda.cu: a second stream and the events of its fork from and its join
+ * to the context's (be_prefetch's, a side's); false when one cannot be
+ * made (what was made is freed); _free destroys those made, NULLs all */
+bool cuda_stream_pair_new(cudaStream_t *s, cudaEvent_t *fork, cudaEvent_t *join);
+void cuda_stream_pair_free(cudaStream_t *s, cudaEvent_t *fork, cudaEvent_t *join);
 size_t cuda_side_scratch_bytes(const be_shape *shape);
 
 /* ---- cuda_seq.cu */

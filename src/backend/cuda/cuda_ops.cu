@@ -324,28 +324,23 @@ static void norm(be_ctx *be, const be_tensor *o, const be_tensor *x, const float
             cuda_h16_kept(c, y);
         return;
     }
-#define NORM(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                   \
+#define NORM(K, ...) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,              \
         o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
         eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
-        q8 ? qx : NULL, q8 ? dx : NULL, yh)
-#define NORMR(K) cuda_launch(K, (unsigned)(x->rows * gpr), threads, 0, c->stream,                  \
-        o ? (const float *)o->data : NULL, o ? o->ld : 0, (float *)x->data, x->ld, group, gpr, w, \
-        eps, post, z ? (const float *)z->data : NULL, z ? z->ld : 0, (float *)y->data, y->ld,     \
-        q8 ? qx : NULL, q8 ? dx : NULL, yh, cmb_src{})
+        q8 ? qx : NULL, q8 ? dx : NULL, __VA_ARGS__)     /* yh, then k_norm_reg's cmb_src */
     if (!c->norm_reg || npt > 16)
-        NORM(k_norm);
+        NORM(k_norm, yh);
     else if (npt == 1)
-        NORMR(k_norm_reg<1>);
+        NORM(k_norm_reg<1>, yh, cmb_src{});
     else if (npt == 2)
-        NORMR(k_norm_reg<2>);
+        NORM(k_norm_reg<2>, yh, cmb_src{});
     else if (npt <= 4)
-        NORMR(k_norm_reg<4>);
+        NORM(k_norm_reg<4>, yh, cmb_src{});
     else if (npt <= 8)
-        NORMR(k_norm_reg<8>);
+        NORM(k_norm_reg<8>, yh, cmb_src{});
     else
-        NORMR(k_norm_reg<16>);
+        NORM(k_norm_reg<16>, yh, cmb_src{});
 #undef NORM
-#undef NORMR
     if (CUDA_LAUNCHED(be, what) && q8)
         cuda_q8_kept(c, y);
     else if (yh && !be->err.kind)

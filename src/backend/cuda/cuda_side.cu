@@ -99,34 +99,27 @@ void cuda_side_close(be_ctx *be)
 }
 
 /* The side's scratch for passes of up to mv_rows rows of max_in columns:
- * cuda_q8_layout's need (its bytes also in the memory plan, cuda.cu) */
-size_t cuda_side_scratch_bytes(const be_shape *shape)
+ * cuda_q8_layout's need */
+static size_t side_bytes(const be_shape *shape)
 {
-    if (!cuda_env_on("Q36_CUDA_SIDE"))
-        return 0;
     const size_t R = (size_t)cuda_mv_rows(shape), K = (size_t)shape->max_in;
     return (R * K + R * (K / 32) * 8 + 16 + sizeof(float) - 1) / sizeof(float) * sizeof(float);
 }
 
-/* That scratch, and the stream and events at the first reserve. false: no
- * side (a hint, so nothing fails) */
+/* ... in the memory plan (cuda.cu, before any context) */
+size_t cuda_side_scratch_bytes(const be_shape *shape)
+{
+    return cuda_env_on("Q36_CUDA_SIDE") ? side_bytes(shape) : 0;
+}
+
+/* ... at a reserve (the stream and its events came with the context).
+ * false: no side (a hint, so nothing fails) */
 bool cuda_side_reserve(be_ctx *be, const be_shape *shape)
 {
     cuda_ctx *c = cuda_ctx_of(be);
     if (!c->side_mode)
         return false;
-    if (!c->side_stream) {
-        const bool ok =
-            cudaStreamCreateWithFlags(&c->side_stream, cudaStreamNonBlocking) == cudaSuccess &&
-            cudaEventCreateWithFlags(&c->side_fork, cudaEventDisableTiming) == cudaSuccess &&
-            cudaEventCreateWithFlags(&c->side_done, cudaEventDisableTiming) == cudaSuccess;
-        if (!ok) {
-            cudaGetLastError();
-            c->side_mode = false;       /* cuda_free destroys what was made */
-            return false;
-        }
-    }
-    const size_t floats = cuda_side_scratch_bytes(shape) / sizeof(float);
+    const size_t floats = side_bytes(shape) / sizeof(float);
     if (floats <= c->side_deq_floats)
         return true;
     cudaFree(c->side_deq);              /* too small for this shape: no side without a new one */
