@@ -185,6 +185,45 @@ static void test_bound(int64_t K, int64_t N, int T, bool aligned)
 
 /* ------------------------------------------------------ nibble level */
 
+/* Both copies of a head and the tables of T <= 16 tokens, as the op makes them */
+typedef struct nib_tabs {
+    cpu_q8s  s;
+    cpu_q8n  n;
+    float   *dx, *dh, *tb, e2f[16], xn[16];
+    int32_t *cx, *sx;
+} nib_tabs;
+
+static bool nib_tabs_new(nib_tabs *b, const char *name, const uint8_t *w, const uint8_t *a,
+                         int64_t K, int64_t N, int T)
+{
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    const int64_t nb = K / 32;
+    const size_t nbt = (size_t)(nb * T);
+    memset(b, 0, sizeof *b);
+    if (cpu_q8s_build(&b->s, w, rb, N, K) || cpu_q8n_build(&b->n, w, rb, N, K)) {
+        t_fail(name, "out of memory");
+        cpu_q8s_free(&b->s);
+        return false;
+    }
+    b->dx = malloc(sizeof(float) * nbt), b->dh = malloc(sizeof(float) * nbt);
+    b->tb = malloc(sizeof(float) * nbt);
+    b->cx = malloc(sizeof(int32_t) * nbt), b->sx = malloc(sizeof(int32_t) * nbt);
+    for (int t = 0; t < T; t++) {
+        const uint8_t *at = a + (uint64_t)t * rb;
+        const double e2 = cpu_q8s_token(&b->s, at, b->dx + t * nb, b->cx + t * nb);
+        b->e2f[t] = cpu_q8n_token(&b->n, at, e2, b->dh + t * nb, b->sx + t * nb, b->tb + t * nb);
+        b->xn[t] = cpu_q8n_token_norm(&b->n, at);
+    }
+    return true;
+}
+
+static void nib_tabs_free(nib_tabs *b)
+{
+    cpu_q8s_free(&b->s);
+    cpu_q8n_free(&b->n);
+    free(b->dx), free(b->dh), free(b->tb), free(b->cx), free(b->sx);
+}
+
 /* cpu_screen_nib.h: every row's [A - W, A + W] holds the exact kernel's
  * output (the reference's and, where the CPU has AVX-512 VNNI, the
  * kernel's, run in two ranges of groups as two threads would), and the
@@ -202,32 +241,28 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
     uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 3.0f);
     if (aligned)
         align_rows(&rng, w, a, K, N);
-    cpu_q8s s;
-    cpu_q8n sn;
-    if (cpu_q8s_build(&s, w, rb, N, K) || cpu_q8n_build(&sn, w, rb, N, K)) {
-        t_fail(name, "out of memory");
+    nib_tabs tt;
+    if (!nib_tabs_new(&tt, name, w, a, K, N, T)) {
         free(w), free(a);
         return;
     }
-    const int64_t nb = K / 32, ld = N + 5;
-    float *dx = malloc(sizeof(float) * (size_t)(nb * T)), *dh = malloc(sizeof(float) * (size_t)(nb * T));
-    float *tb = malloc(sizeof(float) * (size_t)(nb * T)), e2f[16];
-    int32_t *cx = malloc(sizeof(int32_t) * (size_t)(nb * T)), *sx = malloc(sizeof(int32_t) * (size_t)(nb * T));
+    const cpu_q8n sn = tt.n;
+    const float *dh = tt.dh, *tb = tt.tb, *e2f = tt.e2f;
+    const int32_t *sx = tt.sx;
+    const int64_t ld = N + 5;
     float *y[6];
     for (int i = 0; i < 6; i++) {
         y[i] = malloc(sizeof(float) * (size_t)(ld * T));
         for (int64_t k = 0; k < ld * T; k++)
             y[i][k] = -7.0f;
     }
-    for (int t = 0; t < T; t++) {
-        const double e2 = cpu_q8s_token(&s, a + (uint64_t)t * rb, dx + t * nb, cx + t * nb);
-        e2f[t] = cpu_q8n_token(&sn, a + (uint64_t)t * rb, e2, dh + t * nb, sx + t * nb, tb + t * nb);
-    }
     cpu_q8n_ref(&sn, 0, sn.ng, a, rb, T, dh, sx, tb, e2f, y[0], y[1], ld);
     const bool vnni = has_vnni(), avx2 = quant_path_available(QUANT_PATH_AVX2);
     if (avx2) {
-        cpu_q8n_avx2(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[4], y[5], ld);
-        cpu_q8n_avx2(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[4], y[5], ld);
+        cpu_q8n_avx2(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, NULL, 0, y[4], y[5],
+                     ld);
+        cpu_q8n_avx2(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, NULL, 0, y[4],
+                     y[5], ld);
     }
     if (vnni) {
         cpu_q8n_avx512vnni(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2], y[3], ld);
@@ -268,11 +303,129 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
     printf("# %s: worst |A - exact| / W %.3g%s\n", name, worst,
            vnni ? "" : " (reference only: this CPU lacks AVX-512 VNNI)");
     t_check(name, !why[0], "%s", why);
-    cpu_q8s_free(&s);
-    cpu_q8n_free(&sn);
+    nib_tabs_free(&tt);
     for (int i = 0; i < 6; i++)
         free(y[i]);
-    free(w), free(a), free(dx), free(dh), free(tb), free(cx), free(sx);
+    free(w), free(a);
+}
+
+/* The AVX2 level's pass over groups by their norms: a head whose groups
+ * are two in three of small rows (scales x 2^-10), token 0's best row in
+ * the last group, equal to its activation row (so that its product meets
+ * the Cauchy-Schwarz bound but for rounding; N >= 48), and an early rival of 0.97
+ * its size (so that the threshold stands close to it when its group comes);
+ * lists made with the norms and without. The lists with them must hold the
+ * group of each token's largest exact product, be part of the full pass's
+ * lists with the same maxima, and pass over groups; a NaN scale in a small
+ * group must still be met (the lists bad). */
+static void test_norms(int64_t K, int64_t N, int T, bool nan)
+{
+    char name[80];
+    snprintf(name, sizeof name, "nib.norms_K%lld_N%lld_T%d%s", (long long)K, (long long)N, T,
+             nan ? "_nan" : "");
+    if (!quant_path_available(QUANT_PATH_AVX2)) {
+        t_skip(name, "this CPU lacks AVX2");
+        return;
+    }
+    t_rng rng = t_rng_named(name);
+    const uint64_t rb = (uint64_t)K / 32 * QB;
+    const int64_t nb = K / 32;
+    uint8_t *w = q8_head(&rng, K, N), *a = q8_acts(&rng, K, T, 1.0f);
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t b = 0; r / CPU_Q8N_G % 3 && b < nb; b++) {
+            uint8_t *blk = w + (uint64_t)r * rb + (uint64_t)b * QB;
+            const uint16_t d = quant_f32_to_f16(quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) *
+                                                0x1p-10f);
+            blk[0] = (uint8_t)d, blk[1] = (uint8_t)(d >> 8);
+        }
+    /* the star in the last group of small rows (its norm the group's) */
+    const int64_t last = (N - 1) / CPU_Q8N_G, star = (last % 3 ? last : last - 1) * CPU_Q8N_G;
+    const int64_t rival = 2;
+    memcpy(w + (uint64_t)star * rb, a, rb);
+    memcpy(w + (uint64_t)rival * rb, a, rb);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *blk = w + (uint64_t)rival * rb + (uint64_t)b * QB;
+        const uint16_t d = quant_f32_to_f16(quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) *
+                                            0.97f);
+        blk[0] = (uint8_t)d, blk[1] = (uint8_t)(d >> 8);
+    }
+    const int64_t bad_row = N > CPU_Q8N_G ? CPU_Q8N_G + 2 : 0;       /* in a small group */
+    if (nan)
+        w[(uint64_t)bad_row * rb] = 0x00, w[(uint64_t)bad_row * rb + 1] = 0x7e;
+    nib_tabs tt;
+    if (!nib_tabs_new(&tt, name, w, a, K, N, T)) {
+        free(w), free(a);
+        return;
+    }
+    const cpu_q8n sn = tt.n;
+    const float *e2f = tt.e2f, *xn = tt.xn;
+    int32_t *grp = malloc(sizeof(int32_t) * 2 * 8 * (size_t)sn.ng);
+    float *up = malloc(sizeof(float) * 2 * 8 * (size_t)sn.ng);
+    cpu_q8n_list l[2][8];
+    for (int k = 0; k < 2; k++) {       /* k = 1: with the norms */
+        for (int t = 0; t < T; t++)
+            cpu_q8n_list_init(&l[k][t], grp + (k * 8 + t) * sn.ng, up + (k * 8 + t) * sn.ng,
+                              (int)sn.ng, NULL);
+        cpu_q8n_avx2(&sn, 0, sn.ng, a, rb, T, tt.dh, tt.sx, tt.tb, e2f, k ? xn : NULL, l[k], NULL,
+                     0, NULL, NULL, 0);
+    }
+    char why[240] = "";
+    for (int t = 0; t < T && !why[0]; t++) {
+        const cpu_q8n_list *f = &l[0][t], *g = &l[1][t];
+        if (nan) {
+            if (!f->bad || !g->bad)
+                snprintf(why, sizeof why, "token %d: a NaN scale left the lists good (full %d, "
+                         "with norms %d)", t, f->bad, g->bad);
+            continue;
+        }
+        float best = -INFINITY;
+        int64_t bi = -1;
+        for (int64_t r = 0; r < N; r++) {
+            float e;
+            cpu_gemm_q8_0_ref(K, w + (uint64_t)r * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
+            if (e > best)
+                best = e, bi = r;
+        }
+        /* the copy's norms bound every row's product: |e_r| <= N X + e2 */
+        for (int64_t r = 0; r < N && !why[0]; r++) {
+            float e;
+            cpu_gemm_q8_0_ref(K, w + (uint64_t)r * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
+            const double bound = (double)sn.norm[r / CPU_Q8N_G] * xn[t] + e2f[t];
+            if (!(fabs((double)e) <= bound))
+                snprintf(why, sizeof why, "token %d row %lld: exact %.9g beyond the norms' bound "
+                         "%.9g", t, (long long)r, (double)e, bound);
+            else if (t == 0 && r == star && !(e >= 0.99 * bound))
+                snprintf(why, sizeof why, "token 0's copy row %lld: exact %.9g, the norms' bound "
+                         "%.9g (want within 1%%)", (long long)r, (double)e, bound);
+        }
+        bool has = false;
+        for (int i = 0; i < g->n; i++)
+            has |= g->grp[i] == bi / CPU_Q8N_G;
+        bool sub = true;
+        for (int i = 0; i < g->n && sub; i++) {
+            bool in = false;
+            for (int k = 0; k < f->n; k++)
+                in |= f->grp[k] == g->grp[i];
+            sub = in;
+        }
+        if (f->bad || g->bad)
+            snprintf(why, sizeof why, "token %d: lists bad (full %d, with norms %d)", t, f->bad,
+                     g->bad);
+        else if (!has)
+            snprintf(why, sizeof why, "token %d: the best row %lld's group is not kept with the "
+                     "norms (%d groups kept)", t, (long long)bi, g->n);
+        else if (!sub || g->max != f->max)
+            snprintf(why, sizeof why, "token %d: with the norms %d groups (max %.9g), not part of "
+                     "the full pass's %d (max %.9g)", t, g->n, (double)g->max, f->n, (double)f->max);
+    }
+    if (!why[0] && !nan && !(l[1][0].passed > 0 && l[0][0].passed == 0))
+        snprintf(why, sizeof why, "%lld groups of %lld passed over with the norms, %lld without",
+                 (long long)l[1][0].passed, (long long)sn.ng, (long long)l[0][0].passed);
+    printf("# %s: %lld of %lld groups passed over\n", name, (long long)l[1][0].passed,
+           (long long)sn.ng);
+    t_check(name, !why[0], "%s", why);
+    nib_tabs_free(&tt);
+    free(w), free(a), free(grp), free(up);
 }
 
 /* -------------------------------------------------------------- op */
@@ -650,8 +803,8 @@ static void bench(void)
                 cpu_q8n_avx512vnni(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, 0, NULL,
                                    NULL, 0);
             else if (quant_path_available(QUANT_PATH_AVX2))
-                cpu_q8n_avx2(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, 0, NULL, NULL,
-                             0);
+                cpu_q8n_avx2(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, NULL, 0, NULL,
+                             NULL, 0);
             double t3 = now_s();
             te = fmin(te, t1 - t0);
             ts = fmin(ts, t2 - t1);
@@ -688,6 +841,11 @@ int main(int argc, char **argv)
     test_nib(256, 301, 5, true);
     test_nib(2048, 64, 1, true);
     test_nib(32, 17, 2, false);
+    test_norms(256, 3000, 1, false);
+    test_norms(256, 3000, 4, false);
+    test_norms(1024, 777, 3, false);
+    test_norms(32, 50, 2, false);
+    test_norms(256, 3000, 2, true);
 
     {   /* what q36 info's memory plan shows for the copy */
         gguf_tensor q8 = { .name = "output.weight", .type = QT_Q8_0, .n_dims = 2,

@@ -251,6 +251,8 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
          * turns it off, =N takes it from N rows */
         cpu_head_screen(cpu_head_screen_env());
         cpu_head_nib(cpu_head_nib_env());     /* Q36_CPU_HEADNIB=0: no nibble level */
+        const char *hn = getenv("Q36_CPU_HEADNORM");
+        cpu_head_norms(!(hn && !strcmp(hn, "0")));
     }
     {   /* the lazy CPU flag of cpu_qdot.c, set here on one thread */
         float z[8] = { 0 };

@@ -86,6 +86,7 @@ typedef struct cpu_head {
     int64_t       ncap_rows;
     int           ncap_threads;
     float        *dh, *tb, *e2f;        /* ncap_rows x nb, x nb, x 1 */
+    float        *xn;                   /* ncap_rows: the tokens' norms (cpu_q8n_token_norm) */
     int32_t      *sx;                   /* ncap_rows x nb */
     cpu_q8n_list *nl;                   /* ncap_threads x ncap_rows */
     int32_t      *ngrp;                 /* ncap_threads x ncap_rows x NIB_CAP */
@@ -100,6 +101,7 @@ static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
 static _Atomic long g_stat[3];          /* screened tokens, tokens done in full, exact candidates */
 static _Atomic int g_nib_rows = -1;     /* < 0: NIB_ROWS, or NIB2_ROWS on AVX2 alone */
 static _Atomic long g_nstat[3];         /* tokens the nibble level settled, handed on, groups kept */
+static _Atomic bool g_norms = true;     /* the AVX2 level passes over groups by their norms */
 
 void cpu_head_nib(int max_rows)
 {
@@ -122,6 +124,11 @@ static int env_rows(const char *name)
         return -1;
     const int n = atoi(v);
     return n < 0 ? 0 : n;
+}
+
+void cpu_head_norms(bool on)
+{
+    atomic_store(&g_norms, on);
 }
 
 int cpu_head_nib_env(void)
@@ -155,7 +162,7 @@ void cpu_head_free(void *impl)
     cpu_q8n_free(&h->n);
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
-    free(h->dh), free(h->tb), free(h->e2f), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
+    free(h->dh), free(h->tb), free(h->e2f), free(h->xn), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
     free((void *)h->nshared), free(h->pairs), free(h->pexact);
     free(h);
 }
@@ -298,6 +305,7 @@ static bool nib_of(be_ctx *be, cpu_head *h, const be_weight *w, int64_t R, int T
         const bool ok = grow(&h->dh, sizeof *h->dh * nb * (size_t)r) &
                         grow(&h->tb, sizeof *h->tb * nb * (size_t)r) &
                         grow(&h->e2f, sizeof *h->e2f * (size_t)r) &
+                        grow(&h->xn, sizeof *h->xn * (size_t)r) &
                         grow(&h->sx, sizeof *h->sx * nb * (size_t)r) &
                         grow(&h->nl, sizeof *h->nl * slots) &
                         grow(&h->ngrp, sizeof *h->ngrp * slots * NIB_CAP) &
@@ -326,8 +334,12 @@ static void nib_task(void *arg, int64_t g0, int64_t g1, int tid)
 {
     const head_job *j = arg;
     const cpu_head *h = j->h;
-    (j->avx2 ? cpu_q8n_avx2 : cpu_q8n_avx512vnni)(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
-                       h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
+    if (j->avx2)
+        cpu_q8n_avx2(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
+                     atomic_load(&g_norms) ? h->xn : NULL, h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
+    else
+        cpu_q8n_avx512vnni(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb,
+                           h->e2f, h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
 }
 
 static void pair_task(void *arg, int64_t i0, int64_t i1, int tid)
@@ -388,6 +400,8 @@ static void nib_level(be_ctx *be, cpu_head *h, const head_job *j)
     for (int64_t t = 0; t < R; t++)
         h->e2f[t] = cpu_q8n_token(&h->n, j->act + (uint64_t)t * j->arb, h->e2[t], h->dh + t * nb,
                                   h->sx + t * nb, h->tb + t * nb);
+    for (int64_t t = 0; j->avx2 && t < R; t++)
+        h->xn[t] = cpu_q8n_token_norm(&h->n, j->act + (uint64_t)t * j->arb);
     for (int64_t t = 0; t < R; t++)
         atomic_store(&h->nshared[t], cpu_q8n_key(-INFINITY));
     for (int th = 0; th < T; th++)

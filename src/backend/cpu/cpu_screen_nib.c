@@ -20,16 +20,55 @@ static uint64_t group_bytes(int64_t nb)
     return (uint64_t)nb * (CPU_Q8N_CODES + 2 * CPU_Q8N_G);
 }
 
-uint64_t cpu_q8n_bytes(int64_t N, int64_t K)
+/* the groups' bytes, where their norms start */
+static uint64_t groups_bytes(int64_t N, int64_t K)
 {
     const uint64_t g = group_bytes(K / 32);
     /* groups start on 64-byte boundaries */
     return (uint64_t)((N + CPU_Q8N_G - 1) / CPU_Q8N_G) * ((g + 63) / 64 * 64);
 }
 
+uint64_t cpu_q8n_bytes(int64_t N, int64_t K)
+{
+    const uint64_t ng = (uint64_t)((N + CPU_Q8N_G - 1) / CPU_Q8N_G);
+    return groups_bytes(N, K) + (ng * 4 + 63) / 64 * 64;
+}
+
 static uint64_t group_stride(int64_t nb)
 {
     return (group_bytes(nb) + 63) / 64 * 64;
+}
+
+/* the smallest float at or above t */
+static float float_up(double t)
+{
+    float f = (float)t;
+    if ((double)f < t)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+/* a float at or above the square root of s, a double sum of nb products
+ * that are exact in double (so within (nb + 1) 2^-53 of its value); NaN
+ * and infinity stay */
+static float norm_up(double s, int64_t nb)
+{
+    return float_up(sqrt(s * (1.0 + (double)(nb + 2) * 0x1p-52)) * (1.0 + 0x1p-52));
+}
+
+/* (sum_b d_b^2 sum_i c_i^2)^1/2 of a Q8_0 row of nb blocks, rounded up */
+static float row_norm(const uint8_t *row, int64_t nb)
+{
+    double s = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (uint64_t)b * QB;
+        const double d = quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+        int32_t q2 = 0;
+        for (int i = 0; i < 32; i++)
+            q2 += (int8_t)blk[2 + i] * (int8_t)blk[2 + i];
+        s += d * d * q2;
+    }
+    return norm_up(s, nb);
 }
 
 int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t K)
@@ -43,12 +82,15 @@ int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
     /* rows past N: code 0 (nibble 8) and scale 0 (never read: not valid lanes) */
     memset(d + (uint64_t)(ng - 1) * gs, 0x88, (uint64_t)nb * CPU_Q8N_CODES);
     memset(d + (uint64_t)(ng - 1) * gs + (uint64_t)nb * CPU_Q8N_CODES, 0, (uint64_t)nb * 32);
-    float wmax = 0;
+    float wmax = 0, *norm = (float *)(d + groups_bytes(N, K));
     bool nan = false;
     for (int64_t r = 0; r < N; r++) {
         const int64_t g = r / CPU_Q8N_G, j = r % CPU_Q8N_G;
         uint8_t *gp = d + (uint64_t)g * gs;
         const uint8_t *row = w + (uint64_t)r * wrb;
+        const float rn = row_norm(row, nb);
+        if (j == 0 || (norm[g] == norm[g] && !(rn <= norm[g])))    /* a NaN stays */
+            norm[g] = rn;
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *blk = row + (uint64_t)b * QB;
             uint8_t *q = gp + (uint64_t)b * CPU_Q8N_CODES;
@@ -66,7 +108,8 @@ int cpu_q8n_build(cpu_q8n *s, const uint8_t *w, uint64_t wrb, int64_t N, int64_t
                 }
         }
     }
-    *s = (cpu_q8n){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d, .wmax = nan ? NAN : wmax };
+    *s = (cpu_q8n){ .N = N, .K = K, .nb = nb, .ng = ng, .data = d, .norm = norm,
+                    .wmax = nan ? NAN : wmax };
     return 0;
 }
 
@@ -76,14 +119,6 @@ void cpu_q8n_free(cpu_q8n *s)
     memset(s, 0, sizeof *s);
 }
 
-/* the smallest float at or above t */
-static float float_up(double t)
-{
-    float f = (float)t;
-    if ((double)f < t)
-        f = nextafterf(f, INFINITY);
-    return f;
-}
 
 /* the largest float at or below t */
 static float float_down(double t)
@@ -113,6 +148,11 @@ float cpu_q8n_token(const cpu_q8n *s, const uint8_t *a, double e2, float *dh, in
         ok &= isfinite(tb[b]);
     }
     return ok ? float_up(e2) : INFINITY;
+}
+
+float cpu_q8n_token_norm(const cpu_q8n *s, const uint8_t *a)
+{
+    return row_norm(a, s->nb);
 }
 
 void cpu_q8n_list_init(cpu_q8n_list *l, int32_t *grp, float *up, int cap,
@@ -441,11 +481,29 @@ AVX2F static inline float max_open(__m256 v0, __m256 v1, __m256 m0, __m256 m1)
     return _mm_cvtss_f32(_mm_max_ss(r, _mm_movehdup_ps(r)));
 }
 
+/* Whether group g may hold a token's largest e_r: N X + e2 >= thr for
+ * some token (or NaN), each product and add within 2^-24 of its value, which
+ * the factor 1 + 2^-12 covers. Thresholds only rise, so a group ruled out
+ * when it is prefetched stays out. */
+AVX2F static inline bool grp_open(const cpu_q8n *s, int64_t g, int nt, const float *xn,
+                                  const float *e2f, cpu_q8n_list *l)
+{
+    const float n = s->norm[g], k = 1.0f + 0x1p-12f;
+    for (int t = 0; t < nt; t++) {
+        refresh(&l[t]);
+        if (!((n * xn[t]) * k + e2f[t] * k < l[t].thr))
+            return true;
+    }
+    return false;
+}
+
 AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
-                        const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
-                        float *lo, float *hi, int64_t ldy)
+                        const float *e2f, const float *xn, cpu_q8n_list *l, const int32_t *ban,
+                        int n_ban, float *lo, float *hi, int64_t ldy)
 {
+    if (!l || lo)       /* groups are passed over for lists; the intervals are every row's */
+        xn = NULL;
     const int64_t nb = s->nb;
     const uint64_t gs = group_stride(nb);
     __m256i *xb = aligned_alloc(32, (size_t)nt * (size_t)nb * 8 * sizeof(__m256i));
@@ -471,10 +529,16 @@ AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
         /* the copy streams through once a step: fetched ahead and marked
          * not to be kept (prefetchnta), so that it does not push the
          * trunk's weights out of the caches */
-        if (g + NIB_PF_GROUPS < g1)
+        if (g + NIB_PF_GROUPS < g1 && (!xn || grp_open(s, g + NIB_PF_GROUPS, nt, xn, e2f, l)))
             for (uint64_t o = 0; o < gs; o += 64)
                 _mm_prefetch((const char *)q + NIB_PF_GROUPS * gs + o, _MM_HINT_NTA);
         const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
+        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
+            for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
+                ;
+            l[0].passed++;
+            continue;
+        }
         const uint32_t valid = live == CPU_Q8N_G ? 0xffffu : (1u << live) - 1;
         uint32_t open = valid;
         for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
@@ -566,9 +630,10 @@ void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
 }
 void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
                   int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
-                  cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo, float *hi,
-                  int64_t ldy)
+                  const float *xn, cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo,
+                  float *hi, int64_t ldy)
 {
+    (void)xn;
     cpu_q8n_avx512vnni(s, g0, g1, act, arb, nt, dh, sx, tb, e2f, l, ban, n_ban, lo, hi, ldy);
 }
 #endif

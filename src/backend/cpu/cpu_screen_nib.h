@@ -27,9 +27,18 @@
  * list overflowed, or whose values were not finite, takes the int8 screen
  * over every group (cpu_head.c).
  *
+ * Groups not read (the AVX2 kernel, when it keeps lists): by Cauchy-Schwarz
+ * |R_r| <= N_r X with N_r = (sum_b d_w,b^2 sum_i c_i^2)^1/2 and X the same
+ * of the token, so e_r <= N_r X + e2. The copy keeps each group's largest
+ * N_r (rounded up); a group whose N X + e2 is below every token's
+ * threshold is passed over before its bytes are fetched. A trained head's
+ * rare tokens have small rows: on the default model about a third of the
+ * groups (bench/results/2026-12-07-cpu-head-norms/).
+ *
  * The copy: per group of 16 rows (cpu_q8s's grouping), nb blocks of 4
  * vectors of 64 bytes (lane j: row j; byte i of vector m holds the nibbles
- * of codes 8m + i (low) and 8m + 4 + i (high)), then nb x 16 f16 scales. */
+ * of codes 8m + i (low) and 8m + 4 + i (high)), then nb x 16 f16 scales;
+ * after the groups, their N (norm, one float a group). */
 #ifndef Q36_CPU_SCREEN_NIB_H
 #define Q36_CPU_SCREEN_NIB_H
 
@@ -42,7 +51,8 @@
 
 typedef struct cpu_q8n {
     int64_t  N, K, nb, ng;
-    uint8_t *data;         /* ng x (nb x 256 + nb x 32) bytes, 64-byte aligned */
+    uint8_t *data;         /* ng x (nb x 256 + nb x 32) bytes, 64-byte aligned, then norm */
+    const float *norm;     /* ng: each group's largest row norm, rounded up (NaN: a NaN scale) */
     float    wmax;         /* the largest |block scale|; NaN if a scale is NaN (cpu_q8s's) */
 } cpu_q8n;
 
@@ -57,6 +67,8 @@ void cpu_q8n_free(cpu_q8n *s);
  * (rounded up). Returns e2 rounded up to a float (+inf when not finite). */
 float cpu_q8n_token(const cpu_q8n *s, const uint8_t *a, double e2, float *dh, int32_t *sx,
                     float *tb);
+/* X of the token's Q8_0 row a (above), rounded up */
+float cpu_q8n_token_norm(const cpu_q8n *s, const uint8_t *a);
 
 /* A token's kept groups: max is the largest A_r - W_r met so far (rounded
  * down), up[i] the largest A_r + W_r of group grp[i] (rounded up), where it
@@ -69,6 +81,7 @@ typedef struct cpu_q8n_list {
     float    max, thr;
     int      n, cap;
     bool     bad;
+    int64_t  passed;        /* groups passed over by their norms (the call's first token's list) */
     int32_t *grp;
     float   *up;
     _Atomic uint32_t *shared;
@@ -107,10 +120,13 @@ void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
                         float *lo, float *hi, int64_t ldy);
 /* the same on AVX2 (vpmaddubsw: u x pairs fit 16 bits), its W widened by
  * 2^-12 of B + e2 and of |A| for its round-to-nearest arithmetic (nb at
- * most 4,096); the same lists, the bits of A as the reference's */
+ * most 4,096); the bits of A as the reference's. xn (may be NULL): the
+ * tokens' cpu_q8n_token_norm; with it, l and no lo, groups that cannot
+ * hold any token's largest e_r are passed over unread (above): the lists
+ * keep what a full pass keeps, less groups no row of which reaches it */
 void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
                   int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
-                  cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo, float *hi,
-                  int64_t ldy);
+                  const float *xn, cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo,
+                  float *hi, int64_t ldy);
 
 #endif
