@@ -2,48 +2,17 @@
  * for any of them) a nibble level would still need after its first k of 8 blocks,
  * the rest bounded by Cauchy-Schwarz (a bound over the rest, or one a block);
  * thresholds: the true best (a right draft's) or the level's own (LEVELTH=1) */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "include/q36.h"
-#include "gguf/gguf.h"
-#include "quant/fp16.h"
+#include "rows.h"
 
 int main(int argc, char **argv)
 {
     const char *mp = argv[1], *idp = argv[2];
     int stride = atoi(argv[3]);
-    q36_err err = { 0 };
-    FILE *f = fopen(idp, "r");
-    static int32_t ids[8192];
-    int n = 0;
-    while (n < 8192 && fscanf(f, "%d", &ids[n]) == 1) n++;
-    fclose(f);
-    q36_model *m;
-    if (q36_model_open(mp, &m, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    q36_engine_opts o = q36_engine_opts_default();
-    q36_engine *e;
-    if (q36_engine_new(m, 4096, &o, &e, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    const int D = q36_engine_n_embd(e), V = q36_engine_n_vocab(e);
-    float *H = malloc(sizeof(float) * (size_t)n * D);
-    const int B = 64;
-    float *lg = malloc(sizeof(float) * (size_t)B * V);
-    int32_t slot[64] = { 0 }, pos[64], out[64];
-    for (int a = 0; a < n; a += B) {
-        int nb = n - a < B ? n - a : B;
-        for (int j = 0; j < nb; j++) { pos[j] = a + j; out[j] = j; }
-        q36_batch b = { nb, ids + a, slot, pos, nb, out };
-        if (q36_engine_eval(e, &b, lg, H + (size_t)a * D, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    }
-    gguf_file *g;
-    if (gguf_open(mp, &g, &err)) return 1;
-    const gguf_tensor *wn = gguf_find_tensor(g, "output_norm.weight");
-    const gguf_tensor *wh = gguf_find_tensor(g, "output.weight");
-    if (!wh) wh = gguf_find_tensor(g, "token_embd.weight");
-    const float *nw = wn->data;
-    const uint8_t *W = wh->data;
-    const int nbk = D / 32;
+    head_rows hr;
+    if (head_rows_load(mp, idp, 8192, &hr))
+        return 1;
+    const int n = hr.n, D = hr.D, V = hr.V, nbk = D / 32;
+    const uint8_t *W = hr.W;
     const size_t rb = (size_t)nbk * 34;
     /* per row, per block: ||w_b||^2 */
     double *wb2 = malloc(sizeof(double) * (size_t)V * nbk);
@@ -57,26 +26,22 @@ int main(int argc, char **argv)
             wb2[(size_t)v * nbk + b] = dw * dw * s;
         }
     static unsigned char cont[8192][9480 / 1 + 16][8];
-    int npos = 0; int posl[8192];
+    int npos = 0;
     double *L = malloc(sizeof(double) * V), *Ap = malloc(sizeof(double) * V * nbk), *Ep = malloc(sizeof(double) * V * nbk);
     const int NG = (V + 15) / 16;
     double keep_glob[16] = { 0 }, keep_blk[16] = { 0 }, keep_full = 0, rows = 0;
     for (int t = 0; t < n; t += (npos % 4 == 3 ? stride : 1), rows++, npos++) {
-        const float *h = H + (size_t)t * D;
-        double ss = 0;
-        for (int i = 0; i < D; i++) ss += (double)h[i] * h[i];
-        const float r = 1.0f / sqrtf((float)(ss / D) + 1e-6f);
-        float x[4096], dx[128];
+        float dx[128];
         int8_t xq[4096];
         double xb2[128];
-        for (int i = 0; i < D; i++) x[i] = h[i] * r * nw[i];
         for (int b = 0; b < nbk; b++) {
-            float am = 0;
-            for (int i = 0; i < 32; i++) am = fmaxf(am, fabsf(x[b * 32 + i]));
-            float d = am / 127, id = d ? 1 / d : 0;
+            const uint8_t *blk = hr.act + (size_t)t * rb + (size_t)b * 34;
+            dx[b] = quant_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
             double s = 0;
-            for (int i = 0; i < 32; i++) { xq[b * 32 + i] = (int8_t)lrintf(x[b * 32 + i] * id); s += (double)xq[b*32+i]*xq[b*32+i]; }
-            dx[b] = quant_f16_to_f32(quant_f32_to_f16(d));
+            for (int i = 0; i < 32; i++) {
+                xq[b * 32 + i] = (int8_t)blk[2 + i];
+                s += (double)xq[b * 32 + i] * xq[b * 32 + i];
+            }
             xb2[b] = (double)dx[b] * dx[b] * s;
         }
         double best = -1e30;

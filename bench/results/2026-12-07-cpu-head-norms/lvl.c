@@ -4,14 +4,8 @@
  * passes), for 1 token (every 9th position) and 4 (positions t..t+3),
  * without (argv[3] 0) and with (1) the group norms; groups kept and passed
  * over a token. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include "include/q36.h"
-#include "gguf/gguf.h"
-#include "quant/fp16.h"
+#include "rows.h"
 #include "backend/cpu/cpu_screen_nib.h"
 #include "backend/cpu/cpu_screen_q8.h"
 
@@ -21,54 +15,12 @@ int main(int argc, char **argv)
 {
     const char *mp = argv[1], *idp = argv[2];
     const int cut = atoi(argv[3]);
-    q36_err err = { 0 };
-    FILE *f = fopen(idp, "r");
-    static int32_t ids[8192];
-    int n = 0;
-    while (n < 8192 && fscanf(f, "%d", &ids[n]) == 1) n++;
-    fclose(f);
-    if (n > 256) n = 256;
-    q36_model *m;
-    if (q36_model_open(mp, &m, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    q36_engine_opts o = q36_engine_opts_default();
-    q36_engine *e;
-    if (q36_engine_new(m, 4096, &o, &e, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    const int D = q36_engine_n_embd(e), V = q36_engine_n_vocab(e);
-    float *H = malloc(sizeof(float) * (size_t)n * D);
-    const int B = 64;
-    float *lg = malloc(sizeof(float) * (size_t)B * V);
-    int32_t slot[64] = { 0 }, pos[64], out[64];
-    for (int a = 0; a < n; a += B) {
-        int nb = n - a < B ? n - a : B;
-        for (int j = 0; j < nb; j++) { pos[j] = a + j; out[j] = j; }
-        q36_batch b = { nb, ids + a, slot, pos, nb, out };
-        if (q36_engine_eval(e, &b, lg, H + (size_t)a * D, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    }
-    gguf_file *g;
-    if (gguf_open(mp, &g, &err)) return 1;
-    const gguf_tensor *wn = gguf_find_tensor(g, "output_norm.weight");
-    const gguf_tensor *wh = gguf_find_tensor(g, "output.weight");
-    if (!wh) wh = gguf_find_tensor(g, "token_embd.weight");
-    const float *nw = wn->data;
-    const uint8_t *W = wh->data;
-    const int nbk = D / 32;
+    head_rows hr;
+    if (head_rows_load(mp, idp, 256, &hr))
+        return 1;
+    const int n = hr.n, D = hr.D, V = hr.V, nbk = D / 32;
+    const uint8_t *W = hr.W, *act = hr.act;
     const size_t rb = (size_t)nbk * 34;
-    uint8_t *act = malloc(rb * n);
-    for (int t = 0; t < n; t++) {
-        const float *h = H + (size_t)t * D;
-        double ss = 0;
-        for (int i = 0; i < D; i++) ss += (double)h[i] * h[i];
-        const float r = 1.0f / sqrtf((float)(ss / D) + 1e-6f);
-        for (int b = 0; b < nbk; b++) {
-            float x[32], am = 0;
-            for (int i = 0; i < 32; i++) { x[i] = h[b * 32 + i] * r * nw[b * 32 + i]; am = fmaxf(am, fabsf(x[i])); }
-            float d = am / 127, id = d ? 1 / d : 0;
-            uint16_t d16 = quant_f32_to_f16(d);
-            uint8_t *blk = act + (size_t)t * rb + b * 34;
-            memcpy(blk, &d16, 2);
-            for (int i = 0; i < 32; i++) blk[2 + i] = (uint8_t)(int8_t)lrintf(x[i] * id);
-        }
-    }
     cpu_q8s s; cpu_q8n sn;
     if (cpu_q8s_build(&s, W, rb, V, D) || cpu_q8n_build(&sn, W, rb, V, D)) return 1;
     float *dx = malloc(4 * nbk * n), *dh = malloc(4 * nbk * n), *tb = malloc(4 * nbk * n), *e2f = malloc(4 * n), *xn = malloc(4 * n);
