@@ -265,9 +265,10 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
                      y[5], ld);
     }
     if (vnni) {
-        cpu_q8n_avx512vnni(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2], y[3], ld);
-        cpu_q8n_avx512vnni(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, 0, y[2],
+        cpu_q8n_avx512vnni(&sn, 0, sn.ng / 2, a, rb, T, dh, sx, tb, e2f, NULL, NULL, NULL, 0, y[2],
                            y[3], ld);
+        cpu_q8n_avx512vnni(&sn, sn.ng / 2, sn.ng, a, rb, T, dh, sx, tb, e2f, NULL, NULL, NULL, 0,
+                           y[2], y[3], ld);
     }
     double worst = 0;
     char why[240] = "";
@@ -309,7 +310,63 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
     free(w), free(a);
 }
 
-/* The AVX2 level's pass over groups by their norms: a head whose groups
+/* One kernel's lists (kern 1: AVX-512 VNNI) with the norms and without,
+ * for test_norms: each token's best row (bi) kept, the lists with the
+ * norms part of the others with the same maxima, groups passed over (not
+ * nan); with a NaN scale, every list bad. */
+static void norms_lists(const char *name, int kern, const nib_tabs *tt, const uint8_t *a, uint64_t rb, int T,
+                        bool nan, const int64_t *bi, char *why, size_t wn)
+{
+    const cpu_q8n *sn = &tt->n;
+    const char *kn = kern ? "avx512vnni" : "avx2";
+    int32_t *grp = malloc(sizeof(int32_t) * 2 * 8 * (size_t)sn->ng);
+    float *up = malloc(sizeof(float) * 2 * 8 * (size_t)sn->ng);
+    cpu_q8n_list l[2][8];
+    for (int k = 0; k < 2; k++) {       /* k = 1: with the norms */
+        for (int t = 0; t < T; t++)
+            cpu_q8n_list_init(&l[k][t], grp + (k * 8 + t) * sn->ng, up + (k * 8 + t) * sn->ng,
+                              (int)sn->ng, NULL);
+        (kern ? cpu_q8n_avx512vnni : cpu_q8n_avx2)(sn, 0, sn->ng, a, rb, T, tt->dh, tt->sx,
+                                                   tt->tb, tt->e2f, k ? tt->xn : NULL, l[k], NULL,
+                                                   0, NULL, NULL, 0);
+    }
+    for (int t = 0; t < T && !why[0]; t++) {
+        const cpu_q8n_list *f = &l[0][t], *g = &l[1][t];
+        if (nan) {
+            if (!f->bad || !g->bad)
+                snprintf(why, wn, "%s token %d: a NaN scale left the lists good (full %d, with "
+                         "norms %d)", kn, t, f->bad, g->bad);
+            continue;
+        }
+        bool has = false, sub = true;
+        for (int i = 0; i < g->n; i++)
+            has |= g->grp[i] == bi[t] / CPU_Q8N_G;
+        for (int i = 0; i < g->n && sub; i++) {
+            bool in = false;
+            for (int k = 0; k < f->n; k++)
+                in |= f->grp[k] == g->grp[i];
+            sub = in;
+        }
+        if (f->bad || g->bad)
+            snprintf(why, wn, "%s token %d: lists bad (full %d, with norms %d)", kn, t, f->bad,
+                     g->bad);
+        else if (!has)
+            snprintf(why, wn, "%s token %d: the best row %lld's group is not kept with the norms "
+                     "(%d groups kept)", kn, t, (long long)bi[t], g->n);
+        else if (!sub || g->max != f->max)
+            snprintf(why, wn, "%s token %d: with the norms %d groups (max %.9g), not part of the "
+                     "full pass's %d (max %.9g)", kn, t, g->n, (double)g->max, f->n,
+                     (double)f->max);
+    }
+    if (!why[0] && !nan && !(l[1][0].passed > 0 && l[0][0].passed == 0))
+        snprintf(why, wn, "%s: %lld groups of %lld passed over with the norms, %lld without", kn,
+                 (long long)l[1][0].passed, (long long)sn->ng, (long long)l[0][0].passed);
+    printf("# %s: %lld of %lld groups passed over\n", name, (long long)l[1][0].passed,
+           (long long)sn->ng);
+    free(grp), free(up);
+}
+
+/* The nibble level's pass over groups by their norms: a head whose groups
  * are two in three of small rows (scales x 2^-10), token 0's best row in
  * the last group, equal to its activation row (so that its product meets
  * the Cauchy-Schwarz bound but for rounding; N >= 48), and an early rival of 0.97
@@ -359,73 +416,40 @@ static void test_norms(int64_t K, int64_t N, int T, bool nan)
     }
     const cpu_q8n sn = tt.n;
     const float *e2f = tt.e2f, *xn = tt.xn;
-    int32_t *grp = malloc(sizeof(int32_t) * 2 * 8 * (size_t)sn.ng);
-    float *up = malloc(sizeof(float) * 2 * 8 * (size_t)sn.ng);
-    cpu_q8n_list l[2][8];
-    for (int k = 0; k < 2; k++) {       /* k = 1: with the norms */
-        for (int t = 0; t < T; t++)
-            cpu_q8n_list_init(&l[k][t], grp + (k * 8 + t) * sn.ng, up + (k * 8 + t) * sn.ng,
-                              (int)sn.ng, NULL);
-        cpu_q8n_avx2(&sn, 0, sn.ng, a, rb, T, tt.dh, tt.sx, tt.tb, e2f, k ? xn : NULL, l[k], NULL,
-                     0, NULL, NULL, 0);
-    }
     char why[240] = "";
+    int64_t bi[8];
     for (int t = 0; t < T && !why[0]; t++) {
-        const cpu_q8n_list *f = &l[0][t], *g = &l[1][t];
-        if (nan) {
-            if (!f->bad || !g->bad)
-                snprintf(why, sizeof why, "token %d: a NaN scale left the lists good (full %d, "
-                         "with norms %d)", t, f->bad, g->bad);
-            continue;
-        }
+        /* each token's best row; the copy's norms bound every row: |e_r| <= N X + e2 */
         float best = -INFINITY;
-        int64_t bi = -1;
-        for (int64_t r = 0; r < N; r++) {
-            float e;
-            cpu_gemm_q8_0_ref(K, w + (uint64_t)r * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
-            if (e > best)
-                best = e, bi = r;
-        }
-        /* the copy's norms bound every row's product: |e_r| <= N X + e2 */
+        bi[t] = -1;
         for (int64_t r = 0; r < N && !why[0]; r++) {
             float e;
             cpu_gemm_q8_0_ref(K, w + (uint64_t)r * rb, rb, 1, a + (uint64_t)t * rb, rb, 1, &e, 1);
+            if (e > best)
+                best = e, bi[t] = r;
             const double bound = (double)sn.norm[r / CPU_Q8N_G] * xn[t] + e2f[t];
-            if (!(fabs((double)e) <= bound))
+            if (!nan && !(fabs((double)e) <= bound))
                 snprintf(why, sizeof why, "token %d row %lld: exact %.9g beyond the norms' bound "
                          "%.9g", t, (long long)r, (double)e, bound);
-            else if (t == 0 && r == star && !(e >= 0.99 * bound))
+            else if (!nan && t == 0 && r == star && !(e >= 0.99 * bound))
                 snprintf(why, sizeof why, "token 0's copy row %lld: exact %.9g, the norms' bound "
                          "%.9g (want within 1%%)", (long long)r, (double)e, bound);
         }
-        bool has = false;
-        for (int i = 0; i < g->n; i++)
-            has |= g->grp[i] == bi / CPU_Q8N_G;
-        bool sub = true;
-        for (int i = 0; i < g->n && sub; i++) {
-            bool in = false;
-            for (int k = 0; k < f->n; k++)
-                in |= f->grp[k] == g->grp[i];
-            sub = in;
-        }
-        if (f->bad || g->bad)
-            snprintf(why, sizeof why, "token %d: lists bad (full %d, with norms %d)", t, f->bad,
-                     g->bad);
-        else if (!has)
-            snprintf(why, sizeof why, "token %d: the best row %lld's group is not kept with the "
-                     "norms (%d groups kept)", t, (long long)bi, g->n);
-        else if (!sub || g->max != f->max)
-            snprintf(why, sizeof why, "token %d: with the norms %d groups (max %.9g), not part of "
-                     "the full pass's %d (max %.9g)", t, g->n, (double)g->max, f->n, (double)f->max);
     }
-    if (!why[0] && !nan && !(l[1][0].passed > 0 && l[0][0].passed == 0))
-        snprintf(why, sizeof why, "%lld groups of %lld passed over with the norms, %lld without",
-                 (long long)l[1][0].passed, (long long)sn.ng, (long long)l[0][0].passed);
-    printf("# %s: %lld of %lld groups passed over\n", name, (long long)l[1][0].passed,
-           (long long)sn.ng);
+    if (!why[0])
+        norms_lists(name, 0, &tt, a, rb, T, nan, bi, why, sizeof why);
     t_check(name, !why[0], "%s", why);
+    char vname[100];
+    snprintf(vname, sizeof vname, "%s.avx512vnni", name);
+    if (!has_vnni())
+        t_skip(vname, "this CPU lacks AVX-512 VNNI");
+    else {
+        why[0] = 0;
+        norms_lists(vname, 1, &tt, a, rb, T, nan, bi, why, sizeof why);
+        t_check(vname, !why[0], "%s", why);
+    }
     nib_tabs_free(&tt);
-    free(w), free(a), free(grp), free(up);
+    free(w), free(a);
 }
 
 /* -------------------------------------------------------------- op */
@@ -800,8 +824,8 @@ static void bench(void)
             double t2 = now_s();
             /* without lists: the random head's would overflow and stop the pass early */
             if (has_vnni())
-                cpu_q8n_avx512vnni(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, 0, NULL,
-                                   NULL, 0);
+                cpu_q8n_avx512vnni(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, NULL, 0,
+                                   NULL, NULL, 0);
             else if (quant_path_available(QUANT_PATH_AVX2))
                 cpu_q8n_avx2(&sn, 0, sn.ng, a, rb, T, dh, sx, tbl, e2f, NULL, NULL, NULL, 0, NULL,
                              NULL, 0);

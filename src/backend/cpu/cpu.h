@@ -51,7 +51,7 @@ void cpu_head_screen_stats(long out[3]);
 void cpu_head_nib(int max_rows);
 int  cpu_head_nib_env(void);        /* Q36_CPU_HEADNIB (0 and up), else -1 */
 void cpu_head_nib_stats(long out[3]);
-/* whether the AVX2 nibble level passes over groups by their norms
+/* whether the nibble level passes over groups by their norms
  * (cpu_screen_nib.h): yes unless Q36_CPU_HEADNORM=0 (be_cpu_new); the ids
  * are the same either way */
 void cpu_head_norms(bool on);

@@ -101,7 +101,7 @@ static _Atomic int g_min_rows = -1;     /* < 0: the default rule above */
 static _Atomic long g_stat[3];          /* screened tokens, tokens done in full, exact candidates */
 static _Atomic int g_nib_rows = -1;     /* < 0: NIB_ROWS, or NIB2_ROWS on AVX2 alone */
 static _Atomic long g_nstat[3];         /* tokens the nibble level settled, handed on, groups kept */
-static _Atomic bool g_norms = true;     /* the AVX2 level passes over groups by their norms */
+static _Atomic bool g_norms = true;     /* the nibble level passes over groups by their norms */
 
 void cpu_head_nib(int max_rows)
 {
@@ -334,12 +334,10 @@ static void nib_task(void *arg, int64_t g0, int64_t g1, int tid)
 {
     const head_job *j = arg;
     const cpu_head *h = j->h;
-    if (j->avx2)
-        cpu_q8n_avx2(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
-                     atomic_load(&g_norms) ? h->xn : NULL, h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
-    else
-        cpu_q8n_avx512vnni(&h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb,
-                           h->e2f, h->nl + (int64_t)tid * j->R, j->ban, j->n_ban, NULL, NULL, 0);
+    (j->avx2 ? cpu_q8n_avx2 : cpu_q8n_avx512vnni)(
+        &h->n, g0, g1, j->act, j->arb, (int)j->R, h->dh, h->sx, h->tb, h->e2f,
+        atomic_load(&g_norms) ? h->xn : NULL, h->nl + (int64_t)tid * j->R, j->ban, j->n_ban,
+        NULL, NULL, 0);
 }
 
 static void pair_task(void *arg, int64_t i0, int64_t i1, int tid)
@@ -400,7 +398,7 @@ static void nib_level(be_ctx *be, cpu_head *h, const head_job *j)
     for (int64_t t = 0; t < R; t++)
         h->e2f[t] = cpu_q8n_token(&h->n, j->act + (uint64_t)t * j->arb, h->e2[t], h->dh + t * nb,
                                   h->sx + t * nb, h->tb + t * nb);
-    for (int64_t t = 0; j->avx2 && t < R; t++)
+    for (int64_t t = 0; t < R; t++)
         h->xn[t] = cpu_q8n_token_norm(&h->n, j->act + (uint64_t)t * j->arb);
     for (int64_t t = 0; t < R; t++)
         atomic_store(&h->nshared[t], cpu_q8n_key(-INFINITY));

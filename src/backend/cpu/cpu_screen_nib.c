@@ -241,6 +241,22 @@ static void list_push(cpu_q8n_list *l, int32_t g, float up)
     l->up[l->n++] = up;
 }
 
+/* Whether group g may hold a token's largest e_r: N X + e2 >= thr for
+ * some token (or NaN), each product and add within 2^-24 of its value, which
+ * the factor 1 + 2^-12 covers. Thresholds only rise, so a group ruled out
+ * when it is prefetched stays out. */
+static inline bool grp_open(const cpu_q8n *s, int64_t g, int nt, const float *xn,
+                                  const float *e2f, cpu_q8n_list *l)
+{
+    const float n = s->norm[g], k = 1.0f + 0x1p-12f;
+    for (int t = 0; t < nt; t++) {
+        refresh(&l[t]);
+        if (!((n * xn[t]) * k + e2f[t] * k < l[t].thr))
+            return true;
+    }
+    return false;
+}
+
 #if defined(__x86_64__)
 #define VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define RUP (_MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
@@ -296,9 +312,12 @@ VNNI static inline __attribute__((always_inline)) void grp(const uint8_t *q, con
 
 VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                              uint64_t arb, int nt, const float *dh, const int32_t *sx,
-                             const float *tb, const float *e2f, cpu_q8n_list *l,
-                             const int32_t *ban, int n_ban, float *lo, float *hi, int64_t ldy)
+                             const float *tb, const float *e2f, const float *xn,
+                             cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo, float *hi,
+                             int64_t ldy)
 {
+    if (!l || lo)       /* groups are passed over for lists; the intervals are every row's */
+        xn = NULL;
     const int64_t nb = s->nb;
     const uint64_t gs = group_stride(nb);
     int bi = 0;
@@ -308,6 +327,12 @@ VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uin
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *q = s->data + (uint64_t)g * gs, *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
         const int64_t base = g * CPU_Q8N_G;
+        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
+            for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
+                ;
+            l[0].passed++;
+            continue;
+        }
         const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
         const __mmask16 valid = (__mmask16)(live == CPU_Q8N_G ? 0xffff : (1u << live) - 1);
         __mmask16 open = valid;
@@ -481,22 +506,6 @@ AVX2F static inline float max_open(__m256 v0, __m256 v1, __m256 m0, __m256 m1)
     return _mm_cvtss_f32(_mm_max_ss(r, _mm_movehdup_ps(r)));
 }
 
-/* Whether group g may hold a token's largest e_r: N X + e2 >= thr for
- * some token (or NaN), each product and add within 2^-24 of its value, which
- * the factor 1 + 2^-12 covers. Thresholds only rise, so a group ruled out
- * when it is prefetched stays out. */
-AVX2F static inline bool grp_open(const cpu_q8n *s, int64_t g, int nt, const float *xn,
-                                  const float *e2f, cpu_q8n_list *l)
-{
-    const float n = s->norm[g], k = 1.0f + 0x1p-12f;
-    for (int t = 0; t < nt; t++) {
-        refresh(&l[t]);
-        if (!((n * xn[t]) * k + e2f[t] * k < l[t].thr))
-            return true;
-    }
-    return false;
-}
-
 AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
                         const float *e2f, const float *xn, cpu_q8n_list *l, const int32_t *ban,
@@ -621,11 +630,11 @@ AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
 #else
 void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
-                        const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
-                        float *lo, float *hi, int64_t ldy)
+                        const float *e2f, const float *xn, cpu_q8n_list *l, const int32_t *ban,
+                        int n_ban, float *lo, float *hi, int64_t ldy)
 {
     (void)s, (void)g0, (void)g1, (void)act, (void)arb, (void)nt, (void)dh, (void)sx, (void)tb;
-    (void)e2f, (void)l, (void)ban, (void)n_ban, (void)lo, (void)hi, (void)ldy;
+    (void)e2f, (void)xn, (void)l, (void)ban, (void)n_ban, (void)lo, (void)hi, (void)ldy;
     abort();        /* never chosen off x86-64 */
 }
 void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
@@ -633,7 +642,6 @@ void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, 
                   const float *xn, cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo,
                   float *hi, int64_t ldy)
 {
-    (void)xn;
-    cpu_q8n_avx512vnni(s, g0, g1, act, arb, nt, dh, sx, tb, e2f, l, ban, n_ban, lo, hi, ldy);
+    cpu_q8n_avx512vnni(s, g0, g1, act, arb, nt, dh, sx, tb, e2f, xn, l, ban, n_ban, lo, hi, ldy);
 }
 #endif

@@ -27,7 +27,7 @@
  * list overflowed, or whose values were not finite, takes the int8 screen
  * over every group (cpu_head.c).
  *
- * Groups not read (the AVX2 kernel, when it keeps lists): by Cauchy-Schwarz
+ * Groups not read (both kernels, when they keep lists): by Cauchy-Schwarz
  * |R_r| <= N_r X with N_r = (sum_b d_w,b^2 sum_i c_i^2)^1/2 and X the same
  * of the token, so e_r <= N_r X + e2. The copy keeps each group's largest
  * N_r (rounded up); a group whose N X + e2 is below every token's
@@ -114,16 +114,17 @@ static inline float cpu_q8n_unkey(uint32_t k)
 void cpu_q8n_ref(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
                  int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
                  float *lo, float *hi, int64_t ldy);
+/* xn (may be NULL): the tokens' cpu_q8n_token_norm; with it, l and no lo,
+ * groups that cannot hold any token's largest e_r are passed over unread
+ * (above): the lists keep what a full pass keeps, less groups no row of
+ * which reaches it */
 void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act,
                         uint64_t arb, int nt, const float *dh, const int32_t *sx, const float *tb,
-                        const float *e2f, cpu_q8n_list *l, const int32_t *ban, int n_ban,
-                        float *lo, float *hi, int64_t ldy);
+                        const float *e2f, const float *xn, cpu_q8n_list *l, const int32_t *ban,
+                        int n_ban, float *lo, float *hi, int64_t ldy);
 /* the same on AVX2 (vpmaddubsw: u x pairs fit 16 bits), its W widened by
  * 2^-12 of B + e2 and of |A| for its round-to-nearest arithmetic (nb at
- * most 4,096); the bits of A as the reference's. xn (may be NULL): the
- * tokens' cpu_q8n_token_norm; with it, l and no lo, groups that cannot
- * hold any token's largest e_r are passed over unread (above): the lists
- * keep what a full pass keeps, less groups no row of which reaches it */
+ * most 4,096); the bits of A as the reference's */
 void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t *act, uint64_t arb,
                   int nt, const float *dh, const int32_t *sx, const float *tb, const float *e2f,
                   const float *xn, cpu_q8n_list *l, const int32_t *ban, int n_ban, float *lo,
