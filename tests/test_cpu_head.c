@@ -314,8 +314,8 @@ static void test_nib(int64_t K, int64_t N, int T, bool aligned)
  * for test_norms: each token's best row (bi) kept, the lists with the
  * norms part of the others with the same maxima, groups passed over (not
  * nan); with a NaN scale, every list bad. */
-static void norms_lists(const char *name, int kern, const nib_tabs *tt, const uint8_t *a, uint64_t rb, int T,
-                        bool nan, const int64_t *bi, char *why, size_t wn)
+static void norms_lists(const char *name, int kern, const nib_tabs *tt, const uint8_t *a,
+                        uint64_t rb, int T, bool nan, const int64_t *bi, char *why, size_t wn)
 {
     const cpu_q8n *sn = &tt->n;
     const char *kn = kern ? "avx512vnni" : "avx2";

@@ -162,7 +162,8 @@ void cpu_head_free(void *impl)
     cpu_q8n_free(&h->n);
     free(h->dx), free(h->cx), free(h->e2), free(h->cand), free(h->full), free(h->idx);
     free(h->val), free(h->gi), free(h->gv);
-    free(h->dh), free(h->tb), free(h->e2f), free(h->xn), free(h->sx), free(h->nl), free(h->ngrp), free(h->nup);
+    free(h->dh), free(h->tb), free(h->e2f), free(h->xn), free(h->sx), free(h->nl);
+    free(h->ngrp), free(h->nup);
     free((void *)h->nshared), free(h->pairs), free(h->pexact);
     free(h);
 }

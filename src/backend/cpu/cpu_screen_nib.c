@@ -119,7 +119,6 @@ void cpu_q8n_free(cpu_q8n *s)
     memset(s, 0, sizeof *s);
 }
 
-
 /* the largest float at or below t */
 static float float_down(double t)
 {
@@ -246,7 +245,7 @@ static void list_push(cpu_q8n_list *l, int32_t g, float up)
  * the factor 1 + 2^-12 covers. Thresholds only rise, so a group ruled out
  * when it is prefetched stays out. */
 static inline bool grp_open(const cpu_q8n *s, int64_t g, int nt, const float *xn,
-                                  const float *e2f, cpu_q8n_list *l)
+                            const float *e2f, cpu_q8n_list *l)
 {
     const float n = s->norm[g], k = 1.0f + 0x1p-12f;
     for (int t = 0; t < nt; t++) {
