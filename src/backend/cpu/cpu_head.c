@@ -396,11 +396,12 @@ static void nib_level(be_ctx *be, cpu_head *h, const head_job *j)
     cpu_ctx *c = cpu_ctx_of(be);
     const int64_t R = j->R, nb = h->n.nb;
     const int T = c->n_threads;
-    for (int64_t t = 0; t < R; t++)
-        h->e2f[t] = cpu_q8n_token(&h->n, j->act + (uint64_t)t * j->arb, h->e2[t], h->dh + t * nb,
-                                  h->sx + t * nb, h->tb + t * nb);
-    for (int64_t t = 0; t < R; t++)
-        h->xn[t] = cpu_q8n_token_norm(&h->n, j->act + (uint64_t)t * j->arb);
+    for (int64_t t = 0; t < R; t++) {
+        const uint8_t *a = j->act + (uint64_t)t * j->arb;
+        h->e2f[t] = cpu_q8n_token(&h->n, a, h->e2[t], h->dh + t * nb, h->sx + t * nb,
+                                  h->tb + t * nb);
+        h->xn[t] = cpu_q8n_token_norm(&h->n, a);
+    }
     for (int64_t t = 0; t < R; t++)
         atomic_store(&h->nshared[t], cpu_q8n_key(-INFINITY));
     for (int th = 0; th < T; th++)

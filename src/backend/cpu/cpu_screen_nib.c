@@ -326,17 +326,15 @@ VNNI void cpu_q8n_avx512vnni(const cpu_q8n *s, int64_t g0, int64_t g1, const uin
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *q = s->data + (uint64_t)g * gs, *sc = q + (uint64_t)nb * CPU_Q8N_CODES;
         const int64_t base = g * CPU_Q8N_G;
-        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
-            for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
-                ;
-            l[0].passed++;
-            continue;
-        }
         const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
         const __mmask16 valid = (__mmask16)(live == CPU_Q8N_G ? 0xffff : (1u << live) - 1);
         __mmask16 open = valid;
         for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
             open &= (__mmask16) ~(1u << (ban[bi] - base));
+        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
+            l[0].passed++;
+            continue;
+        }
         for (int t0 = 0; t0 < nt; t0 += 4) {
             const int n = nt - t0 < 4 ? nt - t0 : 4;
             const uint8_t *at = act + (uint64_t)t0 * arb;
@@ -541,16 +539,14 @@ AVX2F void cpu_q8n_avx2(const cpu_q8n *s, int64_t g0, int64_t g1, const uint8_t 
             for (uint64_t o = 0; o < gs; o += 64)
                 _mm_prefetch((const char *)q + NIB_PF_GROUPS * gs + o, _MM_HINT_NTA);
         const int64_t live = s->N - base < CPU_Q8N_G ? s->N - base : CPU_Q8N_G;
-        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
-            for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
-                ;
-            l[0].passed++;
-            continue;
-        }
         const uint32_t valid = live == CPU_Q8N_G ? 0xffffu : (1u << live) - 1;
         uint32_t open = valid;
         for (; bi < n_ban && ban[bi] < base + CPU_Q8N_G; bi++)
             open &= ~(1u << (ban[bi] - base));
+        if (xn && !grp_open(s, g, nt, xn, e2f, l)) {
+            l[0].passed++;
+            continue;
+        }
         const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
         const __m256 om0 = _mm256_castsi256_ps(
             _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)open), bit), bit));
