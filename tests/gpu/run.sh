@@ -116,8 +116,7 @@ done
 # Q36_CUDA_CHUNKOUTM=0 (its three kernels' products through WMMA, the
 # defaults before 2026-12-06, not as mma.sync steps), Q36_CUDA_CHUNKBV=32
 # (its state kernel 32 value columns a block, not the default 16,
-# cuda_chunk_wide.cu); on the two Q4_K files also Q36_CUDA_ATTNTC=1 (decode
-# attention's splits on tensor cores, off by default); on the two Q4_K MoE
+# cuda_chunk_wide.cu); on the two Q4_K MoE
 # files Q36_CUDA_MOEWQ=1 (their experts in their blocks, cuda_moe_wq.cu,
 # every prompt batch grouped) and Q36_CUDA_MMQGRP=2 (expert products of
 # batches from 2 tokens grouped by expert on the tensor cores, k_mmq_grp;
@@ -136,10 +135,6 @@ want fast && for m in "${models[@]}"; do
         NEW=1 Q36_CUDA_CHUNKPREP=2 one "model-chunkpb-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_CHUNKBV=0 Q36_CUDA_CHUNKPREP=1 Q36_CUDA_CHUNKOUTM=0 one "model-chunkwmma-$(basename "$m" .gguf)" --no-ops --fast "$m"
         NEW=1 Q36_CUDA_CHUNKBV=32 one "model-chunkbv32-$(basename "$m" .gguf)" --no-ops --fast "$m"
-        case $(basename "$m") in
-        dense-q4km.gguf|moe-q4k-top8.gguf)
-            NEW=1 Q36_CUDA_ATTNTC=1 one "model-attntc-$(basename "$m" .gguf)" --no-ops --fast "$m" ;;
-        esac
         case $(basename "$m") in
         moe-q4k-top8.gguf|moe-q4km.gguf)
             NEW=1 Q36_CUDA_MOEWQ=1 Q36_CUDA_MOEGEMM=3 Q36_CUDA_MOEROWS=0 one "model-moewq-$(basename "$m" .gguf)" --no-ops --fast "$m"

@@ -1715,14 +1715,6 @@ static void test_attn_gqa(const be_shape *sh)
     attn_decode_with(sh, "Q36_CUDA_ATTNGQA", "cuda.attn_gqa_context", "_gqa");
 }
 
-/* Q36_CUDA_ATTNTC=1: decode attention's splits on tensor cores for f16
- * caches (cuda_attn_tc.cu), the decode cases with test_attention's bound
- * (names end in _tc; f32 caches and head dim 64 take the other kernels) */
-static void test_attn_tc(const be_shape *sh)
-{
-    attn_decode_with(sh, "Q36_CUDA_ATTNTC", "cuda.attn_tc_context", "_tc");
-}
-
 /* ----------------------------------------------------------------- graphs */
 
 static char *graphs_env_set(int on) { return env_set("Q36_CUDA_GRAPHS", on ? "1" : "0"); }
@@ -4601,7 +4593,7 @@ int main(int argc, char **argv)
     }
     /* model cases with a switch away from its default: a tag of their own */
     const char *mv8 = getenv("Q36_CUDA_MV8"), *inv = getenv("Q36_CUDA_EXACTINV");
-    const char *graphs = getenv("Q36_CUDA_GRAPHS"), *attn_tc = getenv("Q36_CUDA_ATTNTC");
+    const char *graphs = getenv("Q36_CUDA_GRAPHS");
     const char *moewq = getenv("Q36_CUDA_MOEWQ"), *fattnwg = getenv("Q36_CUDA_FATTNWG");
     const char *prep = getenv("Q36_CUDA_CHUNKPREP");
     if (gpu_fast && moewq && !strcmp(moewq, "1"))
@@ -4612,8 +4604,6 @@ int main(int argc, char **argv)
         mode_tag = ".fast.nofattnwg";
     else if (gpu_fast && mv8 && !strcmp(mv8, "0"))
         mode_tag = ".fast.nomv8";
-    else if (gpu_fast && attn_tc && !strcmp(attn_tc, "1"))
-        mode_tag = ".fast.attntc";
     else if (gpu_fast && graphs && !strcmp(graphs, "1"))
         mode_tag = ".fast.new";          /* run.sh's NEW=1: every decode switch on */
     else if (!gpu_fast && inv && !strcmp(inv, "0"))
@@ -4675,7 +4665,6 @@ int main(int argc, char **argv)
         if (want_ops("f16keep")) test_f16keep(&sh);
         if (want_ops("inv")) test_inv_rows(&sh);
         if (want_ops("gqa")) test_attn_gqa(&sh);
-        if (want_ops("attntc")) test_attn_tc(&sh);
         if (want_ops("mixed")) test_mv_mixed(&sh);
         if (want_ops("fused")) test_fused(&sh);
         if (want_ops("keep")) test_cuda_keep();

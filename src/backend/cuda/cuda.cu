@@ -52,8 +52,7 @@
  * only; on unless "0") makes exact mode batch-invariant (cuda.h: inv).
  * Q36_CUDA_ATTNGQA splits decode attention by K/V head instead of query
  * head, each block serving the query heads that share the K/V rows it
- * reads (cuda_seq.cu), and Q36_CUDA_ATTNTC=1 (off by default) runs
- * those splits on tensor cores for f16 caches (cuda_attn_tc.cu);
+ * reads (cuda_seq.cu);
  * Q36_CUDA_MVMIXED lets decode projections of
  * different weight types share one launch (cuda_matmul.cu,
  * k_matvec<MV_ANY>).
@@ -399,8 +398,6 @@ static int cuda_reserve(be_ctx *be, const be_shape *shape, q36_err *err)
     if (cuda_chunk_reserve(be, shape, err) || cuda_moe_reserve(be, shape, err))
         return Q36_E_NOMEM;
     cuda_side_reserve(be, shape);   /* a hint: without its scratch, no side */
-    if (c->attn_tc)             /* its shared memory asked now, not inside a graph's capture */
-        cuda_attn_tc_ready(be);
     c->reserved = true;
     return 0;
 nomem:
@@ -1180,7 +1177,6 @@ extern "C" int be_cuda_new(int n_threads, be_ctx **out, q36_err *err)
     c->moe_down = c->fused && cuda_env_is("Q36_CUDA_MOEDOWN", "1");
     c->norm_reg = cuda_env_on("Q36_CUDA_NORMREG");
     c->attn_gqa = cuda_env_on("Q36_CUDA_ATTNGQA");
-    c->attn_tc = cuda_env_is("Q36_CUDA_ATTNTC", "1");
     c->mv_mixed = cuda_env_on("Q36_CUDA_MVMIXED");
     c->mv_wide_first = cuda_env_on("Q36_CUDA_MVWIDE");
     c->pf_mode = cuda_env_is("Q36_CUDA_PREFETCH", "1") ? 1 : cuda_env_is("Q36_CUDA_PREFETCH", "2") ? 2 : 0;

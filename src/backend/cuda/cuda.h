@@ -117,7 +117,6 @@ struct cuda_ctx {
      * k_norm_reg), the same bits as k_norm's loop */
     bool            norm_reg;
     bool            attn_gqa;      /* Q36_CUDA_ATTNGQA=1: cuda_seq.cu's grouped decode attention */
-    bool            attn_tc;       /* Q36_CUDA_ATTNTC=1: its splits on tensor cores (cuda_attn_tc.cu) */
     bool            mv_mixed;      /* Q36_CUDA_MVMIXED=1: cuda_matmul.cu's k_matvec<MV_ANY> */
     bool            mv_wide_first; /* and its jobs by row bytes, widest first (unless Q36_CUDA_MVWIDE=0) */
     /* be_prefetch (cuda_prefetch.cu): pf_mode 0 off, 1 dense weights
@@ -801,27 +800,6 @@ bool cuda_fattn_wg(be_ctx *be, const fa_args *a, int64_t max_rows, int64_t n_hea
 const __half *cuda_f16_kept(be_ctx *be, uint32_t type, const uint8_t *W, uint64_t rb, int64_t K,
                             int64_t rows);
 void cuda_f16_kept_free(cuda_ctx *c);
-
-/* ---- cuda_attn_tc.cu: decode attention's splits on tensor cores (f16
- * caches), writing cuda_seq.cu's partials for its merge; false when not
- * taken (f32 caches, a head dim other than 128 or 256, more than 16 query
- * heads a K/V head, rows not 16-byte aligned, too little shared memory),
- * else *ok says whether the launch went */
-typedef struct at_args {
-    const float *q;
-    int64_t ldq;
-    const void *kc, *vc;
-    int64_t ldk, ldv;
-    bool kv_f16;
-    const int32_t *runs;     /* the batch's runs (slot, first row, rows, first position) */
-    int n_seq;
-    int64_t kv_rows, n_head, n_head_kv, head_dim;
-    float scale;
-    int64_t chunk, nsplit, r0, T;   /* keys a split (0: from each row's length), splits, rows */
-} at_args;
-bool cuda_attn_split_tc(be_ctx *be, const at_args *a, bool *ok);
-/* the shared memory its kernels ask, set for this device (at reserve) */
-void cuda_attn_tc_ready(be_ctx *be);
 
 /* ---- cuda_chunk.cu: the chunked delta rule (fast mode's prompt runs, when
  * switched on) and its scratch, reserved beside the others */

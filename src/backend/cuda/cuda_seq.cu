@@ -503,17 +503,6 @@ static void attention_rows(be_ctx *be, const be_tensor *q, const be_tensor *kc,
             attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
         return;
     }
-    if (c->attn_tc) {
-        const at_args a = { (const float *)q->data, q->ld, kc->data, vc->data, kc->ld, vc->ld,
-                            kc->f16 && vc->f16, (const int32_t *)b->runs->data, b->n_seq,
-                            b->kv_rows, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T };
-        bool ok;
-        if (cuda_attn_split_tc(be, &a, &ok)) {
-            if (ok)
-                attn_merge(be, nsplit, n_head, head_dim, r0, T, out);
-            return;
-        }
-    }
     if (c->attn_gqa && n_head > n_head_kv &&
         attn_gqa(be, q, kc, vc, b, n_head, n_head_kv, head_dim, scale, chunk, nsplit, r0, T)) {
         if (CUDA_LAUNCHED(be, "k_attn_split_gqa"))
