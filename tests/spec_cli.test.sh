@@ -34,12 +34,12 @@ else
 fi
 # the draft vocabulary's default: the whole head (151,680 ids) where a CPU's
 # int8 screen makes one greedy row cheap (AVX-512 VNNI, no lower path
-# forced), else 16,384 ids; --draft-vocab 0 asks for the whole head anywhere
+# forced), else 8,192 ids; --draft-vocab 0 asks for the whole head anywhere
 dv_bench() {
     env ${1:+"$@"} "$Q36" bench -m "$M" --spec-type draft-mtp -f "$P" -n 8 -r 1 -t 1 ${DV:+--draft-vocab $DV} 2>&1 |
         grep -o "draft vocabulary [0-9]*" | grep -o "[0-9]*$"
 }
-want=16384
+want=8192
 if grep -q avx512_vnni /proc/cpuinfo; then
     case ${Q36_QUANT_PATH_MAX:-avx512vnni} in avx512vnni) want=151680 ;; esac   # make check-avx2 caps it
 fi
@@ -47,8 +47,8 @@ got=$(dv_bench)
 if [ "$got" = "$want" ]; then ok spec_cli.draft_vocab_default
 else fail spec_cli.draft_vocab_default "want $want here, got '$got'"; fi
 got=$(dv_bench Q36_QUANT_PATH_MAX=avx2)
-if [ "$got" = 16384 ]; then ok spec_cli.draft_vocab_default_avx2
-else fail spec_cli.draft_vocab_default_avx2 "want 16384 under Q36_QUANT_PATH_MAX=avx2, got '$got'"; fi
+if [ "$got" = 8192 ]; then ok spec_cli.draft_vocab_default_avx2
+else fail spec_cli.draft_vocab_default_avx2 "want 8192 under Q36_QUANT_PATH_MAX=avx2, got '$got'"; fi
 got=$(DV=0 dv_bench Q36_QUANT_PATH_MAX=avx2)
 if [ "$got" = 151680 ]; then ok spec_cli.draft_vocab_all
 else fail spec_cli.draft_vocab_all "want 151680 with --draft-vocab 0, got '$got'"; fi

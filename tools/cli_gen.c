@@ -70,7 +70,7 @@ CLI_DEVICE_HELP
 "  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
 "                       head row); 0 = all, as llama.cpp; default: all where a greedy\n"
 "                       choice from the head is cheap here (a GPU, a CPU with AVX-512\n"
-"                       VNNI and a Q8_0 head), else 16384\n"
+"                       VNNI and a Q8_0 head), else 8192\n"
 "  --draft-p-min P      stop a round's drafts at one whose probability among the MTP\n"
 "                       head's 10 best is below P (default 0)\n"
 "  --draft-rollback R   states (default: the verify pass keeps the DeltaNet state after\n"

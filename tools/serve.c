@@ -44,7 +44,7 @@ static void usage(FILE *o)
 "  --draft-vocab N      the MTP head over N ids only (the lowest ids with a non-zero\n"
 "                       head row); 0 = all, as llama.cpp; default: all where a greedy\n"
 "                       choice from the head is cheap here (a GPU, a CPU with AVX-512\n"
-"                       VNNI and a Q8_0 head), else 16384\n"
+"                       VNNI and a Q8_0 head), else 8192\n"
 "%s"
 "  --api-key KEY        require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (not on /health)\n"
 "  --api-key-file FILE  the same, the key read from FILE's first line\n"

@@ -268,7 +268,10 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * step's head (measured on an AVX2-only Zen 3, the default model: MTP
  * 0.87x plain decoding with the full head, no acceptance lost at 16,384 ids
  * on the code and prose prompts of bench/results/2026-12-01-mtp/; record
- * bench/results/2026-12-07-cpu-zen3-mtp/). Once per engine; the copy of those
+ * bench/results/2026-12-07-cpu-zen3-mtp/; 8,192 ids since session 46: a
+ * fifth less drafting time a round for 0.899 of drafts kept on the code
+ * prompt against 0.917, the same on the prose one; record
+ * bench/results/2026-12-07-cpu-draft-vocab-zen3/). Once per engine; the copy of those
  * rows (n x the head's row bytes), and of the MTP embedding's rows of the
  * same ids (n x its row bytes: q36_mtp_eval_chain's drafts look up by
  * column), is allocated here, outside the plan, and freed with the
@@ -276,7 +279,7 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * Q8_0 draft head at its first draft, about 1.06 x those rows' bytes:
  * src/backend/cpu/cpu_head.c.) */
 #define Q36_DRAFT_VOCAB_AUTO  (-1)
-#define Q36_DRAFT_VOCAB_SMALL 16384
+#define Q36_DRAFT_VOCAB_SMALL 8192
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
 int q36_mtp_vocab(const q36_engine *e, const int32_t **ids);
 
