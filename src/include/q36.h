@@ -271,11 +271,11 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * bench/results/2026-12-07-cpu-zen3-mtp/; 8,192 ids since session 46: a
  * fifth less drafting time a round for 0.899 of drafts kept on the code
  * prompt against 0.917, the same on the prose one; record
- * bench/results/2026-12-07-cpu-draft-vocab-zen3/). Once per engine; the copy of those
- * rows (n x the head's row bytes), and of the MTP embedding's rows of the
- * same ids (n x its row bytes: q36_mtp_eval_chain's drafts look up by
- * column), is allocated here, outside the plan, and freed with the
- * engine. (A CPU with AVX-512 VNNI also makes the greedy screen's copy of a
+ * bench/results/2026-12-07-cpu-draft-vocab-zen3/). Once per engine; the
+ * copy of those rows (n x the head's row bytes), and of the MTP
+ * embedding's rows of the same ids (n x its row bytes: q36_mtp_eval_chain's
+ * drafts look up by column), is allocated here, outside the plan, and
+ * freed with the engine. (A CPU with AVX-512 VNNI also makes the greedy screen's copy of a
  * Q8_0 draft head at its first draft, about 1.06 x those rows' bytes:
  * src/backend/cpu/cpu_head.c.) */
 #define Q36_DRAFT_VOCAB_AUTO  (-1)
