@@ -273,11 +273,11 @@ int q36_mtp_pos(const q36_engine *e, int slot);
  * prompt against 0.917, the same on the prose one; record
  * bench/results/2026-12-07-cpu-draft-vocab-zen3/). Once per engine; the
  * copy of those rows (n x the head's row bytes), and of the MTP
- * embedding's rows of the same ids (n x its row bytes: q36_mtp_eval_chain's
- * drafts look up by column), is allocated here, outside the plan, and
- * freed with the engine. (A CPU with AVX-512 VNNI also makes the greedy screen's copy of a
- * Q8_0 draft head at its first draft, about 1.06 x those rows' bytes:
- * src/backend/cpu/cpu_head.c.) */
+ * embedding's rows of the same ids (n x its row bytes:
+ * q36_mtp_eval_chain's drafts look up by column), is allocated here,
+ * outside the plan, and freed with the engine. (A CPU with AVX-512 VNNI
+ * also makes the greedy screen's copy of a Q8_0 draft head at its first
+ * draft, about 1.06 x those rows' bytes: src/backend/cpu/cpu_head.c.) */
 #define Q36_DRAFT_VOCAB_AUTO  (-1)
 #define Q36_DRAFT_VOCAB_SMALL 8192
 int q36_mtp_draft_vocab(q36_engine *e, int n, q36_err *err);
