@@ -188,14 +188,15 @@ uint64_t be_cpu_head_screen_bytes(const gguf_tensor *t)
 }
 
 /* the screen's switch and row rule (cpu_head_screen) for a batch of R
- * rows, the weight's kind */
+ * rows, the weight's kind (not a head in llama.cpp's AMX order: the
+ * screen's exact products are the Q8_0 tile's) */
 static bool rows_ok(const cpu_ctx *c, const gguf_tensor *t, int64_t R)
 {
     int min_rows = atomic_load(&g_min_rows);
     if (min_rows < 0)
         min_rows = t->ne[0] <= SHORT_K ? 1 : 2;
     return min_rows > 0 && R >= min_rows && t->type == QT_Q8_0 && c->dot_path < 0 &&
-           t->ne[2] * t->ne[3] == 1;
+           t->ne[2] * t->ne[3] == 1 && !cpu_amx_weight(c, t, false);
 }
 
 static bool screen_ok(const cpu_ctx *c, const gguf_tensor *t, int64_t R)

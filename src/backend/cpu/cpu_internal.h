@@ -54,6 +54,7 @@ typedef struct cpu_ctx {
     int        n_threads;
     int        dot_path;      /* enum quant_path forced by Q36_DOT_PATH, or -1 */
     bool       bf16_dp;       /* the CPU has AVX-512 BF16 (llama.cpp's bf16 kernels use it) */
+    bool       amx;           /* llama.cpp's AMX order for plain matmuls (cpu_amx.c; Q36_CPU_AMX) */
     cpu_pool  *pool;          /* NULL with one thread */
     be_weight *weights;       /* bound weights (freed with the ctx) */
     void      *scratch;       /* activation rows in vec_dot_type, and other per-op buffers */
@@ -139,4 +140,18 @@ void cpu_act_row_level(int kind, int level, int64_t n, const float *g, const flo
 /* cpu_qdot.c: K-quant dots in ggml's AVX2 float order (quant_dot_fn shape). */
 float cpu_dot_q6_K_ggml(int64_t n, const void *w, const void *a);      /* AVX2 when present */
 float cpu_dot_q6_K_ggml_ref(int64_t n, const void *w, const void *a);  /* plain C */
+
+/* cpu_amx.c: the order of llama.cpp's AMX matmuls (CPUs with AMX-INT8):
+ * whole block sums in one chain of fused multiply-adds. cpu_amx_detect:
+ * does llama.cpp take its AMX buffers on this CPU; cpu_amx_shape: would it
+ * for a plain matmul weight of this type, K inputs and N outputs;
+ * cpu_amx_dot: the dot in that order (Q8_0, Q6_K; NULL for the others). */
+bool cpu_amx_detect(void);
+bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N);
+quant_dot_fn cpu_amx_dot(uint32_t type);
+/* cpu_matmul.c: llama.cpp keeps this plain matmul weight in an AMX buffer
+ * on this CPU (c->amx), so its products take cpu_amx_dot */
+bool cpu_amx_weight(const cpu_ctx *c, const gguf_tensor *t, bool expert);
+float cpu_dot_q8_0_amx_ref(int64_t n, const void *w, const void *a);
+float cpu_dot_q6_K_amx_ref(int64_t n, const void *w, const void *a);
 #endif

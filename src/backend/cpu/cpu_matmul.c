@@ -44,6 +44,17 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
     return cpu_dot_vec(n, x, y);
 }
 
+/* llama.cpp moves this weight into an AMX buffer (cpu_amx.c): a plain
+ * matmul's 2-D weight of a shape that buffer takes, but not the token
+ * embedding, which get_rows reads and which therefore stays in a CPU
+ * buffer even where it is also the (tied) head */
+bool cpu_amx_weight(const cpu_ctx *c, const gguf_tensor *t, bool expert)
+{
+    return c->amx && !expert && t->ne[2] * t->ne[3] == 1 &&
+           strcmp(t->name, "token_embd.weight") != 0 &&
+           cpu_amx_shape(t->type, (int64_t)t->ne[0], (int64_t)t->ne[1]);
+}
+
 /* The dot product for weight type `type` (K inputs, N outputs). The quant
  * module's kernels agree with ggml's within a rounding bound; where q36 has
  * a kernel with ggml's exact float order, it takes that one:
@@ -64,15 +75,20 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
  *    same row of a longer batch); q36 keeps one order for every batch size
  *    so that its rows stay batch-invariant, and so matches llama.cpp's
  *    prompt batches bit for bit and its single-token steps to rounding.
+ * On a CPU where llama.cpp keeps such a weight in an AMX buffer
+ * (cpu_amx_weight) its Q8_0 and Q6_K products take that order (cpu_amx.c).
  * be->dot_path >= 0 (Q36_DOT_PATH, a diagnostic switch read by be_cpu_new)
  * forces one quant-module family instead. */
-static quant_dot_fn pick_dot(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+static quant_dot_fn pick_dot(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N, bool expert)
 {
+    const uint32_t type = w->type;
     if (be->dot_path >= 0) {
         quant_dot_fn f = quant_vec_dot_fn_path(type, (enum quant_path)be->dot_path);
         if (f)
             return f;
     }
+    if (cpu_amx_weight(be, w->t, expert))
+        return cpu_amx_dot(type);
     if (type == QT_F32)
         return !expert && K % cpu_lanes() == 0 && N % 4 == 0 ? cpu_dot_lanes : dot_vec_f32;
     if (type == QT_Q6_K)
@@ -96,10 +112,12 @@ static quant_dot_fn pick_dot(const cpu_ctx *be, uint32_t type, int64_t K, int64_
  * pick_dot takes that order (for Q6_K everywhere, for Q5_K where the quant
  * module picks its AVX-512 or its AVX2 dot; experts included, as each output depends
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
- * quant module's rounding bound. None under a forced Q36_DOT_PATH. */
-static cpu_tile_fn pick_tile(const cpu_ctx *be, uint32_t type, int64_t K, int64_t N, bool expert)
+ * quant module's rounding bound. None under a forced Q36_DOT_PATH, nor
+ * for a weight in llama.cpp's AMX order (pick_dot's dot per output). */
+static cpu_tile_fn pick_tile(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N, bool expert)
 {
-    if (be->dot_path >= 0)
+    const uint32_t type = w->type;
+    if (be->dot_path >= 0 || cpu_amx_weight(be, w->t, expert))
         return NULL;
     if (type == QT_Q4_K)
         return cpu_gemm_q4_K();
@@ -278,7 +296,7 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1];
     assert(x->cols == K && y->cols == N && y->rows == x->rows && !x->f16 && !y->f16);
     assert(slab >= 0 && (uint64_t)slab < t->ne[2] * t->ne[3]);
-    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, false);
+    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w, K, N, false);
     const cpu_tile_prep *prep = pick_prep(tile, w->type, x->rows);
     const size_t abytes = pad64((size_t)x->rows * w->act_row_bytes);
     const uint64_t mrb = prep ? prep->bytes(K) : 0;
@@ -294,7 +312,7 @@ void cpu_matmul(be_ctx *be, const be_weight *w, int64_t slab, const be_tensor *x
     const float *da8 = q8_scales_table(once, w, K, x->rows, act, act + abytes + mbytes);
     mm_job j = {
         .w = w, .wbase = (const uint8_t *)t->data + (uint64_t)slab * (uint64_t)N * w->row_bytes,
-        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, false),
+        .act = act, .y = y, .R = x->rows, .K = K, .dot = pick_dot(cpu_ctx_of(be), w, K, N, false),
         .tile = tile, .prep = prep, .mix = act + abytes, .mrb = mrb, .da8 = da8,
     };
     cpu_for(be, N, row_grain(cpu_ctx_of(be), N, x->rows), mm_task, &j);
@@ -343,7 +361,7 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
         const cpu_tile_prep *preps[MM_NMAX], *prep = NULL;
         for (int i = 0; i < m; i++) {
             const int64_t N = (int64_t)w[i]->t->ne[1];
-            tiles[i] = pick_tile(cpu_ctx_of(be), w[i]->type, K, N, false);
+            tiles[i] = pick_tile(cpu_ctx_of(be), w[i], K, N, false);
             preps[i] = pick_prep(tiles[i], w[i]->type, x->rows);
             if (preps[i] && prep && preps[i]->row != prep->row)
                 preps[i] = NULL;        /* another form: that weight takes its rows as they are */
@@ -371,7 +389,7 @@ void cpu_matmul_n(be_ctx *be, int n, const be_weight *const *w, const be_tensor 
             assert((int64_t)t->ne[0] == K && y[i]->cols == N && y[i]->rows == x->rows && !y[i]->f16);
             j.jobs[i] = (mm_job){
                 .w = w[i], .wbase = (const uint8_t *)t->data, .act = act, .y = y[i], .R = x->rows, .K = K,
-                .dot = pick_dot(cpu_ctx_of(be), w[i]->type, K, N, false), .tile = tiles[i],
+                .dot = pick_dot(cpu_ctx_of(be), w[i], K, N, false), .tile = tiles[i],
                 .prep = preps[i], .mix = act + abytes, .mrb = mrb,
                 .da8 = q8_scales_once(tiles[i], x->rows) ? da8 : NULL,
             };
@@ -498,7 +516,7 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
     const bool per_pair = x->rows == P && k > 1;
     assert(x->cols == K && y->cols == N && y->rows == P);
     assert(x->rows == n_tok || x->rows == P);
-    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w->type, K, N, true);
+    const cpu_tile_fn tile = pick_tile(cpu_ctx_of(be), w, K, N, true);
     /* room for the prepared forms where some expert may meet more than
      * PREP_ROWS pairs; taken below only where one does */
     const cpu_tile_prep *prep = pick_prep(tile, w->type, P);
@@ -563,7 +581,7 @@ void cpu_matmul_id(be_ctx *be, const be_weight *w, const be_tensor *x, const be_
 
     mmid_job j = {
         .w = w, .act = buf, .y = y, .K = K, .N = N, .n_used = n_used, .used = used,
-        .start = start, .order = order, .arow = arow, .dot = pick_dot(cpu_ctx_of(be), w->type, K, N, true),
+        .start = start, .order = order, .arow = arow, .dot = pick_dot(cpu_ctx_of(be), w, K, N, true),
         .tile = tile, .prep = prep, .mix = buf + pad64(qbytes), .mrb = mrb, .be = be,
     };
     /* a decode step has one or two pairs per expert: long runs, as in be_matmul */

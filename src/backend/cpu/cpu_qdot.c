@@ -20,6 +20,7 @@
  *
  * Written from that description of the order; nothing is copied. */
 #include "cpu_internal.h"
+#include "cpu_q6k_lanes.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -65,47 +66,20 @@ float cpu_dot_q6_K_ggml_ref(int64_t n, const void *vw, const void *va)
     return cpu_lane_sum(acc, 8);
 }
 
-/* The same lanes in AVX2 registers: the byte-pair products summed in 16-bit
- * lanes and then, times the sub-block scales, in 32-bit lanes (all exact
- * integers; no pair exceeds 2 * 63 * 127), so every float operation is the
- * reference's, lane for lane. */
+/* The same lanes in AVX2 registers (cpu_q6k_lanes.h: exact integers), so
+ * every float operation is the reference's, lane for lane. */
 __attribute__((target("avx2,fma")))
 static float dot_q6_K_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 256; b++, w += 210, a += 292) {
-        const uint8_t *ql = w, *qh = w + 128;
-        const int8_t *sc = (const int8_t *)(w + 192);
-        const int8_t *q8 = (const int8_t *)(a + 4);
         uint16_t dh;
         float da;
         memcpy(&dh, w + 208, 2);
         memcpy(&da, a, 4);
         const float d = da * quant_f16_to_f32(dh);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 2; j++) {
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j + 32));
-            const __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * j));
-            __m256i codes[4];
-            codes[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-            codes[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-            codes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
-            codes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                       _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
-            for (int g = 0; g < 4; g++) {
-                const int is = 4 * j + g;
-                const __m256i x8 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 32 * g));
-                const __m256i p16 = _mm256_maddubs_epi16(codes[g], x8);
-                const __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[2 * is + 1]), _mm_set1_epi16(sc[2 * is]));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s16, p16));
-            }
-        }
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)(a + 4 + 256));
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+        const __m256i sumi = cpu_q6k_lanes_avx2(w, a);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     float l[8];
