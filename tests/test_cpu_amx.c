@@ -1,10 +1,12 @@
 /* test_cpu_amx.c: the order of llama.cpp's AMX matmuls (cpu_amx.c).
  *
- * - The AVX2 kernels give the plain-C references' bits, output for
- *   output, for Q8_0 and Q6_K over real reduction lengths (256 ... 6144)
- *   and the shortest (32 / 256), weights with every code (-128 included
- *   for Q8_0) and scales of both signs over five decades, activations
- *   quantized as cpu_matmul.c quantizes them.
+ * - The AVX2 kernels (the per-output dots and the Q8_0 tile) give the
+ *   plain-C references' bits, output for output, for Q8_0 and Q6_K over
+ *   real reduction lengths (256 ... 6144) and the shortest (32 / 256),
+ *   weights with every code (-128 included for Q8_0) and scales of both
+ *   signs over five decades, activations quantized as cpu_matmul.c
+ *   quantizes them; the tile over shapes that are not multiples of its
+ *   2 x 4 block, padded strides.
  * - The references form the exact block sums: against a double-precision
  *   product of the dequantized operands they stay within the rounding of
  *   their fused multiply-add chain, and with data whose every product and
@@ -199,6 +201,57 @@ static void shapes(void)
             "cpu_amx_dot's types");
 }
 
+/* The Q8_0 tile: every output the reference dot's bits, over tile shapes
+ * that are and are not multiples of its 2 x 4 block, padded row strides
+ * and a padded output stride whose padding stays untouched */
+static void tile(void)
+{
+    static const int64_t ks[] = { 32, 256, 1024, 3584 };
+    static const int shp[][2] = { { 1, 1 }, { 2, 4 }, { 3, 5 }, { 4, 8 }, { 7, 9 }, { 16, 12 }, { 5, 1 } };
+    const cpu_tile_fn fn = cpu_amx_tile(QT_Q8_0);
+    t_rng r = t_rng_named("amx.tile");
+    for (int ik = 0; ik < 4; ik++)
+        for (int is = 0; is < 7; is++) {
+            const int64_t K = ks[ik], nr = shp[is][0], nt = shp[is][1], ldy = nr + 3;
+            const uint64_t wrb = (uint64_t)K / 32 * Q8B + 6, arb = (uint64_t)K / 32 * Q8B + 10;
+            char name[96];
+            snprintf(name, sizeof name, "amx.q8_0.tile_k%lld_%lldx%lld", (long long)K, (long long)nr,
+                     (long long)nt);
+            if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+                t_skip(name, "the CPU has no AVX2 with FMA");
+                continue;
+            }
+            uint8_t *w = malloc(wrb * (uint64_t)nr), *a = malloc(arb * (uint64_t)nt);
+            for (int64_t i = 0; i < nr; i++) {
+                uint8_t *row = weights(&r, QT_Q8_0, K);
+                memcpy(w + (uint64_t)i * wrb, row, (size_t)(K / 32 * Q8B));
+                free(row);
+            }
+            for (int64_t i = 0; i < nt; i++) {
+                uint8_t *row = acts(&r, QT_Q8_0, K);
+                memcpy(a + (uint64_t)i * arb, row, (size_t)(K / 32 * Q8B));
+                free(row);
+            }
+            float *y = malloc(sizeof(float) * (size_t)(nt * ldy));
+            for (int64_t i = 0; i < nt * ldy; i++)
+                y[i] = -12345.0f;
+            fn(K, w, wrb, nr, a, arb, nt, y, ldy);
+            int bad = 0;
+            for (int64_t t = 0; t < nt && !bad; t++)
+                for (int64_t i = 0; i < ldy && !bad; i++) {
+                    const float want = i < nr ? cpu_dot_q8_0_amx_ref(K, w + (uint64_t)i * wrb, a + (uint64_t)t * arb)
+                                              : -12345.0f;
+                    bad = memcmp(&want, &y[t * ldy + i], 4) != 0;
+                    if (bad)
+                        t_fail(name, "output (row %lld, token %lld): %.9g, want %.9g", (long long)i,
+                               (long long)t, y[t * ldy + i], want);
+                }
+            if (!bad)
+                t_ok(name);
+            free(w), free(a), free(y);
+        }
+}
+
 /* which weights llama.cpp keeps in AMX buffers: plain 2-D matmul weights
  * of the shape rule, not experts, not 3-D slabs, not the token embedding
  * (get_rows reads it, also as a tied head); none without c->amx */
@@ -227,6 +280,7 @@ static void weights_rule(void)
 int main(void)
 {
     weights_rule();
+    tile();
     same_bits(QT_Q8_0, "q8_0", cpu_amx_dot(QT_Q8_0), cpu_dot_q8_0_amx_ref);
     same_bits(QT_Q6_K, "q6_K", cpu_amx_dot(QT_Q6_K), cpu_dot_q6_K_amx_ref);
     near_exact(QT_Q8_0, "q8_0", cpu_dot_q8_0_amx_ref);

@@ -167,6 +167,76 @@ AVX2 static float dot_q6_K_amx_avx2(int64_t n, const void *vw, const void *va)
     return y;
 }
 
+/* lane k of the result: the sum of v[k]'s 8 lanes (integer adds: exact in
+ * any order) */
+AVX2 static inline __m256i sum8x8_i32(const __m256i *v)
+{
+    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+/* 2 weight rows x 4 tokens in one register: lane 4r + t is output (r, t).
+ * Per block the 8 outputs' integer sums (as dot_q8_0_amx_avx2 forms
+ * them) meet in sum8x8_i32, their 8 scale products are one vmulps, and one
+ * fused multiply-add a block carries the 8 chains: the per-output dot's
+ * operands in its order, so its bits. */
+AVX2 static void q8_amx_2x4(int64_t nb, const uint8_t *w0, const uint8_t *w1, const uint8_t *a,
+                            uint64_t arb, float *y, int64_t ldy)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint64_t off = (uint64_t)b * Q8_BLOCK;
+        const __m256i wv0 = _mm256_loadu_si256((const __m256i *)(w0 + off + 2));
+        const __m256i wv1 = _mm256_loadu_si256((const __m256i *)(w1 + off + 2));
+        const __m256i wa0 = _mm256_sign_epi8(wv0, wv0), wa1 = _mm256_sign_epi8(wv1, wv1);
+        __m256i v[8];
+        __m128i h = _mm_setzero_si128();
+        for (int t = 0; t < 4; t++) {
+            const uint8_t *p = a + (uint64_t)t * arb + off;
+            const __m256i av = _mm256_loadu_si256((const __m256i *)(p + 2));
+            v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa0, _mm256_sign_epi8(av, wv0)), ones);
+            v[4 + t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa1, _mm256_sign_epi8(av, wv1)), ones);
+        }
+        h = _mm_insert_epi16(h, rd16(a + off), 0);
+        h = _mm_insert_epi16(h, rd16(a + arb + off), 1);
+        h = _mm_insert_epi16(h, rd16(a + 2 * arb + off), 2);
+        h = _mm_insert_epi16(h, rd16(a + 3 * arb + off), 3);
+        const __m128 da = _mm_cvtph_ps(h);
+        const __m256 dw = _mm256_set_m128(_mm_set1_ps(_cvtsh_ss(rd16(w1 + off))),
+                                          _mm_set1_ps(_cvtsh_ss(rd16(w0 + off))));
+        const __m256 d = _mm256_mul_ps(dw, _mm256_set_m128(da, da));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8x8_i32(v)), d, acc);
+    }
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    for (int k = 0; k < 8; k++)
+        y[(k % 4) * ldy + k / 4] = l[k];
+}
+
+/* the tile (cpu_gemm.h's cpu_tile_fn): 2 x 4 blocks, the edges by the dot */
+AVX2 static void gemm_q8_0_amx_avx2(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                                    const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    const int64_t nr2 = nr & ~(int64_t)1, nt4 = nt & ~(int64_t)3;
+    for (int64_t t = 0; t < nt4; t += 4)
+        for (int64_t r = 0; r < nr2; r += 2)
+            q8_amx_2x4(K / 32, w + (uint64_t)r * wrb, w + (uint64_t)(r + 1) * wrb,
+                       a + (uint64_t)t * arb, arb, y + t * ldy + r, ldy);
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = t < nt4 ? nr2 : 0; r < nr; r++)
+            y[t * ldy + r] = dot_q8_0_amx_avx2(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
+static void gemm_q8_0_amx_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                              const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy)
+{
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < nr; r++)
+            y[t * ldy + r] = cpu_dot_q8_0_amx_ref(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
+}
+
 static bool have_avx2(void)
 {
     static int avx2 = -1;     /* set by be_cpu_new's thread (cpu_amx_dot) before workers run */
@@ -174,6 +244,13 @@ static bool have_avx2(void)
         avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                __builtin_cpu_supports("f16c");
     return avx2;
+}
+
+cpu_tile_fn cpu_amx_tile(uint32_t type)
+{
+    if (type == QT_Q8_0)
+        return have_avx2() ? gemm_q8_0_amx_avx2 : gemm_q8_0_amx_ref;
+    return NULL;
 }
 
 quant_dot_fn cpu_amx_dot(uint32_t type)

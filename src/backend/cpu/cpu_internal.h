@@ -149,6 +149,12 @@ float cpu_dot_q6_K_ggml_ref(int64_t n, const void *w, const void *a);  /* plain 
 bool cpu_amx_detect(void);
 bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N);
 quant_dot_fn cpu_amx_dot(uint32_t type);
+/* the Q8_0 tile in that order (NULL for the other types): every output
+ * the bits of cpu_amx_dot's. The tile type is cpu_gemm.h's (C11 allows
+ * the repeated typedef). */
+typedef void (*cpu_tile_fn)(int64_t K, const uint8_t *w, uint64_t wrb, int64_t nr,
+                            const uint8_t *a, uint64_t arb, int64_t nt, float *y, int64_t ldy);
+cpu_tile_fn cpu_amx_tile(uint32_t type);
 /* cpu_matmul.c: llama.cpp keeps this plain matmul weight in an AMX buffer
  * on this CPU (c->amx), so its products take cpu_amx_dot */
 bool cpu_amx_weight(const cpu_ctx *c, const gguf_tensor *t, bool expert);

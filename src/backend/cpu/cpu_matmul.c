@@ -112,13 +112,16 @@ static quant_dot_fn pick_dot(const cpu_ctx *be, const be_weight *w, int64_t K, i
  * pick_dot takes that order (for Q6_K everywhere, for Q5_K where the quant
  * module picks its AVX-512 or its AVX2 dot; experts included, as each output depends
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
- * quant module's rounding bound. None under a forced Q36_DOT_PATH, nor
- * for a weight in llama.cpp's AMX order (pick_dot's dot per output). */
+ * quant module's rounding bound. None under a forced Q36_DOT_PATH. A weight
+ * in llama.cpp's AMX order takes that order's tile (Q8_0) or pick_dot's
+ * dot per output (Q6_K). */
 static cpu_tile_fn pick_tile(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N, bool expert)
 {
     const uint32_t type = w->type;
-    if (be->dot_path >= 0 || cpu_amx_weight(be, w->t, expert))
+    if (be->dot_path >= 0)
         return NULL;
+    if (cpu_amx_weight(be, w->t, expert))
+        return cpu_amx_tile(type);
     if (type == QT_Q4_K)
         return cpu_gemm_q4_K();
     if (type == QT_Q6_K)
