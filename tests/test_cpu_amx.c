@@ -15,8 +15,8 @@
  *   kernel under test is not the lanes order under another name.
  * - cpu_amx_shape takes what llama.cpp's AMX buffer takes (rows a multiple
  *   of 32; K a multiple of 32 for Q8_0, of 256 for Q6_K; those two types),
- *   and cpu_amx_weight the weights it holds (not experts, not the token
- *   embedding, not 3-D slabs).
+ *   and cpu_amx_weight the weights it holds (a tied head's too; not
+ *   experts, not 3-D slabs).
  *
  * The order itself is llama.cpp's only on a CPU with AMX; there the
  * whole-model parity tests check it against the oracle (q36 picks it by
@@ -253,8 +253,9 @@ static void tile(void)
 }
 
 /* which weights llama.cpp keeps in AMX buffers: plain 2-D matmul weights
- * of the shape rule, not experts, not 3-D slabs, not the token embedding
- * (get_rows reads it, also as a tied head); none without c->amx */
+ * of the shape rule (a tied head's token embedding too: the loader makes
+ * the output's copy in the output matmul's buffer), not experts, not 3-D
+ * slabs; none without c->amx */
 static void weights_rule(void)
 {
     cpu_ctx c;
@@ -269,7 +270,7 @@ static void weights_rule(void)
     odd.ne[1] = 8;                       /* ssm_alpha-like: 8 rows */
     h6.name = "output.weight", h6.type = QT_Q6_K, h6.ne[0] = 1024, h6.ne[1] = 151936;
     t_check("amx.weight.rule", cpu_amx_weight(&c, &q, false) && !cpu_amx_weight(&c, &q, true) &&
-            !cpu_amx_weight(&c, &emb, false) && cpu_amx_weight(&c, &head, false) &&
+            cpu_amx_weight(&c, &emb, false) && cpu_amx_weight(&c, &head, false) &&
             !cpu_amx_weight(&c, &exps, false) && !cpu_amx_weight(&c, &odd, false) &&
             cpu_amx_weight(&c, &h6, false), "the weights taken");
     c.amx = false;

@@ -2,8 +2,8 @@
  *
  * On an x86 CPU with AMX-INT8 (Intel Sapphire Rapids and later) llama.cpp
  * loads its sapphirerapids build, and that build moves the weights of
- * plain matrix products (GGML_OP_MUL_MAT, not the experts' MUL_MAT_ID, not
- * the token embedding, which get_rows reads) into AMX buffers where their
+ * plain matrix products (GGML_OP_MUL_MAT, not the experts' MUL_MAT_ID; a
+ * tied head's copy of the token embedding too) into AMX buffers where their
  * shape allows: output rows a multiple of 32, inputs a multiple of the
  * block (32 for Q8_0, 256 for Q6_K). Those products then take AMX tile
  * products for batches and AVX-512 VNNI for single rows, both with one

@@ -45,13 +45,14 @@ static float dot_vec_f32(int64_t n, const void *x, const void *y)
 }
 
 /* llama.cpp moves this weight into an AMX buffer (cpu_amx.c): a plain
- * matmul's 2-D weight of a shape that buffer takes, but not the token
- * embedding, which get_rows reads and which therefore stays in a CPU
- * buffer even where it is also the (tied) head */
+ * matmul's 2-D weight of a shape that buffer takes. A tied head too: its
+ * loader makes the output's copy of token_embd in the buffer chosen for
+ * the output's matmul, apart from the one get_rows reads (llama.cpp's
+ * llama-model-loader.cpp, TENSOR_DUPLICATED), and the matmul reads that
+ * copy. */
 bool cpu_amx_weight(const cpu_ctx *c, const gguf_tensor *t, bool expert)
 {
     return c->amx && !expert && t->ne[2] * t->ne[3] == 1 &&
-           strcmp(t->name, "token_embd.weight") != 0 &&
            cpu_amx_shape(t->type, (int64_t)t->ne[0], (int64_t)t->ne[1]);
 }
 
