@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cpu_amx.test.sh: q36 with llama.cpp's AMX order forced on (Q36_CPU_AMX=1,
-# cpu_amx.c), on a synthetic file whose trunk is Q8_0 and whose untied head
-# is Q6_K, rows and inputs of the shapes llama.cpp's AMX buffer takes:
+# cpu_amx.c), on two synthetic files of the shapes llama.cpp's AMX buffer
+# takes: a Q8_0 trunk with an untied Q6_K head (the Q8_0 tile and the Q6_K
+# dot), and llama-quantize's Q4_K_M mix (Q4_K and Q6_K dots):
 # - the order changes the logits (the switch reaches the products) but
 #   stays within a rounding-sized distance of the default order;
 # - exact mode stays batch-invariant under it: the prompt in one pass and
@@ -16,29 +17,34 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ok()   { echo "ok cpu_amx.$1"; }
 fail() { echo "FAIL cpu_amx.$1: $2"; }
-M=$tmp/m.gguf
-if ! "$Q36" synth --arch qwen35 --preset tiny --hidden 256 --n-vocab 512 --tied off \
-        --type q8_0 --head-type q6_K --seed 7 -o "$M" >"$tmp/log" 2>&1; then
-    fail setup "q36 synth: $(tail -n 1 "$tmp/log")"; exit 1
-fi
-ids="5 17 99 3 250 41 7 7 301 12 64 128"
-lg() { local f=$1; shift; "$@" "$Q36" logits -m "$M" --ids "$ids" --all -o "$f" >/dev/null 2>"$tmp/e" ||
-           { echo "q36 logits failed: $(head -c 300 "$tmp/e")"; return 1; }; }
-lg "$tmp/def.f32" env -u Q36_CPU_AMX || fail setup "$(cat "$tmp/e")"
-lg "$tmp/off.f32" env Q36_CPU_AMX=0 || fail setup "$(cat "$tmp/e")"
-lg "$tmp/amx.f32" env Q36_CPU_AMX=1 || fail setup "$(cat "$tmp/e")"
-Q36_CPU_AMX=1 "$Q36" logits -m "$M" --ids "$ids" --all --split 1 -t 3 -o "$tmp/amx1.f32" >/dev/null 2>"$tmp/e" ||
-    fail setup "$(head -c 300 "$tmp/e")"
-
-# the default is the AMX order exactly where this CPU would have llama.cpp take it
-if grep -qw amx_int8 /proc/cpuinfo; then
-    cmp -s "$tmp/def.f32" "$tmp/amx.f32" && ok default_follows_cpu || fail default_follows_cpu "AMX CPU: the default is not the AMX order"
-else
-    cmp -s "$tmp/def.f32" "$tmp/off.f32" && ok default_follows_cpu || fail default_follows_cpu "no AMX: the default is not the plain order"
-fi
-! cmp -s "$tmp/off.f32" "$tmp/amx.f32" && ok changes_logits || fail changes_logits "Q36_CPU_AMX=1 left every logit unchanged"
-cmp -s "$tmp/amx.f32" "$tmp/amx1.f32" && ok batch_invariant || fail batch_invariant "one pass and one token a pass differ"
-worst=$(python3 - "$tmp/off.f32" "$tmp/amx.f32" 512 <<'PY'
+# check NAME SYNTH-ARGS...: the cases below on one synthetic file
+check() {
+    local n=$1; shift
+    local M=$tmp/$n.gguf
+    if ! "$Q36" synth --arch qwen35 --preset tiny --hidden 256 --n-vocab 512 --tied off \
+            "$@" --seed 7 -o "$M" >"$tmp/log" 2>&1; then
+        fail "$n.setup" "q36 synth: $(tail -n 1 "$tmp/log")"; return
+    fi
+    local ids="5 17 99 3 250 41 7 7 301 12 64 128"
+    lg() { local f=$1; shift; "$@" "$Q36" logits -m "$M" --ids "$ids" --all -o "$f" >/dev/null 2>"$tmp/e"; }
+    lg "$tmp/def.f32" env -u Q36_CPU_AMX && lg "$tmp/off.f32" env Q36_CPU_AMX=0 &&
+        lg "$tmp/amx.f32" env Q36_CPU_AMX=1 &&
+        Q36_CPU_AMX=1 "$Q36" logits -m "$M" --ids "$ids" --all --split 1 -t 3 -o "$tmp/amx1.f32" >/dev/null 2>"$tmp/e" ||
+        { fail "$n.setup" "q36 logits: $(head -c 300 "$tmp/e")"; return; }
+    # the default is the AMX order exactly where this CPU would have llama.cpp take it
+    if grep -qw amx_int8 /proc/cpuinfo; then
+        cmp -s "$tmp/def.f32" "$tmp/amx.f32" && ok "$n.default_follows_cpu" ||
+            fail "$n.default_follows_cpu" "AMX CPU: the default is not the AMX order"
+    else
+        cmp -s "$tmp/def.f32" "$tmp/off.f32" && ok "$n.default_follows_cpu" ||
+            fail "$n.default_follows_cpu" "no AMX: the default is not the plain order"
+    fi
+    ! cmp -s "$tmp/off.f32" "$tmp/amx.f32" && ok "$n.changes_logits" ||
+        fail "$n.changes_logits" "Q36_CPU_AMX=1 left every logit unchanged"
+    cmp -s "$tmp/amx.f32" "$tmp/amx1.f32" && ok "$n.batch_invariant" ||
+        fail "$n.batch_invariant" "one pass and one token a pass differ"
+    local worst
+    worst=$(python3 - "$tmp/off.f32" "$tmp/amx.f32" 512 <<'PY'
 import struct, sys, math
 a = open(sys.argv[1], 'rb').read(); b = open(sys.argv[2], 'rb').read(); V = int(sys.argv[3])
 n = len(a) // 4
@@ -51,6 +57,9 @@ for r in range(n // V):
 print('%.3g' % w)
 PY
 )
-python3 -c "import sys; sys.exit(0 if float('$worst') < 0.02 else 1)" && ok near_plain_order ||
-    fail near_plain_order "worst relative L2 $worst against the plain order (want < 0.02)"
-echo "# cpu_amx: worst relative L2 against the plain order $worst"
+    python3 -c "import sys; sys.exit(0 if float('$worst') < 0.02 else 1)" && ok "$n.near_plain_order" ||
+        fail "$n.near_plain_order" "worst relative L2 $worst against the plain order (want < 0.02)"
+    echo "# cpu_amx.$n: worst relative L2 against the plain order $worst"
+}
+check q8_0 --type q8_0 --head-type q6_K
+check q4_K_M --type q4_K_M

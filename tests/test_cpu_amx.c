@@ -1,7 +1,7 @@
 /* test_cpu_amx.c: the order of llama.cpp's AMX matmuls (cpu_amx.c).
  *
  * - The AVX2 kernels (the per-output dots and the Q8_0 tile) give the
- *   plain-C references' bits, output for output, for Q8_0 and Q6_K over
+ *   plain-C references' bits, output for output, for Q8_0, Q6_K and Q4_K over
  *   real reduction lengths (256 ... 6144) and the shortest (32 / 256),
  *   weights with every code (-128 included for Q8_0) and scales of both
  *   signs over five decades, activations quantized as cpu_matmul.c
@@ -14,7 +14,8 @@
  * - On data where the two orders round differently, they do differ: the
  *   kernel under test is not the lanes order under another name.
  * - cpu_amx_shape takes what llama.cpp's AMX buffer takes (rows a multiple
- *   of 32; K a multiple of 32 for Q8_0, of 256 for Q6_K; those two types),
+ *   of 32; K a multiple of 32 for Q8_0, of 256 for Q6_K and Q4_K; those
+ *   types),
  *   and cpu_amx_weight the weights it holds (a tied head's too; not
  *   experts, not 3-D slabs).
  *
@@ -33,6 +34,7 @@
 
 #define Q8B 34
 #define Q6B 210
+#define Q4KB 144
 #define Q8KB 292
 
 static uint16_t rand_scale(t_rng *r)
@@ -41,17 +43,20 @@ static uint16_t rand_scale(t_rng *r)
     return quant_f32_to_f16(t_next(r) & 1 ? -d : d);
 }
 
-/* weight rows: random codes, scales from rand_scale (Q6_K: f16 d last) */
+/* weight rows: random codes, scales from rand_scale (Q6_K: f16 d last;
+ * Q4_K: d and dmin first) */
 static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 {
     const int64_t nb = type == QT_Q8_0 ? K / 32 : K / 256;
-    const int bb = type == QT_Q8_0 ? Q8B : Q6B;
+    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q6_K ? Q6B : Q4KB;
     uint8_t *w = malloc((size_t)(nb * bb));
     for (int64_t i = 0; i < nb * bb; i++)
         w[i] = (uint8_t)t_next(r);
     for (int64_t b = 0; b < nb; b++) {
-        const uint16_t h = rand_scale(r);
-        memcpy(w + b * bb + (type == QT_Q8_0 ? 0 : 208), &h, 2);
+        const uint16_t h = rand_scale(r), h2 = rand_scale(r);
+        memcpy(w + b * bb + (type == QT_Q6_K ? 208 : 0), &h, 2);
+        if (type == QT_Q4_K)       /* dmin */
+            memcpy(w + b * bb + 2, &h2, 2);
     }
     return w;
 }
@@ -74,7 +79,7 @@ static void same_bits(uint32_t type, const char *tn, quant_dot_fn fast, quant_do
 {
     static const int64_t ks8[] = { 32, 256, 1024, 2048, 3584, 6144 };
     static const int64_t ks6[] = { 256, 1024, 2048, 3584, 6144 };
-    const int64_t *ks = type == QT_Q8_0 ? ks8 : ks6;
+    const int64_t *ks = type == QT_Q8_0 ? ks8 : ks6;   /* Q6_K and Q4_K: blocks of 256 */
     const int nk = type == QT_Q8_0 ? 6 : 5;
     t_rng r = t_rng_named(tn);
     for (int i = 0; i < nk; i++) {
@@ -119,9 +124,9 @@ static void act_dequant(uint32_t type, const uint8_t *a, float *x, int64_t K)
 static void near_exact(uint32_t type, const char *tn, quant_dot_fn ref)
 {
     const int64_t K = 2048;
-    t_rng r = t_rng_named(type == QT_Q8_0 ? "near.q8_0" : "near.q6_K");
     char name[96];
     snprintf(name, sizeof name, "amx.%s.ref_near_exact", tn);
+    t_rng r = t_rng_named(name);
     float *wd = malloc(sizeof(float) * K), *ad = malloc(sizeof(float) * K);
     int bad = -1;
     double worst = 0;
@@ -133,7 +138,7 @@ static void near_exact(uint32_t type, const char *tn, quant_dot_fn ref)
         for (int64_t k = 0; k < K; k++)
             e += (double)wd[k] * ad[k], m += fabs((double)wd[k] * ad[k]);
         const double got = ref(K, w, a);
-        const double bound = m * 0x1p-24 * (3.0 * (double)K / 32 + 4) + 1e-30;
+        const double bound = m * 0x1p-24 * (6.0 * (double)K / 32 + 4) + 1e-30;
         if (fabs(got - e) > bound)
             bad = rep;
         if (m > 0 && fabs(got - e) / m > worst)
@@ -185,6 +190,7 @@ static void orders(void)
 
     differs(&r, QT_Q8_0, "amx.q8_0.differs_from_lanes", cpu_dot_q8_0_amx_ref, lanes_q8_0);
     differs(&r, QT_Q6_K, "amx.q6_K.differs_from_lanes", cpu_dot_q6_K_amx_ref, cpu_dot_q6_K_ggml_ref);
+    differs(&r, QT_Q4_K, "amx.q4_K.differs_from_vec_dot", cpu_dot_q4_K_amx_ref, quant_vec_dot_fn(QT_Q4_K));
 }
 
 static void shapes(void)
@@ -195,9 +201,12 @@ static void shapes(void)
     t_check("amx.shape.q6_K", cpu_amx_shape(QT_Q6_K, 2048, 151936) &&
             !cpu_amx_shape(QT_Q6_K, 2048 + 32, 64) && !cpu_amx_shape(QT_Q6_K, 2048, 16),
             "Q6_K shape rule");
-    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q4_K, 256, 64) &&
+    t_check("amx.shape.q4_K", cpu_amx_shape(QT_Q4_K, 2048, 512) && !cpu_amx_shape(QT_Q4_K, 2048 + 32, 512) &&
+            !cpu_amx_shape(QT_Q4_K, 2048, 100), "Q4_K shape rule");
+    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q5_K, 256, 64) &&
             !cpu_amx_shape(QT_F16, 256, 64), "types without an AMX order here");
-    t_check("amx.dot.types", cpu_amx_dot(QT_Q8_0) && cpu_amx_dot(QT_Q6_K) && !cpu_amx_dot(QT_Q4_K),
+    t_check("amx.dot.types", cpu_amx_dot(QT_Q8_0) && cpu_amx_dot(QT_Q6_K) && cpu_amx_dot(QT_Q4_K) &&
+            !cpu_amx_dot(QT_Q5_K),
             "cpu_amx_dot's types");
 }
 
@@ -284,8 +293,10 @@ int main(void)
     tile();
     same_bits(QT_Q8_0, "q8_0", cpu_amx_dot(QT_Q8_0), cpu_dot_q8_0_amx_ref);
     same_bits(QT_Q6_K, "q6_K", cpu_amx_dot(QT_Q6_K), cpu_dot_q6_K_amx_ref);
+    same_bits(QT_Q4_K, "q4_K", cpu_amx_dot(QT_Q4_K), cpu_dot_q4_K_amx_ref);
     near_exact(QT_Q8_0, "q8_0", cpu_dot_q8_0_amx_ref);
     near_exact(QT_Q6_K, "q6_K", cpu_dot_q6_K_amx_ref);
+    near_exact(QT_Q4_K, "q4_K", cpu_dot_q4_K_amx_ref);
     orders();
     shapes();
     printf("# amx: this CPU %s llama.cpp's AMX buffers\n",

@@ -34,11 +34,13 @@
 #include <unistd.h>
 
 #include "../../quant/fp16.h"
+#include "../../quant/quant_impl.h"
 #include "../../quant/types.h"
 
 #define Q8_BLOCK 34      /* f16 scale + 32 int8 codes */
 #define Q6K_BLOCK 210    /* 128 low nibbles, 64 high pairs, 16 scales, f16 d */
 #define Q8K_BLOCK 292    /* f32 d, 256 codes, 16 sums of 16 */
+#define Q4K_BLOCK 144    /* f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes */
 
 bool cpu_amx_detect(void)
 {
@@ -61,7 +63,7 @@ bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N)
         return false;
     if (type == QT_Q8_0)
         return K % 32 == 0;
-    if (type == QT_Q6_K)
+    if (type == QT_Q6_K || type == QT_Q4_K)
         return K % 256 == 0;
     return false;
 }
@@ -122,6 +124,39 @@ float cpu_dot_q6_K_amx_ref(int64_t n, const void *vw, const void *va)
     return y;
 }
 
+/* Q4_K: the codes (0..15) times the activations, by sub-block of 32 times
+ * its 6-bit scale, one integer; the mins times the activation's sums of
+ * 32 (two of its sums of 16), another; then two fused multiply-adds, the
+ * second taking off the mins' part: y = fma(-(float)msum, dmin * d_a, y) */
+float cpu_dot_q4_K_amx_ref(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 256; b++, w += Q4K_BLOCK, a += Q8K_BLOCK) {
+        const int8_t *q8 = (const int8_t *)(a + 4);
+        int16_t bsums[16];
+        memcpy(bsums, a + 4 + 256, 32);
+        uint8_t sc[8], mn[8];
+        quant_k4_scales_mins(w + 4, sc, mn);
+        int32_t s = 0, m = 0;
+        for (int g = 0; g < 8; g++) {
+            int32_t sg = 0;
+            for (int l = 0; l < 32; l++) {
+                const uint8_t q = w[16 + 32 * (g / 2) + l];
+                sg += (g & 1 ? q >> 4 : q & 15) * q8[32 * g + l];
+            }
+            s += sc[g] * sg;
+            m += mn[g] * (bsums[2 * g] + bsums[2 * g + 1]);
+        }
+        float da;
+        memcpy(&da, a, 4);
+        const float d = quant_f16_to_f32(rd16(w)) * da, dm = quant_f16_to_f32(rd16(w + 2)) * da;
+        y = fmaf((float)s, d, y);
+        y = fmaf(-(float)m, dm, y);
+    }
+    return y;
+}
+
 /* ---------------------------------------------------------- AVX2 */
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -163,6 +198,41 @@ AVX2 static float dot_q6_K_amx_avx2(int64_t n, const void *vw, const void *va)
         memcpy(&da, a, 4);
         const float d = _cvtsh_ss(rd16(w + 208)) * da;
         y = fmaf((float)hsum_i32(cpu_q6k_lanes_avx2(w, a)), d, y);
+    }
+    return y;
+}
+
+/* Q4_K: nibbles x activations by vpmaddubsw (at most 2 * 15 * 127), times
+ * the sub-block's scale by vpmaddwd, in exact 32-bit lanes; the mins'
+ * integer in scalars */
+AVX2 static float dot_q4_K_amx_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 256; b++, w += Q4K_BLOCK, a += Q8K_BLOCK) {
+        const int8_t *q8 = (const int8_t *)(a + 4);
+        uint8_t sc[8], mn[8];
+        quant_k4_scales_mins(w + 4, sc, mn);
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j])));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * j + 1])));
+        }
+        int16_t bsums[16];
+        memcpy(bsums, a + 4 + 256, 32);
+        int32_t m = 0;
+        for (int g = 0; g < 8; g++)
+            m += mn[g] * (bsums[2 * g] + bsums[2 * g + 1]);
+        float da;
+        memcpy(&da, a, 4);
+        const float d = _cvtsh_ss(rd16(w)) * da, dm = _cvtsh_ss(rd16(w + 2)) * da;
+        y = fmaf((float)hsum_i32(acc), d, y);
+        y = fmaf(-(float)m, dm, y);
     }
     return y;
 }
@@ -260,5 +330,7 @@ quant_dot_fn cpu_amx_dot(uint32_t type)
         return v ? dot_q8_0_amx_avx2 : cpu_dot_q8_0_amx_ref;
     if (type == QT_Q6_K)
         return v ? dot_q6_K_amx_avx2 : cpu_dot_q6_K_amx_ref;
+    if (type == QT_Q4_K)
+        return v ? dot_q4_K_amx_avx2 : cpu_dot_q4_K_amx_ref;
     return NULL;
 }
