@@ -21,7 +21,8 @@
  *
  * The order itself is llama.cpp's only on a CPU with AMX; there the
  * whole-model parity tests check it against the oracle (q36 picks it by
- * itself, cpu_amx_detect). The AVX2 cases skip on a CPU without AVX2. */
+ * itself, cpu_amx_detect). The AVX2 cases skip on a CPU without AVX2 (as
+ * the quant module sees it). */
 #include "test.h"
 
 #include <math.h>
@@ -86,8 +87,8 @@ static void same_bits(uint32_t type, const char *tn, quant_dot_fn fast, quant_do
         const int64_t K = ks[i];
         char name[96];
         snprintf(name, sizeof name, "amx.%s.avx2_same_bits_k%lld", tn, (long long)K);
-        if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-            t_skip(name, "the CPU has no AVX2 with FMA");
+        if (!quant_path_available(QUANT_PATH_AVX2)) {
+            t_skip(name, "the CPU has no AVX2 with FMA and F16C");
             continue;
         }
         int bad = -1;
@@ -226,8 +227,8 @@ static void tile(void)
             char name[96];
             snprintf(name, sizeof name, "amx.q8_0.tile_k%lld_%lldx%lld", (long long)K, (long long)nr,
                      (long long)nt);
-            if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-                t_skip(name, "the CPU has no AVX2 with FMA");
+            if (!quant_path_available(QUANT_PATH_AVX2)) {
+                t_skip(name, "the CPU has no AVX2 with FMA and F16C");
                 continue;
             }
             uint8_t *w = malloc(wrb * (uint64_t)nr), *a = malloc(arb * (uint64_t)nt);

@@ -272,7 +272,6 @@ int be_cpu_new(int n_threads, be_ctx **out, q36_err *err)
      * order needs only AVX2), else it follows cpu_amx_detect */
     const char *amx = getenv("Q36_CPU_AMX");
     c->amx = amx && (!strcmp(amx, "0") || !strcmp(amx, "1")) ? amx[0] == '1' : cpu_amx_detect();
-    (void)cpu_amx_dot(QT_Q8_0);     /* its lazy CPU flag, on this thread */
     const char *dp = getenv("Q36_DOT_PATH");
     c->dot_path = !dp ? -1 : !strcmp(dp, "ref") ? QUANT_PATH_REF
                 : !strcmp(dp, "avx2") ? QUANT_PATH_AVX2

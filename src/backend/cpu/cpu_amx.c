@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "../../quant/fp16.h"
+#include "../../quant/quant.h"
 #include "../../quant/quant_impl.h"
 #include "../../quant/types.h"
 
@@ -307,13 +308,11 @@ static void gemm_q8_0_amx_ref(int64_t K, const uint8_t *w, uint64_t wrb, int64_t
             y[t * ldy + r] = cpu_dot_q8_0_amx_ref(K, w + (uint64_t)r * wrb, a + (uint64_t)t * arb);
 }
 
+/* AVX2, FMA and F16C with the YMM state on, as the quant module sees the
+ * CPU (under Q36_QUANT_PATH_MAX=ref: the references, the same bits) */
 static bool have_avx2(void)
 {
-    static int avx2 = -1;     /* set by be_cpu_new's thread (cpu_amx_dot) before workers run */
-    if (avx2 < 0)
-        avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
-    return avx2;
+    return quant_path_available(QUANT_PATH_AVX2);
 }
 
 cpu_tile_fn cpu_amx_tile(uint32_t type)
