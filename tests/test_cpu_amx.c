@@ -1,10 +1,10 @@
 /* test_cpu_amx.c: the order of llama.cpp's AMX matmuls (cpu_amx.c).
  *
  * - The AVX2 kernels (the per-output dots and the Q8_0 tile) give the
- *   plain-C references' bits, output for output, for Q8_0, Q6_K and Q4_K over
- *   real reduction lengths (256 ... 6144) and the shortest (32 / 256),
- *   weights with every code (-128 included for Q8_0) and scales of both
- *   signs over five decades, activations quantized as cpu_matmul.c
+ *   plain-C references' bits, output for output, for Q8_0, Q6_K, Q4_K and
+ *   Q5_K over real reduction lengths (256 ... 6144) and the shortest (32 /
+ *   256), weights with every code (-128 included for Q8_0) and scales of
+ *   both signs over five decades, activations quantized as cpu_matmul.c
  *   quantizes them; the tile over shapes that are not multiples of its
  *   2 x 4 block, padded strides.
  * - The references form the exact block sums: against a double-precision
@@ -14,10 +14,9 @@
  * - On data where the two orders round differently, they do differ: the
  *   kernel under test is not the lanes order under another name.
  * - cpu_amx_shape takes what llama.cpp's AMX buffer takes (rows a multiple
- *   of 32; K a multiple of 32 for Q8_0, of 256 for Q6_K and Q4_K; those
- *   types),
- *   and cpu_amx_weight the weights it holds (a tied head's too; not
- *   experts, not 3-D slabs).
+ *   of 32; K a multiple of 32 for Q8_0, of 256 for the K-quants; those
+ *   types), and cpu_amx_weight the weights it holds (a tied head's too;
+ *   not experts, not 3-D slabs).
  *
  * The order itself is llama.cpp's only on a CPU with AMX; there the
  * whole-model parity tests check it against the oracle (q36 picks it by
@@ -36,6 +35,7 @@
 #define Q8B 34
 #define Q6B 210
 #define Q4KB 144
+#define Q5KB 176
 #define Q8KB 292
 
 static uint16_t rand_scale(t_rng *r)
@@ -45,18 +45,18 @@ static uint16_t rand_scale(t_rng *r)
 }
 
 /* weight rows: random codes, scales from rand_scale (Q6_K: f16 d last;
- * Q4_K: d and dmin first) */
+ * Q4_K, Q5_K: d and dmin first) */
 static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 {
     const int64_t nb = type == QT_Q8_0 ? K / 32 : K / 256;
-    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q6_K ? Q6B : Q4KB;
+    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q6_K ? Q6B : type == QT_Q4_K ? Q4KB : Q5KB;
     uint8_t *w = malloc((size_t)(nb * bb));
     for (int64_t i = 0; i < nb * bb; i++)
         w[i] = (uint8_t)t_next(r);
     for (int64_t b = 0; b < nb; b++) {
         const uint16_t h = rand_scale(r), h2 = rand_scale(r);
         memcpy(w + b * bb + (type == QT_Q6_K ? 208 : 0), &h, 2);
-        if (type == QT_Q4_K)       /* dmin */
+        if (type == QT_Q4_K || type == QT_Q5_K)       /* dmin */
             memcpy(w + b * bb + 2, &h2, 2);
     }
     return w;
@@ -192,6 +192,7 @@ static void orders(void)
     differs(&r, QT_Q8_0, "amx.q8_0.differs_from_lanes", cpu_dot_q8_0_amx_ref, lanes_q8_0);
     differs(&r, QT_Q6_K, "amx.q6_K.differs_from_lanes", cpu_dot_q6_K_amx_ref, cpu_dot_q6_K_ggml_ref);
     differs(&r, QT_Q4_K, "amx.q4_K.differs_from_vec_dot", cpu_dot_q4_K_amx_ref, quant_vec_dot_fn(QT_Q4_K));
+    differs(&r, QT_Q5_K, "amx.q5_K.differs_from_vec_dot", cpu_dot_q5_K_amx_ref, quant_vec_dot_fn(QT_Q5_K));
 }
 
 static void shapes(void)
@@ -204,10 +205,12 @@ static void shapes(void)
             "Q6_K shape rule");
     t_check("amx.shape.q4_K", cpu_amx_shape(QT_Q4_K, 2048, 512) && !cpu_amx_shape(QT_Q4_K, 2048 + 32, 512) &&
             !cpu_amx_shape(QT_Q4_K, 2048, 100), "Q4_K shape rule");
-    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q5_K, 256, 64) &&
+    t_check("amx.shape.q5_K", cpu_amx_shape(QT_Q5_K, 256, 64) && !cpu_amx_shape(QT_Q5_K, 288, 64),
+            "Q5_K shape rule");
+    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_IQ4_XS, 256, 64) &&
             !cpu_amx_shape(QT_F16, 256, 64), "types without an AMX order here");
     t_check("amx.dot.types", cpu_amx_dot(QT_Q8_0) && cpu_amx_dot(QT_Q6_K) && cpu_amx_dot(QT_Q4_K) &&
-            !cpu_amx_dot(QT_Q5_K),
+            cpu_amx_dot(QT_Q5_K) && !cpu_amx_dot(QT_IQ4_XS),
             "cpu_amx_dot's types");
 }
 
@@ -295,9 +298,11 @@ int main(void)
     same_bits(QT_Q8_0, "q8_0", cpu_amx_dot(QT_Q8_0), cpu_dot_q8_0_amx_ref);
     same_bits(QT_Q6_K, "q6_K", cpu_amx_dot(QT_Q6_K), cpu_dot_q6_K_amx_ref);
     same_bits(QT_Q4_K, "q4_K", cpu_amx_dot(QT_Q4_K), cpu_dot_q4_K_amx_ref);
+    same_bits(QT_Q5_K, "q5_K", cpu_amx_dot(QT_Q5_K), cpu_dot_q5_K_amx_ref);
     near_exact(QT_Q8_0, "q8_0", cpu_dot_q8_0_amx_ref);
     near_exact(QT_Q6_K, "q6_K", cpu_dot_q6_K_amx_ref);
     near_exact(QT_Q4_K, "q4_K", cpu_dot_q4_K_amx_ref);
+    near_exact(QT_Q5_K, "q5_K", cpu_dot_q5_K_amx_ref);
     orders();
     shapes();
     printf("# amx: this CPU %s llama.cpp's AMX buffers\n",

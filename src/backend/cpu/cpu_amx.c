@@ -5,18 +5,20 @@
  * plain matrix products (GGML_OP_MUL_MAT, not the experts' MUL_MAT_ID; a
  * tied head's copy of the token embedding too) into AMX buffers where their
  * shape allows: output rows a multiple of 32, inputs a multiple of the
- * block (32 for Q8_0, 256 for Q6_K). Those products then take AMX tile
- * products for batches and AVX-512 VNNI for single rows, both with one
- * order unlike the vec_dot order q36 follows elsewhere: each block's
+ * block (32 for Q8_0, 256 for the K-quants). Those products then take AMX
+ * tile products for batches and AVX-512 VNNI for single rows, both with
+ * one order unlike the vec_dot order q36 follows elsewhere: each block's
  * integer sum is formed whole (for Q6_K, the sixteen sub-block sums times
  * their scales, 32 x the activation's sums taken off), converted to float
  * once, and the blocks meet in one chain of fused multiply-adds:
  *
  *     y = 0;  for each block b:  y = fma((float)isum_b, d_w,b * d_a,b, y)
  *
- * no lanes, no final reduction. Record bench/results/2026-12-01-gpuhost/
- * measured what not following it costs there (whole-model parity failed
- * on most quantized files). The integer sums are exact in any order, so
+ * (Q4_K and Q5_K add a second fused multiply-add a block that takes the
+ * mins' integer sum times dmin_w,b * d_a,b off), no lanes, no final
+ * reduction. Record bench/results/2026-12-01-gpuhost/ measured what not
+ * following it costs there (whole-model parity failed on most quantized
+ * files). The integer sums are exact in any order, so
  * the kernels below only have to form them exactly and keep that chain.
  *
  * cpu_amx_detect mirrors llama.cpp's test: the CPU reports AMX-INT8 and
@@ -42,6 +44,7 @@
 #define Q6K_BLOCK 210    /* 128 low nibbles, 64 high pairs, 16 scales, f16 d */
 #define Q8K_BLOCK 292    /* f32 d, 256 codes, 16 sums of 16 */
 #define Q4K_BLOCK 144    /* f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes */
+#define Q5K_BLOCK 176    /* the same with 32 bytes of high bits before the nibbles */
 
 bool cpu_amx_detect(void)
 {
@@ -64,7 +67,7 @@ bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N)
         return false;
     if (type == QT_Q8_0)
         return K % 32 == 0;
-    if (type == QT_Q6_K || type == QT_Q4_K)
+    if (type == QT_Q6_K || type == QT_Q4_K || type == QT_Q5_K)
         return K % 256 == 0;
     return false;
 }
@@ -125,15 +128,17 @@ float cpu_dot_q6_K_amx_ref(int64_t n, const void *vw, const void *va)
     return y;
 }
 
-/* Q4_K: the codes (0..15) times the activations, by sub-block of 32 times
- * its 6-bit scale, one integer; the mins times the activation's sums of
- * 32 (two of its sums of 16), another; then two fused multiply-adds, the
- * second taking off the mins' part: y = fma(-(float)msum, dmin * d_a, y) */
-float cpu_dot_q4_K_amx_ref(int64_t n, const void *vw, const void *va)
+/* Q4_K and Q5_K: the codes (0..15; Q5_K 0..31 with its high bits) times
+ * the activations, by sub-block of 32 times its 6-bit scale, one integer;
+ * the mins times the activation's sums of 32 (two of its sums of 16),
+ * another; then two fused multiply-adds, the second taking off the mins'
+ * part: y = fma(-(float)msum, dmin * d_a, y). Block: f16 d, f16 dmin, 12
+ * scale bytes, (Q5_K: 32 bytes of high bits,) 128 bytes of nibbles. */
+static float dot_k45_amx_ref(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
 {
-    const uint8_t *w = vw, *a = va;
+    const int bb = five ? Q5K_BLOCK : Q4K_BLOCK, qs = five ? 48 : 16;
     float y = 0.0f;
-    for (int64_t b = 0; b < n / 256; b++, w += Q4K_BLOCK, a += Q8K_BLOCK) {
+    for (int64_t b = 0; b < n / 256; b++, w += bb, a += Q8K_BLOCK) {
         const int8_t *q8 = (const int8_t *)(a + 4);
         int16_t bsums[16];
         memcpy(bsums, a + 4 + 256, 32);
@@ -143,8 +148,9 @@ float cpu_dot_q4_K_amx_ref(int64_t n, const void *vw, const void *va)
         for (int g = 0; g < 8; g++) {
             int32_t sg = 0;
             for (int l = 0; l < 32; l++) {
-                const uint8_t q = w[16 + 32 * (g / 2) + l];
-                sg += (g & 1 ? q >> 4 : q & 15) * q8[32 * g + l];
+                const uint8_t q = w[qs + 32 * (g / 2) + l];
+                const int hi = five ? (w[16 + l] >> g & 1) << 4 : 0;
+                sg += ((g & 1 ? q >> 4 : q & 15) + hi) * q8[32 * g + l];
             }
             s += sc[g] * sg;
             m += mn[g] * (bsums[2 * g] + bsums[2 * g + 1]);
@@ -156,6 +162,16 @@ float cpu_dot_q4_K_amx_ref(int64_t n, const void *vw, const void *va)
         y = fmaf(-(float)m, dm, y);
     }
     return y;
+}
+
+float cpu_dot_q4_K_amx_ref(int64_t n, const void *w, const void *a)
+{
+    return dot_k45_amx_ref(n, w, a, false);
+}
+
+float cpu_dot_q5_K_amx_ref(int64_t n, const void *w, const void *a)
+{
+    return dot_k45_amx_ref(n, w, a, true);
 }
 
 /* ---------------------------------------------------------- AVX2 */
@@ -203,22 +219,30 @@ AVX2 static float dot_q6_K_amx_avx2(int64_t n, const void *vw, const void *va)
     return y;
 }
 
-/* Q4_K: nibbles x activations by vpmaddubsw (at most 2 * 15 * 127), times
- * the sub-block's scale by vpmaddwd, in exact 32-bit lanes; the mins'
- * integer in scalars */
-AVX2 static float dot_q4_K_amx_avx2(int64_t n, const void *vw, const void *va)
+/* Q4_K and Q5_K: codes x activations by vpmaddubsw (at most 2 * 31 * 127),
+ * times the sub-block's scale by vpmaddwd, in exact 32-bit lanes (a Q5_K
+ * sub-block g's high bit is bit g of its element's qh byte: shifted to bit
+ * 0 of every byte, masked, moved to bit 4); the mins' integer in scalars */
+AVX2 static inline __attribute__((always_inline)) float
+dot_k45_amx_avx2(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
 {
-    const uint8_t *w = vw, *a = va;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const int bb = five ? Q5K_BLOCK : Q4K_BLOCK, qs = five ? 48 : 16;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     float y = 0.0f;
-    for (int64_t b = 0; b < n / 256; b++, w += Q4K_BLOCK, a += Q8K_BLOCK) {
+    for (int64_t b = 0; b < n / 256; b++, w += bb, a += Q8K_BLOCK) {
         const int8_t *q8 = (const int8_t *)(a + 4);
         uint8_t sc[8], mn[8];
         quant_k4_scales_mins(w + 4, sc, mn);
+        const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
         __m256i acc = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + qs + 32 * j));
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (five) {
+                const __m128i s0 = _mm_cvtsi32_si128(2 * j), s1 = _mm_cvtsi32_si128(2 * j + 1);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s0), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s1), one), 4));
+            }
             const __m256i a0 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j));
             const __m256i a1 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j])));
@@ -236,6 +260,16 @@ AVX2 static float dot_q4_K_amx_avx2(int64_t n, const void *vw, const void *va)
         y = fmaf(-(float)m, dm, y);
     }
     return y;
+}
+
+AVX2 static float dot_q4_K_amx_avx2(int64_t n, const void *w, const void *a)
+{
+    return dot_k45_amx_avx2(n, w, a, false);
+}
+
+AVX2 static float dot_q5_K_amx_avx2(int64_t n, const void *w, const void *a)
+{
+    return dot_k45_amx_avx2(n, w, a, true);
 }
 
 /* lane k of the result: the sum of v[k]'s 8 lanes (integer adds: exact in
@@ -331,5 +365,7 @@ quant_dot_fn cpu_amx_dot(uint32_t type)
         return v ? dot_q6_K_amx_avx2 : cpu_dot_q6_K_amx_ref;
     if (type == QT_Q4_K)
         return v ? dot_q4_K_amx_avx2 : cpu_dot_q4_K_amx_ref;
+    if (type == QT_Q5_K)
+        return v ? dot_q5_K_amx_avx2 : cpu_dot_q5_K_amx_ref;
     return NULL;
 }
