@@ -5,12 +5,13 @@
  * plain matrix products (GGML_OP_MUL_MAT, not the experts' MUL_MAT_ID; a
  * tied head's copy of the token embedding too) into AMX buffers where their
  * shape allows: output rows a multiple of 32, inputs a multiple of the
- * block (32 for Q8_0, 256 for the K-quants). Those products then take AMX
- * tile products for batches and AVX-512 VNNI for single rows, both with
- * one order unlike the vec_dot order q36 follows elsewhere: each block's
- * integer sum is formed whole (for Q6_K, the sixteen sub-block sums times
- * their scales, 32 x the activation's sums taken off), converted to float
- * once, and the blocks meet in one chain of fused multiply-adds:
+ * block (32 for Q8_0 and Q4_0, 256 for the K-quants and IQ4_XS). Those
+ * products then take AMX tile products for batches and AVX-512 VNNI for
+ * single rows, both with one order unlike the vec_dot order q36 follows
+ * elsewhere: each block's integer sum is formed whole (for Q6_K, the
+ * sixteen sub-block sums times their scales, 32 x the activation's sums
+ * taken off), converted to float once, and the blocks meet in one chain
+ * of fused multiply-adds:
  *
  *     y = 0;  for each block b:  y = fma((float)isum_b, d_w,b * d_a,b, y)
  *
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "../../quant/fp16.h"
+#include "../../quant/iq_tables.h"
 #include "../../quant/quant.h"
 #include "../../quant/quant_impl.h"
 #include "../../quant/types.h"
@@ -45,6 +47,8 @@
 #define Q8K_BLOCK 292    /* f32 d, 256 codes, 16 sums of 16 */
 #define Q4K_BLOCK 144    /* f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes */
 #define Q5K_BLOCK 176    /* the same with 32 bytes of high bits before the nibbles */
+#define IQ4XS_BLOCK 136  /* f16 d, 16-bit high scale bits, 4 low scale bytes, 128 nibble bytes */
+#define Q4_0_BLOCK 18    /* f16 d, 16 nibble bytes: element l low, l + 16 high */
 
 bool cpu_amx_detect(void)
 {
@@ -65,9 +69,9 @@ bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N)
 {
     if (N % 32)
         return false;
-    if (type == QT_Q8_0)
+    if (type == QT_Q8_0 || type == QT_Q4_0)
         return K % 32 == 0;
-    if (type == QT_Q6_K || type == QT_Q4_K || type == QT_Q5_K)
+    if (type == QT_Q6_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_IQ4_XS)
         return K % 256 == 0;
     return false;
 }
@@ -174,6 +178,56 @@ float cpu_dot_q5_K_amx_ref(int64_t n, const void *w, const void *a)
     return dot_k45_amx_ref(n, w, a, true);
 }
 
+/* element l (0..31) of a run of 16 nibble bytes: low nibbles first */
+static int nib32(const uint8_t *q, int l)
+{
+    return l < 16 ? q[l] & 15 : q[l - 16] >> 4;
+}
+
+/* IQ4_XS: sub-block g (32 elements) has the signed scale ls_g - 32 (4 low
+ * bits in scales_l, 2 high in scales_h) and codes that index the IQ4_NL
+ * values; the block's integer is the scaled sub-block sums, one chain */
+static int iq4xs_scale(const uint8_t *w, int g)
+{
+    const uint16_t sh = rd16(w + 2);
+    return (((w[4 + g / 2] >> 4 * (g & 1)) & 15) | ((sh >> 2 * g & 3) << 4)) - 32;
+}
+
+float cpu_dot_iq4_xs_amx_ref(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 256; b++, w += IQ4XS_BLOCK, a += Q8K_BLOCK) {
+        const int8_t *q8 = (const int8_t *)(a + 4);
+        int32_t s = 0;
+        for (int g = 0; g < 8; g++) {
+            int32_t sg = 0;
+            for (int l = 0; l < 32; l++)
+                sg += quant_kvalues_iq4nl[nib32(w + 8 + 16 * g, l)] * q8[32 * g + l];
+            s += iq4xs_scale(w, g) * sg;
+        }
+        float da;
+        memcpy(&da, a, 4);
+        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * da, y);
+    }
+    return y;
+}
+
+/* Q4_0 (Q8_0 activations): codes - 8 times the activations, one chain */
+float cpu_dot_q4_0_amx_ref(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += Q4_0_BLOCK, a += Q8_BLOCK) {
+        const int8_t *qa = (const int8_t *)(a + 2);
+        int32_t s = 0;
+        for (int l = 0; l < 32; l++)
+            s += (nib32(w + 2, l) - 8) * qa[l];
+        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a)), y);
+    }
+    return y;
+}
+
 /* ---------------------------------------------------------- AVX2 */
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -186,19 +240,30 @@ AVX2 static inline int32_t hsum_i32(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* |w| x (a with w's sign) by vpmaddubsw (a pair at most 2 * 128 * 127,
- * exact in 16 bits), pairs summed by vpmaddwd, the 8 lanes added as
- * integers: the block's exact sum */
+/* 32 elements from 16 nibble bytes: the low nibbles (elements 0..15) in
+ * the low lane, the high ones (16..31) in the high lane */
+AVX2 static inline __m256i nibbles32(const uint8_t *p)
+{
+    const __m128i q = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+/* the exact sum of 32 signed byte products (|v| x (a with v's sign) by
+ * vpmaddubsw: a pair at most 2 * 128 * 127) */
+AVX2 static inline int32_t dot32_s8(__m256i v, __m256i x)
+{
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
+    return hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+/* Q8_0: each block's exact sum by dot32_s8 */
 AVX2 static float dot_q8_0_amx_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m256i ones = _mm256_set1_epi16(1);
     float y = 0.0f;
     for (int64_t b = 0; b < n / 32; b++, w += Q8_BLOCK, a += Q8_BLOCK) {
-        const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + 2));
-        const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 2));
-        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv));
-        const int32_t s = hsum_i32(_mm256_madd_epi16(p, ones));
+        const int32_t s = dot32_s8(_mm256_loadu_si256((const __m256i *)(w + 2)),
+                                   _mm256_loadu_si256((const __m256i *)(a + 2)));
         const float d = _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a));
         y = fmaf((float)s, d, y);
     }
@@ -270,6 +335,38 @@ AVX2 static float dot_q4_K_amx_avx2(int64_t n, const void *w, const void *a)
 AVX2 static float dot_q5_K_amx_avx2(int64_t n, const void *w, const void *a)
 {
     return dot_k45_amx_avx2(n, w, a, true);
+}
+
+AVX2 static float dot_iq4_xs_amx_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 256; b++, w += IQ4XS_BLOCK, a += Q8K_BLOCK) {
+        const int8_t *q8 = (const int8_t *)(a + 4);
+        int32_t s = 0;
+        for (int g = 0; g < 8; g++) {
+            const __m256i v = _mm256_shuffle_epi8(values, nibbles32(w + 8 + 16 * g));
+            s += iq4xs_scale(w, g) * dot32_s8(v, _mm256_loadu_si256((const __m256i *)(q8 + 32 * g)));
+        }
+        float da;
+        memcpy(&da, a, 4);
+        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * da, y);
+    }
+    return y;
+}
+
+AVX2 static float dot_q4_0_amx_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    const __m256i eight = _mm256_set1_epi8(8);
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += Q4_0_BLOCK, a += Q8_BLOCK) {
+        const __m256i v = _mm256_sub_epi8(nibbles32(w + 2), eight);
+        const int32_t s = dot32_s8(v, _mm256_loadu_si256((const __m256i *)(a + 2)));
+        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a)), y);
+    }
+    return y;
 }
 
 /* lane k of the result: the sum of v[k]'s 8 lanes (integer adds: exact in
@@ -367,5 +464,9 @@ quant_dot_fn cpu_amx_dot(uint32_t type)
         return v ? dot_q4_K_amx_avx2 : cpu_dot_q4_K_amx_ref;
     if (type == QT_Q5_K)
         return v ? dot_q5_K_amx_avx2 : cpu_dot_q5_K_amx_ref;
+    if (type == QT_IQ4_XS)
+        return v ? dot_iq4_xs_amx_avx2 : cpu_dot_iq4_xs_amx_ref;
+    if (type == QT_Q4_0)
+        return v ? dot_q4_0_amx_avx2 : cpu_dot_q4_0_amx_ref;
     return NULL;
 }
