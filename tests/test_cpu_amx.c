@@ -2,7 +2,7 @@
  *
  * - The AVX2 kernels (the per-output dots and the Q8_0 tile) give the
  *   plain-C references' bits, output for output, for Q8_0, Q6_K, Q4_K,
- *   Q5_K, IQ4_XS and Q4_0 over real reduction lengths (256 ... 6144) and
+ *   Q5_K, IQ4_XS, Q4_0 and Q4_1 over real reduction lengths (256 ... 6144) and
  *   the shortest (32 / 256), weights with every code (-128 included for
  *   Q8_0) and scales of both signs over five decades, activations
  *   quantized as cpu_matmul.c quantizes them; the tile over shapes that are
@@ -38,6 +38,8 @@
 #define Q5KB 176
 #define IQ4B 136
 #define Q40B 18
+#define Q41B 20
+#define Q81B 36
 #define Q8KB 292
 
 static uint16_t rand_scale(t_rng *r)
@@ -50,9 +52,9 @@ static uint16_t rand_scale(t_rng *r)
  * Q4_K, Q5_K: d and dmin first) */
 static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 {
-    const bool b32 = type == QT_Q8_0 || type == QT_Q4_0;
+    const bool b32 = type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_1;
     const int64_t nb = b32 ? K / 32 : K / 256;
-    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q4_0 ? Q40B : type == QT_Q6_K ? Q6B
+    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q4_0 ? Q40B : type == QT_Q4_1 ? Q41B : type == QT_Q6_K ? Q6B
                  : type == QT_Q4_K ? Q4KB : type == QT_Q5_K ? Q5KB : IQ4B;
     uint8_t *w = malloc((size_t)(nb * bb));
     for (int64_t i = 0; i < nb * bb; i++)
@@ -60,7 +62,7 @@ static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
     for (int64_t b = 0; b < nb; b++) {
         const uint16_t h = rand_scale(r), h2 = rand_scale(r);
         memcpy(w + b * bb + (type == QT_Q6_K ? 208 : 0), &h, 2);
-        if (type == QT_Q4_K || type == QT_Q5_K)       /* dmin */
+        if (type == QT_Q4_K || type == QT_Q5_K || type == QT_Q4_1)   /* dmin, m */
             memcpy(w + b * bb + 2, &h2, 2);
     }
     return w;
@@ -69,12 +71,12 @@ static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 /* one activation row of K, quantized to the weight's vec_dot_type */
 static uint8_t *acts(t_rng *r, uint32_t type, int64_t K)
 {
-    const uint32_t at = type == QT_Q8_0 || type == QT_Q4_0 ? QT_Q8_0 : QT_Q8_K;
+    const uint32_t at = type == QT_Q8_0 || type == QT_Q4_0 ? QT_Q8_0 : type == QT_Q4_1 ? QT_Q8_1 : QT_Q8_K;
     float *x = malloc(sizeof(float) * (size_t)K);
     const float s = powf(10.0f, 4.0f * t_uniform(r) - 2.0f);
     for (int64_t k = 0; k < K; k++)
         x[k] = s * t_gauss(r);
-    uint8_t *a = malloc((size_t)(at == QT_Q8_0 ? K / 32 * Q8B : K / 256 * Q8KB));
+    uint8_t *a = malloc((size_t)(at == QT_Q8_0 ? K / 32 * Q8B : at == QT_Q8_1 ? K / 32 * Q81B : K / 256 * Q8KB));
     quant_act_quantize(at, x, a, K);
     free(x);
     return a;
@@ -84,7 +86,7 @@ static void same_bits(uint32_t type, const char *tn, quant_dot_fn fast, quant_do
 {
     static const int64_t ks8[] = { 32, 256, 1024, 2048, 3584, 6144 };
     static const int64_t ks6[] = { 256, 1024, 2048, 3584, 6144 };
-    const bool b32 = type == QT_Q8_0 || type == QT_Q4_0;
+    const bool b32 = type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_1;
     const int64_t *ks = b32 ? ks8 : ks6;   /* the K-quants and IQ4_XS: blocks of 256 */
     const int nk = b32 ? 6 : 5;
     t_rng r = t_rng_named(tn);
@@ -109,11 +111,12 @@ static void same_bits(uint32_t type, const char *tn, quant_dot_fn fast, quant_do
     }
 }
 
-/* an activation row as floats (Q8_K: f32 d, 256 codes, the sums after) */
+/* the activation row of a weight type's products as floats (Q8_0, Q8_1;
+ * Q8_K: f32 d, 256 codes, the sums after) */
 static void act_dequant(uint32_t type, const uint8_t *a, float *x, int64_t K)
 {
-    if (type == QT_Q8_0) {
-        quant_dequant_row(QT_Q8_0, a, x, K);
+    if (type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_1) {
+        quant_dequant_row(type == QT_Q4_1 ? QT_Q8_1 : QT_Q8_0, a, x, K);
         return;
     }
     for (int64_t b = 0; b < K / 256; b++, a += Q8KB) {
@@ -139,7 +142,7 @@ static void near_exact(uint32_t type, const char *tn, quant_dot_fn ref)
     for (int rep = 0; rep < 50 && bad < 0; rep++) {
         uint8_t *w = weights(&r, type, K), *a = acts(&r, type, K);
         quant_dequant_row(type, w, wd, K);
-        act_dequant(type == QT_Q4_0 ? QT_Q8_0 : type, a, ad, K);
+        act_dequant(type, a, ad, K);
         double e = 0, m = 0;
         for (int64_t k = 0; k < K; k++)
             e += (double)wd[k] * ad[k], m += fabs((double)wd[k] * ad[k]);
@@ -201,6 +204,7 @@ static void orders(void)
     differs(&r, QT_IQ4_XS, "amx.iq4_xs.differs_from_vec_dot", cpu_dot_iq4_xs_amx_ref,
             quant_vec_dot_fn(QT_IQ4_XS));
     differs(&r, QT_Q4_0, "amx.q4_0.differs_from_vec_dot", cpu_dot_q4_0_amx_ref, quant_vec_dot_fn(QT_Q4_0));
+    differs(&r, QT_Q4_1, "amx.q4_1.differs_from_vec_dot", cpu_dot_q4_1_amx_ref, quant_vec_dot_fn(QT_Q4_1));
 }
 
 static void shapes(void)
@@ -216,11 +220,13 @@ static void shapes(void)
     t_check("amx.shape.q5_K", cpu_amx_shape(QT_Q5_K, 256, 64) && !cpu_amx_shape(QT_Q5_K, 288, 64),
             "Q5_K shape rule");
     t_check("amx.shape.iq4_xs_q4_0", cpu_amx_shape(QT_IQ4_XS, 256, 64) && !cpu_amx_shape(QT_IQ4_XS, 288, 64) &&
-            cpu_amx_shape(QT_Q4_0, 32, 64) && !cpu_amx_shape(QT_Q4_0, 64, 48), "IQ4_XS and Q4_0 shape rules");
-    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q4_1, 256, 64) &&
+            cpu_amx_shape(QT_Q4_0, 32, 64) && !cpu_amx_shape(QT_Q4_0, 64, 48) && cpu_amx_shape(QT_Q4_1, 64, 32),
+            "IQ4_XS, Q4_0 and Q4_1 shape rules");
+    t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q5_0, 256, 64) &&
             !cpu_amx_shape(QT_F16, 256, 64), "types without an AMX order here");
     t_check("amx.dot.types", cpu_amx_dot(QT_Q8_0) && cpu_amx_dot(QT_Q6_K) && cpu_amx_dot(QT_Q4_K) &&
-            cpu_amx_dot(QT_Q5_K) && cpu_amx_dot(QT_IQ4_XS) && cpu_amx_dot(QT_Q4_0) && !cpu_amx_dot(QT_Q4_1),
+            cpu_amx_dot(QT_Q5_K) && cpu_amx_dot(QT_IQ4_XS) && cpu_amx_dot(QT_Q4_0) && cpu_amx_dot(QT_Q4_1) &&
+            !cpu_amx_dot(QT_F16),
             "cpu_amx_dot's types");
 }
 
@@ -311,12 +317,14 @@ int main(void)
     same_bits(QT_Q5_K, "q5_K", cpu_amx_dot(QT_Q5_K), cpu_dot_q5_K_amx_ref);
     same_bits(QT_IQ4_XS, "iq4_xs", cpu_amx_dot(QT_IQ4_XS), cpu_dot_iq4_xs_amx_ref);
     same_bits(QT_Q4_0, "q4_0", cpu_amx_dot(QT_Q4_0), cpu_dot_q4_0_amx_ref);
+    same_bits(QT_Q4_1, "q4_1", cpu_amx_dot(QT_Q4_1), cpu_dot_q4_1_amx_ref);
     near_exact(QT_Q8_0, "q8_0", cpu_dot_q8_0_amx_ref);
     near_exact(QT_Q6_K, "q6_K", cpu_dot_q6_K_amx_ref);
     near_exact(QT_Q4_K, "q4_K", cpu_dot_q4_K_amx_ref);
     near_exact(QT_Q5_K, "q5_K", cpu_dot_q5_K_amx_ref);
     near_exact(QT_IQ4_XS, "iq4_xs", cpu_dot_iq4_xs_amx_ref);
     near_exact(QT_Q4_0, "q4_0", cpu_dot_q4_0_amx_ref);
+    near_exact(QT_Q4_1, "q4_1", cpu_dot_q4_1_amx_ref);
     orders();
     shapes();
     printf("# amx: this CPU %s llama.cpp's AMX buffers\n",

@@ -5,7 +5,7 @@
  * plain matrix products (GGML_OP_MUL_MAT, not the experts' MUL_MAT_ID; a
  * tied head's copy of the token embedding too) into AMX buffers where their
  * shape allows: output rows a multiple of 32, inputs a multiple of the
- * block (32 for Q8_0 and Q4_0, 256 for the K-quants and IQ4_XS). Those
+ * block (32 for Q8_0, Q4_0, Q4_1; 256 for the K-quants and IQ4_XS). Those
  * products then take AMX tile products for batches and AVX-512 VNNI for
  * single rows, both with one order unlike the vec_dot order q36 follows
  * elsewhere: each block's integer sum is formed whole (for Q6_K, the
@@ -49,6 +49,8 @@
 #define Q5K_BLOCK 176    /* the same with 32 bytes of high bits before the nibbles */
 #define IQ4XS_BLOCK 136  /* f16 d, 16-bit high scale bits, 4 low scale bytes, 128 nibble bytes */
 #define Q4_0_BLOCK 18    /* f16 d, 16 nibble bytes: element l low, l + 16 high */
+#define Q4_1_BLOCK 20    /* f16 d, f16 m, 16 nibble bytes */
+#define Q8_1_BLOCK 36    /* f16 d, f16 s (d x the codes' sum), 32 int8 codes */
 
 bool cpu_amx_detect(void)
 {
@@ -69,7 +71,7 @@ bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N)
 {
     if (N % 32)
         return false;
-    if (type == QT_Q8_0 || type == QT_Q4_0)
+    if (type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_1)
         return K % 32 == 0;
     if (type == QT_Q6_K || type == QT_Q4_K || type == QT_Q5_K || type == QT_IQ4_XS)
         return K % 256 == 0;
@@ -228,6 +230,23 @@ float cpu_dot_q4_0_amx_ref(int64_t n, const void *vw, const void *va)
     return y;
 }
 
+/* Q4_1 (Q8_1 activations): codes times the activations, then the min
+ * times the activation block's s: y = fma(m_w, s_a, fma(isum, d_w d_a, y)) */
+float cpu_dot_q4_1_amx_ref(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += Q4_1_BLOCK, a += Q8_1_BLOCK) {
+        const int8_t *qa = (const int8_t *)(a + 4);
+        int32_t s = 0;
+        for (int l = 0; l < 32; l++)
+            s += nib32(w + 4, l) * qa[l];
+        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a)), y);
+        y = fmaf(quant_f16_to_f32(rd16(w + 2)), quant_f16_to_f32(rd16(a + 2)), y);
+    }
+    return y;
+}
+
 /* ---------------------------------------------------------- AVX2 */
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -369,6 +388,19 @@ AVX2 static float dot_q4_0_amx_avx2(int64_t n, const void *vw, const void *va)
     return y;
 }
 
+AVX2 static float dot_q4_1_amx_avx2(int64_t n, const void *vw, const void *va)
+{
+    const uint8_t *w = vw, *a = va;
+    float y = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += Q4_1_BLOCK, a += Q8_1_BLOCK) {
+        const __m256i p = _mm256_maddubs_epi16(nibbles32(w + 4), _mm256_loadu_si256((const __m256i *)(a + 4)));
+        const int32_t s = hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a)), y);
+        y = fmaf(_cvtsh_ss(rd16(w + 2)), _cvtsh_ss(rd16(a + 2)), y);
+    }
+    return y;
+}
+
 /* lane k of the result: the sum of v[k]'s 8 lanes (integer adds: exact in
  * any order) */
 AVX2 static inline __m256i sum8x8_i32(const __m256i *v)
@@ -468,5 +500,7 @@ quant_dot_fn cpu_amx_dot(uint32_t type)
         return v ? dot_iq4_xs_amx_avx2 : cpu_dot_iq4_xs_amx_ref;
     if (type == QT_Q4_0)
         return v ? dot_q4_0_amx_avx2 : cpu_dot_q4_0_amx_ref;
+    if (type == QT_Q4_1)
+        return v ? dot_q4_1_amx_avx2 : cpu_dot_q4_1_amx_ref;
     return NULL;
 }

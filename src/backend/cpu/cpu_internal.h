@@ -146,7 +146,7 @@ float cpu_dot_q6_K_ggml_ref(int64_t n, const void *w, const void *a);  /* plain 
  * does llama.cpp take its AMX buffers on this CPU; cpu_amx_shape: would it
  * for a plain matmul weight of this type, K inputs and N outputs;
  * cpu_amx_dot: the dot in that order (Q8_0, Q6_K, Q4_K, Q5_K, IQ4_XS,
- * Q4_0; NULL for the others). */
+ * Q4_0, Q4_1; NULL for the others: F16). */
 bool cpu_amx_detect(void);
 bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N);
 quant_dot_fn cpu_amx_dot(uint32_t type);
@@ -165,4 +165,5 @@ float cpu_dot_q4_K_amx_ref(int64_t n, const void *w, const void *a);
 float cpu_dot_q5_K_amx_ref(int64_t n, const void *w, const void *a);
 float cpu_dot_iq4_xs_amx_ref(int64_t n, const void *w, const void *a);
 float cpu_dot_q4_0_amx_ref(int64_t n, const void *w, const void *a);
+float cpu_dot_q4_1_amx_ref(int64_t n, const void *w, const void *a);
 #endif
