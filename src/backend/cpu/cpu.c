@@ -19,7 +19,9 @@
  * module. Q4_K matmuls run the tile kernels of cpu_gemm.h (several rows x
  * tokens per call): the same exact integer block sums, another f32 order
  * than the quant module's dot, within the same bound. Q8_0 and f32 tiles
- * (cpu_gemm_q8.h) keep the per-output dot's bits.
+ * (cpu_gemm_q8.h) keep the per-output dot's bits. On CPUs with AMX, where
+ * llama.cpp keeps plain matmul weights in AMX buffers, their quantized
+ * products take that buffer's order instead (cpu_amx.c).
  *
  * Batch invariance (exact mode). A row's bits never depend on the batch it
  * is in: matmul tiles give each output from its own weight row and token
