@@ -54,8 +54,8 @@ static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 {
     const bool b32 = type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_1;
     const int64_t nb = b32 ? K / 32 : K / 256;
-    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q4_0 ? Q40B : type == QT_Q4_1 ? Q41B : type == QT_Q6_K ? Q6B
-                 : type == QT_Q4_K ? Q4KB : type == QT_Q5_K ? Q5KB : IQ4B;
+    const int bb = type == QT_Q8_0 ? Q8B : type == QT_Q4_0 ? Q40B : type == QT_Q4_1 ? Q41B
+                 : type == QT_Q6_K ? Q6B : type == QT_Q4_K ? Q4KB : type == QT_Q5_K ? Q5KB : IQ4B;
     uint8_t *w = malloc((size_t)(nb * bb));
     for (int64_t i = 0; i < nb * bb; i++)
         w[i] = (uint8_t)t_next(r);
@@ -71,12 +71,14 @@ static uint8_t *weights(t_rng *r, uint32_t type, int64_t K)
 /* one activation row of K, quantized to the weight's vec_dot_type */
 static uint8_t *acts(t_rng *r, uint32_t type, int64_t K)
 {
-    const uint32_t at = type == QT_Q8_0 || type == QT_Q4_0 ? QT_Q8_0 : type == QT_Q4_1 ? QT_Q8_1 : QT_Q8_K;
+    const uint32_t at = type == QT_Q8_0 || type == QT_Q4_0 ? QT_Q8_0
+                      : type == QT_Q4_1 ? QT_Q8_1 : QT_Q8_K;
     float *x = malloc(sizeof(float) * (size_t)K);
     const float s = powf(10.0f, 4.0f * t_uniform(r) - 2.0f);
     for (int64_t k = 0; k < K; k++)
         x[k] = s * t_gauss(r);
-    uint8_t *a = malloc((size_t)(at == QT_Q8_0 ? K / 32 * Q8B : at == QT_Q8_1 ? K / 32 * Q81B : K / 256 * Q8KB));
+    uint8_t *a = malloc((size_t)(at == QT_Q8_0 ? K / 32 * Q8B
+                                 : at == QT_Q8_1 ? K / 32 * Q81B : K / 256 * Q8KB));
     quant_act_quantize(at, x, a, K);
     free(x);
     return a;
@@ -199,12 +201,16 @@ static void orders(void)
 
     differs(&r, QT_Q8_0, "amx.q8_0.differs_from_lanes", cpu_dot_q8_0_amx_ref, lanes_q8_0);
     differs(&r, QT_Q6_K, "amx.q6_K.differs_from_lanes", cpu_dot_q6_K_amx_ref, cpu_dot_q6_K_ggml_ref);
-    differs(&r, QT_Q4_K, "amx.q4_K.differs_from_vec_dot", cpu_dot_q4_K_amx_ref, quant_vec_dot_fn(QT_Q4_K));
-    differs(&r, QT_Q5_K, "amx.q5_K.differs_from_vec_dot", cpu_dot_q5_K_amx_ref, quant_vec_dot_fn(QT_Q5_K));
+    differs(&r, QT_Q4_K, "amx.q4_K.differs_from_vec_dot", cpu_dot_q4_K_amx_ref,
+            quant_vec_dot_fn(QT_Q4_K));
+    differs(&r, QT_Q5_K, "amx.q5_K.differs_from_vec_dot", cpu_dot_q5_K_amx_ref,
+            quant_vec_dot_fn(QT_Q5_K));
     differs(&r, QT_IQ4_XS, "amx.iq4_xs.differs_from_vec_dot", cpu_dot_iq4_xs_amx_ref,
             quant_vec_dot_fn(QT_IQ4_XS));
-    differs(&r, QT_Q4_0, "amx.q4_0.differs_from_vec_dot", cpu_dot_q4_0_amx_ref, quant_vec_dot_fn(QT_Q4_0));
-    differs(&r, QT_Q4_1, "amx.q4_1.differs_from_vec_dot", cpu_dot_q4_1_amx_ref, quant_vec_dot_fn(QT_Q4_1));
+    differs(&r, QT_Q4_0, "amx.q4_0.differs_from_vec_dot", cpu_dot_q4_0_amx_ref,
+            quant_vec_dot_fn(QT_Q4_0));
+    differs(&r, QT_Q4_1, "amx.q4_1.differs_from_vec_dot", cpu_dot_q4_1_amx_ref,
+            quant_vec_dot_fn(QT_Q4_1));
 }
 
 static void shapes(void)
@@ -215,17 +221,20 @@ static void shapes(void)
     t_check("amx.shape.q6_K", cpu_amx_shape(QT_Q6_K, 2048, 151936) &&
             !cpu_amx_shape(QT_Q6_K, 2048 + 32, 64) && !cpu_amx_shape(QT_Q6_K, 2048, 16),
             "Q6_K shape rule");
-    t_check("amx.shape.q4_K", cpu_amx_shape(QT_Q4_K, 2048, 512) && !cpu_amx_shape(QT_Q4_K, 2048 + 32, 512) &&
+    t_check("amx.shape.q4_K", cpu_amx_shape(QT_Q4_K, 2048, 512) &&
+            !cpu_amx_shape(QT_Q4_K, 2048 + 32, 512) &&
             !cpu_amx_shape(QT_Q4_K, 2048, 100), "Q4_K shape rule");
     t_check("amx.shape.q5_K", cpu_amx_shape(QT_Q5_K, 256, 64) && !cpu_amx_shape(QT_Q5_K, 288, 64),
             "Q5_K shape rule");
-    t_check("amx.shape.iq4_xs_q4_0", cpu_amx_shape(QT_IQ4_XS, 256, 64) && !cpu_amx_shape(QT_IQ4_XS, 288, 64) &&
-            cpu_amx_shape(QT_Q4_0, 32, 64) && !cpu_amx_shape(QT_Q4_0, 64, 48) && cpu_amx_shape(QT_Q4_1, 64, 32),
+    t_check("amx.shape.iq4_xs_q4_0", cpu_amx_shape(QT_IQ4_XS, 256, 64) &&
+            !cpu_amx_shape(QT_IQ4_XS, 288, 64) && cpu_amx_shape(QT_Q4_0, 32, 64) &&
+            !cpu_amx_shape(QT_Q4_0, 64, 48) && cpu_amx_shape(QT_Q4_1, 64, 32),
             "IQ4_XS, Q4_0 and Q4_1 shape rules");
     t_check("amx.shape.others", !cpu_amx_shape(QT_F32, 256, 64) && !cpu_amx_shape(QT_Q5_0, 256, 64) &&
             !cpu_amx_shape(QT_F16, 256, 64), "types without an AMX order here");
     t_check("amx.dot.types", cpu_amx_dot(QT_Q8_0) && cpu_amx_dot(QT_Q6_K) && cpu_amx_dot(QT_Q4_K) &&
-            cpu_amx_dot(QT_Q5_K) && cpu_amx_dot(QT_IQ4_XS) && cpu_amx_dot(QT_Q4_0) && cpu_amx_dot(QT_Q4_1) &&
+            cpu_amx_dot(QT_Q5_K) && cpu_amx_dot(QT_IQ4_XS) && cpu_amx_dot(QT_Q4_0) &&
+            cpu_amx_dot(QT_Q4_1) &&
             !cpu_amx_dot(QT_F16),
             "cpu_amx_dot's types");
 }
@@ -236,7 +245,8 @@ static void shapes(void)
 static void tile(void)
 {
     static const int64_t ks[] = { 32, 256, 1024, 3584 };
-    static const int shp[][2] = { { 1, 1 }, { 2, 4 }, { 3, 5 }, { 4, 8 }, { 7, 9 }, { 16, 12 }, { 5, 1 } };
+    static const int shp[][2] = { { 1, 1 }, { 2, 4 }, { 3, 5 }, { 4, 8 },
+                                  { 7, 9 }, { 16, 12 }, { 5, 1 } };
     const cpu_tile_fn fn = cpu_amx_tile(QT_Q8_0);
     t_rng r = t_rng_named("amx.tile");
     for (int ik = 0; ik < 4; ik++)
@@ -268,7 +278,8 @@ static void tile(void)
             int bad = 0;
             for (int64_t t = 0; t < nt && !bad; t++)
                 for (int64_t i = 0; i < ldy && !bad; i++) {
-                    const float want = i < nr ? cpu_dot_q8_0_amx_ref(K, w + (uint64_t)i * wrb, a + (uint64_t)t * arb)
+                    const float want = i < nr ? cpu_dot_q8_0_amx_ref(K, w + (uint64_t)i * wrb,
+                                                                     a + (uint64_t)t * arb)
                                               : -12345.0f;
                     bad = memcmp(&want, &y[t * ldy + i], 4) != 0;
                     if (bad)

@@ -317,20 +317,24 @@ dot_k45_amx_avx2(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
         const int8_t *q8 = (const int8_t *)(a + 4);
         uint8_t sc[8], mn[8];
         quant_k4_scales_mins(w + 4, sc, mn);
-        const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(w + 16)) : _mm256_setzero_si256();
+        const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(w + 16))
+                                : _mm256_setzero_si256();
         __m256i acc = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w + qs + 32 * j));
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             if (five) {
                 const __m128i s0 = _mm_cvtsi32_si128(2 * j), s1 = _mm_cvtsi32_si128(2 * j + 1);
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s0), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s1), one), 4));
+                const __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(qh, s0), one);
+                const __m256i h1 = _mm256_and_si256(_mm256_srl_epi16(qh, s1), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(h0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(h1, 4));
             }
             const __m256i a0 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j));
             const __m256i a1 = _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j])));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * j + 1])));
+            const __m256i p0 = _mm256_maddubs_epi16(lo, a0), p1 = _mm256_maddubs_epi16(hi, a1);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
         }
         int16_t bsums[16];
         memcpy(bsums, a + 4 + 256, 32);
@@ -359,7 +363,8 @@ AVX2 static float dot_q5_K_amx_avx2(int64_t n, const void *w, const void *a)
 AVX2 static float dot_iq4_xs_amx_avx2(int64_t n, const void *vw, const void *va)
 {
     const uint8_t *w = vw, *a = va;
-    const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
+    const __m256i values =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_kvalues_iq4nl));
     float y = 0.0f;
     for (int64_t b = 0; b < n / 256; b++, w += IQ4XS_BLOCK, a += Q8K_BLOCK) {
         const int8_t *q8 = (const int8_t *)(a + 4);
@@ -393,7 +398,8 @@ AVX2 static float dot_q4_1_amx_avx2(int64_t n, const void *vw, const void *va)
     const uint8_t *w = vw, *a = va;
     float y = 0.0f;
     for (int64_t b = 0; b < n / 32; b++, w += Q4_1_BLOCK, a += Q8_1_BLOCK) {
-        const __m256i p = _mm256_maddubs_epi16(nibbles32(w + 4), _mm256_loadu_si256((const __m256i *)(a + 4)));
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + 4));
+        const __m256i p = _mm256_maddubs_epi16(nibbles32(w + 4), x);
         const int32_t s = hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
         y = fmaf((float)s, _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a)), y);
         y = fmaf(_cvtsh_ss(rd16(w + 2)), _cvtsh_ss(rd16(a + 2)), y);
@@ -407,7 +413,8 @@ AVX2 static inline __m256i sum8x8_i32(const __m256i *v)
 {
     const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
     const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                            _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 /* 2 weight rows x 4 tokens in one register: lane 4r + t is output (r, t).
