@@ -77,10 +77,11 @@ bool cpu_amx_weight(const cpu_ctx *c, const gguf_tensor *t, bool expert)
  *    so that its rows stay batch-invariant, and so matches llama.cpp's
  *    prompt batches bit for bit and its single-token steps to rounding.
  * On a CPU where llama.cpp keeps such a weight in an AMX buffer
- * (cpu_amx_weight) its Q8_0 and Q6_K products take that order (cpu_amx.c).
+ * (cpu_amx_weight) its quantized products take that order (cpu_amx.c).
  * be->dot_path >= 0 (Q36_DOT_PATH, a diagnostic switch read by be_cpu_new)
  * forces one quant-module family instead. */
-static quant_dot_fn pick_dot(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N, bool expert)
+static quant_dot_fn pick_dot(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N,
+                             bool expert)
 {
     const uint32_t type = w->type;
     if (be->dot_path >= 0) {
@@ -115,8 +116,9 @@ static quant_dot_fn pick_dot(const cpu_ctx *be, const be_weight *w, int64_t K, i
  * on its own row and token alone); Q4_K (cpu_gemm.h) stays within the
  * quant module's rounding bound. None under a forced Q36_DOT_PATH. A weight
  * in llama.cpp's AMX order takes that order's tile (Q8_0) or pick_dot's
- * dot per output (Q6_K). */
-static cpu_tile_fn pick_tile(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N, bool expert)
+ * dot per output (the other types). */
+static cpu_tile_fn pick_tile(const cpu_ctx *be, const be_weight *w, int64_t K, int64_t N,
+                             bool expert)
 {
     const uint32_t type = w->type;
     if (be->dot_path >= 0)
