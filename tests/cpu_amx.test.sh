@@ -9,56 +9,43 @@
 #   one token a pass give the same bits (one order whatever the rows);
 # - Q36_CPU_AMX=0 gives the default order's bits.
 # On a CPU with AMX q36 takes the order by itself, and the parity tests
-# compare it with llama.cpp there. Env: BUILD, Q36 (default ./q36).
+# compare it with llama.cpp there. The distance is the oracle harness's
+# `compare`. Env: BUILD, Q36 (default ./q36).
 set -u
 cd "$(dirname "$0")/.."
-Q36=${Q36:-./q36}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok()   { echo "ok cpu_amx.$1"; }
-fail() { echo "FAIL cpu_amx.$1: $2"; }
+. tests/lib.sh
+need_oracle cpu_amx.setup
 # check NAME SYNTH-ARGS...: the cases below on one synthetic file
 check() {
     local n=$1; shift
     local M=$tmp/$n.gguf
     if ! "$Q36" synth --arch qwen35 --preset tiny --hidden 256 --n-vocab 512 --tied off \
             "$@" --seed 7 -o "$M" >"$tmp/log" 2>&1; then
-        fail "$n.setup" "q36 synth: $(tail -n 1 "$tmp/log")"; return
+        fail "cpu_amx.$n.setup" "q36 synth: $(tail -n 1 "$tmp/log")"; return
     fi
     local ids="5 17 99 3 250 41 7 7 301 12 64 128"
     lg() { local f=$1; shift; "$@" "$Q36" logits -m "$M" --ids "$ids" --all -o "$f" >/dev/null 2>"$tmp/e"; }
     lg "$tmp/def.f32" env -u Q36_CPU_AMX && lg "$tmp/off.f32" env Q36_CPU_AMX=0 &&
         lg "$tmp/amx.f32" env Q36_CPU_AMX=1 &&
         Q36_CPU_AMX=1 "$Q36" logits -m "$M" --ids "$ids" --all --split 1 -t 3 -o "$tmp/amx1.f32" >/dev/null 2>"$tmp/e" ||
-        { fail "$n.setup" "q36 logits: $(head -c 300 "$tmp/e")"; return; }
+        { fail "cpu_amx.$n.setup" "q36 logits: $(head -c 300 "$tmp/e")"; return; }
     # the default is the AMX order exactly where this CPU would have llama.cpp take it
     if grep -qw amx_int8 /proc/cpuinfo; then
-        cmp -s "$tmp/def.f32" "$tmp/amx.f32" && ok "$n.default_follows_cpu" ||
-            fail "$n.default_follows_cpu" "AMX CPU: the default is not the AMX order"
+        cmp -s "$tmp/def.f32" "$tmp/amx.f32" && ok "cpu_amx.$n.default_follows_cpu" ||
+            fail "cpu_amx.$n.default_follows_cpu" "AMX CPU: the default is not the AMX order"
     else
-        cmp -s "$tmp/def.f32" "$tmp/off.f32" && ok "$n.default_follows_cpu" ||
-            fail "$n.default_follows_cpu" "no AMX: the default is not the plain order"
+        cmp -s "$tmp/def.f32" "$tmp/off.f32" && ok "cpu_amx.$n.default_follows_cpu" ||
+            fail "cpu_amx.$n.default_follows_cpu" "no AMX: the default is not the plain order"
     fi
-    ! cmp -s "$tmp/off.f32" "$tmp/amx.f32" && ok "$n.changes_logits" ||
-        fail "$n.changes_logits" "Q36_CPU_AMX=1 left every logit unchanged"
-    cmp -s "$tmp/amx.f32" "$tmp/amx1.f32" && ok "$n.batch_invariant" ||
-        fail "$n.batch_invariant" "one pass and one token a pass differ"
+    ! cmp -s "$tmp/off.f32" "$tmp/amx.f32" && ok "cpu_amx.$n.changes_logits" ||
+        fail "cpu_amx.$n.changes_logits" "Q36_CPU_AMX=1 left every logit unchanged"
+    cmp -s "$tmp/amx.f32" "$tmp/amx1.f32" && ok "cpu_amx.$n.batch_invariant" ||
+        fail "cpu_amx.$n.batch_invariant" "one pass and one token a pass differ"
     local worst
-    worst=$(python3 - "$tmp/off.f32" "$tmp/amx.f32" 512 <<'PY'
-import struct, sys, math
-a = open(sys.argv[1], 'rb').read(); b = open(sys.argv[2], 'rb').read(); V = int(sys.argv[3])
-n = len(a) // 4
-A = struct.unpack('%df' % n, a); B = struct.unpack('%df' % n, b)
-w = 0.0
-for r in range(n // V):
-    x = A[r * V:(r + 1) * V]; y = B[r * V:(r + 1) * V]
-    d = math.sqrt(sum((p - q) ** 2 for p, q in zip(x, y))); m = math.sqrt(sum(p * p for p in x))
-    w = max(w, d / m)
-print('%.3g' % w)
-PY
-)
-    python3 -c "import sys; sys.exit(0 if float('$worst') < 0.02 else 1)" && ok "$n.near_plain_order" ||
-        fail "$n.near_plain_order" "worst relative L2 $worst against the plain order (want < 0.02)"
+    worst=$("$ORACLE" compare "$tmp/off.f32" "$tmp/amx.f32" -n 512 |
+        awk '{ for (i = 1; i < NF; i++) if ($i == "worst_rel_l2") print $(i + 1) }')
+    awk -v w="$worst" 'BEGIN { exit !(w != "" && w < 0.02) }' && ok "cpu_amx.$n.near_plain_order" ||
+        fail "cpu_amx.$n.near_plain_order" "worst relative L2 '$worst' against the plain order (want < 0.02)"
     echo "# cpu_amx.$n: worst relative L2 against the plain order $worst"
 }
 check q8_0 --type q8_0 --head-type q6_K

@@ -8,7 +8,7 @@
 # and off; parity.test.sh quick, then whole within 250 s. Writes to $OUT.
 # Usage: bash bench/gpuhost/amx_run.sh [ARCHIVE (.hostcheck/hc.tar.xz)]
 set -u
-out=${OUT:-/tmp/amx-out}; mkdir -p "$out"
+out=${OUT:-amx-out}; mkdir -p "$out"
 tar -xJf "${1:-.hostcheck/hc.tar.xz}"
 bins=$PWD/tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 export LD_LIBRARY_PATH=$PWD/syslib:$bins Q36_ORACLE_LIB=$bins BUILD=build-cpu Q36=build-cpu/q36
@@ -20,19 +20,20 @@ export LD_LIBRARY_PATH=$PWD/syslib:$bins Q36_ORACLE_LIB=$bins BUILD=build-cpu Q3
 } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 step() { local n=$1; shift; echo "### $n: $*"; local t0=$(date +%s); "$@" > "$out/$n.txt" 2>&1; echo "rc $? in $(( $(date +%s) - t0 )) s"; grep -E '^(FAIL|skip)|^#' "$out/$n.txt" | head -20; echo "ok: $(grep -c '^ok ' "$out/$n.txt") FAIL: $(grep -c '^FAIL ' "$out/$n.txt")"; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 step unit build-cpu/tests/test_cpu_amx
 step switch bash tests/cpu_amx.test.sh
 # bit-exactness on the trained model, P=64 and 600, both orders
-xz -dc models/q36-tiny-moe.gguf.xz > /tmp/trained.gguf
-cat tools/train/model_mtp.py tools/train/export_gguf.py > /tmp/text.txt
-build-cpu/q36 tokenize -m /tmp/trained.gguf -f /tmp/text.txt --ids | tr '\n' ' ' > /tmp/all.ids
+xz -dc models/q36-tiny-moe.gguf.xz > $t/trained.gguf
+cat tools/train/model_mtp.py tools/train/export_gguf.py > $t/text.txt
+build-cpu/q36 tokenize -m $t/trained.gguf -f $t/text.txt --ids | tr '\n' ' ' > $t/all.ids
 for P in 64 600; do
-  cut -d' ' -f1-$P /tmp/all.ids > /tmp/p.ids
-  build-cpu/oracle logits -m /tmp/trained.gguf --ids-file /tmp/p.ids -o /tmp/o.f32 --all > /dev/null 2>&1
+  cut -d' ' -f1-$P $t/all.ids > $t/p.ids
+  build-cpu/oracle logits -m $t/trained.gguf --ids-file $t/p.ids -o $t/o.f32 --all > /dev/null 2>&1
   for v in auto 0 1; do
-    if [ $v = auto ]; then env -u Q36_CPU_AMX build-cpu/q36 logits -m /tmp/trained.gguf --ids-file /tmp/p.ids -o /tmp/q.f32 --all -ctk f32 -ctv f32 -t 8 >/dev/null 2>&1
-    else Q36_CPU_AMX=$v build-cpu/q36 logits -m /tmp/trained.gguf --ids-file /tmp/p.ids -o /tmp/q.f32 --all -ctk f32 -ctv f32 -t 8 >/dev/null 2>&1; fi
-    cmp -s /tmp/q.f32 /tmp/o.f32 && r=identical || r="differ ($(cmp /tmp/q.f32 /tmp/o.f32 | head -c 80))"
+    if [ $v = auto ]; then env -u Q36_CPU_AMX build-cpu/q36 logits -m $t/trained.gguf --ids-file $t/p.ids -o $t/q.f32 --all -ctk f32 -ctv f32 -t 8 >/dev/null 2>&1
+    else Q36_CPU_AMX=$v build-cpu/q36 logits -m $t/trained.gguf --ids-file $t/p.ids -o $t/q.f32 --all -ctk f32 -ctv f32 -t 8 >/dev/null 2>&1; fi
+    cmp -s $t/q.f32 $t/o.f32 && r=identical || r="differ ($(cmp $t/q.f32 $t/o.f32 | head -c 80))"
     echo "trained P=$P Q36_CPU_AMX=$v: $r" | tee -a "$out/bits.txt"
   done
 done

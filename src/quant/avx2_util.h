@@ -1,7 +1,8 @@
 /* avx2_util.h: small AVX2 helpers shared by dot_avx2.c and dot_avx2_iq.c
  * (horizontal sums, signed byte products, bit expansion, block field
- * loads). Every function carries target("avx2,fma,f16c"); include this only
- * on x86-64 and call only after a CPU-feature check. Private to src/quant.
+ * loads), and by the CPU backend's AMX-order dots (cpu_amx.c). Every
+ * function carries target("avx2,fma,f16c"); include this only on x86-64
+ * and call only after a CPU-feature check.
  *
  * Integer products use vpmaddubsw (unsigned x signed bytes -> saturating
  * int16 pairs). Each caller keeps a pair below 2^15: see the note at the

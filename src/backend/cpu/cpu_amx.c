@@ -33,12 +33,14 @@
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../quant/fp16.h"
 #include "../../quant/iq_tables.h"
 #include "../../quant/quant.h"
+#include "../../quant/avx2_util.h"
 #include "../../quant/quant_impl.h"
 #include "../../quant/types.h"
 
@@ -56,7 +58,8 @@ bool cpu_amx_detect(void)
 {
 #if defined(__x86_64__) && defined(__linux__)
     unsigned a, b, c, d;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return false;
     const bool amx_int8 = d >> 25 & 1, vnni = c >> 11 & 1;
     if (!amx_int8 || !vnni)
         return false;
@@ -78,13 +81,6 @@ bool cpu_amx_shape(uint32_t type, int64_t K, int64_t N)
     return false;
 }
 
-static uint16_t rd16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
 /* ------------------------------------------------------- references */
 
 float cpu_dot_q8_0_amx_ref(int64_t n, const void *vw, const void *va)
@@ -96,7 +92,7 @@ float cpu_dot_q8_0_amx_ref(int64_t n, const void *vw, const void *va)
         int32_t s = 0;
         for (int e = 0; e < 32; e++)
             s += qw[e] * qa[e];
-        const float d = quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a));
+        const float d = quant_rdf16(w) * quant_rdf16(a);
         y = fmaf((float)s, d, y);
     }
     return y;
@@ -119,8 +115,7 @@ float cpu_dot_q6_K_amx_ref(int64_t n, const void *vw, const void *va)
     for (int64_t b = 0; b < n / 256; b++, w += Q6K_BLOCK, a += Q8K_BLOCK) {
         const int8_t *sc = (const int8_t *)(w + 192);
         const int8_t *q8 = (const int8_t *)(a + 4);
-        float da;
-        memcpy(&da, a, 4);
+        const float da = q8k_d(a);
         int32_t s = 0;
         for (int j = 0; j < 16; j++) {          /* sub-blocks of 16 */
             int32_t sj = 0;
@@ -128,7 +123,7 @@ float cpu_dot_q6_K_amx_ref(int64_t n, const void *vw, const void *va)
                 sj += (q6k_code(w, e) - 32) * q8[e];
             s += sc[j] * sj;
         }
-        const float d = quant_f16_to_f32(rd16(w + 208)) * da;
+        const float d = quant_rdf16(w + 208) * da;
         y = fmaf((float)s, d, y);
     }
     return y;
@@ -140,17 +135,25 @@ float cpu_dot_q6_K_amx_ref(int64_t n, const void *vw, const void *va)
  * another; then two fused multiply-adds, the second taking off the mins'
  * part: y = fma(-(float)msum, dmin * d_a, y). Block: f16 d, f16 dmin, 12
  * scale bytes, (Q5_K: 32 bytes of high bits,) 128 bytes of nibbles. */
+/* the mins' integer of a Q4_K/Q5_K block: each sub-block's min times the
+ * activation's sum of its 32 elements (two of the Q8_K block's sums) */
+static int32_t k45_mins(const uint8_t mn[8], const uint8_t *a)
+{
+    int32_t m = 0;
+    for (int g = 0; g < 8; g++)
+        m += mn[g] * (q8k_bsum(a, 2 * g) + q8k_bsum(a, 2 * g + 1));
+    return m;
+}
+
 static float dot_k45_amx_ref(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
 {
     const int bb = five ? Q5K_BLOCK : Q4K_BLOCK, qs = five ? 48 : 16;
     float y = 0.0f;
     for (int64_t b = 0; b < n / 256; b++, w += bb, a += Q8K_BLOCK) {
         const int8_t *q8 = (const int8_t *)(a + 4);
-        int16_t bsums[16];
-        memcpy(bsums, a + 4 + 256, 32);
         uint8_t sc[8], mn[8];
         quant_k4_scales_mins(w + 4, sc, mn);
-        int32_t s = 0, m = 0;
+        int32_t s = 0;
         for (int g = 0; g < 8; g++) {
             int32_t sg = 0;
             for (int l = 0; l < 32; l++) {
@@ -159,11 +162,10 @@ static float dot_k45_amx_ref(int64_t n, const uint8_t *w, const uint8_t *a, bool
                 sg += ((g & 1 ? q >> 4 : q & 15) + hi) * q8[32 * g + l];
             }
             s += sc[g] * sg;
-            m += mn[g] * (bsums[2 * g] + bsums[2 * g + 1]);
         }
-        float da;
-        memcpy(&da, a, 4);
-        const float d = quant_f16_to_f32(rd16(w)) * da, dm = quant_f16_to_f32(rd16(w + 2)) * da;
+        const int32_t m = k45_mins(mn, a);
+        const float da = q8k_d(a);
+        const float d = quant_rdf16(w) * da, dm = quant_rdf16(w + 2) * da;
         y = fmaf((float)s, d, y);
         y = fmaf(-(float)m, dm, y);
     }
@@ -191,7 +193,7 @@ static int nib32(const uint8_t *q, int l)
  * values; the block's integer is the scaled sub-block sums, one chain */
 static int iq4xs_scale(const uint8_t *w, int g)
 {
-    const uint16_t sh = rd16(w + 2);
+    const uint16_t sh = quant_rd16(w + 2);
     return (((w[4 + g / 2] >> 4 * (g & 1)) & 15) | ((sh >> 2 * g & 3) << 4)) - 32;
 }
 
@@ -208,9 +210,8 @@ float cpu_dot_iq4_xs_amx_ref(int64_t n, const void *vw, const void *va)
                 sg += quant_kvalues_iq4nl[nib32(w + 8 + 16 * g, l)] * q8[32 * g + l];
             s += iq4xs_scale(w, g) * sg;
         }
-        float da;
-        memcpy(&da, a, 4);
-        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * da, y);
+        const float da = q8k_d(a);
+        y = fmaf((float)s, quant_rdf16(w) * da, y);
     }
     return y;
 }
@@ -225,7 +226,7 @@ float cpu_dot_q4_0_amx_ref(int64_t n, const void *vw, const void *va)
         int32_t s = 0;
         for (int l = 0; l < 32; l++)
             s += (nib32(w + 2, l) - 8) * qa[l];
-        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a)), y);
+        y = fmaf((float)s, quant_rdf16(w) * quant_rdf16(a), y);
     }
     return y;
 }
@@ -241,15 +242,13 @@ float cpu_dot_q4_1_amx_ref(int64_t n, const void *vw, const void *va)
         int32_t s = 0;
         for (int l = 0; l < 32; l++)
             s += nib32(w + 4, l) * qa[l];
-        y = fmaf((float)s, quant_f16_to_f32(rd16(w)) * quant_f16_to_f32(rd16(a)), y);
-        y = fmaf(quant_f16_to_f32(rd16(w + 2)), quant_f16_to_f32(rd16(a + 2)), y);
+        y = fmaf((float)s, quant_rdf16(w) * quant_rdf16(a), y);
+        y = fmaf(quant_rdf16(w + 2), quant_rdf16(a + 2), y);
     }
     return y;
 }
 
 /* ---------------------------------------------------------- AVX2 */
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
 
 AVX2 static inline int32_t hsum_i32(__m256i v)
 {
@@ -259,20 +258,11 @@ AVX2 static inline int32_t hsum_i32(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* 32 elements from 16 nibble bytes: the low nibbles (elements 0..15) in
- * the low lane, the high ones (16..31) in the high lane */
-AVX2 static inline __m256i nibbles32(const uint8_t *p)
-{
-    const __m128i q = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-}
-
-/* the exact sum of 32 signed byte products (|v| x (a with v's sign) by
- * vpmaddubsw: a pair at most 2 * 128 * 127) */
+/* the exact sum of 32 signed byte products (madd_i8: a pair at most
+ * 2 * 128 * 127) */
 AVX2 static inline int32_t dot32_s8(__m256i v, __m256i x)
 {
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(x, v));
-    return hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    return hsum_i32(_mm256_madd_epi16(madd_i8(v, x), _mm256_set1_epi16(1)));
 }
 
 /* Q8_0: each block's exact sum by dot32_s8 */
@@ -283,7 +273,7 @@ AVX2 static float dot_q8_0_amx_avx2(int64_t n, const void *vw, const void *va)
     for (int64_t b = 0; b < n / 32; b++, w += Q8_BLOCK, a += Q8_BLOCK) {
         const int32_t s = dot32_s8(_mm256_loadu_si256((const __m256i *)(w + 2)),
                                    _mm256_loadu_si256((const __m256i *)(a + 2)));
-        const float d = _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a));
+        const float d = f16c(w) * f16c(a);
         y = fmaf((float)s, d, y);
     }
     return y;
@@ -295,9 +285,7 @@ AVX2 static float dot_q6_K_amx_avx2(int64_t n, const void *vw, const void *va)
     const uint8_t *w = vw, *a = va;
     float y = 0.0f;
     for (int64_t b = 0; b < n / 256; b++, w += Q6K_BLOCK, a += Q8K_BLOCK) {
-        float da;
-        memcpy(&da, a, 4);
-        const float d = _cvtsh_ss(rd16(w + 208)) * da;
+        const float d = f16c(w + 208) * q8k_d(a);
         y = fmaf((float)hsum_i32(cpu_q6k_lanes_avx2(w, a)), d, y);
     }
     return y;
@@ -322,7 +310,8 @@ dot_k45_amx_avx2(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
         __m256i acc = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w + qs + 32 * j));
-            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             if (five) {
                 const __m128i s0 = _mm_cvtsi32_si128(2 * j), s1 = _mm_cvtsi32_si128(2 * j + 1);
                 const __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(qh, s0), one);
@@ -336,14 +325,9 @@ dot_k45_amx_avx2(int64_t n, const uint8_t *w, const uint8_t *a, bool five)
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * j])));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * j + 1])));
         }
-        int16_t bsums[16];
-        memcpy(bsums, a + 4 + 256, 32);
-        int32_t m = 0;
-        for (int g = 0; g < 8; g++)
-            m += mn[g] * (bsums[2 * g] + bsums[2 * g + 1]);
-        float da;
-        memcpy(&da, a, 4);
-        const float d = _cvtsh_ss(rd16(w)) * da, dm = _cvtsh_ss(rd16(w + 2)) * da;
+        const int32_t m = k45_mins(mn, a);
+        const float da = q8k_d(a);
+        const float d = f16c(w) * da, dm = f16c(w + 2) * da;
         y = fmaf((float)hsum_i32(acc), d, y);
         y = fmaf(-(float)m, dm, y);
     }
@@ -370,12 +354,11 @@ AVX2 static float dot_iq4_xs_amx_avx2(int64_t n, const void *vw, const void *va)
         const int8_t *q8 = (const int8_t *)(a + 4);
         int32_t s = 0;
         for (int g = 0; g < 8; g++) {
-            const __m256i v = _mm256_shuffle_epi8(values, nibbles32(w + 8 + 16 * g));
-            s += iq4xs_scale(w, g) * dot32_s8(v, _mm256_loadu_si256((const __m256i *)(q8 + 32 * g)));
+            const __m256i v = _mm256_shuffle_epi8(values, nibbles16(w + 8 + 16 * g));
+            s += iq4xs_scale(w, g) * dot32_s8(v, load32(q8 + 32 * g));
         }
-        float da;
-        memcpy(&da, a, 4);
-        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * da, y);
+        const float da = q8k_d(a);
+        y = fmaf((float)s, f16c(w) * da, y);
     }
     return y;
 }
@@ -386,9 +369,9 @@ AVX2 static float dot_q4_0_amx_avx2(int64_t n, const void *vw, const void *va)
     const __m256i eight = _mm256_set1_epi8(8);
     float y = 0.0f;
     for (int64_t b = 0; b < n / 32; b++, w += Q4_0_BLOCK, a += Q8_BLOCK) {
-        const __m256i v = _mm256_sub_epi8(nibbles32(w + 2), eight);
+        const __m256i v = _mm256_sub_epi8(nibbles16(w + 2), eight);
         const int32_t s = dot32_s8(v, _mm256_loadu_si256((const __m256i *)(a + 2)));
-        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a)), y);
+        y = fmaf((float)s, f16c(w) * f16c(a), y);
     }
     return y;
 }
@@ -399,10 +382,10 @@ AVX2 static float dot_q4_1_amx_avx2(int64_t n, const void *vw, const void *va)
     float y = 0.0f;
     for (int64_t b = 0; b < n / 32; b++, w += Q4_1_BLOCK, a += Q8_1_BLOCK) {
         const __m256i x = _mm256_loadu_si256((const __m256i *)(a + 4));
-        const __m256i p = _mm256_maddubs_epi16(nibbles32(w + 4), x);
+        const __m256i p = _mm256_maddubs_epi16(nibbles16(w + 4), x);
         const int32_t s = hsum_i32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-        y = fmaf((float)s, _cvtsh_ss(rd16(w)) * _cvtsh_ss(rd16(a)), y);
-        y = fmaf(_cvtsh_ss(rd16(w + 2)), _cvtsh_ss(rd16(a + 2)), y);
+        y = fmaf((float)s, f16c(w) * f16c(a), y);
+        y = fmaf(f16c(w + 2), f16c(a + 2), y);
     }
     return y;
 }
@@ -440,13 +423,13 @@ AVX2 static void q8_amx_2x4(int64_t nb, const uint8_t *w0, const uint8_t *w1, co
             v[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa0, _mm256_sign_epi8(av, wv0)), ones);
             v[4 + t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa1, _mm256_sign_epi8(av, wv1)), ones);
         }
-        h = _mm_insert_epi16(h, rd16(a + off), 0);
-        h = _mm_insert_epi16(h, rd16(a + arb + off), 1);
-        h = _mm_insert_epi16(h, rd16(a + 2 * arb + off), 2);
-        h = _mm_insert_epi16(h, rd16(a + 3 * arb + off), 3);
+        h = _mm_insert_epi16(h, quant_rd16(a + off), 0);
+        h = _mm_insert_epi16(h, quant_rd16(a + arb + off), 1);
+        h = _mm_insert_epi16(h, quant_rd16(a + 2 * arb + off), 2);
+        h = _mm_insert_epi16(h, quant_rd16(a + 3 * arb + off), 3);
         const __m128 da = _mm_cvtph_ps(h);
-        const __m256 dw = _mm256_set_m128(_mm_set1_ps(_cvtsh_ss(rd16(w1 + off))),
-                                          _mm_set1_ps(_cvtsh_ss(rd16(w0 + off))));
+        const __m256 dw = _mm256_set_m128(_mm_set1_ps(f16c(w1 + off)),
+                                          _mm_set1_ps(f16c(w0 + off)));
         const __m256 d = _mm256_mul_ps(dw, _mm256_set_m128(da, da));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8x8_i32(v)), d, acc);
     }
